@@ -1,0 +1,102 @@
+// Package config holds the deployment configuration (capgate.yaml): the
+// agent card base, where manifests and policy modules live, authentication,
+// handlers, listeners, router and store settings.
+package config
+
+import "time"
+
+// Defaults.
+const (
+	DefaultListenA2A       = "127.0.0.1:8080"
+	DefaultListenExtAuthz  = "127.0.0.1:9191"
+	DefaultListenAdmin     = "127.0.0.1:9090"
+	DefaultScopesClaim     = "scope"
+	DefaultTenantClaim     = "tenant"
+	DefaultRouterThreshold = 0.6
+	DefaultStore           = "memory"
+	DefaultCardMaxAge      = 300 * time.Second
+	DefaultClockSkew       = 30 * time.Second
+	DefaultMaxBodyBytes    = 1 << 20
+)
+
+// Config is a validated deployment configuration.
+type Config struct {
+	Agent      Agent             `yaml:"agent"`
+	Manifests  []string          `yaml:"manifests"`   // relative to the config file
+	PolicyDirs []string          `yaml:"policy_dirs"` // relative to the config file
+	Auth       Auth              `yaml:"auth"`
+	Handlers   map[string]string `yaml:"handlers"` // handler name -> "builtin:echo" or http(s) URL
+	Listen     Listen            `yaml:"listen"`
+	Router     Router            `yaml:"router"`
+	Store      string            `yaml:"store"` // "memory" or redis://host:port/db
+	Cards      Cards             `yaml:"cards"`
+
+	// Dir is the directory of the config file; relative paths resolve against it.
+	Dir string `yaml:"-"`
+}
+
+// Agent is the base of every card.
+type Agent struct {
+	Name             string      `yaml:"name"`
+	Description      string      `yaml:"description"`
+	Version          string      `yaml:"version"`
+	URL              string      `yaml:"url"`
+	Provider         *Provider   `yaml:"provider"`
+	Extensions       []Extension `yaml:"extensions"`
+	DocumentationURL string      `yaml:"documentation_url"`
+	Streaming        *bool       `yaml:"streaming"` // default true
+}
+
+// Provider is the card's provider block.
+type Provider struct {
+	Organization string `yaml:"organization"`
+	URL          string `yaml:"url"`
+}
+
+// Extension is an A2A extension the agent declares.
+type Extension struct {
+	URI         string         `yaml:"uri"`
+	Description string         `yaml:"description"`
+	Required    bool           `yaml:"required"`
+	Params      map[string]any `yaml:"params"`
+}
+
+// Auth configures caller authentication and the policy settings derived from it.
+type Auth struct {
+	Issuers         []Issuer      `yaml:"issuers"`
+	ScopesClaim     string        `yaml:"scopes_claim"`
+	TenantClaim     string        `yaml:"tenant_claim"`
+	PreviewScope    string        `yaml:"preview_scope"`
+	PreviewTenants  []string      `yaml:"preview_tenants"`
+	AnonymousPublic bool          `yaml:"anonymous_public"`
+	ClockSkew       time.Duration `yaml:"clock_skew"`
+}
+
+// Issuer is one trusted token issuer.
+type Issuer struct {
+	Issuer     string   `yaml:"issuer"`
+	Audiences  []string `yaml:"audiences"`
+	JWKSFile   string   `yaml:"jwks_file"` // relative to the config file
+	JWKSURL    string   `yaml:"jwks_url"`
+	Algorithms []string `yaml:"algorithms"`
+}
+
+// Listen holds listener addresses.
+type Listen struct {
+	A2A      string `yaml:"a2a"`
+	ExtAuthz string `yaml:"extauthz"`
+	Admin    string `yaml:"admin"`
+}
+
+// Router holds routing settings.
+type Router struct {
+	Threshold float64 `yaml:"threshold"`
+}
+
+// Cards holds card serving settings.
+type Cards struct {
+	MaxAge time.Duration `yaml:"max_age"`
+	// ExtendedCard: "auto" (default: advertised when any non-removed
+	// capability is extended or preview), "on" or "off".
+	ExtendedCard string `yaml:"extended_card"`
+}

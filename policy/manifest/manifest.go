@@ -1,0 +1,126 @@
+// Package manifest holds capability manifests: their types, loading from
+// YAML or JSON files, and validation of a whole registry at once.
+package manifest
+
+import "sort"
+
+// State is a capability's lifecycle state.
+type State string
+
+// Lifecycle states, in the order a capability normally moves through them.
+const (
+	StatePreview    State = "preview"
+	StateGA         State = "ga"
+	StateDeprecated State = "deprecated"
+	StateRemoved    State = "removed"
+)
+
+// Visibility says which cards may list a capability.
+type Visibility string
+
+// Visibilities.
+const (
+	VisibilityPublic   Visibility = "public"
+	VisibilityExtended Visibility = "extended"
+	VisibilityInternal Visibility = "internal"
+)
+
+// Capability is one manifest: a skill and the server-side facts about it.
+// Only Skill (plus ID) ever reaches a card.
+type Capability struct {
+	ID             string         `json:"id"`
+	State          State          `json:"state"`
+	Visibility     Visibility     `json:"visibility"`
+	ReplacedBy     string         `json:"replaced_by,omitempty"`
+	Skill          Skill          `json:"skill"`
+	RequiresScopes []string       `json:"requires_scopes"`
+	Tenants        Tenants        `json:"tenants"`
+	Handler        string         `json:"handler"`
+	Limits         map[string]any `json:"limits,omitempty"`
+	Owner          string         `json:"owner,omitempty"`
+
+	// Source is where the manifest was read from (not part of the format).
+	Source Source `json:"-"`
+}
+
+// Skill is the card-facing block of a manifest (A2A AgentSkill minus id).
+type Skill struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Examples    []string `json:"examples,omitempty"`
+	InputModes  []string `json:"inputModes,omitempty"`
+	OutputModes []string `json:"outputModes,omitempty"`
+}
+
+// Tenants is either every tenant ("*") or an explicit, non-empty list.
+type Tenants struct {
+	All  bool
+	List []string
+}
+
+// Allows reports whether tenant t is admitted.
+func (t Tenants) Allows(tenant string) bool {
+	if t.All {
+		return true
+	}
+	for _, v := range t.List {
+		if v == tenant {
+			return true
+		}
+	}
+	return false
+}
+
+// Source locates a manifest for error messages.
+type Source struct {
+	File string // display path, e.g. "capabilities/reconcile.yaml"
+	Line int    // line of the document start (YAML), 0 when unknown
+}
+
+// Routable reports whether the state allows execution at all
+// (preview still needs an opted-in caller).
+func (c *Capability) Routable() bool {
+	return c.State == StatePreview || c.State == StateGA || c.State == StateDeprecated
+}
+
+// Registry is a validated set of capabilities, sorted by id.
+type Registry struct {
+	caps []Capability
+	byID map[string]int
+}
+
+// NewRegistry builds a registry from capabilities that have already been
+// validated. The slice is copied and sorted by id.
+func NewRegistry(caps []Capability) *Registry {
+	r := &Registry{caps: append([]Capability(nil), caps...), byID: make(map[string]int, len(caps))}
+	sort.Slice(r.caps, func(i, j int) bool { return r.caps[i].ID < r.caps[j].ID })
+	for i := range r.caps {
+		r.byID[r.caps[i].ID] = i
+	}
+	return r
+}
+
+// All returns the capabilities sorted by id. Callers must not modify them.
+func (r *Registry) All() []Capability { return r.caps }
+
+// Len is the number of capabilities.
+func (r *Registry) Len() int { return len(r.caps) }
+
+// Get returns the capability with the given id.
+func (r *Registry) Get(id string) (*Capability, bool) {
+	i, ok := r.byID[id]
+	if !ok {
+		return nil, false
+	}
+	return &r.caps[i], true
+}
+
+// Index returns the position of id in All(), or -1.
+func (r *Registry) Index(id string) int {
+	i, ok := r.byID[id]
+	if !ok {
+		return -1
+	}
+	return i
+}
