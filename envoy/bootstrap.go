@@ -1,0 +1,423 @@
+package envoy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/anypb"
+	"gopkg.in/yaml.v3"
+
+	// Extensions the configs name in typed_config only: imported for their
+	// registration in protoregistry.GlobalTypes, which protojson and
+	// anypb.UnmarshalNew resolve "@type" against.
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+)
+
+// Names and limits the sidecar configuration is checked against.
+const (
+	// PublicCardPath is the one path served without an ext_authz check (GET/HEAD only).
+	PublicCardPath = "/.well-known/agent-card.json"
+	// MinRequestBodyBytes is the least body ext_authz must buffer for capgate:
+	// capgate's own maximum request body (config.DefaultMaxBodyBytes).
+	MinRequestBodyBytes = 1 << 20
+)
+
+// Parse reads an Envoy v3 bootstrap from YAML (or JSON) strictly: unknown
+// fields, unknown "@type"s and bad enum values are errors, as they are to Envoy.
+func Parse(data []byte) (*bootstrapv3.Bootstrap, error) {
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("parse bootstrap yaml: %w", err)
+	}
+	js, err := json.Marshal(doc)
+	if err != nil {
+		return nil, fmt.Errorf("convert bootstrap yaml to json: %w", err)
+	}
+	b := &bootstrapv3.Bootstrap{}
+	if err := protojson.Unmarshal(js, b); err != nil {
+		return nil, fmt.Errorf("decode bootstrap: %w", err)
+	}
+	return b, nil
+}
+
+// Validate runs Envoy's proto constraints (protoc-gen-validate) over the whole
+// bootstrap. ValidateAll does not look inside google.protobuf.Any, so every
+// typed_config (and any Any nested in one, such as the HTTP filters inside the
+// HTTP connection manager) is unpacked and validated too. An Any whose type is
+// not linked in is an error: it could not be checked.
+func Validate(b *bootstrapv3.Bootstrap) error {
+	var errs []error
+	if err := b.ValidateAll(); err != nil {
+		errs = append(errs, fmt.Errorf("bootstrap: %w", err))
+	}
+	errs = append(errs, validateAnys(b.ProtoReflect(), "bootstrap")...)
+	return errors.Join(errs...)
+}
+
+// validateAnys walks every populated message field of m and validates each Any
+// it finds, recursively.
+func validateAnys(m protoreflect.Message, path string) []error {
+	var errs []error
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		p := path + "." + string(fd.Name())
+		switch {
+		case fd.IsList():
+			if fd.Message() == nil {
+				return true
+			}
+			l := v.List()
+			for i := range l.Len() {
+				errs = append(errs, validateMessage(l.Get(i).Message(), fmt.Sprintf("%s[%d]", p, i))...)
+			}
+		case fd.IsMap():
+			if fd.MapValue().Message() == nil {
+				return true
+			}
+			mp := v.Map()
+			keys := make([]string, 0, mp.Len())
+			mp.Range(func(k protoreflect.MapKey, _ protoreflect.Value) bool {
+				keys = append(keys, k.String())
+				return true
+			})
+			sort.Strings(keys)
+			for _, k := range keys {
+				mv := mp.Get(protoreflect.ValueOfString(k).MapKey())
+				errs = append(errs, validateMessage(mv.Message(), fmt.Sprintf("%s[%s]", p, k))...)
+			}
+		case fd.Message() != nil:
+			errs = append(errs, validateMessage(v.Message(), p)...)
+		}
+		return true
+	})
+	return errs
+}
+
+func validateMessage(m protoreflect.Message, path string) []error {
+	a, ok := m.Interface().(*anypb.Any)
+	if !ok {
+		return validateAnys(m, path)
+	}
+	inner, err := a.UnmarshalNew()
+	if err != nil {
+		return []error{fmt.Errorf("%s: unpack %s: %w", path, a.GetTypeUrl(), err)}
+	}
+	var errs []error
+	if v, ok := inner.(interface{ ValidateAll() error }); ok {
+		if err := v.ValidateAll(); err != nil {
+			errs = append(errs, fmt.Errorf("%s (%s): %w", path, inner.ProtoReflect().Descriptor().FullName(), err))
+		}
+	}
+	return append(errs, validateAnys(inner.ProtoReflect(), path)...)
+}
+
+// Check enforces what capgate needs from an Envoy bootstrap, beyond proto
+// validity, and returns every problem found (joined):
+//
+//   - every cluster a route or an ext_authz filter names is defined;
+//   - every HTTP connection manager runs ext_authz, enabled, before the router;
+//   - ext_authz fails closed (failure_mode_allow false, no shadow mode, no
+//     partial enablement), speaks transport API V3 over gRPC to an HTTP/2
+//     cluster, and sends the whole body (at least 1 MiB, no partial messages,
+//     as bytes);
+//   - only the public card route (exact path, GET/HEAD only) disables
+//     ext_authz, and no route or virtual host weakens its body settings.
+//
+// Check expects a bootstrap that passed Validate.
+func Check(b *bootstrapv3.Bootstrap) error {
+	c := checker{clusters: map[string]*clusterv3.Cluster{}}
+	for _, cl := range b.GetStaticResources().GetClusters() {
+		if _, dup := c.clusters[cl.GetName()]; dup {
+			c.addf("cluster %q: defined twice", cl.GetName())
+		}
+		c.clusters[cl.GetName()] = cl
+	}
+	hcms := 0
+	for _, l := range b.GetStaticResources().GetListeners() {
+		for i, fc := range l.GetFilterChains() {
+			for _, f := range fc.GetFilters() {
+				m, err := f.GetTypedConfig().UnmarshalNew()
+				if err != nil {
+					c.addf("listener %q: filter %q: %v", l.GetName(), f.GetName(), err)
+					continue
+				}
+				if hcm, ok := m.(*hcmv3.HttpConnectionManager); ok {
+					hcms++
+					c.checkHCM(fmt.Sprintf("listener %q filter_chains[%d]", l.GetName(), i), hcm)
+				}
+			}
+		}
+	}
+	if hcms == 0 {
+		c.addf("no listener has an http_connection_manager")
+	}
+	if b.GetDynamicResources() != nil {
+		c.addf("dynamic_resources: set; capgate's sidecar config is static so that it can be checked here")
+	}
+	return errors.Join(c.errs...)
+}
+
+type checker struct {
+	clusters map[string]*clusterv3.Cluster
+	errs     []error
+}
+
+func (c *checker) addf(format string, args ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {
+	authzName, authzAt, routerAt := "", -1, -1
+	for i, f := range hcm.GetHttpFilters() {
+		m, err := f.GetTypedConfig().UnmarshalNew()
+		if err != nil {
+			c.addf("%s: http filter %q: %v", where, f.GetName(), err)
+			continue
+		}
+		switch cfg := m.(type) {
+		case *extauthzv3.ExtAuthz:
+			if authzAt >= 0 {
+				c.addf("%s: http filter %q: a second ext_authz filter", where, f.GetName())
+				continue
+			}
+			authzName, authzAt = f.GetName(), i
+			if f.GetDisabled() {
+				c.addf("%s: http filter %q: disabled: true turns the check off unless a route enables it", where, f.GetName())
+			}
+			if f.GetIsOptional() {
+				c.addf("%s: http filter %q: is_optional: true lets Envoy run without the check", where, f.GetName())
+			}
+			c.checkExtAuthz(fmt.Sprintf("%s: http filter %q", where, f.GetName()), cfg)
+		case *routerv3.Router:
+			routerAt = i
+		}
+	}
+	switch {
+	case authzAt < 0:
+		c.addf("%s: no envoy.extensions.filters.http.ext_authz.v3.ExtAuthz http filter: requests would reach capgate unchecked", where)
+	case routerAt < 0:
+		c.addf("%s: no router http filter", where)
+	case authzAt > routerAt:
+		c.addf("%s: ext_authz (http_filters[%d]) comes after the router (http_filters[%d]): it would never run", where, authzAt, routerAt)
+	}
+	rc := hcm.GetRouteConfig()
+	if rc == nil {
+		c.addf("%s: no inline route_config (RDS and scoped routes cannot be checked)", where)
+		return
+	}
+	cardRoutes := 0
+	for _, vh := range rc.GetVirtualHosts() {
+		vwhere := fmt.Sprintf("%s: virtual host %q", where, vh.GetName())
+		if authzName != "" {
+			if disabled, problem := perRouteAuthz(vh.GetTypedPerFilterConfig()[authzName]); disabled {
+				c.addf("%s: disables ext_authz for the whole virtual host", vwhere)
+			} else if problem != "" {
+				c.addf("%s: %s", vwhere, problem)
+			}
+		}
+		for i, r := range vh.GetRoutes() {
+			rwhere := fmt.Sprintf("%s: route %q (routes[%d])", vwhere, r.GetName(), i)
+			c.checkRouteClusters(rwhere, r)
+			if authzName == "" {
+				continue
+			}
+			disabled, problem := perRouteAuthz(r.GetTypedPerFilterConfig()[authzName])
+			if problem != "" {
+				c.addf("%s: %s", rwhere, problem)
+			}
+			isCard := isPublicCardRoute(r)
+			switch {
+			case disabled && !isCard:
+				c.addf("%s: disables ext_authz, but only the public card route (exact path %s, GET/HEAD only) may", rwhere, PublicCardPath)
+			case isCard && !disabled:
+				c.addf("%s: the public card route does not disable ext_authz (typed_per_filter_config %q: ExtAuthzPerRoute{disabled: true})", rwhere, authzName)
+			case isCard:
+				cardRoutes++
+			}
+			for _, wc := range r.GetRoute().GetWeightedClusters().GetClusters() {
+				if disabled, problem := perRouteAuthz(wc.GetTypedPerFilterConfig()[authzName]); disabled || problem != "" {
+					c.addf("%s: weighted cluster %q: overrides ext_authz", rwhere, wc.GetName())
+				}
+			}
+		}
+	}
+	if authzName != "" && cardRoutes == 0 {
+		c.addf("%s: no route serves %s (GET/HEAD) without the ext_authz check: the public card would need a credential", where, PublicCardPath)
+	}
+}
+
+func (c *checker) checkExtAuthz(where string, cfg *extauthzv3.ExtAuthz) {
+	if cfg.GetFailureModeAllow() {
+		c.addf("%s: failure_mode_allow is true: a capgate outage would let every request through unchecked", where)
+	}
+	if cfg.GetShadowMode() {
+		c.addf("%s: shadow_mode is true: denials would be logged, not enforced", where)
+	}
+	if cfg.GetFilterEnabled() != nil || cfg.GetFilterEnabledMetadata() != nil {
+		c.addf("%s: filter_enabled / filter_enabled_metadata set: some requests would skip the check", where)
+	}
+	if cfg.GetTransportApiVersion() != corev3.ApiVersion_V3 {
+		c.addf("%s: transport_api_version is %s, want V3 (capgate serves envoy.service.auth.v3.Authorization)", where, cfg.GetTransportApiVersion())
+	}
+	c.checkBody(where, cfg.GetWithRequestBody())
+	gs := cfg.GetGrpcService()
+	if gs == nil {
+		c.addf("%s: no grpc_service: capgate serves ext_authz over gRPC only", where)
+		return
+	}
+	name := gs.GetEnvoyGrpc().GetClusterName()
+	if name == "" {
+		c.addf("%s: grpc_service has no envoy_grpc.cluster_name", where)
+		return
+	}
+	cl, ok := c.clusters[name]
+	if !ok {
+		c.addf("%s: grpc_service cluster %q is not defined in static_resources.clusters", where, name)
+		return
+	}
+	if !isHTTP2(cl) {
+		c.addf("%s: grpc_service cluster %q is not HTTP/2 (typed_extension_protocol_options %q explicit_http_config.http2_protocol_options): gRPC needs it",
+			where, name, "envoy.extensions.upstreams.http.v3.HttpProtocolOptions")
+	}
+}
+
+func (c *checker) checkBody(where string, body *extauthzv3.BufferSettings) {
+	switch {
+	case body == nil:
+		c.addf("%s: with_request_body is not set: JSON-RPC methods are in the body, capgate would refuse every JSON-RPC call", where)
+	default:
+		if body.GetMaxRequestBytes() < MinRequestBodyBytes {
+			c.addf("%s: with_request_body.max_request_bytes is %d, want at least %d (capgate's maximum body)", where, body.GetMaxRequestBytes(), MinRequestBodyBytes)
+		}
+		if body.GetAllowPartialMessage() {
+			c.addf("%s: with_request_body.allow_partial_message is true: capgate would decide on a truncated body", where)
+		}
+		if !body.GetPackAsBytes() {
+			c.addf("%s: with_request_body.pack_as_bytes is false: capgate reads the body from raw_body", where)
+		}
+	}
+}
+
+func (c *checker) checkRouteClusters(where string, r *routev3.Route) {
+	ra := r.GetRoute()
+	if ra == nil {
+		return
+	}
+	var names []string
+	switch {
+	case ra.GetCluster() != "":
+		names = append(names, ra.GetCluster())
+	case ra.GetWeightedClusters() != nil:
+		for _, wc := range ra.GetWeightedClusters().GetClusters() {
+			names = append(names, wc.GetName())
+		}
+	default:
+		c.addf("%s: the upstream cluster is chosen at request time (cluster_header / specifier plugin); only named clusters can be checked", where)
+	}
+	for _, m := range ra.GetRequestMirrorPolicies() {
+		names = append(names, m.GetCluster())
+	}
+	for _, n := range names {
+		if _, ok := c.clusters[n]; !ok {
+			c.addf("%s: cluster %q is not defined in static_resources.clusters", where, n)
+		}
+	}
+}
+
+// perRouteAuthz reads a per-route ext_authz override: whether it disables the
+// check, and what else it does that weakens the check.
+func perRouteAuthz(a *anypb.Any) (disabled bool, problem string) {
+	if a == nil {
+		return false, ""
+	}
+	m, err := a.UnmarshalNew()
+	if err != nil {
+		return false, err.Error()
+	}
+	if fc, ok := m.(*routev3.FilterConfig); ok {
+		if fc.GetDisabled() {
+			return true, ""
+		}
+		if fc.GetConfig() == nil {
+			return false, ""
+		}
+		if m, err = fc.GetConfig().UnmarshalNew(); err != nil {
+			return false, err.Error()
+		}
+	}
+	pr, ok := m.(*extauthzv3.ExtAuthzPerRoute)
+	if !ok {
+		return false, fmt.Sprintf("ext_authz override is a %s, want ExtAuthzPerRoute", m.ProtoReflect().Descriptor().FullName())
+	}
+	if pr.GetDisabled() {
+		return true, ""
+	}
+	cs := pr.GetCheckSettings()
+	switch {
+	case cs.GetDisableRequestBodyBuffering():
+		return false, "check_settings.disable_request_body_buffering: capgate would be asked without the body"
+	case cs.GetWithRequestBody() != nil && (cs.GetWithRequestBody().GetAllowPartialMessage() ||
+		cs.GetWithRequestBody().GetMaxRequestBytes() < MinRequestBodyBytes || !cs.GetWithRequestBody().GetPackAsBytes()):
+		return false, "check_settings.with_request_body weakens the body settings (partial, < 1 MiB or not as bytes)"
+	case cs.GetGrpcService() != nil || cs.GetHttpService() != nil:
+		return false, "check_settings overrides the authorization service"
+	}
+	return false, ""
+}
+
+// isPublicCardRoute reports whether r matches exactly the public card path
+// and only safe methods: a :method matcher that accepts GET and refuses POST.
+func isPublicCardRoute(r *routev3.Route) bool {
+	if r.GetMatch().GetPath() != PublicCardPath {
+		return false
+	}
+	for _, h := range r.GetMatch().GetHeaders() {
+		if h.GetName() != ":method" || h.GetInvertMatch() {
+			continue
+		}
+		sm := h.GetStringMatch()
+		if sm == nil {
+			continue
+		}
+		accepts := func(method string) bool {
+			switch {
+			case sm.GetExact() != "":
+				return sm.GetExact() == method
+			case sm.GetSafeRegex() != nil:
+				re, err := regexp.Compile(`^(?:` + sm.GetSafeRegex().GetRegex() + `)$`)
+				return err == nil && re.MatchString(method)
+			}
+			return false
+		}
+		if accepts("GET") && !accepts("POST") && !accepts("PUT") && !accepts("DELETE") {
+			return true
+		}
+	}
+	return false
+}
+
+func isHTTP2(cl *clusterv3.Cluster) bool {
+	a := cl.GetTypedExtensionProtocolOptions()["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"]
+	if a == nil {
+		return false
+	}
+	var opts upstreamhttpv3.HttpProtocolOptions
+	if err := a.UnmarshalTo(&opts); err != nil {
+		return false
+	}
+	return opts.GetExplicitHttpConfig().GetHttp2ProtocolOptions() != nil
+}
