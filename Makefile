@@ -1,0 +1,58 @@
+# capgate — build, test and check targets. See README.md.
+GO            ?= go
+BIN           ?= bin/capgate
+GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
+REGO_COVERAGE ?= 95
+CONFIG        ?=
+
+.PHONY: all build test test-go test-rego check fmt run bench e2e e2e-envoy fuzz clean
+
+all: build test check
+
+build:
+	$(GO) build -o $(BIN) ./cmd/capgate
+
+## test: what CI runs — vet, all Go tests with the race detector, Rego tests with the coverage threshold.
+test: test-go test-rego
+
+test-go:
+	$(GO) vet ./...
+	$(GO) test -race -count=1 ./...
+
+test-rego:
+	$(GO) run ./cmd/capgate policy test --coverage --threshold $(REGO_COVERAGE)
+
+## check: formatting and linters (gofmt, golangci-lint v2 pinned, opa fmt / opa check --strict through the embedded OPA).
+check:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) run $(GOLANGCI_LINT) run ./...
+	$(GO) run ./cmd/capgate policy fmt --fail
+	$(GO) run ./cmd/capgate policy check --strict
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+	$(GO) run ./cmd/capgate policy fmt --write
+
+## run: capgate on the embedded default (the finance example), or CONFIG=path/to/capgate.yaml.
+run:
+	$(GO) run ./cmd/capgate serve $(if $(CONFIG),--config $(CONFIG),)
+
+## bench: Go benchmarks plus the ext_authz load test (server and load generator pinned to separate cores).
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./policy/... ./sidecar/...
+	$(GO) run ./test/loadgen
+
+e2e:
+	$(GO) test -count=1 ./test/...
+
+## e2e-envoy: the end-to-end suite through a real Envoy, when an envoy binary is on PATH.
+e2e-envoy:
+	@command -v envoy >/dev/null || { echo "envoy is not on PATH; see docs/envoy.md"; exit 1; }
+	CAPGATE_E2E_ENVOY=$$(command -v envoy) $(GO) test -count=1 ./test/...
+
+fuzz:
+	$(GO) test ./sidecar/protocol -run '^$$' -fuzz FuzzParseJSONRPC -fuzztime 30s
+	$(GO) test ./sidecar/protocol -run '^$$' -fuzz FuzzParseHTTP -fuzztime 30s
+
+clean:
+	rm -rf bin
