@@ -366,6 +366,10 @@ func perRouteAuthz(a *anypb.Any) (disabled bool, problem string) {
 	if pr.GetDisabled() {
 		return true, ""
 	}
+	if _, ok := pr.GetOverride().(*extauthzv3.ExtAuthzPerRoute_Disabled); ok {
+		// Envoy's rule is bool {const: true}; the Go validators do not enforce it.
+		return false, "ExtAuthzPerRoute disabled: false is rejected by Envoy (only true is allowed)"
+	}
 	cs := pr.GetCheckSettings()
 	switch {
 	case cs.GetDisableRequestBodyBuffering():
