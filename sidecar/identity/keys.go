@@ -1,0 +1,91 @@
+package identity
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+
+	"go.uber.org/zap"
+)
+
+// refresh fetches iss's jwks_url unless a fetch happened less than
+// refreshEvery ago (by the injected clock). Concurrent callers wait for the
+// fetch in progress and then see its result. A failed fetch keeps the last
+// good key set.
+func (v *Verifier) refresh(ctx context.Context, iss *issuer) {
+	iss.fetchMu.Lock()
+	defer iss.fetchMu.Unlock()
+	now := v.now()
+	if !iss.lastFetch.IsZero() {
+		if since := now.Sub(iss.lastFetch); since >= 0 && since < v.refreshEvery {
+			return
+		}
+	}
+	iss.lastFetch = now
+
+	// The fetch outlives a cancelled request (bounded by fetchTimeout), so a
+	// client hanging up cannot waste the issuer's refresh slot.
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.fetchTimeout)
+	defer cancel()
+	set, err := v.fetch(fctx, iss)
+	if err != nil {
+		v.log.Warn("JWKS fetch failed; keeping the last good key set",
+			zap.String("issuer", iss.name), zap.String("url", iss.jwksURL), zap.Error(err))
+		return
+	}
+	old := iss.keys.Swap(&set)
+	if old != nil && removedOrChanged(*old, set) {
+		// Tokens verified with a key that is gone must be verified again.
+		v.cache.Purge()
+	}
+	v.log.Debug("JWKS fetched", zap.String("issuer", iss.name), zap.Int("keys", len(set)))
+}
+
+func (v *Verifier) fetch(ctx context.Context, iss *issuer) (keySet, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, iss.jwksURL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json, application/jwk-set+json")
+	resp, err := v.client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("get JWKS: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("get JWKS: status %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxJWKSBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("read JWKS: %w", err)
+	}
+	if len(body) > MaxJWKSBytes {
+		return nil, errors.New("JWKS larger than 1 MiB")
+	}
+	set, skipped, err := parseJWKS(body)
+	v.logSkipped(iss.name, skipped)
+	if err != nil {
+		return nil, err
+	}
+	return set, nil
+}
+
+// removedOrChanged reports whether a kid of old is missing from next or now
+// names a different key.
+func removedOrChanged(old, next keySet) bool {
+	type equaler interface{ Equal(x crypto.PublicKey) bool }
+	for kid, o := range old {
+		n, ok := next[kid]
+		if !ok || n.alg != o.alg {
+			return true
+		}
+		oe, ok := o.key.(equaler)
+		if !ok || !oe.Equal(n.key) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,231 @@
+package identity
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/capgate/capgate/policy/config"
+)
+
+// MaxMintTTL caps the lifetime of every token capgate mints.
+const MaxMintTTL = 60 * time.Second
+
+// Claim names capgate sets on the tokens it mints (besides the registered
+// ones and the configurable tenant and scopes claims).
+const (
+	ClaimCapability = "capability"
+	ClaimDecisionID = "decision_id"
+	ClaimActor      = "act"
+)
+
+// MinterOption configures a Minter.
+type MinterOption func(*Minter)
+
+// WithMintClock sets the Minter's time source.
+func WithMintClock(now func() time.Time) MinterOption { return func(m *Minter) { m.now = now } }
+
+// Minter signs capgate's own short-lived tokens (ES256, kid = RFC 7638
+// thumbprint of the public key). It is safe for concurrent use.
+type Minter struct {
+	issuer string
+	key    *ecdsa.PrivateKey
+	kid    string
+	jwks   []byte
+	now    func() time.Time
+}
+
+// NewMinter returns a Minter for issuer signing with key, which must be an
+// *ecdsa.PrivateKey on P-256.
+func NewMinter(issuer string, key crypto.Signer, opts ...MinterOption) (*Minter, error) {
+	if issuer == "" {
+		return nil, errors.New("minter: issuer is empty")
+	}
+	ec, ok := key.(*ecdsa.PrivateKey)
+	if !ok || ec == nil || ec.Curve != elliptic.P256() {
+		return nil, fmt.Errorf("minter: signing key must be an ECDSA P-256 private key, got %T", key)
+	}
+	kid, err := Thumbprint(&ec.PublicKey)
+	if err != nil {
+		return nil, fmt.Errorf("minter: %w", err)
+	}
+	jwks, err := MarshalJWKS(PublicJWK{Key: &ec.PublicKey, Alg: "ES256", Kid: kid})
+	if err != nil {
+		return nil, fmt.Errorf("minter: %w", err)
+	}
+	m := &Minter{issuer: issuer, key: ec, kid: kid, jwks: jwks, now: time.Now}
+	for _, o := range opts {
+		o(m)
+	}
+	if m.now == nil {
+		m.now = time.Now
+	}
+	return m, nil
+}
+
+// GenerateMinter returns a Minter with a freshly generated P-256 key. Tokens
+// it mints cannot be verified after a restart or by another replica; the
+// caller should log a warning.
+func GenerateMinter(issuer string, opts ...MinterOption) (*Minter, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("minter: generate key: %w", err)
+	}
+	return NewMinter(issuer, key, opts...)
+}
+
+// Issuer returns the iss of minted tokens.
+func (m *Minter) Issuer() string { return m.issuer }
+
+// KeyID returns the kid of minted tokens.
+func (m *Minter) KeyID() string { return m.kid }
+
+// JWKS returns the public key set to publish:
+// {"keys":[{"kty":"EC","crv":"P-256","x":…,"y":…,"kid":…,"use":"sig","alg":"ES256"}]}.
+func (m *Minter) JWKS() []byte { return slices.Clone(m.jwks) }
+
+// MintClaims describes one token to mint.
+type MintClaims struct {
+	Subject  string // required: the caller
+	Tenant   string
+	Audience string // required: the handler
+	Scopes   []string
+	// Capability and DecisionID tie the token to one policy decision.
+	Capability string
+	DecisionID string
+	// Actor is the agent acting on the caller's behalf (act.sub).
+	Actor string
+	// PriorAct is the caller token's own act claim, nested under Actor.
+	PriorAct map[string]any
+	// TTL is the lifetime; 0 means MaxMintTTL, and it is capped at MaxMintTTL.
+	TTL time.Duration
+	// Extra claims; they may not replace any claim Mint sets.
+	Extra map[string]any
+	// TenantClaim and ScopesClaim name those claims (defaults "tenant", "scope").
+	TenantClaim string
+	ScopesClaim string
+}
+
+// Mint signs a token for c. Scopes are sorted, deduplicated and space-separated.
+func (m *Minter) Mint(c MintClaims) (string, error) {
+	if c.Subject == "" {
+		return "", errors.New("mint: subject is required")
+	}
+	if c.Audience == "" {
+		return "", errors.New("mint: audience is required")
+	}
+	if c.TTL < 0 {
+		return "", errors.New("mint: negative TTL")
+	}
+	if c.PriorAct != nil && c.Actor == "" {
+		return "", errors.New("mint: a prior act needs an actor")
+	}
+	ttl := c.TTL
+	if ttl == 0 || ttl > MaxMintTTL {
+		ttl = MaxMintTTL
+	}
+	tenantClaim, scopesClaim := c.TenantClaim, c.ScopesClaim
+	if tenantClaim == "" {
+		tenantClaim = config.DefaultTenantClaim
+	}
+	if scopesClaim == "" {
+		scopesClaim = config.DefaultScopesClaim
+	}
+	jti, err := randomID()
+	if err != nil {
+		return "", fmt.Errorf("mint: %w", err)
+	}
+	now := m.now()
+	claims := jwt.MapClaims{
+		"iss": m.issuer,
+		"sub": c.Subject,
+		"aud": c.Audience,
+		"iat": now.Unix(),
+		"nbf": now.Unix(),
+		"exp": now.Add(ttl).Unix(),
+		"jti": jti,
+	}
+	set := func(name string, v any) error {
+		if _, taken := claims[name]; taken {
+			return fmt.Errorf("mint: claim %q set twice", name)
+		}
+		claims[name] = v
+		return nil
+	}
+	if scopes := normaliseScopes(c.Scopes); scopes != "" {
+		if err := set(scopesClaim, scopes); err != nil {
+			return "", err
+		}
+	}
+	if c.Tenant != "" {
+		if err := set(tenantClaim, c.Tenant); err != nil {
+			return "", err
+		}
+	}
+	if c.Capability != "" {
+		if err := set(ClaimCapability, c.Capability); err != nil {
+			return "", err
+		}
+	}
+	if c.DecisionID != "" {
+		if err := set(ClaimDecisionID, c.DecisionID); err != nil {
+			return "", err
+		}
+	}
+	if c.Actor != "" {
+		act := map[string]any{"sub": c.Actor}
+		if c.PriorAct != nil {
+			act["act"] = c.PriorAct
+		}
+		if err := set(ClaimActor, act); err != nil {
+			return "", err
+		}
+	}
+	for _, k := range sortedKeys(c.Extra) {
+		if err := set(k, c.Extra[k]); err != nil {
+			return "", err
+		}
+	}
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, claims)
+	t.Header["kid"] = m.kid
+	s, err := t.SignedString(m.key)
+	if err != nil {
+		return "", fmt.Errorf("mint: sign: %w", err)
+	}
+	return s, nil
+}
+
+func normaliseScopes(in []string) string {
+	var out []string
+	for _, s := range in {
+		out = append(out, strings.Fields(s)...)
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), " ")
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func randomID() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("random jti: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b[:]), nil
+}

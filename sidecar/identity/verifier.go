@@ -1,0 +1,502 @@
+// Package identity authenticates callers (bearer JWTs from configured issuers) and mints capgate's own short-lived tokens.
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/golang-jwt/jwt/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/policy/config"
+)
+
+// Verifier defaults and limits.
+const (
+	DefaultCacheSize       = 10_000
+	DefaultRefreshInterval = 30 * time.Second // at most one JWKS refetch per issuer per interval
+	DefaultFetchTimeout    = 5 * time.Second
+	// MaxTokenBytes bounds a bearer token; longer ones are refused before parsing.
+	MaxTokenBytes = 16 << 10
+	// MaxJWKSBytes bounds a fetched JWKS document.
+	MaxJWKSBytes = 1 << 20
+)
+
+// defaultAlgorithms is an issuer's allow-list when the config names none.
+func defaultAlgorithms() []string { return []string{"RS256", "ES256"} }
+
+// Option configures a Verifier.
+type Option func(*options)
+
+type options struct {
+	log          *zap.Logger
+	client       *http.Client
+	now          func() time.Time
+	cacheSize    int
+	refreshEvery time.Duration
+	fetchTimeout time.Duration
+}
+
+// WithLogger sets the logger (nil: no logging).
+func WithLogger(log *zap.Logger) Option { return func(o *options) { o.log = log } }
+
+// WithHTTPClient sets the client used to fetch jwks_url key sets.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
+
+// WithClock sets the time source for token validation, cache expiry and
+// refresh rate limiting.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithCacheSize bounds the verified-token cache (default DefaultCacheSize;
+// 0 or less keeps the default).
+func WithCacheSize(n int) Option { return func(o *options) { o.cacheSize = n } }
+
+// WithRefreshInterval sets the minimum time between two JWKS fetches of one
+// issuer (default DefaultRefreshInterval).
+func WithRefreshInterval(d time.Duration) Option { return func(o *options) { o.refreshEvery = d } }
+
+// WithFetchTimeout bounds one JWKS fetch (default DefaultFetchTimeout).
+func WithFetchTimeout(d time.Duration) Option { return func(o *options) { o.fetchTimeout = d } }
+
+// Verifier verifies bearer tokens against the configured issuers. It is safe
+// for concurrent use and starts no goroutines.
+type Verifier struct {
+	log          *zap.Logger
+	client       *http.Client
+	now          func() time.Time
+	refreshEvery time.Duration
+	fetchTimeout time.Duration
+	skew         time.Duration
+	scopesClaim  string
+	tenantClaim  string
+
+	issuers map[string]*issuer
+	// parser only decodes and checks the signature; claims are validated by
+	// the selected issuer's validator afterwards. One parse per token: the
+	// issuer is chosen inside the keyfunc from the (not yet trusted) iss, and
+	// nothing from the token is trusted until its issuer's key verified it.
+	parser *jwt.Parser
+	algs   []string // union of the issuers' allow-lists (the parser's valid methods)
+
+	cache  *lru.Cache[[sha256.Size]byte, *cacheEntry]
+	hits   atomic.Uint64
+	misses atomic.Uint64
+}
+
+type issuer struct {
+	name      string
+	jwksURL   string
+	algs      []string
+	validator *jwt.Validator
+	keys      atomic.Pointer[keySet]
+
+	fetchMu   sync.Mutex // serialises fetches; guards lastFetch
+	lastFetch time.Time
+}
+
+type cacheEntry struct {
+	p        Principal
+	deadline time.Time // exp + clock skew: valid while now is before it
+}
+
+// NewVerifier builds a verifier for auth. readFile loads jwks_file paths (as
+// resolved by the config package); jwks_url key sets are fetched now with
+// ctx, and a failed first fetch is logged and retried on demand.
+func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([]byte, error), opts ...Option) (*Verifier, error) {
+	o := options{
+		cacheSize:    DefaultCacheSize,
+		refreshEvery: DefaultRefreshInterval,
+		fetchTimeout: DefaultFetchTimeout,
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = zap.NewNop()
+	}
+	if o.client == nil {
+		o.client = &http.Client{Timeout: o.fetchTimeout}
+	}
+	if o.now == nil {
+		o.now = time.Now
+	}
+	if o.cacheSize <= 0 {
+		o.cacheSize = DefaultCacheSize
+	}
+	if o.refreshEvery <= 0 {
+		o.refreshEvery = DefaultRefreshInterval
+	}
+	if o.fetchTimeout <= 0 {
+		o.fetchTimeout = DefaultFetchTimeout
+	}
+
+	skew := auth.ClockSkew
+	if skew == 0 {
+		skew = config.DefaultClockSkew
+	}
+	scopesClaim, tenantClaim := claimNames(auth)
+	v := &Verifier{
+		log:          o.log.Named("identity"),
+		client:       o.client,
+		now:          o.now,
+		refreshEvery: o.refreshEvery,
+		fetchTimeout: o.fetchTimeout,
+		skew:         skew,
+		scopesClaim:  scopesClaim,
+		tenantClaim:  tenantClaim,
+		issuers:      make(map[string]*issuer, len(auth.Issuers)),
+	}
+
+	var errs []error
+	if skew < 0 {
+		errs = append(errs, fmt.Errorf("auth.clock_skew %s is negative", skew))
+	}
+	union := make([]string, 0, 8) // non-nil even when empty: then no alg is valid
+	for i, ic := range auth.Issuers {
+		iss, err := v.newIssuer(ic)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("auth.issuers[%d]: %w", i, err))
+			continue
+		}
+		if _, dup := v.issuers[iss.name]; dup {
+			errs = append(errs, fmt.Errorf("auth.issuers[%d]: duplicate issuer %q", i, iss.name))
+			continue
+		}
+		for _, a := range iss.algs {
+			if !slices.Contains(union, a) {
+				union = append(union, a)
+			}
+		}
+		if ic.JWKSFile != "" {
+			if err := v.loadFile(iss, ic.JWKSFile, readFile); err != nil {
+				errs = append(errs, fmt.Errorf("auth.issuers[%d]: %w", i, err))
+				continue
+			}
+		}
+		v.issuers[iss.name] = iss
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	v.algs = union
+	v.parser = jwt.NewParser(jwt.WithValidMethods(union), jwt.WithoutClaimsValidation())
+
+	cache, err := lru.New[[sha256.Size]byte, *cacheEntry](o.cacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("token cache: %w", err)
+	}
+	v.cache = cache
+
+	for _, iss := range v.issuers {
+		if iss.jwksURL != "" {
+			v.refresh(ctx, iss)
+		}
+	}
+	return v, nil
+}
+
+func (v *Verifier) newIssuer(ic config.Issuer) (*issuer, error) {
+	var errs []error
+	if ic.Issuer == "" {
+		errs = append(errs, errors.New("issuer is empty"))
+	}
+	if len(ic.Audiences) == 0 || slices.Contains(ic.Audiences, "") {
+		errs = append(errs, errors.New("audiences: at least one non-empty audience is required"))
+	}
+	if (ic.JWKSFile == "") == (ic.JWKSURL == "") {
+		errs = append(errs, errors.New("exactly one of jwks_file and jwks_url is required"))
+	}
+	algs := ic.Algorithms
+	if len(algs) == 0 {
+		algs = defaultAlgorithms()
+	}
+	for _, a := range algs {
+		if algFamily(a) == familyNone {
+			errs = append(errs, fmt.Errorf("algorithm %q is not allowed (allowed: RS256/384/512, PS256/384/512, ES256/384/512, EdDSA)", a))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("issuer %q: %w", ic.Issuer, err)
+	}
+	return &issuer{
+		name:    ic.Issuer,
+		jwksURL: ic.JWKSURL,
+		algs:    slices.Clone(algs),
+		validator: jwt.NewValidator(
+			jwt.WithIssuer(ic.Issuer),
+			jwt.WithAudience(ic.Audiences...),
+			jwt.WithExpirationRequired(),
+			jwt.WithIssuedAt(),
+			jwt.WithLeeway(v.skew),
+			jwt.WithTimeFunc(v.now),
+		),
+	}, nil
+}
+
+func (v *Verifier) loadFile(iss *issuer, path string, readFile func(string) ([]byte, error)) error {
+	if readFile == nil {
+		return fmt.Errorf("issuer %q: jwks_file %s: no file reader", iss.name, path)
+	}
+	data, err := readFile(path)
+	if err != nil {
+		return fmt.Errorf("issuer %q: read jwks_file %s: %w", iss.name, path, err)
+	}
+	if len(data) > MaxJWKSBytes {
+		return fmt.Errorf("issuer %q: jwks_file %s is larger than %d bytes", iss.name, path, MaxJWKSBytes)
+	}
+	set, skipped, err := parseJWKS(data)
+	v.logSkipped(iss.name, skipped)
+	if err != nil {
+		return fmt.Errorf("issuer %q: jwks_file %s: %w", iss.name, path, err)
+	}
+	iss.keys.Store(&set)
+	return nil
+}
+
+func (v *Verifier) logSkipped(issuer string, skipped []skippedKey) {
+	for _, s := range skipped {
+		v.log.Warn("JWKS key ignored", zap.String("issuer", issuer), zap.String("kid", s.Kid), zap.String("reason", s.Reason))
+	}
+}
+
+// CacheStats returns the verified-token cache's hit and miss counts.
+func (v *Verifier) CacheStats() (hits, misses uint64) {
+	return v.hits.Load(), v.misses.Load()
+}
+
+// CacheLen returns the number of tokens in the verified-token cache.
+func (v *Verifier) CacheLen() int { return v.cache.Len() }
+
+// Verify authenticates the raw Authorization header value. An empty header
+// is the anonymous Principal{} with a nil error (whether anonymous callers
+// are acceptable is the policy's decision). Any other failure is an *Error.
+func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal, error) {
+	if authorization == "" {
+		return Principal{}, nil
+	}
+	tok, err := bearerToken(authorization)
+	if err != nil {
+		return Principal{}, err
+	}
+
+	// Cache key: the token's digest; the token itself is never kept.
+	// unsafe: Sum256 only reads its argument, so hashing the string's bytes
+	// in place avoids copying up to MaxTokenBytes on every request.
+	key := sha256.Sum256(unsafe.Slice(unsafe.StringData(tok), len(tok)))
+	if e, ok := v.cache.Get(key); ok {
+		v.hits.Add(1)
+		if v.now().Before(e.deadline) {
+			return e.p, nil
+		}
+		v.cache.Remove(key)
+		return Principal{}, newError(ErrExpired, "token expired", nil)
+	}
+	v.misses.Add(1)
+	if err := ctx.Err(); err != nil {
+		return Principal{}, err
+	}
+
+	p, deadline, err := v.verify(ctx, tok)
+	if err != nil {
+		if ce := v.log.Check(zap.DebugLevel, "token refused"); ce != nil {
+			var ie *Error
+			errors.As(err, &ie)
+			ce.Write(zap.String("kind", string(ie.Kind)), zap.String("description", ie.Description), zap.NamedError("cause", ie.Err))
+		}
+		return Principal{}, err
+	}
+	v.cache.Add(key, &cacheEntry{p: p, deadline: deadline})
+	return p, nil
+}
+
+// bearerToken extracts the token from "Bearer <token>": scheme
+// case-insensitive, one space, one token, nothing else.
+func bearerToken(h string) (string, error) {
+	if len(h) > MaxTokenBytes+len("Bearer ") {
+		return "", newError(ErrMalformed, "token too large", nil)
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", newError(ErrMalformed, "authorization scheme must be Bearer", nil)
+	}
+	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+		return "", newError(ErrMalformed, "expected exactly one bearer token", nil)
+	}
+	if len(tok) > MaxTokenBytes {
+		return "", newError(ErrMalformed, "token too large", nil)
+	}
+	return tok, nil
+}
+
+// compactJWS reports whether tok is three base64url segments.
+func compactJWS(tok string) bool {
+	dots := 0
+	for i := 0; i < len(tok); i++ {
+		switch c := tok[i]; {
+		case c == '.':
+			dots++
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return dots == 2
+}
+
+// verify does the full check of one token.
+func (v *Verifier) verify(ctx context.Context, tok string) (Principal, time.Time, error) {
+	if !compactJWS(tok) {
+		return Principal{}, time.Time{}, newError(ErrMalformed, "malformed token", nil)
+	}
+	var iss *issuer
+	keyfunc := func(t *jwt.Token) (any, error) {
+		var err error
+		iss, err = v.keyFor(ctx, t)
+		if err != nil {
+			return nil, err
+		}
+		kid, _ := t.Header["kid"].(string)
+		k, err := v.lookupKey(ctx, iss, kid)
+		if err != nil {
+			return nil, err
+		}
+		if !k.allows(t.Method.Alg()) {
+			return nil, newError(ErrInvalidToken, "key does not match algorithm", nil)
+		}
+		return k.key, nil
+	}
+	token, err := v.parser.Parse(tok, keyfunc)
+	if err != nil {
+		return Principal{}, time.Time{}, mapJWTError(v.algs, token, err)
+	}
+	claims, ok := token.Claims.(jwt.MapClaims)
+	if !ok || iss == nil {
+		return Principal{}, time.Time{}, newError(ErrInvalidToken, "invalid token", nil)
+	}
+	// golang-jwt reports a missing exp or aud as one generic "required claim
+	// missing"; name them for the client.
+	if _, ok := claims["exp"]; !ok {
+		return Principal{}, time.Time{}, newError(ErrInvalidToken, "missing exp", nil)
+	}
+	if _, ok := claims["aud"]; !ok {
+		return Principal{}, time.Time{}, newError(ErrInvalidToken, "audience not accepted", nil)
+	}
+	if err := iss.validator.Validate(claims); err != nil {
+		return Principal{}, time.Time{}, mapJWTError(v.algs, token, err)
+	}
+	exp, ok := numericDate(claims["exp"])
+	if !ok {
+		return Principal{}, time.Time{}, newError(ErrInvalidToken, "invalid exp", nil)
+	}
+	sub, _ := claims["sub"].(string)
+	if sub == "" {
+		return Principal{}, time.Time{}, newError(ErrInvalidToken, "missing subject", nil)
+	}
+	p := Principal{
+		Authenticated: true,
+		Subject:       sub,
+		Tenant:        stringClaim(claims, v.tenantClaim),
+		Issuer:        iss.name,
+		Scopes:        scopesFrom(claims, v.scopesClaim),
+		Actor:         actorChain(claims),
+		ExpiresAt:     exp,
+		Claims:        map[string]any(claims),
+	}
+	return p, exp.Add(v.skew), nil
+}
+
+// keyFor selects the issuer from the token's iss and checks the header
+// before any key is used.
+func (v *Verifier) keyFor(_ context.Context, t *jwt.Token) (*issuer, error) {
+	alg := t.Method.Alg()
+	// Explicit guard, on top of the parser's allow-list: HMAC (whose "key"
+	// would be public key bytes) and "none" are never accepted.
+	if algFamily(alg) == familyNone {
+		return nil, newError(ErrInvalidToken, "algorithm not allowed", nil)
+	}
+	if _, ok := t.Header["crit"]; ok {
+		return nil, newError(ErrInvalidToken, "unsupported critical header", nil)
+	}
+	claims, _ := t.Claims.(jwt.MapClaims)
+	name, _ := claims["iss"].(string)
+	if name == "" {
+		return nil, newError(ErrInvalidToken, "missing issuer", nil)
+	}
+	iss, ok := v.issuers[name]
+	if !ok {
+		return nil, newError(ErrUnknownIssuer, "unknown issuer", nil)
+	}
+	if !slices.Contains(iss.algs, alg) {
+		return nil, newError(ErrInvalidToken, "algorithm not allowed", nil)
+	}
+	return iss, nil
+}
+
+// lookupKey finds kid in the issuer's key set. The kid is only ever a map
+// key: never a path, URL or log field. An unknown kid of a jwks_url issuer
+// triggers a (rate-limited) refetch.
+func (v *Verifier) lookupKey(ctx context.Context, iss *issuer, kid string) (verifyKey, error) {
+	if kid == "" {
+		return verifyKey{}, newError(ErrUnknownKey, "missing key id", nil)
+	}
+	if ks := iss.keys.Load(); ks != nil {
+		if k, ok := (*ks)[kid]; ok {
+			return k, nil
+		}
+	}
+	if iss.jwksURL == "" {
+		return verifyKey{}, newError(ErrUnknownKey, "unknown key id", nil)
+	}
+	v.refresh(ctx, iss)
+	ks := iss.keys.Load()
+	if ks == nil {
+		return verifyKey{}, newError(ErrUnavailable, "signing keys unavailable", nil)
+	}
+	if k, ok := (*ks)[kid]; ok {
+		return k, nil
+	}
+	return verifyKey{}, newError(ErrUnknownKey, "unknown key id", nil)
+}
+
+// mapJWTError turns a golang-jwt error into an *Error with a client-safe
+// description.
+func mapJWTError(allowed []string, token *jwt.Token, err error) error {
+	var ie *Error
+	if errors.As(err, &ie) {
+		return ie
+	}
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return newError(ErrMalformed, "malformed token", err)
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return newError(ErrExpired, "token expired", err)
+	case errors.Is(err, jwt.ErrTokenNotValidYet):
+		return newError(ErrInvalidToken, "token not yet valid", err)
+	case errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return newError(ErrInvalidToken, "token issued in the future", err)
+	case errors.Is(err, jwt.ErrTokenInvalidAudience):
+		return newError(ErrInvalidToken, "audience not accepted", err)
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return newError(ErrInvalidToken, "issuer not accepted", err)
+	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return newError(ErrInvalidToken, "required claim missing", err)
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		if token != nil && token.Method != nil && !slices.Contains(allowed, token.Method.Alg()) {
+			return newError(ErrInvalidToken, "algorithm not allowed", err)
+		}
+		return newError(ErrInvalidToken, "invalid signature", err)
+	case errors.Is(err, jwt.ErrTokenUnverifiable):
+		return newError(ErrInvalidToken, "algorithm not allowed", err)
+	}
+	return newError(ErrInvalidToken, "invalid token", err)
+}
