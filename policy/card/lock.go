@@ -57,6 +57,22 @@ func (e *LeakError) Error() string {
 	return fmt.Sprintf("public card leaks text of hidden capabilities %s (%d findings)", strings.Join(ids, ", "), len(e.Findings))
 }
 
+// Hidden selects from all capabilities the ones whose text must never reach
+// the public card: not removed, and extended, internal or in preview. It is
+// the hidden argument of Lock and Check.
+func Hidden(all []manifest.Capability) []manifest.Capability {
+	var out []manifest.Capability
+	for _, m := range all {
+		if m.State == manifest.StateRemoved {
+			continue
+		}
+		if m.Visibility != manifest.VisibilityPublic || m.State == manifest.StatePreview {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // lockFile is the committed lock: the public card as released and the
 // agent.version it was released under.
 type lockFile struct {

@@ -271,3 +271,19 @@ func listOverdue() manifest.Capability {
 		Tenants: manifest.Tenants{All: true}, Handler: "invoices.overdue",
 	}
 }
+
+func TestHidden(t *testing.T) {
+	publicPreview := lookupInvoice()
+	publicPreview.ID, publicPreview.State = "lookup-preview", manifest.StatePreview
+	removedExtended := reconcileInvoice()
+	removedExtended.ID, removedExtended.State = "reconcile-old", manifest.StateRemoved
+	all := []manifest.Capability{
+		lookupInvoice(), deprecated(lookupInvoice(), ""), reconcileInvoice(), forecastCashflow(), auditTrail(),
+		publicPreview, removedExtended, oldExport(),
+	}
+	ids := []string{}
+	for _, m := range card.Hidden(all) {
+		ids = append(ids, m.ID)
+	}
+	require.Equal(t, []string{"reconcile-invoice", "forecast-cashflow", "audit-trail", "lookup-preview"}, ids)
+}
