@@ -1,0 +1,304 @@
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Code names one kind of protocol error. The A2A codes follow the specification's error names;
+// NotFound, MethodNotAllowed, PayloadTooLarge and UnsupportedMediaType are HTTP-level refusals
+// that are reported to A2A clients as the closest standard error (see [Error.Reason]).
+type Code string
+
+// Error codes.
+const (
+	ParseError     Code = "PARSE_ERROR"
+	InvalidRequest Code = "INVALID_REQUEST"
+	MethodNotFound Code = "METHOD_NOT_FOUND"
+	InvalidParams  Code = "INVALID_PARAMS"
+	Internal       Code = "INTERNAL_ERROR"
+
+	TaskNotFound                   Code = "TASK_NOT_FOUND"
+	TaskNotCancelable              Code = "TASK_NOT_CANCELABLE"
+	PushNotificationNotSupported   Code = "PUSH_NOTIFICATION_NOT_SUPPORTED"
+	UnsupportedOperation           Code = "UNSUPPORTED_OPERATION"
+	ContentTypeNotSupported        Code = "CONTENT_TYPE_NOT_SUPPORTED"
+	InvalidAgentResponse           Code = "INVALID_AGENT_RESPONSE"
+	ExtendedAgentCardNotConfigured Code = "EXTENDED_AGENT_CARD_NOT_CONFIGURED"
+	ExtensionSupportRequired       Code = "EXTENSION_SUPPORT_REQUIRED"
+	VersionNotSupported            Code = "VERSION_NOT_SUPPORTED"
+	Unauthenticated                Code = "UNAUTHENTICATED"
+	Unauthorized                   Code = "UNAUTHORIZED"
+
+	// NotFound is an HTTP+JSON route that does not exist (HTTP 404, reason METHOD_NOT_FOUND).
+	NotFound Code = "NOT_FOUND"
+	// MethodNotAllowed is a known HTTP+JSON route used with the wrong HTTP method (HTTP 405).
+	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
+	// PayloadTooLarge is a body over [Limits.MaxBodyBytes] (HTTP 413, reason INVALID_REQUEST).
+	PayloadTooLarge Code = "PAYLOAD_TOO_LARGE"
+	// UnsupportedMediaType is a request Content-Type other than JSON (HTTP 415, reason INVALID_REQUEST).
+	UnsupportedMediaType Code = "UNSUPPORTED_MEDIA_TYPE"
+)
+
+// ErrorInfoType is the @type of a google.rpc.ErrorInfo detail, as a2a-go decodes it.
+const ErrorInfoType = "type.googleapis.com/google.rpc.ErrorInfo"
+
+// Domain is the ErrorInfo domain of every A2A error.
+const Domain = "a2a-protocol.org"
+
+// codeInfo is the wire mapping of one Code.
+type codeInfo struct {
+	jsonrpc int
+	reason  string
+	http    int
+	status  string // google.rpc.Code name
+}
+
+// info maps a code to its wire forms: JSON-RPC codes as a2a-go's client maps them, HTTP status
+// and google.rpc.Code per the A2A 1.0 error mapping table. Unknown codes are internal errors.
+func (c Code) info() codeInfo {
+	switch c {
+	case ParseError:
+		return codeInfo{-32700, "PARSE_ERROR", http.StatusBadRequest, "INVALID_ARGUMENT"}
+	case InvalidRequest:
+		return codeInfo{-32600, "INVALID_REQUEST", http.StatusBadRequest, "INVALID_ARGUMENT"}
+	case MethodNotFound:
+		return codeInfo{-32601, "METHOD_NOT_FOUND", http.StatusNotImplemented, "UNIMPLEMENTED"}
+	case InvalidParams:
+		return codeInfo{-32602, "INVALID_PARAMS", http.StatusBadRequest, "INVALID_ARGUMENT"}
+	case TaskNotFound:
+		return codeInfo{-32001, "TASK_NOT_FOUND", http.StatusNotFound, "NOT_FOUND"}
+	case TaskNotCancelable:
+		return codeInfo{-32002, "TASK_NOT_CANCELABLE", http.StatusConflict, "FAILED_PRECONDITION"}
+	case PushNotificationNotSupported:
+		return codeInfo{-32003, "PUSH_NOTIFICATION_NOT_SUPPORTED", http.StatusBadRequest, "UNIMPLEMENTED"}
+	case UnsupportedOperation:
+		return codeInfo{-32004, "UNSUPPORTED_OPERATION", http.StatusBadRequest, "UNIMPLEMENTED"}
+	case ContentTypeNotSupported:
+		return codeInfo{-32005, "CONTENT_TYPE_NOT_SUPPORTED", http.StatusUnsupportedMediaType, "INVALID_ARGUMENT"}
+	case InvalidAgentResponse:
+		return codeInfo{-32006, "INVALID_AGENT_RESPONSE", http.StatusBadGateway, "INTERNAL"}
+	case ExtendedAgentCardNotConfigured:
+		return codeInfo{-32007, "EXTENDED_AGENT_CARD_NOT_CONFIGURED", http.StatusBadRequest, "FAILED_PRECONDITION"}
+	case ExtensionSupportRequired:
+		return codeInfo{-32008, "EXTENSION_SUPPORT_REQUIRED", http.StatusBadRequest, "FAILED_PRECONDITION"}
+	case VersionNotSupported:
+		return codeInfo{-32009, "VERSION_NOT_SUPPORTED", http.StatusBadRequest, "UNIMPLEMENTED"}
+	case Unauthenticated:
+		return codeInfo{-31401, "UNAUTHENTICATED", http.StatusUnauthorized, "UNAUTHENTICATED"}
+	case Unauthorized:
+		return codeInfo{-31403, "UNAUTHORIZED", http.StatusForbidden, "PERMISSION_DENIED"}
+	case NotFound:
+		return codeInfo{-32601, "METHOD_NOT_FOUND", http.StatusNotFound, "NOT_FOUND"}
+	case MethodNotAllowed:
+		return codeInfo{-32601, "METHOD_NOT_FOUND", http.StatusMethodNotAllowed, "UNIMPLEMENTED"}
+	case PayloadTooLarge:
+		return codeInfo{-32600, "INVALID_REQUEST", http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"}
+	case UnsupportedMediaType:
+		return codeInfo{-32600, "INVALID_REQUEST", http.StatusUnsupportedMediaType, "INVALID_ARGUMENT"}
+	default:
+		return codeInfo{-32603, "INTERNAL_ERROR", http.StatusInternalServerError, "INTERNAL"}
+	}
+}
+
+// Valid reports whether c is one of the codes above.
+func (c Code) Valid() bool { return c == Internal || c.info().reason != "INTERNAL_ERROR" }
+
+// Error is a protocol error to be returned to an A2A client. Message and Metadata are shown to
+// the client; the wrapped cause never is.
+type Error struct {
+	Code     Code
+	Message  string
+	Metadata map[string]string
+	// ID is the JSON-RPC id of the request that failed, when it was read; nil otherwise.
+	ID jsontext.Value
+
+	cause   error
+	missing bool // Unauthenticated because no credential was presented
+}
+
+// Errorf returns an error with the given code and a formatted client-facing message.
+func Errorf(code Code, format string, args ...any) *Error {
+	return &Error{Code: code, Message: sprintf(format, args...)}
+}
+
+func sprintf(format string, args ...any) string {
+	if len(args) == 0 {
+		return format
+	}
+	return fmt.Sprintf(format, args...)
+}
+
+// Wrap returns an error with the given code and client-facing message that wraps cause; the
+// cause is available to errors.Is/As and logs but is never sent to a client.
+func Wrap(code Code, cause error, msg string) *Error {
+	return &Error{Code: code, Message: msg, cause: cause}
+}
+
+// MissingCredentials is the Unauthenticated error for a request that carried no credential;
+// its WWW-Authenticate challenge is a bare "Bearer".
+func MissingCredentials() *Error {
+	return &Error{Code: Unauthenticated, Message: "authentication required", missing: true}
+}
+
+// IsCode reports whether err is (or wraps) an *Error with the given code.
+func IsCode(err error, code Code) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// Error returns the code, message and cause, for logs. Clients see only Message.
+func (e *Error) Error() string {
+	s := string(e.Code) + ": " + e.Message
+	if e.cause != nil {
+		s += ": " + e.cause.Error()
+	}
+	return s
+}
+
+// Unwrap returns the wrapped cause, if any.
+func (e *Error) Unwrap() error { return e.cause }
+
+// Is reports whether target is an *Error with the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t != nil && t.Code == e.Code
+}
+
+// WithMetadata returns e with k=v added to its ErrorInfo metadata.
+func (e *Error) WithMetadata(k, v string) *Error {
+	if e.Metadata == nil {
+		e.Metadata = map[string]string{}
+	}
+	e.Metadata[k] = v
+	return e
+}
+
+// WithID returns e carrying the JSON-RPC id to echo.
+func (e *Error) WithID(id jsontext.Value) *Error {
+	e.ID = id
+	return e
+}
+
+// JSONRPCCode is the JSON-RPC error code.
+func (e *Error) JSONRPCCode() int { return e.Code.info().jsonrpc }
+
+// Reason is the google.rpc.ErrorInfo reason, as a2a-go's a2a.ErrorReason spells it.
+func (e *Error) Reason() string { return e.Code.info().reason }
+
+// HTTPStatus is the HTTP status of the error in the HTTP+JSON binding.
+func (e *Error) HTTPStatus() int { return e.Code.info().http }
+
+// StatusName is the google.rpc.Code name (as in google.rpc.Status.status), also the gRPC status.
+func (e *Error) StatusName() string { return e.Code.info().status }
+
+// MarshalJSONRPC returns a JSON-RPC 2.0 error response. id is echoed when it is a valid JSON-RPC
+// id (string, number or null); when nil, e.ID is used; anything else becomes null.
+func (e *Error) MarshalJSONRPC(id jsontext.Value) []byte {
+	if id == nil {
+		id = e.ID
+	}
+	b := make([]byte, 0, 192+len(e.Message))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	if validID(id) {
+		b = append(b, id...)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(e.JSONRPCCode()), 10)
+	b = append(b, `,"message":`...)
+	b = appendQuote(b, e.Message)
+	b = append(b, `,"data":[`...)
+	b = e.appendErrorInfo(b)
+	return append(b, "]}}"...)
+}
+
+// MarshalStatus returns the google.rpc.Status JSON body of the HTTP+JSON binding, the shape
+// a2a-go's REST client decodes.
+func (e *Error) MarshalStatus() []byte {
+	b := make([]byte, 0, 192+len(e.Message))
+	b = append(b, `{"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(e.HTTPStatus()), 10)
+	b = append(b, `,"status":`...)
+	b = appendQuote(b, e.StatusName())
+	b = append(b, `,"message":`...)
+	b = appendQuote(b, e.Message)
+	b = append(b, `,"details":[`...)
+	b = e.appendErrorInfo(b)
+	return append(b, "]}}"...)
+}
+
+func (e *Error) appendErrorInfo(b []byte) []byte {
+	b = append(b, `{"@type":"`+ErrorInfoType+`","reason":`...)
+	b = appendQuote(b, e.Reason())
+	b = append(b, `,"domain":"`+Domain+`"`...)
+	if len(e.Metadata) > 0 {
+		b = append(b, `,"metadata":{`...)
+		for i, k := range slices.Sorted(maps.Keys(e.Metadata)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendQuote(b, k)
+			b = append(b, ':')
+			b = appendQuote(b, e.Metadata[k])
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}')
+}
+
+// WWWAuthenticate is the RFC 6750 challenge for Unauthenticated and Unauthorized errors, "" for
+// any other code.
+func (e *Error) WWWAuthenticate() string {
+	switch e.Code {
+	case Unauthenticated:
+		if e.missing {
+			return "Bearer"
+		}
+		return `Bearer error="invalid_token", error_description="` + challengeText(e.Message) + `"`
+	case Unauthorized:
+		return `Bearer error="insufficient_scope", error_description="` + challengeText(e.Message) + `"`
+	default:
+		return ""
+	}
+}
+
+// challengeText keeps only the characters RFC 6750 allows in error_description.
+func challengeText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// appendQuote appends s as a JSON string; invalid UTF-8 is replaced, never rejected.
+func appendQuote(b []byte, s string) []byte {
+	out, err := jsontext.AppendQuote(b, s)
+	if err != nil {
+		out, _ = jsontext.AppendQuote(b, strings.ToValidUTF8(s, "\uFFFD"))
+	}
+	return out
+}
+
+// validID reports whether id is a JSON string, number or null.
+func validID(id jsontext.Value) bool {
+	if len(id) == 0 || !id.IsValid() {
+		return false
+	}
+	switch id.Kind() {
+	case '"', '0', 'n':
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,114 @@
+package protocol
+
+import (
+	"mime"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ParseJSONRPC parses one JSON-RPC 2.0 request of A2A version v. The body is checked whole
+// before any field is read (see [Limits]); errors carry the request id once it has been read.
+func ParseJSONRPC(v Version, contentType string, body []byte, lim Limits) (*Request, *Error) {
+	lim = lim.withDefaults()
+	if err := checkSize(body, lim); err != nil {
+		return nil, err
+	}
+	if err := checkContentType(contentType); err != nil {
+		return nil, err
+	}
+	if err := checkJSON(body, lim.MaxDepth); err != nil {
+		return nil, err
+	}
+	raw := jsontext.Value(trimSpace(body))
+	switch raw.Kind() {
+	case '[':
+		return nil, Errorf(InvalidRequest, "batch requests are not supported")
+	case '{':
+	default:
+		return nil, Errorf(InvalidRequest, "request must be a JSON object")
+	}
+	env, err := readObject(raw, "request")
+	if err != nil {
+		return nil, err
+	}
+
+	r := &Request{Binding: JSONRPC, Version: v}
+	// The id is read first so that every later error can echo it.
+	idRaw, hasID := lookup(env, "id")
+	if hasID {
+		if !validID(idRaw) {
+			return nil, Errorf(InvalidRequest, "id must be a string, number or null")
+		}
+		r.ID = idRaw
+	}
+	if rpc := env.get("jsonrpc"); rpc == nil || !isString(rpc, "2.0") {
+		return nil, Errorf(InvalidRequest, `jsonrpc must be "2.0"`).WithID(r.ID)
+	}
+	if !hasID {
+		return nil, Errorf(InvalidRequest, "id is required; A2A methods are not notifications")
+	}
+	mRaw := env.get("method")
+	if mRaw == nil {
+		return nil, Errorf(InvalidRequest, "method is required").WithID(r.ID)
+	}
+	method, ok := str(mRaw)
+	if !ok {
+		return nil, Errorf(InvalidRequest, "method must be a string").WithID(r.ID)
+	}
+	r.Method = method
+	if r.Operation, err = lookupMethod(v, method); err != nil {
+		return nil, err.WithID(r.ID)
+	}
+	r.Params = env.get("params")
+	if err := readParams(v, r.Operation, r.Params, r, false); err != nil {
+		return nil, err.WithID(r.ID)
+	}
+	return r, nil
+}
+
+// lookup returns a member's value (JSON null included) and whether it is present.
+func lookup(o object, field string) (jsontext.Value, bool) {
+	key := fieldKey(field)
+	for _, m := range o {
+		if m.key == key {
+			return m.value, true
+		}
+	}
+	return nil, false
+}
+
+func checkSize(body []byte, lim Limits) *Error {
+	if int64(len(body)) > lim.MaxBodyBytes {
+		return Errorf(PayloadTooLarge, "request body is larger than the limit of %d bytes", lim.MaxBodyBytes)
+	}
+	return nil
+}
+
+// checkContentType accepts application/json and application/a2a+json, with parameters; a
+// charset, when given, must be utf-8.
+func checkContentType(ct string) *Error {
+	if ct == "" {
+		return Errorf(UnsupportedMediaType, "Content-Type must be application/json")
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
+		return Errorf(UnsupportedMediaType, "Content-Type must be application/json")
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return Errorf(UnsupportedMediaType, "Content-Type charset must be utf-8")
+	}
+	return nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && isSpace(b[0]) {
+		b = b[1:]
+	}
+	for len(b) > 0 && isSpace(b[len(b)-1]) {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

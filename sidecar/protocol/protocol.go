@@ -1,0 +1,260 @@
+// Package protocol is the one strict A2A request parser and error model shared by the gateway and the ext_authz server.
+package protocol
+
+import (
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Binding is an A2A protocol binding.
+type Binding string
+
+// Bindings.
+const (
+	JSONRPC  Binding = "jsonrpc"
+	HTTPJSON Binding = "http+json"
+	GRPC     Binding = "grpc"
+)
+
+// Version is an A2A protocol version, as carried by the A2A-Version header.
+type Version string
+
+// Versions.
+const (
+	V1  Version = "1.0"
+	V03 Version = "0.3"
+)
+
+// VersionHeader and ExtensionsHeader are the A2A service parameter headers.
+const (
+	VersionHeader    = "A2A-Version"
+	ExtensionsHeader = "A2A-Extensions"
+)
+
+// Operation is a canonical A2A operation, named as in A2A 1.0.
+type Operation string
+
+// Operations.
+const (
+	SendMessage                      Operation = "SendMessage"
+	SendStreamingMessage             Operation = "SendStreamingMessage"
+	GetTask                          Operation = "GetTask"
+	ListTasks                        Operation = "ListTasks"
+	CancelTask                       Operation = "CancelTask"
+	SubscribeToTask                  Operation = "SubscribeToTask"
+	CreateTaskPushNotificationConfig Operation = "CreateTaskPushNotificationConfig"
+	GetTaskPushNotificationConfig    Operation = "GetTaskPushNotificationConfig"
+	ListTaskPushNotificationConfigs  Operation = "ListTaskPushNotificationConfigs"
+	DeleteTaskPushNotificationConfig Operation = "DeleteTaskPushNotificationConfig"
+	GetExtendedAgentCard             Operation = "GetExtendedAgentCard"
+	// GetAgentCard is the public card, GET /.well-known/agent-card.json; no JSON-RPC method.
+	GetAgentCard Operation = "GetAgentCard"
+)
+
+// Streaming reports whether the operation answers with a stream of events.
+func (o Operation) Streaming() bool { return o == SendStreamingMessage || o == SubscribeToTask }
+
+// Message reports whether the operation carries a message (SendMessage, SendStreamingMessage).
+func (o Operation) Message() bool { return o == SendMessage || o == SendStreamingMessage }
+
+// Defaults of [Limits].
+const (
+	DefaultMaxBodyBytes int64 = 1 << 20
+	DefaultMaxDepth           = 64
+)
+
+// Limits bound what the parser reads. Zero fields take the defaults.
+type Limits struct {
+	// MaxBodyBytes is the largest body accepted. Callers read at most MaxBodyBytes+1 bytes and
+	// pass what they read, so an oversize body is reported rather than truncated.
+	MaxBodyBytes int64
+	// MaxDepth is the deepest nesting of JSON objects and arrays accepted.
+	MaxDepth int
+}
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if l.MaxDepth <= 0 {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	return l
+}
+
+// Request is one parsed A2A request, the same whichever binding carried it.
+type Request struct {
+	Binding   Binding
+	Version   Version
+	Operation Operation
+	// Method is the name as sent: the JSON-RPC method, "POST /message:send"-style route for
+	// HTTP+JSON, or the gRPC method.
+	Method string
+	// ID is the raw JSON-RPC id (string, number or null) to echo; nil for other bindings.
+	ID jsontext.Value
+	// Params is the raw JSON-RPC params or HTTP+JSON body; nil when absent.
+	Params jsontext.Value
+	// Tenant is from the HTTP+JSON /{tenant} prefix or params.tenant (1.0).
+	Tenant string
+	// TaskID is the task the operation targets; for SendMessage the message's taskId.
+	TaskID string
+	// ConfigID is the push notification config id, when the operation names one.
+	ConfigID string
+	// Message is set for SendMessage and SendStreamingMessage.
+	Message *MessageInfo
+}
+
+// MessageInfo is what the gateway and policy need from a message, normalised across versions.
+type MessageInfo struct {
+	MessageID string
+	TaskID    string
+	ContextID string
+	Parts     []PartInfo
+	// SkillHint is metadata.skillId from the request metadata, else from the message metadata.
+	SkillHint string
+	// AcceptedOutputModes is configuration.acceptedOutputModes.
+	AcceptedOutputModes []string
+}
+
+// Part kinds.
+const (
+	PartText = "text"
+	PartRaw  = "raw"
+	PartURL  = "url"
+	PartData = "data"
+)
+
+// PartInfo is one message part. MediaType is the lower-case type/subtype without parameters:
+// the part's mediaType (0.3: file.mimeType) when given, else text/plain for text,
+// application/json for data and application/octet-stream for raw and url parts.
+type PartInfo struct {
+	Kind      string
+	MediaType string
+	Text      string // text parts only
+}
+
+// ParseVersion reads the A2A-Version header: absent means 0.3 (spec rule), "1.0" or "1" means
+// 1.0, "0.3" means 0.3; anything else is VersionNotSupported.
+func ParseVersion(header string) (Version, *Error) {
+	switch strings.TrimSpace(header) {
+	case "":
+		return V03, nil
+	case "1.0", "1":
+		return V1, nil
+	case "0.3":
+		return V03, nil
+	default:
+		return "", Errorf(VersionNotSupported, "A2A version %q is not supported; supported versions: 1.0, 0.3",
+			clip(strings.TrimSpace(header))).WithMetadata("supportedVersions", "1.0,0.3")
+	}
+}
+
+// v10Operation maps an A2A 1.0 JSON-RPC method (or gRPC method) to its operation.
+func v10Operation(method string) (Operation, bool) {
+	switch op := Operation(method); op {
+	case SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask,
+		CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig, ListTaskPushNotificationConfigs,
+		DeleteTaskPushNotificationConfig, GetExtendedAgentCard:
+		return op, true
+	default:
+		return "", false
+	}
+}
+
+// v03Operation maps an A2A 0.3 JSON-RPC method to its operation.
+func v03Operation(method string) (Operation, bool) {
+	switch method {
+	case "message/send":
+		return SendMessage, true
+	case "message/stream":
+		return SendStreamingMessage, true
+	case "tasks/get":
+		return GetTask, true
+	case "tasks/cancel":
+		return CancelTask, true
+	case "tasks/resubscribe":
+		return SubscribeToTask, true
+	case "tasks/pushNotificationConfig/set":
+		return CreateTaskPushNotificationConfig, true
+	case "tasks/pushNotificationConfig/get":
+		return GetTaskPushNotificationConfig, true
+	case "tasks/pushNotificationConfig/list":
+		return ListTaskPushNotificationConfigs, true
+	case "tasks/pushNotificationConfig/delete":
+		return DeleteTaskPushNotificationConfig, true
+	case "agent/getAuthenticatedExtendedCard":
+		return GetExtendedAgentCard, true
+	default:
+		return "", false
+	}
+}
+
+// v03Method is the 0.3 JSON-RPC name of op, "" when 0.3 has none.
+func v03Method(op Operation) string {
+	switch op {
+	case SendMessage:
+		return "message/send"
+	case SendStreamingMessage:
+		return "message/stream"
+	case GetTask:
+		return "tasks/get"
+	case CancelTask:
+		return "tasks/cancel"
+	case SubscribeToTask:
+		return "tasks/resubscribe"
+	case CreateTaskPushNotificationConfig:
+		return "tasks/pushNotificationConfig/set"
+	case GetTaskPushNotificationConfig:
+		return "tasks/pushNotificationConfig/get"
+	case ListTaskPushNotificationConfigs:
+		return "tasks/pushNotificationConfig/list"
+	case DeleteTaskPushNotificationConfig:
+		return "tasks/pushNotificationConfig/delete"
+	case GetExtendedAgentCard:
+		return "agent/getAuthenticatedExtendedCard"
+	default:
+		return ""
+	}
+}
+
+// lookupMethod resolves a JSON-RPC method for version v. Names are matched exactly: no case or
+// Unicode folding, no trimming.
+func lookupMethod(v Version, method string) (Operation, *Error) {
+	if v == V1 {
+		if op, ok := v10Operation(method); ok {
+			return op, nil
+		}
+		if op, ok := v03Operation(method); ok {
+			return "", Errorf(MethodNotFound, "method %q is not an A2A 1.0 method; send %s: 0.3 or use %s",
+				method, VersionHeader, op)
+		}
+	} else {
+		if op, ok := v03Operation(method); ok {
+			return op, nil
+		}
+		if op, ok := v10Operation(method); ok {
+			if m := v03Method(op); m != "" {
+				return "", Errorf(MethodNotFound, "method %q is not an A2A 0.3 method; send %s: 1.0 or use %s",
+					method, VersionHeader, m)
+			}
+			return "", Errorf(MethodNotFound, "method %q is not an A2A 0.3 method; send %s: 1.0", method, VersionHeader)
+		}
+	}
+	return "", Errorf(MethodNotFound, "method %q not found", clip(method))
+}
+
+// clip shortens client-supplied text echoed in messages.
+func clip(s string) string {
+	const max = 64
+	if len(s) <= max {
+		return s
+	}
+	i := max
+	for i > 0 && !utf8RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
