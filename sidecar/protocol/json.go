@@ -133,12 +133,12 @@ func readObject(raw jsontext.Value, where string) (object, *Error) {
 		if err != nil {
 			return nil, syntaxError(err)
 		}
+		name := tok.String() // before the next read voids tok
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, syntaxError(err)
 		}
 		end := int(dec.InputOffset())
-		name := tok.String()
 		obj = append(obj, member{name: name, key: fieldKey(name), value: jsontext.Value(raw[end-len(v) : end])})
 	}
 	for i := range obj {

@@ -1,0 +1,301 @@
+package protocol
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/require"
+)
+
+const ctJSON = "application/json"
+
+// rpc builds a JSON-RPC request body.
+func rpc(id, method, params string) string {
+	s := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
+	if params != "" {
+		s += `,"params":` + params
+	}
+	return s + "}"
+}
+
+const (
+	msg10 = `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`
+	msg03 = `{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}`
+)
+
+func TestParseJSONRPCRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		v    Version
+		ct   string
+		body string
+		lim  Limits
+		code Code
+		msg  string
+		id   string // echoed id, "" for none
+	}{
+		{name: "empty body", body: ``, code: ParseError, msg: "request body is empty"},
+		{name: "whitespace body", body: " \n\t", code: ParseError, msg: "request body is empty"},
+		{name: "truncated", body: `{"jsonrpc":`, code: ParseError, msg: "request body is not valid JSON: unexpected end of input"},
+		{name: "trailing comma", body: `{"jsonrpc":"2.0",}`, code: ParseError, msg: "request body is not valid JSON"},
+		{name: "single quotes", body: `{'jsonrpc':'2.0'}`, code: ParseError, msg: "request body is not valid JSON"},
+		{name: "invalid utf-8", body: "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"GetTask\",\"params\":{\"id\":\"\xff\"}}", code: ParseError, msg: "request body is not valid UTF-8"},
+		{name: "lone surrogate escape", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"\ud800"}}`, code: ParseError, msg: "request body is not valid JSON"},
+		{name: "trailing garbage", body: rpc(`1`, "GetTask", `{"id":"t"}`) + ` x`, code: ParseError, msg: "request body has data after the JSON value"},
+		{name: "two values", body: rpc(`1`, "GetTask", `{"id":"t"}`) + `{}`, code: ParseError, msg: "request body has data after the JSON value"},
+		{name: "batch", body: `[` + rpc(`1`, "GetTask", `{"id":"t"}`) + `]`, code: InvalidRequest, msg: "batch requests are not supported"},
+		{name: "empty batch", body: `[]`, code: InvalidRequest, msg: "batch requests are not supported"},
+		{name: "top-level string", body: `"GetTask"`, code: InvalidRequest, msg: "request must be a JSON object"},
+		{name: "depth 10000", body: strings.Repeat("[", 10000) + strings.Repeat("]", 10000), code: InvalidRequest, msg: "request body nests deeper than the limit of 64 levels"},
+		{name: "depth 65 in params", body: rpc(`1`, "GetTask", `{"id":"t","x":`+strings.Repeat(`[`, 64)+strings.Repeat(`]`, 64)+`}`), code: InvalidRequest, msg: "request body nests deeper than the limit of 64 levels"},
+		{name: "custom depth", lim: Limits{MaxDepth: 3}, body: rpc(`1`, "GetTask", `{"id":"t","x":[[1]]}`), code: InvalidRequest, msg: "request body nests deeper than the limit of 3 levels"},
+		{name: "oversize", lim: Limits{MaxBodyBytes: 40}, body: rpc(`1`, "GetTask", `{"id":"t"}`), code: PayloadTooLarge, msg: "request body is larger than the limit of 40 bytes"},
+		{name: "text/plain", ct: "text/plain", body: rpc(`1`, "GetTask", `{"id":"t"}`), code: UnsupportedMediaType, msg: "Content-Type must be application/json"},
+		{name: "no content type", ct: "-", body: rpc(`1`, "GetTask", `{"id":"t"}`), code: UnsupportedMediaType, msg: "Content-Type must be application/json"},
+		{name: "json suffix lookalike", ct: "application/jsonp", body: rpc(`1`, "GetTask", `{"id":"t"}`), code: UnsupportedMediaType, msg: "Content-Type must be application/json"},
+		{name: "latin1 charset", ct: "application/json; charset=latin1", body: rpc(`1`, "GetTask", `{"id":"t"}`), code: UnsupportedMediaType, msg: "Content-Type charset must be utf-8"},
+		{name: "jsonrpc 1.0", body: `{"jsonrpc":"1.0","id":7,"method":"GetTask","params":{"id":"t"}}`, code: InvalidRequest, msg: `jsonrpc must be "2.0"`, id: `7`},
+		{name: "jsonrpc missing", body: `{"id":"a","method":"GetTask","params":{"id":"t"}}`, code: InvalidRequest, msg: `jsonrpc must be "2.0"`, id: `"a"`},
+		{name: "jsonrpc number", body: `{"jsonrpc":2.0,"id":1,"method":"GetTask"}`, code: InvalidRequest, msg: `jsonrpc must be "2.0"`, id: `1`},
+		{name: "missing id", body: `{"jsonrpc":"2.0","method":"GetTask","params":{"id":"t"}}`, code: InvalidRequest, msg: "id is required; A2A methods are not notifications"},
+		{name: "id object", body: rpc(`{"a":1}`, "GetTask", `{"id":"t"}`), code: InvalidRequest, msg: "id must be a string, number or null"},
+		{name: "id array", body: rpc(`[1]`, "GetTask", `{"id":"t"}`), code: InvalidRequest, msg: "id must be a string, number or null"},
+		{name: "id bool", body: rpc(`true`, "GetTask", `{"id":"t"}`), code: InvalidRequest, msg: "id must be a string, number or null"},
+		{name: "method missing", body: `{"jsonrpc":"2.0","id":1}`, code: InvalidRequest, msg: "method is required", id: `1`},
+		{name: "method number", body: `{"jsonrpc":"2.0","id":1,"method":5}`, code: InvalidRequest, msg: "method must be a string", id: `1`},
+		{name: "method null", body: `{"jsonrpc":"2.0","id":1,"method":null}`, code: InvalidRequest, msg: "method is required", id: `1`},
+		{name: "duplicate method", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","method":"SendMessage","params":{"id":"t"}}`, code: ParseError, msg: `duplicate object key "method"`},
+		{name: "duplicate params", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"t"},"params":{"id":"u"}}`, code: ParseError, msg: `duplicate object key "params"`},
+		{name: "duplicate id", body: `{"jsonrpc":"2.0","id":1,"id":2,"method":"GetTask","params":{"id":"t"}}`, code: ParseError, msg: `duplicate object key "id"`},
+		{name: "duplicate in params", body: rpc(`1`, "GetTask", `{"id":"t","id":"u"}`), code: ParseError, msg: `duplicate object key "id"`},
+		{name: "duplicate in message", body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","messageId":"n","parts":[{"text":"x"}]}}`), code: ParseError, msg: `duplicate object key "messageId"`},
+		{name: "duplicate deep in metadata", body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}]},"metadata":{"a":{"b":[{"c":1,"c":2}]}}}`), code: ParseError, msg: `duplicate object key "c"`},
+		{name: "duplicate via escape", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","\u006dethod":"SendMessage"}`, code: ParseError, msg: `duplicate object key "method"`},
+		{name: "case-folded duplicate method", body: `{"jsonrpc":"2.0","id":1,"method":"GetTask","Method":"SendMessage","params":{"id":"t"}}`, code: ParseError, msg: `duplicate object key "Method" (same field as "method")`},
+		{name: "kelvin-sign duplicate", body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","taskId":"a","tas\u212aId":"b","parts":[{"text":"x"}]}}`), code: ParseError, msg: "duplicate object key \"tas\u212aId\" (same field as \"taskId\")", id: `1`},
+		{name: "proto-name duplicate", body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","taskId":"a","task_id":"b","parts":[{"text":"x"}]}}`), code: ParseError, msg: `duplicate object key "task_id" (same field as "taskId")`, id: `1`},
+		{name: "unknown method", body: rpc(`1`, "foo", ""), code: MethodNotFound, msg: `method "foo" not found`, id: `1`},
+		{name: "empty method", body: rpc(`1`, "", ""), code: MethodNotFound, msg: `method "" not found`, id: `1`},
+		{name: "lower camel", v: V1, body: rpc(`1`, "sendMessage", msg10), code: MethodNotFound, msg: `method "sendMessage" not found`, id: `1`},
+		{name: "trailing space", v: V1, body: rpc(`1`, "SendMessage ", msg10), code: MethodNotFound, msg: `method "SendMessage " not found`, id: `1`},
+		{name: "cyrillic a", v: V1, body: rpc(`1`, "SendMess\u0430ge", msg10), code: MethodNotFound, msg: "method \"SendMess\u0430ge\" not found", id: `1`},
+		{name: "fullwidth S", v: V1, body: rpc(`1`, "\uff33endMessage", msg10), code: MethodNotFound, msg: "method \"\uff33endMessage\" not found", id: `1`},
+		{name: "0.3 upper case", v: V03, body: rpc(`1`, "Message/Send", msg03), code: MethodNotFound, msg: `method "Message/Send" not found`, id: `1`},
+		{name: "0.3 name on 1.0", v: V1, body: rpc(`1`, "message/send", msg03), code: MethodNotFound, msg: `method "message/send" is not an A2A 1.0 method; send A2A-Version: 0.3 or use SendMessage`, id: `1`},
+		{name: "0.3 card name on 1.0", v: V1, body: rpc(`"x"`, "agent/getAuthenticatedExtendedCard", ""), code: MethodNotFound, msg: `method "agent/getAuthenticatedExtendedCard" is not an A2A 1.0 method; send A2A-Version: 0.3 or use GetExtendedAgentCard`, id: `"x"`},
+		{name: "1.0 name on 0.3", v: V03, body: rpc(`1`, "SendMessage", msg10), code: MethodNotFound, msg: `method "SendMessage" is not an A2A 0.3 method; send A2A-Version: 1.0 or use message/send`, id: `1`},
+		{name: "ListTasks on 0.3", v: V03, body: rpc(`1`, "ListTasks", `{}`), code: MethodNotFound, msg: `method "ListTasks" is not an A2A 0.3 method; send A2A-Version: 1.0`, id: `1`},
+		{name: "tasks/list on 0.3", v: V03, body: rpc(`1`, "tasks/list", `{}`), code: MethodNotFound, msg: `method "tasks/list" not found`, id: `1`},
+		{name: "long method clipped", body: rpc(`1`, strings.Repeat("x", 100), ""), code: MethodNotFound, msg: `method "` + strings.Repeat("x", 64) + `…" not found`, id: `1`},
+		{name: "params array", v: V1, body: rpc(`1`, "GetTask", `["t"]`), code: InvalidParams, msg: "params must be an object", id: `1`},
+		{name: "params string", v: V1, body: rpc(`1`, "GetTask", `"t"`), code: InvalidParams, msg: "params must be an object", id: `1`},
+		{name: "no params GetTask", v: V1, body: rpc(`1`, "GetTask", ""), code: InvalidParams, msg: "id is required", id: `1`},
+		{name: "GetTask id number", v: V1, body: rpc(`1`, "GetTask", `{"id":5}`), code: InvalidParams, msg: "id must be a string", id: `1`},
+		{name: "GetTask id empty", v: V1, body: rpc(`1`, "GetTask", `{"id":""}`), code: InvalidParams, msg: "id is required", id: `1`},
+		{name: "GetTask id control char", v: V1, body: rpc(`1`, "GetTask", `{"id":"a\nb"}`), code: InvalidParams, msg: "id must not contain control characters", id: `1`},
+		{name: "CancelTask no id", v: V1, body: rpc(`1`, "CancelTask", `{}`), code: InvalidParams, msg: "id is required", id: `1`},
+		{name: "0.3 resubscribe no id", v: V03, body: rpc(`1`, "tasks/resubscribe", `{}`), code: InvalidParams, msg: "id is required", id: `1`},
+		{name: "bad tenant", v: V1, body: rpc(`1`, "GetTask", `{"id":"t","tenant":"../x"}`), code: InvalidParams, msg: "tenant must be 1 to 128 characters of A-Z a-z 0-9 . _ - and not . or ..", id: `1`},
+		{name: "tenant dotdot", v: V1, body: rpc(`1`, "ListTasks", `{"tenant":".."}`), code: InvalidParams, msg: "tenant must be 1 to 128 characters of A-Z a-z 0-9 . _ - and not . or ..", id: `1`},
+		{name: "send without message", v: V1, body: rpc(`1`, "SendMessage", `{}`), code: InvalidParams, msg: "message is required", id: `1`},
+		{name: "send message string", v: V1, body: rpc(`1`, "SendMessage", `{"message":"hi"}`), code: InvalidParams, msg: "message must be an object", id: `1`},
+		{name: "send no messageId", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"parts":[{"text":"x"}]}}`), code: InvalidParams, msg: "message.messageId is required", id: `1`},
+		{name: "send no parts", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m"}}`), code: InvalidParams, msg: "message.parts must be a non-empty array", id: `1`},
+		{name: "send empty parts", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[]}}`), code: InvalidParams, msg: "message.parts must be a non-empty array", id: `1`},
+		{name: "send part not object", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":["hi"]}}`), code: InvalidParams, msg: "message.parts[0] must be an object", id: `1`},
+		{name: "part two contents", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"},{"text":"x","url":"https://x"}]}}`), code: InvalidParams, msg: "message.parts[1] must have exactly one of text, raw, url, data", id: `1`},
+		{name: "part no content", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"mediaType":"text/plain"}]}}`), code: InvalidParams, msg: "message.parts[0] must have exactly one of text, raw, url, data", id: `1`},
+		{name: "0.3 part on 1.0", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"kind":"file","file":{"uri":"https://x"}}]}}`), code: InvalidParams, msg: "message.parts[0] must have exactly one of text, raw, url, data", id: `1`},
+		{name: "part text number", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":1}]}}`), code: InvalidParams, msg: "message.parts[0].text must be a string", id: `1`},
+		{name: "part empty url", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"url":""}]}}`), code: InvalidParams, msg: "message.parts[0].url must not be empty", id: `1`},
+		{name: "part bad media type", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"raw":"AA==","mediaType":"pdf"}]}}`), code: InvalidParams, msg: "message.parts[0].mediaType is not a valid media type", id: `1`},
+		{name: "message taskId number", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","taskId":1,"parts":[{"text":"x"}]}}`), code: InvalidParams, msg: "message.taskId must be a string", id: `1`},
+		{name: "skillId number", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}]},"metadata":{"skillId":3}}`), code: InvalidParams, msg: "metadata.skillId must be a string", id: `1`},
+		{name: "output modes not array", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}]},"configuration":{"acceptedOutputModes":"text/plain"}}`), code: InvalidParams, msg: "configuration.acceptedOutputModes must be an array of strings", id: `1`},
+		{name: "0.3 part kind missing", v: V03, body: rpc(`1`, "message/send", `{"message":{"messageId":"m","parts":[{"text":"x"}]}}`), code: InvalidParams, msg: `message.parts[0].kind must be "text", "file" or "data"`, id: `1`},
+		{name: "0.3 part kind unknown", v: V03, body: rpc(`1`, "message/send", `{"message":{"messageId":"m","parts":[{"kind":"Text","text":"x"}]}}`), code: InvalidParams, msg: `message.parts[0].kind must be "text", "file" or "data"`, id: `1`},
+		{name: "0.3 file bytes and uri", v: V03, body: rpc(`1`, "message/send", `{"message":{"messageId":"m","parts":[{"kind":"file","file":{"bytes":"AA==","uri":"https://x"}}]}}`), code: InvalidParams, msg: "message.parts[0].file must have exactly one of bytes, uri", id: `1`},
+		{name: "0.3 data not object", v: V03, body: rpc(`1`, "message/send", `{"message":{"messageId":"m","parts":[{"kind":"data","data":[1]}]}}`), code: InvalidParams, msg: "message.parts[0].data must be an object", id: `1`},
+		{name: "0.3 message kind", v: V03, body: rpc(`1`, "message/send", `{"message":{"kind":"task","messageId":"m","parts":[{"kind":"text","text":"x"}]}}`), code: InvalidParams, msg: `message.kind must be "message"`, id: `1`},
+		{name: "1.0 push create no url", v: V1, body: rpc(`1`, "CreateTaskPushNotificationConfig", `{"taskId":"t"}`), code: InvalidParams, msg: "url is required", id: `1`},
+		{name: "1.0 push get no id", v: V1, body: rpc(`1`, "GetTaskPushNotificationConfig", `{"taskId":"t"}`), code: InvalidParams, msg: "id is required", id: `1`},
+		{name: "1.0 push list no taskId", v: V1, body: rpc(`1`, "ListTaskPushNotificationConfigs", `{"id":"t"}`), code: InvalidParams, msg: "taskId is required", id: `1`},
+		{name: "0.3 push set no config", v: V03, body: rpc(`1`, "tasks/pushNotificationConfig/set", `{"taskId":"t"}`), code: InvalidParams, msg: "pushNotificationConfig must be an object", id: `1`},
+		{name: "0.3 push delete no config id", v: V03, body: rpc(`1`, "tasks/pushNotificationConfig/delete", `{"id":"t"}`), code: InvalidParams, msg: "pushNotificationConfigId is required", id: `1`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v := tc.v
+			if v == "" {
+				v = V1
+			}
+			ct := tc.ct
+			switch ct {
+			case "":
+				ct = ctJSON
+			case "-":
+				ct = ""
+			}
+			r, err := ParseJSONRPC(v, ct, []byte(tc.body), tc.lim)
+			require.Nil(t, r)
+			require.NotNil(t, err)
+			require.Equal(t, tc.code, err.Code)
+			require.Equal(t, tc.msg, err.Message)
+			if tc.id == "" {
+				require.Nil(t, err.ID)
+			} else {
+				require.Equal(t, tc.id, string(err.ID))
+			}
+			require.NotContains(t, err.Message, "jsontext")
+			require.NotContains(t, err.Message, "offset")
+		})
+	}
+}
+
+func TestParseJSONRPCAccepts(t *testing.T) {
+	tests := []struct {
+		name   string
+		v      Version
+		ct     string
+		body   string
+		op     Operation
+		method string
+		task   string
+		config string
+		tenant string
+		msg    *MessageInfo
+	}{
+		{name: "SendMessage", v: V1, body: rpc(`1`, "SendMessage", `{"tenant":"acme","message":{"messageId":"m1","taskId":"t1","contextId":"c1","role":"ROLE_USER","parts":[
+			{"text":"reconcile this"},{"raw":"JVBERi0=","mediaType":"Application/PDF","filename":"a.pdf"},{"url":"https://x/y.png","mediaType":"image/png"},
+			{"data":{"a":1}},{"text":"# t","mediaType":"text/markdown; charset=utf-8"},{"url":"https://x/z"}],"metadata":{"skillId":"msg-hint"}},
+			"configuration":{"acceptedOutputModes":["application/json","text/plain"]},"metadata":{"skillId":"reconcile-invoice"}}`),
+			op: SendMessage, task: "t1", tenant: "acme",
+			msg: &MessageInfo{MessageID: "m1", TaskID: "t1", ContextID: "c1", SkillHint: "reconcile-invoice",
+				AcceptedOutputModes: []string{"application/json", "text/plain"},
+				Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "reconcile this"}, {Kind: PartRaw, MediaType: "application/pdf"},
+					{Kind: PartURL, MediaType: "image/png"}, {Kind: PartData, MediaType: "application/json"},
+					{Kind: PartText, MediaType: "text/markdown", Text: "# t"}, {Kind: PartURL, MediaType: "application/octet-stream"}}}},
+		{name: "SendMessage message skill hint", v: V1, body: rpc(`"abc"`, "SendMessage", `{"message":{"messageId":"m1","parts":[{"text":"x"}],"metadata":{"skillId":"s"}}}`),
+			op: SendMessage, msg: &MessageInfo{MessageID: "m1", SkillHint: "s", Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "x"}}}},
+		{name: "SendStreamingMessage a2a+json", v: V1, ct: "application/a2a+json", body: rpc(`null`, "SendStreamingMessage", msg10),
+			op: SendStreamingMessage, msg: &MessageInfo{MessageID: "m1", Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "hi"}}}},
+		{name: "escaped method name", v: V1, ct: "application/json; charset=UTF-8", body: rpc(`1`, `\u0053endMessage`, msg10),
+			op: SendMessage, method: "SendMessage", msg: &MessageInfo{MessageID: "m1", Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "hi"}}}},
+		{name: "field spelled in proto name", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"message_id":"m1","task_id":"t9","parts":[{"text":"x"}]}}`),
+			op: SendMessage, task: "t9", msg: &MessageInfo{MessageID: "m1", TaskID: "t9", Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "x"}}}},
+		{name: "field spelled in other case", v: V1, body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m1","TaskID":"t9","parts":[{"text":"x"}]}}`),
+			op: SendMessage, task: "t9", msg: &MessageInfo{MessageID: "m1", TaskID: "t9", Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "x"}}}},
+		{name: "GetTask", v: V1, body: rpc(`1`, "GetTask", `{"id":"t1","historyLength":3,"tenant":"acme"}`), op: GetTask, task: "t1", tenant: "acme"},
+		{name: "ListTasks", v: V1, body: rpc(`1`, "ListTasks", `{"contextId":"c"}`), op: ListTasks},
+		{name: "ListTasks no params", v: V1, body: rpc(`1`, "ListTasks", ""), op: ListTasks},
+		{name: "CancelTask", v: V1, body: rpc(`1`, "CancelTask", `{"id":"t1"}`), op: CancelTask, task: "t1"},
+		{name: "SubscribeToTask", v: V1, body: rpc(`1`, "SubscribeToTask", `{"id":"t1"}`), op: SubscribeToTask, task: "t1"},
+		{name: "CreateTaskPushNotificationConfig", v: V1, body: rpc(`1`, "CreateTaskPushNotificationConfig", `{"taskId":"t1","id":"c1","url":"https://hook"}`), op: CreateTaskPushNotificationConfig, task: "t1", config: "c1"},
+		{name: "GetTaskPushNotificationConfig", v: V1, body: rpc(`1`, "GetTaskPushNotificationConfig", `{"taskId":"t1","id":"c1"}`), op: GetTaskPushNotificationConfig, task: "t1", config: "c1"},
+		{name: "ListTaskPushNotificationConfigs", v: V1, body: rpc(`1`, "ListTaskPushNotificationConfigs", `{"taskId":"t1","pageSize":5}`), op: ListTaskPushNotificationConfigs, task: "t1"},
+		{name: "DeleteTaskPushNotificationConfig", v: V1, body: rpc(`1`, "DeleteTaskPushNotificationConfig", `{"taskId":"t1","id":"c1"}`), op: DeleteTaskPushNotificationConfig, task: "t1", config: "c1"},
+		{name: "GetExtendedAgentCard", v: V1, body: rpc(`1`, "GetExtendedAgentCard", ""), op: GetExtendedAgentCard},
+		{name: "GetExtendedAgentCard tenant", v: V1, body: rpc(`1`, "GetExtendedAgentCard", `{"tenant":"t-1.a_b"}`), op: GetExtendedAgentCard, tenant: "t-1.a_b"},
+		{name: "message/send", v: V03, body: rpc(`1`, "message/send", `{"message":{"kind":"message","messageId":"m1","taskId":"t1","contextId":"c1","role":"user","parts":[
+			{"kind":"text","text":"hi"},{"kind":"file","file":{"bytes":"JVBERi0=","mimeType":"application/pdf","name":"a.pdf"}},
+			{"kind":"file","file":{"uri":"https://x/y"}},{"kind":"data","data":{"a":1}}]},
+			"configuration":{"acceptedOutputModes":["application/json"],"blocking":true},"metadata":{"skillId":"lookup-invoice"}}`),
+			op: SendMessage, task: "t1",
+			msg: &MessageInfo{MessageID: "m1", TaskID: "t1", ContextID: "c1", SkillHint: "lookup-invoice", AcceptedOutputModes: []string{"application/json"},
+				Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "hi"}, {Kind: PartRaw, MediaType: "application/pdf"},
+					{Kind: PartURL, MediaType: "application/octet-stream"}, {Kind: PartData, MediaType: "application/json"}}}},
+		{name: "message/stream", v: V03, body: rpc(`1`, "message/stream", msg03), op: SendStreamingMessage,
+			msg: &MessageInfo{MessageID: "m1", Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "hi"}}}},
+		{name: "0.3 tenant not read", v: V03, body: rpc(`1`, "tasks/get", `{"id":"t1","tenant":"x"}`), op: GetTask, task: "t1"},
+		{name: "tasks/get", v: V03, body: rpc(`1`, "tasks/get", `{"id":"t1","historyLength":2}`), op: GetTask, task: "t1"},
+		{name: "tasks/cancel", v: V03, body: rpc(`1`, "tasks/cancel", `{"id":"t1"}`), op: CancelTask, task: "t1"},
+		{name: "tasks/resubscribe", v: V03, body: rpc(`1`, "tasks/resubscribe", `{"id":"t1"}`), op: SubscribeToTask, task: "t1"},
+		{name: "tasks/pushNotificationConfig/set", v: V03, body: rpc(`1`, "tasks/pushNotificationConfig/set", `{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`), op: CreateTaskPushNotificationConfig, task: "t1", config: "c1"},
+		{name: "tasks/pushNotificationConfig/get", v: V03, body: rpc(`1`, "tasks/pushNotificationConfig/get", `{"id":"t1","pushNotificationConfigId":"c1"}`), op: GetTaskPushNotificationConfig, task: "t1", config: "c1"},
+		{name: "tasks/pushNotificationConfig/get without config id", v: V03, body: rpc(`1`, "tasks/pushNotificationConfig/get", `{"id":"t1"}`), op: GetTaskPushNotificationConfig, task: "t1"},
+		{name: "tasks/pushNotificationConfig/list", v: V03, body: rpc(`1`, "tasks/pushNotificationConfig/list", `{"id":"t1"}`), op: ListTaskPushNotificationConfigs, task: "t1"},
+		{name: "tasks/pushNotificationConfig/delete", v: V03, body: rpc(`1`, "tasks/pushNotificationConfig/delete", `{"id":"t1","pushNotificationConfigId":"c1"}`), op: DeleteTaskPushNotificationConfig, task: "t1", config: "c1"},
+		{name: "agent/getAuthenticatedExtendedCard", v: V03, body: rpc(`1`, "agent/getAuthenticatedExtendedCard", ""), op: GetExtendedAgentCard},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ct := tc.ct
+			if ct == "" {
+				ct = ctJSON
+			}
+			r, err := ParseJSONRPC(tc.v, ct, []byte(tc.body), Limits{})
+			require.Nil(t, err)
+			require.Equal(t, JSONRPC, r.Binding)
+			require.Equal(t, tc.v, r.Version)
+			require.Equal(t, tc.op, r.Operation)
+			if tc.method != "" {
+				require.Equal(t, tc.method, r.Method)
+			}
+			require.Equal(t, tc.task, r.TaskID)
+			require.Equal(t, tc.config, r.ConfigID)
+			require.Equal(t, tc.tenant, r.Tenant)
+			require.Equal(t, tc.msg, r.Message)
+			require.NotNil(t, r.ID)
+			require.True(t, jsontext.Value(r.ID).IsValid())
+		})
+	}
+}
+
+func TestParseJSONRPCEchoesID(t *testing.T) {
+	for _, id := range []string{`1`, `-2.5e3`, `"req-1"`, `null`, `"\u00e9"`} {
+		t.Run(id, func(t *testing.T) {
+			r, err := ParseJSONRPC(V1, ctJSON, []byte(rpc(id, "GetTask", `{"id":"t"}`)), Limits{})
+			require.Nil(t, err)
+			require.Equal(t, id, string(r.ID))
+			require.JSONEq(t, `{"id":"t"}`, string(r.Params))
+		})
+	}
+}
+
+func TestParseVersion(t *testing.T) {
+	tests := []struct {
+		header string
+		want   Version
+		msg    string
+	}{
+		{"", V03, ""},
+		{"1.0", V1, ""},
+		{"1", V1, ""},
+		{" 1.0 ", V1, ""},
+		{"0.3", V03, ""},
+		{"0.2", "", `A2A version "0.2" is not supported; supported versions: 1.0, 0.3`},
+		{"2.0", "", `A2A version "2.0" is not supported; supported versions: 1.0, 0.3`},
+		{"1.0, 0.3", "", `A2A version "1.0, 0.3" is not supported; supported versions: 1.0, 0.3`},
+		{"v1", "", `A2A version "v1" is not supported; supported versions: 1.0, 0.3`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.header, func(t *testing.T) {
+			v, err := ParseVersion(tc.header)
+			if tc.msg == "" {
+				require.Nil(t, err)
+				require.Equal(t, tc.want, v)
+				return
+			}
+			require.NotNil(t, err)
+			require.Equal(t, VersionNotSupported, err.Code)
+			require.Equal(t, -32009, err.JSONRPCCode())
+			require.Equal(t, tc.msg, err.Message)
+		})
+	}
+}
+
+func BenchmarkParseJSONRPC(b *testing.B) {
+	body := []byte(`{"jsonrpc":"2.0","id":"7d1f4c2e-1b9a-4c55-9e0f-3a2b1c0d9e8f","method":"SendMessage","params":{` +
+		`"message":{"messageId":"0b6f3c1e-52aa-4e0b-8d0f-9a1e7c3d2b10","contextId":"ctx-42","role":"ROLE_USER",` +
+		`"parts":[{"text":"Reconcile invoice INV-20931 against its purchase order, please."},` +
+		`{"url":"https://files.example.com/inv-20931.pdf","mediaType":"application/pdf","filename":"inv-20931.pdf"}]},` +
+		`"configuration":{"acceptedOutputModes":["application/json","text/plain"]},"metadata":{"skillId":"reconcile-invoice"}}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseJSONRPC(V1, ctJSON, body, Limits{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
