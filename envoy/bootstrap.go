@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
@@ -14,6 +15,7 @@ import (
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -25,7 +27,6 @@ import (
 	// anypb.UnmarshalNew resolve "@type" against.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 )
 
 // Names and limits the sidecar configuration is checked against.
@@ -128,7 +129,8 @@ func validateMessage(m protoreflect.Message, path string) []error {
 // Check enforces what capgate needs from an Envoy bootstrap, beyond proto
 // validity, and returns every problem found (joined):
 //
-//   - every cluster a route or an ext_authz filter names is defined;
+//   - every cluster a route or an ext_authz filter names is defined, and every
+//     static SDS secret a listener's TLS context names;
 //   - every HTTP connection manager runs ext_authz, enabled, before the router;
 //   - ext_authz fails closed (failure_mode_allow false, no shadow mode, no
 //     partial enablement), speaks transport API V3 over gRPC to an HTTP/2
@@ -146,9 +148,14 @@ func Check(b *bootstrapv3.Bootstrap) error {
 		}
 		c.clusters[cl.GetName()] = cl
 	}
+	secrets := map[string]bool{}
+	for _, sec := range b.GetStaticResources().GetSecrets() {
+		secrets[sec.GetName()] = true
+	}
 	hcms := 0
 	for _, l := range b.GetStaticResources().GetListeners() {
 		for i, fc := range l.GetFilterChains() {
+			c.checkSecrets(fmt.Sprintf("listener %q filter_chains[%d]", l.GetName(), i), fc.GetTransportSocket(), secrets)
 			for _, f := range fc.GetFilters() {
 				m, err := f.GetTypedConfig().UnmarshalNew()
 				if err != nil {
@@ -178,6 +185,32 @@ type checker struct {
 
 func (c *checker) addf(format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf(format, args...))
+}
+
+// checkSecrets: every SDS secret a downstream TLS context names without an
+// sds_config must be a static secret, or Envoy refuses the listener.
+func (c *checker) checkSecrets(where string, ts *corev3.TransportSocket, secrets map[string]bool) {
+	if ts == nil {
+		return
+	}
+	m, err := ts.GetTypedConfig().UnmarshalNew()
+	if err != nil {
+		c.addf("%s: transport_socket: %v", where, err)
+		return
+	}
+	tlsCtx, ok := m.(*tlsv3.DownstreamTlsContext)
+	if !ok {
+		return
+	}
+	refs := slices.Clone(tlsCtx.GetCommonTlsContext().GetTlsCertificateSdsSecretConfigs())
+	if v := tlsCtx.GetCommonTlsContext().GetValidationContextSdsSecretConfig(); v != nil {
+		refs = append(refs, v)
+	}
+	for _, r := range refs {
+		if r.GetSdsConfig() == nil && !secrets[r.GetName()] {
+			c.addf("%s: transport_socket: SDS secret %q is not defined in static_resources.secrets", where, r.GetName())
+		}
+	}
 }
 
 func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {

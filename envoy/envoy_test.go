@@ -18,7 +18,7 @@ import (
 
 // bootstrapFiles are every Envoy bootstrap in this folder; each must parse,
 // validate and pass Check.
-var bootstrapFiles = []string{"bootstrap.yaml"}
+var bootstrapFiles = []string{"bootstrap.yaml", "bootstrap-tls.yaml"}
 
 func TestBootstrapFiles(t *testing.T) {
 	for _, name := range bootstrapFiles {
@@ -127,6 +127,15 @@ func TestParseAndValidateRejects(t *testing.T) {
 			require.ErrorContains(t, Validate(b), tt.wantErr)
 		})
 	}
+}
+
+func TestCheckTLSSecrets(t *testing.T) {
+	data, err := os.ReadFile("bootstrap-tls.yaml")
+	require.NoError(t, err)
+	b, err := Parse(data)
+	require.NoError(t, err)
+	b.StaticResources.Secrets = b.StaticResources.Secrets[1:]
+	require.ErrorContains(t, Check(b), `SDS secret "capgate_server_cert" is not defined in static_resources.secrets`)
 }
 
 // sidecar is the parsed bootstrap with its connection manager and ext_authz
