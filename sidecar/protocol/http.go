@@ -29,7 +29,8 @@ type route struct {
 // (the proto) and POST (what a2a-go sends). For 0.3 the same routes are accepted (as a2a-go's
 // 0.3 compatibility handler serves them) and also the 0.3 /v1/... forms, where /v1/card is the
 // authenticated extended card; under 0.3 a first segment "v1" is that prefix, never a tenant.
-// Anything else is NotFound: unknown routes, empty or dot segments, encoded slashes.
+// Anything else is NotFound: unknown routes, empty or dot segments, encoded slashes. A body is
+// read only for POST; an empty body or JSON null counts as none.
 func ParseHTTP(v Version, method, target, contentType string, body []byte, lim Limits) (*Request, *Error) {
 	lim = lim.withDefaults()
 	if err := checkSize(body, lim); err != nil {
@@ -62,7 +63,8 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 		TaskID:    rt.taskID,
 		ConfigID:  rt.configID,
 	}
-	if b := trimSpace(body); len(b) > 0 {
+	// A body of JSON null is no body: a2a-go sends one with every GET and DELETE.
+	if b := trimSpace(body); len(b) > 0 && string(b) != "null" {
 		if method != http.MethodPost {
 			return nil, Errorf(InvalidRequest, "%s requests must not have a body", method)
 		}
