@@ -1,0 +1,361 @@
+// Package compile turns a validated registry and the policy modules into an immutable, checked policy snapshot and OPA bundles.
+package compile
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/open-policy-agent/opa/v1/util"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/manifest"
+	capgaterego "github.com/capgate/capgate/rego"
+)
+
+// Names inside the data document and the module set.
+const (
+	// Root is the only bundle root: every module package and every data path
+	// lives under data.capgate.
+	Root = "capgate"
+	// ExtraDir is the module path prefix of extra (deny) modules.
+	ExtraDir = "extra/"
+	// RevisionLen is how many hex digits of the sha256 content hash the
+	// revision keeps (128 bits).
+	RevisionLen = 32
+
+	keyCapabilities = "capabilities"
+	keySettings     = "settings"
+	keyRegistry     = "registry"
+)
+
+// Settings are the deployment's policy settings (data.capgate.settings).
+type Settings struct {
+	PreviewScope    string   `json:"preview_scope"`
+	PreviewTenants  []string `json:"preview_tenants"`
+	AnonymousPublic bool     `json:"anonymous_public"`
+}
+
+// Snapshot is one checked, immutable revision of everything the policy
+// decides on. Nothing in it may be modified after Build or ReadBundle.
+type Snapshot struct {
+	// Registry holds the full manifests (cards and the router read them).
+	Registry *manifest.Registry
+	// Settings are the policy settings also found in Data.
+	Settings Settings
+	// Data is the document the engine stores under data.capgate:
+	// {"capabilities": {id: facts}, "settings": {...}}. It holds only what
+	// the policy reads, as plain JSON values (map[string]any, []any,
+	// string, bool, json.Number); bundles add "registry" beside it.
+	Data map[string]any
+	// Modules maps module path to Rego source: the embedded policy modules
+	// (rego.Modules paths) plus extra deny modules under ExtraDir.
+	Modules map[string]string
+	// Revision is the content hash over the bundle data document (Data plus
+	// the full manifests) and the modules.
+	Revision string
+}
+
+// Build compiles a validated registry, the deployment's auth settings and
+// extra deny modules (name -> source, already validated by the policy tool;
+// each lands at ExtraDir+name) into a snapshot. The output is checked before
+// it is returned: capability keys equal their ids, every replaced_by
+// resolves, every module compiles (Rego v1, strict, input schema) and the
+// policy evaluates over the data for every capability.
+func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string) (*Snapshot, error) {
+	if reg == nil {
+		return nil, errors.New("build policy snapshot: nil registry")
+	}
+	builtin, err := capgaterego.Modules()
+	if err != nil {
+		return nil, fmt.Errorf("build policy snapshot: read embedded policy: %w", err)
+	}
+	modules := maps.Clone(builtin)
+	for _, name := range slices.Sorted(maps.Keys(extra)) {
+		p, err := extraPath(name)
+		if err != nil {
+			return nil, fmt.Errorf("build policy snapshot: %w", err)
+		}
+		if _, dup := modules[p]; dup {
+			return nil, fmt.Errorf("build policy snapshot: extra module %q: duplicate path %s", name, p)
+		}
+		modules[p] = extra[name]
+	}
+	settings := Settings{
+		PreviewScope:    auth.PreviewScope,
+		PreviewTenants:  slices.Clone(auth.PreviewTenants),
+		AnonymousPublic: auth.AnonymousPublic,
+	}
+	return assemble(reg, settings, modules)
+}
+
+// extraPath maps an extra module name to its module path under ExtraDir.
+func extraPath(name string) (string, error) {
+	clean := path.Clean(strings.TrimPrefix(name, ExtraDir))
+	if name == "" || clean == "." || path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
+		return "", fmt.Errorf("extra module %q: name must be a relative path", name)
+	}
+	if !strings.HasSuffix(clean, ".rego") {
+		clean += ".rego"
+	}
+	return ExtraDir + clean, nil
+}
+
+// assemble builds and checks a snapshot from its parts; Build and
+// ReadBundle share it so a bundle passes exactly the checks a build does.
+func assemble(reg *manifest.Registry, settings Settings, modules map[string]string) (*Snapshot, error) {
+	if settings.PreviewTenants == nil {
+		settings.PreviewTenants = []string{}
+	}
+	caps := make(map[string]any, reg.Len())
+	for _, c := range reg.All() {
+		caps[c.ID] = facts(&c)
+	}
+	data, err := plainJSON(map[string]any{keyCapabilities: caps, keySettings: settings})
+	if err != nil {
+		return nil, fmt.Errorf("build policy snapshot: %w", err)
+	}
+	s := &Snapshot{Registry: reg, Settings: settings, Data: data, Modules: modules}
+	if err := s.check(); err != nil {
+		return nil, fmt.Errorf("build policy snapshot: %w", err)
+	}
+	doc, err := s.bundleDocument()
+	if err != nil {
+		return nil, fmt.Errorf("build policy snapshot: %w", err)
+	}
+	if s.Revision, err = revision(doc, modules); err != nil {
+		return nil, fmt.Errorf("build policy snapshot: %w", err)
+	}
+	return s, nil
+}
+
+// facts is what the policy knows of one capability.
+func facts(c *manifest.Capability) map[string]any {
+	f := map[string]any{
+		"id":              c.ID,
+		"state":           string(c.State),
+		"visibility":      string(c.Visibility),
+		"requires_scopes": nonNil(c.RequiresScopes),
+		"tenants":         tenantsValue(c.Tenants),
+		"handler":         c.Handler,
+		"tags":            nonNil(c.Skill.Tags),
+	}
+	if c.ReplacedBy != "" {
+		f["replaced_by"] = c.ReplacedBy
+	}
+	return f
+}
+
+func tenantsValue(t manifest.Tenants) any {
+	if t.All {
+		return "*"
+	}
+	return nonNil(t.List)
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// plainJSON round-trips v through JSON so the result holds only generic
+// JSON values (numbers as json.Number): the form OPA's store, bundle writer
+// and signature hasher all agree on.
+func plainJSON(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode data: %w", err)
+	}
+	var out map[string]any
+	if err := util.UnmarshalJSON(b, &out); err != nil {
+		return nil, fmt.Errorf("decode data: %w", err)
+	}
+	return out, nil
+}
+
+// revision hashes the canonical JSON (sorted keys) of the data document
+// and the modules.
+func revision(doc map[string]any, modules map[string]string) (string, error) {
+	b, err := json.Marshal(map[string]any{"data": doc, "modules": modules})
+	if err != nil {
+		return "", fmt.Errorf("hash snapshot: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:RevisionLen], nil
+}
+
+// bundleDocument is the document a bundle stores under data.capgate: Data
+// plus the full manifests under "registry".
+func (s *Snapshot) bundleDocument() (map[string]any, error) {
+	regs := make(map[string]any, s.Registry.Len())
+	for _, c := range s.Registry.All() {
+		regs[c.ID] = toWire(&c)
+	}
+	r, err := plainJSON(regs)
+	if err != nil {
+		return nil, err
+	}
+	doc := maps.Clone(s.Data)
+	doc[keyRegistry] = r
+	return doc, nil
+}
+
+// check verifies the output graph before anything is published.
+func (s *Snapshot) check() error {
+	var errs []error
+	all := s.Registry.All()
+	caps, _ := s.Data[keyCapabilities].(map[string]any)
+	if len(caps) != len(all) {
+		errs = append(errs, fmt.Errorf("data holds %d capabilities, the registry %d (duplicate ids?)", len(caps), len(all)))
+	}
+	for i, c := range all {
+		if c.ID == "" {
+			errs = append(errs, errors.New("capability with an empty id"))
+			continue
+		}
+		if s.Registry.Index(c.ID) != i {
+			errs = append(errs, fmt.Errorf("capability %s: duplicate id", c.ID))
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(caps)) {
+		f, _ := caps[key].(map[string]any)
+		if id, _ := f["id"].(string); id != key {
+			errs = append(errs, fmt.Errorf("capability %s: key and id %q differ", key, id))
+		}
+		if s.Registry.Index(key) < 0 {
+			errs = append(errs, fmt.Errorf("capability %s: not in the registry", key))
+		}
+		if rb, ok := f["replaced_by"].(string); ok {
+			switch {
+			case rb == key:
+				errs = append(errs, fmt.Errorf("capability %s: replaced_by names itself", key))
+			case caps[rb] == nil:
+				errs = append(errs, fmt.Errorf("capability %s: replaced_by %q does not exist", key, rb))
+			case stateOf(caps[rb]) == string(manifest.StateRemoved):
+				errs = append(errs, fmt.Errorf("capability %s: replaced_by %q is itself removed", key, rb))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	c, err := s.Compile()
+	if err != nil {
+		return err
+	}
+	return s.smoke(c)
+}
+
+// smoke evaluates every capability's report for an anonymous caller over
+// the data: it catches runtime conflicts the compiler cannot see and proves
+// the policy sees every capability.
+func (s *Snapshot) smoke(c *ast.Compiler) error {
+	ctx := context.Background()
+	store := inmem.NewFromObjectWithOpts(map[string]any{Root: s.Data},
+		inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
+	rs, err := rego.New(rego.Query("data.capgate.authz.explain"), rego.Compiler(c), rego.Store(store),
+		rego.Input(map[string]any{})).Eval(ctx)
+	if err != nil {
+		return fmt.Errorf("evaluate policy over data: %w", err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return errors.New("evaluate policy over data: explain is undefined")
+	}
+	got, _ := rs[0].Expressions[0].Value.(map[string]any)
+	var errs []error
+	for _, c := range s.Registry.All() {
+		if _, ok := got[c.ID]; !ok {
+			errs = append(errs, fmt.Errorf("capability %s: the policy has no decision for it", c.ID))
+		}
+	}
+	if len(got) != s.Registry.Len() {
+		errs = append(errs, fmt.Errorf("the policy decides %d capabilities, the registry holds %d", len(got), s.Registry.Len()))
+	}
+	return errors.Join(errs...)
+}
+
+func stateOf(fact any) string {
+	f, _ := fact.(map[string]any)
+	s, _ := f["state"].(string)
+	return s
+}
+
+// Compile parses the snapshot's modules (Rego v1, with annotations) and
+// compiles them in strict mode, type-checking input against the embedded
+// input schema (as schema.input and as the global input schema, so extra
+// modules are checked without annotations). Every module's package must lie under
+// data.capgate; modules under ExtraDir must use the deny package prefix, so
+// they can only add refusals. Each call returns a new compiler.
+func (s *Snapshot) Compile() (*ast.Compiler, error) {
+	schemaRaw, err := capgaterego.FS.ReadFile(capgaterego.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("compile policy: read input schema: %w", err)
+	}
+	var schema any
+	if err := util.UnmarshalJSON(schemaRaw, &schema); err != nil {
+		return nil, fmt.Errorf("compile policy: input schema: %w", err)
+	}
+	schemas := ast.NewSchemaSet()
+	schemas.Put(ast.MustParseRef("schema.input"), schema) // named by the METADATA of authz.rego
+	schemas.Put(ast.SchemaRootRef, schema)                // the global input schema: checks extra modules too
+
+	parsed := make(map[string]*ast.Module, len(s.Modules))
+	var errs []error
+	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true}
+	for _, p := range slices.Sorted(maps.Keys(s.Modules)) {
+		m, err := ast.ParseModuleWithOpts(p, s.Modules[p], opts)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("module %s: %w", p, err))
+			continue
+		}
+		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+		switch {
+		case strings.HasPrefix(p, ExtraDir) && !strings.HasPrefix(pkg, capgaterego.DenyPackagePrefix):
+			errs = append(errs, fmt.Errorf("module %s: package %s: extra modules must use package %s<name>", p, pkg, capgaterego.DenyPackagePrefix))
+		case pkg != Root && !strings.HasPrefix(pkg, Root+"."):
+			errs = append(errs, fmt.Errorf("module %s: package %s is outside the bundle root %s", p, pkg, Root))
+		}
+		parsed[p] = m
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("compile policy: %w", errors.Join(errs...))
+	}
+	c := ast.NewCompiler().
+		WithStrict(true).
+		WithSchemas(schemas).
+		WithUseTypeCheckAnnotations(true)
+	c.Compile(parsed)
+	if c.Failed() {
+		return nil, fmt.Errorf("compile policy: %w", c.Errors)
+	}
+	return c, nil
+}
+
+// SubjectSensitive reports whether decisions may depend on the caller's
+// subject: true as soon as any module is not the embedded policy verbatim
+// (extra deny modules may refuse by subject). The embedded policy never
+// reads the subject.
+func (s *Snapshot) SubjectSensitive() bool {
+	builtin, err := capgaterego.Modules()
+	if err != nil {
+		return true
+	}
+	for p, src := range s.Modules {
+		if b, ok := builtin[p]; !ok || b != src {
+			return true
+		}
+	}
+	return false
+}

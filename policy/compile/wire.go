@@ -1,0 +1,127 @@
+package compile
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/capgate/capgate/policy/manifest"
+)
+
+// wireCapability is a full manifest as a bundle stores it under
+// data.capgate.registry[id]. It mirrors the manifest format field for field
+// but owns its tenants encoding, so the bundle format does not change with
+// the manifest package's JSON methods.
+type wireCapability struct {
+	ID             string          `json:"id"`
+	State          string          `json:"state"`
+	Visibility     string          `json:"visibility"`
+	ReplacedBy     string          `json:"replaced_by,omitempty"`
+	Skill          wireSkill       `json:"skill"`
+	RequiresScopes []string        `json:"requires_scopes"`
+	Tenants        json.RawMessage `json:"tenants"`
+	Handler        string          `json:"handler"`
+	Limits         map[string]any  `json:"limits,omitempty"`
+	Owner          string          `json:"owner,omitempty"`
+}
+
+type wireSkill struct {
+	Name        string   `json:"name"`
+	Description string   `json:"description"`
+	Tags        []string `json:"tags"`
+	Examples    []string `json:"examples,omitempty"`
+	InputModes  []string `json:"inputModes,omitempty"`
+	OutputModes []string `json:"outputModes,omitempty"`
+}
+
+// toWire renders a capability as a plain JSON-ready map.
+func toWire(c *manifest.Capability) map[string]any {
+	skill := map[string]any{
+		"name":        c.Skill.Name,
+		"description": c.Skill.Description,
+		"tags":        nonNil(c.Skill.Tags),
+	}
+	if len(c.Skill.Examples) > 0 {
+		skill["examples"] = c.Skill.Examples
+	}
+	if len(c.Skill.InputModes) > 0 {
+		skill["inputModes"] = c.Skill.InputModes
+	}
+	if len(c.Skill.OutputModes) > 0 {
+		skill["outputModes"] = c.Skill.OutputModes
+	}
+	w := map[string]any{
+		"id":              c.ID,
+		"state":           string(c.State),
+		"visibility":      string(c.Visibility),
+		"skill":           skill,
+		"requires_scopes": nonNil(c.RequiresScopes),
+		"tenants":         tenantsValue(c.Tenants),
+		"handler":         c.Handler,
+	}
+	if c.ReplacedBy != "" {
+		w["replaced_by"] = c.ReplacedBy
+	}
+	if len(c.Limits) > 0 {
+		w["limits"] = c.Limits
+	}
+	if c.Owner != "" {
+		w["owner"] = c.Owner
+	}
+	return w
+}
+
+// fromWire decodes one registry entry. Limits come back as plain JSON
+// values (numbers as float64).
+func fromWire(key string, v any) (manifest.Capability, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return manifest.Capability{}, fmt.Errorf("registry %s: %w", key, err)
+	}
+	var w wireCapability
+	if err := json.Unmarshal(b, &w); err != nil {
+		return manifest.Capability{}, fmt.Errorf("registry %s: %w", key, err)
+	}
+	if w.ID != key {
+		return manifest.Capability{}, fmt.Errorf("registry %s: id %q differs from its key", key, w.ID)
+	}
+	t, err := decodeTenants(w.Tenants)
+	if err != nil {
+		return manifest.Capability{}, fmt.Errorf("registry %s: %w", key, err)
+	}
+	return manifest.Capability{
+		ID:         w.ID,
+		State:      manifest.State(w.State),
+		Visibility: manifest.Visibility(w.Visibility),
+		ReplacedBy: w.ReplacedBy,
+		Skill: manifest.Skill{
+			Name:        w.Skill.Name,
+			Description: w.Skill.Description,
+			Tags:        w.Skill.Tags,
+			Examples:    w.Skill.Examples,
+			InputModes:  w.Skill.InputModes,
+			OutputModes: w.Skill.OutputModes,
+		},
+		RequiresScopes: w.RequiresScopes,
+		Tenants:        t,
+		Handler:        w.Handler,
+		Limits:         w.Limits,
+		Owner:          w.Owner,
+		Source:         manifest.Source{File: "bundle:data.capgate.registry." + key},
+	}, nil
+}
+
+func decodeTenants(raw json.RawMessage) (manifest.Tenants, error) {
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if s != "*" {
+			return manifest.Tenants{}, errors.New(`tenants: want "*" or a list`)
+		}
+		return manifest.Tenants{All: true}, nil
+	}
+	var list []string
+	if err := json.Unmarshal(raw, &list); err != nil || list == nil {
+		return manifest.Tenants{}, errors.New(`tenants: want "*" or a list`)
+	}
+	return manifest.Tenants{List: list}, nil
+}
