@@ -1,0 +1,334 @@
+package manifest
+
+import (
+	"mime"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/policy/diag/yamlnode"
+)
+
+// IDPattern is the form every capability id must have.
+const IDPattern = `^[a-z0-9][a-z0-9.-]{0,62}$`
+
+var idRE = regexp.MustCompile(IDPattern)
+
+// Field names of the manifest format, in documentation order.
+var (
+	topFields   = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "tenants", "handler", "limits", "owner"}
+	skillFields = []string{"name", "description", "tags", "examples", "inputModes", "outputModes"}
+	states      = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
+	visibility  = []Visibility{VisibilityPublic, VisibilityExtended, VisibilityInternal}
+)
+
+// parsed is one decoded manifest with the lines registry checks need.
+type parsed struct {
+	cap    Capability
+	prefix string         // field prefix, "[3]." inside a JSON array
+	lines  map[string]int // field -> line of its value
+}
+
+// decoder turns one manifest node into a Capability, recording every
+// problem it finds.
+type decoder struct {
+	file   string
+	prefix string
+	probs  *diag.Set
+	lines  map[string]int
+}
+
+func (d *decoder) add(line int, field, format string, args ...any) {
+	d.probs.Add(d.file, line, d.prefix+field, format, args...)
+}
+
+func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set) parsed {
+	d := &decoder{file: file, prefix: prefix, probs: probs, lines: map[string]int{}}
+	p := parsed{prefix: prefix, lines: d.lines}
+	p.cap.Source = Source{File: file, Line: n.Line}
+	n = yamlnode.Resolve(n)
+	if n.Kind != yaml.MappingNode {
+		probs.Add(file, n.Line, strings.TrimSuffix(prefix, "."), "want a mapping (one capability manifest), got %s", yamlnode.KindName(n))
+		return p
+	}
+	c := &p.cap
+	fields := d.fields(n, "", topFields)
+
+	if v, ok := d.requiredString(fields, n.Line, "id", "required"); ok {
+		if !idRE.MatchString(v) {
+			d.add(d.lines["id"], "id", "%q does not match %s", v, IDPattern)
+		} else {
+			c.ID = v
+		}
+	}
+	if v, ok := d.requiredString(fields, n.Line, "state", "required: one of "+join(states)); ok {
+		if !slices.Contains(states, State(v)) {
+			d.add(d.lines["state"], "state", "%q is not one of %s", v, join(states))
+		}
+		c.State = State(v)
+	}
+	if v, ok := d.requiredString(fields, n.Line, "visibility", "required: one of "+join(visibility)); ok {
+		if !slices.Contains(visibility, Visibility(v)) {
+			d.add(d.lines["visibility"], "visibility", "%q is not one of %s", v, join(visibility))
+		}
+		c.Visibility = Visibility(v)
+	}
+	rbLine, rbOK := n.Line, true
+	if f, ok := fields["replaced_by"]; ok {
+		c.ReplacedBy, rbOK = d.str(f, "replaced_by")
+		rbLine = f.Value.Line
+	}
+	if c.State == StateRemoved && c.ReplacedBy == "" && rbOK {
+		d.add(rbLine, "replaced_by", "required when state is removed")
+	}
+
+	if f, ok := fields["skill"]; ok {
+		c.Skill = d.skill(f)
+	} else {
+		d.add(n.Line, "skill", "required")
+	}
+
+	if f, ok := fields["requires_scopes"]; ok {
+		if list, ok := d.strList(f, "requires_scopes"); ok {
+			for i, s := range list {
+				switch {
+				case s == "":
+					d.add(yamlnode.Resolve(f.Value).Content[i].Line, yamlnode.Index("requires_scopes", i), "empty scope")
+				case strings.IndexFunc(s, unicode.IsSpace) >= 0:
+					d.add(yamlnode.Resolve(f.Value).Content[i].Line, yamlnode.Index("requires_scopes", i), "%q contains whitespace: list each scope separately", s)
+				}
+			}
+			c.RequiresScopes = list
+		}
+	}
+	if c.RequiresScopes == nil {
+		c.RequiresScopes = []string{}
+	}
+
+	if f, ok := fields["tenants"]; ok {
+		c.Tenants = d.tenants(f)
+	} else {
+		d.add(n.Line, "tenants", `required: "*" or a non-empty list`)
+	}
+
+	if f, ok := fields["handler"]; ok {
+		c.Handler, _ = d.str(f, "handler")
+	}
+	if _, given := fields["handler"]; !given && c.State != StateRemoved {
+		d.add(n.Line, "handler", "required")
+	}
+
+	if f, ok := fields["limits"]; ok {
+		if v := yamlnode.Resolve(f.Value); v.Kind != yaml.MappingNode {
+			d.add(f.Value.Line, "limits", "want a mapping, got %s", yamlnode.KindName(v))
+		} else if m, ok := yamlnode.Value(d.file, v, d.prefix+"limits", d.probs); ok {
+			c.Limits = m.(map[string]any)
+		}
+	}
+	if f, ok := fields["owner"]; ok {
+		c.Owner, _ = d.str(f, "owner")
+	}
+	return p
+}
+
+func (d *decoder) skill(f yamlnode.Pair) Skill {
+	var s Skill
+	n := yamlnode.Resolve(f.Value)
+	if n.Kind != yaml.MappingNode {
+		d.add(f.Value.Line, "skill", "want a mapping, got %s", yamlnode.KindName(n))
+		return s
+	}
+	fields := d.fields(n, "skill", skillFields)
+	line := f.KeyN.Line
+	s.Name, _ = d.requiredString(fields, line, "skill.name", "required")
+	s.Description, _ = d.requiredString(fields, line, "skill.description", "required")
+	if t, ok := fields["skill.tags"]; ok {
+		if list, ok := d.strList(t, "skill.tags"); ok {
+			if len(list) == 0 {
+				d.add(t.Value.Line, "skill.tags", "must list at least one tag")
+			}
+			for i, v := range list {
+				if strings.TrimSpace(v) == "" {
+					d.add(yamlnode.Resolve(t.Value).Content[i].Line, yamlnode.Index("skill.tags", i), "empty tag")
+				}
+			}
+			s.Tags = list
+		}
+	} else {
+		d.add(line, "skill.tags", "required")
+	}
+	if e, ok := fields["skill.examples"]; ok {
+		s.Examples, _ = d.strList(e, "skill.examples")
+	}
+	s.InputModes = d.modes(fields, "skill.inputModes")
+	s.OutputModes = d.modes(fields, "skill.outputModes")
+	return s
+}
+
+// modes reads a list of media types. A valid entry is a lower-case
+// type/subtype without wildcards or parameters, so that routing can compare
+// media types as plain strings.
+func (d *decoder) modes(fields map[string]yamlnode.Pair, field string) []string {
+	f, ok := fields[field]
+	if !ok {
+		return nil
+	}
+	list, ok := d.strList(f, field)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	for i, m := range list {
+		entry := yamlnode.Index(field, i)
+		line := yamlnode.Resolve(f.Value).Content[i].Line
+		if msg := mediaTypeProblem(m); msg != "" {
+			d.add(line, entry, "%q %s", m, msg)
+			continue
+		}
+		if seen[m] {
+			d.add(line, entry, "%q is listed twice", m)
+		}
+		seen[m] = true
+	}
+	return list
+}
+
+// mediaTypeProblem says what is wrong with a media type, or "" when nothing.
+func mediaTypeProblem(m string) string {
+	const want = "(want type/subtype, e.g. application/pdf)"
+	mt, params, err := mime.ParseMediaType(m)
+	if err != nil || strings.TrimSpace(m) != m {
+		return "is not a media type " + want
+	}
+	typ, sub, ok := strings.Cut(mt, "/")
+	if !ok || typ == "" || sub == "" {
+		return "is not a media type " + want
+	}
+	if typ == "*" || sub == "*" {
+		return "is a wildcard: list each concrete media type " + want
+	}
+	if len(params) > 0 || strings.Contains(m, ";") {
+		return "has parameters: list the bare media type " + want
+	}
+	if mt != m {
+		return "must be written in lower case (" + mt + ")"
+	}
+	return ""
+}
+
+func (d *decoder) tenants(f yamlnode.Pair) Tenants {
+	const want = `want "*" or a non-empty list of tenant ids`
+	n := yamlnode.Resolve(f.Value)
+	switch {
+	case yamlnode.IsString(n):
+		if n.Value == "*" {
+			return Tenants{All: true}
+		}
+		d.add(n.Line, "tenants", "%q is not allowed: %s", n.Value, want)
+	case n.Kind == yaml.SequenceNode:
+		list, ok := d.strList(f, "tenants")
+		if !ok {
+			return Tenants{}
+		}
+		if len(list) == 0 {
+			d.add(n.Line, "tenants", "empty list: %s", want)
+		}
+		for i, t := range list {
+			switch {
+			case t == "*":
+				d.add(n.Content[i].Line, yamlnode.Index("tenants", i), `"*" must stand alone (tenants: "*"), not inside a list`)
+			case strings.TrimSpace(t) == "":
+				d.add(n.Content[i].Line, yamlnode.Index("tenants", i), "empty tenant id")
+			}
+		}
+		return Tenants{List: list}
+	default:
+		d.add(f.Value.Line, "tenants", "%s, got %s", want, yamlnode.KindName(n))
+	}
+	return Tenants{}
+}
+
+// fields indexes a mapping by full field path and reports unknown keys.
+func (d *decoder) fields(n *yaml.Node, path string, known []string) map[string]yamlnode.Pair {
+	out := map[string]yamlnode.Pair{}
+	for _, p := range yamlnode.Pairs(d.file, n, d.prefix+path, d.probs) {
+		field := yamlnode.Join(path, p.Key)
+		if !slices.Contains(known, p.Key) {
+			msg := "unknown field; known fields are " + strings.Join(known, ", ")
+			if s := suggest(p.Key, known); s != "" {
+				msg = "unknown field; did you mean " + s + "?"
+			}
+			d.add(p.KeyN.Line, field, "%s", msg)
+			continue
+		}
+		d.lines[field] = p.Value.Line
+		out[field] = p
+	}
+	return out
+}
+
+// suggest finds a known field that differs from key only in case, '_' or '-'.
+func suggest(key string, known []string) string {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	}
+	for _, k := range known {
+		if norm(k) == norm(key) {
+			return k
+		}
+	}
+	return ""
+}
+
+func (d *decoder) requiredString(fields map[string]yamlnode.Pair, line int, field, missing string) (string, bool) {
+	f, ok := fields[field]
+	if !ok {
+		d.add(line, field, "%s", missing)
+		return "", false
+	}
+	v, ok := d.str(f, field)
+	if ok && strings.TrimSpace(v) == "" {
+		d.add(f.Value.Line, field, "%s", missing)
+		return "", false
+	}
+	return v, ok
+}
+
+func (d *decoder) str(f yamlnode.Pair, field string) (string, bool) {
+	if !yamlnode.IsString(f.Value) {
+		d.add(f.Value.Line, field, "want a string, got %s", yamlnode.KindName(f.Value))
+		return "", false
+	}
+	return yamlnode.Resolve(f.Value).Value, true
+}
+
+func (d *decoder) strList(f yamlnode.Pair, field string) ([]string, bool) {
+	n := yamlnode.Resolve(f.Value)
+	if n.Kind != yaml.SequenceNode {
+		d.add(f.Value.Line, field, "want a list of strings, got %s", yamlnode.KindName(n))
+		return nil, false
+	}
+	out := make([]string, 0, len(n.Content))
+	ok := true
+	for i, c := range n.Content {
+		if !yamlnode.IsString(c) {
+			d.add(c.Line, yamlnode.Index(field, i), "want a string, got %s", yamlnode.KindName(c))
+			ok = false
+			continue
+		}
+		out = append(out, yamlnode.Resolve(c).Value)
+	}
+	return out, ok
+}
+
+func join[T ~string](vs []T) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ", ")
+}

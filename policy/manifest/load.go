@@ -1,0 +1,199 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/policy/diag/yamlnode"
+)
+
+// Dir is one folder of manifests.
+type Dir struct {
+	FS   fs.FS  // rooted at the folder
+	Name string // display path used in messages, e.g. "capabilities"
+}
+
+// Options tune registry validation.
+type Options struct {
+	// Handlers reports whether the deployment defines a handler name.
+	// Nil skips the check.
+	Handlers func(name string) bool
+}
+
+// manifestExts are the file extensions Load reads.
+var manifestExts = []string{".yaml", ".yml", ".json"}
+
+// Load reads every .yaml, .yml and .json file below each dir (recursively,
+// in lexical order; names starting with "." are skipped), one manifest per
+// file, and validates them as one registry. Every problem found is returned
+// at once as a *diag.Set; a registry that fails validation is never returned.
+func Load(dirs []Dir, opts Options) (*Registry, error) {
+	var probs diag.Set
+	var all []parsed
+	for _, dir := range dirs {
+		all = append(all, loadDir(dir, &probs)...)
+	}
+	return finish(all, opts, &probs)
+}
+
+func loadDir(dir Dir, probs *diag.Set) []parsed {
+	var out []parsed
+	if dir.FS == nil {
+		probs.Add(dir.Name, 0, "", "no filesystem to read")
+		return nil
+	}
+	err := fs.WalkDir(dir.FS, ".", func(p string, e fs.DirEntry, err error) error {
+		file := path.Join(dir.Name, p)
+		if err != nil {
+			probs.Add(file, 0, "", "cannot read: %s", pathErr(err))
+			if e != nil && e.IsDir() && p != "." {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if p != "." && strings.HasPrefix(e.Name(), ".") {
+			if e.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if e.IsDir() || !isManifestFile(p) {
+			return nil
+		}
+		data, err := fs.ReadFile(dir.FS, p)
+		if err != nil {
+			probs.Add(file, 0, "", "cannot read: %s", pathErr(err))
+			return nil
+		}
+		if n := yamlnode.Parse(file, data, probs); n != nil {
+			out = append(out, decodeCapability(file, "", n, probs))
+		}
+		return nil
+	})
+	if err != nil {
+		probs.Add(dir.Name, 0, "", "cannot read: %s", pathErr(err))
+	}
+	return out
+}
+
+func isManifestFile(p string) bool {
+	ext := strings.ToLower(path.Ext(p))
+	for _, e := range manifestExts {
+		if ext == e {
+			return true
+		}
+	}
+	return false
+}
+
+// pathErr drops the path from fs errors: the problem already names the file.
+func pathErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// Parse decodes and checks one manifest on its own (no registry-wide checks
+// such as duplicate ids or replaced_by). file is the display name used in
+// problems.
+func Parse(file string, data []byte) (*Capability, error) {
+	var probs diag.Set
+	n := yamlnode.Parse(file, data, &probs)
+	if n == nil {
+		return nil, probs.ErrOrNil()
+	}
+	p := decodeCapability(file, "", n, &probs)
+	if err := probs.ErrOrNil(); err != nil {
+		return nil, err
+	}
+	return &p.cap, nil
+}
+
+// LoadJSONArray reads a JSON array of manifests (one document, name is its
+// display name) and validates it as one registry, like Load. Problems name
+// the array element, e.g. "manifests.json:120: [3].state: ...".
+func LoadJSONArray(name string, data []byte, opts Options) (*Registry, error) {
+	var probs diag.Set
+	root := yamlnode.Parse(name, data, &probs)
+	if root == nil {
+		return nil, probs.ErrOrNil()
+	}
+	root = yamlnode.Resolve(root)
+	if root.Kind != yaml.SequenceNode {
+		probs.Add(name, root.Line, "", "want a list of capability manifests, got %s", yamlnode.KindName(root))
+		return nil, probs.ErrOrNil()
+	}
+	all := make([]parsed, 0, len(root.Content))
+	for i, n := range root.Content {
+		all = append(all, decodeCapability(name, fmt.Sprintf("[%d].", i), n, &probs))
+	}
+	return finish(all, opts, &probs)
+}
+
+// finish runs the registry-wide checks and builds the registry.
+func finish(all []parsed, opts Options, probs *diag.Set) (*Registry, error) {
+	checkRegistry(all, opts, probs)
+	if err := probs.ErrOrNil(); err != nil {
+		return nil, err
+	}
+	caps := make([]Capability, len(all))
+	for i := range all {
+		caps[i] = all[i].cap
+	}
+	return NewRegistry(caps), nil
+}
+
+// checkRegistry checks what needs every manifest: unique ids, replaced_by
+// targets and handlers.
+func checkRegistry(all []parsed, opts Options, probs *diag.Set) {
+	byID := make(map[string]*parsed, len(all))
+	for i := range all {
+		p := &all[i]
+		if p.cap.ID == "" {
+			continue
+		}
+		if first, dup := byID[p.cap.ID]; dup {
+			probs.Add(p.cap.Source.File, p.lines["id"], p.prefix+"id", "%q is already defined in %s", p.cap.ID, where(first))
+			continue
+		}
+		byID[p.cap.ID] = p
+	}
+	for i := range all {
+		p := &all[i]
+		c := &p.cap
+		if rb := c.ReplacedBy; rb != "" {
+			target, ok := byID[rb]
+			switch {
+			case rb == c.ID:
+				probs.Add(c.Source.File, p.lines["replaced_by"], p.prefix+"replaced_by", "a capability cannot replace itself")
+			case !ok:
+				probs.Add(c.Source.File, p.lines["replaced_by"], p.prefix+"replaced_by", "%q is not a capability id in this registry", rb)
+			case target.cap.State == StateRemoved:
+				probs.Add(c.Source.File, p.lines["replaced_by"], p.prefix+"replaced_by", "%q is itself removed: name a capability callers can use", rb)
+			}
+		}
+		if opts.Handlers != nil && c.State != StateRemoved && c.Handler != "" && !opts.Handlers(c.Handler) {
+			probs.Add(c.Source.File, p.lines["handler"], p.prefix+"handler", "%q is not defined in the deployment config (handlers)", c.Handler)
+		}
+	}
+}
+
+// where names a manifest's position for messages about two manifests.
+func where(p *parsed) string {
+	s := p.cap.Source.File
+	if line := p.lines["id"]; line > 0 {
+		s = fmt.Sprintf("%s:%d", s, line)
+	}
+	if p.prefix != "" {
+		s += " (" + strings.TrimSuffix(p.prefix, ".") + ")"
+	}
+	return s
+}
