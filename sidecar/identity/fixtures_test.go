@@ -129,4 +129,3 @@ func requireKind(t testing.TB, err error, kind Kind, description string) {
 		require.Equal(t, description, ie.Description)
 	}
 }
-

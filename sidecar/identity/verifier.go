@@ -329,7 +329,10 @@ func bearerToken(h string) (string, error) {
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", newError(ErrMalformed, "authorization scheme must be Bearer", nil)
 	}
-	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {
+	// Other whitespace and stray characters are caught by compactJWS before
+	// parsing; such a token can never be a cache hit, since only tokens that
+	// passed compactJWS are cached.
+	if tok == "" || strings.IndexByte(tok, ' ') >= 0 {
 		return "", newError(ErrMalformed, "expected exactly one bearer token", nil)
 	}
 	if len(tok) > MaxTokenBytes {
