@@ -3,7 +3,10 @@
 // handlers, listeners, router and store settings.
 package config
 
-import "time"
+import (
+	"io/fs"
+	"time"
+)
 
 // Defaults.
 const (
@@ -16,6 +19,7 @@ const (
 	DefaultStore           = "memory"
 	DefaultCardMaxAge      = 300 * time.Second
 	DefaultClockSkew       = 30 * time.Second
+	DefaultExtendedCard    = "auto"
 	DefaultMaxBodyBytes    = 1 << 20
 )
 
@@ -32,7 +36,14 @@ type Config struct {
 	Cards      Cards             `yaml:"cards"`
 
 	// Dir is the directory of the config file; relative paths resolve against it.
+	// For a config read from an fs.FS it is a path inside that FS.
 	Dir string `yaml:"-"`
+
+	fsys    fs.FS          // nil: the config was read from disk
+	file    string         // display path of the config file
+	dispDir string         // display path of Dir
+	lines   map[string]int // field path -> line
+	bad     map[string]bool
 }
 
 // Agent is the base of every card.

@@ -1,0 +1,169 @@
+package config
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/policy/diag/yamlnode"
+)
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// decoder fills a Config from a YAML node tree, checking every key and
+// type and recording the line of every field it sees.
+type decoder struct {
+	file  string
+	probs *diag.Set
+	lines map[string]int
+	bad   map[string]bool
+}
+
+func (d *decoder) fail(line int, path, format string, args ...any) {
+	d.bad[path] = true
+	d.probs.Add(d.file, line, path, format, args...)
+}
+
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	n = yamlnode.Resolve(n)
+	if yamlnode.IsNull(n) {
+		return // absent: defaults apply
+	}
+	if v.Type() == durationType {
+		if !yamlnode.IsString(n) {
+			d.fail(n.Line, path, `want a duration such as "30s", got %s`, yamlnode.KindName(n))
+			return
+		}
+		dur, err := time.ParseDuration(n.Value)
+		if err != nil {
+			d.fail(n.Line, path, `%q is not a duration (want e.g. "30s" or "5m")`, n.Value)
+			return
+		}
+		v.SetInt(int64(dur))
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		d.decode(n, p.Elem(), path)
+		v.Set(p)
+	case reflect.Struct:
+		d.structure(n, v, path)
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			d.fail(n.Line, path, "want a list, got %s", yamlnode.KindName(n))
+			return
+		}
+		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+		for i, c := range n.Content {
+			p := yamlnode.Index(path, i)
+			d.lines[p] = c.Line
+			d.decode(c, s.Index(i), p)
+		}
+		v.Set(s)
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			d.fail(n.Line, path, "want a mapping, got %s", yamlnode.KindName(n))
+			return
+		}
+		m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+		for _, p := range yamlnode.Pairs(d.file, n, path, d.probs) {
+			fp := yamlnode.Join(path, p.Key)
+			d.lines[fp] = p.KeyN.Line
+			e := reflect.New(v.Type().Elem()).Elem()
+			d.decode(p.Value, e, fp)
+			m.SetMapIndex(reflect.ValueOf(p.Key), e)
+		}
+		v.Set(m)
+	case reflect.Interface:
+		if val, ok := yamlnode.Value(d.file, n, path, d.probs); ok && val != nil {
+			v.Set(reflect.ValueOf(val))
+		}
+	case reflect.String:
+		if !yamlnode.IsString(n) {
+			d.fail(n.Line, path, "want a string, got %s", yamlnode.KindName(n))
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		var b bool
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != yamlnode.TagBool || n.Decode(&b) != nil {
+			d.fail(n.Line, path, "want true or false, got %s", yamlnode.KindName(n))
+			return
+		}
+		v.SetBool(b)
+	case reflect.Float64:
+		var f float64
+		tag := n.ShortTag()
+		if n.Kind != yaml.ScalarNode || (tag != yamlnode.TagInt && tag != yamlnode.TagFloat) || n.Decode(&f) != nil {
+			d.fail(n.Line, path, "want a number, got %s", yamlnode.KindName(n))
+			return
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			d.fail(n.Line, path, "%q is not a finite number", n.Value)
+			return
+		}
+		v.SetFloat(f)
+	case reflect.Int, reflect.Int64:
+		var i int64
+		if n.Kind != yaml.ScalarNode || n.ShortTag() != yamlnode.TagInt || n.Decode(&i) != nil {
+			d.fail(n.Line, path, "want an integer, got %s", yamlnode.KindName(n))
+			return
+		}
+		v.SetInt(i)
+	default:
+		d.fail(n.Line, path, "cannot decode into %s", v.Type())
+	}
+}
+
+// structure decodes a mapping into a struct by its yaml tags and reports
+// every key the struct does not have.
+func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "want a mapping, got %s", yamlnode.KindName(n))
+		return
+	}
+	t := v.Type()
+	index := map[string]int{}
+	var known []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if !f.IsExported() || name == "" || name == "-" {
+			continue
+		}
+		index[name] = i
+		known = append(known, name)
+	}
+	for _, p := range yamlnode.Pairs(d.file, n, path, d.probs) {
+		fp := yamlnode.Join(path, p.Key)
+		i, ok := index[p.Key]
+		if !ok {
+			msg := "unknown field; known fields are " + strings.Join(known, ", ")
+			if s := suggest(p.Key, known); s != "" {
+				msg = "unknown field; did you mean " + s + "?"
+			}
+			d.fail(p.KeyN.Line, fp, "%s", msg)
+			continue
+		}
+		d.lines[fp] = p.KeyN.Line
+		d.decode(p.Value, v.Field(i), fp)
+	}
+}
+
+// suggest finds a known key that differs from key only in case, '_' or '-'.
+func suggest(key string, known []string) string {
+	norm := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	}
+	i := slices.IndexFunc(known, func(k string) bool { return norm(k) == norm(key) })
+	if i < 0 {
+		return ""
+	}
+	return known[i]
+}

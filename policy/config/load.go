@@ -1,0 +1,248 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"reflect"
+
+	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/policy/diag/yamlnode"
+	"github.com/capgate/capgate/policy/manifest"
+)
+
+// Load reads, defaults and validates the config file at path. Relative
+// paths inside it resolve against its directory. Every problem is returned
+// at once as a *diag.Set.
+func Load(p string) (*Config, error) {
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", p, err)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", p, err)
+	}
+	c, err := parse(filepath.ToSlash(p), data)
+	if c == nil {
+		return nil, err
+	}
+	c.Dir = filepath.Dir(abs)
+	c.dispDir = filepath.ToSlash(filepath.Dir(p))
+	return c.finish(err)
+}
+
+// LoadFS reads, defaults and validates the config file name inside fsys
+// (e.g. the embedded default). Relative paths resolve inside fsys and may
+// not leave it.
+func LoadFS(fsys fs.FS, name string) (*Config, error) {
+	data, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, fmt.Errorf("read config %s: %w", name, err)
+	}
+	c, err := parse(name, data)
+	if c == nil {
+		return nil, err
+	}
+	c.fsys = fsys
+	c.Dir = path.Dir(name)
+	c.dispDir = c.Dir
+	return c.finish(err)
+}
+
+// parse decodes data; it returns a nil config only when nothing could be
+// decoded, and the decoding problems as the error.
+func parse(file string, data []byte) (*Config, error) {
+	var probs diag.Set
+	root := yamlnode.Parse(file, data, &probs)
+	if root == nil {
+		return nil, probs.ErrOrNil()
+	}
+	c := &Config{file: file}
+	d := &decoder{file: file, probs: &probs, lines: map[string]int{}, bad: map[string]bool{}}
+	d.decode(root, reflect.ValueOf(c).Elem(), "")
+	c.lines, c.bad = d.lines, d.bad
+	c.applyDefaults()
+	return c, probs.ErrOrNil()
+}
+
+// finish validates the decoded config and joins decoding problems with
+// validation problems.
+func (c *Config) finish(decodeErr error) (*Config, error) {
+	var all diag.Set
+	all.Merge(decodeErr)
+	all.Merge(c.Validate())
+	if err := all.ErrOrNil(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Config) applyDefaults() {
+	setDefault(&c.Listen.A2A, DefaultListenA2A)
+	setDefault(&c.Listen.ExtAuthz, DefaultListenExtAuthz)
+	setDefault(&c.Listen.Admin, DefaultListenAdmin)
+	setDefault(&c.Auth.ScopesClaim, DefaultScopesClaim)
+	setDefault(&c.Auth.TenantClaim, DefaultTenantClaim)
+	setDefault(&c.Store, DefaultStore)
+	setDefault(&c.Cards.ExtendedCard, DefaultExtendedCard)
+	if !c.present("router.threshold") {
+		c.Router.Threshold = DefaultRouterThreshold
+	}
+	if !c.present("cards.max_age") {
+		c.Cards.MaxAge = DefaultCardMaxAge
+	}
+	if !c.present("auth.clock_skew") {
+		c.Auth.ClockSkew = DefaultClockSkew
+	}
+	if c.Agent.Streaming == nil {
+		on := true
+		c.Agent.Streaming = &on
+	}
+}
+
+func setDefault(s *string, v string) {
+	if *s == "" {
+		*s = v
+	}
+}
+
+func (c *Config) present(field string) bool {
+	_, ok := c.lines[field]
+	return ok && !c.bad[field]
+}
+
+// File is the display path of the config file.
+func (c *Config) File() string {
+	if c.file == "" {
+		return "config"
+	}
+	return c.file
+}
+
+// HasHandler reports whether the config defines a handler of that name.
+func (c *Config) HasHandler(name string) bool {
+	_, ok := c.Handlers[name]
+	return ok
+}
+
+// Open returns a filesystem rooted at the directory rel (relative to the
+// config file; on disk it may also be absolute or climb with ".."), and its
+// display name for messages.
+func (c *Config) Open(rel string) (fs.FS, string, error) {
+	if c.fsys != nil {
+		name, err := c.embedded(rel)
+		if err != nil {
+			return nil, "", err
+		}
+		st, err := fs.Stat(c.fsys, name)
+		if err != nil {
+			return nil, "", fmt.Errorf("open %s: %w", name, err)
+		}
+		if !st.IsDir() {
+			return nil, "", fmt.Errorf("open %s: not a directory", name)
+		}
+		sub, err := fs.Sub(c.fsys, name)
+		if err != nil {
+			return nil, "", fmt.Errorf("open %s: %w", name, err)
+		}
+		return sub, name, nil
+	}
+	p, display := c.onDisk(rel)
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, "", fmt.Errorf("open %s: %w", display, pathless(err))
+	}
+	if !st.IsDir() {
+		return nil, "", fmt.Errorf("open %s: not a directory", display)
+	}
+	return os.DirFS(p), display, nil
+}
+
+// ReadFile reads the file rel (relative to the config file), e.g. a JWKS.
+func (c *Config) ReadFile(rel string) ([]byte, error) {
+	if c.fsys != nil {
+		name, err := c.embedded(rel)
+		if err != nil {
+			return nil, err
+		}
+		b, err := fs.ReadFile(c.fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", name, pathless(err))
+		}
+		return b, nil
+	}
+	p, display := c.onDisk(rel)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", display, pathless(err))
+	}
+	return b, nil
+}
+
+func (c *Config) embedded(rel string) (string, error) {
+	if path.IsAbs(rel) {
+		return "", fmt.Errorf("open %s: absolute paths cannot be used in an embedded config", rel)
+	}
+	name := path.Join(c.Dir, rel)
+	if !fs.ValidPath(name) {
+		return "", fmt.Errorf("open %s: outside the embedded filesystem", rel)
+	}
+	return name, nil
+}
+
+func (c *Config) onDisk(rel string) (osPath, display string) {
+	if filepath.IsAbs(rel) {
+		return filepath.Clean(rel), filepath.ToSlash(filepath.Clean(rel))
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = "."
+	}
+	dd := c.dispDir
+	if dd == "" {
+		dd = "."
+	}
+	return filepath.Join(dir, rel), filepath.ToSlash(filepath.Join(dd, rel))
+}
+
+// pathless drops the path from an fs error: the caller names it already.
+func pathless(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// ManifestDirs opens every manifests folder.
+func (c *Config) ManifestDirs() ([]manifest.Dir, error) {
+	var probs diag.Set
+	dirs := make([]manifest.Dir, 0, len(c.Manifests))
+	for i, rel := range c.Manifests {
+		fsys, name, err := c.Open(rel)
+		if err != nil {
+			field := fmt.Sprintf("manifests[%d]", i)
+			probs.Add(c.File(), c.line(field), field, "%v", err)
+			continue
+		}
+		dirs = append(dirs, manifest.Dir{FS: fsys, Name: name})
+	}
+	if err := probs.ErrOrNil(); err != nil {
+		return nil, err
+	}
+	return dirs, nil
+}
+
+// LoadRegistry loads and validates the manifests the config names, checking
+// handlers against the config.
+func (c *Config) LoadRegistry() (*manifest.Registry, error) {
+	dirs, err := c.ManifestDirs()
+	if err != nil {
+		return nil, err
+	}
+	return manifest.Load(dirs, manifest.Options{Handlers: c.HasHandler})
+}

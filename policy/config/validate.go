@@ -1,0 +1,280 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/capgate/capgate/policy/diag"
+)
+
+// Algorithms are the JWT signature algorithms an issuer may use.
+var Algorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
+
+// BuiltinHandlers are the handler targets served inside capgate.
+var BuiltinHandlers = []string{"builtin:echo"}
+
+// ExtendedCardModes are the values of cards.extended_card.
+var ExtendedCardModes = []string{"auto", "on", "off"}
+
+var (
+	semverRE     = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
+	versionSegRE = regexp.MustCompile(`^v\d+(\.\d+)*$`)
+)
+
+// validator reports problems at the line of the field they concern.
+type validator struct {
+	c     *Config
+	probs diag.Set
+}
+
+func (v *validator) add(field, format string, args ...any) {
+	if v.c.bad[field] {
+		return // a decoding problem was already reported here
+	}
+	v.probs.Add(v.c.File(), v.c.line(field), field, format, args...)
+}
+
+// line finds the line of a field, or of its nearest enclosing field.
+func (c *Config) line(field string) int {
+	for field != "" {
+		if l, ok := c.lines[field]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(field, ".[")
+		if i < 0 {
+			break
+		}
+		field = field[:i]
+	}
+	return 0
+}
+
+// Validate checks the whole config and returns every problem as a
+// *diag.Set, or nil.
+func (c *Config) Validate() error {
+	v := &validator{c: c}
+	v.agent()
+	v.paths()
+	v.auth()
+	v.handlers()
+	v.listen()
+	if t := c.Router.Threshold; math.IsNaN(t) || t < 0 || t > 1 {
+		v.add("router.threshold", "%v is outside [0, 1]", t)
+	}
+	if s := c.Store; s != "memory" {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
+			v.add("store", `%q is neither "memory" nor a redis:// or rediss:// URL`, s)
+		}
+	}
+	if !slices.Contains(ExtendedCardModes, c.Cards.ExtendedCard) {
+		v.add("cards.extended_card", "%q is not one of %s", c.Cards.ExtendedCard, strings.Join(ExtendedCardModes, ", "))
+	}
+	if c.Cards.MaxAge < 0 {
+		v.add("cards.max_age", "%s is negative", c.Cards.MaxAge)
+	}
+	if c.Auth.ClockSkew < 0 {
+		v.add("auth.clock_skew", "%s is negative", c.Auth.ClockSkew)
+	}
+	return v.probs.ErrOrNil()
+}
+
+func (v *validator) agent() {
+	a := v.c.Agent
+	for field, val := range map[string]string{"agent.name": a.Name, "agent.description": a.Description, "agent.version": a.Version, "agent.url": a.URL} {
+		if strings.TrimSpace(val) == "" {
+			v.add(field, "required")
+		}
+	}
+	if a.Version != "" && !semverRE.MatchString(a.Version) {
+		v.add("agent.version", "%q is not a semantic version (want x.y.z, e.g. 1.4.0)", a.Version)
+	}
+	if a.URL != "" && !httpURL(a.URL) {
+		v.add("agent.url", "%q is not an absolute http(s) URL", a.URL)
+	}
+	if a.DocumentationURL != "" && !httpURL(a.DocumentationURL) {
+		v.add("agent.documentation_url", "%q is not an absolute http(s) URL", a.DocumentationURL)
+	}
+	if p := a.Provider; p != nil {
+		if strings.TrimSpace(p.Organization) == "" {
+			v.add("agent.provider.organization", "required")
+		}
+		switch {
+		case p.URL == "":
+			v.add("agent.provider.url", "required")
+		case !httpURL(p.URL):
+			v.add("agent.provider.url", "%q is not an absolute http(s) URL", p.URL)
+		}
+	}
+	seen := map[string]int{}
+	for i, e := range a.Extensions {
+		field := fmt.Sprintf("agent.extensions[%d].uri", i)
+		u, err := url.Parse(e.URI)
+		switch {
+		case e.URI == "":
+			v.add(field, "required")
+		case err != nil || !u.IsAbs():
+			v.add(field, "%q is not an absolute URI", e.URI)
+		}
+		if j, dup := seen[e.URI]; dup && e.URI != "" {
+			v.add(field, "%q is already declared by agent.extensions[%d]", e.URI, j)
+		}
+		seen[e.URI] = i
+	}
+}
+
+func (v *validator) paths() {
+	c := v.c
+	if len(c.Manifests) == 0 {
+		v.add("manifests", "required: at least one folder of capability manifests")
+	}
+	for field, dirs := range map[string][]string{"manifests": c.Manifests, "policy_dirs": c.PolicyDirs} {
+		for i, rel := range dirs {
+			f := fmt.Sprintf("%s[%d]", field, i)
+			if rel == "" {
+				v.add(f, "empty path")
+				continue
+			}
+			if _, _, err := c.Open(rel); err != nil {
+				v.add(f, "%v", err)
+			}
+		}
+	}
+}
+
+func (v *validator) auth() {
+	a := v.c.Auth
+	seen := map[string]int{}
+	for i, is := range a.Issuers {
+		pre := fmt.Sprintf("auth.issuers[%d]", i)
+		if strings.TrimSpace(is.Issuer) == "" {
+			v.add(pre+".issuer", "required")
+		} else if j, dup := seen[is.Issuer]; dup {
+			v.add(pre+".issuer", "%q is already configured by auth.issuers[%d]", is.Issuer, j)
+		} else {
+			seen[is.Issuer] = i
+		}
+		if len(is.Audiences) == 0 {
+			v.add(pre+".audiences", "required: at least one audience")
+		}
+		for j, aud := range is.Audiences {
+			if strings.TrimSpace(aud) == "" {
+				v.add(fmt.Sprintf("%s.audiences[%d]", pre, j), "empty audience")
+			}
+		}
+		switch {
+		case is.JWKSFile == "" && is.JWKSURL == "":
+			v.add(pre, "one of jwks_file or jwks_url is required")
+		case is.JWKSFile != "" && is.JWKSURL != "":
+			v.add(pre, "jwks_file and jwks_url are both set; use exactly one")
+		case is.JWKSFile != "":
+			if _, err := v.c.ReadFile(is.JWKSFile); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					v.add(pre+".jwks_file", "%q does not exist", is.JWKSFile)
+				} else {
+					v.add(pre+".jwks_file", "%v", err)
+				}
+			}
+		case !httpURL(is.JWKSURL):
+			v.add(pre+".jwks_url", "%q is not an absolute http(s) URL", is.JWKSURL)
+		}
+		if len(is.Algorithms) == 0 {
+			v.add(pre+".algorithms", "required: one or more of %s", strings.Join(Algorithms, ", "))
+		}
+		for j, alg := range is.Algorithms {
+			f := fmt.Sprintf("%s.algorithms[%d]", pre, j)
+			switch {
+			case slices.Contains(Algorithms, alg):
+			case strings.EqualFold(alg, "none"):
+				v.add(f, "%q is refused: unsigned tokens are never accepted", alg)
+			case strings.HasPrefix(strings.ToUpper(alg), "HS"):
+				v.add(f, "%q is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256", alg)
+			default:
+				v.add(f, "%q is not one of %s", alg, strings.Join(Algorithms, ", "))
+			}
+		}
+	}
+	for field, claim := range map[string]string{"auth.scopes_claim": a.ScopesClaim, "auth.tenant_claim": a.TenantClaim} {
+		if strings.TrimSpace(claim) == "" {
+			v.add(field, "required")
+		}
+	}
+	if strings.IndexFunc(a.PreviewScope, unicode.IsSpace) >= 0 {
+		v.add("auth.preview_scope", "%q contains whitespace: give one scope", a.PreviewScope)
+	}
+	for i, t := range a.PreviewTenants {
+		if strings.TrimSpace(t) == "" {
+			v.add(fmt.Sprintf("auth.preview_tenants[%d]", i), "empty tenant id")
+		}
+	}
+}
+
+func (v *validator) handlers() {
+	names := make([]string, 0, len(v.c.Handlers))
+	for name := range v.c.Handlers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		target := v.c.Handlers[name]
+		field := "handlers." + name
+		switch {
+		case strings.TrimSpace(name) == "":
+			v.add("handlers", "empty handler name")
+		case slices.Contains(BuiltinHandlers, target):
+		case strings.HasPrefix(target, "builtin:"):
+			v.add(field, "%q is not a builtin handler (known: %s)", target, strings.Join(BuiltinHandlers, ", "))
+		case !httpURL(target):
+			v.add(field, "%q is neither a builtin handler (%s) nor an absolute http(s) URL", target, strings.Join(BuiltinHandlers, ", "))
+		}
+	}
+}
+
+func (v *validator) listen() {
+	l := v.c.Listen
+	addrs := []struct{ field, addr string }{{"listen.a2a", l.A2A}, {"listen.extauthz", l.ExtAuthz}, {"listen.admin", l.Admin}}
+	used := map[string]string{}
+	for _, a := range addrs {
+		host, port, err := net.SplitHostPort(a.addr)
+		n, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || n < 0 || n > 65535 {
+			v.add(a.field, "%q is not host:port (e.g. 127.0.0.1:8080)", a.addr)
+			continue
+		}
+		key := net.JoinHostPort(host, port)
+		if other, dup := used[key]; dup && n != 0 {
+			v.add(a.field, "%q is also %s", a.addr, other)
+		}
+		used[key] = a.field
+	}
+}
+
+// Warnings lists things that are allowed but probably wrong.
+func (c *Config) Warnings() []string {
+	var out []string
+	for i, e := range c.Agent.Extensions {
+		u, err := url.Parse(e.URI)
+		if err != nil || !u.IsAbs() {
+			continue // an error already
+		}
+		segs := strings.FieldsFunc(u.Path+"/"+u.Opaque, func(r rune) bool { return r == '/' || r == ':' })
+		if !slices.ContainsFunc(segs, versionSegRE.MatchString) {
+			out = append(out, fmt.Sprintf("agent.extensions[%d].uri: %q has no version segment (e.g. /v1); a breaking change needs a new URI", i, e.URI))
+		}
+	}
+	return out
+}
+
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
