@@ -254,3 +254,11 @@ func TestNegotiateExtensions(t *testing.T) {
 		})
 	}
 }
+
+func TestMethodName(t *testing.T) {
+	require.Equal(t, "SendMessage", MethodName(V1, SendMessage))
+	require.Equal(t, "message/send", MethodName(V03, SendMessage))
+	require.Equal(t, "tasks/resubscribe", MethodName(V03, SubscribeToTask))
+	require.Equal(t, "", MethodName(V1, GetAgentCard))
+	require.Equal(t, "", MethodName(V03, ListTasks))
+}
