@@ -305,3 +305,36 @@ func TestJWKSURLFetchTimeout(t *testing.T) {
 	require.NotNil(t, v)
 	require.Less(t, time.Since(start), 2*time.Second)
 }
+
+func TestJWKSURLConcurrentUnknownKidsFetchOnce(t *testing.T) {
+	keys := newTestKeys(t)
+	srv := newJWKSServer(t, keys.jwks(t))
+	clock := newFakeClock()
+	v, err := NewVerifier(t.Context(), urlAuth(srv.URL), nil, WithClock(clock.Now), WithHTTPClient(srv.Client()))
+	require.NoError(t, err)
+	clock.Advance(DefaultRefreshInterval)
+
+	c := validClaims(clock.Now())
+	good := "Bearer " + signToken(t, jwt.SigningMethodES256, keys.ec, ecKid, c)
+	unknown := "Bearer " + signToken(t, jwt.SigningMethodES256, keys.ec, "rotated-away", c)
+	var wg sync.WaitGroup
+	errs := make([]error, 32)
+	for i := range errs {
+		wg.Go(func() {
+			tok := good
+			if i%2 == 0 {
+				tok = unknown
+			}
+			_, errs[i] = v.Verify(t.Context(), tok)
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if i%2 == 0 {
+			requireKind(t, err, ErrUnknownKey, "unknown key id")
+		} else {
+			require.NoError(t, err)
+		}
+	}
+	require.Equal(t, int32(2), srv.fetches.Load(), "one fetch at start, one for all unknown kids")
+}

@@ -33,7 +33,7 @@ func (v *Verifier) refresh(ctx context.Context, iss *issuer) {
 	set, err := v.fetch(fctx, iss)
 	if err != nil {
 		v.log.Warn("JWKS fetch failed; keeping the last good key set",
-			zap.String("issuer", iss.name), zap.String("url", iss.jwksURL), zap.Error(err))
+			zap.String("issuer", iss.name), zap.String("url", iss.logURL), zap.Error(err))
 		return
 	}
 	old := iss.keys.Swap(&set)

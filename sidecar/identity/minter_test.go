@@ -282,11 +282,12 @@ func TestSignDemoToken(t *testing.T) {
 	claims := validClaims(clock.Now())
 
 	tests := []struct {
-		name    string
-		key     crypto.Signer
-		alg     string
-		kid     string
-		wantErr string
+		name      string
+		key       crypto.Signer
+		alg       string
+		kid       string
+		nilClaims bool
+		wantErr   string
 	}{
 		{name: "RS256", key: keys.rsa, alg: "RS256", kid: rsaKid},
 		{name: "ES256", key: keys.ec, alg: "ES256", kid: ecKid},
@@ -294,10 +295,15 @@ func TestSignDemoToken(t *testing.T) {
 		{name: "EC key as HS256", key: keys.ec, alg: "HS256", kid: ecKid, wantErr: "does not fit"},
 		{name: "nil key", key: nil, alg: "ES256", wantErr: "unsupported key type"},
 		{name: "typed nil key", key: (*ecdsa.PrivateKey)(nil), alg: "ES256", wantErr: "nil ECDSA key"},
+		{name: "nil claims", key: keys.ec, alg: "ES256", kid: ecKid, nilClaims: true, wantErr: "no claims"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tok, err := SignDemoToken(tt.key, tt.alg, tt.kid, claims)
+			c := map[string]any(claims)
+			if tt.nilClaims {
+				c = nil
+			}
+			tok, err := SignDemoToken(tt.key, tt.alg, tt.kid, c)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				require.Empty(t, tok)

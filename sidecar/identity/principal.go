@@ -123,7 +123,7 @@ func actorChain(claims map[string]any) []string {
 		chain = append(chain, sub)
 		cur = act
 	}
-	return chain
+	return slices.Clip(chain)
 }
 
 // numericDate converts a JSON NumericDate (seconds since the epoch).

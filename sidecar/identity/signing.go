@@ -83,6 +83,9 @@ func SignDemoToken(key crypto.Signer, alg, kid string, claims map[string]any) (s
 	if alg != want {
 		return "", fmt.Errorf("sign: algorithm %q does not fit the key (want %s)", alg, want)
 	}
+	if claims == nil {
+		return "", errors.New("sign: no claims")
+	}
 	t := jwt.NewWithClaims(jwt.GetSigningMethod(alg), jwt.MapClaims(claims))
 	if kid != "" {
 		t.Header["kid"] = kid

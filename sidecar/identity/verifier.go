@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -96,6 +97,7 @@ type Verifier struct {
 type issuer struct {
 	name      string
 	jwksURL   string
+	logURL    string // jwksURL with any password redacted
 	algs      []string
 	validator *jwt.Validator
 	keys      atomic.Pointer[keySet]
@@ -189,7 +191,7 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 		return nil, err
 	}
 	v.algs = union
-	v.parser = jwt.NewParser(jwt.WithValidMethods(union), jwt.WithoutClaimsValidation())
+	v.parser = jwt.NewParser(jwt.WithValidMethods(union), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())
 
 	cache, err := lru.New[[sha256.Size]byte, *cacheEntry](o.cacheSize)
 	if err != nil {
@@ -216,6 +218,18 @@ func (v *Verifier) newIssuer(ic config.Issuer) (*issuer, error) {
 	if (ic.JWKSFile == "") == (ic.JWKSURL == "") {
 		errs = append(errs, errors.New("exactly one of jwks_file and jwks_url is required"))
 	}
+	var logURL string
+	if ic.JWKSURL != "" {
+		u, err := url.Parse(ic.JWKSURL)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("jwks_url: %w", err))
+		case (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+			errs = append(errs, errors.New("jwks_url must be an absolute http(s) URL"))
+		default:
+			logURL = u.Redacted()
+		}
+	}
 	algs := ic.Algorithms
 	if len(algs) == 0 {
 		algs = defaultAlgorithms()
@@ -231,6 +245,7 @@ func (v *Verifier) newIssuer(ic config.Issuer) (*issuer, error) {
 	return &issuer{
 		name:    ic.Issuer,
 		jwksURL: ic.JWKSURL,
+		logURL:  logURL,
 		algs:    slices.Clone(algs),
 		validator: jwt.NewValidator(
 			jwt.WithIssuer(ic.Issuer),
@@ -309,9 +324,9 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	p, deadline, err := v.verify(ctx, tok)
 	if err != nil {
 		if ce := v.log.Check(zap.DebugLevel, "token refused"); ce != nil {
-			var ie *Error
-			errors.As(err, &ie)
-			ce.Write(zap.String("kind", string(ie.Kind)), zap.String("description", ie.Description), zap.NamedError("cause", ie.Err))
+			if ie := (*Error)(nil); errors.As(err, &ie) {
+				ce.Write(zap.String("kind", string(ie.Kind)), zap.String("description", ie.Description), zap.NamedError("cause", ie.Err))
+			}
 		}
 		return Principal{}, err
 	}

@@ -102,6 +102,12 @@ func TestVerifyToken(t *testing.T) {
 	sig[10] ^= 1
 	tamperedSig := parts[0] + "." + parts[1] + "." + base64.RawURLEncoding.EncodeToString(sig)
 
+	// ES256 signatures are 64 bytes: the last base64url character carries 4
+	// unused bits, which must be zero (strict decoding).
+	esTok := signToken(t, jwt.SigningMethodES256, keys.ec, ecKid, validClaims(now))
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	nonCanonical := esTok[:len(esTok)-1] + string(alphabet[strings.IndexByte(alphabet, esTok[len(esTok)-1])|1])
+
 	tests := []struct {
 		name  string
 		token string
@@ -130,6 +136,7 @@ func TestVerifyToken(t *testing.T) {
 		{name: "signed by another key under our kid", token: signToken(t, jwt.SigningMethodRS256, other.rsa, rsaKid, validClaims(now)), kind: ErrInvalidToken, desc: "invalid signature"},
 		{name: "tampered signature", token: tamperedSig, kind: ErrInvalidToken, desc: "invalid signature"},
 		{name: "tampered payload", token: tamperedPayload, kind: ErrInvalidToken, desc: "invalid signature"},
+		{name: "non-canonical base64 signature", token: nonCanonical, kind: ErrMalformed, desc: "malformed token"},
 		{name: "alg none", token: noneTok, kind: ErrInvalidToken, desc: "algorithm not allowed"},
 		{name: "HS256 signed with the RSA public key PEM", token: signToken(t, jwt.SigningMethodHS256, pubPEM, rsaKid, validClaims(now)), kind: ErrInvalidToken, desc: "algorithm not allowed"},
 		{name: "HS256 signed with the RSA public key DER", token: signToken(t, jwt.SigningMethodHS256, pubDER, rsaKid, validClaims(now)), kind: ErrInvalidToken, desc: "algorithm not allowed"},
@@ -326,6 +333,9 @@ func TestNewVerifierErrors(t *testing.T) {
 		{name: "missing file", auth: testAuth(mod(func(i *config.Issuer) { i.JWKSFile = "nope.json" })), wantErr: "read jwks_file nope.json"},
 		{name: "no usable key", auth: testAuth(mod(func(i *config.Issuer) { i.JWKSFile = "bad.json" })), wantErr: "no usable signature verification key"},
 		{name: "junk file", auth: testAuth(mod(func(i *config.Issuer) { i.JWKSFile = "junk.json" })), wantErr: "parse JWKS"},
+		{name: "jwks_url not a URL", auth: testAuth(mod(func(i *config.Issuer) { i.JWKSFile, i.JWKSURL = "", "::nope" })), wantErr: "jwks_url"},
+		{name: "jwks_url relative", auth: testAuth(mod(func(i *config.Issuer) { i.JWKSFile, i.JWKSURL = "", "/jwks.json" })), wantErr: "absolute http(s) URL"},
+		{name: "jwks_url file scheme", auth: testAuth(mod(func(i *config.Issuer) { i.JWKSFile, i.JWKSURL = "", "file:///etc/passwd" })), wantErr: "absolute http(s) URL"},
 		{name: "negative skew", auth: func() config.Auth { a := testAuth(good); a.ClockSkew = -time.Second; return a }(), wantErr: "negative"},
 	}
 	for _, tt := range tests {
