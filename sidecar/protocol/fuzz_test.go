@@ -1,0 +1,88 @@
+package protocol
+
+import (
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/require"
+)
+
+// checkResult holds for every parse: exactly one of request and error, a known code, and
+// error bodies that are valid JSON.
+func checkResult(t *testing.T, r *Request, err *Error) {
+	t.Helper()
+	if err != nil {
+		require.Nil(t, r)
+		require.True(t, err.Code.Valid(), "code %q", err.Code)
+		require.NotEmpty(t, err.Message)
+		require.True(t, jsontext.Value(err.MarshalJSONRPC(nil)).IsValid())
+		require.True(t, jsontext.Value(err.MarshalStatus()).IsValid())
+		if err.ID != nil {
+			require.True(t, validID(err.ID))
+		}
+		return
+	}
+	require.NotNil(t, r)
+	require.NotEmpty(t, r.Operation)
+	if r.Message != nil {
+		require.NotEmpty(t, r.Message.MessageID)
+		require.NotEmpty(t, r.Message.Parts)
+		for _, p := range r.Message.Parts {
+			require.Contains(t, []string{PartText, PartRaw, PartURL, PartData}, p.Kind)
+			require.NotEmpty(t, p.MediaType)
+		}
+	}
+	if r.Tenant != "" {
+		require.True(t, validTenant(r.Tenant))
+	}
+}
+
+func FuzzParseJSONRPC(f *testing.F) {
+	for _, s := range []string{
+		rpc(`1`, "SendMessage", msg10),
+		rpc(`"a"`, "message/send", msg03),
+		rpc(`1`, "GetTask", `{"id":"t","tenant":"acme"}`),
+		rpc(`null`, "tasks/pushNotificationConfig/set", `{"taskId":"t","pushNotificationConfig":{"url":"https://h"}}`),
+		`{"jsonrpc":"2.0","id":1,"method":"GetTask","Method":"SendMessage"}`,
+		`[{"jsonrpc":"2.0"}]`,
+	} {
+		f.Add("1.0", s)
+		f.Add("", s)
+	}
+	f.Fuzz(func(t *testing.T, version, body string) {
+		v, verr := ParseVersion(version)
+		if verr != nil {
+			require.Equal(t, VersionNotSupported, verr.Code)
+			return
+		}
+		r, err := ParseJSONRPC(v, ctJSON, []byte(body), Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
+		checkResult(t, r, err)
+	})
+}
+
+func FuzzParseHTTP(f *testing.F) {
+	for _, s := range []struct{ method, target, body string }{
+		{"POST", "/message:send", msg10},
+		{"POST", "/acme/message:stream", msg10},
+		{"GET", "/tasks/t1?historyLength=1", ""},
+		{"POST", "/tasks/t1:cancel", `{"id":"t1"}`},
+		{"DELETE", "/a/tasks/t/pushNotificationConfigs/c", "null"},
+		{"GET", "/%2e%2e/tasks/x", ""},
+		{"GET", AgentCardPath, ""},
+	} {
+		f.Add("1.0", s.method, s.target, s.body)
+		f.Add("0.3", s.method, "/v1"+s.target, s.body)
+	}
+	f.Fuzz(func(t *testing.T, version, method, target, body string) {
+		v, verr := ParseVersion(version)
+		if verr != nil {
+			return
+		}
+		r, err := ParseHTTP(v, method, target, ctJSON, []byte(body), Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
+		checkResult(t, r, err)
+		if err == nil && r.TaskID != "" {
+			_, ok := pathID(r.TaskID)
+			require.True(t, ok || r.Operation.Message(), "task id %q", r.TaskID)
+		}
+	})
+}
