@@ -294,7 +294,8 @@ func (v *Verifier) CacheLen() int { return v.cache.Len() }
 
 // Verify authenticates the raw Authorization header value. An empty header
 // is the anonymous Principal{} with a nil error (whether anonymous callers
-// are acceptable is the policy's decision). Any other failure is an *Error.
+// are acceptable is the policy's decision). A refused header or token is an
+// *Error; a cancelled ctx (checked before full verification) is ctx.Err().
 func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal, error) {
 	if authorization == "" {
 		return Principal{}, nil
