@@ -83,7 +83,15 @@ state_reasons(cap) := {refuse_detail("state.unknown", sprintf("%v", [object.get(
 	not object.get(cap, "state", null) in known_states
 }
 
-required_scopes(cap) := {s | some s in object.get(cap, "requires_scopes", [])}
+# requires_scopes may be absent or null (no scopes); anything but a list is
+# refused rather than read as "no scopes".
+declared_scopes(cap) := object.get(cap, "requires_scopes", null)
+
+scopes_valid(cap) if declared_scopes(cap) == null
+
+scopes_valid(cap) if is_array(declared_scopes(cap))
+
+required_scopes(cap) := {s | some s in object.get(cap, "requires_scopes", [])} if scopes_valid(cap)
 
 missing_scopes(cap) := required_scopes(cap) - caller_scopes
 
@@ -98,6 +106,8 @@ scope_reasons(cap) := {refuse_detail("scope.missing", s) | some s in missing_sco
 	count(missing_scopes(cap)) > 0
 }
 
+scope_reasons(cap) := {refuse("scope.invalid")} if not scopes_valid(cap)
+
 tenant_reasons(cap) := {grant("tenant.any")} if cap.tenants == "*"
 
 tenant_reasons(cap) := {grant_detail("tenant.listed", caller.tenant)} if {
@@ -111,9 +121,12 @@ tenant_reasons(cap) := {refuse_detail("tenant.not_listed", caller.tenant)} if {
 	not tenant_listed(cap)
 }
 
+# object.get, not cap.tenants: a missing field must refuse, not leave the
+# reasons (and so the report) undefined.
 tenant_reasons(cap) := {refuse("tenant.invalid")} if {
-	not cap.tenants == "*"
-	not is_array(cap.tenants)
+	tenants := object.get(cap, "tenants", null)
+	tenants != "*"
+	not is_array(tenants)
 }
 
 tenant_listed(cap) if {
@@ -146,8 +159,18 @@ visibility_reasons(cap) := ({grant("visibility.extended")} | authenticated_reaso
 	cap.visibility == "extended"
 }
 
-visibility_reasons(cap) := {refuse_detail("visibility.unknown", sprintf("%v", [object.get(cap, "visibility", null)]))} if {
-	not object.get(cap, "visibility", null) in {"public", "extended", "internal"}
+visibility_reasons(cap) := unknown_visibility_reasons(cap) if not known_visibility(cap)
+
+known_visibilities := {"public", "extended", "internal"}
+
+known_visibility(cap) if object.get(cap, "visibility", null) in known_visibilities
+
+# Empty for a known visibility: entitlement does not depend on it, but an
+# unknown one refuses both projections (fail closed).
+default unknown_visibility_reasons(_) := set()
+
+unknown_visibility_reasons(cap) := {refuse_detail("visibility.unknown", sprintf("%v", [object.get(cap, "visibility", null)]))} if {
+	not known_visibility(cap)
 }
 
 visible_reasons(id, cap) := (state_reasons(cap) | visibility_reasons(cap)) | deny_reasons(id)
@@ -172,7 +195,7 @@ entitled_auth_reasons(cap) := {refuse("auth.required")} if {
 	not anonymous_allowed(cap)
 }
 
-entitled_reasons(id, cap) := ((state_reasons(cap) | entitled_auth_reasons(cap)) | (scope_reasons(cap) | tenant_reasons(cap))) | deny_reasons(id)
+entitled_reasons(id, cap) := (((state_reasons(cap) | entitled_auth_reasons(cap)) | (scope_reasons(cap) | tenant_reasons(cap))) | unknown_visibility_reasons(cap)) | deny_reasons(id)
 
 # --- decisions -----------------------------------------------------------------
 
@@ -209,8 +232,8 @@ entitled contains id if {
 report(id, cap) := {
 	"capability": id,
 	"exists": true,
-	"state": cap.state,
-	"visibility": cap.visibility,
+	"state": object.get(cap, "state", null),
+	"visibility": object.get(cap, "visibility", null),
 	"visible": granted(vr),
 	"entitled": granted(er),
 	"allow": granted(er),
