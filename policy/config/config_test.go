@@ -1,0 +1,325 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/diag"
+)
+
+// base is a valid config; cases change one thing in it.
+const base = `agent:
+  name: Finance Agent
+  description: Invoices and purchase orders.
+  version: 1.4.0
+  url: http://127.0.0.1:8080
+  provider: {organization: Example Corp, url: https://example.com}
+  extensions:
+    - {uri: https://example.com/ext/trace/v1, description: Trace ids, required: false}
+manifests: [./capabilities]
+policy_dirs: []
+auth:
+  issuers:
+    - issuer: https://idp.example.com
+      audiences: [finance-agent]
+      jwks_file: ./keys/demo.jwks.json
+      algorithms: [RS256, ES256]
+  preview_scope: a2a.preview
+handlers:
+  invoices.lookup: builtin:echo
+listen: {a2a: 127.0.0.1:8080, extauthz: 127.0.0.1:9191, admin: 127.0.0.1:9090}
+router: {threshold: 0.6}
+store: memory
+`
+
+const lookup = `id: lookup-invoice
+state: ga
+visibility: public
+skill: {name: Look up an invoice, description: Finds an invoice., tags: [finance]}
+tenants: "*"
+handler: invoices.lookup
+`
+
+func fsWith(cfg string) fstest.MapFS {
+	return fstest.MapFS{
+		"capgate.yaml":                     {Data: []byte(cfg)},
+		"capabilities/lookup-invoice.yaml": {Data: []byte(lookup)},
+		"keys/demo.jwks.json":              {Data: []byte(`{"keys": []}`)},
+	}
+}
+
+func TestLoadFSValid(t *testing.T) {
+	c, err := config.LoadFS(fsWith(base), "capgate.yaml")
+	require.NoError(t, err)
+	require.Empty(t, c.Warnings())
+
+	// Defaults fill what the file leaves out.
+	require.Equal(t, config.DefaultScopesClaim, c.Auth.ScopesClaim)
+	require.Equal(t, config.DefaultTenantClaim, c.Auth.TenantClaim)
+	require.Equal(t, config.DefaultClockSkew, c.Auth.ClockSkew)
+	require.Equal(t, config.DefaultCardMaxAge, c.Cards.MaxAge)
+	require.Equal(t, config.DefaultExtendedCard, c.Cards.ExtendedCard)
+	require.NotNil(t, c.Agent.Streaming)
+	require.True(t, *c.Agent.Streaming)
+	require.True(t, c.HasHandler("invoices.lookup"))
+	require.False(t, c.HasHandler("invoices.find"))
+
+	reg, err := c.LoadRegistry()
+	require.NoError(t, err)
+	require.Equal(t, 1, reg.Len())
+	got, ok := reg.Get("lookup-invoice")
+	require.True(t, ok)
+	require.Equal(t, "capabilities/lookup-invoice.yaml", got.Source.File)
+}
+
+func TestDefaults(t *testing.T) {
+	min := `agent: {name: A, description: B, version: 0.1.0, url: https://a.example.com}
+manifests: [capabilities]
+`
+	c, err := config.LoadFS(fsWith(min), "capgate.yaml")
+	require.NoError(t, err)
+	require.Equal(t, config.Listen{A2A: config.DefaultListenA2A, ExtAuthz: config.DefaultListenExtAuthz, Admin: config.DefaultListenAdmin}, c.Listen)
+	require.Equal(t, config.DefaultRouterThreshold, c.Router.Threshold)
+	require.Equal(t, config.DefaultStore, c.Store)
+
+	// An explicit zero is kept, not replaced by the default.
+	c, err = config.LoadFS(fsWith(min+"router: {threshold: 0}\ncards: {max_age: 0s, extended_card: off}\n"), "capgate.yaml")
+	require.NoError(t, err)
+	require.Zero(t, c.Router.Threshold)
+	require.Zero(t, c.Cards.MaxAge)
+	require.Equal(t, "off", c.Cards.ExtendedCard)
+
+	c, err = config.LoadFS(fsWith(min+"auth: {clock_skew: 2m}\n"), "capgate.yaml")
+	require.NoError(t, err)
+	require.Equal(t, 2*time.Minute, c.Auth.ClockSkew)
+}
+
+func TestLoadFSInvalid(t *testing.T) {
+	tests := []struct {
+		name     string
+		old, new string
+		want     string
+	}{
+		{"unknown top-level key", "store: memory\n", "store: memory\nstorage: redis\n",
+			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards"},
+		{"unknown nested key", "      algorithms: [RS256, ES256]\n", "      algorithms: [RS256, ES256]\n      jwks_ttl: 5m\n",
+			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms"},
+		{"misspelt key", "  preview_scope:", "  previewScope:",
+			"capgate.yaml:17: auth.previewScope: unknown field; did you mean preview_scope?"},
+		{"duplicate key", "store: memory\n", "store: memory\nstore: redis://r:6379/0\n",
+			"capgate.yaml:23: store: duplicate key (first defined at line 22)"},
+		{"wrong type", "router: {threshold: 0.6}", "router: {threshold: high}",
+			"capgate.yaml:21: router.threshold: want a number, got a string"},
+		{"integer where a string is", "a2a: 127.0.0.1:8080", "a2a: 8080",
+			"capgate.yaml:20: listen.a2a: want a string, got an integer"},
+		{"list where a string is", "store: memory", "store: [memory]",
+			"capgate.yaml:22: store: want a string, got a list"},
+		{"syntax error", "listen: {a2a: 127.0.0.1:8080,", "listen: {a2a: [127.0.0.1:8080,",
+			"capgate.yaml:19: syntax error: did not find expected ',' or ']'"},
+		{"agent name missing", "  name: Finance Agent\n", "",
+			"capgate.yaml:1: agent.name: required"},
+		{"agent description missing", "  description: Invoices and purchase orders.\n", "",
+			"capgate.yaml:1: agent.description: required"},
+		{"agent version missing", "  version: 1.4.0\n", "",
+			"capgate.yaml:1: agent.version: required"},
+		{"agent url missing", "  url: http://127.0.0.1:8080\n", "",
+			"capgate.yaml:1: agent.url: required"},
+		{"agent url relative", "  url: http://127.0.0.1:8080", "  url: /a2a",
+			`capgate.yaml:5: agent.url: "/a2a" is not an absolute http(s) URL`},
+		{"agent url not http", "  url: http://127.0.0.1:8080", "  url: ftp://127.0.0.1",
+			`capgate.yaml:5: agent.url: "ftp://127.0.0.1" is not an absolute http(s) URL`},
+		{"version not semver", "  version: 1.4.0", `  version: "1.4"`,
+			`capgate.yaml:4: agent.version: "1.4" is not a semantic version (want x.y.z, e.g. 1.4.0)`},
+		{"provider url", "url: https://example.com}", "url: example.com}",
+			`capgate.yaml:6: agent.provider.url: "example.com" is not an absolute http(s) URL`},
+		{"extension uri relative", "uri: https://example.com/ext/trace/v1", "uri: /ext/trace/v1",
+			`capgate.yaml:8: agent.extensions[0].uri: "/ext/trace/v1" is not an absolute URI`},
+		{"manifests missing", "manifests: [./capabilities]\n", "",
+			"capgate.yaml: manifests: required: at least one folder of capability manifests"},
+		{"manifests folder absent", "manifests: [./capabilities]", "manifests: [./caps]",
+			"capgate.yaml:9: manifests[0]: open caps: open caps: file does not exist"},
+		{"issuer missing", "    - issuer: https://idp.example.com\n      audiences", "    - audiences",
+			"capgate.yaml:13: auth.issuers[0].issuer: required"},
+		{"audience missing", "      audiences: [finance-agent]\n", "",
+			"capgate.yaml:13: auth.issuers[0].audiences: required: at least one audience"},
+		{"no jwks", "      jwks_file: ./keys/demo.jwks.json\n", "",
+			"capgate.yaml:13: auth.issuers[0]: one of jwks_file or jwks_url is required"},
+		{"both jwks", "      jwks_file: ./keys/demo.jwks.json\n", "      jwks_file: ./keys/demo.jwks.json\n      jwks_url: https://idp.example.com/jwks\n",
+			"capgate.yaml:13: auth.issuers[0]: jwks_file and jwks_url are both set; use exactly one"},
+		{"jwks file absent", "./keys/demo.jwks.json", "./keys/other.json",
+			`capgate.yaml:15: auth.issuers[0].jwks_file: "./keys/other.json" does not exist`},
+		{"jwks url not http", "      jwks_file: ./keys/demo.jwks.json", "      jwks_url: file:///etc/jwks.json",
+			`capgate.yaml:15: auth.issuers[0].jwks_url: "file:///etc/jwks.json" is not an absolute http(s) URL`},
+		{"algorithms missing", "      algorithms: [RS256, ES256]\n", "",
+			"capgate.yaml:13: auth.issuers[0].algorithms: required: one or more of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA"},
+		{"algorithm none", "algorithms: [RS256, ES256]", "algorithms: [RS256, none]",
+			`capgate.yaml:16: auth.issuers[0].algorithms[1]: "none" is refused: unsigned tokens are never accepted`},
+		{"algorithm HMAC", "algorithms: [RS256, ES256]", "algorithms: [HS256]",
+			`capgate.yaml:16: auth.issuers[0].algorithms[0]: "HS256" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256`},
+		{"algorithm unknown", "algorithms: [RS256, ES256]", "algorithms: [RS256, ES257]",
+			`capgate.yaml:16: auth.issuers[0].algorithms[1]: "ES257" is not one of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA`},
+		{"threshold above 1", "threshold: 0.6", "threshold: 1.5",
+			"capgate.yaml:21: router.threshold: 1.5 is outside [0, 1]"},
+		{"threshold negative", "threshold: 0.6", "threshold: -0.1",
+			"capgate.yaml:21: router.threshold: -0.1 is outside [0, 1]"},
+		{"store unknown", "store: memory", "store: mysql://db:3306",
+			`capgate.yaml:22: store: "mysql://db:3306" is neither "memory" nor a redis:// or rediss:// URL`},
+		{"listen not host:port", "a2a: 127.0.0.1:8080", "a2a: localhost",
+			`capgate.yaml:20: listen.a2a: "localhost" is not host:port (e.g. 127.0.0.1:8080)`},
+		{"listen bad port", "admin: 127.0.0.1:9090", "admin: 127.0.0.1:http",
+			`capgate.yaml:20: listen.admin: "127.0.0.1:http" is not host:port (e.g. 127.0.0.1:8080)`},
+		{"listen address used twice", "admin: 127.0.0.1:9090", "admin: 127.0.0.1:8080",
+			`capgate.yaml:20: listen.admin: "127.0.0.1:8080" is also listen.a2a`},
+		{"handler target", "invoices.lookup: builtin:echo", "invoices.lookup: invoices-svc:8080",
+			`capgate.yaml:19: handlers.invoices.lookup: "invoices-svc:8080" is neither a builtin handler (builtin:echo) nor an absolute http(s) URL`},
+		{"handler builtin unknown", "invoices.lookup: builtin:echo", "invoices.lookup: builtin:sleep",
+			`capgate.yaml:19: handlers.invoices.lookup: "builtin:sleep" is not a builtin handler (known: builtin:echo)`},
+		{"extended card mode", "store: memory\n", "store: memory\ncards: {extended_card: maybe}\n",
+			`capgate.yaml:23: cards.extended_card: "maybe" is not one of auto, on, off`},
+		{"duration not a string", "store: memory\n", "store: memory\ncards: {max_age: 300}\n",
+			`capgate.yaml:23: cards.max_age: want a duration such as "30s", got an integer`},
+		{"unknown key at the end", "store: memory\n", "store: memory\nauth2: 1\n",
+			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards"},
+		{"duration unparsable", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: 30 seconds\n",
+			`capgate.yaml:18: auth.clock_skew: "30 seconds" is not a duration (want e.g. "30s" or "5m")`},
+		{"negative duration", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: -5s\n",
+			"capgate.yaml:18: auth.clock_skew: -5s is negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			require.Contains(t, base, tt.old)
+			c, err := config.LoadFS(fsWith(strings.Replace(base, tt.old, tt.new, 1)), "capgate.yaml")
+			require.Nil(t, c)
+			require.EqualError(t, err, tt.want)
+			var set *diag.Set
+			require.True(t, errors.As(err, &set))
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	cfg := `agent:
+  name: Finance Agent
+  version: "1.4"
+  url: 127.0.0.1:8080
+  extensions:
+    - {uri: "urn:example:trace"}
+manifests: [./capabilities]
+auth:
+  issuers:
+    - issuer: https://idp.example.com
+      jwks_url: https://idp.example.com/jwks
+      algorithms: [none, HS512, RS256]
+  colour: blue
+router: {threshold: 2}
+store: memcached
+`
+	_, err := config.LoadFS(fsWith(cfg), "capgate.yaml")
+	require.EqualError(t, err, `capgate.yaml:1: agent.description: required
+capgate.yaml:3: agent.version: "1.4" is not a semantic version (want x.y.z, e.g. 1.4.0)
+capgate.yaml:4: agent.url: "127.0.0.1:8080" is not an absolute http(s) URL
+capgate.yaml:10: auth.issuers[0].audiences: required: at least one audience
+capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned tokens are never accepted
+capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
+capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew
+capgate.yaml:14: router.threshold: 2 is outside [0, 1]
+capgate.yaml:15: store: "memcached" is neither "memory" nor a redis:// or rediss:// URL`)
+}
+
+func TestWarnings(t *testing.T) {
+	cfg := strings.Replace(base, "- {uri: https://example.com/ext/trace/v1,", "- {uri: https://example.com/ext/trace,", 1)
+	cfg = strings.Replace(cfg, "required: false}\n", "required: false}\n    - {uri: \"urn:example:audit:v2\"}\n    - {uri: https://example.com/ext/v1.2/cost}\n", 1)
+	c, err := config.LoadFS(fsWith(cfg), "capgate.yaml")
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`agent.extensions[0].uri: "https://example.com/ext/trace" has no version segment (e.g. /v1); a breaking change needs a new URI`,
+	}, c.Warnings())
+}
+
+// Paths in a config on disk resolve against the config file's folder, not
+// the working directory; absolute paths and ".." are allowed.
+func TestLoadResolvesRelativePaths(t *testing.T) {
+	root := t.TempDir()
+	deploy := filepath.Join(root, "deploy")
+	shared := filepath.Join(root, "shared")
+	for _, d := range []string{filepath.Join(deploy, "capabilities"), filepath.Join(deploy, "keys"), filepath.Join(shared, "more")} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(deploy, "capabilities", "lookup-invoice.yaml"), []byte(lookup), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(deploy, "keys", "demo.jwks.json"), []byte(`{"keys": []}`), 0o644))
+	cfg := strings.Replace(base, "manifests: [./capabilities]", "manifests: [./capabilities, ../shared/more, "+filepath.ToSlash(filepath.Join(shared, "more"))+"]", 1)
+	require.NoError(t, os.WriteFile(filepath.Join(deploy, "capgate.yaml"), []byte(cfg), 0o644))
+
+	c, err := config.Load(filepath.Join(deploy, "capgate.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, deploy, c.Dir)
+
+	fsys, name, err := c.Open("./capabilities")
+	require.NoError(t, err)
+	require.Equal(t, filepath.ToSlash(filepath.Join(deploy, "capabilities")), name)
+	b, err := fsys.(interface {
+		ReadFile(string) ([]byte, error)
+	}).ReadFile("lookup-invoice.yaml")
+	require.NoError(t, err)
+	require.Equal(t, lookup, string(b))
+
+	_, name, err = c.Open("../shared/more")
+	require.NoError(t, err)
+	require.Equal(t, filepath.ToSlash(filepath.Join(root, "shared/more")), name)
+
+	jwks, err := c.ReadFile("./keys/demo.jwks.json")
+	require.NoError(t, err)
+	require.JSONEq(t, `{"keys": []}`, string(jwks))
+
+	reg, err := c.LoadRegistry()
+	require.NoError(t, err)
+	require.Equal(t, 1, reg.Len())
+
+	// Run from another working directory: the result is the same.
+	t.Chdir(shared)
+	c2, err := config.Load(filepath.Join(deploy, "capgate.yaml"))
+	require.NoError(t, err)
+	_, err = c2.ReadFile("./keys/demo.jwks.json")
+	require.NoError(t, err)
+
+	// A relative config path gives relative display names.
+	t.Chdir(root)
+	c3, err := config.Load("deploy/capgate.yaml")
+	require.NoError(t, err)
+	_, name, err = c3.Open("./capabilities")
+	require.NoError(t, err)
+	require.Equal(t, "deploy/capabilities", name)
+	_, err = c3.ReadFile("missing.json")
+	require.EqualError(t, err, "read deploy/missing.json: no such file or directory")
+}
+
+func TestEmbeddedPathsStayInside(t *testing.T) {
+	c, err := config.LoadFS(fsWith(base), "capgate.yaml")
+	require.NoError(t, err)
+	tests := map[string]string{
+		"../outside": "open ../outside: outside the embedded filesystem",
+		"/etc":       "open /etc: absolute paths cannot be used in an embedded config",
+		"keys/x":     "open keys/x: open keys/x: file does not exist",
+	}
+	for rel, want := range tests {
+		t.Run(rel, func(t *testing.T) {
+			_, _, err := c.Open(rel)
+			require.EqualError(t, err, want)
+		})
+	}
+	_, _, err = c.Open("keys/demo.jwks.json")
+	require.EqualError(t, err, "open keys/demo.jwks.json: not a directory")
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := config.Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
