@@ -1,0 +1,72 @@
+package yamlnode_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/policy/diag/yamlnode"
+)
+
+func TestParse(t *testing.T) {
+	tests := map[string]struct {
+		doc  string
+		want string // "" when the document parses cleanly
+	}{
+		"one document":   {"a: 1\n", ""},
+		"json":           {`{"a": [1, 2]}`, ""},
+		"empty":          {"", "f.yaml: empty file: want one document"},
+		"only a comment": {"# nothing\n", "f.yaml: empty file: want one document"},
+		"two documents":  {"a: 1\n---\nb: 2\n", "f.yaml:3: more than one document: put one document in each file"},
+		"tab indent":     {"a:\n\tb: 1\n", "f.yaml:2: syntax error: found character that cannot start any token"},
+		"bad utf-8":      {"a: \xff\n", "f.yaml: syntax error: invalid leading UTF-8 octet"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var probs diag.Set
+			n := yamlnode.Parse("f.yaml", []byte(tt.doc), &probs)
+			if tt.want == "" {
+				require.NoError(t, probs.ErrOrNil())
+				require.NotNil(t, n)
+				return
+			}
+			require.EqualError(t, probs.ErrOrNil(), tt.want)
+		})
+	}
+}
+
+func TestValue(t *testing.T) {
+	var probs diag.Set
+	n := yamlnode.Parse("f.yaml", []byte("a: 1\nb: 2.5\nc: [x, true, null]\nd: {e: 2024-01-01}\nf: 0x10\n"), &probs)
+	require.NotNil(t, n)
+	v, ok := yamlnode.Value("f.yaml", n, "", &probs)
+	require.True(t, ok)
+	require.NoError(t, probs.ErrOrNil())
+	require.Equal(t, map[string]any{
+		"a": int64(1),
+		"b": 2.5,
+		"c": []any{"x", true, nil},
+		"d": map[string]any{"e": "2024-01-01"},
+		"f": int64(16),
+	}, v)
+
+	tests := map[string]struct {
+		doc  string
+		want string
+	}{
+		"duplicate key":  {"a: 1\na: 2\n", "f.yaml:2: limits.a: duplicate key (first defined at line 1)"},
+		"non-string key": {"[1]: 2\n", "f.yaml:1: limits: keys must be strings, got a list"},
+		"infinity":       {"a: .inf\n", `f.yaml:1: limits.a: ".inf" is not a finite number`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var probs diag.Set
+			n := yamlnode.Parse("f.yaml", []byte(tt.doc), &probs)
+			require.NotNil(t, n)
+			_, ok := yamlnode.Value("f.yaml", n, "limits", &probs)
+			require.False(t, ok)
+			require.EqualError(t, probs.ErrOrNil(), tt.want)
+		})
+	}
+}
