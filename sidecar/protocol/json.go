@@ -21,7 +21,7 @@ func checkJSON(body []byte, maxDepth int) *Error {
 		return Errorf(ParseError, "request body is not valid UTF-8")
 	}
 	dec := jsontext.NewDecoder(bytes.NewBuffer(body), jsontext.AllowDuplicateNames(true))
-	var names nameStack
+	names := nameStack{names: make([]string, 0, 32), starts: make([]int, 0, 8), sets: make([]map[string]struct{}, 0, 8)}
 	for {
 		tok, err := dec.ReadToken()
 		if err != nil {
@@ -34,12 +34,14 @@ func checkJSON(body []byte, maxDepth int) *Error {
 				return Errorf(InvalidRequest, "request body nests deeper than the limit of %d levels", maxDepth)
 			}
 			if tok.Kind() == '{' {
-				names.push(depth)
+				names.push()
 			}
+		case '}':
+			names.pop()
 		case '"':
 			if kind, n := dec.StackIndex(depth); kind == '{' && n%2 == 1 {
 				name := tok.String()
-				if !names.add(depth, name) {
+				if !names.add(name) {
 					return Errorf(ParseError, "duplicate object key %q", clip(name))
 				}
 			}
@@ -61,46 +63,48 @@ func syntaxError(err error) *Error {
 	return Wrap(ParseError, err, "request body is not valid JSON")
 }
 
-// nameStack holds the names seen in each open object, reused across objects of one body.
+// nameStack holds the names of the open objects of one body in one flat slice: starts[i] is
+// where the names of the i-th open object begin. Objects with many names also get a set.
 type nameStack struct {
-	levels []nameSet
+	names  []string
+	starts []int
+	sets   []map[string]struct{}
 }
 
-type nameSet struct {
-	list []string
-	set  map[string]struct{}
+func (s *nameStack) push() {
+	s.starts = append(s.starts, len(s.names))
+	s.sets = append(s.sets, nil)
 }
 
-func (s *nameStack) push(depth int) {
-	for len(s.levels) < depth {
-		s.levels = append(s.levels, nameSet{})
-	}
-	l := &s.levels[depth-1]
-	l.list = l.list[:0]
-	l.set = nil
+func (s *nameStack) pop() {
+	n := len(s.starts) - 1
+	s.names = s.names[:s.starts[n]]
+	s.starts, s.sets = s.starts[:n], s.sets[:n]
 }
 
-// add records name in the object at depth, reporting false when it was already there.
-func (s *nameStack) add(depth int, name string) bool {
-	l := &s.levels[depth-1]
-	if l.set != nil {
-		if _, dup := l.set[name]; dup {
+// add records name in the innermost object, reporting false when it was already there.
+func (s *nameStack) add(name string) bool {
+	n := len(s.starts) - 1
+	if set := s.sets[n]; set != nil {
+		if _, dup := set[name]; dup {
 			return false
 		}
-		l.set[name] = struct{}{}
+		set[name] = struct{}{}
 		return true
 	}
-	for _, n := range l.list {
-		if n == name {
+	own := s.names[s.starts[n]:]
+	for _, have := range own {
+		if have == name {
 			return false
 		}
 	}
-	l.list = append(l.list, name)
-	if len(l.list) > 16 {
-		l.set = make(map[string]struct{}, 2*len(l.list))
-		for _, n := range l.list {
-			l.set[n] = struct{}{}
+	s.names = append(s.names, name)
+	if len(own) >= 16 {
+		set := make(map[string]struct{}, 2*len(own)+2)
+		for _, have := range s.names[s.starts[n]:] {
+			set[have] = struct{}{}
 		}
+		s.sets[n] = set
 	}
 	return true
 }
@@ -108,7 +112,6 @@ func (s *nameStack) add(depth int, name string) bool {
 // member is one name/value pair of an object the parser interprets.
 type member struct {
 	name  string
-	key   string // fieldKey(name)
 	value jsontext.Value
 }
 
@@ -139,24 +142,41 @@ func readObject(raw jsontext.Value, where string) (object, *Error) {
 			return nil, syntaxError(err)
 		}
 		end := int(dec.InputOffset())
-		obj = append(obj, member{name: name, key: fieldKey(name), value: jsontext.Value(raw[end-len(v) : end])})
+		obj = append(obj, member{name: name, value: jsontext.Value(raw[end-len(v) : end])})
 	}
-	for i := range obj {
-		for j := range i {
-			if obj[i].key == obj[j].key {
-				return nil, Errorf(ParseError, "duplicate object key %q (same field as %q)",
-					clip(obj[i].name), clip(obj[j].name))
-			}
-		}
+	if i, j := obj.sameFields(); i >= 0 {
+		return nil, Errorf(ParseError, "duplicate object key %q (same field as %q)", clip(obj[i].name), clip(obj[j].name))
 	}
 	return obj, nil
 }
 
+// sameFields finds two members naming the same field: the later one's index first, or -1, -1.
+func (o object) sameFields() (int, int) {
+	if len(o) <= 16 {
+		for i := range o {
+			for j := range i {
+				if sameField(o[i].name, o[j].name) {
+					return i, j
+				}
+			}
+		}
+		return -1, -1
+	}
+	seen := make(map[string]int, len(o))
+	for i, m := range o {
+		k := fieldKey(m.name)
+		if j, dup := seen[k]; dup {
+			return i, j
+		}
+		seen[k] = i
+	}
+	return -1, -1
+}
+
 // get returns the value of field (a camelCase name), nil when absent or null.
 func (o object) get(field string) jsontext.Value {
-	key := fieldKey(field)
 	for _, m := range o {
-		if m.key == key {
+		if sameField(m.name, field) {
 			if m.value.Kind() == 'n' {
 				return nil
 			}
@@ -198,6 +218,33 @@ func fieldKey(name string) string {
 		b = utf8.AppendRune(b, foldRune(r))
 	}
 	return string(b)
+}
+
+// sameField reports fieldKey(a) == fieldKey(b) without allocating.
+func sameField(a, b string) bool {
+	for {
+		for len(a) > 0 && a[0] == '_' {
+			a = a[1:]
+		}
+		for len(b) > 0 && b[0] == '_' {
+			b = b[1:]
+		}
+		if a == "" || b == "" {
+			return a == b
+		}
+		ra, na := rune(a[0]), 1
+		if ra >= utf8.RuneSelf {
+			ra, na = utf8.DecodeRuneInString(a)
+		}
+		rb, nb := rune(b[0]), 1
+		if rb >= utf8.RuneSelf {
+			rb, nb = utf8.DecodeRuneInString(b)
+		}
+		if ra != rb && foldRune(ra) != foldRune(rb) {
+			return false
+		}
+		a, b = a[na:], b[nb:]
+	}
 }
 
 // foldRune maps r to the smallest rune of its case-folding orbit (k, K and the Kelvin sign all

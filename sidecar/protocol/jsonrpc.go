@@ -69,9 +69,8 @@ func ParseJSONRPC(v Version, contentType string, body []byte, lim Limits) (*Requ
 
 // lookup returns a member's value (JSON null included) and whether it is present.
 func lookup(o object, field string) (jsontext.Value, bool) {
-	key := fieldKey(field)
 	for _, m := range o {
-		if m.key == key {
+		if sameField(m.name, field) {
 			return m.value, true
 		}
 	}
