@@ -1,0 +1,101 @@
+package regocheck
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/rego"
+)
+
+// denyRule is the only rule the built-in policy reads from an extra module:
+// data.capgate.deny.<name>.deny.
+const denyRule = "deny"
+
+// ValidateExtraModules checks the modules security teams add beside the
+// built-in policy (file name → source). Each must parse as Rego v1 and live
+// in a package under capgate.deny.<name>: it can then add refusals through
+// `deny contains {"capability": id | "*", "reason": text}` and helper rules
+// of its own, but never define rules in capgate.authz, under data.capgate or
+// anywhere else. A deny rule the policy would not read (a function, or one in
+// a deeper package) is refused too, since it would silently deny nothing.
+// Every problem is reported, with file and line.
+func ValidateExtraModules(mods map[string]string) error {
+	var problems diag.Set
+	prefix := ast.MustParseRef("data." + strings.TrimSuffix(rego.DenyPackagePrefix, "."))
+	for _, file := range slices.Sorted(maps.Keys(mods)) {
+		m, err := ast.ParseModuleWithOpts(file, mods[file], parserOptions())
+		if err != nil {
+			addASTErrors(&problems, file, err)
+			continue
+		}
+		pkg := m.Package.Path
+		if !pkg.HasPrefix(prefix) || len(pkg) <= len(prefix) {
+			problems.Add(file, m.Package.Location.Row, "package",
+				"package %s is not allowed: extra modules must use a package under %s<name>; they may only add deny rules, never rules of %s or elsewhere",
+				packageName(pkg), rego.DenyPackagePrefix, rego.Package)
+			continue
+		}
+		for _, r := range m.Rules {
+			checkDenyRule(&problems, file, prefix, pkg, r)
+		}
+	}
+	return problems.ErrOrNil()
+}
+
+// checkDenyRule refuses a rule named deny that the built-in policy would not
+// read: it reads data.capgate.deny.<name>.deny as a set of objects only.
+func checkDenyRule(problems *diag.Set, file string, prefix, pkg ast.Ref, r *ast.Rule) {
+	path := pkg.Extend(r.Head.Ref())
+	for i := len(prefix) + 1; i < len(path); i++ {
+		if !path[i].Equal(ast.InternedTerm(denyRule)) {
+			continue
+		}
+		switch {
+		case i != len(prefix)+1:
+			problems.Add(file, r.Location.Row, "rule",
+				"%s is never read: deny rules must be defined in package %s<name> itself", ruleName(path[:i+1]), rego.DenyPackagePrefix)
+		case len(r.Head.Args) > 0:
+			problems.Add(file, r.Location.Row, "rule",
+				"%s must be a set of {\"capability\", \"reason\"} objects, not a function", ruleName(path[:i+1]))
+		}
+		return
+	}
+}
+
+func packageName(pkg ast.Ref) string {
+	return strings.TrimPrefix(pkg.String(), "data.")
+}
+
+func ruleName(path ast.Ref) string {
+	return strings.TrimPrefix(path.String(), "data.")
+}
+
+// Modules returns the built-in policy modules together with extra, after
+// validating extra with [ValidateExtraModules]. A file name used by both is
+// an error.
+func Modules(extra map[string]string) (map[string]string, error) {
+	if err := ValidateExtraModules(extra); err != nil {
+		return nil, err
+	}
+	out, err := rego.Modules()
+	if err != nil {
+		return nil, fmt.Errorf("read built-in policy: %w", err)
+	}
+	var problems diag.Set
+	for _, file := range slices.Sorted(maps.Keys(extra)) {
+		if _, ok := out[file]; ok {
+			problems.Add(file, 0, "", "file name is used by the built-in policy")
+			continue
+		}
+		out[file] = extra[file]
+	}
+	if err := problems.ErrOrNil(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
