@@ -1,0 +1,395 @@
+// Package classifier ranks a registry's skills against a message text with a lexical model and a calibrated confidence.
+package classifier
+
+// The model, in short (docs/routing.md has the figures and the tuning):
+//
+//   - Text is split into lower-case words, contractions are expanded
+//     ("what's" → "what is", "dont" → "do not") and words are stemmed with
+//     Porter2 (Snowball English).
+//   - Two feature spaces: stemmed words, and character 2–3-grams of each
+//     unstemmed word padded with boundary marks ("<card>": "<c", "<ca",
+//     "ca", …), which tolerates typos and inflections the stemmer misses.
+//   - A skill's document is its name (weighted ×4), its tags and its
+//     examples; the templated description adds nothing the name does not
+//     and is left out. Terms are weighted by sublinear tf × idf, with idf
+//     computed over skills and offset so that frequent words still count.
+//   - The message's words are expanded with WordNet-related words
+//     (synonyms and derivations, weight 0.5) that some skill uses.
+//   - A skill's score is the sum of the cosine similarities between the
+//     message and its document in both spaces. Query words unknown to every
+//     skill still count in the message's norm (×1.5), which pulls scores of
+//     out-of-scope messages down.
+//   - The confidence is a logistic function of the best candidate's softmax
+//     probability among the candidates, its score, its margin over the
+//     second, how much of its name the message has, how much of the message
+//     the vocabulary knows and its best cosine with a single example. It
+//     was fitted on the tuning data to estimate the chance that the best
+//     candidate is right.
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Doc is what the classifier reads of one skill.
+type Doc struct {
+	ID          string
+	Name        string
+	Description string
+	Tags        []string
+	Examples    []string
+}
+
+// Score is one skill's score for a message.
+type Score struct {
+	ID    string
+	Score float64
+}
+
+// Result is the classifier's answer for one message.
+type Result struct {
+	// Best is the highest-scoring candidate, "" when no candidate shares
+	// anything with the message.
+	Best string
+	// Confidence in [0,1] that Best is the skill the message is meant for,
+	// computed over the candidates only; 0 when Best is "".
+	Confidence float64
+	// Ranked holds the top candidates (at most RankedLen), best first.
+	Ranked []Score
+}
+
+// RankedLen is the most candidates a Result lists.
+const RankedLen = 5
+
+// config holds the model's parameters; defaultConfig is the set tuned on
+// the CLINC150 dev data (see tune_test.go and docs/routing.md).
+type config struct {
+	// field weights in the skill document; examples weigh 1
+	nameWeight, descWeight, tagWeight float64
+	// character n-gram lengths
+	charMin, charMax int
+	// idf = ln((N+1)/(df+1)) + idfOffset
+	idfOffset float64
+	// weight of query terms unknown to every skill in the query norm
+	unknown float64
+	// score = word·cosWord + char·cosChar
+	word, char float64
+	// weight of WordNet-related stems added to the message
+	related float64
+	// softmax temperature over candidate scores (confidence feature 1)
+	temperature float64
+	// confidence = σ(conf · features), see confFeatures
+	conf confFeatures
+}
+
+func defaultConfig() config {
+	return config{
+		nameWeight: 4, descWeight: 0, tagWeight: 1,
+		charMin: 2, charMax: 3,
+		idfOffset: 2, unknown: 1.5,
+		word: 1, char: 1,
+		related:     0.5,
+		temperature: 0.05,
+		conf:        confFeatures{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164},
+	}
+}
+
+// Index is a classifier built once per registry load. It is immutable and
+// safe for concurrent use.
+type Index struct {
+	cfg  config
+	ids  []string
+	byID map[string]int
+
+	word, char         space
+	skillWord          []sparse    // skill documents, word space
+	skillChar          []sparse    // skill documents, char space
+	postWord, postChar [][]posting // the same by term
+	names              []sparse    // name stems, coverage weights
+	examples           []sparse    // examples, word space
+	exStart            []int32     // skill → its first example; contiguous
+
+	scratch sync.Pool // *[]float32 pairs sized to the index
+}
+
+// New builds an index over docs; doc i is candidate i in Classify. A later
+// doc with an ID already seen is indexed, but Lookup finds the first.
+func New(docs []Doc) *Index {
+	return newIndex(docs, defaultConfig())
+}
+
+func newIndex(docs []Doc, cfg config) *Index {
+	ix := &Index{
+		cfg:     cfg,
+		ids:     make([]string, len(docs)),
+		byID:    make(map[string]int, len(docs)),
+		exStart: make([]int32, len(docs)+1),
+	}
+	relatedStems() // parse the table now rather than in the first Classify
+	memo := make(map[string]string)
+	wordBags := make([]bag, len(docs))
+	charBags := make([]bag, len(docs))
+	nameBags := make([]bag, len(docs))
+	var exBags []bag
+	for i, d := range docs {
+		ix.ids[i] = d.ID
+		if _, ok := ix.byID[d.ID]; !ok {
+			ix.byID[d.ID] = i
+		}
+		ix.exStart[i] = int32(len(exBags))
+		wb, cb := bag{}, bag{}
+		add := func(text string, weight float64) []token {
+			ts := tokens(text, memo)
+			if weight > 0 {
+				addWords(wb, ts, weight)
+				addChars(cb, ts, cfg.charMin, cfg.charMax, weight)
+			}
+			return ts
+		}
+		nameBags[i] = bag{}
+		addWords(nameBags[i], add(d.Name, cfg.nameWeight), 1)
+		add(d.Description, cfg.descWeight)
+		for _, t := range d.Tags {
+			add(t, cfg.tagWeight)
+		}
+		for _, e := range d.Examples {
+			ts := add(e, 1)
+			if len(ts) > 0 {
+				eb := bag{}
+				addWords(eb, ts, 1)
+				exBags = append(exBags, eb)
+			}
+		}
+		wordBags[i], charBags[i] = wb, cb
+	}
+	ix.exStart[len(docs)] = int32(len(exBags))
+
+	ix.word = newSpace(wordBags, cfg.idfOffset, cfg.unknown)
+	ix.char = newSpace(charBags, cfg.idfOffset, cfg.unknown)
+	ix.skillWord = make([]sparse, len(docs))
+	ix.skillChar = make([]sparse, len(docs))
+	ix.names = make([]sparse, len(docs))
+	for i := range docs {
+		ix.skillWord[i] = ix.word.vector(wordBags[i], false)
+		ix.skillChar[i] = ix.char.vector(charBags[i], false)
+		ix.names[i] = ix.word.coverage(nameBags[i])
+	}
+	ix.examples = make([]sparse, len(exBags))
+	for e, b := range exBags {
+		ix.examples[e] = ix.word.vector(b, false)
+	}
+	ix.postWord = postings(ix.skillWord, len(ix.word.idf))
+	ix.postChar = postings(ix.skillChar, len(ix.char.idf))
+	n := len(docs)
+	ix.scratch.New = func() any {
+		s := make([]float32, 2*n)
+		return &s
+	}
+	return ix
+}
+
+func addWords(b bag, ts []token, weight float64) {
+	for _, t := range ts {
+		b[fnv64('w', t.stem)] += weight
+	}
+}
+
+// addRelated adds the WordNet-related stems of ts that are in the
+// vocabulary, with the given weight.
+func addRelated(b bag, ts []token, weight float64, vocab map[uint64]int32) {
+	if weight == 0 {
+		return
+	}
+	rel := relatedStems()
+	for _, t := range ts {
+		for _, r := range rel[t.stem] {
+			h := fnv64('w', r)
+			if _, ok := vocab[h]; ok {
+				b[h] += weight
+			}
+		}
+	}
+}
+
+// addChars adds the lo–hi character n-grams of each word padded as
+// "<word>".
+func addChars(b bag, ts []token, lo, hi int, weight float64) {
+	var buf []byte
+	for _, t := range ts {
+		buf = append(buf[:0], '<')
+		buf = append(buf, t.word...)
+		buf = append(buf, '>')
+		s := string(buf)
+		for n := lo; n <= hi; n++ {
+			for i := 0; i+n <= len(s); i++ {
+				b[fnv64('c', s[i:i+n])] += weight
+			}
+		}
+	}
+}
+
+// Len returns the number of docs indexed.
+func (ix *Index) Len() int { return len(ix.ids) }
+
+// Lookup returns the position of the doc with the given ID.
+func (ix *Index) Lookup(id string) (int, bool) {
+	i, ok := ix.byID[id]
+	return i, ok
+}
+
+// directLimit is the candidate count up to which scores are computed by
+// merge-joining the message with each candidate's vectors rather than by
+// walking the postings of every message term over the whole index.
+const directLimit = 16
+
+// Classify ranks the candidates (positions of the docs given to New; nil
+// means all) for text. Positions out of range and repeats are ignored. The
+// ranking and the confidence are computed over the candidates only.
+func (ix *Index) Classify(text string, candidates []int) Result {
+	cands, scores, q := ix.scores(text, candidates)
+	if scores == nil {
+		return Result{}
+	}
+	return ix.result(cands, scores, q)
+}
+
+// query is a message's vectors in both spaces.
+type query struct {
+	word, char sparse
+}
+
+// scores returns the cleaned candidates, their scores and the message's
+// vectors, or nil scores when there is nothing to rank.
+func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query) {
+	if candidates == nil {
+		candidates = make([]int, len(ix.ids))
+		for i := range candidates {
+			candidates[i] = i
+		}
+	} else {
+		candidates = ix.clean(candidates)
+	}
+	if len(candidates) == 0 || strings.TrimSpace(text) == "" {
+		return nil, nil, query{}
+	}
+	ts := tokens(text, nil)
+	wb, cb := bag{}, bag{}
+	addWords(wb, ts, 1)
+	addRelated(wb, ts, ix.cfg.related, ix.word.ids)
+	addChars(cb, ts, ix.cfg.charMin, ix.cfg.charMax, 1)
+	q := query{word: ix.word.vector(wb, true), char: ix.char.vector(cb, true)}
+	if len(q.word.ids) == 0 && len(q.char.ids) == 0 {
+		return nil, nil, query{}
+	}
+	scores := make([]float64, len(candidates))
+	if len(candidates) <= directLimit {
+		for k, c := range candidates {
+			scores[k] = ix.cfg.word*float64(q.word.dot(ix.skillWord[c])) +
+				ix.cfg.char*float64(q.char.dot(ix.skillChar[c]))
+		}
+		return candidates, scores, q
+	}
+	buf := ix.scratch.Get().(*[]float32)
+	defer ix.scratch.Put(buf)
+	clear(*buf)
+	accW, accC := (*buf)[:len(ix.ids)], (*buf)[len(ix.ids):]
+	accumulate(ix.postWord, q.word, accW)
+	accumulate(ix.postChar, q.char, accC)
+	for k, c := range candidates {
+		scores[k] = ix.cfg.word*float64(accW[c]) + ix.cfg.char*float64(accC[c])
+	}
+	return candidates, scores, q
+}
+
+// clean drops out-of-range positions and repeats, keeping order.
+func (ix *Index) clean(cands []int) []int {
+	out := make([]int, 0, len(cands))
+	seen := make(map[int]bool, len(cands))
+	for _, c := range cands {
+		if c < 0 || c >= len(ix.ids) || seen[c] {
+			continue
+		}
+		seen[c] = true
+		out = append(out, c)
+	}
+	return out
+}
+
+// result ranks the scored candidates and computes the confidence.
+func (ix *Index) result(cands []int, scores []float64, q query) Result {
+	order := rankOrder(cands, scores)
+	if scores[order[0]] <= 0 {
+		return Result{}
+	}
+	ft := ix.features(cands, scores, order, q)
+	var z float64
+	for i := range ft {
+		z += ix.cfg.conf[i] * ft[i]
+	}
+	res := Result{
+		Best:       ix.ids[cands[order[0]]],
+		Confidence: 1 / (1 + math.Exp(-z)),
+	}
+	n := min(RankedLen, len(order))
+	res.Ranked = make([]Score, n)
+	for i := range n {
+		res.Ranked[i] = Score{ID: ix.ids[cands[order[i]]], Score: scores[order[i]]}
+	}
+	return res
+}
+
+// rankOrder returns the positions of scores by descending score, ties by
+// candidate position so that results are deterministic.
+func rankOrder(cands []int, scores []float64) []int {
+	order := make([]int, len(cands))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		switch {
+		case scores[a] > scores[b]:
+			return -1
+		case scores[a] < scores[b]:
+			return 1
+		}
+		return cands[a] - cands[b]
+	})
+	return order
+}
+
+// confFeatures are the inputs of the confidence logistic, or its
+// coefficients:
+//
+//	0: 1 (bias)
+//	1: softmax probability of the best candidate among the candidates
+//	2: best score
+//	3: best score minus the second (the best score, alone)
+//	4: idf-weighted share of the best skill's name stems in the message
+//	5: share of the message's word vector (squared) that the vocabulary knows
+//	6: best word cosine between the message and one of the best skill's examples
+type confFeatures [7]float64
+
+func (ix *Index) features(cands []int, scores []float64, order []int, q query) confFeatures {
+	s1 := scores[order[0]]
+	s2 := 0.0
+	if len(order) > 1 {
+		s2 = scores[order[1]]
+	}
+	var z float64
+	for _, s := range scores {
+		z += math.Exp((s - s1) / ix.cfg.temperature)
+	}
+	best := cands[order[0]]
+	var known float64
+	for _, w := range q.word.w {
+		known += float64(w) * float64(w)
+	}
+	var ex float32
+	for e := ix.exStart[best]; e < ix.exStart[best+1]; e++ {
+		ex = max(ex, q.word.dot(ix.examples[e]))
+	}
+	name := q.word.ones().dot(ix.names[best])
+	return confFeatures{1, 1 / z, s1, s1 - s2, float64(name), known, float64(ex)}
+}

@@ -1,0 +1,323 @@
+package classifier
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func smallDocs() []Doc {
+	return []Doc{
+		{ID: "balance", Name: "Balance", Description: "Handles requests about balance in the banking domain.", Tags: []string{"banking"},
+			Examples: []string{"how much money is in my checking account", "what is my savings balance"}},
+		{ID: "transfer", Name: "Transfer", Description: "Handles requests about transfer in the banking domain.", Tags: []string{"banking"},
+			Examples: []string{"move $100 from savings to checking", "transfer money to my mom"}},
+		{ID: "weather", Name: "Weather", Description: "Handles requests about weather in the utility domain.", Tags: []string{"utility"},
+			Examples: []string{"will it rain tomorrow", "what is the temperature outside"}},
+		{ID: "alarm", Name: "Alarm", Description: "Handles requests about alarm in the utility domain.", Tags: []string{"utility"},
+			Examples: []string{"wake me up at 7", "set an alarm for noon"}},
+	}
+}
+
+func TestClassifyRanks(t *testing.T) {
+	ix := New(smallDocs())
+	tests := []struct{ text, want string }{
+		{"what's my balance", "balance"},
+		{"please transfer 50 dollars to savings", "transfer"},
+		{"is it going to rain", "weather"},
+		{"set an alarm for 6 am", "alarm"},
+		{"trasnfer money", "transfer"}, // typo, matched by character n-grams
+	}
+	for _, tt := range tests {
+		t.Run(tt.text, func(t *testing.T) {
+			res := ix.Classify(tt.text, nil)
+			require.Equal(t, tt.want, res.Best)
+			require.NotEmpty(t, res.Ranked)
+			require.Equal(t, res.Best, res.Ranked[0].ID)
+			for i := 1; i < len(res.Ranked); i++ {
+				require.GreaterOrEqual(t, res.Ranked[i-1].Score, res.Ranked[i].Score)
+			}
+		})
+	}
+}
+
+func TestClassifyCandidatesRestrict(t *testing.T) {
+	ix := New(smallDocs())
+	w, ok := ix.Lookup("weather")
+	require.True(t, ok)
+	a, ok := ix.Lookup("alarm")
+	require.True(t, ok)
+	all := ix.Classify("how much is in my savings account", nil)
+	require.Equal(t, "balance", all.Best)
+
+	res := ix.Classify("how much is in my savings account", []int{w, a})
+	for _, s := range res.Ranked {
+		require.Contains(t, []string{"weather", "alarm"}, s.ID)
+	}
+	require.LessOrEqual(t, len(res.Ranked), 2)
+
+	// Out-of-range positions and repeats are ignored.
+	res = ix.Classify("wake me up at 5", []int{a, a, -1, 99})
+	require.Equal(t, "alarm", res.Best)
+	require.Len(t, res.Ranked, 1)
+
+	// An empty candidate set ranks nothing.
+	res = ix.Classify("wake me up at 5", []int{})
+	require.Equal(t, Result{}, res)
+}
+
+func TestClassifyConfidenceOverCandidates(t *testing.T) {
+	ix := New(smallDocs())
+	b, _ := ix.Lookup("balance")
+	tr, _ := ix.Lookup("transfer")
+	w, _ := ix.Lookup("weather")
+	// Balance and transfer compete for a banking message; with transfer
+	// out of the candidates the confidence in balance rises.
+	text := "how much money is in savings"
+	both := ix.Classify(text, []int{b, tr, w})
+	alone := ix.Classify(text, []int{b, w})
+	require.Equal(t, "balance", both.Best)
+	require.Equal(t, "balance", alone.Best)
+	require.Greater(t, alone.Confidence, both.Confidence)
+}
+
+func TestClassifyConfidenceRange(t *testing.T) {
+	ix := New(smallDocs())
+	for _, text := range []string{"what's my balance", "xyzzy plugh", "the", "what is the meaning of life", "alarm alarm alarm alarm"} {
+		res := ix.Classify(text, nil)
+		require.GreaterOrEqual(t, res.Confidence, 0.0, text)
+		require.LessOrEqual(t, res.Confidence, 1.0, text)
+	}
+}
+
+func TestClassifyNothingToRank(t *testing.T) {
+	ix := New(smallDocs())
+	for _, text := range []string{"", "   ", "?!", "zzzqqq"} {
+		res := ix.Classify(text, nil)
+		require.Zero(t, res.Confidence, text)
+		require.Empty(t, res.Best, text)
+	}
+	empty := New(nil)
+	require.Equal(t, Result{}, empty.Classify("what's my balance", nil))
+}
+
+func TestClassifyDeterministic(t *testing.T) {
+	docs := synthDocs(300, 1)
+	a, b := New(docs), New(docs)
+	texts := []string{"what is my balance", "set an alarm", "book a table for two", "zzz"}
+	for _, text := range texts {
+		want := a.Classify(text, nil)
+		require.Equal(t, want, b.Classify(text, nil), text)
+		require.Equal(t, want, a.Classify(text, nil), text)
+	}
+}
+
+// The postings path (many candidates) and the merge-join path (few) give
+// the same scores.
+func TestClassifyPathsAgree(t *testing.T) {
+	docs := synthDocs(200, 2)
+	ix := New(docs)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 20 {
+		text := docs[rng.IntN(len(docs))].Examples[0] + " please"
+		full := ix.Classify(text, nil)
+		var few []int
+		for _, s := range full.Ranked[:min(3, len(full.Ranked))] {
+			i, _ := ix.Lookup(s.ID)
+			few = append(few, i)
+		}
+		part := ix.Classify(text, few)
+		for i, s := range part.Ranked {
+			require.Equal(t, full.Ranked[i].ID, s.ID)
+			require.InDelta(t, full.Ranked[i].Score, s.Score, 1e-6)
+		}
+	}
+}
+
+func TestClassifyConcurrent(t *testing.T) {
+	ix := New(synthDocs(100, 5))
+	want := ix.Classify("check my account balance", nil)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				require.Equal(t, want, ix.Classify("check my account balance", nil))
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func TestLookup(t *testing.T) {
+	ix := New(smallDocs())
+	i, ok := ix.Lookup("weather")
+	require.True(t, ok)
+	require.Equal(t, 2, i)
+	_, ok = ix.Lookup("nope")
+	require.False(t, ok)
+	require.Equal(t, 4, ix.Len())
+}
+
+func TestEvaluateDefinitions(t *testing.T) {
+	ix := New(smallDocs())
+	id := func(s string) *string { return &s }
+	cases := []Case{
+		{Text: "what is my savings balance", Expect: id("balance")}, // routed right
+		{Text: "will it rain tomorrow", Expect: id("alarm")},        // misrouted
+		{Text: "zzzqqq", Expect: id("transfer")},                    // clarified
+		{Text: "qqqzzz", Expect: nil},                               // clarified: OOS recall
+	}
+	m := Evaluate(ix, cases, 0.5)
+	require.Equal(t, 4, m.N)
+	require.Equal(t, 3, m.InScope)
+	require.InDelta(t, 1.0/3, m.InScopeAccuracy, 1e-9)
+	require.InDelta(t, 1.0/3, m.MisrouteRate, 1e-9)
+	require.InDelta(t, 1.0/3, m.ClarificationRate, 1e-9)
+	require.InDelta(t, 1.0/3, m.Top1Accuracy, 1e-9)
+	require.InDelta(t, 1.0, m.OOSRecall, 1e-9)
+	require.Positive(t, m.P50)
+	require.GreaterOrEqual(t, m.P99, m.P50)
+}
+
+// TestDevTargets checks the routing targets on the CLINC150 dev data with
+// all 150 skills as candidates.
+func TestDevTargets(t *testing.T) {
+	docs, cases := loadData(t)
+	ix := New(docs)
+	m := Evaluate(ix, cases, 0.6)
+	t.Logf("dev @0.6: top1 %.4f in-scope acc %.4f oos recall %.4f clarify %.4f misroute %.4f p50 %v p99 %v n %d",
+		m.Top1Accuracy, m.InScopeAccuracy, m.OOSRecall, m.ClarificationRate, m.MisrouteRate, m.P50, m.P99, m.N)
+	require.Equal(t, 3100, m.N)
+	require.GreaterOrEqual(t, m.Top1Accuracy, 0.69)
+	require.GreaterOrEqual(t, m.InScopeAccuracy, 0.52)
+	require.GreaterOrEqual(t, m.OOSRecall, 0.90)
+	require.LessOrEqual(t, m.MisrouteRate, 0.07)
+}
+
+// TestDevSweep logs a threshold sweep (CLASSIFIER_TUNE=1 to print it).
+func TestDevSweep(t *testing.T) {
+	docs, cases := loadData(t)
+	if testing.Short() {
+		t.Skip("short")
+	}
+	ix := New(docs)
+	var b strings.Builder
+	fmt.Fprintln(&b, "| threshold | in-scope acc | OOS recall | clarification | misroute |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|")
+	for _, th := range []float64{0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8} {
+		m := Evaluate(ix, cases, th)
+		fmt.Fprintf(&b, "| %.2f | %.1f%% | %.0f%% | %.1f%% | %.1f%% |\n", th, 100*m.InScopeAccuracy, 100*m.OOSRecall, 100*m.ClarificationRate, 100*m.MisrouteRate)
+	}
+	t.Log("\n" + b.String())
+}
+
+func TestBuildLarge(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	docs := synthDocs(10000, 9)
+	start := time.Now()
+	ix := New(docs)
+	took := time.Since(start)
+	t.Logf("built 10000 skills in %v", took)
+	require.Less(t, took, 20*time.Second) // generous: shared, loaded machines
+	require.NotEmpty(t, ix.Classify(docs[42].Examples[1], nil).Best)
+}
+
+func BenchmarkClassify150(b *testing.B) {
+	docs, cases := loadData(b)
+	ix := New(docs)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		ix.Classify(cases[i%len(cases)].Text, nil)
+		i++
+	}
+}
+
+func BenchmarkClassify1000(b *testing.B) {
+	docs := synthDocs(1000, 7)
+	ix := New(docs)
+	texts := synthQueries(docs, 500, 8)
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		ix.Classify(texts[i%len(texts)], nil)
+		i++
+	}
+}
+
+func BenchmarkClassify1000Restricted(b *testing.B) {
+	docs := synthDocs(1000, 7)
+	ix := New(docs)
+	texts := synthQueries(docs, 500, 8)
+	cands := []int{3, 141, 592, 653, 589, 793, 238, 462}
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		ix.Classify(texts[i%len(texts)], cands)
+		i++
+	}
+}
+
+func BenchmarkNew10000(b *testing.B) {
+	docs := synthDocs(10000, 9)
+	for b.Loop() {
+		New(docs)
+	}
+}
+
+// synthVocab is a small everyday vocabulary for synthetic skills.
+var synthVocab = strings.Fields(`account balance transfer money card credit debit payment bill due
+alarm timer reminder calendar meeting schedule weather rain forecast temperature flight hotel
+book reserve cancel order status track delivery package shipping restaurant table dinner lunch
+recipe ingredient cook bake music song play pause volume light thermostat door lock car oil tire
+gas fuel route traffic map direction distance translate language word definition spell math
+calculate convert unit currency exchange rate stock price news sport score team game movie show
+ticket event concert insurance claim policy doctor appointment pharmacy refill prescription
+email message call text phone contact address password reset login profile setting update
+report expense invoice receipt tax salary payroll vacation leave request approval ticket issue
+bug deploy server database backup restore quota usage plan upgrade subscription refund return`)
+
+var synthVerbs = strings.Fields(`show check tell give find get set change update cancel start stop
+list open close send add remove move pay book track`)
+
+// synthDocs generates n varied skills from synthVocab; deterministic in seed.
+func synthDocs(n int, seed uint64) []Doc {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	pick := func(words []string) string { return words[rng.IntN(len(words))] }
+	docs := make([]Doc, n)
+	for i := range docs {
+		a, c := pick(synthVocab), pick(synthVocab)
+		ex := make([]string, 5)
+		for k := range ex {
+			ex[k] = fmt.Sprintf("can you %s my %s %s for %s %s please", pick(synthVerbs), a, c, pick(synthVocab), pick(synthVocab))
+		}
+		docs[i] = Doc{
+			ID:          fmt.Sprintf("skill-%05d", i),
+			Name:        a + " " + c,
+			Description: fmt.Sprintf("Handles requests about %s %s in the %s domain.", a, c, pick(synthVocab)),
+			Tags:        []string{pick(synthVocab)},
+			Examples:    ex,
+		}
+	}
+	return docs
+}
+
+// synthQueries paraphrases synthetic skills' examples.
+func synthQueries(docs []Doc, n int, seed uint64) []string {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	out := make([]string, n)
+	for i := range out {
+		d := docs[rng.IntN(len(docs))]
+		ws := strings.Fields(d.Examples[rng.IntN(len(d.Examples))])
+		rng.Shuffle(len(ws), func(a, b int) { ws[a], ws[b] = ws[b], ws[a] })
+		out[i] = "hey " + strings.Join(ws[:len(ws)-2], " ") + " now"
+	}
+	return out
+}

@@ -1,0 +1,94 @@
+package classifier
+
+import (
+	"slices"
+	"time"
+)
+
+// Case is one routing case: a message text and the skill it must be routed
+// to, or nil when it is out of scope and must be clarified.
+type Case struct {
+	Text   string
+	Expect *string
+}
+
+// Metrics are routing figures over a set of cases at one threshold; the
+// fractions are in [0,1].
+type Metrics struct {
+	// InScopeAccuracy: in-scope cases routed to exactly the expected skill,
+	// over in-scope cases (a clarification counts as a miss).
+	InScopeAccuracy float64
+	// Top1Accuracy: in-scope cases whose best candidate is the expected
+	// skill, whatever the confidence.
+	Top1Accuracy float64
+	// OOSRecall: out-of-scope cases clarified, over out-of-scope cases.
+	OOSRecall float64
+	// ClarificationRate: in-scope cases clarified, over in-scope cases.
+	ClarificationRate float64
+	// MisrouteRate: in-scope cases routed to another skill, over in-scope
+	// cases.
+	MisrouteRate float64
+	// P50 and P99 are latencies of one Classify call.
+	P50, P99 time.Duration
+	// N is the number of cases, InScope those with an expected skill.
+	N, InScope int
+}
+
+// Evaluate classifies every case with all skills of ix as candidates and
+// routes when the confidence is at least threshold.
+func Evaluate(ix *Index, cases []Case, threshold float64) Metrics {
+	var m Metrics
+	var correct, top1, clarified, misrouted, oos, oosClarified int
+	lat := make([]time.Duration, 0, len(cases))
+	for _, c := range cases {
+		start := time.Now()
+		res := ix.Classify(c.Text, nil)
+		lat = append(lat, time.Since(start))
+		routed := res.Best != "" && res.Confidence >= threshold
+		if c.Expect == nil {
+			oos++
+			if !routed {
+				oosClarified++
+			}
+			continue
+		}
+		m.InScope++
+		if res.Best == *c.Expect {
+			top1++
+		}
+		switch {
+		case !routed:
+			clarified++
+		case res.Best == *c.Expect:
+			correct++
+		default:
+			misrouted++
+		}
+	}
+	m.N = len(cases)
+	m.InScopeAccuracy = frac(correct, m.InScope)
+	m.Top1Accuracy = frac(top1, m.InScope)
+	m.ClarificationRate = frac(clarified, m.InScope)
+	m.MisrouteRate = frac(misrouted, m.InScope)
+	m.OOSRecall = frac(oosClarified, oos)
+	slices.Sort(lat)
+	m.P50 = quantile(lat, 0.50)
+	m.P99 = quantile(lat, 0.99)
+	return m
+}
+
+func frac(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// quantile returns the q-quantile of sorted durations (nearest rank).
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(q*float64(len(sorted))+0.5) - 1
+	return sorted[max(0, min(i, len(sorted)-1))]
+}

@@ -1,0 +1,224 @@
+package classifier
+
+import (
+	"math"
+	"slices"
+)
+
+// bag counts weighted term occurrences by hashed term.
+type bag map[uint64]float64
+
+// sparse is a sparse vector sorted by term id.
+type sparse struct {
+	ids []int32
+	w   []float32
+}
+
+// dot returns the inner product of two sparse vectors by merge join.
+func (a sparse) dot(b sparse) float32 {
+	var s float32
+	i, j := 0, 0
+	for i < len(a.ids) && j < len(b.ids) {
+		switch {
+		case a.ids[i] < b.ids[j]:
+			i++
+		case a.ids[i] > b.ids[j]:
+			j++
+		default:
+			s += a.w[i] * b.w[j]
+			i++
+			j++
+		}
+	}
+	return s
+}
+
+// ones returns v with every weight set to 1.
+func (a sparse) ones() sparse {
+	w := make([]float32, len(a.ids))
+	for i := range w {
+		w[i] = 1
+	}
+	return sparse{ids: a.ids, w: w}
+}
+
+// sorted returns a with its entries sorted by id.
+func (a sparse) sorted() sparse {
+	idx := make([]int, len(a.ids))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(x, y int) int { return int(a.ids[x] - a.ids[y]) })
+	out := sparse{ids: make([]int32, len(idx)), w: make([]float32, len(idx))}
+	for i, k := range idx {
+		out.ids[i], out.w[i] = a.ids[k], a.w[k]
+	}
+	return out
+}
+
+// posting is one row's weight for a term.
+type posting struct {
+	row int32
+	w   float32
+}
+
+// postings transposes rows into one postings list per term.
+func postings(rows []sparse, terms int) [][]posting {
+	n := make([]int32, terms)
+	for _, r := range rows {
+		for _, id := range r.ids {
+			n[id]++
+		}
+	}
+	// One backing array for all lists, each list cut to its capacity.
+	var total int
+	for _, k := range n {
+		total += int(k)
+	}
+	all := make([]posting, total)
+	post := make([][]posting, terms)
+	off := 0
+	for id, k := range n {
+		post[id] = all[off : off : off+int(k)]
+		off += int(k)
+	}
+	for r, row := range rows {
+		for i, id := range row.ids {
+			post[id] = append(post[id], posting{row: int32(r), w: row.w[i]})
+		}
+	}
+	return post
+}
+
+// accumulate adds q · row into acc for every row sharing a term with q.
+func accumulate(post [][]posting, q sparse, acc []float32) {
+	for i, id := range q.ids {
+		qw := q.w[i]
+		for _, p := range post[id] {
+			acc[p.row] += qw * p.w
+		}
+	}
+}
+
+// space is one feature family (stemmed words, or character n-grams): its
+// vocabulary and its inverse document frequencies computed over skills,
+//
+//	idf(t) = ln((N+1)/(df(t)+1)) + offset
+//
+// with N skills, df(t) the skills whose document has t. The offset keeps
+// frequent words (pronouns, "what", "my") from weighing nothing: in short
+// requests they carry intent ("my name" against "your name").
+type space struct {
+	ids        map[uint64]int32
+	idf        []float32
+	unknownIDF float32
+	unknown    float64 // weight of unknown query terms in the query norm
+}
+
+// newSpace builds the vocabulary of the skill documents. Term ids follow
+// the order of first occurrence (bags are walked in sorted key order) so
+// that the index is deterministic.
+func newSpace(skills []bag, idfOffset, unknown float64) space {
+	sp := space{ids: make(map[uint64]int32), unknown: unknown}
+	var df []int32
+	for _, bg := range skills {
+		for _, h := range sortedKeys(bg) {
+			id, ok := sp.ids[h]
+			if !ok {
+				id = int32(len(df))
+				sp.ids[h] = id
+				df = append(df, 0)
+			}
+			df[id]++
+		}
+	}
+	n := float64(len(skills))
+	sp.idf = make([]float32, len(df))
+	for i, d := range df {
+		sp.idf[i] = float32(math.Log((n+1)/(float64(d)+1)) + idfOffset)
+	}
+	sp.unknownIDF = float32(math.Log(n+1) + idfOffset)
+	return sp
+}
+
+func sortedKeys(bg bag) []uint64 {
+	ks := make([]uint64, 0, len(bg))
+	for h := range bg {
+		ks = append(ks, h)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// vector weights a bag with sublinear tf (1 + ln tf; a fractional count is
+// kept as it is) × idf and L2-normalises it. For a query (query = true)
+// terms unknown to the vocabulary are dropped but still count in the norm,
+// weighted by unknown, so that a message mostly about something else scores
+// low everywhere.
+func (sp *space) vector(bg bag, query bool) sparse {
+	var v sparse
+	var norm float64
+	for _, h := range sortedKeys(bg) {
+		tf := bg[h]
+		if tf >= 1 {
+			tf = 1 + math.Log(tf)
+		}
+		id, ok := sp.ids[h]
+		if !ok {
+			if query {
+				w := sp.unknown * tf * float64(sp.unknownIDF)
+				norm += w * w
+			}
+			continue
+		}
+		w := tf * float64(sp.idf[id])
+		if w <= 0 {
+			continue
+		}
+		norm += w * w
+		v.ids = append(v.ids, id)
+		v.w = append(v.w, float32(w))
+	}
+	if norm == 0 {
+		return sparse{}
+	}
+	inv := float32(1 / math.Sqrt(norm))
+	for i := range v.w {
+		v.w[i] *= inv
+	}
+	return v.sorted()
+}
+
+// coverage weighs the terms of a bag by idf over their total, so that its
+// dot product with a 0/1 query vector is the idf-weighted share of the
+// bag's terms that the query has.
+func (sp *space) coverage(bg bag) sparse {
+	var v sparse
+	var total float32
+	for _, h := range sortedKeys(bg) {
+		id, ok := sp.ids[h]
+		if !ok || sp.idf[id] <= 0 {
+			continue
+		}
+		v.ids = append(v.ids, id)
+		v.w = append(v.w, sp.idf[id])
+		total += sp.idf[id]
+	}
+	for i := range v.w {
+		v.w[i] /= total
+	}
+	return v.sorted()
+}
+
+// fnv64 is FNV-1a over a namespace byte and s.
+func fnv64(ns byte, s string) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	h ^= uint64(ns)
+	h *= prime
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= prime
+	}
+	return h
+}
