@@ -114,3 +114,19 @@ func TestDemoKeys(t *testing.T) {
 		})
 	}
 }
+
+// The same example read from disk resolves its paths against the config file.
+func TestDiskConfigMatchesEmbedded(t *testing.T) {
+	cfg, err := config.Load("finance/capgate.yaml")
+	require.NoError(t, err)
+	reg, err := cfg.LoadRegistry()
+	require.NoError(t, err)
+	c, ok := reg.Get("reconcile-invoice")
+	require.True(t, ok)
+	require.Equal(t, manifest.Source{File: "finance/capabilities/reconcile-invoice.yaml", Line: 1}, c.Source)
+
+	embedded, err := config.LoadFS(manifests.FS, manifests.DefaultConfig)
+	require.NoError(t, err)
+	require.Equal(t, embedded.Agent, cfg.Agent)
+	require.Equal(t, embedded.Handlers, cfg.Handlers)
+}

@@ -145,7 +145,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"manifests missing", "manifests: [./capabilities]\n", "",
 			"capgate.yaml: manifests: required: at least one folder of capability manifests"},
 		{"manifests folder absent", "manifests: [./capabilities]", "manifests: [./caps]",
-			"capgate.yaml:9: manifests[0]: open caps: open caps: file does not exist"},
+			"capgate.yaml:9: manifests[0]: open caps: file does not exist"},
 		{"issuer missing", "    - issuer: https://idp.example.com\n      audiences", "    - audiences",
 			"capgate.yaml:13: auth.issuers[0].issuer: required"},
 		{"audience missing", "      audiences: [finance-agent]\n", "",
@@ -307,7 +307,7 @@ func TestEmbeddedPathsStayInside(t *testing.T) {
 	tests := map[string]string{
 		"../outside": "open ../outside: outside the embedded filesystem",
 		"/etc":       "open /etc: absolute paths cannot be used in an embedded config",
-		"keys/x":     "open keys/x: open keys/x: file does not exist",
+		"keys/x":     "open keys/x: file does not exist",
 	}
 	for rel, want := range tests {
 		t.Run(rel, func(t *testing.T) {

@@ -140,14 +140,14 @@ func (c *Config) Open(rel string) (fs.FS, string, error) {
 		}
 		st, err := fs.Stat(c.fsys, name)
 		if err != nil {
-			return nil, "", fmt.Errorf("open %s: %w", name, err)
+			return nil, "", fmt.Errorf("open %s: %w", name, pathless(err))
 		}
 		if !st.IsDir() {
 			return nil, "", fmt.Errorf("open %s: not a directory", name)
 		}
 		sub, err := fs.Sub(c.fsys, name)
 		if err != nil {
-			return nil, "", fmt.Errorf("open %s: %w", name, err)
+			return nil, "", fmt.Errorf("open %s: %w", name, pathless(err))
 		}
 		return sub, name, nil
 	}
