@@ -183,6 +183,13 @@ func NeedsExtendedCard(cfg *config.Config, all []manifest.Capability) bool {
 	case ExtendedCardOff:
 		return false
 	}
+	return HasExtendedContent(all)
+}
+
+// HasExtendedContent reports whether any capability could appear in an
+// extended card but not in the public one: not removed, not internal, and
+// extended or in preview.
+func HasExtendedContent(all []manifest.Capability) bool {
 	for i := range all {
 		m := &all[i]
 		if m.State == manifest.StateRemoved || m.Visibility == manifest.VisibilityInternal {

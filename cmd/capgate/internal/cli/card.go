@@ -1,0 +1,121 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/capgate/capgate/policy/card"
+)
+
+func runCard(ctx context.Context, env Env, args []string) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "lock":
+			return runCardLock(ctx, env, args[1:])
+		case "check":
+			return runCardCheck(ctx, env, args[1:])
+		}
+	}
+	fs := newFlags(env, "card", "card [--config capgate.yaml] [--claims claims.json]  |  card lock ...  |  card check ...")
+	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
+	claimsPath := fs.String("claims", "", "print the extended card of the caller with these JWT claims (JSON object; - for stdin)")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	d, err := loadDeployment(*cfgPath)
+	if err != nil {
+		return err
+	}
+	var claims map[string]any
+	if *claimsPath != "" {
+		if claims, err = readClaims(env, *claimsPath); err != nil {
+			return err
+		}
+	}
+	e, err := newEngine(ctx, d)
+	if err != nil {
+		return err
+	}
+	c, err := card.ForCaller(ctx, d.Config, e, callerFor(d, claims))
+	if err != nil {
+		return err
+	}
+	b, err := card.MarshalIndent(c)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(env.Stdout, "%s\n", b)
+	return err
+}
+
+func runCardLock(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "card lock", "card lock [--config capgate.yaml] --out public-card.lock.json")
+	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
+	out := fs.String("out", "", "lock file to write")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *out == "" {
+		return usageErr("--out is required")
+	}
+	d, err := loadDeployment(*cfgPath)
+	if err != nil {
+		return err
+	}
+	e, err := newEngine(ctx, d)
+	if err != nil {
+		return err
+	}
+	pub, err := card.Public(ctx, d.Config, e)
+	if err != nil {
+		return err
+	}
+	b, err := card.Lock(pub, d.Config, card.Hidden(d.Registry().All()))
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(*out, b, 0o644); err != nil {
+		return usageErr("write lock: %v", err)
+	}
+	fmt.Fprintf(env.Stdout, "locked public card (version %s) to %s\n", pub.Version, *out)
+	return nil
+}
+
+func runCardCheck(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "card check", "card check [--config capgate.yaml] --lock public-card.lock.json")
+	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
+	lockPath := fs.String("lock", "", "lock file written by `card lock` at the last release")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *lockPath == "" {
+		return usageErr("--lock is required")
+	}
+	lock, err := os.ReadFile(*lockPath)
+	if err != nil {
+		return usageErr("read lock: %v", err)
+	}
+	d, err := loadDeployment(*cfgPath)
+	if err != nil {
+		return err
+	}
+	e, err := newEngine(ctx, d)
+	if err != nil {
+		return err
+	}
+	pub, err := card.Public(ctx, d.Config, e)
+	if err != nil {
+		return err
+	}
+	findings, err := card.Check(lock, pub, d.Config, card.Hidden(d.Registry().All()))
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if len(findings) == 0 {
+		fmt.Fprintf(env.Stdout, "public card unchanged (version %s)\n", pub.Version)
+		return nil
+	}
+	card.FormatFindings(env.Stdout, findings)
+	return checkFailed("%d finding(s): review the change, bump agent.version when the skill list changed, and re-lock", len(findings))
+}

@@ -1,0 +1,151 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/policy/engine"
+)
+
+func runExplain(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "explain", "explain [--config capgate.yaml] --claims claims.json [--capability ID] [--json]")
+	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
+	claimsPath := fs.String("claims", "", "JWT claims of the caller (JSON object; - for stdin); omit for an anonymous caller")
+	capID := fs.String("capability", "", "explain only this capability")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	d, err := loadDeployment(*cfgPath)
+	if err != nil {
+		return err
+	}
+	var claims map[string]any
+	if *claimsPath != "" {
+		if claims, err = readClaims(env, *claimsPath); err != nil {
+			return err
+		}
+	}
+	e, err := newEngine(ctx, d)
+	if err != nil {
+		return err
+	}
+	caller := callerFor(d, claims)
+	var decisions []engine.Decision
+	if *capID != "" {
+		if _, ok := d.Registry().Get(*capID); !ok {
+			return usageErr("unknown capability %q", *capID)
+		}
+		dec, err := e.Decide(ctx, caller, *capID)
+		if err != nil {
+			return err
+		}
+		decisions = []engine.Decision{dec}
+	} else if decisions, err = e.Explain(ctx, caller); err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeExplainJSON(env.Stdout, caller, e.Revision(), decisions)
+	}
+	writeExplainText(env.Stdout, caller, e.Revision(), decisions)
+	return nil
+}
+
+type explainReason struct {
+	Rule   string `json:"rule"`
+	Effect string `json:"effect"`
+	Detail string `json:"detail,omitempty"`
+}
+
+type explainEntry struct {
+	Capability string         `json:"capability"`
+	State      string         `json:"state"`
+	Visibility string         `json:"visibility"`
+	Visible    bool           `json:"visible"`
+	Entitled   bool           `json:"entitled"`
+	Reasons    explainReasons `json:"reasons"`
+}
+
+type explainReasons struct {
+	Visible  []explainReason `json:"visible"`
+	Entitled []explainReason `json:"entitled"`
+}
+
+func toExplainReasons(rs []engine.Reason) []explainReason {
+	out := make([]explainReason, 0, len(rs))
+	for _, r := range rs {
+		out = append(out, explainReason{Rule: r.Rule, Effect: r.Effect, Detail: r.Detail})
+	}
+	return out
+}
+
+func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Decision) error {
+	type callerJSON struct {
+		Authenticated bool     `json:"authenticated"`
+		Subject       string   `json:"subject"`
+		Tenant        string   `json:"tenant"`
+		Scopes        []string `json:"scopes"`
+	}
+	out := struct {
+		Revision     string         `json:"revision"`
+		Caller       callerJSON     `json:"caller"`
+		Capabilities []explainEntry `json:"capabilities"`
+	}{Revision: rev, Caller: callerJSON{Authenticated: c.Authenticated, Subject: c.Subject, Tenant: c.Tenant, Scopes: append([]string{}, c.Scopes...)}}
+	for _, d := range ds {
+		out.Capabilities = append(out.Capabilities, explainEntry{
+			Capability: d.Capability, State: d.State, Visibility: d.Visibility,
+			Visible: d.Visible, Entitled: d.Entitled,
+			Reasons: explainReasons{Visible: toExplainReasons(d.VisibleReasons), Entitled: toExplainReasons(d.EntitledReasons)},
+		})
+	}
+	return json.MarshalWrite(w, out, jsontext.WithIndent("  "), json.Deterministic(true))
+}
+
+func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Decision) {
+	who := "anonymous caller"
+	if c.Authenticated {
+		who = fmt.Sprintf("subject %q, tenant %q, scopes [%s]", c.Subject, c.Tenant, strings.Join(c.Scopes, " "))
+	}
+	fmt.Fprintf(w, "caller: %s\npolicy revision: %s\n", who, rev)
+	for _, d := range ds {
+		fmt.Fprintf(w, "\n%s (%s, %s)\n", d.Capability, d.Visibility, d.State)
+		fmt.Fprintf(w, "  visible:  %-3s %s\n", yesNo(d.Visible), reasonLine(d.VisibleReasons))
+		fmt.Fprintf(w, "  entitled: %-3s %s\n", yesNo(d.Entitled), reasonLine(d.EntitledReasons))
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// reasonLine lists refusals first (they decide), then grants.
+func reasonLine(rs []engine.Reason) string {
+	var refused, granted []string
+	for _, r := range rs {
+		s := r.Rule
+		if r.Detail != "" {
+			s += "(" + r.Detail + ")"
+		}
+		if r.Effect == "refuse" {
+			refused = append(refused, s)
+		} else {
+			granted = append(granted, s)
+		}
+	}
+	var parts []string
+	if len(refused) > 0 {
+		parts = append(parts, "refused by "+strings.Join(refused, ", "))
+	}
+	if len(granted) > 0 {
+		parts = append(parts, "granted by "+strings.Join(granted, ", "))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,131 @@
+// Package deployment loads a whole deployment — config, capability manifests
+// and extra policy modules — into one validated, compiled snapshot.
+package deployment
+
+import (
+	"fmt"
+	"io/fs"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/capgate/capgate/manifests"
+	"github.com/capgate/capgate/policy/compile"
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/policy/regocheck"
+)
+
+// Deployment is a loaded, validated and compiled deployment.
+type Deployment struct {
+	Config   *config.Config
+	Snapshot *compile.Snapshot
+	// Warnings are findings that do not stop the deployment from serving.
+	Warnings []string
+}
+
+// Registry is the deployment's capability registry.
+func (d *Deployment) Registry() *manifest.Registry { return d.Snapshot.Registry }
+
+// Load reads the config at path and everything it references. An empty path
+// loads the embedded default (the finance example).
+func Load(path string) (*Deployment, error) {
+	var (
+		cfg *config.Config
+		err error
+	)
+	if path == "" {
+		cfg, err = config.LoadFS(manifests.FS, manifests.DefaultConfig)
+	} else {
+		cfg, err = config.Load(path)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return FromConfig(cfg)
+}
+
+// FromConfig loads the manifests and policy modules a validated config names,
+// validates them together and compiles the snapshot. Every problem found is
+// reported at once; nothing is compiled from a registry that failed.
+func FromConfig(cfg *config.Config) (*Deployment, error) {
+	var problems diag.Set
+
+	dirs := make([]manifest.Dir, 0, len(cfg.Manifests))
+	for _, p := range cfg.Manifests {
+		fsys, name, err := cfg.Open(p)
+		if err != nil {
+			problems.Add(name, 0, "manifests", "%v", err)
+			continue
+		}
+		dirs = append(dirs, manifest.Dir{FS: fsys, Name: name})
+	}
+	reg, err := manifest.Load(dirs, manifest.Options{Handlers: cfg.HasHandler})
+	problems.Merge(err)
+
+	extra, err := readModules(cfg)
+	problems.Merge(err)
+	if err == nil {
+		problems.Merge(regocheck.ValidateExtraModules(extra))
+	}
+	if err := problems.ErrOrNil(); err != nil {
+		return nil, err
+	}
+
+	snap, err := compile.Build(reg, cfg.Auth, extra)
+	if err != nil {
+		return nil, fmt.Errorf("compile deployment: %w", err)
+	}
+	return &Deployment{Config: cfg, Snapshot: snap, Warnings: cfg.Warnings()}, nil
+}
+
+// readModules collects the .rego files (tests excluded) under policy_dirs,
+// keyed by display path.
+func readModules(cfg *config.Config) (map[string]string, error) {
+	var problems diag.Set
+	mods := map[string]string{}
+	for _, dir := range cfg.PolicyDirs {
+		fsys, name, err := cfg.Open(dir)
+		if err != nil {
+			problems.Add(name, 0, "policy_dirs", "%v", err)
+			continue
+		}
+		var files []string
+		err = fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !d.IsDir() && strings.HasSuffix(p, ".rego") && !strings.HasSuffix(p, "_test.rego") {
+				files = append(files, p)
+			}
+			return nil
+		})
+		if err != nil {
+			problems.Add(name, 0, "policy_dirs", "read policy modules: %v", err)
+			continue
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			b, err := fs.ReadFile(fsys, f)
+			if err != nil {
+				problems.Add(path.Join(name, f), 0, "", "read policy module: %v", err)
+				continue
+			}
+			mods[path.Join(name, f)] = string(b)
+		}
+	}
+	return mods, problems.ErrOrNil()
+}
+
+// BasePath is the path of the advertised interface URL (agent.url) without a
+// trailing slash: "" when the agent is served at the root. The JSON-RPC
+// endpoint is at this path and the HTTP+JSON routes below it.
+func (d *Deployment) BasePath() string {
+	u, err := url.Parse(d.Config.Agent.URL)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSuffix(u.EscapedPath(), "/")
+}

@@ -1,0 +1,106 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+
+	"github.com/capgate/capgate/policy/card"
+	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/revision"
+)
+
+// servePublicCard serves the public projection to anyone, with a strong ETag
+// over the bytes and Cache-Control from the config.
+func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *revision.Revision) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		writeStatusError(w, protocol.Errorf(protocol.MethodNotAllowed, "the agent card is read with GET"))
+		return
+	}
+	h := w.Header()
+	h.Set("ETag", rev.PublicETag)
+	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
+	h.Set("Vary", "Accept-Encoding")
+	if etagMatch(r.Header.Get("If-None-Match"), rev.PublicETag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(rev.PublicCard)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(rev.PublicCard)
+	}
+}
+
+// etagMatch implements If-None-Match's weak comparison over a list of tags.
+func etagMatch(header, etag string) bool {
+	if header == "" {
+		return false
+	}
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+			return true
+		}
+	}
+	return false
+}
+
+// serveExtendedCard answers GetExtendedAgentCard with the caller's projection.
+func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *decisionlog.Entry, resp Responder) *protocol.Error {
+	rev := call.Rev
+	if !rev.ExtendedCard {
+		return protocol.Errorf(protocol.UnsupportedOperation, "this agent does not offer an extended agent card")
+	}
+	if !call.Principal.Authenticated {
+		return protocol.MissingCredentials()
+	}
+	if !card.HasExtendedContent(rev.Registry().All()) {
+		return protocol.Errorf(protocol.ExtendedAgentCardNotConfigured, "the extended agent card is enabled but no capability is extended or in preview")
+	}
+	c, err := card.ForCaller(ctx, rev.Config(), rev.Engine, call.Principal.Caller())
+	if err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
+	}
+	entry.Reasons = []string{fmt.Sprintf("skills:%d", len(c.Skills))}
+	b, err := renderCard(ctx, c, call.Request.Version)
+	if err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
+	}
+	return g.writeRaw(resp, b)
+}
+
+// renderCard serializes a card for the request's protocol version: 1.0 gets
+// the v1.0 card, 0.3 the union of v1.0 and v0.3 fields a2a-go produces for
+// 0.3 clients.
+func renderCard(ctx context.Context, c *a2a.AgentCard, v protocol.Version) ([]byte, error) {
+	if v == protocol.V03 {
+		p, ok := a2av0.NewStaticAgentCardProducer(c).(interface {
+			CardJSON(context.Context) ([]byte, error)
+		})
+		if ok {
+			return p.CardJSON(ctx)
+		}
+	}
+	return card.Marshal(c)
+}
+
+func (g *Gateway) writeCard(resp Responder, publicCard []byte, _ protocol.Version) *protocol.Error {
+	return g.writeRaw(resp, publicCard)
+}
+
+func (g *Gateway) writeRaw(resp Responder, b []byte) *protocol.Error {
+	if err := resp.RawResult(b); err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the response could not be written")
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+// Package gateway is the A2A server callers talk to: it serves the public and
+// extended cards, speaks the JSON-RPC and HTTP+JSON bindings in A2A 1.0 and
+// 0.3, authenticates every caller itself, negotiates extensions and hands
+// message and task operations to the router.
+package gateway
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/metrics"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/revision"
+)
+
+// Header names.
+const (
+	HeaderVersion    = "A2A-Version"
+	HeaderExtensions = "A2A-Extensions"
+	HeaderDecisionID = "X-Capgate-Decision-Id"
+	PublicCardPath   = "/.well-known/agent-card.json"
+)
+
+// Call is one authenticated, parsed A2A request on its way to an operation.
+type Call struct {
+	Rev        *revision.Revision
+	Request    *protocol.Request
+	Principal  identity.Principal
+	Extensions []string // activated extension URIs
+	DecisionID string
+	Header     http.Header // the request's headers (read-only)
+}
+
+// Operations serves message and task operations (SendMessage, GetTask, ...).
+// It writes its own success responses through the Responder and returns a
+// *protocol.Error for the gateway to render.
+type Operations interface {
+	Serve(ctx context.Context, call *Call, w Responder) *protocol.Error
+}
+
+// Gateway is the A2A HTTP handler.
+type Gateway struct {
+	holder *revision.Holder
+	log    *zap.Logger
+	dlog   *decisionlog.Logger
+	ids    *decisionlog.IDs
+	m      *metrics.Metrics
+	limits protocol.Limits
+	ops    Operations
+	now    func() time.Time
+}
+
+var _ http.Handler = (*Gateway)(nil)
+
+// Option configures a Gateway.
+type Option func(*Gateway)
+
+// WithLogger sets the operational logger.
+func WithLogger(l *zap.Logger) Option { return func(g *Gateway) { g.log = l } }
+
+// WithDecisionLog sets the decision logger.
+func WithDecisionLog(d *decisionlog.Logger) Option { return func(g *Gateway) { g.dlog = d } }
+
+// WithMetrics sets the Prometheus collectors.
+func WithMetrics(m *metrics.Metrics) Option { return func(g *Gateway) { g.m = m } }
+
+// WithLimits sets request size and nesting limits.
+func WithLimits(l protocol.Limits) Option { return func(g *Gateway) { g.limits = l } }
+
+// WithOperations sets the handler of message and task operations. Without
+// one those operations answer UnsupportedOperation.
+func WithOperations(o Operations) Option { return func(g *Gateway) { g.ops = o } }
+
+// WithDecisionIDs shares a decision id source.
+func WithDecisionIDs(ids *decisionlog.IDs) Option { return func(g *Gateway) { g.ids = ids } }
+
+// New returns a gateway serving the holder's current revision.
+func New(h *revision.Holder, opts ...Option) *Gateway {
+	g := &Gateway{holder: h, now: time.Now}
+	for _, o := range opts {
+		o(g)
+	}
+	if g.log == nil {
+		g.log = zap.NewNop()
+	}
+	if g.dlog == nil {
+		g.dlog = decisionlog.New(nil)
+	}
+	if g.ids == nil {
+		g.ids = decisionlog.NewIDs()
+	}
+	if g.m == nil {
+		g.m = metrics.New()
+	}
+	if g.limits.MaxBodyBytes <= 0 {
+		g.limits.MaxBodyBytes = protocol.DefaultMaxBodyBytes
+	}
+	return g
+}
+
+// ServeHTTP implements http.Handler.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rev := g.holder.Load()
+	path := r.URL.EscapedPath()
+	if path == PublicCardPath {
+		g.servePublicCard(w, r, rev)
+		return
+	}
+	base := basePath(rev)
+	rel, ok := strings.CutPrefix(path, base)
+	if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) {
+		writeStatusError(w, protocol.Errorf(protocol.NotFound, "no A2A route at %s", r.URL.Path))
+		return
+	}
+	if rel == "" || rel == "/" {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			writeStatusError(w, protocol.Errorf(protocol.MethodNotAllowed, "the JSON-RPC endpoint accepts POST only"))
+			return
+		}
+		g.serveJSONRPC(w, r, rev)
+		return
+	}
+	g.serveREST(w, r, rev, rel)
+}
+
+// basePath is the path of the advertised interface URL, without a trailing slash.
+func basePath(rev *revision.Revision) string {
+	return rev.Deployment.BasePath()
+}

@@ -1,0 +1,62 @@
+// Package metrics defines capgate's Prometheus collectors, registered on an
+// injected registry (no global registration).
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// Metrics are the collectors shared by the gateway and the ext_authz server.
+type Metrics struct {
+	Registry *prometheus.Registry
+
+	// Decisions counts authorization decisions by component, operation and result.
+	Decisions *prometheus.CounterVec
+	// DecisionSeconds observes decision latency by component.
+	DecisionSeconds *prometheus.HistogramVec
+	// CacheLookups counts cache lookups by cache and outcome (hit, miss).
+	CacheLookups *prometheus.CounterVec
+	// Routes counts routed messages by layer.
+	Routes *prometheus.CounterVec
+	// CapabilityCalls counts handler calls by capability id and state.
+	CapabilityCalls *prometheus.CounterVec
+	// Reloads counts reload attempts by result (ok, rejected).
+	Reloads *prometheus.CounterVec
+	// Revision exposes the serving policy revision as a label.
+	Revision *prometheus.GaugeVec
+}
+
+// New creates the collectors on a fresh registry with Go and process metrics.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := &Metrics{
+		Registry: reg,
+		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capgate_decisions_total", Help: "Authorization decisions by component, operation and result.",
+		}, []string{"component", "operation", "result"}),
+		DecisionSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "capgate_decision_duration_seconds",
+			Help:    "Time to decide a request, by component.",
+			Buckets: []float64{25e-6, 50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 50e-3, 0.25, 1},
+		}, []string{"component"}),
+		CacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capgate_cache_lookups_total", Help: "Cache lookups by cache (token, view) and outcome (hit, miss).",
+		}, []string{"cache", "outcome"}),
+		Routes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capgate_routes_total", Help: "Messages routed, by the layer that decided.",
+		}, []string{"layer"}),
+		CapabilityCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capgate_capability_calls_total", Help: "Handler calls by capability id and lifecycle state.",
+		}, []string{"capability", "state"}),
+		Reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capgate_reloads_total", Help: "Reloads of config, manifests and policy by result.",
+		}, []string{"result"}),
+		Revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "capgate_policy_revision_info", Help: "The serving policy revision (value 1).",
+		}, []string{"revision"}),
+	}
+	reg.MustRegister(m.Decisions, m.DecisionSeconds, m.CacheLookups, m.Routes, m.CapabilityCalls, m.Reloads, m.Revision)
+	return m
+}

@@ -1,0 +1,114 @@
+// Package revision holds one compiled revision of a deployment — config,
+// registry, prepared policy engine, verifier and pre-rendered public card —
+// and the holder through which servers read the current one. A revision is
+// immutable; a reload builds a new one off the request path and swaps it in.
+package revision
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/policy/card"
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/router"
+)
+
+// Revision is everything a request needs, at one policy revision.
+type Revision struct {
+	Deployment *deployment.Deployment
+	Engine     *engine.Engine
+	Verifier   *identity.Verifier
+	// Router is the routing index (classifier built from the skills).
+	Router *router.Index
+
+	// PublicCard is the serialized public card, PublicETag its strong ETag.
+	PublicCard []byte
+	PublicETag string
+	// ExtendedCard says whether capabilities.extendedAgentCard is advertised.
+	ExtendedCard bool
+	// Extensions are the declared extensions, for negotiation.
+	Extensions []protocol.Extension
+}
+
+// Config is the deployment's configuration.
+func (r *Revision) Config() *config.Config { return r.Deployment.Config }
+
+// Registry is the deployment's capability registry.
+func (r *Revision) Registry() *manifest.Registry { return r.Deployment.Registry() }
+
+// ID is the policy revision (content hash of data and modules).
+func (r *Revision) ID() string { return r.Engine.Revision() }
+
+// Options tune Build.
+type Options struct {
+	Logger          *zap.Logger
+	VerifierOptions []identity.Option
+	EngineOptions   []engine.Option
+}
+
+// Build prepares a revision: it compiles the policy, builds the verifier and
+// renders the public card. Nothing is served from a revision that failed.
+func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revision, error) {
+	e, err := engine.New(ctx, d.Snapshot, opts.EngineOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("prepare policy: %w", err)
+	}
+	vopts := append([]identity.Option(nil), opts.VerifierOptions...)
+	if opts.Logger != nil {
+		vopts = append(vopts, identity.WithLogger(opts.Logger.Named("identity")))
+	}
+	v, err := identity.NewVerifier(ctx, d.Config.Auth, d.Config.ReadFile, vopts...)
+	if err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
+	pub, err := card.Public(ctx, d.Config, e)
+	if err != nil {
+		return nil, fmt.Errorf("public card: %w", err)
+	}
+	b, err := card.Marshal(pub)
+	if err != nil {
+		return nil, fmt.Errorf("public card: %w", err)
+	}
+	sum := sha256.Sum256(b)
+	r := &Revision{
+		Deployment:   d,
+		Engine:       e,
+		Verifier:     v,
+		PublicCard:   b,
+		PublicETag:   `"` + hex.EncodeToString(sum[:16]) + `"`,
+		ExtendedCard: card.NeedsExtendedCard(d.Config, d.Registry().All()),
+		Router:       router.NewIndex(d.Registry(), d.Config.Router.Threshold),
+	}
+	for _, x := range d.Config.Agent.Extensions {
+		r.Extensions = append(r.Extensions, protocol.Extension{URI: x.URI, Required: x.Required})
+	}
+	return r, nil
+}
+
+// Holder publishes the current revision to concurrent readers.
+type Holder struct {
+	p atomic.Pointer[Revision]
+}
+
+// NewHolder returns a holder serving r.
+func NewHolder(r *Revision) *Holder {
+	h := &Holder{}
+	h.p.Store(r)
+	return h
+}
+
+// Load returns the current revision; a request keeps the one it loaded.
+func (h *Holder) Load() *Revision { return h.p.Load() }
+
+// Store swaps in a new revision.
+func (h *Holder) Store(r *Revision) { h.p.Store(r) }

@@ -1,0 +1,372 @@
+// Package router decides which capability a message goes to, cheapest layer
+// first: a single candidate, an entitled skill hint, then a classifier over
+// the message text restricted to the candidates; below the confidence
+// threshold it asks the caller to choose instead of guessing. Continuing
+// tasks are resolved before the router is asked (they are bound).
+package router
+
+import (
+	"fmt"
+	"mime"
+	"sort"
+	"strings"
+
+	"github.com/capgate/capgate/policy/card"
+	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/router/classifier"
+)
+
+// Layer names the layer that decided.
+type Layer string
+
+// Layers, cheapest first.
+const (
+	LayerTask       Layer = "task"
+	LayerSingle     Layer = "single"
+	LayerHint       Layer = "hint"
+	LayerClassifier Layer = "classifier"
+	LayerModel      Layer = "model"
+	LayerClarify    Layer = "clarify"
+)
+
+// MaxClarifyCandidates bounds the choices offered in a clarification.
+const MaxClarifyCandidates = 5
+
+// Index is the router's view of one registry revision. Immutable.
+type Index struct {
+	reg       *manifest.Registry
+	cls       *classifier.Index
+	threshold float64
+	in, out   [][]string // accepted media types per capability (registry order)
+}
+
+// NewIndex builds the router index (and its classifier) for a registry.
+// Removed capabilities stay in it as tombstones.
+func NewIndex(reg *manifest.Registry, threshold float64) *Index {
+	all := reg.All()
+	docs := make([]classifier.Doc, len(all))
+	ix := &Index{reg: reg, threshold: threshold, in: make([][]string, len(all)), out: make([][]string, len(all))}
+	for i := range all {
+		c := &all[i]
+		docs[i] = classifier.Doc{ID: c.ID, Name: c.Skill.Name, Description: c.Skill.Description, Tags: c.Skill.Tags, Examples: c.Skill.Examples}
+		ix.in[i] = normalizeModes(c.Skill.InputModes, card.DefaultInputModes())
+		ix.out[i] = normalizeModes(c.Skill.OutputModes, card.DefaultOutputModes())
+	}
+	ix.cls = classifier.New(docs)
+	return ix
+}
+
+// Threshold is the confidence below which the router asks for clarification.
+func (ix *Index) Threshold() float64 { return ix.threshold }
+
+// Classifier exposes the classifier (for `capgate route eval`).
+func (ix *Index) Classifier() *classifier.Index { return ix.cls }
+
+// Caller is what the router needs to know about the caller's rights.
+type Caller interface {
+	// Entitled reports whether the caller may run the capability now.
+	Entitled(id string) bool
+	// WouldBeEntitled reports whether the caller would be entitled to a
+	// removed capability had it not been removed (tombstones are matched
+	// only for such callers).
+	WouldBeEntitled(id string) bool
+}
+
+// Candidate is a capability in the running.
+type Candidate struct {
+	ID    string  `json:"id"`
+	Name  string  `json:"name"`
+	Score float64 `json:"score,omitempty"`
+}
+
+// Decision is the router's answer.
+type Decision struct {
+	Layer      Layer
+	Capability string  // chosen capability ("" when clarifying)
+	Confidence float64 // classifier confidence (classifier and clarify layers)
+	// Candidates are the capabilities considered, best first: for a
+	// clarification, the ones offered to the caller.
+	Candidates []Candidate
+	// IgnoredHint is a skill hint that was not honoured (not entitled, or
+	// not a candidate); logged, never reported to the caller.
+	IgnoredHint string
+}
+
+// Route picks a capability for a message with no bound task.
+func (ix *Index) Route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol.Error) {
+	live, tomb, err := ix.candidates(msg, c)
+	if err != nil {
+		return Decision{}, err
+	}
+	all := append(append([]int(nil), live...), tomb...)
+	var d Decision
+	if msg.SkillHint != "" {
+		if i := ix.reg.Index(msg.SkillHint); i >= 0 && contains(all, i) {
+			d = Decision{Layer: LayerHint, Capability: msg.SkillHint, Confidence: 1}
+			return d, ix.tombstoneCheck(d)
+		}
+		d.IgnoredHint = msg.SkillHint
+	}
+	if len(all) == 1 {
+		d.Layer, d.Capability, d.Confidence = LayerSingle, ix.reg.All()[all[0]].ID, 1
+		return d, ix.tombstoneCheck(d)
+	}
+	res := ix.cls.Classify(messageText(msg), all)
+	d.Confidence = res.Confidence
+	d.Candidates = ix.ranked(res, all)
+	if res.Best != "" && res.Confidence >= ix.threshold {
+		d.Layer, d.Capability = LayerClassifier, res.Best
+		return d, ix.tombstoneCheck(d)
+	}
+	d.Layer = LayerClarify
+	// Offer live capabilities only: a tombstone is never a choice.
+	offered := d.Candidates[:0:0]
+	for _, cand := range d.Candidates {
+		if m, ok := ix.reg.Get(cand.ID); ok && m.State != manifest.StateRemoved {
+			offered = append(offered, cand)
+		}
+	}
+	if len(offered) > MaxClarifyCandidates {
+		offered = offered[:MaxClarifyCandidates]
+	}
+	d.Candidates = offered
+	return d, nil
+}
+
+// Resolve interprets a caller's reply to a clarification: a capability id,
+// a name, a list number, or more text to classify among the offered ids.
+func (ix *Index) Resolve(msg *protocol.MessageInfo, offered []string, c Caller) (Decision, *protocol.Error) {
+	var live []int
+	for _, id := range offered {
+		if i := ix.reg.Index(id); i >= 0 && c.Entitled(id) {
+			live = append(live, i)
+		}
+	}
+	if len(live) == 0 {
+		return Decision{}, protocol.Errorf(protocol.Unauthorized, "none of the offered capabilities is available to the caller any more")
+	}
+	text := strings.TrimSpace(messageText(msg))
+	norm := strings.ToLower(strings.Trim(text, " .!\"'"))
+	for n, i := range live {
+		m := &ix.reg.All()[i]
+		if norm == m.ID || norm == strings.ToLower(m.Skill.Name) || norm == fmt.Sprint(n+1) {
+			return Decision{Layer: LayerClarify, Capability: m.ID, Confidence: 1}, nil
+		}
+	}
+	if len(live) == 1 {
+		return Decision{Layer: LayerSingle, Capability: ix.reg.All()[live[0]].ID, Confidence: 1}, nil
+	}
+	res := ix.cls.Classify(text, live)
+	d := Decision{Confidence: res.Confidence, Candidates: ix.ranked(res, live)}
+	if res.Best != "" && res.Confidence >= ix.threshold {
+		d.Layer, d.Capability = LayerClassifier, res.Best
+		return d, nil
+	}
+	d.Layer = LayerClarify
+	if len(d.Candidates) > MaxClarifyCandidates {
+		d.Candidates = d.Candidates[:MaxClarifyCandidates]
+	}
+	return d, nil
+}
+
+// Tombstone reports the error for a bound task or choice that resolves to
+// a removed capability, or nil.
+func (ix *Index) Tombstone(id string) *protocol.Error {
+	return ix.tombstoneCheck(Decision{Capability: id})
+}
+
+func (ix *Index) tombstoneCheck(d Decision) *protocol.Error {
+	m, ok := ix.reg.Get(d.Capability)
+	if !ok || m.State != manifest.StateRemoved {
+		return nil
+	}
+	msg := fmt.Sprintf("capability %s has been removed", m.ID)
+	if m.ReplacedBy != "" {
+		msg += "; use " + m.ReplacedBy + " instead"
+	}
+	return protocol.Errorf(protocol.UnsupportedOperation, "%s", msg).
+		WithMetadata("capabilityId", m.ID).
+		WithMetadata("replacedBy", m.ReplacedBy)
+}
+
+// candidates returns the live capabilities the caller is entitled to whose
+// media types fit the message, and the tombstones the caller would have been
+// entitled to that fit too.
+func (ix *Index) candidates(msg *protocol.MessageInfo, c Caller) (live, tomb []int, err *protocol.Error) {
+	sent := sentTypes(msg)
+	all := ix.reg.All()
+	anyEntitled := false
+	accepted := map[string]bool{}
+	for i := range all {
+		m := &all[i]
+		removed := m.State == manifest.StateRemoved
+		switch {
+		case !removed && c.Entitled(m.ID):
+			anyEntitled = true
+			for _, t := range ix.in[i] {
+				accepted[t] = true
+			}
+		case removed && c.WouldBeEntitled(m.ID):
+		default:
+			continue
+		}
+		if !covers(ix.in[i], sent) || !meets(ix.out[i], msg.AcceptedOutputModes) {
+			continue
+		}
+		if removed {
+			tomb = append(tomb, i)
+		} else {
+			live = append(live, i)
+		}
+	}
+	if !anyEntitled {
+		return nil, nil, protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller")
+	}
+	if len(live) == 0 && len(tomb) == 0 {
+		return nil, nil, contentTypeError(sent, msg.AcceptedOutputModes, accepted)
+	}
+	return live, tomb, nil
+}
+
+func contentTypeError(sent, acceptedOut []string, accepted map[string]bool) *protocol.Error {
+	acc := make([]string, 0, len(accepted))
+	for t := range accepted {
+		acc = append(acc, t)
+	}
+	sort.Strings(acc)
+	msg := fmt.Sprintf("no capability available to you accepts %s; accepted input types: %s", strings.Join(sent, ", "), strings.Join(acc, ", "))
+	if len(acceptedOut) > 0 {
+		msg += fmt.Sprintf(" (and the output types you accept, %s, must be produced)", strings.Join(acceptedOut, ", "))
+	}
+	return protocol.Errorf(protocol.ContentTypeNotSupported, "%s", msg).
+		WithMetadata("sent", strings.Join(sent, ",")).
+		WithMetadata("accepted", strings.Join(acc, ","))
+}
+
+func (ix *Index) ranked(res classifier.Result, pool []int) []Candidate {
+	out := make([]Candidate, 0, len(pool))
+	seen := map[string]bool{}
+	for _, s := range res.Ranked {
+		if m, ok := ix.reg.Get(s.ID); ok {
+			out = append(out, Candidate{ID: m.ID, Name: m.Skill.Name, Score: s.Score})
+			seen[m.ID] = true
+		}
+	}
+	for _, i := range pool { // the classifier ranks a top few; keep the rest in id order
+		m := &ix.reg.All()[i]
+		if !seen[m.ID] {
+			out = append(out, Candidate{ID: m.ID, Name: m.Skill.Name})
+		}
+	}
+	return out
+}
+
+// messageText joins the text parts of a message.
+func messageText(msg *protocol.MessageInfo) string {
+	var b strings.Builder
+	for _, p := range msg.Parts {
+		if p.Kind == "text" && p.Text != "" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// sentTypes lists the distinct media types of a message's parts.
+func sentTypes(msg *protocol.MessageInfo) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range msg.Parts {
+		t := normalizeType(p.MediaType)
+		if t == "" {
+			t = "application/octet-stream"
+		}
+		if !seen[t] {
+			seen[t] = true
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func normalizeModes(modes, def []string) []string {
+	if len(modes) == 0 {
+		modes = def
+	}
+	out := make([]string, 0, len(modes))
+	for _, m := range modes {
+		if t := normalizeType(m); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func normalizeType(t string) string {
+	mt, _, err := mime.ParseMediaType(t)
+	if err != nil {
+		return strings.ToLower(strings.TrimSpace(t))
+	}
+	return mt
+}
+
+// covers reports whether every sent type is accepted (type/* and */* match).
+func covers(accepted, sent []string) bool {
+	for _, s := range sent {
+		if !matchAny(accepted, s) {
+			return false
+		}
+	}
+	return true
+}
+
+// meets reports whether the capability produces one of the types the client
+// accepts (no preference given: anything).
+func meets(produced, acceptable []string) bool {
+	if len(acceptable) == 0 {
+		return true
+	}
+	for _, a := range acceptable {
+		a = normalizeType(a)
+		for _, p := range produced {
+			if match(a, p) || match(p, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func matchAny(patterns []string, t string) bool {
+	for _, p := range patterns {
+		if match(p, t) {
+			return true
+		}
+	}
+	return false
+}
+
+// match reports whether media type t matches pattern p (p may be */* or type/*).
+func match(p, t string) bool {
+	if p == t || p == "*/*" {
+		return true
+	}
+	if base, ok := strings.CutSuffix(p, "/*"); ok {
+		return strings.HasPrefix(t, base+"/")
+	}
+	return false
+}
+
+func contains(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}

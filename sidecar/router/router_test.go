@@ -1,0 +1,165 @@
+package router
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+func fixture() *manifest.Registry {
+	return manifest.NewRegistry([]manifest.Capability{
+		{ID: "lookup-invoice", State: manifest.StateGA, Skill: manifest.Skill{
+			Name: "Look up an invoice", Description: "Finds an invoice by number and returns its status, amount and due date.",
+			Tags: []string{"finance", "invoices"}, Examples: []string{"What is the status of invoice INV-1001?", "Look up invoice 4711"},
+			InputModes: []string{"text/plain"}, OutputModes: []string{"application/json"}}},
+		{ID: "reconcile-invoice", State: manifest.StateGA, Skill: manifest.Skill{
+			Name: "Reconcile an invoice", Description: "Matches an invoice to its purchase order and lists line-level differences.",
+			Tags: []string{"finance", "reconciliation"}, Examples: []string{"Reconcile this invoice against the purchase order", "reconcile invoice INV-20931 against its PO"},
+			InputModes: []string{"text/plain", "application/pdf"}, OutputModes: []string{"application/json"}}},
+		{ID: "extract-invoice-fields", State: manifest.StateGA, Skill: manifest.Skill{
+			Name: "Extract invoice fields", Description: "Extracts the header fields (number, date, supplier, total) from an invoice document.",
+			Tags: []string{"finance", "documents"}, Examples: []string{"Extract the fields from this invoice PDF", "read the supplier and total from this document"},
+			InputModes: []string{"text/plain", "application/pdf"}, OutputModes: []string{"application/json"}}},
+		{ID: "reconcile-invoice-v0", State: manifest.StateRemoved, ReplacedBy: "reconcile-invoice", Skill: manifest.Skill{
+			Name: "Reconcile an invoice (v0)", Description: "Old reconciliation of invoices against purchase orders.",
+			Tags: []string{"finance"}, InputModes: []string{"text/plain", "application/pdf"}}},
+	})
+}
+
+// rights is a test Caller.
+type rights struct{ entitled, would map[string]bool }
+
+func (r rights) Entitled(id string) bool        { return r.entitled[id] }
+func (r rights) WouldBeEntitled(id string) bool { return r.would[id] }
+
+func set(ids ...string) map[string]bool {
+	m := map[string]bool{}
+	for _, id := range ids {
+		m[id] = true
+	}
+	return m
+}
+
+func text(s string) protocol.PartInfo {
+	return protocol.PartInfo{Kind: "text", MediaType: "text/plain", Text: s}
+}
+func pdf() protocol.PartInfo { return protocol.PartInfo{Kind: "raw", MediaType: "application/pdf"} }
+
+func TestRoute(t *testing.T) {
+	ix := NewIndex(fixture(), 0.6)
+	partner := rights{entitled: set("lookup-invoice", "reconcile-invoice", "extract-invoice-fields"), would: set("reconcile-invoice-v0")}
+	public := rights{entitled: set("lookup-invoice", "extract-invoice-fields")}
+	nobody := rights{}
+
+	tests := []struct {
+		name      string
+		msg       protocol.MessageInfo
+		caller    Caller
+		layer     Layer
+		capID     string
+		code      protocol.Code
+		ignored   string
+		candidate []string
+	}{
+		{name: "reference example: pdf + reconcile text", caller: partner,
+			msg:   protocol.MessageInfo{Parts: []protocol.PartInfo{pdf(), text("reconcile this against the PO")}},
+			layer: LayerClassifier, capID: "reconcile-invoice"},
+		{name: "without recon.run the pdf goes to the only fitting capability", caller: public,
+			msg:   protocol.MessageInfo{Parts: []protocol.PartInfo{pdf(), text("reconcile this against the PO")}},
+			layer: LayerSingle, capID: "extract-invoice-fields"},
+		{name: "entitled hint honoured", caller: partner,
+			msg:   protocol.MessageInfo{SkillHint: "extract-invoice-fields", Parts: []protocol.PartInfo{pdf(), text("reconcile this against the PO")}},
+			layer: LayerHint, capID: "extract-invoice-fields"},
+		{name: "hint for a capability not entitled is ignored", caller: public,
+			msg:   protocol.MessageInfo{SkillHint: "reconcile-invoice", Parts: []protocol.PartInfo{text("status of invoice INV-1001")}},
+			layer: LayerClassifier, capID: "lookup-invoice", ignored: "reconcile-invoice"},
+		{name: "hint for a removed capability the caller would have had names the replacement", caller: partner,
+			msg:  protocol.MessageInfo{SkillHint: "reconcile-invoice-v0", Parts: []protocol.PartInfo{text("x")}},
+			code: protocol.UnsupportedOperation},
+		{name: "hint for a removed capability another caller never had is ignored", caller: public,
+			msg:   protocol.MessageInfo{SkillHint: "reconcile-invoice-v0", Parts: []protocol.PartInfo{pdf()}},
+			layer: LayerSingle, capID: "extract-invoice-fields", ignored: "reconcile-invoice-v0"},
+		{name: "no capability accepts the media type", caller: partner,
+			msg:  protocol.MessageInfo{Parts: []protocol.PartInfo{{Kind: "raw", MediaType: "image/png"}}},
+			code: protocol.ContentTypeNotSupported},
+		{name: "accepted output modes that nothing produces", caller: partner,
+			msg:  protocol.MessageInfo{AcceptedOutputModes: []string{"image/png"}, Parts: []protocol.PartInfo{text("reconcile")}},
+			code: protocol.ContentTypeNotSupported},
+		{name: "nothing entitled", caller: nobody,
+			msg:  protocol.MessageInfo{Parts: []protocol.PartInfo{text("hello")}},
+			code: protocol.Unauthorized},
+		{name: "vague text asks for clarification among live candidates", caller: partner,
+			msg:       protocol.MessageInfo{Parts: []protocol.PartInfo{text("hello there")}},
+			layer:     LayerClarify,
+			candidate: []string{"extract-invoice-fields", "lookup-invoice", "reconcile-invoice"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := ix.Route(&tt.msg, tt.caller)
+			if tt.code != "" {
+				require.NotNil(t, err)
+				require.Equal(t, tt.code, err.Code, err.Message)
+				return
+			}
+			require.Nil(t, err)
+			require.Equal(t, tt.layer, d.Layer)
+			require.Equal(t, tt.capID, d.Capability)
+			require.Equal(t, tt.ignored, d.IgnoredHint)
+			if tt.candidate != nil {
+				var ids []string
+				for _, c := range d.Candidates {
+					ids = append(ids, c.ID)
+				}
+				require.ElementsMatch(t, tt.candidate, ids)
+				require.NotContains(t, ids, "reconcile-invoice-v0", "a tombstone is never offered")
+			}
+		})
+	}
+}
+
+func TestTombstoneNamesReplacement(t *testing.T) {
+	ix := NewIndex(fixture(), 0.6)
+	err := ix.Tombstone("reconcile-invoice-v0")
+	require.NotNil(t, err)
+	require.Equal(t, protocol.UnsupportedOperation, err.Code)
+	require.Contains(t, err.Message, "use reconcile-invoice instead")
+	require.Equal(t, "reconcile-invoice-v0", err.Metadata["capabilityId"])
+	require.Equal(t, "reconcile-invoice", err.Metadata["replacedBy"])
+	require.Nil(t, ix.Tombstone("reconcile-invoice"))
+}
+
+func TestResolveClarification(t *testing.T) {
+	ix := NewIndex(fixture(), 0.6)
+	partner := rights{entitled: set("lookup-invoice", "reconcile-invoice", "extract-invoice-fields")}
+	offered := []string{"reconcile-invoice", "lookup-invoice"}
+	for _, reply := range []string{"reconcile-invoice", "Reconcile an invoice", "1", " 1. "} {
+		d, err := ix.Resolve(&protocol.MessageInfo{Parts: []protocol.PartInfo{text(reply)}}, offered, partner)
+		require.Nil(t, err, reply)
+		require.Equal(t, "reconcile-invoice", d.Capability, reply)
+	}
+	d, err := ix.Resolve(&protocol.MessageInfo{Parts: []protocol.PartInfo{text("2")}}, offered, partner)
+	require.Nil(t, err)
+	require.Equal(t, "lookup-invoice", d.Capability)
+
+	// A choice the caller lost the right to is not offered any more.
+	onlyLookup := rights{entitled: set("lookup-invoice")}
+	d, err = ix.Resolve(&protocol.MessageInfo{Parts: []protocol.PartInfo{text("reconcile-invoice")}}, offered, onlyLookup)
+	require.Nil(t, err)
+	require.Equal(t, "lookup-invoice", d.Capability)
+	_, err = ix.Resolve(&protocol.MessageInfo{Parts: []protocol.PartInfo{text("1")}}, offered, rights{})
+	require.NotNil(t, err)
+	require.Equal(t, protocol.Unauthorized, err.Code)
+}
+
+func TestMediaMatching(t *testing.T) {
+	require.True(t, covers([]string{"image/*"}, []string{"image/png"}))
+	require.True(t, covers([]string{"*/*"}, []string{"application/pdf"}))
+	require.False(t, covers([]string{"text/plain"}, []string{"text/plain", "application/pdf"}))
+	require.True(t, meets([]string{"application/json"}, nil))
+	require.True(t, meets([]string{"application/json"}, []string{"application/*"}))
+	require.False(t, meets([]string{"application/json"}, []string{"text/html"}))
+	require.Equal(t, "application/pdf", normalizeType("Application/PDF; name=x"))
+}

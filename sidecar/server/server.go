@@ -1,0 +1,149 @@
+// Package server wires capgate's listeners — the A2A gateway, the Envoy
+// ext_authz gRPC server and the admin listener — around one revision holder,
+// and runs them until the context ends, then drains in-flight requests.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/admin"
+	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/metrics"
+	"github.com/capgate/capgate/sidecar/revision"
+)
+
+// Defaults.
+const (
+	DefaultShutdownTimeout   = 15 * time.Second
+	DefaultReadHeaderTimeout = 10 * time.Second
+)
+
+// Options configure Run.
+type Options struct {
+	// Deployment to serve (required).
+	Deployment *deployment.Deployment
+	// Logger for operations; decisions go to DecisionLogger (nil: Logger).
+	Logger         *zap.Logger
+	DecisionLogger *zap.Logger
+	// Gateway and ExtAuthz select the servers to run (both when neither set).
+	Gateway, ExtAuthz bool
+	// ShutdownTimeout bounds draining on shutdown.
+	ShutdownTimeout time.Duration
+	// OnReady, when set, is called with the bound addresses once every
+	// listener accepts connections (tests listen on port 0).
+	OnReady func(Addrs)
+}
+
+// Addrs are the bound listener addresses ("" when a server is not run).
+type Addrs struct {
+	A2A, ExtAuthz, Admin string
+}
+
+// Run serves until ctx is done, then shuts down gracefully.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Deployment == nil {
+		return errors.New("server: no deployment")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	dlogger := opts.DecisionLogger
+	if dlogger == nil {
+		dlogger = log
+	}
+	if !opts.Gateway && !opts.ExtAuthz {
+		opts.Gateway, opts.ExtAuthz = true, true
+	}
+	if opts.ShutdownTimeout <= 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	cfg := opts.Deployment.Config
+	for _, w := range opts.Deployment.Warnings {
+		log.Warn("configuration warning", zap.String("warning", w))
+	}
+
+	m := metrics.New()
+	rev, err := revision.Build(ctx, opts.Deployment, revision.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	holder := revision.NewHolder(rev)
+	m.Revision.WithLabelValues(rev.ID()).Set(1)
+	dlog := decisionlog.New(dlogger)
+	ids := decisionlog.NewIDs()
+
+	adminH := admin.New(m.Registry)
+	var servers []*http.Server
+	var addrs Addrs
+	errc := make(chan error, 3)
+
+	listen := func(name, addr string, h http.Handler) (string, error) {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return "", fmt.Errorf("listen %s on %s: %w", name, addr, err)
+		}
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: DefaultReadHeaderTimeout, ErrorLog: zap.NewStdLog(log.Named(name))}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("%s: %w", name, err)
+			}
+		}()
+		log.Info("listening", zap.String("server", name), zap.String("addr", ln.Addr().String()))
+		return ln.Addr().String(), nil
+	}
+	closeAll := func() {
+		for _, s := range servers {
+			_ = s.Close()
+		}
+	}
+
+	if addrs.Admin, err = listen("admin", cfg.Listen.Admin, adminH); err != nil {
+		return err
+	}
+	if opts.Gateway {
+		gw := gateway.New(holder,
+			gateway.WithLogger(log.Named("gateway")),
+			gateway.WithDecisionLog(dlog),
+			gateway.WithDecisionIDs(ids),
+			gateway.WithMetrics(m),
+		)
+		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, gw); err != nil {
+			closeAll()
+			return err
+		}
+	}
+	adminH.SetReady(true)
+	log.Info("capgate serving", zap.String("policy_revision", rev.ID()), zap.Int("capabilities", rev.Registry().Len()))
+	if opts.OnReady != nil {
+		opts.OnReady(addrs)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errc:
+		log.Error("server failed", zap.Error(runErr))
+	}
+	adminH.SetReady(false)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
+	defer cancel()
+	log.Info("draining", zap.Duration("timeout", opts.ShutdownTimeout))
+	for _, s := range servers {
+		if err := s.Shutdown(shutdownCtx); err != nil {
+			log.Warn("shutdown incomplete", zap.Error(err))
+			_ = s.Close()
+		}
+	}
+	return runErr
+}
