@@ -28,7 +28,6 @@ package classifier
 
 import (
 	"math"
-	"slices"
 	"strings"
 	"sync"
 )
@@ -340,23 +339,28 @@ func (ix *Index) result(cands []int, scores []float64, q query) Result {
 	return res
 }
 
-// rankOrder returns the positions of scores by descending score, ties by
-// candidate position so that results are deterministic.
+// rankOrder returns the positions of the (at most RankedLen) best scores,
+// by descending score, ties by candidate position so that results are
+// deterministic. It selects rather than sorts: candidates can be thousands.
 func rankOrder(cands []int, scores []float64) []int {
-	order := make([]int, len(cands))
-	for i := range order {
-		order[i] = i
+	before := func(a, b int) bool {
+		return scores[a] > scores[b] || scores[a] == scores[b] && cands[a] < cands[b]
 	}
-	slices.SortFunc(order, func(a, b int) int {
-		switch {
-		case scores[a] > scores[b]:
-			return -1
-		case scores[a] < scores[b]:
-			return 1
+	top := make([]int, 0, RankedLen)
+	for i := range scores {
+		if len(top) == RankedLen && !before(i, top[len(top)-1]) {
+			continue
 		}
-		return cands[a] - cands[b]
-	})
-	return order
+		if len(top) < RankedLen {
+			top = append(top, i)
+		} else {
+			top[len(top)-1] = i
+		}
+		for k := len(top) - 1; k > 0 && before(top[k], top[k-1]); k-- {
+			top[k], top[k-1] = top[k-1], top[k]
+		}
+	}
+	return top
 }
 
 // confFeatures are the inputs of the confidence logistic, or its
@@ -379,7 +383,9 @@ func (ix *Index) features(cands []int, scores []float64, order []int, q query) c
 	}
 	var z float64
 	for _, s := range scores {
-		z += math.Exp((s - s1) / ix.cfg.temperature)
+		if d := (s - s1) / ix.cfg.temperature; d > -40 {
+			z += math.Exp(d)
+		}
 	}
 	best := cands[order[0]]
 	var known float64
