@@ -1,0 +1,244 @@
+package extauthz
+
+import (
+	"strconv"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+// Headers capgate adds. They are informational: the gateway re-authenticates
+// and never trusts them.
+const (
+	HeaderDecisionID = "x-capgate-decision-id"
+	HeaderPrincipal  = "x-capgate-principal"
+	HeaderTenant     = "x-capgate-tenant"
+)
+
+// Dynamic metadata keys (under the ext_authz filter's namespace).
+const (
+	MetadataDecisionID = "decision_id"
+	MetadataPrincipal  = "principal"
+	MetadataOperation  = "operation"
+)
+
+// finish records the decision and builds its response.
+func (s *Server) finish(d *decision, start time.Time) *authv3.CheckResponse {
+	var resp *authv3.CheckResponse
+	if d.err == nil {
+		resp = s.allow(d)
+	} else {
+		resp = s.deny(d)
+	}
+	s.record(d, time.Since(start))
+	return resp
+}
+
+// internalDenial is the answer after a panic: built from constants, so that
+// it cannot fail itself.
+func (s *Server) internalDenial(d *decision, start time.Time) *authv3.CheckResponse {
+	d.err = protocol.Errorf(protocol.Internal, "internal error")
+	d.principal.Authenticated = false
+	resp := s.deny(d)
+	s.record(d, time.Since(start))
+	return resp
+}
+
+func (s *Server) record(d *decision, latency time.Duration) {
+	e := decisionlog.Entry{
+		DecisionID: d.id,
+		Component:  component,
+		Binding:    string(d.binding),
+		Version:    string(d.version),
+		Operation:  string(d.op),
+		Principal:  d.principal.Subject,
+		Tenant:     d.principal.Tenant,
+		Result:     decisionlog.Allow,
+		Latency:    latency,
+	}
+	if d.plan != nil {
+		e.Revision = d.plan.id
+	}
+	if d.err != nil {
+		e.Result = decisionlog.Deny
+		e.Code = string(d.err.Code)
+		e.Reasons = []string{d.err.Reason()}
+	}
+	s.dlog.Log(&e)
+	s.stats.observe(d, latency)
+}
+
+func okStatus() *rpcstatus.Status { return &rpcstatus.Status{Code: int32(codes.OK)} }
+
+// allowResponse is every message of an allow, allocated at once.
+type allowResponse struct {
+	resp   authv3.CheckResponse
+	ok     authv3.CheckResponse_OkResponse
+	http   authv3.OkHttpResponse
+	status rpcstatus.Status
+	opts   [3]corev3.HeaderValueOption
+	vals   [3]corev3.HeaderValue
+	optp   [3]*corev3.HeaderValueOption
+	md     structpb.Struct
+	mdv    [3]structpb.Value
+	mds    [3]structpb.Value_StringValue
+}
+
+func (a *allowResponse) header(i int, k, v string) {
+	a.vals[i].Key, a.vals[i].Value = k, v
+	a.opts[i].Header = &a.vals[i]
+	a.opts[i].AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
+	a.optp[i] = &a.opts[i]
+}
+
+func (a *allowResponse) meta(i int, k, v string) {
+	a.mds[i].StringValue = v
+	a.mdv[i].Kind = &a.mds[i]
+	a.md.Fields[k] = &a.mdv[i]
+}
+
+// allow answers OK with capgate's headers set (overwriting any a client
+// sent), every other client-sent x-capgate-* header removed, and the
+// decision in dynamic metadata.
+func (s *Server) allow(d *decision) *authv3.CheckResponse {
+	a := &allowResponse{}
+	a.resp.Status = &a.status
+	a.resp.HttpResponse = &a.ok
+	a.ok.OkResponse = &a.http
+	a.md.Fields = make(map[string]*structpb.Value, 3)
+	a.resp.DynamicMetadata = &a.md
+
+	n := 0
+	a.header(n, HeaderDecisionID, d.id)
+	n++
+	if d.principal.Authenticated {
+		a.header(n, HeaderPrincipal, d.principal.Subject)
+		n++
+		if d.principal.Tenant != "" {
+			a.header(n, HeaderTenant, d.principal.Tenant)
+			n++
+		}
+	}
+	a.http.Headers = a.optp[:n]
+	a.http.HeadersToRemove = d.hdr.capgateHeaders(a.vals[0].Key, a.vals[1].Key, a.vals[2].Key)
+
+	a.meta(0, MetadataDecisionID, d.id)
+	a.meta(1, MetadataPrincipal, d.principal.Subject)
+	a.meta(2, MetadataOperation, string(d.op))
+	return &a.resp
+}
+
+// deny answers in the shape of the request's binding:
+//   - JSON-RPC: HTTP 200, the JSON-RPC error echoing the request id;
+//   - HTTP+JSON: the mapped status, a google.rpc.Status body, and a Bearer
+//     challenge on 401 and 403;
+//   - gRPC: HTTP 200, content-type application/grpc, grpc-status and
+//     grpc-message (a trailers-only gRPC error).
+func (s *Server) deny(d *decision) *authv3.CheckResponse {
+	e := d.err
+	code := codes.PermissionDenied
+	if e.Code == protocol.Unauthenticated {
+		code = codes.Unauthenticated
+	}
+	hs := make([]*corev3.HeaderValueOption, 0, 5)
+	hs = append(hs, headerOpt(HeaderDecisionID, d.id))
+	denied := &authv3.DeniedHttpResponse{}
+	switch d.binding {
+	case protocol.JSONRPC:
+		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode_OK}
+		denied.Body = string(e.MarshalJSONRPC(d.reqID))
+		hs = append(hs, headerOpt("content-type", "application/json"))
+	case protocol.GRPC:
+		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode_OK}
+		hs = append(hs,
+			headerOpt("content-type", "application/grpc"),
+			headerOpt("grpc-status", strconv.Itoa(int(grpcCode(e.StatusName())))),
+			headerOpt("grpc-message", grpcMessage(e.Message)))
+	default:
+		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode(e.HTTPStatus())}
+		denied.Body = string(e.MarshalStatus())
+		hs = append(hs, headerOpt("content-type", "application/json"))
+		if c := e.WWWAuthenticate(); c != "" {
+			hs = append(hs, headerOpt("www-authenticate", c))
+		}
+		if allow := e.Metadata["allow"]; allow != "" && e.Code == protocol.MethodNotAllowed {
+			hs = append(hs, headerOpt("allow", allow))
+		}
+	}
+	denied.Headers = hs
+	md := &structpb.Struct{Fields: map[string]*structpb.Value{
+		MetadataDecisionID: structpb.NewStringValue(d.id),
+		MetadataOperation:  structpb.NewStringValue(string(d.op)),
+	}}
+	if d.principal.Authenticated {
+		md.Fields[MetadataPrincipal] = structpb.NewStringValue(d.principal.Subject)
+	}
+	return &authv3.CheckResponse{
+		Status:          &rpcstatus.Status{Code: int32(code), Message: e.Message},
+		HttpResponse:    &authv3.CheckResponse_DeniedResponse{DeniedResponse: denied},
+		DynamicMetadata: md,
+	}
+}
+
+func headerOpt(k, v string) *corev3.HeaderValueOption {
+	return &corev3.HeaderValueOption{
+		Header:       &corev3.HeaderValue{Key: k, Value: v},
+		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
+	}
+}
+
+// grpcCode maps a google.rpc.Code name to its number.
+func grpcCode(name string) codes.Code {
+	switch name {
+	case "INVALID_ARGUMENT":
+		return codes.InvalidArgument
+	case "NOT_FOUND":
+		return codes.NotFound
+	case "FAILED_PRECONDITION":
+		return codes.FailedPrecondition
+	case "UNIMPLEMENTED":
+		return codes.Unimplemented
+	case "UNAUTHENTICATED":
+		return codes.Unauthenticated
+	case "PERMISSION_DENIED":
+		return codes.PermissionDenied
+	case "UNAVAILABLE":
+		return codes.Unavailable
+	default:
+		return codes.Internal
+	}
+}
+
+// grpcMessage percent-encodes a grpc-message value as the gRPC HTTP/2
+// protocol requires: bytes outside printable ASCII, and '%'.
+func grpcMessage(msg string) string {
+	const hex = "0123456789ABCDEF"
+	clean := true
+	for i := 0; i < len(msg); i++ {
+		if c := msg[i]; c < 0x20 || c > 0x7e || c == '%' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return msg
+	}
+	b := make([]byte, 0, len(msg)+16)
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if c < 0x20 || c > 0x7e || c == '%' {
+			b = append(b, '%', hex[c>>4], hex[c&0xf])
+			continue
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
