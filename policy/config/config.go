@@ -21,6 +21,11 @@ const (
 	DefaultClockSkew       = 30 * time.Second
 	DefaultExtendedCard    = "auto"
 	DefaultMaxBodyBytes    = 1 << 20
+	DefaultMaxDepth        = 64
+	DefaultIdentityTTL     = 60 * time.Second
+	DefaultHandlerTimeout  = 30 * time.Second
+	DefaultExchangeTimeout = 5 * time.Second
+	DefaultModelTimeout    = 2 * time.Second
 )
 
 // Config is a validated deployment configuration.
@@ -34,6 +39,9 @@ type Config struct {
 	Router     Router            `yaml:"router"`
 	Store      string            `yaml:"store"` // "memory" or redis://host:port/db
 	Cards      Cards             `yaml:"cards"`
+	Identity   Identity          `yaml:"identity"`
+	Audit      Audit             `yaml:"audit"`
+	Limits     Limits            `yaml:"limits"`
 
 	// Dir is the directory of the config file; relative paths resolve against it.
 	// For a config read from an fs.FS it is a path inside that FS.
@@ -102,6 +110,60 @@ type Listen struct {
 // Router holds routing settings.
 type Router struct {
 	Threshold float64 `yaml:"threshold"`
+	// Model is the optional model-based router, asked only when the
+	// classifier is unsure.
+	Model *ModelRouter `yaml:"model"`
+}
+
+// ModelRouter is an OpenAI-compatible chat-completions endpoint.
+type ModelRouter struct {
+	URL       string        `yaml:"url"`         // e.g. https://llm.internal/v1/chat/completions
+	Model     string        `yaml:"model"`       // model name sent in the request
+	APIKeyEnv string        `yaml:"api_key_env"` // environment variable holding the bearer key
+	Timeout   time.Duration `yaml:"timeout"`     // default 2s; a timeout means clarification
+}
+
+// Identity configures the credential each handler call carries: a token
+// capgate issues for this caller and this capability, or one obtained by
+// RFC 8693 token exchange.
+type Identity struct {
+	// Issuer is the iss of capgate's tokens (default: agent.url).
+	Issuer string `yaml:"issuer"`
+	// AgentID is the actor (act.sub) in capgate's tokens (default: agent.url).
+	AgentID string `yaml:"agent_id"`
+	// SigningKeyFile is a PEM P-256 private key; empty: generated at start
+	// (tokens then do not survive a restart; a warning is logged).
+	SigningKeyFile string `yaml:"signing_key_file"`
+	// TTL of issued tokens (default and maximum 60s).
+	TTL time.Duration `yaml:"ttl"`
+	// ForwardCallerToken also passes the caller's own bearer token to
+	// handlers, in X-Capgate-Caller-Authorization. Off by default.
+	ForwardCallerToken bool `yaml:"forward_caller_token"`
+	// TokenExchange, when set, replaces self-issued tokens.
+	TokenExchange *TokenExchange `yaml:"token_exchange"`
+}
+
+// TokenExchange configures RFC 8693 token exchange at an OAuth 2.0 server.
+type TokenExchange struct {
+	TokenEndpoint    string        `yaml:"token_endpoint"`
+	ClientID         string        `yaml:"client_id"`
+	ClientSecretFile string        `yaml:"client_secret_file"` // relative to the config file
+	Handlers         []string      `yaml:"handlers"`           // empty: every handler
+	Timeout          time.Duration `yaml:"timeout"`            // default 5s
+}
+
+// Audit configures the audit stream of handler invocations.
+type Audit struct {
+	// File receives JSON lines; empty: standard output, beside the other logs.
+	File string `yaml:"file"`
+}
+
+// Limits bound what requests may carry.
+type Limits struct {
+	MaxBodyBytes int64 `yaml:"max_body_bytes"` // default 1 MiB
+	MaxDepth     int   `yaml:"max_depth"`      // JSON nesting, default 64
+	// HandlerTimeout bounds one unary handler call (default 30s).
+	HandlerTimeout time.Duration `yaml:"handler_timeout"`
 }
 
 // Cards holds card serving settings.

@@ -98,6 +98,26 @@ func (c *Config) applyDefaults() {
 	if !c.present("auth.clock_skew") {
 		c.Auth.ClockSkew = DefaultClockSkew
 	}
+	setDefault(&c.Identity.Issuer, c.Agent.URL)
+	setDefault(&c.Identity.AgentID, c.Agent.URL)
+	if c.Identity.TTL == 0 {
+		c.Identity.TTL = DefaultIdentityTTL
+	}
+	if x := c.Identity.TokenExchange; x != nil && x.Timeout == 0 {
+		x.Timeout = DefaultExchangeTimeout
+	}
+	if m := c.Router.Model; m != nil && m.Timeout == 0 {
+		m.Timeout = DefaultModelTimeout
+	}
+	if c.Limits.MaxBodyBytes == 0 {
+		c.Limits.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Limits.MaxDepth == 0 {
+		c.Limits.MaxDepth = DefaultMaxDepth
+	}
+	if c.Limits.HandlerTimeout == 0 {
+		c.Limits.HandlerTimeout = DefaultHandlerTimeout
+	}
 	if c.Agent.Streaming == nil {
 		on := true
 		c.Agent.Streaming = &on

@@ -85,6 +85,19 @@ func (c *Config) Validate() error {
 	if c.Auth.ClockSkew < 0 {
 		v.add("auth.clock_skew", "%s is negative", c.Auth.ClockSkew)
 	}
+	v.identity()
+	v.limits()
+	if m := c.Router.Model; m != nil {
+		if !httpURL(m.URL) {
+			v.add("router.model.url", "%q is not an absolute http(s) URL", m.URL)
+		}
+		if strings.TrimSpace(m.Model) == "" {
+			v.add("router.model.model", "required")
+		}
+		if m.Timeout < 0 {
+			v.add("router.model.timeout", "%s is negative", m.Timeout)
+		}
+	}
 	return v.probs.ErrOrNil()
 }
 
@@ -277,4 +290,52 @@ func (c *Config) Warnings() []string {
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+func (v *validator) identity() {
+	id := v.c.Identity
+	if id.TTL < 0 || id.TTL > DefaultIdentityTTL {
+		v.add("identity.ttl", "%s is outside (0s, 60s]: handler tokens are short-lived", id.TTL)
+	}
+	if id.SigningKeyFile != "" {
+		if _, err := v.c.ReadFile(id.SigningKeyFile); err != nil {
+			v.add("identity.signing_key_file", "%v", err)
+		}
+	}
+	x := id.TokenExchange
+	if x == nil {
+		return
+	}
+	if !httpURL(x.TokenEndpoint) {
+		v.add("identity.token_exchange.token_endpoint", "%q is not an absolute http(s) URL", x.TokenEndpoint)
+	}
+	if strings.TrimSpace(x.ClientID) == "" {
+		v.add("identity.token_exchange.client_id", "required")
+	}
+	if x.ClientSecretFile == "" {
+		v.add("identity.token_exchange.client_secret_file", "required")
+	} else if _, err := v.c.ReadFile(x.ClientSecretFile); err != nil {
+		v.add("identity.token_exchange.client_secret_file", "%v", err)
+	}
+	for i, h := range x.Handlers {
+		if _, ok := v.c.Handlers[h]; !ok {
+			v.add(fmt.Sprintf("identity.token_exchange.handlers[%d]", i), "%q is not a configured handler", h)
+		}
+	}
+	if x.Timeout < 0 {
+		v.add("identity.token_exchange.timeout", "%s is negative", x.Timeout)
+	}
+}
+
+func (v *validator) limits() {
+	l := v.c.Limits
+	if l.MaxBodyBytes < 1024 || l.MaxBodyBytes > 64<<20 {
+		v.add("limits.max_body_bytes", "%d is outside [1024, 67108864]", l.MaxBodyBytes)
+	}
+	if l.MaxDepth < 8 || l.MaxDepth > 512 {
+		v.add("limits.max_depth", "%d is outside [8, 512]", l.MaxDepth)
+	}
+	if l.HandlerTimeout < 0 {
+		v.add("limits.handler_timeout", "%s is negative", l.HandlerTimeout)
+	}
 }
