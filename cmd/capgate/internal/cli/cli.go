@@ -58,6 +58,7 @@ func commands() map[string]command {
 		"compile":  {"write an OPA bundle of the deployment", runCompile},
 		"policy":   {"policy tooling: test, check, fmt", runPolicy},
 		"token":    {"mint a DEMO token with the example's demo keys", runToken},
+		"route":    {"show how a message would be routed; `route eval` measures the router", runRoute},
 		"version":  {"print the version", runVersion},
 	}
 }

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/router"
+	"github.com/capgate/capgate/sidecar/router/classifier"
+)
+
+func runRoute(ctx context.Context, env Env, args []string) error {
+	if len(args) > 0 && args[0] == "eval" {
+		return runRouteEval(ctx, env, args[1:])
+	}
+	fs := newFlags(env, "route", `route [--config capgate.yaml] [--claims claims.json] [--media type,...] [--hint ID] "message text"`)
+	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
+	claimsPath := fs.String("claims", "", "JWT claims of the caller (JSON object; - for stdin); omit for an anonymous caller")
+	media := fs.String("media", "", "media types of non-text parts the message carries, comma-separated (e.g. application/pdf)")
+	hint := fs.String("hint", "", "a skill hint (metadata.skillId)")
+	if err := parse(fs, args, 1); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageErr("give the message text as one argument")
+	}
+	d, err := loadDeployment(*cfgPath)
+	if err != nil {
+		return err
+	}
+	var claims map[string]any
+	if *claimsPath != "" {
+		if claims, err = readClaims(env, *claimsPath); err != nil {
+			return err
+		}
+	}
+	e, err := newEngine(ctx, d)
+	if err != nil {
+		return err
+	}
+	rights, err := router.NewRights(ctx, e, callerFor(d, claims))
+	if err != nil {
+		return err
+	}
+	msg := &protocol.MessageInfo{SkillHint: *hint, Parts: []protocol.PartInfo{{Kind: "text", MediaType: "text/plain", Text: fs.Arg(0)}}}
+	for _, t := range strings.Split(*media, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			msg.Parts = append(msg.Parts, protocol.PartInfo{Kind: "raw", MediaType: t})
+		}
+	}
+	ix := router.NewIndex(d.Registry(), d.Config.Router.Threshold)
+	dec, perr := ix.Route(msg, rights)
+	if perr != nil {
+		fmt.Fprintf(env.Stdout, "refused: %s (%d): %s\n", perr.Reason(), perr.JSONRPCCode(), perr.Message)
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "layer: %s\n", dec.Layer)
+	if dec.Capability != "" {
+		fmt.Fprintf(env.Stdout, "capability: %s\n", dec.Capability)
+	}
+	if dec.Layer == router.LayerClassifier || dec.Layer == router.LayerClarify {
+		fmt.Fprintf(env.Stdout, "confidence: %.3f (threshold %.2f)\n", dec.Confidence, ix.Threshold())
+	}
+	if dec.IgnoredHint != "" {
+		fmt.Fprintf(env.Stdout, "ignored hint: %s (not a capability this caller may use for this message)\n", dec.IgnoredHint)
+	}
+	if len(dec.Candidates) > 0 {
+		fmt.Fprintln(env.Stdout, "candidates:")
+		for _, c := range dec.Candidates {
+			fmt.Fprintf(env.Stdout, "  %-28s %.3f  %s\n", c.ID, c.Score, c.Name)
+		}
+	}
+	return nil
+}
+
+func runRouteEval(_ context.Context, env Env, args []string) error {
+	fs := newFlags(env, "route eval", "route eval --manifests FILE|DIR --cases FILE.jsonl [--threshold 0.6] [--json]")
+	manifests := fs.String("manifests", "", "a JSON array of manifests, or a folder of manifest files")
+	casesPath := fs.String("cases", "", "JSON lines: {\"text\": ..., \"expect\": id or null}")
+	threshold := fs.Float64("threshold", config.DefaultRouterThreshold, "confidence below which the router asks for clarification")
+	asJSON := fs.Bool("json", false, "print one JSON object")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *manifests == "" || *casesPath == "" {
+		return usageErr("--manifests and --cases are required")
+	}
+	if *threshold < 0 || *threshold > 1 {
+		return usageErr("--threshold must be in [0, 1]")
+	}
+	reg, err := loadManifestsArg(*manifests)
+	if err != nil {
+		return err
+	}
+	cases, err := readCases(*casesPath)
+	if err != nil {
+		return err
+	}
+	for i, c := range cases {
+		if c.Expect != nil {
+			if _, ok := reg.Get(*c.Expect); !ok {
+				return usageErr("%s:%d: expect %q is not a capability of the manifests", *casesPath, i+1, *c.Expect)
+			}
+		}
+	}
+	ix := router.NewIndex(reg, *threshold)
+	m := classifier.Evaluate(ix.Classifier(), cases, *threshold)
+	if *asJSON {
+		out := map[string]any{
+			"in_scope_accuracy":  m.InScopeAccuracy,
+			"top1_accuracy":      m.Top1Accuracy,
+			"oos_recall":         m.OOSRecall,
+			"clarification_rate": m.ClarificationRate,
+			"misroute_rate":      m.MisrouteRate,
+			"p50_us":             float64(m.P50.Nanoseconds()) / 1e3,
+			"p99_us":             float64(m.P99.Nanoseconds()) / 1e3,
+			"cases":              m.N,
+			"threshold":          *threshold,
+		}
+		if err := json.MarshalWrite(env.Stdout, out, json.Deterministic(true), jsontext.WithIndent("  ")); err != nil {
+			return err
+		}
+		fmt.Fprintln(env.Stdout)
+		return nil
+	}
+	fmt.Fprintf(env.Stdout, "cases: %d (%d skills), threshold %.2f\n", m.N, reg.Len(), *threshold)
+	fmt.Fprintf(env.Stdout, "in-scope accuracy:      %6.2f%%\n", 100*m.InScopeAccuracy)
+	fmt.Fprintf(env.Stdout, "top-1 accuracy:         %6.2f%%  (no threshold)\n", 100*m.Top1Accuracy)
+	fmt.Fprintf(env.Stdout, "out-of-scope recall:    %6.2f%%\n", 100*m.OOSRecall)
+	fmt.Fprintf(env.Stdout, "in-scope clarification: %6.2f%%\n", 100*m.ClarificationRate)
+	fmt.Fprintf(env.Stdout, "misroutes:              %6.2f%%\n", 100*m.MisrouteRate)
+	fmt.Fprintf(env.Stdout, "latency p50 / p99:      %v / %v\n", m.P50, m.P99)
+	return nil
+}
+
+// loadManifestsArg loads a JSON array file or a folder of manifests, without
+// a handler check (no deployment config is involved).
+func loadManifestsArg(p string) (*manifest.Registry, error) {
+	st, err := os.Stat(p)
+	if err != nil {
+		return nil, usageErr("manifests: %v", err)
+	}
+	var reg *manifest.Registry
+	if st.IsDir() {
+		reg, err = manifest.Load([]manifest.Dir{{FS: os.DirFS(p), Name: filepath.Clean(p)}}, manifest.Options{})
+	} else {
+		b, rerr := os.ReadFile(p)
+		if rerr != nil {
+			return nil, usageErr("manifests: %v", rerr)
+		}
+		reg, err = manifest.LoadJSONArray(filepath.Base(p), b, manifest.Options{})
+	}
+	if err != nil {
+		return nil, usageErr("invalid manifests:\n%v", err)
+	}
+	return reg, nil
+}
+
+// readCases reads routing cases, one JSON object per line.
+func readCases(p string) ([]classifier.Case, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, usageErr("cases: %v", err)
+	}
+	defer f.Close()
+	return parseCases(f, p)
+}
+
+func parseCases(r io.Reader, name string) ([]classifier.Case, error) {
+	var cases []classifier.Case
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		b := strings.TrimSpace(sc.Text())
+		if b == "" {
+			continue
+		}
+		var c struct {
+			Text   string  `json:"text"`
+			Expect *string `json:"expect"`
+		}
+		if err := json.Unmarshal([]byte(b), &c, json.RejectUnknownMembers(true)); err != nil {
+			return nil, usageErr("%s:%d: not a case object {\"text\", \"expect\"}", name, line)
+		}
+		cases = append(cases, classifier.Case{Text: c.Text, Expect: c.Expect})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, usageErr("%s: %v", name, err)
+	}
+	if len(cases) == 0 {
+		return nil, usageErr("%s: no cases", name)
+	}
+	return cases, nil
+}
