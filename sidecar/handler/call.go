@@ -1,0 +1,86 @@
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+var (
+	errTimeout = errors.New("handler call timed out")
+	errIdle    = errors.New("handler stream idle")
+)
+
+// Call sends req to its handler and returns the JSON-RPC result. Every
+// failure is an A2A error fit for the client: the handler's own A2A error
+// (same code, cleaned message), InvalidAgentResponse for anything that is
+// not a JSON-RPC 2.0 response to this call, Internal when the handler is
+// unknown, unreachable, or slower than the timeout.
+func (i *Invoker) Call(ctx context.Context, req Request) (jsontext.Value, *protocol.Error) {
+	t, perr := i.lookup(req)
+	if perr != nil {
+		return nil, perr
+	}
+	start := time.Now()
+	id := newID()
+	cctx, cancel := context.WithTimeoutCause(ctx, i.timeout, errTimeout)
+	defer cancel()
+	timeoutMsg := fmt.Sprintf("handler %s did not answer within %s", t.name, i.timeout)
+
+	hr, err := newHTTPRequest(cctx, t, req, id, false)
+	if err != nil {
+		return nil, protocol.Wrap(protocol.Internal, err, fmt.Sprintf("the call to handler %s could not be built", t.name))
+	}
+	resp, err := t.client.Do(hr)
+	if err != nil {
+		return nil, i.failure(cctx, t, req, err, errTimeout, timeoutMsg)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
+	if err != nil {
+		return nil, i.failure(cctx, t, req, err, errTimeout, timeoutMsg)
+	}
+	if len(body) > MaxResponseBytes {
+		return nil, i.invalid(t, req, "response larger than 16 MiB")
+	}
+	result, perr := i.unary(t, req, resp, body, id)
+	i.log.Debug("handler called", zap.String("handler", t.name), zap.String("decision_id", req.DecisionID),
+		zap.Duration("latency", time.Since(start)), zap.Bool("ok", perr == nil))
+	return result, perr
+}
+
+// unary checks a whole JSON-RPC response body. An error response is
+// accepted with any HTTP status; a result only with a 2xx.
+func (i *Invoker) unary(t target, req Request, resp *http.Response, body []byte, id string) (jsontext.Value, *protocol.Error) {
+	// The Content-Type is not trusted either way (a2a-go's 0.3 server sends
+	// errors without one): the body must parse as a JSON-RPC response.
+	r, why := parseResponse(body, id)
+	if why != "" {
+		return nil, i.invalid(t, req, fmt.Sprintf("HTTP %d, content type %q: %s", resp.StatusCode, clip(mediaType(resp.Header), 64), why))
+	}
+	if r.rpcErr != nil {
+		return nil, i.upstreamError(t, req, r.rpcErr)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return nil, i.invalid(t, req, fmt.Sprintf("a result with HTTP %d", resp.StatusCode))
+	}
+	return r.result, nil
+}
+
+func (i *Invoker) upstreamError(t target, req Request, e *rpcError) *protocol.Error {
+	perr, ok := toProtocol(t.name, e)
+	if !ok {
+		return i.invalid(t, req, fmt.Sprintf("error code %d is not an A2A error", *e.Code))
+	}
+	i.log.Info("handler returned an error", zap.String("handler", t.name), zap.String("decision_id", req.DecisionID),
+		zap.Int64("code", *e.Code))
+	return perr
+}

@@ -1,0 +1,302 @@
+// Package handler calls skill handlers (builtin or upstream A2A servers) over JSON-RPC, unary or streamed, and checks what they answer.
+package handler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+// Defaults of the Invoker's options.
+const (
+	DefaultTimeout           = 30 * time.Second
+	DefaultStreamIdleTimeout = 5 * time.Minute
+	// MaxResponseBytes bounds a unary response body.
+	MaxResponseBytes = 16 << 20
+	// MaxEventBytes bounds one Server-Sent Event (its data and each line).
+	MaxEventBytes = 1 << 20
+	// maxErrorMessage bounds the upstream error message passed on to clients.
+	maxErrorMessage = 512
+	// maxErrorMetadata bounds the ErrorInfo metadata entries passed on.
+	maxErrorMetadata = 16
+)
+
+// BuiltinPrefix marks a handler target served inside capgate ("builtin:echo").
+const BuiltinPrefix = "builtin:"
+
+// Request is one call to a handler.
+type Request struct {
+	Handler    string           // handler name (key of config handlers)
+	Version    protocol.Version // A2A version to speak upstream (passed as A2A-Version header)
+	Method     string           // JSON-RPC method name in that version ("SendMessage" / "message/send", ...)
+	Params     jsontext.Value   // JSON-RPC params to send
+	Token      string           // bearer token for the handler: sent as Authorization: Bearer <Token>
+	Extensions []string         // activated extension URIs: sent as A2A-Extensions
+	DecisionID string           // sent as X-Capgate-Decision-Id
+}
+
+// DecisionIDHeader carries capgate's decision id to the handler.
+const DecisionIDHeader = "X-Capgate-Decision-Id"
+
+// Option configures an Invoker.
+type Option func(*options)
+
+type options struct {
+	client   *http.Client
+	timeout  time.Duration
+	idle     time.Duration
+	log      *zap.Logger
+	builtins map[string]http.Handler
+}
+
+// WithHTTPClient sets the client for upstream (http/https) handlers. Its
+// redirect policy is replaced: redirects are never followed, so a token is
+// only ever sent to the configured URL.
+func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
+
+// WithTimeout bounds a unary call (default DefaultTimeout).
+func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
+
+// WithStreamIdleTimeout bounds the silence between two reads of a stream
+// (default DefaultStreamIdleTimeout).
+func WithStreamIdleTimeout(d time.Duration) Option { return func(o *options) { o.idle = d } }
+
+// WithLogger sets the logger.
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithBuiltin registers h as the builtin handler name: targets
+// "builtin:<name>" are served by h in process.
+func WithBuiltin(name string, h http.Handler) Option {
+	return func(o *options) {
+		if o.builtins == nil {
+			o.builtins = map[string]http.Handler{}
+		}
+		o.builtins[name] = h
+	}
+}
+
+// target is where one handler name is served.
+type target struct {
+	name   string
+	url    string
+	client *http.Client
+}
+
+// Invoker calls handlers. It is safe for concurrent use.
+type Invoker struct {
+	targets map[string]target
+	timeout time.Duration
+	idle    time.Duration
+	log     *zap.Logger
+	clients []*http.Client
+}
+
+// NewInvoker returns an Invoker for handlers (name → "builtin:<name>" or an
+// absolute http(s) URL). A builtin target needs its handler registered with
+// WithBuiltin.
+func NewInvoker(handlers map[string]string, opts ...Option) (*Invoker, error) {
+	o := options{timeout: DefaultTimeout, idle: DefaultStreamIdleTimeout}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var errs []error
+	if o.timeout <= 0 {
+		errs = append(errs, errors.New("timeout must be positive"))
+	}
+	if o.idle <= 0 {
+		errs = append(errs, errors.New("stream idle timeout must be positive"))
+	}
+	for name, h := range o.builtins {
+		if h == nil {
+			errs = append(errs, fmt.Errorf("builtin %q has a nil handler", name))
+		}
+	}
+	i := &Invoker{targets: map[string]target{}, timeout: o.timeout, idle: o.idle, log: o.log}
+	if i.log == nil {
+		i.log = zap.NewNop()
+	}
+	i.log = i.log.Named("handler")
+
+	upstream := upstreamClient(o.client)
+	builtinClients := map[string]*http.Client{}
+	for _, name := range sortedKeys(handlers) {
+		raw := handlers[name]
+		if name == "" {
+			errs = append(errs, errors.New("a handler has an empty name"))
+			continue
+		}
+		if b, ok := strings.CutPrefix(raw, BuiltinPrefix); ok {
+			h := o.builtins[b]
+			if h == nil {
+				errs = append(errs, fmt.Errorf("handler %q: %q is not a registered builtin", name, raw))
+				continue
+			}
+			c := builtinClients[b]
+			if c == nil {
+				c = &http.Client{Transport: inProcess{h: h}, CheckRedirect: noRedirect}
+				builtinClients[b] = c
+			}
+			i.targets[name] = target{name: name, url: "http://" + b + ".builtin.invalid/", client: c}
+			continue
+		}
+		if err := checkURL(raw); err != nil {
+			errs = append(errs, fmt.Errorf("handler %q: %w", name, err))
+			continue
+		}
+		i.targets[name] = target{name: name, url: raw, client: upstream}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("handler: %w", err)
+	}
+	i.clients = append(i.clients, upstream)
+	return i, nil
+}
+
+// Close closes idle upstream connections.
+func (i *Invoker) Close() error {
+	for _, c := range i.clients {
+		c.CloseIdleConnections()
+	}
+	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func checkURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("%q is not a URL", raw)
+	}
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("%q is neither a builtin nor an http(s) URL", raw)
+	case u.Host == "":
+		return fmt.Errorf("%q has no host", raw)
+	case u.User != nil:
+		return fmt.Errorf("%q carries credentials; handlers get capgate's token instead", u.Redacted())
+	case u.Fragment != "":
+		return fmt.Errorf("%q has a fragment", raw)
+	}
+	return nil
+}
+
+// upstreamClient copies c (or builds a client) that never follows redirects.
+func upstreamClient(c *http.Client) *http.Client {
+	if c == nil {
+		tr, ok := http.DefaultTransport.(*http.Transport)
+		var rt http.RoundTripper = http.DefaultTransport
+		if ok {
+			t := tr.Clone()
+			t.MaxIdleConnsPerHost = 32
+			t.ResponseHeaderTimeout = 0 // bounded by the call's context
+			rt = t
+		}
+		return &http.Client{Transport: rt, CheckRedirect: noRedirect}
+	}
+	cp := *c
+	cp.CheckRedirect = noRedirect
+	return &cp
+}
+
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// lookup returns the target of req.Handler and checks req.
+func (i *Invoker) lookup(req Request) (target, *protocol.Error) {
+	t, ok := i.targets[req.Handler]
+	if !ok {
+		return target{}, protocol.Errorf(protocol.Internal, "no handler named %s is configured", clip(req.Handler, 128))
+	}
+	switch {
+	case req.Version != protocol.V1 && req.Version != protocol.V03:
+		return target{}, protocol.Errorf(protocol.Internal, "the call to handler %s has no A2A version", t.name)
+	case req.Method == "":
+		return target{}, protocol.Errorf(protocol.Internal, "the call to handler %s has no method", t.name)
+	case req.Token == "":
+		return target{}, protocol.Errorf(protocol.Internal, "the call to handler %s has no credential", t.name)
+	case len(req.Params) > 0 && !req.Params.IsValid():
+		return target{}, protocol.Errorf(protocol.Internal, "the call to handler %s has malformed params", t.name)
+	}
+	return t, nil
+}
+
+// newHTTPRequest builds the JSON-RPC POST for req with a fresh id.
+func newHTTPRequest(ctx context.Context, t target, req Request, id string, stream bool) (*http.Request, error) {
+	body, err := requestBody(id, req.Method, req.Params)
+	if err != nil {
+		return nil, err
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, strings.NewReader(string(body)))
+	if err != nil {
+		return nil, err
+	}
+	h := hr.Header
+	h.Set("Content-Type", "application/json")
+	if stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	h.Set(protocol.VersionHeader, string(req.Version))
+	if len(req.Extensions) > 0 {
+		ext := strings.Join(req.Extensions, ", ")
+		h.Set(protocol.ExtensionsHeader, ext)
+		if req.Version == protocol.V03 {
+			h.Set("X-"+protocol.ExtensionsHeader, ext) // the 0.3 header name
+		}
+	}
+	h.Set("Authorization", "Bearer "+req.Token)
+	if req.DecisionID != "" {
+		h.Set(DecisionIDHeader, req.DecisionID)
+	}
+	h.Set("User-Agent", "capgate")
+	return hr, nil
+}
+
+// failure classifies a transport error: the caller's cancellation, our
+// deadline (timeoutMsg), or an unreachable handler. The raw error is logged,
+// never returned to clients.
+func (i *Invoker) failure(ctx context.Context, t target, req Request, err error, deadline error, deadlineMsg string) *protocol.Error {
+	fields := []zap.Field{zap.String("handler", t.name), zap.String("decision_id", req.DecisionID), zap.Error(err)}
+	cause := context.Cause(ctx)
+	switch {
+	case cause != nil && errors.Is(cause, deadline):
+		i.log.Warn("handler timed out", fields...)
+		return protocol.Wrap(protocol.Internal, err, deadlineMsg)
+	case cause != nil:
+		i.log.Info("handler call cancelled", fields...)
+		return protocol.Wrap(protocol.Internal, err, fmt.Sprintf("the call to handler %s was cancelled", t.name))
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		i.log.Warn("handler timed out", fields...)
+		return protocol.Wrap(protocol.Internal, err, deadlineMsg)
+	}
+	i.log.Warn("handler unavailable", fields...)
+	return protocol.Wrap(protocol.Internal, err, fmt.Sprintf("handler %s is unavailable", t.name))
+}
+
+// invalid is the error for any answer that is not a well-formed A2A
+// JSON-RPC response; why is logged only.
+func (i *Invoker) invalid(t target, req Request, why string) *protocol.Error {
+	i.log.Warn("handler returned an invalid response", zap.String("handler", t.name),
+		zap.String("decision_id", req.DecisionID), zap.String("reason", why))
+	return protocol.Errorf(protocol.InvalidAgentResponse, "the handler %s returned an invalid A2A response", t.name)
+}

@@ -1,0 +1,276 @@
+package handler
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+// newID returns a fresh JSON-RPC id, unguessable so that a response cannot
+// be replayed from another call.
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	return "capgate-" + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// requestBody is {"jsonrpc":"2.0","id":id,"method":method,"params":params}.
+func requestBody(id, method string, params jsontext.Value) ([]byte, error) {
+	b := make([]byte, 0, 64+len(method)+len(params))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b, err := jsontext.AppendQuote(b, id)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"method":`...)
+	if b, err = jsontext.AppendQuote(b, method); err != nil {
+		return nil, fmt.Errorf("method name: %w", err)
+	}
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}'), nil
+}
+
+// mediaType is the response's Content-Type without parameters, lower case.
+func mediaType(h http.Header) string {
+	mt, _, err := mime.ParseMediaType(h.Get("Content-Type"))
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// response is one parsed JSON-RPC 2.0 response: exactly one of result and
+// rpcErr is set.
+type response struct {
+	result jsontext.Value
+	rpcErr *rpcError
+}
+
+type rpcError struct {
+	Code    *int64         `json:"code"`
+	Message *string        `json:"message"`
+	Data    jsontext.Value `json:"data,omitempty"`
+}
+
+// parseResponse reads body as a JSON-RPC 2.0 response to the request with
+// id. It refuses malformed JSON, duplicate keys, invalid UTF-8, trailing
+// data, a wrong or missing jsonrpc or id, and anything but exactly one of
+// result and error. An error response may carry a null id (JSON-RPC allows
+// it when the server could not read the id). why says what was wrong, for
+// logs.
+func parseResponse(body []byte, id string) (resp response, why string) {
+	dec := jsontext.NewDecoder(bytes.NewReader(body)) // duplicate names and invalid UTF-8 are errors
+	tok, err := dec.ReadToken()
+	if err != nil || tok.Kind() != '{' {
+		return response{}, "not a JSON object"
+	}
+	var version, gotID, result, errObj jsontext.Value
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return response{}, "malformed JSON"
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return response{}, "malformed JSON"
+		}
+		v = v.Clone()
+		switch name {
+		case "jsonrpc":
+			version = v
+		case "id":
+			gotID = v
+		case "result":
+			result = v
+		case "error":
+			errObj = v
+		}
+	}
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '}' {
+		return response{}, "malformed JSON"
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return response{}, "data after the JSON value"
+	}
+	if s, ok := jsonString(version); !ok || s != "2.0" {
+		return response{}, `jsonrpc is not "2.0"`
+	}
+	if (result == nil) == (errObj == nil) {
+		return response{}, "not exactly one of result and error"
+	}
+	s, isString := jsonString(gotID)
+	idOK := isString && s == id
+	if errObj != nil {
+		if !idOK && !(gotID != nil && gotID.Kind() == 'n') {
+			return response{}, "id does not match the request"
+		}
+		var e rpcError
+		if err := json.Unmarshal(errObj, &e, json.RejectUnknownMembers(false)); err != nil || e.Code == nil || e.Message == nil {
+			return response{}, "malformed error object"
+		}
+		return response{rpcErr: &e}, ""
+	}
+	if !idOK {
+		return response{}, "id does not match the request"
+	}
+	return response{result: result}, ""
+}
+
+func jsonString(v jsontext.Value) (string, bool) {
+	if v == nil || v.Kind() != '"' {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(v, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// upstreamCode maps a JSON-RPC error code to its protocol code; false for
+// a code that is not an A2A or JSON-RPC error.
+func upstreamCode(code int64) (protocol.Code, bool) {
+	switch code {
+	case -32700:
+		return protocol.ParseError, true
+	case -32600:
+		return protocol.InvalidRequest, true
+	case -32601:
+		return protocol.MethodNotFound, true
+	case -32602:
+		return protocol.InvalidParams, true
+	case -32603:
+		return protocol.Internal, true
+	case -32001:
+		return protocol.TaskNotFound, true
+	case -32002:
+		return protocol.TaskNotCancelable, true
+	case -32003:
+		return protocol.PushNotificationNotSupported, true
+	case -32004:
+		return protocol.UnsupportedOperation, true
+	case -32005:
+		return protocol.ContentTypeNotSupported, true
+	case -32006:
+		return protocol.InvalidAgentResponse, true
+	case -32007:
+		return protocol.ExtendedAgentCardNotConfigured, true
+	case -32008:
+		return protocol.ExtensionSupportRequired, true
+	case -32009:
+		return protocol.VersionNotSupported, true
+	case -31401:
+		return protocol.Unauthenticated, true
+	case -31403:
+		return protocol.Unauthorized, true
+	default:
+		return "", false
+	}
+}
+
+// toProtocol turns the handler's error into the client's: same code,
+// the handler's message cleaned and clipped, ErrorInfo metadata kept. A
+// handler refusing capgate's own credential is not the caller's
+// authentication problem: it becomes an internal error. ok is false for a
+// code outside A2A and JSON-RPC.
+func toProtocol(name string, e *rpcError) (*protocol.Error, bool) {
+	code, ok := upstreamCode(*e.Code)
+	if !ok {
+		return nil, false
+	}
+	if code == protocol.Unauthenticated {
+		return protocol.Errorf(protocol.Internal, "handler %s refused capgate's credential", name), true
+	}
+	msg := clean(*e.Message, maxErrorMessage)
+	if msg == "" {
+		msg = fmt.Sprintf("handler %s failed", name)
+	}
+	out := protocol.Errorf(code, "%s", msg)
+	for k, v := range errorInfoMetadata(e.Data) {
+		out.WithMetadata(k, v)
+	}
+	return out, true
+}
+
+// errorInfoMetadata reads the string metadata of a google.rpc.ErrorInfo in
+// data (an array of typed details); anything else yields nothing.
+func errorInfoMetadata(data jsontext.Value) map[string]string {
+	if len(data) == 0 || data.Kind() != '[' {
+		return nil
+	}
+	var details []map[string]jsontext.Value
+	if err := json.Unmarshal(data, &details); err != nil {
+		return nil
+	}
+	for _, d := range details {
+		typ, _ := jsonString(d["@type"])
+		if typ != protocol.ErrorInfoType {
+			continue
+		}
+		raw := d["metadata"]
+		if len(raw) == 0 || raw.Kind() != '{' {
+			return nil
+		}
+		var meta map[string]jsontext.Value
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return nil
+		}
+		out := map[string]string{}
+		for k, v := range meta {
+			s, ok := jsonString(v)
+			k = clean(k, 64)
+			if !ok || k == "" {
+				continue
+			}
+			out[k] = clean(s, 256)
+			if len(out) == maxErrorMetadata {
+				break
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// clean makes upstream text safe to show: valid UTF-8, control characters
+// removed (line breaks and tabs become spaces), trimmed, at most max bytes.
+func clean(s string, max int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	s = strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\r' || r == '\t':
+			return ' '
+		case r < 0x20 || (r >= 0x7f && r < 0xa0) || r == '\u2028' || r == '\u2029':
+			return -1
+		}
+		return r
+	}, s)
+	return clip(strings.TrimSpace(s), max)
+}
+
+// clip cuts s to at most max bytes on a rune boundary, marking the cut.
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

@@ -1,0 +1,236 @@
+package handler
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+var errEventTooLarge = errors.New("event larger than the limit")
+
+// Stream sends a streaming req (SendStreamingMessage, SubscribeToTask) and
+// calls yield with each event's JSON-RPC result as it arrives. It returns
+// nil when the handler ends the stream after at least one event; an error
+// event ends the stream with that error. The stream is cancelled when ctx
+// is, when the handler stays silent for the idle timeout, or when yield
+// returns an error, which Stream then returns (a *protocol.Error as is,
+// anything else as Internal).
+func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jsontext.Value) error) *protocol.Error {
+	t, perr := i.lookup(req)
+	if perr != nil {
+		return perr
+	}
+	id := newID()
+	sctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := newIdleTimer(i.idle, func() { cancel(errIdle) })
+	defer idle.stop()
+	idleMsg := fmt.Sprintf("handler %s sent nothing for %s", t.name, i.idle)
+
+	hr, err := newHTTPRequest(sctx, t, req, id, true)
+	if err != nil {
+		return protocol.Wrap(protocol.Internal, err, fmt.Sprintf("the call to handler %s could not be built", t.name))
+	}
+	resp, err := t.client.Do(hr)
+	if err != nil {
+		return i.failure(sctx, t, req, err, errIdle, idleMsg)
+	}
+	defer func() { _ = resp.Body.Close() }()
+
+	emit := func(result jsontext.Value) *protocol.Error {
+		idle.pause()
+		defer idle.resume()
+		if err := yield(result); err != nil {
+			var pe *protocol.Error
+			if errors.As(err, &pe) {
+				return pe
+			}
+			return protocol.Wrap(protocol.Internal, err, "the handler's stream could not be relayed")
+		}
+		return nil
+	}
+
+	body := &activityReader{r: resp.Body, idle: idle}
+	if mt := mediaType(resp.Header); mt != "text/event-stream" {
+		// Not a stream: a plain JSON-RPC answer, usually an error.
+		data, err := io.ReadAll(io.LimitReader(body, MaxResponseBytes+1))
+		if err != nil {
+			return i.failure(sctx, t, req, err, errIdle, idleMsg)
+		}
+		if len(data) > MaxResponseBytes {
+			return i.invalid(t, req, "response larger than 16 MiB")
+		}
+		result, perr := i.unary(t, req, resp, data, id)
+		if perr != nil {
+			return perr
+		}
+		return emit(result)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return i.invalid(t, req, fmt.Sprintf("an event stream with HTTP %d", resp.StatusCode))
+	}
+
+	br := bufio.NewReaderSize(body, 64<<10)
+	events := 0
+	for {
+		data, err := nextEvent(br)
+		if cause := context.Cause(sctx); cause != nil {
+			// Cancelled, idle, or the caller went away: whatever was read
+			// after that is not relayed.
+			return i.failure(sctx, t, req, cause, errIdle, idleMsg)
+		}
+		switch {
+		case err == io.EOF:
+			if events == 0 {
+				return i.invalid(t, req, "stream ended without an event")
+			}
+			return nil
+		case errors.Is(err, errEventTooLarge):
+			return i.invalid(t, req, "event larger than 1 MiB")
+		case err != nil:
+			return i.failure(sctx, t, req, err, errIdle, idleMsg)
+		}
+		r, why := parseResponse(data, id)
+		if why != "" {
+			return i.invalid(t, req, fmt.Sprintf("event %d: %s", events+1, why))
+		}
+		if r.rpcErr != nil {
+			return i.upstreamError(t, req, r.rpcErr)
+		}
+		events++
+		if perr := emit(r.result); perr != nil {
+			return perr
+		}
+	}
+}
+
+// nextEvent returns the data of the next Server-Sent Event: its data lines
+// joined with "\n". Comments and other fields are skipped; an event
+// without data is no event. io.EOF ends the stream (an unterminated last
+// event is dropped, as the SSE specification says).
+func nextEvent(br *bufio.Reader) ([]byte, error) {
+	var data []byte
+	has := false
+	for {
+		line, err := readLine(br)
+		if err != nil {
+			return nil, err
+		}
+		if len(line) == 0 {
+			if has {
+				return data, nil
+			}
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		name, value, found := bytes.Cut(line, []byte(":"))
+		if found && len(value) > 0 && value[0] == ' ' {
+			value = value[1:]
+		}
+		if string(name) != "data" {
+			continue // event, id, retry and unknown fields
+		}
+		if has {
+			data = append(data, '\n')
+		}
+		data = append(data, value...)
+		has = true
+		if len(data) > MaxEventBytes {
+			return nil, errEventTooLarge
+		}
+	}
+}
+
+// readLine reads one line without its "\n" or "\r\n". A line longer than
+// MaxEventBytes is errEventTooLarge; a last line without a newline is
+// io.EOF.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(line)+len(chunk) > MaxEventBytes+2 {
+			return nil, errEventTooLarge
+		}
+		line = append(line, chunk...)
+		switch {
+		case err == nil:
+			line = line[:len(line)-1]
+			if n := len(line); n > 0 && line[n-1] == '\r' {
+				line = line[:n-1]
+			}
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return nil, err
+		}
+	}
+}
+
+// idleTimer fires once after d without activity; it can be paused while
+// capgate itself is busy relaying an event.
+type idleTimer struct {
+	mu     sync.Mutex
+	t      *time.Timer
+	d      time.Duration
+	paused bool
+}
+
+func newIdleTimer(d time.Duration, fire func()) *idleTimer {
+	return &idleTimer{t: time.AfterFunc(d, fire), d: d}
+}
+
+func (it *idleTimer) touch() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	if !it.paused {
+		it.t.Reset(it.d)
+	}
+}
+
+func (it *idleTimer) pause() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.paused = true
+	it.t.Stop()
+}
+
+func (it *idleTimer) resume() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.paused = false
+	it.t.Reset(it.d)
+}
+
+func (it *idleTimer) stop() {
+	it.mu.Lock()
+	defer it.mu.Unlock()
+	it.paused = true
+	it.t.Stop()
+}
+
+// activityReader resets the idle timer whenever bytes arrive.
+type activityReader struct {
+	r    io.Reader
+	idle *idleTimer
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.idle.touch()
+	}
+	return n, err
+}
