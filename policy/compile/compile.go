@@ -15,6 +15,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/util"
 
@@ -71,7 +72,7 @@ type Snapshot struct {
 // each lands at ExtraDir+name) into a snapshot. The output is checked before
 // it is returned: capability keys equal their ids, every replaced_by
 // resolves, every module compiles (Rego v1, strict, input schema) and the
-// policy evaluates over the data for every capability.
+// policy evaluates over the data (see smoke).
 func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string) (*Snapshot, error) {
 	if reg == nil {
 		return nil, errors.New("build policy snapshot: nil registry")
@@ -258,32 +259,71 @@ func (s *Snapshot) check() error {
 	return s.smoke(c)
 }
 
-// smoke evaluates every capability's report for an anonymous caller over
-// the data: it catches runtime conflicts the compiler cannot see and proves
-// the policy sees every capability.
+// smoke evaluates the policy over the data before anything is published:
+// both sets for an anonymous caller (every capability's visibility and
+// entitlement rules run) and the decision for one capability. It catches
+// runtime conflicts the compiler cannot see. It deliberately avoids the
+// explain rule, whose cost grows quadratically with the registry.
 func (s *Snapshot) smoke(c *ast.Compiler) error {
 	ctx := context.Background()
-	store := inmem.NewFromObjectWithOpts(map[string]any{Root: s.Data},
-		inmem.OptRoundTripOnWrite(false), inmem.OptReturnASTValuesOnRead(true))
-	rs, err := rego.New(rego.Query("data.capgate.authz.explain"), rego.Compiler(c), rego.Store(store),
-		rego.Input(map[string]any{})).Eval(ctx)
+	store, err := s.Store()
+	if err != nil {
+		return err
+	}
+	rs, err := rego.New(rego.Query("visible := data.capgate.authz.visible; entitled := data.capgate.authz.entitled"),
+		rego.Compiler(c), rego.Store(store), rego.Input(map[string]any{})).Eval(ctx)
 	if err != nil {
 		return fmt.Errorf("evaluate policy over data: %w", err)
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return errors.New("evaluate policy over data: explain is undefined")
+	if len(rs) != 1 {
+		return errors.New("evaluate policy over data: visible or entitled is undefined")
 	}
-	got, _ := rs[0].Expressions[0].Value.(map[string]any)
 	var errs []error
-	for _, c := range s.Registry.All() {
-		if _, ok := got[c.ID]; !ok {
-			errs = append(errs, fmt.Errorf("capability %s: the policy has no decision for it", c.ID))
+	for _, name := range []string{"visible", "entitled"} {
+		ids, ok := rs[0].Bindings[name].([]any)
+		if !ok {
+			errs = append(errs, fmt.Errorf("evaluate policy over data: %s is not a set", name))
+			continue
+		}
+		for _, x := range ids {
+			if id, _ := x.(string); s.Registry.Index(id) < 0 {
+				errs = append(errs, fmt.Errorf("evaluate policy over data: %s holds unknown capability %v", name, x))
+			}
 		}
 	}
-	if len(got) != s.Registry.Len() {
-		errs = append(errs, fmt.Errorf("the policy decides %d capabilities, the registry holds %d", len(got), s.Registry.Len()))
+	if s.Registry.Len() == 0 {
+		return errors.Join(errs...)
+	}
+	id := s.Registry.All()[0].ID
+	rs, err = rego.New(rego.Query("data.capgate.authz.decision"), rego.Compiler(c), rego.Store(store),
+		rego.Input(map[string]any{"capability": id})).Eval(ctx)
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("evaluate policy over data: %w", err))
+	case len(rs) != 1 || len(rs[0].Expressions) != 1:
+		errs = append(errs, fmt.Errorf("evaluate policy over data: no decision for %s", id))
+	default:
+		d, _ := rs[0].Expressions[0].Value.(map[string]any)
+		if exists, _ := d["exists"].(bool); !exists {
+			errs = append(errs, fmt.Errorf("evaluate policy over data: the policy does not see capability %s", id))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// Store returns a new in-memory store holding Data under data.capgate.
+// The data is converted to AST values once, so evaluation reads it without
+// per-query conversion.
+func (s *Snapshot) Store() (storage.Store, error) {
+	v, err := ast.InterfaceToValue(map[string]any{Root: s.Data})
+	if err != nil {
+		return nil, fmt.Errorf("store policy data: %w", err)
+	}
+	obj, ok := v.(ast.Object)
+	if !ok {
+		return nil, errors.New("store policy data: not an object")
+	}
+	return inmem.NewFromASTObject(obj), nil
 }
 
 func stateOf(fact any) string {

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// parseDecision reads one report of the policy (decision or an explain
+// entry). Anything missing or mistyped is an error: a malformed answer
+// must never read as a grant.
+func parseDecision(v any) (Decision, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Decision{}, errors.New("decision is not an object")
+	}
+	var d Decision
+	var errs []error
+	str := func(key string, dst *string, required bool) {
+		x, ok := m[key].(string)
+		if !ok && (required || m[key] != nil) {
+			errs = append(errs, fmt.Errorf("decision.%s: want a string", key))
+		}
+		*dst = x
+	}
+	boolean := func(key string, dst *bool) {
+		x, ok := m[key].(bool)
+		if !ok {
+			errs = append(errs, fmt.Errorf("decision.%s: want a boolean", key))
+		}
+		*dst = x
+	}
+	str("capability", &d.Capability, true)
+	str("state", &d.State, false)
+	str("visibility", &d.Visibility, false)
+	boolean("exists", &d.Exists)
+	boolean("visible", &d.Visible)
+	boolean("entitled", &d.Entitled)
+	var allow bool
+	boolean("allow", &allow)
+	if allow != d.Entitled {
+		errs = append(errs, errors.New("decision: allow and entitled differ"))
+	}
+	reasons, _ := m["reasons"].(map[string]any)
+	var err error
+	if d.VisibleReasons, err = parseReasons(reasons["visible"]); err != nil {
+		errs = append(errs, fmt.Errorf("decision.reasons.visible: %w", err))
+	}
+	if d.EntitledReasons, err = parseReasons(reasons["entitled"]); err != nil {
+		errs = append(errs, fmt.Errorf("decision.reasons.entitled: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Decision{}, err
+	}
+	return d, nil
+}
+
+func parseReasons(v any) ([]Reason, error) {
+	list, ok := v.([]any)
+	if !ok {
+		return nil, errors.New("want a list")
+	}
+	out := make([]Reason, 0, len(list))
+	for _, x := range list {
+		m, ok := x.(map[string]any)
+		if !ok {
+			return nil, errors.New("want objects")
+		}
+		rule, ok1 := m["rule"].(string)
+		effect, ok2 := m["effect"].(string)
+		if !ok1 || !ok2 {
+			return nil, errors.New("want rule and effect strings")
+		}
+		if effect != "grant" && effect != "refuse" {
+			return nil, fmt.Errorf("effect %q: want grant or refuse", effect)
+		}
+		detail, _ := m["detail"].(string)
+		out = append(out, Reason{Rule: rule, Effect: effect, Detail: detail})
+	}
+	return out, nil
+}

@@ -1,0 +1,329 @@
+// Package engine evaluates capgate's policy with OPA: queries prepared once per snapshot, per-class cached views, decisions and explanations.
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+	"go.uber.org/zap"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/capgate/capgate/policy/compile"
+)
+
+// DefaultCacheSize is how many entitlement classes' views an engine keeps.
+const DefaultCacheSize = 4096
+
+// The prepared queries. The view query asks for both sets in one
+// evaluation so they share the rule cache.
+const (
+	viewQuery     = "visible := data.capgate.authz.visible; entitled := data.capgate.authz.entitled"
+	decisionQuery = "data.capgate.authz.decision"
+	explainQuery  = "data.capgate.authz.explain"
+)
+
+// Caller is the principal a decision is made for.
+type Caller struct {
+	Authenticated bool
+	Subject       string
+	Tenant        string
+	Scopes        []string
+	Preview       bool
+}
+
+// Reason is one rule that fired, as the policy reports it.
+type Reason struct {
+	Rule   string `json:"rule"`
+	Effect string `json:"effect"` // "grant" or "refuse"
+	Detail string `json:"detail,omitempty"`
+}
+
+// Decision is the policy's full answer for one capability and caller.
+// Entitled is the execution decision (the policy's allow).
+type Decision struct {
+	Capability      string   `json:"capability"`
+	Exists          bool     `json:"exists"`
+	Visible         bool     `json:"visible"`
+	Entitled        bool     `json:"entitled"`
+	State           string   `json:"state,omitempty"`
+	Visibility      string   `json:"visibility,omitempty"`
+	VisibleReasons  []Reason `json:"visible_reasons"`
+	EntitledReasons []Reason `json:"entitled_reasons"`
+}
+
+// Option tunes an engine.
+type Option func(*options)
+
+type options struct {
+	log       *zap.Logger
+	cacheSize int
+}
+
+// WithLogger sets the logger (default: none).
+func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithCacheSize bounds the view cache to n entitlement classes
+// (DefaultCacheSize by default; n must be positive).
+func WithCacheSize(n int) Option { return func(o *options) { o.cacheSize = n } }
+
+// Engine evaluates one snapshot. It is immutable and safe for concurrent
+// use; a new revision is a new Engine.
+type Engine struct {
+	snap      *compile.Snapshot
+	log       *zap.Logger
+	bySubject bool
+	views     *lru.Cache[string, *View]
+	flight    singleflight.Group
+
+	viewQ, decisionQ, explainQ rego.PreparedEvalQuery
+}
+
+// New compiles the snapshot's modules, loads its data into an in-memory
+// store and prepares every query once; requests only evaluate.
+func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, error) {
+	o := options{cacheSize: DefaultCacheSize}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.log == nil {
+		o.log = zap.NewNop()
+	}
+	if s == nil || s.Registry == nil {
+		return nil, errors.New("new policy engine: nil snapshot")
+	}
+	if o.cacheSize < 1 {
+		return nil, fmt.Errorf("new policy engine: cache size %d: must be positive", o.cacheSize)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("new policy engine: %w", err)
+	}
+	start := time.Now()
+	compiler, err := s.Compile()
+	if err != nil {
+		return nil, fmt.Errorf("new policy engine: %w", err)
+	}
+	store, err := s.Store()
+	if err != nil {
+		return nil, fmt.Errorf("new policy engine: %w", err)
+	}
+	views, err := lru.New[string, *View](o.cacheSize)
+	if err != nil {
+		return nil, fmt.Errorf("new policy engine: %w", err)
+	}
+	e := &Engine{
+		snap:      s,
+		log:       o.log.Named("engine"),
+		bySubject: s.SubjectSensitive(),
+		views:     views,
+	}
+	for _, q := range []struct {
+		query string
+		dst   *rego.PreparedEvalQuery
+	}{{viewQuery, &e.viewQ}, {decisionQuery, &e.decisionQ}, {explainQuery, &e.explainQ}} {
+		pq, err := rego.New(rego.Query(q.query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("new policy engine: prepare %s: %w", q.query, err)
+		}
+		*q.dst = pq
+	}
+	e.log.Info("policy engine ready",
+		zap.String("revision", s.Revision),
+		zap.Int("capabilities", s.Registry.Len()),
+		zap.Bool("subject_in_class", e.bySubject),
+		zap.Int("cache_size", o.cacheSize),
+		zap.Duration("prepare", time.Since(start)))
+	return e, nil
+}
+
+// Snapshot returns the snapshot the engine evaluates.
+func (e *Engine) Snapshot() *compile.Snapshot { return e.snap }
+
+// Revision is the snapshot's revision.
+func (e *Engine) Revision() string { return e.snap.Revision }
+
+// CachedViews is how many entitlement classes' views are cached now.
+func (e *Engine) CachedViews() int { return e.views.Len() }
+
+// View returns the caller's entitlement class's view, from the cache or by
+// one evaluation shared by every concurrent caller of the class. The class
+// is (authenticated, tenant, sorted distinct scopes, preview), plus the
+// subject when modules beyond the embedded policy are loaded: the embedded
+// policy never reads the subject, extra deny modules may. On error no view
+// is returned.
+func (e *Engine) View(ctx context.Context, c Caller) (*View, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("evaluate policy: %w", err)
+	}
+	c = e.class(c)
+	key := classKey(c)
+	if v, ok := e.views.Get(key); ok {
+		return v, nil
+	}
+	// The shared evaluation must not fail because the first caller gave
+	// up, so it runs detached; each caller still stops waiting at its own
+	// deadline.
+	detached := context.WithoutCancel(ctx)
+	ch := e.flight.DoChan(key, func() (any, error) {
+		if v, ok := e.views.Peek(key); ok {
+			return v, nil
+		}
+		v, err := e.evalView(detached, c)
+		if err != nil {
+			return nil, err
+		}
+		e.views.Add(key, v)
+		return v, nil
+	})
+	select {
+	case <-ctx.Done():
+		return nil, fmt.Errorf("evaluate policy: %w", ctx.Err())
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		v, ok := r.Val.(*View)
+		if !ok {
+			return nil, errors.New("evaluate policy: no view")
+		}
+		return v, nil
+	}
+}
+
+// class normalises a caller to its entitlement class: scopes sorted and
+// deduplicated, the subject dropped unless decisions may depend on it.
+func (e *Engine) class(c Caller) Caller {
+	scopes := slices.Clone(c.Scopes)
+	slices.Sort(scopes)
+	c.Scopes = slices.Compact(scopes)
+	if !e.bySubject {
+		c.Subject = ""
+	}
+	return c
+}
+
+// classKey encodes a normalised caller unambiguously (length-prefixed).
+func classKey(c Caller) string {
+	b := make([]byte, 0, 64)
+	b = strconv.AppendBool(b, c.Authenticated)
+	b = strconv.AppendBool(b, c.Preview)
+	field := func(s string) {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	field(c.Tenant)
+	field(c.Subject)
+	b = strconv.AppendInt(b, int64(len(c.Scopes)), 10)
+	for _, s := range c.Scopes {
+		field(s)
+	}
+	return string(b)
+}
+
+func (e *Engine) evalView(ctx context.Context, c Caller) (*View, error) {
+	rs, err := e.viewQ.Eval(ctx, rego.EvalParsedInput(input(c)))
+	if err != nil {
+		return nil, fmt.Errorf("evaluate policy: %w", err)
+	}
+	if len(rs) != 1 {
+		return nil, errors.New("evaluate policy: view is undefined")
+	}
+	reg := e.snap.Registry
+	v := &View{revision: e.snap.Revision, reg: reg, visible: newBitset(reg.Len()), entitled: newBitset(reg.Len())}
+	for _, set := range []struct {
+		name string
+		bits bitset
+	}{{"visible", v.visible}, {"entitled", v.entitled}} {
+		ids, ok := rs[0].Bindings[set.name].([]any)
+		if !ok {
+			return nil, fmt.Errorf("evaluate policy: %s is not a set", set.name)
+		}
+		for _, x := range ids {
+			id, _ := x.(string)
+			i := reg.Index(id)
+			if i < 0 {
+				return nil, fmt.Errorf("evaluate policy: %s holds unknown capability %q", set.name, id)
+			}
+			set.bits.set(i)
+		}
+	}
+	return v, nil
+}
+
+// Decide returns the decision and its reasons for one capability. An
+// unknown id is a refusal with reason capability.unknown, not an error.
+func (e *Engine) Decide(ctx context.Context, c Caller, capability string) (Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return Decision{}, fmt.Errorf("evaluate policy: %w", err)
+	}
+	in := input(c)
+	in.Insert(ast.StringTerm("capability"), ast.StringTerm(capability))
+	rs, err := e.decisionQ.Eval(ctx, rego.EvalParsedInput(in))
+	if err != nil {
+		return Decision{}, fmt.Errorf("evaluate policy: %w", err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return Decision{}, errors.New("evaluate policy: decision is undefined")
+	}
+	d, err := parseDecision(rs[0].Expressions[0].Value)
+	if err != nil {
+		return Decision{}, fmt.Errorf("evaluate policy: %w", err)
+	}
+	if d.Capability != capability {
+		return Decision{}, fmt.Errorf("evaluate policy: decision names %q, asked for %q", d.Capability, capability)
+	}
+	return d, nil
+}
+
+// Explain returns the decision for every capability, in id order.
+func (e *Engine) Explain(ctx context.Context, c Caller) ([]Decision, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("evaluate policy: %w", err)
+	}
+	rs, err := e.explainQ.Eval(ctx, rego.EvalParsedInput(input(c)))
+	if err != nil {
+		return nil, fmt.Errorf("evaluate policy: %w", err)
+	}
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, errors.New("evaluate policy: explain is undefined")
+	}
+	byID, ok := rs[0].Expressions[0].Value.(map[string]any)
+	if !ok || len(byID) != e.snap.Registry.Len() {
+		return nil, errors.New("evaluate policy: explain does not cover the registry")
+	}
+	out := make([]Decision, 0, len(byID))
+	for _, capability := range e.snap.Registry.All() {
+		d, err := parseDecision(byID[capability.ID])
+		if err != nil {
+			return nil, fmt.Errorf("evaluate policy: %s: %w", capability.ID, err)
+		}
+		if d.Capability != capability.ID {
+			return nil, fmt.Errorf("evaluate policy: explain names %q under %q", d.Capability, capability.ID)
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// input builds the policy input as an AST value (no JSON round trip).
+func input(c Caller) ast.Object {
+	scopes := make([]*ast.Term, len(c.Scopes))
+	for i, s := range c.Scopes {
+		scopes[i] = ast.StringTerm(s)
+	}
+	caller := ast.NewObject(
+		ast.Item(ast.StringTerm("authenticated"), ast.BooleanTerm(c.Authenticated)),
+		ast.Item(ast.StringTerm("subject"), ast.StringTerm(c.Subject)),
+		ast.Item(ast.StringTerm("tenant"), ast.StringTerm(c.Tenant)),
+		ast.Item(ast.StringTerm("scopes"), ast.ArrayTerm(scopes...)),
+		ast.Item(ast.StringTerm("preview"), ast.BooleanTerm(c.Preview)),
+	)
+	return ast.NewObject(ast.Item(ast.StringTerm("caller"), ast.NewTerm(caller)))
+}

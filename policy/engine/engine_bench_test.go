@@ -1,0 +1,89 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/policy/compile"
+	"github.com/capgate/capgate/policy/compile/compiletest"
+	"github.com/capgate/capgate/policy/engine"
+)
+
+const benchCaps = 10_000
+
+func benchSnapshot(b *testing.B, n int) *compile.Snapshot {
+	b.Helper()
+	s, err := compile.Build(compiletest.Synthetic(n), compiletest.Auth(), nil)
+	require.NoError(b, err)
+	return s
+}
+
+// benchCaller returns distinct classes for distinct i: the tenant varies
+// and the scopes cycle through the synthetic scope set.
+func benchCaller(i int) engine.Caller {
+	return engine.Caller{
+		Authenticated: true,
+		Subject:       fmt.Sprintf("user-%d", i),
+		Tenant:        fmt.Sprintf("tenant-%d", i),
+		Scopes:        []string{compiletest.Scope(i % 10), compiletest.Scope((i + 3) % 10), compiletest.Scope((i + 7) % 10)},
+	}
+}
+
+func BenchmarkViewCached(b *testing.B) {
+	e := newEngine(b, compiletest.Synthetic(benchCaps), nil)
+	c := benchCaller(1)
+	ctx := context.Background()
+	_, err := e.View(ctx, c)
+	require.NoError(b, err)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := e.View(ctx, c); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkViewUncached10k(b *testing.B) {
+	e := newEngine(b, compiletest.Synthetic(benchCaps), nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := e.View(ctx, benchCaller(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDecide10k(b *testing.B) {
+	e := newEngine(b, compiletest.Synthetic(benchCaps), nil)
+	ctx := context.Background()
+	c := benchCaller(1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := e.Decide(ctx, c, fmt.Sprintf("cap-%05d", i%benchCaps)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkNew10k(b *testing.B) {
+	s := benchSnapshot(b, benchCaps)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := engine.New(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
