@@ -181,14 +181,14 @@ func report(w io.Writer, results []*tester.Result, trace bool) error {
 		ch <- tr
 	}
 	close(ch)
-	return tester.PrettyReporter{Output: w, Verbose: true, FailureLine: trace, LocalVars: trace}.Report(ch)
+	return tester.PrettyReporter{Output: w, Verbose: true, FailureLine: trace}.Report(ch)
 }
 
 func failingNames(results []*tester.Result) []string {
 	var names []string
 	for _, tr := range results {
 		if !tr.Pass() && !tr.Skip {
-			names = append(names, regexp.QuoteMeta(tr.Name))
+			names = append(names, regexp.QuoteMeta(tr.Package+"."+tr.Name))
 		}
 	}
 	return names
