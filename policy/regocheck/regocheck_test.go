@@ -1,6 +1,8 @@
 package regocheck_test
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/open-policy-agent/opa/v1/ast"
@@ -71,4 +73,23 @@ func TestResultPass(t *testing.T) {
 			require.Equal(t, tc.want, tc.res.Pass())
 		})
 	}
+}
+
+func TestFormatSource(t *testing.T) {
+	out, err := regocheck.FormatSource("x.rego", "package capgate.deny.sec\ndeny contains {\"capability\":\"*\"} if {input.caller.tenant==\"blocked\"}\n")
+	require.NoError(t, err)
+	require.Equal(t, "package capgate.deny.sec\n\ndeny contains {\"capability\": \"*\"} if input.caller.tenant == \"blocked\"\n", string(out))
+}
+
+func TestReadDir(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "sec"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sec", "deny.rego"), []byte("package capgate.deny.sec\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("not rego"), 0o644))
+	mods, err := regocheck.ReadDir(dir)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{filepath.Join(dir, "sec", "deny.rego"): "package capgate.deny.sec\n"}, mods)
+
+	_, err = regocheck.ReadDir(filepath.Join(dir, "missing"))
+	require.Error(t, err)
 }
