@@ -1,0 +1,257 @@
+package gateway_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/policy/card"
+	"github.com/capgate/capgate/test/testutil"
+)
+
+const cardPath = "/.well-known/agent-card.json"
+
+func newValidator(t *testing.T) *card.Validator {
+	t.Helper()
+	v, err := card.NewValidator()
+	require.NoError(t, err)
+	return v
+}
+
+// publicCard fetches the served public card and checks its caching headers.
+func publicCard(t *testing.T, srv *testutil.Server) (body []byte, etag string, version string) {
+	t.Helper()
+	r := srv.Do(t, http.MethodGet, cardPath, "")
+	require.Equal(t, http.StatusOK, r.Status)
+	var doc struct {
+		Version string `json:"version"`
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &doc))
+	return r.Body, r.Header.Get("ETag"), doc.Version
+}
+
+func TestPublicCardHTTP(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	v := newValidator(t)
+
+	get := srv.Do(t, http.MethodGet, cardPath, "")
+	require.Equal(t, http.StatusOK, get.Status)
+	etag := get.Header.Get("ETag")
+
+	t.Run("schema-valid, only public skills, extendedAgentCard", func(t *testing.T) {
+		require.NoError(t, v.Validate(get.Body))
+		var c a2a.AgentCard
+		require.NoError(t, json.Unmarshal(get.Body, &c))
+		require.Equal(t, testutil.PublicSkills, skillIDs(&c))
+		require.True(t, c.Capabilities.ExtendedAgentCard)
+		for _, hidden := range testutil.HiddenSkills {
+			require.NotContains(t, string(get.Body), hidden)
+		}
+	})
+	t.Run("headers", func(t *testing.T) {
+		sum := sha256.Sum256(get.Body)
+		require.Equal(t, `"`+hex.EncodeToString(sum[:16])+`"`, etag, "strong ETag over the served bytes")
+		require.False(t, strings.HasPrefix(etag, "W/"))
+		require.Equal(t, "public, max-age=300", get.Header.Get("Cache-Control"))
+		require.Equal(t, "application/json", get.Header.Get("Content-Type"))
+		require.Equal(t, "nosniff", get.Header.Get("X-Content-Type-Options"))
+	})
+	t.Run("stable across requests", func(t *testing.T) {
+		again := srv.Do(t, http.MethodGet, cardPath, "")
+		require.Equal(t, get.Body, again.Body)
+		require.Equal(t, etag, again.Header.Get("ETag"))
+	})
+
+	conditional := []struct {
+		name        string
+		ifNoneMatch string
+		status      int
+	}{
+		{"matching tag", etag, http.StatusNotModified},
+		{"weak form of the tag (weak comparison)", "W/" + etag, http.StatusNotModified},
+		{"tag in a list", `"nope", ` + etag, http.StatusNotModified},
+		{"wildcard", "*", http.StatusNotModified},
+		{"other tag", `"0123456789abcdef"`, http.StatusOK},
+		{"unquoted tag", strings.Trim(etag, `"`), http.StatusOK},
+	}
+	for _, tc := range conditional {
+		t.Run("If-None-Match/"+tc.name, func(t *testing.T) {
+			r := srv.Do(t, http.MethodGet, cardPath, "", "If-None-Match", tc.ifNoneMatch)
+			require.Equal(t, tc.status, r.Status)
+			require.Equal(t, etag, r.Header.Get("ETag"))
+			require.Equal(t, "public, max-age=300", r.Header.Get("Cache-Control"))
+			if tc.status == http.StatusNotModified {
+				require.Empty(t, r.Body)
+			} else {
+				require.Equal(t, get.Body, r.Body)
+			}
+		})
+	}
+
+	t.Run("HEAD", func(t *testing.T) {
+		r := srv.Do(t, http.MethodHead, cardPath, "")
+		require.Equal(t, http.StatusOK, r.Status)
+		require.Empty(t, r.Body)
+		require.Equal(t, etag, r.Header.Get("ETag"))
+		require.Equal(t, "public, max-age=300", r.Header.Get("Cache-Control"))
+		require.Equal(t, len(get.Body), atoi(t, r.Header.Get("Content-Length")))
+	})
+
+	for _, method := range []string{http.MethodPost, http.MethodPut, http.MethodDelete, http.MethodPatch} {
+		t.Run(method+" is 405", func(t *testing.T) {
+			r := srv.Do(t, method, cardPath, `{}`, "Content-Type", "application/json")
+			require.Equal(t, http.StatusMethodNotAllowed, r.Status)
+			require.Equal(t, "GET, HEAD", r.Header.Get("Allow"))
+			require.JSONEq(t, `{"error":{"code":405,"status":"UNIMPLEMENTED","message":"the agent card is read with GET",
+				"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"METHOD_NOT_FOUND","domain":"a2a-protocol.org"}]}}`, string(r.Body))
+		})
+	}
+}
+
+// TestExtendedCardsValidate checks the extended cards the gateway serves, in
+// every binding and version, against the A2A schema.
+func TestExtendedCardsValidate(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	v := newValidator(t)
+	tok := testutil.Token(t, testutil.TokenOptions{Scopes: []string{"recon.run", "a2a.preview", "forecast.read"}})
+	auth := "Bearer " + tok
+
+	cases := []struct {
+		name string
+		do   func(t *testing.T) []byte
+	}{
+		{"JSON-RPC 1.0", func(t *testing.T) []byte {
+			r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":"x","method":"GetExtendedAgentCard","params":{}}`, "A2A-Version", "1.0", "Authorization", auth)
+			return jsonrpcResult(t, r)
+		}},
+		{"HTTP+JSON 1.0", func(t *testing.T) []byte {
+			r := srv.Do(t, http.MethodGet, "/extendedAgentCard", "", "A2A-Version", "1.0", "Authorization", auth)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			return r.Body
+		}},
+		{"HTTP+JSON 1.0 under a tenant prefix", func(t *testing.T) []byte {
+			r := srv.Do(t, http.MethodGet, "/acme/extendedAgentCard", "", "A2A-Version", "1.0", "Authorization", auth)
+			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+			return r.Body
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := tc.do(t)
+			require.NoError(t, v.Validate(b))
+			var c a2a.AgentCard
+			require.NoError(t, json.Unmarshal(b, &c))
+			require.Equal(t, []string{"extract-invoice-fields", "forecast-cashflow", "lookup-invoice", "lookup-invoice-v1", "reconcile-invoice"}, skillIDs(&c))
+		})
+	}
+}
+
+// TestCardVersion builds deployments that differ in their skills and
+// compares the public cards they serve.
+func TestCardVersion(t *testing.T) {
+	base := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	baseBody, baseETag, baseVersion := publicCard(t, base)
+	require.True(t, strings.HasPrefix(baseVersion, "1.4.0+skills."), baseVersion)
+
+	t.Run("a public skill removed changes version and ETag", func(t *testing.T) {
+		cfg := testutil.CopyFinance(t)
+		testutil.RemoveFile(t, cfg, "capabilities/lookup-invoice-v1.yaml")
+		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
+		body, etag, version := publicCard(t, srv)
+		require.NotEqual(t, baseVersion, version)
+		require.True(t, strings.HasPrefix(version, "1.4.0+skills."), version)
+		require.NotEqual(t, baseETag, etag)
+		require.NotContains(t, string(body), "lookup-invoice-v1")
+	})
+	t.Run("a public description change changes the version", func(t *testing.T) {
+		cfg := testutil.CopyFinance(t)
+		testutil.EditFile(t, cfg, "capabilities/lookup-invoice.yaml", func(s string) string {
+			return replaceOnce(t, s, "due date and supplier.", "due date, supplier and currency.")
+		})
+		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
+		_, etag, version := publicCard(t, srv)
+		require.NotEqual(t, baseVersion, version)
+		require.NotEqual(t, baseETag, etag)
+	})
+	t.Run("an extended-only change leaves the public card byte-identical", func(t *testing.T) {
+		cfg := testutil.CopyFinance(t)
+		testutil.EditFile(t, cfg, "capabilities/reconcile-invoice.yaml", func(s string) string {
+			return replaceOnce(t, s, "lists line-level differences.", "lists every line-level difference.")
+		})
+		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
+		body, etag, version := publicCard(t, srv)
+		require.Equal(t, baseVersion, version)
+		require.Equal(t, baseETag, etag)
+		require.Equal(t, baseBody, body)
+	})
+	t.Run("the same deployment twice serves the same card", func(t *testing.T) {
+		srv := testutil.Start(t, testutil.LoadDeployment(t, testutil.CopyFinance(t)))
+		body, etag, _ := publicCard(t, srv)
+		require.Equal(t, baseETag, etag)
+		require.Equal(t, baseBody, body)
+	})
+}
+
+// TestExtendedCardSetting covers cards.extended_card.
+func TestExtendedCardSetting(t *testing.T) {
+	tok := testutil.Token(t, testutil.TokenOptions{Scopes: []string{"recon.run"}})
+
+	t.Run("off", func(t *testing.T) {
+		cfg := testutil.CopyFinance(t)
+		testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string { return s + "cards: {extended_card: \"off\"}\n" })
+		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
+		require.False(t, srv.PublicCard(t).Capabilities.ExtendedAgentCard)
+
+		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`, "A2A-Version", "1.0", "Authorization", "Bearer "+tok)
+		require.JSONEq(t, `{"jsonrpc":"2.0","id":1,"error":{"code":-32004,"message":"this agent does not offer an extended agent card",
+			"data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"UNSUPPORTED_OPERATION","domain":"a2a-protocol.org"}]}}`, string(r.Body))
+		for _, binding := range bindings {
+			t.Run(string(binding), func(t *testing.T) {
+				// From the card, a2a-go refuses by itself; from the endpoints it asks the server.
+				c := srv.Client(t, binding, testutil.Bearer(tok))
+				_, err := c.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+				require.ErrorIs(t, err, a2a.ErrExtendedCardNotConfigured)
+
+				c = srv.Client(t, binding, testutil.Bearer(tok), testutil.WithoutCard())
+				_, err = c.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+				require.ErrorIs(t, err, a2a.ErrUnsupportedOperation)
+			})
+		}
+	})
+	t.Run("on without extended or preview capabilities", func(t *testing.T) {
+		cfg := testutil.CopyFinance(t)
+		testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string { return s + "cards: {extended_card: \"on\"}\n" })
+		testutil.RemoveFile(t, cfg, "capabilities/reconcile-invoice.yaml")
+		testutil.RemoveFile(t, cfg, "capabilities/reconcile-invoice-v0.yaml")
+		testutil.RemoveFile(t, cfg, "capabilities/forecast-cashflow.yaml")
+		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
+		require.True(t, srv.PublicCard(t).Capabilities.ExtendedAgentCard)
+
+		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":"q","method":"GetExtendedAgentCard"}`, "A2A-Version", "1.0", "Authorization", "Bearer "+tok)
+		require.JSONEq(t, `{"jsonrpc":"2.0","id":"q","error":{"code":-32007,"message":"the extended agent card is enabled but no capability is extended or in preview",
+			"data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"EXTENDED_AGENT_CARD_NOT_CONFIGURED","domain":"a2a-protocol.org"}]}}`, string(r.Body))
+		for _, binding := range bindings {
+			t.Run(string(binding), func(t *testing.T) {
+				c := srv.Client(t, binding, testutil.Bearer(tok))
+				_, err := c.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+				require.ErrorIs(t, err, a2a.ErrExtendedCardNotConfigured)
+				var ae *a2a.Error
+				require.ErrorAs(t, err, &ae, "the refusal comes from the server, not the client")
+			})
+		}
+	})
+	t.Run("auto with only removed extended capabilities", func(t *testing.T) {
+		cfg := testutil.CopyFinance(t)
+		testutil.RemoveFile(t, cfg, "capabilities/reconcile-invoice.yaml")
+		testutil.RemoveFile(t, cfg, "capabilities/reconcile-invoice-v0.yaml")
+		testutil.RemoveFile(t, cfg, "capabilities/forecast-cashflow.yaml")
+		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
+		require.False(t, srv.PublicCard(t).Capabilities.ExtendedAgentCard)
+	})
+}
