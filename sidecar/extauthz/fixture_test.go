@@ -44,6 +44,22 @@ func financeRevision(t testing.TB) *revision.Revision {
 // config edited and some capability files dropped.
 func editedRevision(t testing.TB, edit func(cfg string) string, drop ...string) *revision.Revision {
 	t.Helper()
+	dir := copyFinance(t)
+	for _, f := range drop {
+		require.NoError(t, os.Remove(filepath.Join(dir, "capabilities", f)))
+	}
+	cfgPath := filepath.Join(dir, "capgate.yaml")
+	b, err := os.ReadFile(cfgPath)
+	require.NoError(t, err)
+	edited := edit(string(b))
+	require.NotEqual(t, string(b), edited, "the edit changed nothing")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(edited), 0o644))
+	return revisionAt(t, dir)
+}
+
+// copyFinance copies the embedded finance example to a temporary directory.
+func copyFinance(t testing.TB) string {
+	t.Helper()
 	dir := t.TempDir()
 	err := fs.WalkDir(manifests.FS, "finance", func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -60,16 +76,13 @@ func editedRevision(t testing.TB, edit func(cfg string) string, drop ...string) 
 		return os.WriteFile(dst, b, 0o644)
 	})
 	require.NoError(t, err)
-	for _, f := range drop {
-		require.NoError(t, os.Remove(filepath.Join(dir, "finance", "capabilities", f)))
-	}
-	cfgPath := filepath.Join(dir, "finance", "capgate.yaml")
-	b, err := os.ReadFile(cfgPath)
-	require.NoError(t, err)
-	edited := edit(string(b))
-	require.NotEqual(t, string(b), edited, "the edit changed nothing")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(edited), 0o644))
-	cfg, err := config.Load(cfgPath)
+	return filepath.Join(dir, "finance")
+}
+
+// revisionAt builds the revision of the deployment config in dir.
+func revisionAt(t testing.TB, dir string) *revision.Revision {
+	t.Helper()
+	cfg, err := config.Load(filepath.Join(dir, "capgate.yaml"))
 	require.NoError(t, err)
 	d, err := deployment.FromConfig(cfg)
 	require.NoError(t, err)
@@ -145,7 +158,7 @@ func itoa(n int) string {
 	return string(b)
 }
 
-// startServer serves s on a loopback port and returns a client.
+// startServer serves s with Serve on a loopback port and returns a client.
 func startServer(t *testing.T, s *Server) (authv3.AuthorizationClient, *grpc.ClientConn) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -153,12 +166,34 @@ func startServer(t *testing.T, s *Server) (authv3.AuthorizationClient, *grpc.Cli
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, ln, s, true) }()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
+	conn := dial(t, ln.Addr().String())
 	t.Cleanup(func() {
 		_ = conn.Close()
 		cancel()
 		require.NoError(t, <-done)
 	})
 	return authv3.NewAuthorizationClient(conn), conn
+}
+
+// loopbackClient serves any AuthorizationServer on a loopback port.
+func loopbackClient(t testing.TB, srv authv3.AuthorizationServer) authv3.AuthorizationClient {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	g := grpc.NewServer()
+	authv3.RegisterAuthorizationServer(g, srv)
+	go func() { _ = g.Serve(ln) }()
+	conn := dial(t, ln.Addr().String())
+	t.Cleanup(func() {
+		_ = conn.Close()
+		g.Stop()
+	})
+	return authv3.NewAuthorizationClient(conn)
+}
+
+func dial(t testing.TB, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	return conn
 }
