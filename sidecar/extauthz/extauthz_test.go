@@ -10,6 +10,8 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -17,6 +19,8 @@ import (
 
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -345,4 +349,42 @@ func TestDeniedStatusesAreEnvoyStatusCodes(t *testing.T) {
 func TestGRPCMessageEncoding(t *testing.T) {
 	require.Equal(t, "task not found", grpcMessage("task not found"))
 	require.Equal(t, "100%25 caf%C3%A9%0A", grpcMessage("100% café\n"))
+}
+
+func TestCheckMTLSPrincipal(t *testing.T) {
+	const spiffe = "spiffe://example.org/ns/partners/sa/orchestrator"
+	m := metrics.New()
+	s := New(revision.NewHolder(financeRevision(t)), tasks.NewMemory(0), WithMetrics(m),
+		WithPrincipalMap(map[string]identity.Principal{spiffe: {Subject: "orchestrator", Tenant: "partners", Scopes: []string{"recon.run"}}}))
+	peer := func(req *authv3.CheckRequest, id string) *authv3.CheckRequest {
+		req.Attributes.Source.Principal = id
+		return req
+	}
+	card := func(h map[string]string) *authv3.CheckRequest {
+		return jsonrpc(rpcBody(`1`, "GetExtendedAgentCard", `{}`), h)
+	}
+
+	resp, err := s.Check(t.Context(), peer(card(map[string]string{"a2a-version": v1}), spiffe))
+	require.NoError(t, err)
+	requireOutcome(t, resp, want{allow: true, headers: map[string]string{HeaderPrincipal: "orchestrator", HeaderTenant: "partners"}})
+
+	resp, err = s.Check(t.Context(), peer(card(map[string]string{"a2a-version": v1}), "spiffe://example.org/ns/other/sa/x"))
+	require.NoError(t, err)
+	requireOutcome(t, resp, want{grpc: codes.Unauthenticated, http: 200, rpcCode: -31401})
+
+	// A bearer token wins over the certificate, even a bad one.
+	resp, err = s.Check(t.Context(), peer(card(map[string]string{"a2a-version": v1, "authorization": "Bearer x.y.z"}), spiffe))
+	require.NoError(t, err)
+	requireOutcome(t, resp, want{grpc: codes.Unauthenticated, http: 200, rpcCode: -31401})
+
+	require.Equal(t, 1.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "allow")))
+	require.Equal(t, 2.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "deny")))
+	require.Equal(t, 1.0, counterValue(t, m.CacheLookups.WithLabelValues("token", "miss")))
+}
+
+func counterValue(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var m dto.Metric
+	require.NoError(t, c.Write(&m))
+	return m.GetCounter().GetValue()
 }
