@@ -196,7 +196,7 @@ func (v *Verifier) Verify(ctx context.Context, bearer string) (Claims, error) {
 // bearerToken strips an optional "Bearer " scheme.
 func bearerToken(h string) (string, error) {
 	h = strings.TrimSpace(h)
-	if h == "" {
+	if h == "" || strings.EqualFold(h, "Bearer") {
 		return "", ErrMissingToken
 	}
 	if scheme, rest, ok := strings.Cut(h, " "); ok {
