@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -84,7 +85,7 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *deci
 // 0.3 clients.
 func renderCard(ctx context.Context, c *a2a.AgentCard, v protocol.Version) ([]byte, error) {
 	if v == protocol.V03 {
-		p, ok := a2av0.NewStaticAgentCardProducer(c).(interface {
+		p, ok := a2av0.NewStaticAgentCardProducer(withV03Interfaces(c)).(interface {
 			CardJSON(context.Context) ([]byte, error)
 		})
 		if ok {
@@ -92,6 +93,24 @@ func renderCard(ctx context.Context, c *a2a.AgentCard, v protocol.Version) ([]by
 		}
 	}
 	return card.Marshal(c)
+}
+
+// withV03Interfaces returns a copy of c that also lists each interface under
+// protocol version 0.3: the gateway answers 0.3 requests on the same
+// endpoints, and a2av0's card producer needs a 0.3 interface to fill the 0.3
+// url, preferredTransport and additionalInterfaces (without one it fails).
+func withV03Interfaces(c *a2a.AgentCard) *a2a.AgentCard {
+	cc := *c
+	cc.SupportedInterfaces = slices.Clone(c.SupportedInterfaces)
+	for _, iface := range c.SupportedInterfaces {
+		if iface.ProtocolVersion == a2av0.Version {
+			return c
+		}
+		v03 := *iface
+		v03.ProtocolVersion = a2av0.Version
+		cc.SupportedInterfaces = append(cc.SupportedInterfaces, &v03)
+	}
+	return &cc
 }
 
 func (g *Gateway) writeCard(resp Responder, publicCard []byte, _ protocol.Version) *protocol.Error {

@@ -93,5 +93,10 @@ func writeStatusError(w http.ResponseWriter, e *protocol.Error) {
 	if c := e.WWWAuthenticate(); c != "" {
 		w.Header().Set("WWW-Authenticate", c)
 	}
+	// A 405 must name the allowed methods (RFC 9110 15.5.6); the parser
+	// puts them in the ErrorInfo metadata.
+	if allow := e.Metadata["allow"]; e.Code == protocol.MethodNotAllowed && allow != "" {
+		w.Header().Set("Allow", allow)
+	}
 	writeJSON(w, e.HTTPStatus(), e.MarshalStatus())
 }

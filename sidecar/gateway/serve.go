@@ -79,7 +79,13 @@ func (g *Gateway) serveREST(w http.ResponseWriter, r *http.Request, rev *revisio
 		writeStatusError(w, berr)
 		return
 	}
-	req, perr := protocol.ParseHTTP(version, r.Method, rel, r.Header.Get("Content-Type"), body, g.limits)
+	// ParseHTTP checks the query too (repeated parameters, parameters the
+	// path binds): hand it the whole request target, not only the path.
+	target := rel
+	if r.URL.RawQuery != "" || r.URL.ForceQuery {
+		target += "?" + r.URL.RawQuery
+	}
+	req, perr := protocol.ParseHTTP(version, r.Method, target, r.Header.Get("Content-Type"), body, g.limits)
 	if perr != nil {
 		g.finish(rev, start, entry, perr)
 		writeStatusError(w, perr)
