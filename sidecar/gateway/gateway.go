@@ -23,8 +23,11 @@ import (
 const (
 	HeaderVersion    = "A2A-Version"
 	HeaderExtensions = "A2A-Extensions"
-	HeaderDecisionID = "X-Capgate-Decision-Id"
-	PublicCardPath   = "/.well-known/agent-card.json"
+	// HeaderExtensionsV03 is the A2A 0.3 name of HeaderExtensions, read
+	// and echoed for 0.3 requests only.
+	HeaderExtensionsV03 = "X-A2A-Extensions"
+	HeaderDecisionID    = "X-Capgate-Decision-Id"
+	PublicCardPath      = "/.well-known/agent-card.json"
 )
 
 // Call is one authenticated, parsed A2A request on its way to an operation.

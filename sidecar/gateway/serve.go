@@ -109,12 +109,21 @@ func (g *Gateway) handle(r *http.Request, rev *revision.Revision, req *protocol.
 		return authError(err)
 	}
 	entry.Principal, entry.Tenant = p.Subject, p.Tenant
-	activated, xerr := protocol.NegotiateExtensions(r.Header.Values(HeaderExtensions), rev.Extensions)
+	requested := r.Header.Values(HeaderExtensions)
+	if req.Version == protocol.V03 {
+		// 0.3 clients (a2a-go's among them) send X-A2A-Extensions.
+		requested = append(requested, r.Header.Values(HeaderExtensionsV03)...)
+	}
+	activated, xerr := protocol.NegotiateExtensions(requested, rev.Extensions)
 	if xerr != nil {
 		return xerr
 	}
 	if len(activated) > 0 {
-		resp.Writer().Header().Set(HeaderExtensions, strings.Join(activated, ", "))
+		list := strings.Join(activated, ", ")
+		resp.Writer().Header().Set(HeaderExtensions, list)
+		if req.Version == protocol.V03 {
+			resp.Writer().Header().Set(HeaderExtensionsV03, list)
+		}
 	}
 	call := &Call{Rev: rev, Request: req, Principal: p, Extensions: activated, DecisionID: id, Header: r.Header}
 	switch req.Operation {
