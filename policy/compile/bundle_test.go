@@ -121,7 +121,7 @@ func TestWriteBundleLayout(t *testing.T) {
 
 	doc, ok := b.Data["capgate"].(map[string]any)
 	require.True(t, ok, "data.json holds the capgate document")
-	require.ElementsMatch(t, []string{"capabilities", "settings", "registry"}, keys(doc))
+	require.ElementsMatch(t, []string{"capabilities", "profiles", "settings", "registry"}, keys(doc))
 	reg, ok := doc["registry"].(map[string]any)
 	require.True(t, ok)
 	require.Len(t, reg, s.Registry.Len())

@@ -37,6 +37,7 @@ const (
 
 	keyCapabilities = "capabilities"
 	keySettings     = "settings"
+	keyProfiles     = "profiles"
 	keyRegistry     = "registry"
 )
 
@@ -119,10 +120,15 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 		settings.PreviewTenants = []string{}
 	}
 	caps := make(map[string]any, reg.Len())
+	profiles := map[string]any{}
 	for _, c := range reg.All() {
-		caps[c.ID] = facts(&c)
+		f := facts(&c)
+		key, p := profileOf(&c)
+		f["profile"] = key
+		profiles[key] = p
+		caps[c.ID] = f
 	}
-	data, err := plainJSON(map[string]any{keyCapabilities: caps, keySettings: settings})
+	data, err := plainJSON(map[string]any{keyCapabilities: caps, keyProfiles: profiles, keySettings: settings})
 	if err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
@@ -138,6 +144,34 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
 	return s, nil
+}
+
+// profileOf groups capabilities by the facts that decide visibility and
+// entitlement (state, visibility, requires_scopes, tenants), so the policy
+// evaluates its reason rules once per group. The key is a hash of those
+// facts, canonical (sorted, deduplicated lists).
+func profileOf(c *manifest.Capability) (string, map[string]any) {
+	scopes := slices.Compact(slices.Sorted(slices.Values(nonNil(c.RequiresScopes))))
+	var tenants any = "*"
+	if !c.Tenants.All {
+		tenants = slices.Compact(slices.Sorted(slices.Values(nonNil(c.Tenants.List))))
+	}
+	p := map[string]any{
+		"state":           string(c.State),
+		"visibility":      string(c.Visibility),
+		"requires_scopes": scopes,
+		"tenants":         tenants,
+	}
+	b, _ := json.Marshal(p) // maps of strings and string slices always marshal
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8]), p
+}
+
+// jsonEqual compares two values by their JSON encoding.
+func jsonEqual(a, b any) bool {
+	ja, err1 := json.Marshal(a)
+	jb, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
 // facts is what the policy knows of one capability.
@@ -230,8 +264,16 @@ func (s *Snapshot) check() error {
 			errs = append(errs, fmt.Errorf("capability %s: duplicate id", c.ID))
 		}
 	}
+	profiles, _ := s.Data[keyProfiles].(map[string]any)
 	for _, key := range slices.Sorted(maps.Keys(caps)) {
 		f, _ := caps[key].(map[string]any)
+		if pk, _ := f["profile"].(string); profiles[pk] == nil {
+			errs = append(errs, fmt.Errorf("capability %s: profile %q does not exist", key, pk))
+		} else if c, ok := s.Registry.Get(key); ok {
+			if want, p := profileOf(c); want != pk || !jsonEqual(p, profiles[pk]) {
+				errs = append(errs, fmt.Errorf("capability %s: profile %q does not match its facts", key, pk))
+			}
+		}
 		if id, _ := f["id"].(string); id != key {
 			errs = append(errs, fmt.Errorf("capability %s: key and id %q differ", key, id))
 		}

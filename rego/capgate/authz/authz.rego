@@ -173,7 +173,9 @@ unknown_visibility_reasons(cap) := {refuse_detail("visibility.unknown", sprintf(
 	not known_visibility(cap)
 }
 
-visible_reasons(id, cap) := (state_reasons(cap) | visibility_reasons(cap)) | deny_reasons(id)
+profile_visible_reasons(p) := state_reasons(p) | visibility_reasons(p)
+
+visible_reasons(id, cap) := profile_visible_reasons(cap) | deny_reasons(id)
 
 # --- entitlement ---------------------------------------------------------------
 
@@ -195,7 +197,43 @@ entitled_auth_reasons(cap) := {refuse("auth.required")} if {
 	not anonymous_allowed(cap)
 }
 
-entitled_reasons(id, cap) := (((state_reasons(cap) | entitled_auth_reasons(cap)) | (scope_reasons(cap) | tenant_reasons(cap))) | unknown_visibility_reasons(cap)) | deny_reasons(id)
+profile_entitled_reasons(p) := ((state_reasons(p) | entitled_auth_reasons(p)) | (scope_reasons(p) | tenant_reasons(p))) | unknown_visibility_reasons(p)
+
+entitled_reasons(id, cap) := profile_entitled_reasons(cap) | deny_reasons(id)
+
+# --- profiles ------------------------------------------------------------------
+# Capabilities that share state, visibility, requires_scopes and tenants get
+# the same decision except for deny rules. The compiler groups them under
+# data.capgate.profiles and tags each capability with its profile key, so the
+# sets below evaluate the reason rules once per profile, not once per
+# capability. The reasons are the very same functions; only deny rules, which
+# are per capability, are applied per id. A capability without a profile key
+# (hand-written data, tests) is decided on its own; a key that names no
+# profile decides nothing (fail closed).
+
+default profiles := {}
+
+profiles := data.capgate.profiles
+
+visible_profiles contains key if {
+	some key, p in profiles
+	granted(profile_visible_reasons(p))
+}
+
+entitled_profiles contains key if {
+	some key, p in profiles
+	granted(profile_entitled_reasons(p))
+}
+
+# profile_key is the capability's profile, null when it has none.
+profile_key(cap) := object.get(cap, "profile", null)
+
+denied_ids := {id | some id, _ in denials}
+
+deny_free(id) if {
+	not id in denied_ids
+	not "*" in denied_ids
+}
 
 # --- decisions -----------------------------------------------------------------
 
@@ -217,6 +255,14 @@ granted(reasons) if {
 # entrypoint: true
 visible contains id if {
 	some id, cap in caps
+	is_string(profile_key(cap))
+	profile_key(cap) in visible_profiles
+	deny_free(id)
+}
+
+visible contains id if {
+	some id, cap in caps
+	not is_string(profile_key(cap))
 	granted(visible_reasons(id, cap))
 }
 
@@ -226,6 +272,14 @@ visible contains id if {
 # entrypoint: true
 entitled contains id if {
 	some id, cap in caps
+	is_string(profile_key(cap))
+	profile_key(cap) in entitled_profiles
+	deny_free(id)
+}
+
+entitled contains id if {
+	some id, cap in caps
+	not is_string(profile_key(cap))
 	granted(entitled_reasons(id, cap))
 }
 

@@ -653,3 +653,99 @@ test_truth_table_design_size if {
 	count(sweep_caps) == 48
 	count(sweep_contexts) == 144
 }
+
+# --- profiles ------------------------------------------------------------------
+# The compiler groups capabilities with equal facts under data.capgate.profiles;
+# the sets are then computed per profile. These tests run the same sweep in
+# profile mode, with a twin per capability sharing its profile, and must find
+# exactly what the per-capability rules and the spec find.
+
+profile_facts(cap) := {
+	"state": cap.state,
+	"visibility": cap.visibility,
+	"requires_scopes": cap.requires_scopes,
+	"tenants": cap.tenants,
+}
+
+profile_key_of(cap) := json.marshal(profile_facts(cap))
+
+profiled(caps) := {pid: object.union(cap, {"id": pid, "profile": profile_key_of(cap)}) |
+	some id, cap in caps
+	some pid in [id, concat("", [id, "-twin"])]
+}
+
+profiles_of(caps) := {profile_key_of(cap): profile_facts(cap) | some cap in caps}
+
+twins(ids) := ids | {concat("", [id, "-twin"]) | some id in ids}
+
+profiled_failures(state) := {[ctx.note, diff] |
+	caps := {id: cap | some id, cap in sweep_caps; cap.state == state}
+	pcaps := profiled(caps)
+	pprofiles := profiles_of(caps)
+	some ctx in sweep_contexts
+	want_visible := twins({id | some id, cap in caps; spec_visible(cap, ctx.caller, ctx.settings)})
+	want_entitled := twins({id | some id, cap in caps; spec_entitled(cap, ctx.caller, ctx.settings)})
+	got_visible := authz.visible with input as {"caller": ctx.caller}
+		with data.capgate.capabilities as pcaps
+		with data.capgate.profiles as pprofiles
+		with data.capgate.settings as ctx.settings
+	got_entitled := authz.entitled with input as {"caller": ctx.caller}
+		with data.capgate.capabilities as pcaps
+		with data.capgate.profiles as pprofiles
+		with data.capgate.settings as ctx.settings
+	[want_visible, want_entitled] != [got_visible, got_entitled]
+	diff := {
+		"visible_missing": want_visible - got_visible, "visible_extra": got_visible - want_visible,
+		"entitled_missing": want_entitled - got_entitled, "entitled_extra": got_entitled - want_entitled,
+	}
+}
+
+test_profiles_design_preview if no_diff("preview (profiles): [caller, diff]", profiled_failures("preview"))
+
+test_profiles_design_ga if no_diff("ga (profiles): [caller, diff]", profiled_failures("ga"))
+
+test_profiles_design_deprecated if no_diff("deprecated (profiles): [caller, diff]", profiled_failures("deprecated"))
+
+test_profiles_design_removed if no_diff("removed (profiles): [caller, diff]", profiled_failures("removed"))
+
+profile_fixture := {"public-ga": {
+	"id": "public-ga", "state": "ga", "visibility": "public",
+	"requires_scopes": [], "tenants": "*",
+}}
+
+test_profiles_dangling_key_decides_nothing if {
+	caps := {"public-ga": object.union(profile_fixture["public-ga"], {"profile": "no-such-profile"})}
+	count(authz.visible) == 0 with input as {"caller": {"authenticated": true, "subject": "p"}}
+		with data.capgate.capabilities as caps
+		with data.capgate.profiles as {}
+	count(authz.entitled) == 0 with input as {"caller": {"authenticated": true, "subject": "p"}}
+		with data.capgate.capabilities as caps
+		with data.capgate.profiles as {}
+}
+
+test_profiles_deny_is_per_capability if {
+	caps := profiled(profile_fixture)
+	caller := {"authenticated": true, "subject": "mallory"}
+	deny := {"sec": {"deny": {{"capability": "public-ga", "reason": "maintenance"}}}}
+	authz.visible == {"public-ga-twin"} with input as {"caller": caller}
+		with data.capgate.capabilities as caps
+		with data.capgate.profiles as profiles_of(profile_fixture)
+		with data.capgate.deny as deny
+	authz.entitled == {"public-ga-twin"} with input as {"caller": caller}
+		with data.capgate.capabilities as caps
+		with data.capgate.profiles as profiles_of(profile_fixture)
+		with data.capgate.deny as deny
+}
+
+test_profiles_deny_all if {
+	caps := profiled(profile_fixture)
+	deny := {"sec": {"deny": {{"capability": "*", "reason": "lockdown"}}}}
+	count(authz.visible) == 0 with input as {"caller": {"authenticated": true, "subject": "p"}}
+		with data.capgate.capabilities as caps
+		with data.capgate.profiles as profiles_of(profile_fixture)
+		with data.capgate.deny as deny
+	count(authz.entitled) == 0 with input as {"caller": {"authenticated": true, "subject": "p"}}
+		with data.capgate.capabilities as caps
+		with data.capgate.profiles as profiles_of(profile_fixture)
+		with data.capgate.deny as deny
+}
