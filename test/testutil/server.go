@@ -32,8 +32,11 @@ type Server struct {
 	// are closed when the test ends.
 	HTTP *http.Client
 
-	cancel   context.CancelFunc
-	done     chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+	// logged is closed and replaced each time a decision is logged.
+	loggedMu sync.Mutex
+	logged   chan struct{}
 	err      error
 	stopOnce sync.Once
 	draining chan struct{}
@@ -69,6 +72,7 @@ func Start(t testing.TB, d *deployment.Deployment, opts ...StartOptions) *Server
 		HTTP:       &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 30 * time.Second},
 		done:       make(chan struct{}),
 		draining:   make(chan struct{}),
+		logged:     make(chan struct{}),
 	}
 	var drainOnce sync.Once
 	// The hook tells Draining when server.Run starts shutting down.
@@ -87,7 +91,7 @@ func Start(t testing.TB, d *deployment.Deployment, opts ...StartOptions) *Server
 		s.err = server.Run(ctx, server.Options{
 			Deployment:      d,
 			Logger:          logger,
-			DecisionLogger:  zap.New(decCore),
+			DecisionLogger:  zap.New(decCore, zap.Hooks(func(zapcore.Entry) error { s.notifyLogged(); return nil })),
 			Gateway:         true,
 			ShutdownTimeout: o.ShutdownTimeout,
 			OnReady:         func(a server.Addrs) { ready <- a },
@@ -138,6 +142,36 @@ func (s *Server) DecisionEntries() []map[string]any {
 		}
 	}
 	return out
+}
+
+func (s *Server) notifyLogged() {
+	s.loggedMu.Lock()
+	close(s.logged)
+	s.logged = make(chan struct{})
+	s.loggedMu.Unlock()
+}
+
+// WaitDecision returns the decision-log entries carrying id once there is at
+// least one. The gateway may write a response before it logs its decision,
+// so tests wait for the entry rather than read the log right away. It fails
+// the test after 10 seconds.
+func (s *Server) WaitDecision(t testing.TB, id string) []map[string]any {
+	t.Helper()
+	deadline := time.NewTimer(10 * time.Second)
+	defer deadline.Stop()
+	for {
+		s.loggedMu.Lock()
+		next := s.logged
+		s.loggedMu.Unlock()
+		if got := s.DecisionByID(id); len(got) > 0 {
+			return got
+		}
+		select {
+		case <-next:
+		case <-deadline.C:
+			require.FailNow(t, "no decision logged", "decision id %q", id)
+		}
+	}
 }
 
 // DecisionByID returns the decision-log entries carrying id.
