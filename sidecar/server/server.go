@@ -13,12 +13,18 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/admin"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/delegation"
+	"github.com/capgate/capgate/sidecar/dispatch"
+	"github.com/capgate/capgate/sidecar/extauthz"
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/metrics"
+	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Defaults.
@@ -41,6 +47,10 @@ type Options struct {
 	// OnReady, when set, is called with the bound addresses once every
 	// listener accepts connections (tests listen on port 0).
 	OnReady func(Addrs)
+	// Store holds task bindings and usage; nil: from the config.
+	Store tasks.Store
+	// Reflection enables gRPC reflection on the ext_authz listener.
+	Reflection bool
 }
 
 // Addrs are the bound listener addresses ("" when a server is not run).
@@ -81,10 +91,22 @@ func Run(ctx context.Context, opts Options) error {
 	m.Revision.WithLabelValues(rev.ID()).Set(1)
 	dlog := decisionlog.New(dlogger)
 	ids := decisionlog.NewIDs()
+	limits := protocol.Limits{MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxDepth: cfg.Limits.MaxDepth}
 
-	adminH := admin.New(m.Registry)
+	store := opts.Store
+	if store == nil {
+		if store, err = newStore(cfg); err != nil {
+			return err
+		}
+	}
+	issuer, minter, err := delegation.FromConfig(ctx, cfg, log.Named("delegation"))
+	if err != nil {
+		return fmt.Errorf("identity: %w", err)
+	}
+	adminH := admin.New(m.Registry, admin.WithJWKS(minter.JWKS))
 	var servers []*http.Server
 	var addrs Addrs
+	stopExtAuthz := func() {}
 	errc := make(chan error, 3)
 
 	listen := func(name, addr string, h http.Handler) (string, error) {
@@ -111,12 +133,45 @@ func Run(ctx context.Context, opts Options) error {
 	if addrs.Admin, err = listen("admin", cfg.Listen.Admin, adminH); err != nil {
 		return err
 	}
+	var grpcDone chan error
+	if opts.ExtAuthz {
+		ln, err := net.Listen("tcp", cfg.Listen.ExtAuthz)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("listen extauthz on %s: %w", cfg.Listen.ExtAuthz, err)
+		}
+		az := extauthz.New(holder, store,
+			extauthz.WithLogger(log.Named("extauthz")),
+			extauthz.WithDecisionLog(dlog),
+			extauthz.WithDecisionIDs(ids),
+			extauthz.WithMetrics(m),
+			extauthz.WithLimits(limits),
+		)
+		addrs.ExtAuthz = ln.Addr().String()
+		grpcCtx, stopGRPC := context.WithCancel(context.WithoutCancel(ctx))
+		defer stopGRPC()
+		grpcDone = make(chan error, 1)
+		go func() { grpcDone <- extauthz.Serve(grpcCtx, ln, az, opts.Reflection) }()
+		stopExtAuthz = stopGRPC
+		log.Info("listening", zap.String("server", "extauthz"), zap.String("addr", addrs.ExtAuthz))
+	}
 	if opts.Gateway {
+		inv, err := newInvoker(ctx, cfg, minter, log)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		ops := dispatch.New(store, inv, tokens{issuer: issuer},
+			dispatch.WithLogger(log.Named("dispatch")),
+			dispatch.WithMetrics(m),
+		)
 		gw := gateway.New(holder,
 			gateway.WithLogger(log.Named("gateway")),
 			gateway.WithDecisionLog(dlog),
 			gateway.WithDecisionIDs(ids),
 			gateway.WithMetrics(m),
+			gateway.WithLimits(limits),
+			gateway.WithOperations(ops),
 		)
 		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, gw); err != nil {
 			closeAll()
@@ -145,5 +200,24 @@ func Run(ctx context.Context, opts Options) error {
 			_ = s.Close()
 		}
 	}
+	stopExtAuthz()
+	if grpcDone != nil {
+		select {
+		case err := <-grpcDone:
+			if err != nil && runErr == nil {
+				runErr = err
+			}
+		case <-shutdownCtx.Done():
+			log.Warn("ext_authz shutdown incomplete")
+		}
+	}
 	return runErr
+}
+
+// newStore opens the configured task store.
+func newStore(cfg *config.Config) (tasks.Store, error) {
+	if cfg.Store == config.DefaultStore {
+		return tasks.NewMemory(0), nil
+	}
+	return nil, fmt.Errorf("store %q: only the memory store is available in this build", cfg.Store)
 }

@@ -1,0 +1,109 @@
+package dispatch
+
+import (
+	"context"
+	stdjson "encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
+
+	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/router"
+	"github.com/capgate/capgate/sidecar/tasks"
+)
+
+// clarify answers with a task in TASK_STATE_INPUT_REQUIRED that names the
+// candidates, held by capgate until the caller's reply resolves it. taskID
+// is reused when the caller's reply was itself too vague.
+func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.Responder, dec router.Decision, taskID, contextID string) *protocol.Error {
+	if len(dec.Candidates) == 0 {
+		return protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller")
+	}
+	if taskID == "" {
+		taskID = "capgate-" + string(a2a.NewTaskID())
+	}
+	if contextID == "" {
+		contextID = a2a.NewContextID()
+	}
+	ids := make([]string, len(dec.Candidates))
+	for i, c := range dec.Candidates {
+		ids[i] = c.ID
+	}
+	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Subject: call.Principal.Subject, Tenant: call.Principal.Tenant,
+		Pending: true, Candidates: ids, CreatedAt: d.now()}
+	if err := d.store.Bind(ctx, b); err != nil {
+		return storeError(err)
+	}
+	d.m.Routes.WithLabelValues(string(router.LayerClarify)).Inc()
+	task := clarificationTask(b, dec.Candidates)
+	if call.Request.Operation == protocol.SendStreamingMessage {
+		return d.writeEvents(call, w, [][]byte{mustResult(task, call.Request.Version)})
+	}
+	return writeResult(w, mustResult(task, call.Request.Version))
+}
+
+// clarificationTask renders a pending binding as an input-required task.
+func clarificationTask(b tasks.Binding, cands []router.Candidate) *a2a.Task {
+	var text strings.Builder
+	text.WriteString("I can do several things with this message. Which one do you mean? Reply with its number, name or id:")
+	list := make([]map[string]string, len(cands))
+	for i, c := range cands {
+		fmt.Fprintf(&text, "\n%d. %s (%s)", i+1, c.Name, c.ID)
+		list[i] = map[string]string{"id": c.ID, "name": c.Name}
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(text.String()), a2a.NewDataPart(map[string]any{"candidates": list}))
+	msg.TaskID = a2a.TaskID(b.TaskID)
+	msg.ContextID = b.ContextID
+	ts := b.CreatedAt.UTC()
+	return &a2a.Task{
+		ID:        a2a.TaskID(b.TaskID),
+		ContextID: b.ContextID,
+		Status:    a2a.TaskStatus{State: a2a.TaskStateInputRequired, Message: msg, Timestamp: &ts},
+	}
+}
+
+// mustResult renders a task as a SendMessage result in the request's
+// version: {"task": …} in 1.0, the 0.3 task object otherwise. The types are
+// a2a-go's own; marshalling them cannot fail.
+func mustResult(task *a2a.Task, v protocol.Version) []byte {
+	var (
+		b   []byte
+		err error
+	)
+	if v == protocol.V03 {
+		b, err = stdjson.Marshal(a2av0.FromV1Task(task))
+	} else {
+		b, err = stdjson.Marshal(a2a.StreamResponse{Event: task})
+	}
+	if err != nil {
+		return []byte(`null`)
+	}
+	return b
+}
+
+// taskJSON renders a bare task (GetTask result) in the request's version.
+func taskJSON(task *a2a.Task, v protocol.Version) []byte {
+	var (
+		b   []byte
+		err error
+	)
+	if v == protocol.V03 {
+		b, err = stdjson.Marshal(a2av0.FromV1Task(task))
+	} else {
+		b, err = stdjson.Marshal(task)
+	}
+	if err != nil {
+		return []byte(`null`)
+	}
+	return b
+}
+
+func writeResult(w gateway.Responder, result []byte) *protocol.Error {
+	if err := w.RawResult(result); err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the response could not be written")
+	}
+	return nil
+}

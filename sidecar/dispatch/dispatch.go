@@ -1,0 +1,160 @@
+// Package dispatch carries message and task operations from the gateway to
+// skill handlers: it resolves continuing tasks (owner only), asks the router
+// for new messages, re-checks entitlement at the moment of the call, mints
+// the caller's downscoped token for the handler, binds the task the handler
+// creates to its capability and owner, and counts usage.
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/handler"
+	"github.com/capgate/capgate/sidecar/metrics"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/router"
+	"github.com/capgate/capgate/sidecar/tasks"
+)
+
+// Invoker calls a skill handler (builtin or upstream).
+type Invoker interface {
+	Call(ctx context.Context, req handler.Request) (jsontext.Value, *protocol.Error)
+	Stream(ctx context.Context, req handler.Request, yield func(result jsontext.Value) error) *protocol.Error
+}
+
+// Tokens issues the credential a handler call carries.
+type Tokens interface {
+	HandlerToken(ctx context.Context, g Grant) (string, error)
+}
+
+// Grant is what a handler call is allowed: this caller, this capability,
+// the caller's scopes narrowed to the capability's requires_scopes.
+type Grant struct {
+	Call       *gateway.Call
+	Capability *manifest.Capability
+	Scopes     []string
+}
+
+// Dispatcher implements gateway.Operations.
+type Dispatcher struct {
+	store   tasks.Store
+	invoker Invoker
+	tokens  Tokens
+	log     *zap.Logger
+	m       *metrics.Metrics
+	now     func() time.Time
+}
+
+var _ gateway.Operations = (*Dispatcher)(nil)
+
+// Option configures a Dispatcher.
+type Option func(*Dispatcher)
+
+// WithLogger sets the logger.
+func WithLogger(l *zap.Logger) Option { return func(d *Dispatcher) { d.log = l } }
+
+// WithMetrics sets the collectors.
+func WithMetrics(m *metrics.Metrics) Option { return func(d *Dispatcher) { d.m = m } }
+
+// WithClock sets the clock (tests).
+func WithClock(now func() time.Time) Option { return func(d *Dispatcher) { d.now = now } }
+
+// New returns a dispatcher. All three dependencies are required.
+func New(store tasks.Store, invoker Invoker, tokens Tokens, opts ...Option) *Dispatcher {
+	d := &Dispatcher{store: store, invoker: invoker, tokens: tokens, now: time.Now}
+	for _, o := range opts {
+		o(d)
+	}
+	if d.log == nil {
+		d.log = zap.NewNop()
+	}
+	if d.m == nil {
+		d.m = metrics.New()
+	}
+	return d
+}
+
+// Serve implements gateway.Operations.
+func (d *Dispatcher) Serve(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+	req := call.Request
+	switch req.Operation {
+	case protocol.SendMessage, protocol.SendStreamingMessage:
+		return d.send(ctx, call, w)
+	case protocol.ListTasks:
+		return d.list(ctx, call, w)
+	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask,
+		protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
+		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:
+		return d.taskOp(ctx, call, w)
+	}
+	return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
+}
+
+// owned looks up a task the caller must own. Another caller's task and an
+// unknown task get the same answer.
+func (d *Dispatcher) owned(ctx context.Context, call *gateway.Call, taskID string) (tasks.Binding, *protocol.Error) {
+	if taskID == "" {
+		return tasks.Binding{}, protocol.Errorf(protocol.InvalidParams, "a task id is required")
+	}
+	b, ok, err := d.store.Lookup(ctx, taskID)
+	if err != nil {
+		return tasks.Binding{}, storeError(err)
+	}
+	if !ok || !b.OwnedBy(call.Principal.Subject, call.Principal.Tenant) {
+		return tasks.Binding{}, protocol.Errorf(protocol.TaskNotFound, "task %s not found", taskID)
+	}
+	return b, nil
+}
+
+func storeError(err error) *protocol.Error {
+	if errors.Is(err, tasks.ErrConflict) {
+		return protocol.Wrap(protocol.InvalidAgentResponse, err, "the handler returned a task id that is already bound elsewhere")
+	}
+	return protocol.Wrap(protocol.Internal, err, "task bindings are unavailable; try again later")
+}
+
+// recheck re-decides entitlement for a capability at the moment of the call,
+// with reasons for the decision log.
+func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router.Index, capID string) (*manifest.Capability, *protocol.Error) {
+	if err := rt.Tombstone(capID); err != nil {
+		return nil, err
+	}
+	m, ok := call.Rev.Registry().Get(capID)
+	if !ok {
+		return nil, protocol.Errorf(protocol.TaskNotFound, "the capability of this task no longer exists")
+	}
+	dec, err := call.Rev.Engine.Decide(ctx, call.Principal.Caller(), capID)
+	if err != nil {
+		return nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+	}
+	if !dec.Entitled {
+		if !call.Principal.Authenticated {
+			return nil, protocol.MissingCredentials()
+		}
+		return nil, protocol.Errorf(protocol.Unauthorized, "the caller is not entitled to capability %s", capID)
+	}
+	return m, nil
+}
+
+// grantedScopes is the caller's scopes ∩ the capability's requires_scopes.
+func grantedScopes(callerScopes, required []string) []string {
+	have := make(map[string]bool, len(callerScopes))
+	for _, s := range callerScopes {
+		have[s] = true
+	}
+	out := []string{}
+	seen := map[string]bool{}
+	for _, s := range required {
+		if have[s] && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,144 @@
+package dispatch
+
+import (
+	"context"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/handler"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/router"
+	"github.com/capgate/capgate/sidecar/tasks"
+)
+
+// send routes a message and forwards it to the chosen capability's handler.
+func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+	req := call.Request
+	msg := req.Message
+	if msg == nil {
+		return protocol.Errorf(protocol.InvalidParams, "params.message is required")
+	}
+	rev := call.Rev
+	rt := rev.Router
+	caller := call.Principal.Caller()
+	if !call.Principal.Authenticated && !rev.Config().Auth.AnonymousPublic {
+		return protocol.MissingCredentials()
+	}
+	rg, err := router.NewRights(ctx, rev.Engine, caller)
+	if err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+	}
+
+	params := req.Params
+	var decision router.Decision
+	var pending *tasks.Binding
+	if msg.TaskID != "" {
+		b, perr := d.owned(ctx, call, msg.TaskID)
+		if perr != nil {
+			return perr
+		}
+		if b.Pending {
+			// The reply to a clarification: resolve it among the offered
+			// capabilities; the handler starts a task of its own.
+			dec, perr := rt.Resolve(msg, b.Candidates, rg)
+			if perr != nil {
+				return perr
+			}
+			if dec.Layer == router.LayerClarify && dec.Capability == "" {
+				return d.clarify(ctx, call, w, dec, b.TaskID, b.ContextID)
+			}
+			decision, pending = dec, &b
+			if params, err = withoutTaskID(params, req.Version); err != nil {
+				return protocol.Wrap(protocol.InvalidParams, err, "params.message could not be rewritten")
+			}
+		} else {
+			decision = router.Decision{Layer: router.LayerTask, Capability: b.Capability, Confidence: 1}
+		}
+	} else {
+		dec, perr := rt.Route(msg, rg)
+		if perr != nil {
+			return perr
+		}
+		if dec.IgnoredHint != "" {
+			d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.String("hint", dec.IgnoredHint))
+		}
+		if dec.Layer == router.LayerClarify {
+			return d.clarify(ctx, call, w, dec, "", msg.ContextID)
+		}
+		decision = dec
+	}
+	d.m.Routes.WithLabelValues(string(decision.Layer)).Inc()
+
+	capability, perr := d.recheck(ctx, call, rt, decision.Capability)
+	if perr != nil {
+		return perr
+	}
+	hreq, perr := d.handlerRequest(ctx, call, capability, params)
+	if perr != nil {
+		return perr
+	}
+	d.log.Debug("routed", zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
+		zap.String("layer", string(decision.Layer)), zap.Float64("confidence", decision.Confidence))
+	bind := func(taskID, contextID string) *protocol.Error {
+		if taskID == "" {
+			return nil // a direct message reply creates no task
+		}
+		b := tasks.Binding{TaskID: taskID, ContextID: contextID, Capability: capability.ID, Handler: capability.Handler,
+			Subject: call.Principal.Subject, Tenant: call.Principal.Tenant, CreatedAt: d.now()}
+		if err := d.store.Bind(ctx, b); err != nil {
+			return storeError(err)
+		}
+		if pending != nil && pending.TaskID != taskID {
+			_ = d.store.Delete(ctx, pending.TaskID)
+		}
+		return nil
+	}
+	d.countCall(ctx, capability)
+	if req.Operation == protocol.SendStreamingMessage {
+		return d.stream(ctx, call, w, hreq, bind)
+	}
+	result, perr := d.invoker.Call(ctx, hreq)
+	if perr != nil {
+		return perr
+	}
+	taskID, contextID, ok := taskOf(result, req.Version)
+	if !ok {
+		return protocol.Errorf(protocol.InvalidAgentResponse, "the handler's answer is not a task or message")
+	}
+	if perr := bind(taskID, contextID); perr != nil {
+		return perr
+	}
+	if err := w.RawResult(result); err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the response could not be written")
+	}
+	return nil
+}
+
+// handlerRequest builds the call to the capability's handler with the
+// caller's downscoped credential.
+func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *manifest.Capability, params jsontext.Value) (handler.Request, *protocol.Error) {
+	scopes := grantedScopes(call.Principal.Scopes, m.RequiresScopes)
+	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes})
+	if err != nil {
+		return handler.Request{}, protocol.Wrap(protocol.Unauthorized, err, "a credential for the handler could not be obtained")
+	}
+	return handler.Request{
+		Handler:    m.Handler,
+		Version:    call.Request.Version,
+		Method:     methodName(call.Request.Version, call.Request.Operation),
+		Params:     params,
+		Token:      tok,
+		Extensions: call.Extensions,
+		DecisionID: call.DecisionID,
+	}, nil
+}
+
+func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability) {
+	d.m.CapabilityCalls.WithLabelValues(m.ID, string(m.State)).Inc()
+	if err := d.store.RecordCall(context.WithoutCancel(ctx), m.ID, d.now()); err != nil {
+		d.log.Warn("usage not recorded", zap.String("capability", m.ID), zap.Error(err))
+	}
+}

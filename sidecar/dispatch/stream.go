@@ -1,0 +1,118 @@
+package dispatch
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/handler"
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+// stream forwards a streaming call and relays each event to the client as
+// soon as it arrives (Server-Sent Events, unbuffered). The first event that
+// names a task binds it.
+func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.Responder, hreq handler.Request, bind func(taskID, contextID string) *protocol.Error) *protocol.Error {
+	sse := newSSE(call, w)
+	bound := bind == nil
+	err := d.invoker.Stream(ctx, hreq, func(result jsontext.Value) error {
+		if !bound {
+			if taskID, contextID, ok := taskOf(result, call.Request.Version); ok && taskID != "" {
+				if perr := bind(taskID, contextID); perr != nil {
+					return perr
+				}
+				bound = true
+			}
+		}
+		return sse.event(result)
+	})
+	if err == nil {
+		return nil
+	}
+	if !sse.started {
+		return err // nothing sent yet: an ordinary error response
+	}
+	// Mid-stream: the error travels as the stream's last event.
+	sse.fail(err)
+	return nil
+}
+
+// writeEvents sends pre-rendered events as a stream.
+func (d *Dispatcher) writeEvents(call *gateway.Call, w gateway.Responder, events [][]byte) *protocol.Error {
+	sse := newSSE(call, w)
+	for _, e := range events {
+		if err := sse.event(e); err != nil {
+			return protocol.Wrap(protocol.Internal, err, "the stream could not be written")
+		}
+	}
+	return nil
+}
+
+type sseWriter struct {
+	w       http.ResponseWriter
+	flusher http.Flusher
+	jsonrpc bool
+	id      jsontext.Value
+	started bool
+}
+
+func newSSE(call *gateway.Call, w gateway.Responder) *sseWriter {
+	rw := w.Writer()
+	f, _ := rw.(http.Flusher)
+	id := call.Request.ID
+	if len(id) == 0 {
+		id = jsontext.Value("null")
+	}
+	return &sseWriter{w: rw, flusher: f, jsonrpc: w.Binding() == protocol.JSONRPC, id: id}
+}
+
+func (s *sseWriter) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+func (s *sseWriter) event(result []byte) error {
+	s.start()
+	buf := make([]byte, 0, len(result)+64)
+	buf = append(buf, "data: "...)
+	if s.jsonrpc {
+		buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+		buf = append(buf, s.id...)
+		buf = append(buf, `,"result":`...)
+		buf = append(buf, result...)
+		buf = append(buf, '}')
+	} else {
+		buf = append(buf, result...)
+	}
+	buf = append(buf, "\n\n"...)
+	if _, err := s.w.Write(buf); err != nil {
+		return err
+	}
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+	return nil
+}
+
+func (s *sseWriter) fail(e *protocol.Error) {
+	s.start()
+	var body []byte
+	if s.jsonrpc {
+		body = e.MarshalJSONRPC(s.id)
+	} else {
+		body = e.MarshalStatus()
+	}
+	_, _ = s.w.Write(append(append([]byte("data: "), body...), "\n\n"...))
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+}
