@@ -1,0 +1,383 @@
+package cli_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/open-policy-agent/opa/v1/bundle"
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/cmd/capgate/internal/cli"
+	"github.com/capgate/capgate/policy/card"
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/test/testutil"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// result is one CLI run.
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func run(t *testing.T, args ...string) result {
+	t.Helper()
+	return runIn(t, "", args...)
+}
+
+func runIn(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := cli.Run(t.Context(), args, cli.Env{Stdout: &out, Stderr: &errOut, Stdin: strings.NewReader(stdin)})
+	return result{code, out.String(), errOut.String()}
+}
+
+func writeClaims(t *testing.T, claims string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "claims.json")
+	require.NoError(t, os.WriteFile(p, []byte(claims), 0o644))
+	return p
+}
+
+// replaceOnce replaces the one occurrence of old, failing when there is not
+// exactly one (an edit to a fixture must not silently do nothing).
+func replaceOnce(t *testing.T, s, old, new string) string {
+	t.Helper()
+	require.Equal(t, 1, strings.Count(s, old), "want exactly one %q", old)
+	return strings.Replace(s, old, new, 1)
+}
+
+func skillIDs(t *testing.T, cardJSON string) []string {
+	t.Helper()
+	var c a2a.AgentCard
+	require.NoError(t, json.Unmarshal([]byte(cardJSON), &c))
+	ids := []string{}
+	for _, s := range c.Skills {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+func TestExitCodes(t *testing.T) {
+	cases := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string // substring
+		stderr string // substring
+	}{
+		{"no command", nil, cli.ExitUsage, "", "usage: capgate <command>"},
+		{"help", []string{"help"}, cli.ExitOK, "", "usage: capgate <command>"},
+		{"unknown command", []string{"frobnicate"}, cli.ExitUsage, "", `unknown command "frobnicate"`},
+		{"version", []string{"version"}, cli.ExitOK, "capgate dev\n", ""},
+		{"version with an argument", []string{"version", "x"}, cli.ExitUsage, "", "unexpected arguments: x"},
+		{"validate embedded default", []string{"validate"}, cli.ExitOK, "ok: 7 capabilities, policy revision ", ""},
+		{"validate bad flag", []string{"validate", "--nope"}, cli.ExitUsage, "", "flag provided but not defined: -nope"},
+		{"validate missing config", []string{"validate", "--config", "/nonexistent/capgate.yaml"}, cli.ExitUsage, "", "capgate validate:"},
+		{"card bad flag", []string{"card", "--claimz", "x"}, cli.ExitUsage, "", "flag provided but not defined"},
+		{"card missing claims file", []string{"card", "--claims", "/nonexistent.json"}, cli.ExitUsage, "", "read claims"},
+		{"card lock without --out", []string{"card", "lock"}, cli.ExitUsage, "", "--out is required"},
+		{"card check without --lock", []string{"card", "check"}, cli.ExitUsage, "", "--lock is required"},
+		{"explain unknown capability", []string{"explain", "--capability", "nope"}, cli.ExitUsage, "", `unknown capability "nope"`},
+		{"compile without --out", []string{"compile"}, cli.ExitUsage, "", "--out is required"},
+		{"token bad ttl", []string{"token", "--ttl", "48h"}, cli.ExitUsage, "", "--ttl must be between 1s and 24h"},
+		{"token bad alg", []string{"token", "--alg", "HS256"}, cli.ExitUsage, "", "--alg must be RS256 or ES256"},
+		{"policy without subcommand", []string{"policy"}, cli.ExitUsage, "", "usage: capgate policy"},
+		{"serve bad --only", []string{"serve", "--only", "admin"}, cli.ExitUsage, "", "--only must be gateway or extauthz"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, tc.args...)
+			require.Equal(t, tc.code, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			require.Contains(t, r.stdout, tc.stdout)
+			require.Contains(t, r.stderr, tc.stderr)
+		})
+	}
+}
+
+func TestValidateReportsProblems(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	testutil.WriteFile(t, cfg, "capabilities/bad.yaml", `id: bad-capability
+state: shipping
+visibility: public
+skill: {name: Bad, description: Bad one., tags: [x], inputModes: [text/plain], outputModes: [application/json]}
+requires_scopes: []
+tenants: "*"
+handler: invoices.lookup
+owner: me
+colour: blue
+`)
+	r := run(t, "validate", "--config", cfg)
+	require.Equal(t, cli.ExitCheck, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	require.Contains(t, r.stdout, "bad.yaml")
+	require.Contains(t, r.stdout, "state")
+	require.Contains(t, r.stdout, "colour")
+	require.Contains(t, r.stderr, "problem(s) found")
+
+	// Other commands refuse the same config as an input error.
+	r = run(t, "card", "--config", cfg)
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "invalid deployment")
+}
+
+func TestCard(t *testing.T) {
+	v, err := card.NewValidator()
+	require.NoError(t, err)
+
+	t.Run("public card golden", func(t *testing.T) {
+		r := run(t, "card")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.NoError(t, v.Validate([]byte(r.stdout)))
+		require.Equal(t, testutil.PublicSkills, skillIDs(t, r.stdout))
+		golden := filepath.Join("testdata", "card-public.golden.json")
+		if *update {
+			require.NoError(t, os.WriteFile(golden, []byte(r.stdout), 0o644))
+		}
+		want, err := os.ReadFile(golden)
+		require.NoError(t, err, "run go test -update to create the golden file")
+		require.JSONEq(t, string(want), r.stdout)
+	})
+
+	cases := []struct {
+		name   string
+		claims string
+		skills []string
+	}{
+		{"recon.run adds reconcile-invoice", `{"sub":"partner-1","scope":"recon.run"}`,
+			[]string{"extract-invoice-fields", "lookup-invoice", "lookup-invoice-v1", "reconcile-invoice"}},
+		{"scope as an array", `{"sub":"partner-1","scope":["recon.run"]}`,
+			[]string{"extract-invoice-fields", "lookup-invoice", "lookup-invoice-v1", "reconcile-invoice"}},
+		{"other scope: public skills", `{"sub":"partner-1","scope":"invoices.read"}`, testutil.PublicSkills},
+		{"preview opt-in", `{"sub":"partner-1","scope":"a2a.preview forecast.read"}`,
+			[]string{"extract-invoice-fields", "forecast-cashflow", "lookup-invoice", "lookup-invoice-v1"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, "card", "--claims", writeClaims(t, tc.claims))
+			require.Equal(t, cli.ExitOK, r.code, r.stderr)
+			require.NoError(t, v.Validate([]byte(r.stdout)))
+			require.Equal(t, tc.skills, skillIDs(t, r.stdout))
+		})
+	}
+	t.Run("claims from stdin", func(t *testing.T) {
+		r := runIn(t, `{"sub":"p","scope":"recon.run"}`, "card", "--claims", "-")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Contains(t, skillIDs(t, r.stdout), "reconcile-invoice")
+	})
+	t.Run("claims that are not an object", func(t *testing.T) {
+		for _, claims := range []string{`[]`, `"x"`, `{"sub":"a","sub":"b"}`, `{`} {
+			r := run(t, "card", "--claims", writeClaims(t, claims))
+			require.Equal(t, cli.ExitUsage, r.code, claims)
+			require.Contains(t, r.stderr, "not a JSON object of JWT claims")
+		}
+	})
+}
+
+func TestExplain(t *testing.T) {
+	claims := writeClaims(t, `{"sub":"p1","scope":"invoices.read"}`)
+
+	t.Run("text", func(t *testing.T) {
+		r := run(t, "explain", "--claims", claims)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, `caller: subject "p1", tenant "", scopes [invoices.read]`)
+		require.Contains(t, r.stdout, "\nreconcile-invoice (extended, ga)\n  visible:  no  refused by scope.missing(recon.run)")
+		require.Contains(t, r.stdout, "\nlookup-invoice (public, ga)\n  visible:  yes granted by state.ga, visibility.public")
+	})
+	t.Run("one capability", func(t *testing.T) {
+		r := run(t, "explain", "--claims", claims, "--capability", "reconcile-invoice")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, "scope.missing(recon.run)")
+		require.NotContains(t, r.stdout, "lookup-invoice")
+	})
+	t.Run("json", func(t *testing.T) {
+		type reason struct{ Rule, Effect, Detail string }
+		var out struct {
+			Revision string
+			Caller   struct {
+				Authenticated bool
+				Subject       string
+				Scopes        []string
+			}
+			Capabilities []struct {
+				Capability        string
+				Visible, Entitled bool
+				Reasons           struct{ Visible, Entitled []reason }
+			}
+		}
+		r := run(t, "explain", "--claims", claims, "--json")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		require.NotEmpty(t, out.Revision)
+		require.True(t, out.Caller.Authenticated)
+		require.Equal(t, "p1", out.Caller.Subject)
+		want := map[string][2]bool{ // visible, entitled
+			"extract-invoice-fields": {true, true},
+			"lookup-invoice":         {true, true},
+			"lookup-invoice-v1":      {true, true},
+			"reconcile-invoice":      {false, false},
+			"forecast-cashflow":      {false, false},
+			"purge-invoice-cache":    {false, false},
+			"reconcile-invoice-v0":   {false, false},
+		}
+		got := map[string][2]bool{}
+		for _, c := range out.Capabilities {
+			got[c.Capability] = [2]bool{c.Visible, c.Entitled}
+			if c.Capability == "reconcile-invoice" {
+				require.Contains(t, c.Reasons.Visible, reason{"scope.missing", "refuse", "recon.run"})
+				require.Contains(t, c.Reasons.Entitled, reason{"scope.missing", "refuse", "recon.run"})
+			}
+		}
+		require.Equal(t, want, got)
+	})
+	t.Run("anonymous", func(t *testing.T) {
+		r := run(t, "explain", "--json")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, `"authenticated": false`)
+	})
+}
+
+// TestCardLockCheck locks the public card of a copy of the finance example
+// and checks edited copies against the lock.
+func TestCardLockCheck(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	lock := filepath.Join(t.TempDir(), "public-card.lock.json")
+	r := run(t, "card", "lock", "--config", cfg, "--out", lock)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "locked public card (version 1.4.0+skills.")
+
+	newSkill := `id: list-suppliers
+state: ga
+visibility: public
+skill:
+  name: List suppliers
+  description: Lists the suppliers that sent invoices this year.
+  tags: [finance, suppliers]
+  inputModes: [text/plain]
+  outputModes: [application/json]
+requires_scopes: []
+tenants: "*"
+handler: invoices.lookup
+owner: finance-agents-team
+`
+	cases := []struct {
+		name  string
+		edit  func(t *testing.T, cfg string)
+		code  int
+		finds []string // substrings of stdout
+		not   []string
+	}{
+		{"unchanged", func(*testing.T, string) {}, cli.ExitOK, []string{"public card unchanged (version 1.4.0+skills."}, nil},
+		{"an extended-only change is not a finding", func(t *testing.T, cfg string) {
+			testutil.EditFile(t, cfg, "capabilities/reconcile-invoice.yaml", func(s string) string {
+				return replaceOnce(t, s, "lists line-level differences.", "lists every line-level difference.")
+			})
+		}, cli.ExitOK, []string{"public card unchanged"}, nil},
+		{"public description changed", func(t *testing.T, cfg string) {
+			testutil.EditFile(t, cfg, "capabilities/lookup-invoice.yaml", func(s string) string {
+				return replaceOnce(t, s, "due date and supplier.", "due date, supplier and currency.")
+			})
+		}, cli.ExitCheck, []string{"skill-changed: lookup-invoice description", "due date, supplier and currency."}, []string{"leak:"}},
+		{"public skill added, version not bumped", func(t *testing.T, cfg string) {
+			testutil.WriteFile(t, cfg, "capabilities/list-suppliers.yaml", newSkill)
+		}, cli.ExitCheck, []string{"skill-added: list-suppliers", "version-not-bumped"}, nil},
+		{"public skill added, version bumped", func(t *testing.T, cfg string) {
+			testutil.WriteFile(t, cfg, "capabilities/list-suppliers.yaml", newSkill)
+			testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string { return replaceOnce(t, s, "version: 1.4.0", "version: 1.5.0") })
+		}, cli.ExitCheck, []string{"skill-added: list-suppliers"}, []string{"version-not-bumped"}},
+		{"six words of an extended description in a public skill", func(t *testing.T, cfg string) {
+			testutil.EditFile(t, cfg, "capabilities/extract-invoice-fields.yaml", func(s string) string {
+				return replaceOnce(t, s, "from an invoice document.", "from an invoice document; it matches an invoice to its purchase.")
+			})
+		}, cli.ExitCheck, []string{"leak: reconcile-invoice -> skills[extract-invoice-fields].description", "+ matches an invoice to its purchase", "Fix every leak"}, nil},
+		{"five words are not a leak", func(t *testing.T, cfg string) {
+			testutil.EditFile(t, cfg, "capabilities/extract-invoice-fields.yaml", func(s string) string {
+				return replaceOnce(t, s, "from an invoice document.", "from an invoice document; it matches an invoice to its.")
+			})
+		}, cli.ExitCheck, []string{"skill-changed: extract-invoice-fields description"}, []string{"leak:"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cur := testutil.CopyFinance(t)
+			tc.edit(t, cur)
+			r := run(t, "card", "check", "--config", cur, "--lock", lock)
+			require.Equal(t, tc.code, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			for _, s := range tc.finds {
+				require.Contains(t, r.stdout, s)
+			}
+			for _, s := range tc.not {
+				require.NotContains(t, r.stdout, s)
+			}
+			if tc.code == cli.ExitCheck {
+				require.Contains(t, r.stderr, "finding(s)")
+			}
+		})
+	}
+	t.Run("a lock that is not a lock", func(t *testing.T) {
+		bad := filepath.Join(t.TempDir(), "bad.lock.json")
+		require.NoError(t, os.WriteFile(bad, []byte(`{"nope":true}`), 0o644))
+		r := run(t, "card", "check", "--config", cfg, "--lock", bad)
+		require.Equal(t, cli.ExitUsage, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	})
+}
+
+func TestCompileBundle(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	r := run(t, "compile", "--out", out)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "wrote unsigned bundle "+out)
+
+	f, err := os.Open(out)
+	require.NoError(t, err)
+	defer f.Close()
+	b, err := bundle.NewReader(f).Read()
+	require.NoError(t, err)
+	require.NotNil(t, b.Manifest.Roots)
+	require.Equal(t, []string{"capgate"}, *b.Manifest.Roots)
+	d, err := deployment.Load("")
+	require.NoError(t, err)
+	require.Equal(t, d.Snapshot.Revision, b.Manifest.Revision)
+	require.NotEmpty(t, b.Modules, "the bundle carries the policy")
+	require.NotEmpty(t, b.Data, "the bundle carries the compiled manifests")
+}
+
+func TestToken(t *testing.T) {
+	d, err := deployment.Load("")
+	require.NoError(t, err)
+	v, err := identity.NewVerifier(t.Context(), d.Config.Auth, d.Config.ReadFile)
+	require.NoError(t, err)
+
+	cases := []struct {
+		name   string
+		args   []string
+		sub    string
+		tenant string
+		scopes []string
+	}{
+		{"defaults", nil, "demo-user", "", nil},
+		{"scopes and tenant", []string{"--sub", "partner-1", "--scope", "recon.run  a2a.preview", "--tenant", "acme"}, "partner-1", "acme", []string{"recon.run", "a2a.preview"}},
+		{"ES256", []string{"--alg", "ES256", "--scope", "recon.run"}, "demo-user", "", []string{"recon.run"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := run(t, append([]string{"token"}, tc.args...)...)
+			require.Equal(t, cli.ExitOK, r.code, r.stderr)
+			require.Contains(t, r.stderr, "DEMO key")
+			tok := strings.TrimSpace(r.stdout)
+			require.Equal(t, 2, strings.Count(tok, "."), "one compact JWS on stdout")
+			p, err := v.Verify(t.Context(), "Bearer "+tok)
+			require.NoError(t, err)
+			require.True(t, p.Authenticated)
+			require.Equal(t, tc.sub, p.Subject)
+			require.Equal(t, tc.tenant, p.Tenant)
+			require.ElementsMatch(t, tc.scopes, p.Scopes)
+		})
+	}
+}
