@@ -50,7 +50,7 @@ func (e *Entry) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	addNonEmpty(enc, "tenant", e.Tenant)
 	addNonEmpty(enc, "capability", e.Capability)
 	addNonEmpty(enc, "layer", e.Layer)
-	if e.Layer == "classifier" {
+	if e.Layer == "classifier" || e.Layer == "clarify" {
 		enc.AddFloat64("confidence", e.Confidence)
 	}
 	enc.AddString("result", e.Result)

@@ -38,6 +38,9 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 		return storeError(err)
 	}
 	d.m.Routes.WithLabelValues(string(router.LayerClarify)).Inc()
+	if call.Log != nil {
+		call.Log.Layer, call.Log.Confidence = string(router.LayerClarify), dec.Confidence
+	}
 	task := clarificationTask(b, dec.Candidates)
 	if call.Request.Operation == protocol.SendStreamingMessage {
 		return d.writeEvents(call, w, [][]byte{mustResult(task, call.Request.Version)})

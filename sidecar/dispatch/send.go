@@ -71,6 +71,9 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 		decision = dec
 	}
 	d.m.Routes.WithLabelValues(string(decision.Layer)).Inc()
+	if call.Log != nil {
+		call.Log.Capability, call.Log.Layer, call.Log.Confidence = decision.Capability, string(decision.Layer), decision.Confidence
+	}
 
 	capability, perr := d.recheck(ctx, call, rt, decision.Capability)
 	if perr != nil {

@@ -26,6 +26,9 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *gateway.Call, w gateway.R
 	if b.Pending {
 		return d.pendingOp(ctx, call, w, b)
 	}
+	if call.Log != nil {
+		call.Log.Capability, call.Log.Layer = b.Capability, "task"
+	}
 	m, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
 		return perr

@@ -38,6 +38,9 @@ type Call struct {
 	Extensions []string // activated extension URIs
 	DecisionID string
 	Header     http.Header // the request's headers (read-only)
+	// Log is this request's decision-log entry; operations record the
+	// capability, routing layer and confidence they decided.
+	Log *decisionlog.Entry
 }
 
 // Operations serves message and task operations (SendMessage, GetTask, ...).

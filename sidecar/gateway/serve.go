@@ -125,7 +125,7 @@ func (g *Gateway) handle(r *http.Request, rev *revision.Revision, req *protocol.
 			resp.Writer().Header().Set(HeaderExtensionsV03, list)
 		}
 	}
-	call := &Call{Rev: rev, Request: req, Principal: p, Extensions: activated, DecisionID: id, Header: r.Header}
+	call := &Call{Rev: rev, Request: req, Principal: p, Extensions: activated, DecisionID: id, Header: r.Header, Log: entry}
 	switch req.Operation {
 	case protocol.GetExtendedAgentCard:
 		return g.serveExtendedCard(ctx, call, entry, resp)
