@@ -15,16 +15,21 @@ package classifier
 //     computed over skills and offset so that frequent words still count.
 //   - The message's words are expanded with WordNet-related words
 //     (synonyms and derivations, weight 0.5) that some skill uses.
-//   - A skill's score is the sum of the cosine similarities between the
-//     message and its document in both spaces. Query words unknown to every
-//     skill still count in the message's norm (×1.5), which pulls scores of
-//     out-of-scope messages down.
+//   - A skill's cosine score is the sum of the cosine similarities between
+//     the message and its document in both spaces. Query words unknown to
+//     every skill still count in the message's norm (×1.5), which pulls
+//     scores of out-of-scope messages down.
+//   - On top of it, a multinomial logistic regression over the message's
+//     word, char n-gram and word-bigram features, trained when the index is
+//     built on each skill's name and examples (leave-one-out cosine as the
+//     offset, see linear.go): score = cosine + 0.3 · logit. Skipped for
+//     registries too large to train within about a second.
 //   - The confidence is a logistic function of the best candidate's softmax
 //     probability among the candidates, its score, its margin over the
 //     second, how much of its name the message has, how much of the message
-//     the vocabulary knows and its best cosine with a single example. It
-//     was fitted on the tuning data to estimate the chance that the best
-//     candidate is right.
+//     the vocabulary knows, its best cosine with a single example, and the
+//     regression's own probability and logit margin. It was fitted on the
+//     tuning data to estimate the chance that the best candidate is right.
 
 import (
 	"math"
@@ -81,6 +86,16 @@ type config struct {
 	temperature float64
 	// confidence = σ(conf · features), see confFeatures
 	conf confFeatures
+	// linear model on top of the cosine (linear.go): score += lr · logit
+	lr, lrRate, lrL2 float64
+	lrEpochs         int
+	lrBigram         float64 // weight of the word-bigram block
+	// training is skipped above these sizes (build time and memory):
+	// epochs × features of all training docs × skills × 2, and weights
+	lrMaxWork    float64
+	lrMaxWeights int
+	// confidence = σ(confCos · features) when no linear model was trained
+	confCos confFeatures
 }
 
 func defaultConfig() config {
@@ -91,7 +106,10 @@ func defaultConfig() config {
 		word: 1, char: 1,
 		related:     0.5,
 		temperature: 0.05,
-		conf:        confFeatures{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164},
+		conf:        confFeatures{-2.555, 1.422, -0.257, 4.695, 1.282, -0.608, 1.290, 3.131, -0.702},
+		lr:          0.3, lrEpochs: 10, lrRate: 0.5, lrL2: 1e-4, lrBigram: 1,
+		lrMaxWork: 1e9, lrMaxWeights: 1 << 24,
+		confCos: confFeatures{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164, 0, 0},
 	}
 }
 
@@ -109,6 +127,7 @@ type Index struct {
 	names              []sparse    // name stems, coverage weights
 	examples           []sparse    // examples, word space
 	exStart            []int32     // skill → its first example; contiguous
+	lin                *linear     // nil when not trained
 
 	scratch sync.Pool // *[]float32 pairs sized to the index
 }
@@ -132,6 +151,8 @@ func newIndex(docs []Doc, cfg config) *Index {
 	charBags := make([]bag, len(docs))
 	nameBags := make([]bag, len(docs))
 	var exBags []bag
+	exToks := make([][][]token, len(docs))
+	nameToks := make([][]token, len(docs))
 	for i, d := range docs {
 		ix.ids[i] = d.ID
 		if _, ok := ix.byID[d.ID]; !ok {
@@ -148,7 +169,8 @@ func newIndex(docs []Doc, cfg config) *Index {
 			return ts
 		}
 		nameBags[i] = bag{}
-		addWords(nameBags[i], add(d.Name, cfg.nameWeight), 1)
+		nameToks[i] = add(d.Name, cfg.nameWeight)
+		addWords(nameBags[i], nameToks[i], 1)
 		add(d.Description, cfg.descWeight)
 		for _, t := range d.Tags {
 			add(t, cfg.tagWeight)
@@ -156,6 +178,7 @@ func newIndex(docs []Doc, cfg config) *Index {
 		for _, e := range d.Examples {
 			ts := add(e, 1)
 			if len(ts) > 0 {
+				exToks[i] = append(exToks[i], ts)
 				eb := bag{}
 				addWords(eb, ts, 1)
 				exBags = append(exBags, eb)
@@ -181,6 +204,7 @@ func newIndex(docs []Doc, cfg config) *Index {
 	}
 	ix.postWord = postings(ix.skillWord, len(ix.word.idf))
 	ix.postChar = postings(ix.skillChar, len(ix.char.idf))
+	ix.lin = ix.train(exToks, nameToks, wordBags, charBags)
 	n := len(docs)
 	ix.scratch.New = func() any {
 		s := make([]float32, 2*n)
@@ -257,6 +281,7 @@ func (ix *Index) Classify(text string, candidates []int) Result {
 // query is a message's vectors in both spaces.
 type query struct {
 	word, char sparse
+	logit      []float64 // linear model's logit per candidate; nil without a model
 }
 
 // scores returns the cleaned candidates, their scores and the message's
@@ -274,11 +299,7 @@ func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query)
 		return nil, nil, query{}
 	}
 	ts := tokens(text, nil)
-	wb, cb := bag{}, bag{}
-	addWords(wb, ts, 1)
-	addRelated(wb, ts, ix.cfg.related, ix.word.ids)
-	addChars(cb, ts, ix.cfg.charMin, ix.cfg.charMax, 1)
-	q := query{word: ix.word.vector(wb, true), char: ix.char.vector(cb, true)}
+	q := ix.vectorize(ts)
 	if len(q.word.ids) == 0 && len(q.char.ids) == 0 {
 		return nil, nil, query{}
 	}
@@ -288,6 +309,7 @@ func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query)
 			scores[k] = ix.cfg.word*float64(q.word.dot(ix.skillWord[c])) +
 				ix.cfg.char*float64(q.char.dot(ix.skillChar[c]))
 		}
+		q.logit = ix.addLogits(q, ts, candidates, scores)
 		return candidates, scores, q
 	}
 	buf := ix.scratch.Get().(*[]float32)
@@ -299,7 +321,17 @@ func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query)
 	for k, c := range candidates {
 		scores[k] = ix.cfg.word*float64(accW[c]) + ix.cfg.char*float64(accC[c])
 	}
+	q.logit = ix.addLogits(q, ts, candidates, scores)
 	return candidates, scores, q
+}
+
+// vectorize returns the message vectors of ts.
+func (ix *Index) vectorize(ts []token) query {
+	wb, cb := bag{}, bag{}
+	addWords(wb, ts, 1)
+	addRelated(wb, ts, ix.cfg.related, ix.word.ids)
+	addChars(cb, ts, ix.cfg.charMin, ix.cfg.charMax, 1)
+	return query{word: ix.word.vector(wb, true), char: ix.char.vector(cb, true)}
 }
 
 // clean drops out-of-range positions and repeats, keeping order.
@@ -323,9 +355,13 @@ func (ix *Index) result(cands []int, scores []float64, q query) Result {
 		return Result{}
 	}
 	ft := ix.features(cands, scores, order, q)
+	b := ix.cfg.conf
+	if ix.lin == nil {
+		b = ix.cfg.confCos
+	}
 	var z float64
 	for i := range ft {
-		z += ix.cfg.conf[i] * ft[i]
+		z += b[i] * ft[i]
 	}
 	res := Result{
 		Best:       ix.ids[cands[order[0]]],
@@ -373,7 +409,9 @@ func rankOrder(cands []int, scores []float64) []int {
 //	4: idf-weighted share of the best skill's name stems in the message
 //	5: share of the message's word vector (squared) that the vocabulary knows
 //	6: best word cosine between the message and one of the best skill's examples
-type confFeatures [7]float64
+//	7: the linear model's softmax probability of the best among the candidates
+//	8: its logit minus the highest other candidate's (7 and 8 are 0 without it)
+type confFeatures [9]float64
 
 func (ix *Index) features(cands []int, scores []float64, order []int, q query) confFeatures {
 	s1 := scores[order[0]]
@@ -397,5 +435,23 @@ func (ix *Index) features(cands []int, scores []float64, order []int, q query) c
 		ex = max(ex, q.word.dot(ix.examples[e]))
 	}
 	name := q.word.ones().dot(ix.names[best])
-	return confFeatures{1, 1 / z, s1, s1 - s2, float64(name), known, float64(ex)}
+	var lp, lm float64
+	if q.logit != nil {
+		l1 := q.logit[order[0]]
+		var zl float64
+		l2 := math.Inf(-1)
+		for k, l := range q.logit {
+			if d := l - l1; d > -40 {
+				zl += math.Exp(d)
+			}
+			if k != order[0] {
+				l2 = max(l2, l)
+			}
+		}
+		lp = 1 / zl
+		if len(q.logit) > 1 {
+			lm = l1 - l2
+		}
+	}
+	return confFeatures{1, 1 / z, s1, s1 - s2, float64(name), known, float64(ex), lp, lm}
 }

@@ -40,7 +40,7 @@ func samples(ix *Index, cases []Case) []sample {
 	return out
 }
 
-// fitLogistic fits σ(b·x) with x = (1, p1, s1, margin) by Newton's method
+// fitLogistic fits σ(b·x) with x = confFeatures by Newton's method
 // with a small ridge, label = the best candidate is right; negWeight weighs
 // the cases whose best is wrong or out of scope.
 func fitLogistic(ss []sample, negWeight float64, use []bool) confFeatures {
@@ -168,11 +168,15 @@ func tuneKnobs() []knob {
 		{"charMin", []float64{2, 3}, func(c *config, v float64) { c.charMin = int(v) }},
 		{"charMax", []float64{3, 4, 5}, func(c *config, v float64) { c.charMax = max(int(v), c.charMin) }},
 		{"related", []float64{0, 0.3, 0.5, 0.7, 1}, func(c *config, v float64) { c.related = v }},
+		{"lr", []float64{0.1, 0.2, 0.3, 0.5}, func(c *config, v float64) { c.lr = v }},
+		{"lrEpochs", []float64{5, 10, 20}, func(c *config, v float64) { c.lrEpochs = int(v) }},
+		{"lrL2", []float64{3e-5, 1e-4, 3e-4}, func(c *config, v float64) { c.lrL2 = v }},
+		{"lrBigram", []float64{0, 0.5, 1, 1.5}, func(c *config, v float64) { c.lrBigram = v }},
 	}
 }
 
 // allFeatures selects every confidence feature for the fit.
-var allFeatures = []bool{true, true, true, true, true, true, true}
+var allFeatures = []bool{true, true, true, true, true, true, true, true, true}
 
 // TestTune walks the knobs one at a time from defaultConfig, keeping a
 // value when it raises top-1 accuracy + in-scope accuracy at 0.6 / 4 (the
@@ -210,20 +214,29 @@ func TestTune(t *testing.T) {
 
 // TestCalib fits the confidence logistic of defaultConfig on dev for
 // several weights of the negative cases (best candidate wrong, or out of
-// scope) and prints the coefficients with the metrics at 0.6, and a
-// threshold sweep for the chosen weight.
+// scope) and prints the coefficients with the metrics at 0.6: defaultConfig
+// has those for weight 1.25 as conf (with the linear model) and the
+// earlier fit for weight 1.2 as confCos (cosine alone, CLASSIFIER_COS=1).
 func TestCalib(t *testing.T) {
 	if os.Getenv("CLASSIFIER_TUNE") == "" {
 		t.Skip("set CLASSIFIER_TUNE=1 to fit the confidence")
 	}
 	docs, cases := loadData(t)
-	ix := newIndex(docs, defaultConfig())
+	cfg := defaultConfig()
+	if os.Getenv("CLASSIFIER_COS") != "" {
+		cfg.lrEpochs = 0
+	}
+	ix := newIndex(docs, cfg)
 	ss := samples(ix, cases)
-	for _, nw := range []float64{1, 1.1, 1.2, 1.3, 1.5} {
+	for _, nw := range []float64{1, 1.1, 1.2, 1.25, 1.3, 1.5} {
 		b := fitLogistic(ss, nw, allFeatures)
 		q := quickMetrics(ss, b, 0.6)
 		fmt.Printf("neg weight %.1f @0.6 top1 %.4f acc %.4f oos %.2f mis %.4f conf: %#v\n", nw, q.top1, q.acc, q.oos, q.mis, b)
 	}
-	q := quickMetrics(ss, ix.cfg.conf, 0.6)
+	conf := ix.cfg.conf
+	if ix.lin == nil {
+		conf = ix.cfg.confCos
+	}
+	q := quickMetrics(ss, conf, 0.6)
 	fmt.Printf("defaultConfig @0.6 top1 %.4f acc %.4f oos %.2f mis %.4f\n", q.top1, q.acc, q.oos, q.mis)
 }

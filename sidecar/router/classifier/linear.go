@@ -1,0 +1,264 @@
+package classifier
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// linear is a multinomial logistic regression trained when the index is
+// built, on top of the cosine scores: a candidate's score is
+//
+//	cosine score + lr · w_c · x
+//
+// with x the message's features (its word, character n-gram and word-bigram
+// vectors, concatenated). It is fitted by SGD on the softmax loss of those
+// scores (÷ lr) over each skill's examples and its name, each scored
+// against its own skill's document without itself (leave one out), so that
+// the weights learn what the cosine gets wrong rather than restate what it
+// gets right. Weights are stored by feature, classes contiguous: scoring a
+// message walks only the message's features.
+type linear struct {
+	classes int
+	w       []float32 // w[f*classes+c]: weight of feature f for class c
+	bi      space     // word-bigram vocabulary (features after word and char)
+	offChar int32     // first char feature
+	offBi   int32     // first bigram feature
+}
+
+// trainDoc is one training document.
+type trainDoc struct {
+	x     sparse  // features
+	q     query   // cosine vectors
+	class int32   // its skill
+	own   float64 // leave-one-out cosine score with its own skill
+}
+
+// addBigrams adds the stem bigrams of ts, with boundary marks.
+func addBigrams(b bag, ts []token, weight float64) {
+	prev := "^"
+	for _, t := range ts {
+		b[fnv64('b', prev+" "+t.stem)] += weight
+		prev = t.stem
+	}
+	if len(ts) > 0 {
+		b[fnv64('b', prev+" $")] += weight
+	}
+}
+
+// linFeatures returns the linear model's features for a message.
+func (ix *Index) linFeatures(m *linear, q query, ts []token) sparse {
+	n := len(q.word.ids) + len(q.char.ids)
+	x := sparse{ids: make([]int32, 0, n+len(ts)+1), w: make([]float32, 0, n+len(ts)+1)}
+	x.ids = append(x.ids, q.word.ids...)
+	x.w = append(x.w, q.word.w...)
+	for i, id := range q.char.ids {
+		x.ids = append(x.ids, m.offChar+id)
+		x.w = append(x.w, q.char.w[i]*float32(ix.cfg.char))
+	}
+	if ix.cfg.lrBigram > 0 {
+		bb := bag{}
+		addBigrams(bb, ts, 1)
+		v := m.bi.vector(bb, true)
+		for i, id := range v.ids {
+			x.ids = append(x.ids, m.offBi+id)
+			x.w = append(x.w, v.w[i]*float32(ix.cfg.lrBigram))
+		}
+	}
+	return x
+}
+
+// train fits the linear model on each skill's name and examples; nil when
+// there is nothing to train on, or when the registry is too large for the
+// build to stay within about a second and a bounded memory (estimated SGD
+// work over cfg.lrMaxWork, or a weight matrix over cfg.lrMaxWeights;
+// about 300 skills of 5 examples): the index then ranks by the cosine
+// scores alone, with the confidence fitted for them.
+func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBags []bag) *linear {
+	cfg := ix.cfg
+	classes := len(exToks)
+	if classes < 2 || cfg.lrEpochs == 0 {
+		return nil
+	}
+	// A document of n words has about 12n features (words, related words,
+	// char 2–3-grams, bigrams); each SGD step costs features × skills × 2.
+	var words int
+	for c := range exToks {
+		words += len(nameToks[c])
+		for _, ts := range exToks[c] {
+			words += len(ts)
+		}
+	}
+	if float64(cfg.lrEpochs)*12*float64(words)*float64(classes)*2 > cfg.lrMaxWork {
+		return nil
+	}
+	m := &linear{classes: classes}
+	if cfg.lrBigram > 0 {
+		bags := make([]bag, classes)
+		for c := range exToks {
+			bags[c] = bag{}
+			addBigrams(bags[c], nameToks[c], 1)
+			for _, ts := range exToks[c] {
+				addBigrams(bags[c], ts, 1)
+			}
+		}
+		m.bi = newSpace(bags, cfg.idfOffset, cfg.unknown)
+	}
+	m.offChar = int32(len(ix.word.idf))
+	m.offBi = m.offChar + int32(len(ix.char.idf))
+	nfeat := int(m.offBi) + len(m.bi.idf)
+	if nfeat*classes > cfg.lrMaxWeights {
+		return nil
+	}
+
+	var docs []trainDoc
+	addDoc := func(ts []token, c int, inDoc float64) {
+		if len(ts) == 0 {
+			return
+		}
+		q := ix.vectorize(ts)
+		d := trainDoc{x: ix.linFeatures(m, q, ts), q: q, class: int32(c)}
+		// The skill's document without this text.
+		wb, cb := bag{}, bag{}
+		for h, v := range wordBags[c] {
+			wb[h] = v
+		}
+		for h, v := range charBags[c] {
+			cb[h] = v
+		}
+		addWords(wb, ts, -inDoc)
+		addChars(cb, ts, cfg.charMin, cfg.charMax, -inDoc)
+		for h, v := range wb {
+			if v < 1e-9 {
+				delete(wb, h)
+			}
+		}
+		for h, v := range cb {
+			if v < 1e-9 {
+				delete(cb, h)
+			}
+		}
+		d.own = cfg.word*float64(q.word.dot(ix.word.vector(wb, false))) +
+			cfg.char*float64(q.char.dot(ix.char.vector(cb, false)))
+		docs = append(docs, d)
+	}
+	for c := range exToks {
+		addDoc(nameToks[c], c, cfg.nameWeight)
+		for _, ts := range exToks[c] {
+			addDoc(ts, c, 1)
+		}
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	m.w = ix.sgd(docs, classes, nfeat)
+	return m
+}
+
+// sgd fits the weights by stochastic gradient descent on the softmax loss
+// of (cosine + lr · w·x) / lr, with L2 decay (weights kept as scale × v so
+// that decay is O(1) a step). Deterministic.
+func (ix *Index) sgd(docs []trainDoc, classes, nfeat int) []float32 {
+	cfg := ix.cfg
+	v := make([]float32, nfeat*classes)
+	scale := 1.0
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := make([]int, len(docs))
+	for i := range order {
+		order[i] = i
+	}
+	z := make([]float64, classes)
+	accW := make([]float32, classes)
+	accC := make([]float32, classes)
+	for range cfg.lrEpochs {
+		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
+		for _, di := range order {
+			d := docs[di]
+			clear(z)
+			for i, f := range d.x.ids {
+				x := float64(d.x.w[i])
+				row := v[int(f)*classes : int(f+1)*classes]
+				for c, w := range row {
+					z[c] += x * float64(w)
+				}
+			}
+			clear(accW)
+			clear(accC)
+			accumulate(ix.postWord, d.q.word, accW)
+			accumulate(ix.postChar, d.q.char, accC)
+			accW[d.class], accC[d.class] = 0, 0
+			mx := math.Inf(-1)
+			for c := range z {
+				z[c] = z[c]*scale + (cfg.word*float64(accW[c])+cfg.char*float64(accC[c]))/cfg.lr
+				mx = max(mx, z[c])
+			}
+			z[d.class] += d.own / cfg.lr
+			mx = max(mx, z[d.class])
+			var sum float64
+			for c := range z {
+				z[c] = math.Exp(z[c] - mx)
+				sum += z[c]
+			}
+			for c := range z {
+				z[c] /= sum
+			}
+			z[d.class] -= 1 // gradient of the loss w.r.t. the logits
+			scale *= 1 - cfg.lrRate*cfg.lrL2
+			g := cfg.lrRate / scale
+			for i, f := range d.x.ids {
+				x := float64(d.x.w[i]) * g
+				row := v[int(f)*classes : int(f+1)*classes]
+				for c := range row {
+					if z[c] > 1e-4 || z[c] < -1e-4 {
+						row[c] -= float32(x * z[c])
+					}
+				}
+			}
+			if scale < 1e-3 {
+				for i := range v {
+					v[i] *= float32(scale)
+				}
+				scale = 1
+			}
+		}
+	}
+	for i := range v {
+		v[i] *= float32(scale)
+	}
+	return v
+}
+
+// addLogits adds lr × the linear model's logit of each candidate to scores
+// and returns the logits (nil without a model).
+func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64) []float64 {
+	m := ix.lin
+	if m == nil {
+		return nil
+	}
+	x := ix.linFeatures(m, q, ts)
+	out := make([]float64, len(cands))
+	if len(cands) <= directLimit {
+		for k, c := range cands {
+			var s float64
+			for i, f := range x.ids {
+				s += float64(x.w[i]) * float64(m.w[int(f)*m.classes+c])
+			}
+			out[k] = s
+		}
+	} else {
+		acc := make([]float64, m.classes)
+		for i, f := range x.ids {
+			xf := float64(x.w[i])
+			row := m.w[int(f)*m.classes : int(f+1)*m.classes]
+			for c, w := range row {
+				acc[c] += xf * float64(w)
+			}
+		}
+		for k, c := range cands {
+			out[k] = acc[c]
+		}
+	}
+	for k := range cands {
+		scores[k] += ix.cfg.lr * out[k]
+	}
+	return out
+}
