@@ -20,11 +20,17 @@ import (
 // servePublicCard serves the public projection to anyone, with a strong ETag
 // over the bytes and Cache-Control from the config.
 func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *revision.Revision) {
+	start := g.now()
+	entry := &decisionlog.Entry{DecisionID: g.ids.Next(), Binding: string(protocol.HTTPJSON), Operation: string(protocol.GetAgentCard)}
+	w.Header().Set(HeaderDecisionID, entry.DecisionID)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeStatusError(w, protocol.Errorf(protocol.MethodNotAllowed, "the agent card is read with GET"))
+		e := protocol.Errorf(protocol.MethodNotAllowed, "the agent card is read with GET")
+		g.finish(rev, start, entry, e)
+		writeStatusError(w, e)
 		return
 	}
+	g.finish(rev, start, entry, nil)
 	h := w.Header()
 	h.Set("ETag", rev.PublicETag)
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))

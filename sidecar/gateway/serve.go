@@ -23,7 +23,7 @@ func (g *Gateway) serveJSONRPC(w http.ResponseWriter, r *http.Request, rev *revi
 	id := g.ids.Next()
 	w.Header().Set(HeaderDecisionID, id)
 	body, berr := readBody(r, g.limits.MaxBodyBytes)
-	version, verr := protocol.ParseVersion(r.Header.Get(HeaderVersion))
+	version, verr := requestVersion(r)
 	if berr != nil {
 		g.finish(rev, start, &decisionlog.Entry{DecisionID: id, Binding: string(protocol.JSONRPC)}, berr)
 		writeJSONRPCError(w, nil, berr)
@@ -66,7 +66,7 @@ func (g *Gateway) serveREST(w http.ResponseWriter, r *http.Request, rev *revisio
 	id := g.ids.Next()
 	w.Header().Set(HeaderDecisionID, id)
 	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.HTTPJSON)}
-	version, verr := protocol.ParseVersion(r.Header.Get(HeaderVersion))
+	version, verr := requestVersion(r)
 	if verr != nil {
 		g.finish(rev, start, entry, verr)
 		writeStatusError(w, verr)
@@ -192,4 +192,13 @@ func readBody(r *http.Request, limit int64) ([]byte, *protocol.Error) {
 
 func tooLarge(limit int64) *protocol.Error {
 	return protocol.Errorf(protocol.PayloadTooLarge, "request body exceeds the limit of %d bytes", limit)
+}
+
+// requestVersion reads A2A-Version; the header given more than once is
+// refused rather than read one way here and another way elsewhere.
+func requestVersion(r *http.Request) (protocol.Version, *protocol.Error) {
+	if vs := r.Header.Values(HeaderVersion); len(vs) > 1 {
+		return "", protocol.Errorf(protocol.InvalidRequest, "the A2A-Version header is given %d times; send it once", len(vs))
+	}
+	return protocol.ParseVersion(r.Header.Get(HeaderVersion))
 }
