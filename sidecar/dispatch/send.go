@@ -128,7 +128,7 @@ func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *
 	if err != nil {
 		return handler.Request{}, protocol.Wrap(protocol.Unauthorized, err, "a credential for the handler could not be obtained")
 	}
-	return handler.Request{
+	req := handler.Request{
 		Handler:    m.Handler,
 		Version:    call.Request.Version,
 		Method:     methodName(call.Request.Version, call.Request.Operation),
@@ -136,7 +136,11 @@ func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *
 		Token:      tok,
 		Extensions: call.Extensions,
 		DecisionID: call.DecisionID,
-	}, nil
+	}
+	if call.Rev.Config().Identity.ForwardCallerToken {
+		req.CallerAuthorization = call.Header.Get("Authorization")
+	}
+	return req, nil
 }
 
 func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability) {

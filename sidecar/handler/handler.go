@@ -44,7 +44,15 @@ type Request struct {
 	Token      string           // bearer token for the handler: sent as Authorization: Bearer <Token>
 	Extensions []string         // activated extension URIs: sent as A2A-Extensions
 	DecisionID string           // sent as X-Capgate-Decision-Id
+	// CallerAuthorization is the caller's own Authorization header, sent as
+	// X-Capgate-Caller-Authorization only when the deployment asks for it
+	// (identity.forward_caller_token); empty otherwise.
+	CallerAuthorization string
 }
+
+// CallerAuthorizationHeader carries the caller's own credential when the
+// deployment explicitly forwards it.
+const CallerAuthorizationHeader = "X-Capgate-Caller-Authorization"
 
 // DecisionIDHeader carries capgate's decision id to the handler.
 const DecisionIDHeader = "X-Capgate-Decision-Id"
@@ -263,6 +271,9 @@ func newHTTPRequest(ctx context.Context, t target, req Request, id string, strea
 		}
 	}
 	h.Set("Authorization", "Bearer "+req.Token)
+	if req.CallerAuthorization != "" {
+		h.Set(CallerAuthorizationHeader, req.CallerAuthorization)
+	}
 	if req.DecisionID != "" {
 		h.Set(DecisionIDHeader, req.DecisionID)
 	}
