@@ -186,7 +186,7 @@ func TestCallSendsHeadersAndBody(t *testing.T) {
 		require.Equal(t, string(v), got.Header.Get("A2A-Version"))
 		require.Equal(t, "https://example.com/ext/a, https://example.com/ext/b", got.Header.Get("A2A-Extensions"))
 		require.Equal(t, "dec-9", got.Header.Get("X-Capgate-Decision-Id"))
-		require.Empty(t, got.Header.Get(CallerAuthorizationHeader), "the caller's token is not forwarded by default")
+		require.Empty(t, got.Header.Get(handler.CallerAuthorizationHeader), "the caller's token is not forwarded by default")
 		require.Equal(t, `"2.0"`, string(body["jsonrpc"]))
 		require.Equal(t, `"SendMessage"`, string(body["method"]))
 		require.JSONEq(t, send10, string(body["params"]))
@@ -199,7 +199,7 @@ func TestCallSendsHeadersAndBody(t *testing.T) {
 	req.CallerAuthorization = "Bearer caller-own"
 	_, perr := inv.Call(t.Context(), req)
 	require.Nil(t, perr)
-	require.Equal(t, "Bearer caller-own", got.Header.Get(CallerAuthorizationHeader))
+	require.Equal(t, "Bearer caller-own", got.Header.Get(handler.CallerAuthorizationHeader))
 	require.Equal(t, "Bearer tok-123", got.Header.Get("Authorization"))
 }
 
