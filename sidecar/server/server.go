@@ -103,7 +103,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("identity: %w", err)
 	}
-	adminH := admin.New(m.Registry, admin.WithJWKS(minter.JWKS))
+	adminH := admin.New(m.Registry, admin.WithJWKS(minter.JWKS), admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }))
 	var servers []*http.Server
 	var addrs Addrs
 	stopExtAuthz := func() {}

@@ -60,6 +60,8 @@ func commands() map[string]command {
 		"token":    {"mint a DEMO token with the example's demo keys", runToken},
 		"route":    {"show how a message would be routed; `route eval` measures the router", runRoute},
 		"version":  {"print the version", runVersion},
+
+		"lifecycle": {"list capabilities with usage; which deprecated ones are safe to remove", runLifecycle},
 	}
 }
 
