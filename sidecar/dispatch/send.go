@@ -66,6 +66,9 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 			d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.String("hint", dec.IgnoredHint))
 		}
 		if dec.Layer == router.LayerClarify {
+			dec = d.askModel(ctx, call, msg, dec)
+		}
+		if dec.Layer == router.LayerClarify {
 			return d.clarify(ctx, call, w, dec, "", msg.ContextID)
 		}
 		decision = dec
@@ -148,4 +151,25 @@ func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability) {
 	if err := d.store.RecordCall(context.WithoutCancel(ctx), m.ID, d.now()); err != nil {
 		d.log.Warn("usage not recorded", zap.String("capability", m.ID), zap.Error(err))
 	}
+}
+
+// askModel gives the optional model-based router the candidates the
+// classifier was unsure about. Any failure or doubt keeps the clarification.
+func (d *Dispatcher) askModel(ctx context.Context, call *gateway.Call, msg *protocol.MessageInfo, dec router.Decision) router.Decision {
+	model := call.Rev.Model
+	if model == nil || len(dec.Candidates) < 2 {
+		return dec
+	}
+	caps := make([]*manifest.Capability, 0, len(dec.Candidates))
+	for _, c := range dec.Candidates {
+		if m, ok := call.Rev.Registry().Get(c.ID); ok {
+			caps = append(caps, m)
+		}
+	}
+	choice, err := model.Choose(ctx, router.MessageText(msg), caps, call.Rev.Router.Threshold())
+	if err != nil {
+		d.log.Info("model router made no choice", zap.String("decision_id", call.DecisionID), zap.Error(err))
+		return dec
+	}
+	return router.Decision{Layer: router.LayerModel, Capability: choice.ID, Confidence: choice.Confidence, Candidates: dec.Candidates}
 }

@@ -30,6 +30,8 @@ type Revision struct {
 	Verifier   *identity.Verifier
 	// Router is the routing index (classifier built from the skills).
 	Router *router.Index
+	// Model is the optional model-based router (nil when not configured).
+	Model *router.Model
 
 	// PublicCard is the serialized public card, PublicETag its strong ETag.
 	PublicCard []byte
@@ -88,6 +90,7 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 		PublicETag:   `"` + hex.EncodeToString(sum[:16]) + `"`,
 		ExtendedCard: card.NeedsExtendedCard(d.Config, d.Registry().All()),
 		Router:       router.NewIndex(d.Registry(), d.Config.Router.Threshold),
+		Model:        router.NewModel(d.Config.Router.Model, nil),
 	}
 	for _, x := range d.Config.Agent.Extensions {
 		r.Extensions = append(r.Extensions, protocol.Extension{URI: x.URI, Required: x.Required})

@@ -112,7 +112,7 @@ func (ix *Index) Route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol
 		d.Layer, d.Capability, d.Confidence = LayerSingle, ix.reg.All()[all[0]].ID, 1
 		return d, ix.tombstoneCheck(d)
 	}
-	res := ix.cls.Classify(messageText(msg), all)
+	res := ix.cls.Classify(MessageText(msg), all)
 	d.Confidence = res.Confidence
 	d.Candidates = ix.ranked(res, all)
 	if res.Best != "" && res.Confidence >= ix.threshold {
@@ -146,7 +146,7 @@ func (ix *Index) Resolve(msg *protocol.MessageInfo, offered []string, c Caller) 
 	if len(live) == 0 {
 		return Decision{}, protocol.Errorf(protocol.Unauthorized, "none of the offered capabilities is available to the caller any more")
 	}
-	text := strings.TrimSpace(messageText(msg))
+	text := strings.TrimSpace(MessageText(msg))
 	norm := strings.ToLower(strings.Trim(text, " .!\"'"))
 	for n, i := range live {
 		m := &ix.reg.All()[i]
@@ -262,8 +262,8 @@ func (ix *Index) ranked(res classifier.Result, pool []int) []Candidate {
 	return out
 }
 
-// messageText joins the text parts of a message.
-func messageText(msg *protocol.MessageInfo) string {
+// MessageText joins the text parts of a message.
+func MessageText(msg *protocol.MessageInfo) string {
 	var b strings.Builder
 	for _, p := range msg.Parts {
 		if p.Kind == "text" && p.Text != "" {
