@@ -1,0 +1,77 @@
+package delegation
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/sidecar/identity"
+)
+
+// Router sends each handler to its issuer: token exchange for the listed
+// handlers (all of them when the list is empty), self-issued tokens
+// otherwise.
+type Router struct {
+	self     *SelfIssued
+	ex       *Exchange
+	handlers map[string]bool // nil: every handler is exchanged
+}
+
+// NewRouter returns the Issuer for a deployment. With ex nil every token is
+// self-issued.
+func NewRouter(self *SelfIssued, ex *Exchange, handlers []string) Issuer {
+	r := &Router{self: self, ex: ex}
+	if len(handlers) > 0 {
+		r.handlers = make(map[string]bool, len(handlers))
+		for _, h := range handlers {
+			r.handlers[h] = true
+		}
+	}
+	return r
+}
+
+// Token issues the handler token. An anonymous caller (who reaches a
+// handler only on a public capability with auth.anonymous_public) gets no
+// token and no error: the handler receives no credential, which confers
+// nothing, and never the agent's own.
+func (r *Router) Token(ctx context.Context, s Subject, t Target) (string, error) {
+	if !s.Principal.Authenticated {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		return "", nil
+	}
+	if r.ex != nil && (r.handlers == nil || r.handlers[t.Handler]) {
+		return r.ex.Token(ctx, s, t)
+	}
+	if r.self == nil {
+		return "", fmt.Errorf("no token issuer for handler %s", t.Handler)
+	}
+	return r.self.Token(ctx, s, t)
+}
+
+// FromConfig builds the deployment's Issuer from cfg: the Minter (whose
+// JWKS the gateway publishes), self-issued tokens, and token exchange when
+// identity.token_exchange is set. opts configure the Exchange.
+func FromConfig(ctx context.Context, cfg *config.Config, log *zap.Logger, opts ...ExchangeOption) (Issuer, *identity.Minter, error) {
+	m, err := NewMinter(cfg, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	self := NewSelfIssued(m, cfg.Identity, cfg.Auth)
+	x := cfg.Identity.TokenExchange
+	if x == nil {
+		return NewRouter(self, nil, nil), m, nil
+	}
+	secret, err := ReadClientSecret(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	ex, err := NewExchange(ctx, *x, secret, append([]ExchangeOption{WithLogger(log)}, opts...)...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("identity.token_exchange: %w", err)
+	}
+	return NewRouter(self, ex, x.Handlers), m, nil
+}
