@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"net/url"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -107,13 +108,14 @@ func readModules(cfg *config.Config) (map[string]string, error) {
 			continue
 		}
 		sort.Strings(files)
+		key := moduleDir(dir)
 		for _, f := range files {
 			b, err := fs.ReadFile(fsys, f)
 			if err != nil {
 				problems.Add(path.Join(name, f), 0, "", "read policy module: %v", err)
 				continue
 			}
-			mods[path.Join(name, f)] = string(b)
+			mods[path.Join(key, f)] = string(b)
 		}
 	}
 	return mods, problems.ErrOrNil()
@@ -128,4 +130,22 @@ func (d *Deployment) BasePath() string {
 		return ""
 	}
 	return strings.TrimSuffix(u.EscapedPath(), "/")
+}
+
+// moduleDir names a policy_dirs entry for module keys: the path as written
+// in the config, made relative ("./policies" -> "policies",
+// "/etc/capgate/deny" -> "etc/capgate/deny"), since bundles need relative
+// module names.
+func moduleDir(dir string) string {
+	parts := strings.Split(path.Clean(filepath.ToSlash(dir)), "/")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p != "" && p != "." && p != ".." {
+			kept = append(kept, p)
+		}
+	}
+	if len(kept) == 0 {
+		return "policies"
+	}
+	return strings.Join(kept, "/")
 }
