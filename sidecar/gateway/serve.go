@@ -104,6 +104,11 @@ func (g *Gateway) serveREST(w http.ResponseWriter, r *http.Request, rev *revisio
 func (g *Gateway) handle(r *http.Request, rev *revision.Revision, req *protocol.Request, id string, entry *decisionlog.Entry, resp Responder) *protocol.Error {
 	ctx := r.Context()
 	entry.Operation = string(req.Operation)
+	// Two credentials are refused, not read one way here (the first) and
+	// another way by a proxy or ext_authz (joined).
+	if len(r.Header.Values("Authorization")) > 1 {
+		return protocol.Errorf(protocol.Unauthenticated, "the Authorization header is given more than once")
+	}
 	p, err := rev.Verifier.Verify(ctx, r.Header.Get("Authorization"))
 	if err != nil {
 		return authError(err)
