@@ -32,16 +32,23 @@ func NewRouter(self *SelfIssued, ex *Exchange, handlers []string) Issuer {
 	return r
 }
 
+// AnonymousSubject is the subject of handler tokens issued for an
+// unauthenticated caller.
+const AnonymousSubject = "anonymous"
+
 // Token issues the handler token. An anonymous caller (who reaches a
-// handler only on a public capability with auth.anonymous_public) gets no
-// token and no error: the handler receives no credential, which confers
-// nothing, and never the agent's own.
+// handler only on a public capability that needs no scopes, with
+// auth.anonymous_public) gets a self-issued token for the subject
+// "anonymous" with no scopes — never an exchanged one (there is no caller
+// token to exchange) and never the agent's own credential — so handlers
+// verify every call the same way and can attribute it.
 func (r *Router) Token(ctx context.Context, s Subject, t Target) (string, error) {
 	if !s.Principal.Authenticated {
-		if err := ctx.Err(); err != nil {
-			return "", err
+		if r.self == nil {
+			return "", fmt.Errorf("self-issued token for handler %s: %w", t.Handler, ErrAnonymous)
 		}
-		return "", nil
+		anon := Subject{Principal: identity.Principal{Authenticated: true, Subject: AnonymousSubject}, DecisionID: s.DecisionID}
+		return r.self.Token(ctx, anon, Target{Capability: t.Capability, Handler: t.Handler})
 	}
 	if r.ex != nil && (r.handlers == nil || r.handlers[t.Handler]) {
 		return r.ex.Token(ctx, s, t)

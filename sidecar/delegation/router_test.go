@@ -24,7 +24,7 @@ func TestRouter(t *testing.T) {
 	const (
 		exchanged = "exchanged"
 		minted    = "self-issued"
-		none      = "none"
+		anonymous = "anonymous"
 	)
 	tests := []struct {
 		name     string
@@ -38,7 +38,9 @@ func TestRouter(t *testing.T) {
 		{name: "other handler is self-issued", router: delegation.NewRouter(self, ex, []string{"reconcile"}), subject: f.subject, handler: "lookup", want: minted},
 		{name: "empty list: every handler is exchanged", router: delegation.NewRouter(self, ex, nil), subject: f.subject, handler: "lookup", want: exchanged},
 		{name: "no exchange: self-issued", router: delegation.NewRouter(self, nil, []string{"reconcile"}), subject: f.subject, handler: "reconcile", want: minted},
-		{name: "anonymous caller: no credential", router: delegation.NewRouter(self, ex, nil), handler: "reconcile", want: none},
+		{name: "anonymous caller: self-issued for subject anonymous, no scopes", router: delegation.NewRouter(self, ex, nil), handler: "reconcile", want: anonymous},
+		{name: "anonymous caller without a self issuer", router: delegation.NewRouter(nil, ex, nil), handler: "reconcile",
+			errorMsg: "self-issued token for handler reconcile: no authenticated caller to pass down"},
 		{name: "no issuer for the handler", router: delegation.NewRouter(nil, ex, []string{"reconcile"}), subject: f.subject, handler: "lookup",
 			errorMsg: "no token issuer for handler lookup"},
 	}
@@ -52,8 +54,12 @@ func TestRouter(t *testing.T) {
 			}
 			require.NoError(t, err)
 			switch tt.want {
-			case none:
-				require.Empty(t, tok)
+			case anonymous:
+				p, err := handlerVerifier(t, m, tt.handler, config.Auth{}, time.Now).Verify(t.Context(), "Bearer "+tok)
+				require.NoError(t, err)
+				require.Equal(t, delegation.AnonymousSubject, p.Subject)
+				require.Empty(t, p.Scopes)
+				require.Equal(t, []string{agentID}, p.Actor)
 			case exchanged:
 				p, err := f.op.verifier(t, tt.handler).Verify(t.Context(), "Bearer "+tok)
 				require.NoError(t, err)

@@ -14,6 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/audit"
+	"github.com/capgate/capgate/sidecar/delegation"
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/metrics"
@@ -41,11 +43,17 @@ type Grant struct {
 	Scopes     []string
 }
 
+// Auditor records handler invocations on the audit stream.
+type Auditor interface {
+	Log(e audit.Entry)
+}
+
 // Dispatcher implements gateway.Operations.
 type Dispatcher struct {
 	store   tasks.Store
 	invoker Invoker
 	tokens  Tokens
+	audit   Auditor
 	log     *zap.Logger
 	m       *metrics.Metrics
 	now     func() time.Time
@@ -61,6 +69,9 @@ func WithLogger(l *zap.Logger) Option { return func(d *Dispatcher) { d.log = l }
 
 // WithMetrics sets the collectors.
 func WithMetrics(m *metrics.Metrics) Option { return func(d *Dispatcher) { d.m = m } }
+
+// WithAudit records every handler invocation (nil: none).
+func WithAudit(a Auditor) Option { return func(d *Dispatcher) { d.audit = a } }
 
 // WithClock sets the clock (tests).
 func WithClock(now func() time.Time) Option { return func(d *Dispatcher) { d.now = now } }
@@ -142,19 +153,11 @@ func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router
 	return m, nil
 }
 
-// grantedScopes is the caller's scopes ∩ the capability's requires_scopes.
+// grantedScopes is the caller's scopes ∩ the capability's requires_scopes,
+// sorted; never nil, so reports show an empty list rather than null.
 func grantedScopes(callerScopes, required []string) []string {
-	have := make(map[string]bool, len(callerScopes))
-	for _, s := range callerScopes {
-		have[s] = true
+	if s := delegation.Narrow(callerScopes, required); s != nil {
+		return s
 	}
-	out := []string{}
-	seen := map[string]bool{}
-	for _, s := range required {
-		if have[s] && !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
+	return []string{}
 }

@@ -2,11 +2,13 @@ package dispatch
 
 import (
 	"context"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -82,7 +84,7 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 	if perr != nil {
 		return perr
 	}
-	hreq, perr := d.handlerRequest(ctx, call, capability, params)
+	inv, perr := d.handlerRequest(ctx, call, capability, params)
 	if perr != nil {
 		return perr
 	}
@@ -104,9 +106,9 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 	}
 	d.countCall(ctx, capability)
 	if req.Operation == protocol.SendStreamingMessage {
-		return d.stream(ctx, call, w, hreq, bind)
+		return d.stream(ctx, call, w, inv, bind)
 	}
-	result, perr := d.invoker.Call(ctx, hreq)
+	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
 		return perr
 	}
@@ -123,13 +125,23 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 	return nil
 }
 
+// invocation is one handler call and what it was granted.
+type invocation struct {
+	call       *gateway.Call
+	capability *manifest.Capability
+	scopes     []string
+	req        handler.Request
+}
+
 // handlerRequest builds the call to the capability's handler with the
 // caller's downscoped credential.
-func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *manifest.Capability, params jsontext.Value) (handler.Request, *protocol.Error) {
+func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *manifest.Capability, params jsontext.Value) (invocation, *protocol.Error) {
 	scopes := grantedScopes(call.Principal.Scopes, m.RequiresScopes)
 	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes})
 	if err != nil {
-		return handler.Request{}, protocol.Wrap(protocol.Unauthorized, err, "a credential for the handler could not be obtained")
+		perr := protocol.Wrap(protocol.Unauthorized, err, "a credential for the handler could not be obtained")
+		d.record(invocation{call: call, capability: m, scopes: scopes}, 0, perr)
+		return invocation{}, perr
 	}
 	req := handler.Request{
 		Handler:    m.Handler,
@@ -143,7 +155,39 @@ func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *
 	if call.Rev.Config().Identity.ForwardCallerToken {
 		req.CallerAuthorization = call.Header.Get("Authorization")
 	}
-	return req, nil
+	return invocation{call: call, capability: m, scopes: scopes, req: req}, nil
+}
+
+// callHandler makes a unary handler call and audits it.
+func (d *Dispatcher) callHandler(ctx context.Context, inv invocation) (jsontext.Value, *protocol.Error) {
+	start := d.now()
+	result, perr := d.invoker.Call(ctx, inv.req)
+	d.record(inv, d.now().Sub(start), perr)
+	return result, perr
+}
+
+// record writes one audit line for a handler invocation.
+func (d *Dispatcher) record(inv invocation, dur time.Duration, perr *protocol.Error) {
+	if d.audit == nil {
+		return
+	}
+	outcome := audit.OutcomeOK
+	if perr != nil {
+		outcome = audit.Failed(string(perr.Code))
+	}
+	p := inv.call.Principal
+	d.audit.Log(audit.Entry{
+		DecisionID: inv.call.DecisionID,
+		Principal:  p.Subject,
+		Tenant:     p.Tenant,
+		Actor:      p.Actor,
+		Capability: inv.capability.ID,
+		Handler:    inv.capability.Handler,
+		Scopes:     inv.scopes,
+		Outcome:    outcome,
+		Duration:   dur,
+		Operation:  string(inv.call.Request.Operation),
+	})
 }
 
 func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability) {

@@ -7,17 +7,17 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/gateway"
-	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // stream forwards a streaming call and relays each event to the client as
 // soon as it arrives (Server-Sent Events, unbuffered). The first event that
 // names a task binds it.
-func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.Responder, hreq handler.Request, bind func(taskID, contextID string) *protocol.Error) *protocol.Error {
+func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.Responder, inv invocation, bind func(taskID, contextID string) *protocol.Error) *protocol.Error {
 	sse := newSSE(call, w)
 	bound := bind == nil
-	err := d.invoker.Stream(ctx, hreq, func(result jsontext.Value) error {
+	start := d.now()
+	err := d.invoker.Stream(ctx, inv.req, func(result jsontext.Value) error {
 		if !bound {
 			if taskID, contextID, ok := taskOf(result, call.Request.Version); ok && taskID != "" {
 				if perr := bind(taskID, contextID); perr != nil {
@@ -28,6 +28,7 @@ func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.R
 		}
 		return sse.event(result)
 	})
+	d.record(inv, d.now().Sub(start), err)
 	if err == nil {
 		return nil
 	}

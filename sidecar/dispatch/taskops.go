@@ -33,14 +33,14 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *gateway.Call, w gateway.R
 	if perr != nil {
 		return perr
 	}
-	hreq, perr := d.handlerRequest(ctx, call, m, req.Params)
+	inv, perr := d.handlerRequest(ctx, call, m, req.Params)
 	if perr != nil {
 		return perr
 	}
 	if req.Operation.Streaming() {
-		return d.stream(ctx, call, w, hreq, nil)
+		return d.stream(ctx, call, w, inv, nil)
 	}
-	result, perr := d.invoker.Call(ctx, hreq)
+	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
 		return perr
 	}
@@ -55,7 +55,8 @@ func (d *Dispatcher) pendingOp(ctx context.Context, call *gateway.Call, w gatewa
 	case protocol.GetTask:
 		return writeResult(w, taskJSON(task, call.Request.Version))
 	case protocol.SubscribeToTask:
-		return d.writeEvents(call, w, [][]byte{taskJSON(task, call.Request.Version)})
+		// A stream event: {"task": …} in 1.0, as SendStreamingMessage sends it.
+		return d.writeEvents(call, w, [][]byte{mustResult(task, call.Request.Version)})
 	case protocol.CancelTask:
 		if err := d.store.Delete(ctx, b.TaskID); err != nil {
 			return storeError(err)
@@ -133,11 +134,11 @@ func (d *Dispatcher) fetchTask(ctx context.Context, call *gateway.Call, b tasks.
 	req := *call.Request
 	req.Operation = protocol.GetTask
 	sub.Request = &req
-	hreq, perr := d.handlerRequest(ctx, &sub, m, params)
+	inv, perr := d.handlerRequest(ctx, &sub, m, params)
 	if perr != nil {
 		return nil, perr
 	}
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return d.invoker.Call(cctx, hreq)
+	return d.callHandler(cctx, inv)
 }

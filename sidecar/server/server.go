@@ -7,8 +7,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,6 +19,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/admin"
+	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/delegation"
 	"github.com/capgate/capgate/sidecar/dispatch"
@@ -23,6 +27,7 @@ import (
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
@@ -51,6 +56,17 @@ type Options struct {
 	Store tasks.Store
 	// Reflection enables gRPC reflection on the ext_authz listener.
 	Reflection bool
+	// AuditWriter receives the audit stream when audit.file is not set
+	// (default: standard output).
+	AuditWriter io.Writer
+	// Source, when set, is reloaded on SIGHUP, when the files it reads
+	// change and when its bundle URL has a new bundle; each good revision
+	// is swapped in, a bad one rejected (see sidecar/reload). Nil: the
+	// deployment is fixed (the embedded default).
+	Source reload.Source
+	// ReloadDebounce is the quiet period before a reload
+	// (reload.DefaultDebounce when 0).
+	ReloadDebounce time.Duration
 }
 
 // Addrs are the bound listener addresses ("" when a server is not run).
@@ -134,6 +150,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	var grpcDone chan error
+	var invs *invokers
 	if opts.ExtAuthz {
 		ln, err := net.Listen("tcp", cfg.Listen.ExtAuthz)
 		if err != nil {
@@ -161,9 +178,17 @@ func Run(ctx context.Context, opts Options) error {
 			closeAll()
 			return err
 		}
-		ops := dispatch.New(store, inv, tokens{issuer: issuer},
+		invs = newInvokers(inv, cfg)
+		auditLog, auditClose, err := openAudit(cfg, opts.AuditWriter)
+		if err != nil {
+			closeAll()
+			return err
+		}
+		defer func() { _ = auditClose.Close() }()
+		ops := dispatch.New(store, invs, tokens{issuer: issuer},
 			dispatch.WithLogger(log.Named("dispatch")),
 			dispatch.WithMetrics(m),
+			dispatch.WithAudit(auditLog),
 		)
 		gw := gateway.New(holder,
 			gateway.WithLogger(log.Named("gateway")),
@@ -178,6 +203,8 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 	}
+	reloadCtx, stopReload := context.WithCancel(ctx)
+	waitReload := runReload(reloadCtx, opts, holder, m, &live{started: cfg, invokers: invs, minter: minter, log: log})
 	adminH.SetReady(true)
 	log.Info("capgate serving", zap.String("policy_revision", rev.ID()), zap.Int("capabilities", rev.Registry().Len()))
 	if opts.OnReady != nil {
@@ -190,6 +217,8 @@ func Run(ctx context.Context, opts Options) error {
 	case runErr = <-errc:
 		log.Error("server failed", zap.Error(runErr))
 	}
+	stopReload()
+	waitReload()
 	adminH.SetReady(false)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
 	defer cancel()
@@ -214,10 +243,26 @@ func Run(ctx context.Context, opts Options) error {
 	return runErr
 }
 
-// newStore opens the configured task store.
-func newStore(cfg *config.Config) (tasks.Store, error) {
-	if cfg.Store == config.DefaultStore {
-		return tasks.NewMemory(0), nil
+// openAudit opens the audit stream: audit.file (relative to the config's
+// folder) or the given writer, standard output by default.
+func openAudit(cfg *config.Config, w io.Writer) (*audit.Logger, io.Closer, error) {
+	ac := cfg.Audit
+	if ac.File != "" && !filepath.IsAbs(ac.File) && cfg.Dir != "" {
+		ac.File = filepath.Join(cfg.Dir, ac.File)
 	}
-	return nil, fmt.Errorf("store %q: only the memory store is available in this build", cfg.Store)
+	if w == nil {
+		w = os.Stdout
+	}
+	l, c, err := audit.New(ac, w)
+	if err != nil {
+		return nil, nil, fmt.Errorf("audit: %w", err)
+	}
+	return l, c, nil
+}
+
+// newStore opens the configured task store: memory, or Redis shared by
+// replicas. A Redis that is down at start is not fatal: cards keep being
+// served and task operations fail closed until it answers.
+func newStore(cfg *config.Config) (tasks.Store, error) {
+	return tasks.Open(context.Background(), cfg.Store)
 }

@@ -2,18 +2,29 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/capgate/capgate/policy/compile"
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/sidecar/server"
 )
 
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "serve [--config capgate.yaml] [--only gateway|extauthz] [--log-level info]")
-	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example with demo keys)")
+	fs := newFlags(env, "serve", "serve [--config capgate.yaml [--bundle FILE|URL [--bundle-verification-key key.pem] [--bundle-poll 30s]]] [--only gateway|extauthz] [--log-level info]")
+	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example with demo keys); reloaded on change and on SIGHUP")
+	bundleLoc := fs.String("bundle", "", "serve the capabilities and policy of this bundle (built by capgate compile): a file or an http(s) URL; --config provides the rest")
+	keyPath := fs.String("bundle-verification-key", "", "PEM public key the bundle's signature must verify against; unsigned or tampered bundles are then refused")
+	keyAlg := fs.String("bundle-verification-alg", compile.DefaultSigningAlg, "signature algorithm of --bundle-verification-key")
+	keyID := fs.String("bundle-key-id", compile.DefaultKeyID, "key id the bundle signature must name")
+	poll := fs.Duration("bundle-poll", reload.DefaultPoll, "how often to poll a bundle URL (conditional GET with ETag)")
 	only := fs.String("only", "", "run only the gateway or only the ext_authz server")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	drain := fs.Duration("shutdown-timeout", server.DefaultShutdownTimeout, "how long to drain in-flight requests on SIGTERM/SIGINT")
@@ -40,25 +51,70 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	defer func() { _ = log.Sync() }()
 	opts.Logger = log
-	d, err := loadDeployment(*cfgPath)
+	opts.AuditWriter = env.Stdout
+	if *bundleLoc == "" && (*keyPath != "") {
+		return usageErr("--bundle-verification-key needs --bundle")
+	}
+	var src reload.Source
+	switch {
+	case *bundleLoc != "":
+		if *cfgPath == "" {
+			return usageErr("--bundle needs --config: a bundle carries capabilities and policy, the config the listeners, authentication and handlers")
+		}
+		if *poll <= 0 {
+			return usageErr("--bundle-poll must be positive")
+		}
+		bopts := reload.BundleOptions{Poll: *poll, Logger: log.Named("bundle"), Verify: compile.VerifyOptions{Alg: *keyAlg, KeyID: *keyID}}
+		if *keyPath != "" {
+			if bopts.Verify.PublicKey, err = os.ReadFile(*keyPath); err != nil {
+				return usageErr("read bundle verification key: %v", err)
+			}
+		}
+		if src, err = reload.NewBundle(*cfgPath, *bundleLoc, bopts); err != nil {
+			return usageErr("%v", err)
+		}
+	case *cfgPath != "":
+		src = reload.NewFiles(*cfgPath)
+	}
+	var d *deployment.Deployment
+	if src == nil {
+		d, err = loadDeployment("")
+		log.Warn("serving the embedded finance example with DEMO keys; pass --config for a real deployment")
+	} else {
+		d, err = src.Load(ctx)
+		err = deploymentErr(err)
+	}
 	if err != nil {
 		return err
 	}
-	if *cfgPath == "" {
-		log.Warn("serving the embedded finance example with DEMO keys; pass --config for a real deployment")
-	}
 	opts.Deployment = d
+	opts.Source = src
 	if err := server.Run(ctx, opts); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	return nil
 }
 
-// newLogger builds the JSON logger on stderr.
+// deploymentErr maps a failed start-up load to an input error (exit 2):
+// validation problems are listed, a bundle that cannot be fetched, read or
+// verified is named with the reason.
+func deploymentErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var set *diag.Set
+	if errors.As(err, &set) {
+		return &exitError{code: ExitUsage, err: fmt.Errorf("invalid deployment:\n%w", err)}
+	}
+	return &exitError{code: ExitUsage, err: err}
+}
+
+// newLogger builds the JSON logger on standard output, where the audit
+// stream (marked "stream":"audit") also goes unless audit.file is set.
 func newLogger(env Env, lvl zapcore.Level) (*zap.Logger, error) {
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.TimeEncoderOfLayout(time.RFC3339Nano)
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(env.Stderr), lvl)
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(env.Stdout)), lvl)
 	return zap.New(core), nil
 }
