@@ -13,7 +13,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 
-	"github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
@@ -330,7 +329,7 @@ func (s *Server) requireAuthenticated(d *decision, anonymousOK bool) *protocol.E
 // which one is the router's decision. The view is cached per entitlement
 // class, so this is a map lookup and a bit test in steady state.
 func (s *Server) requireEntitlement(ctx context.Context, d *decision) *protocol.Error {
-	v, err := d.plan.rev.Engine.View(ctx, caller(d.principal))
+	v, err := d.plan.rev.Engine.View(ctx, d.principal.Caller())
 	if err != nil {
 		s.log.Error("policy evaluation failed", zap.String("decision_id", d.id), zap.Error(err))
 		return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
@@ -356,11 +355,6 @@ func (s *Server) requireOwner(ctx context.Context, d *decision, taskID string) *
 		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
 	}
 	return nil
-}
-
-// caller is the policy's view of a principal.
-func caller(p identity.Principal) engine.Caller {
-	return engine.Caller{Authenticated: p.Authenticated, Subject: p.Subject, Tenant: p.Tenant, Scopes: p.Scopes}
 }
 
 func clipPath(p string) string {
