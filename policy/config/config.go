@@ -89,6 +89,17 @@ type Auth struct {
 	PreviewTenants  []string      `yaml:"preview_tenants"`
 	AnonymousPublic bool          `yaml:"anonymous_public"`
 	ClockSkew       time.Duration `yaml:"clock_skew"`
+	// MTLSPrincipals maps the peer principal Envoy reports for an mTLS
+	// client (attributes.source.principal, e.g. a SPIFFE id) to the
+	// principal capgate decides for; a bearer token, when present, wins.
+	MTLSPrincipals map[string]MTLSPrincipal `yaml:"mtls_principals"`
+}
+
+// MTLSPrincipal is who an mTLS peer is.
+type MTLSPrincipal struct {
+	Subject string   `yaml:"subject"` // default: the peer principal itself
+	Tenant  string   `yaml:"tenant"`
+	Scopes  []string `yaml:"scopes"`
 }
 
 // Issuer is one trusted token issuer.

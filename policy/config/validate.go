@@ -87,6 +87,11 @@ func (c *Config) Validate() error {
 	}
 	v.identity()
 	v.limits()
+	for peer := range c.Auth.MTLSPrincipals {
+		if strings.TrimSpace(peer) == "" || strings.ContainsAny(peer, " \t\n") {
+			v.add("auth.mtls_principals", "%q is not a peer principal (e.g. spiffe://example.org/ns/partners/sa/orchestrator)", peer)
+		}
+	}
 	if m := c.Router.Model; m != nil {
 		if !httpURL(m.URL) {
 			v.add("router.model.url", "%q is not an absolute http(s) URL", m.URL)

@@ -25,6 +25,7 @@ import (
 	"github.com/capgate/capgate/sidecar/dispatch"
 	"github.com/capgate/capgate/sidecar/extauthz"
 	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/reload"
@@ -163,6 +164,7 @@ func Run(ctx context.Context, opts Options) error {
 			extauthz.WithDecisionIDs(ids),
 			extauthz.WithMetrics(m),
 			extauthz.WithLimits(limits),
+			extauthz.WithPrincipalMap(peerPrincipals(cfg)),
 		)
 		addrs.ExtAuthz = ln.Addr().String()
 		grpcCtx, stopGRPC := context.WithCancel(context.WithoutCancel(ctx))
@@ -241,6 +243,15 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	return runErr
+}
+
+// peerPrincipals turns auth.mtls_principals into ext_authz's peer map.
+func peerPrincipals(cfg *config.Config) map[string]identity.Principal {
+	m := make(map[string]identity.Principal, len(cfg.Auth.MTLSPrincipals))
+	for peer, p := range cfg.Auth.MTLSPrincipals {
+		m[peer] = identity.Principal{Subject: p.Subject, Tenant: p.Tenant, Scopes: p.Scopes}
+	}
+	return m
 }
 
 // openAudit opens the audit stream: audit.file (relative to the config's
