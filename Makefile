@@ -54,5 +54,16 @@ fuzz:
 	$(GO) test ./sidecar/protocol -run '^$$' -fuzz FuzzParseJSONRPC -fuzztime 30s
 	$(GO) test ./sidecar/protocol -run '^$$' -fuzz FuzzParseHTTP -fuzztime 30s
 
+## fuzz-short: every parser's fuzz target for FUZZTIME each (CI; not part of `make test`).
+FUZZTIME ?= 10s
+.PHONY: fuzz-short
+fuzz-short:
+	$(GO) test ./sidecar/protocol -run '^$$' -fuzz '^FuzzParseJSONRPC$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sidecar/protocol -run '^$$' -fuzz '^FuzzParseHTTP$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./policy/manifest -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./policy/config -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sidecar/identity -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
+	$(GO) test ./sidecar/identity -run '^$$' -fuzz '^FuzzJWTHeader$$' -fuzztime $(FUZZTIME)
+
 clean:
 	rm -rf bin
