@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/lifecycle"
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 func runLifecycle(ctx context.Context, env Env, args []string) error {
@@ -37,14 +38,30 @@ func runLifecycle(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Usage lives in the store of the running server (the memory store exists
-	// only in its process), so it is read through the admin listener.
-	base := *adminURL
-	if base == "" {
-		base = "http://" + dialable(d.Config.Listen.Admin)
+	// Usage lives in the store of the running server: a shared Redis store is
+	// read directly (unless --admin is given); the memory store exists only
+	// in the server's process, so it is read through the admin listener.
+	var (
+		src  lifecycle.Source
+		name string
+	)
+	if store := d.Config.Store; *adminURL == "" && (strings.HasPrefix(store, "redis://") || strings.HasPrefix(store, "rediss://")) {
+		st, err := tasks.Open(ctx, store)
+		if err != nil {
+			return usageErr("store: %v", err)
+		}
+		if c, ok := st.(io.Closer); ok {
+			defer func() { _ = c.Close() }()
+		}
+		src, name = lifecycle.Store{Store: st}, "store (config)"
+	} else {
+		base := *adminURL
+		if base == "" {
+			base = "http://" + dialable(d.Config.Listen.Admin)
+		}
+		src, name = lifecycle.Admin{URL: base}, "admin "+base
 	}
-	src := lifecycle.Admin{URL: base}
-	rep := lifecycle.Build(ctx, d.Registry(), src, "admin "+base, now)
+	rep := lifecycle.Build(ctx, d.Registry(), src, name, now)
 	if rep.UsageError != "" {
 		fmt.Fprintf(env.Stderr, "capgate lifecycle: usage unknown: %s\n", rep.UsageError)
 	}

@@ -174,3 +174,20 @@ func TestLifecycleUsageErrors(t *testing.T) {
 		require.Equal(t, 2, r.code, strings.Join(args, " "))
 	}
 }
+
+func TestLifecycleRedisStoreUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	cfg := testutil.CopyFinance(t)
+	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+		return replaceOnce(t, s, "store: memory", "store: redis://"+addr+"/0?dial_timeout=200ms")
+	})
+	// The config's Redis store is read directly; down, usage is unknown.
+	rep, _ := lifecycleReport(t, "--config", cfg)
+	require.Equal(t, "store (config)", rep.UsageSource)
+	require.NotEmpty(t, rep.UsageError)
+	require.Equal(t, lifecycle.Unknown, entryOf(t, rep, "lookup-invoice-v1").SafeToRemove)
+	require.Empty(t, rep.SafeToRemove)
+}
