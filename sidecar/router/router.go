@@ -148,7 +148,13 @@ func (ix *Index) Resolve(msg *protocol.MessageInfo, offered []string, c Caller) 
 	}
 	text := strings.TrimSpace(MessageText(msg))
 	norm := strings.ToLower(strings.Trim(text, " .!\"'"))
-	for n, i := range live {
+	// Numbers are positions in the list as it was offered: a choice the
+	// caller has lost since does not renumber the others.
+	for n, id := range offered {
+		i := ix.reg.Index(id)
+		if i < 0 || !c.Entitled(id) {
+			continue
+		}
 		m := &ix.reg.All()[i]
 		if norm == m.ID || norm == strings.ToLower(m.Skill.Name) || norm == fmt.Sprint(n+1) {
 			return Decision{Layer: LayerClarify, Capability: m.ID, Confidence: 1}, nil

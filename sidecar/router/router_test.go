@@ -163,3 +163,55 @@ func TestMediaMatching(t *testing.T) {
 	require.False(t, meets([]string{"application/json"}, []string{"text/html"}))
 	require.Equal(t, "application/pdf", normalizeType("Application/PDF; name=x"))
 }
+
+// TestResolveNumbersFollowTheOfferedList: a reply by number means the
+// choice shown under that number, even when an earlier choice is no longer
+// available to the caller (the list is not renumbered behind their back).
+func TestResolveNumbersFollowTheOfferedList(t *testing.T) {
+	ix := NewIndex(fixture(), 0.6)
+	offered := []string{"extract-invoice-fields", "reconcile-invoice", "lookup-invoice"}
+	all := rights{entitled: set(offered...)}
+	lostFirst := rights{entitled: set("reconcile-invoice", "lookup-invoice")}
+	reply := func(s string) *protocol.MessageInfo {
+		return &protocol.MessageInfo{Parts: []protocol.PartInfo{text(s)}}
+	}
+
+	tests := []struct {
+		name   string
+		reply  string
+		caller Caller
+		want   string
+	}{
+		{"2 with every choice available", "2", all, "reconcile-invoice"},
+		{"3 with every choice available", "3", all, "lookup-invoice"},
+		{"2 after losing the first choice", "2", lostFirst, "reconcile-invoice"},
+		{"3 after losing the first choice", "3", lostFirst, "lookup-invoice"},
+		{"name after losing the first choice", "Look up an invoice", lostFirst, "lookup-invoice"},
+		{"id is case-insensitive", "Reconcile-Invoice", all, "reconcile-invoice"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, err := ix.Resolve(reply(tt.reply), offered, tt.caller)
+			require.Nil(t, err)
+			require.Equal(t, tt.want, d.Capability)
+			require.Equal(t, LayerClarify, d.Layer)
+		})
+	}
+
+	t.Run("a number beyond the list is not a choice", func(t *testing.T) {
+		d, err := ix.Resolve(reply("4"), offered, all)
+		require.Nil(t, err)
+		require.Equal(t, LayerClarify, d.Layer)
+		require.Empty(t, d.Capability)
+	})
+	t.Run("the number of a lost choice does not pick another", func(t *testing.T) {
+		d, err := ix.Resolve(reply("1"), offered, lostFirst)
+		require.Nil(t, err)
+		require.NotEqual(t, "reconcile-invoice", d.Capability)
+	})
+	t.Run("unknown ids offered are skipped", func(t *testing.T) {
+		d, err := ix.Resolve(reply("2"), []string{"gone", "lookup-invoice"}, all)
+		require.Nil(t, err)
+		require.Equal(t, "lookup-invoice", d.Capability)
+	})
+}
