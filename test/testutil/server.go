@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
@@ -28,6 +29,8 @@ type Server struct {
 	URL, AdminURL string
 	// Decisions captures every decision-log entry; Logs the operational log.
 	Decisions, Logs *observer.ObservedLogs
+	// Audit captures the audit stream (one JSON line per handler call).
+	Audit *SyncBuffer
 	// HTTP is a client for raw requests to the server; its idle connections
 	// are closed when the test ends.
 	HTTP *http.Client
@@ -69,6 +72,7 @@ func Start(t testing.TB, d *deployment.Deployment, opts ...StartOptions) *Server
 		Deployment: d,
 		Decisions:  decisions,
 		Logs:       logs,
+		Audit:      &SyncBuffer{},
 		HTTP:       &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 30 * time.Second},
 		done:       make(chan struct{}),
 		draining:   make(chan struct{}),
@@ -95,6 +99,7 @@ func Start(t testing.TB, d *deployment.Deployment, opts ...StartOptions) *Server
 			Gateway:         true,
 			ShutdownTimeout: o.ShutdownTimeout,
 			OnReady:         func(a server.Addrs) { ready <- a },
+			AuditWriter:     s.Audit,
 		})
 	}()
 	select {
@@ -207,4 +212,30 @@ func (s *Server) rewrite(u string) string {
 		path = rest[i:]
 	}
 	return s.URL + path
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers and readers.
+type SyncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+// Write implements io.Writer.
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// Lines returns the complete lines written so far.
+func (b *SyncBuffer) Lines() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(b.buf.String(), "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
