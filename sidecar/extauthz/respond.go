@@ -154,6 +154,13 @@ func (s *Server) deny(d *decision) *authv3.CheckResponse {
 	switch d.binding {
 	case protocol.JSONRPC:
 		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode_OK}
+		if d.op.Streaming() {
+			// A streaming call's refusal is one Server-Sent Event, as the
+			// gateway answers it and as A2A clients read it.
+			denied.Body = "data: " + string(e.MarshalJSONRPC(d.reqID)) + "\n\n"
+			hs = append(hs, headerOpt("content-type", "text/event-stream"))
+			break
+		}
 		denied.Body = string(e.MarshalJSONRPC(d.reqID))
 		hs = append(hs, headerOpt("content-type", "application/json"))
 	case protocol.GRPC:

@@ -87,6 +87,19 @@ func writeJSONRPCError(w http.ResponseWriter, id jsontext.Value, e *protocol.Err
 	writeJSON(w, http.StatusOK, e.MarshalJSONRPC(id))
 }
 
+// writeJSONRPCStreamError answers a streaming JSON-RPC call that is refused
+// before its stream starts: a Server-Sent Events stream of one event, the
+// JSON-RPC error.
+func writeJSONRPCStreamError(w http.ResponseWriter, id jsontext.Value, e *protocol.Error) {
+	body := e.MarshalJSONRPC(id)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(append([]byte("data: "), body...), "\n\n"...))
+}
+
 // writeStatusError answers an HTTP+JSON request with google.rpc.Status and
 // the mapped status code (and a Bearer challenge on 401/403).
 func writeStatusError(w http.ResponseWriter, e *protocol.Error) {

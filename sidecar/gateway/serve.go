@@ -55,6 +55,12 @@ func (g *Gateway) serveJSONRPC(w http.ResponseWriter, r *http.Request, rev *revi
 	resp := &jsonrpcResponder{w: w, id: reqID}
 	if e := g.handle(r, rev, req, id, entry, resp); e != nil {
 		g.finish(rev, start, entry, e)
+		if req.Operation.Streaming() {
+			// A streaming call's refusal is one event of the stream, as
+			// A2A clients (a2a-go among them) read it.
+			writeJSONRPCStreamError(w, reqID, e)
+			return
+		}
 		writeJSONRPCError(w, reqID, e)
 		return
 	}
