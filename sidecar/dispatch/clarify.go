@@ -22,6 +22,12 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 	if len(dec.Candidates) == 0 {
 		return protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller")
 	}
+	if !call.Principal.Authenticated {
+		// Nobody can own a task for an anonymous caller (any other anonymous
+		// caller would share it): answer with a message naming the choices
+		// instead, to be resent with metadata.skillId.
+		return d.clarifyAnonymous(call, w, dec, contextID)
+	}
 	if taskID == "" {
 		taskID = "capgate-" + string(a2a.NewTaskID())
 	}
@@ -48,16 +54,52 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 	return writeResult(w, mustResult(task, call.Request.Version))
 }
 
-// clarificationTask renders a pending binding as an input-required task.
-func clarificationTask(b tasks.Binding, cands []router.Candidate) *a2a.Task {
+// clarifyAnonymous answers an anonymous caller's unclear message with an
+// agent message listing the candidates; no task is created.
+func (d *Dispatcher) clarifyAnonymous(call *gateway.Call, w gateway.Responder, dec router.Decision, contextID string) *protocol.Error {
+	if contextID == "" {
+		contextID = a2a.NewContextID()
+	}
+	msg := clarificationMessage(dec.Candidates, "Resend your message with metadata.skillId set to the id you mean:")
+	msg.ContextID = contextID
+	d.m.Routes.WithLabelValues(string(router.LayerClarify)).Inc()
+	if call.Log != nil {
+		call.Log.Layer, call.Log.Confidence = string(router.LayerClarify), dec.Confidence
+	}
+	var (
+		b   []byte
+		err error
+	)
+	if call.Request.Version == protocol.V03 {
+		b, err = stdjson.Marshal(a2av0.FromV1Message(msg))
+	} else {
+		b, err = stdjson.Marshal(a2a.StreamResponse{Event: msg})
+	}
+	if err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the clarification could not be rendered")
+	}
+	if call.Request.Operation == protocol.SendStreamingMessage {
+		return d.writeEvents(call, w, [][]byte{b})
+	}
+	return writeResult(w, b)
+}
+
+// clarificationMessage is the agent's question: a text part listing the
+// candidates and a data part {"candidates":[{"id","name"}]}.
+func clarificationMessage(cands []router.Candidate, ask string) *a2a.Message {
 	var text strings.Builder
-	text.WriteString("I can do several things with this message. Which one do you mean? Reply with its number, name or id:")
+	text.WriteString(ask)
 	list := make([]map[string]string, len(cands))
 	for i, c := range cands {
 		fmt.Fprintf(&text, "\n%d. %s (%s)", i+1, c.Name, c.ID)
 		list[i] = map[string]string{"id": c.ID, "name": c.Name}
 	}
-	msg := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(text.String()), a2a.NewDataPart(map[string]any{"candidates": list}))
+	return a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(text.String()), a2a.NewDataPart(map[string]any{"candidates": list}))
+}
+
+// clarificationTask renders a pending binding as an input-required task.
+func clarificationTask(b tasks.Binding, cands []router.Candidate) *a2a.Task {
+	msg := clarificationMessage(cands, "I can do several things with this message. Which one do you mean? Reply with its number, name or id:")
 	msg.TaskID = a2a.TaskID(b.TaskID)
 	msg.ContextID = b.ContextID
 	ts := b.CreatedAt.UTC()
