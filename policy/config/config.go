@@ -10,22 +10,23 @@ import (
 
 // Defaults.
 const (
-	DefaultListenA2A       = "127.0.0.1:8080"
-	DefaultListenExtAuthz  = "127.0.0.1:9191"
-	DefaultListenAdmin     = "127.0.0.1:9090"
-	DefaultScopesClaim     = "scope"
-	DefaultTenantClaim     = "tenant"
-	DefaultRouterThreshold = 0.6
-	DefaultStore           = "memory"
-	DefaultCardMaxAge      = 300 * time.Second
-	DefaultClockSkew       = 30 * time.Second
-	DefaultExtendedCard    = "auto"
-	DefaultMaxBodyBytes    = 1 << 20
-	DefaultMaxDepth        = 64
-	DefaultIdentityTTL     = 60 * time.Second
-	DefaultHandlerTimeout  = 30 * time.Second
-	DefaultExchangeTimeout = 5 * time.Second
-	DefaultModelTimeout    = 2 * time.Second
+	DefaultListenA2A         = "127.0.0.1:8080"
+	DefaultListenExtAuthz    = "127.0.0.1:9191"
+	DefaultListenAdmin       = "127.0.0.1:9090"
+	DefaultScopesClaim       = "scope"
+	DefaultTenantClaim       = "tenant"
+	DefaultRouterThreshold   = 0.6
+	DefaultStore             = "memory"
+	DefaultCardMaxAge        = 300 * time.Second
+	DefaultClockSkew         = 30 * time.Second
+	DefaultExtendedCard      = "auto"
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxDepth          = 64
+	DefaultIdentityTTL       = 60 * time.Second
+	DefaultHandlerTimeout    = 30 * time.Second
+	DefaultStreamIdleTimeout = 5 * time.Minute
+	DefaultExchangeTimeout   = 5 * time.Second
+	DefaultModelTimeout      = 2 * time.Second
 )
 
 // Config is a validated deployment configuration.
@@ -175,6 +176,9 @@ type Limits struct {
 	MaxDepth     int   `yaml:"max_depth"`      // JSON nesting, default 64
 	// HandlerTimeout bounds one unary handler call (default 30s).
 	HandlerTimeout time.Duration `yaml:"handler_timeout"`
+	// StreamIdleTimeout bounds the silence between two events of a
+	// streamed handler answer (default 5m).
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
 }
 
 // Cards holds card serving settings.

@@ -118,6 +118,9 @@ func (c *Config) applyDefaults() {
 	if c.Limits.HandlerTimeout == 0 {
 		c.Limits.HandlerTimeout = DefaultHandlerTimeout
 	}
+	if c.Limits.StreamIdleTimeout == 0 {
+		c.Limits.StreamIdleTimeout = DefaultStreamIdleTimeout
+	}
 	if c.Agent.Streaming == nil {
 		on := true
 		c.Agent.Streaming = &on

@@ -343,4 +343,7 @@ func (v *validator) limits() {
 	if l.HandlerTimeout < 0 {
 		v.add("limits.handler_timeout", "%s is negative", l.HandlerTimeout)
 	}
+	if l.StreamIdleTimeout < 0 {
+		v.add("limits.stream_idle_timeout", "%s is negative", l.StreamIdleTimeout)
+	}
 }

@@ -39,7 +39,8 @@ func newInvoker(ctx context.Context, cfg *config.Config, m *identity.Minter, log
 		}
 	}
 	slices.Sort(echoNames)
-	opts := []handler.Option{handler.WithLogger(log.Named("handler")), handler.WithTimeout(cfg.Limits.HandlerTimeout)}
+	opts := []handler.Option{handler.WithLogger(log.Named("handler")), handler.WithTimeout(cfg.Limits.HandlerTimeout),
+		handler.WithStreamIdleTimeout(cfg.Limits.StreamIdleTimeout)}
 	if len(echoNames) > 0 {
 		v, err := handlerauth.NewVerifier(ctx, handlerauth.Config{Issuer: m.Issuer(), Audiences: echoNames, JWKS: m.JWKS()})
 		if err != nil {
