@@ -37,18 +37,21 @@ fmt:
 run:
 	$(GO) run ./cmd/capgate serve $(if $(CONFIG),--config $(CONFIG),)
 
-## bench: Go benchmarks plus the ext_authz load test (server and load generator pinned to separate cores).
+## bench: Go benchmarks of the decision path, then the ext_authz load test (servers on CPU 0, generator on CPU 1)
+## and the memory test (10,000 capabilities, 100,000 distinct tokens). See docs/benchmarks.md.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./policy/... ./sidecar/...
-	$(GO) run ./test/loadgen
+	$(GO) test -run '^$$' -bench . -benchmem ./sidecar/extauthz ./policy/engine ./sidecar/identity ./sidecar/protocol
+	$(GO) run ./test/loadgen -mode bench
+	$(GO) run ./test/loadgen -mode rss
 
+## e2e: the end-to-end suite through the Envoy-faithful proxy (test/envoyproxy), plus the other suites under test/.
 e2e:
 	$(GO) test -count=1 ./test/...
 
 ## e2e-envoy: the end-to-end suite through a real Envoy, when an envoy binary is on PATH.
 e2e-envoy:
 	@command -v envoy >/dev/null || { echo "envoy is not on PATH; see docs/envoy.md"; exit 1; }
-	CAPGATE_E2E_ENVOY=$$(command -v envoy) $(GO) test -count=1 ./test/...
+	CAPGATE_E2E_ENVOY=$$(command -v envoy) $(GO) test -count=1 ./test/e2e/
 
 fuzz:
 	$(GO) test ./sidecar/protocol -run '^$$' -fuzz FuzzParseJSONRPC -fuzztime 30s

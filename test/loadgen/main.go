@@ -1,0 +1,82 @@
+// Command loadgen measures capgate's ext_authz Check on loopback against a
+// no-op Authorization server in the same run, and the memory of a large
+// deployment under many distinct callers. The servers run as child
+// processes of this binary pinned to CPU 0 with GOMAXPROCS=1; the load
+// generator pins itself to CPU 1. See docs/benchmarks.md.
+//
+//	go run ./test/loadgen                 # throughput, ratio, latency at half load (~40 s)
+//	go run ./test/loadgen -mode rss       # 10,000 capabilities, 100,000 distinct tokens, VmRSS
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+func main() {
+	var o options
+	flag.StringVar(&o.mode, "mode", "bench", "bench: throughput and latency; rss: memory of a 10,000-capability registry; all: both")
+	flag.StringVar(&o.role, "role", "", "internal: run as a child server (capgate, noop)")
+	flag.StringVar(&o.config, "config", "", "internal: deployment config of the capgate child (empty: the embedded finance example)")
+	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured phase")
+	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each phase")
+	flag.IntVar(&o.concurrency, "concurrency", 128, "concurrent requests in closed-loop phases")
+	flag.IntVar(&o.conns, "conns", 1, "gRPC connections the requests share")
+	flag.IntVar(&o.tokens, "tokens", 16, "distinct bearer tokens the benchmark rotates through")
+	flag.IntVar(&o.capabilities, "capabilities", 10_000, "rss: capabilities in the synthetic registry")
+	flag.IntVar(&o.distinct, "distinct-tokens", 100_000, "rss: distinct tokens sent")
+	flag.IntVar(&o.classes, "classes", 50, "rss: entitlement classes (tenant × scope) the callers fall into, at most 50")
+	flag.BoolVar(&o.noPin, "no-pin", false, "do not pin processes to CPUs")
+	flag.StringVar(&o.cpuProfile, "server-cpuprofile", "", "write the capgate child's CPU profile to this file prefix (<prefix>.<pid>.pprof)")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var err error
+	if o.role != "" {
+		err = runChild(ctx, o)
+	} else {
+		err = run(ctx, o)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	mode, role, config     string
+	duration, warmup       time.Duration
+	concurrency, conns     int
+	tokens                 int
+	capabilities, distinct int
+	classes                int
+	noPin                  bool
+	cpuProfile             string
+}
+
+func run(ctx context.Context, o options) error {
+	pinned, err := pinSelf(o)
+	if err != nil || pinned {
+		return err // the pinned copy ran (or could not start)
+	}
+	o.classes = min(max(o.classes, 1), 50)
+	switch o.mode {
+	case "bench":
+		return bench(ctx, o)
+	case "rss":
+		return rss(ctx, o)
+	case "all":
+		if err := bench(ctx, o); err != nil {
+			return err
+		}
+		return rss(ctx, o)
+	default:
+		return fmt.Errorf("-mode %q: want bench, rss or all", o.mode)
+	}
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// CPUs: servers on serverCPU, the generator on generatorCPU.
+const (
+	serverCPU    = "0"
+	generatorCPU = "1"
+	envPinned    = "CAPGATE_LOADGEN_PINNED"
+	clockTicks   = 100 // USER_HZ: /proc/<pid>/stat times are in 1/100 s on Linux
+)
+
+// canPin reports whether taskset exists and there are two CPUs; it warns
+// once otherwise.
+func canPin(o options) bool {
+	if o.noPin {
+		return false
+	}
+	if _, err := exec.LookPath("taskset"); err != nil {
+		fmt.Fprintln(os.Stderr, "WARNING: taskset not found: running unpinned; the figures mix server and generator CPU")
+		return false
+	}
+	if onlineCPUs() < 2 {
+		fmt.Fprintln(os.Stderr, "WARNING: fewer than 2 CPUs: running unpinned")
+		return false
+	}
+	return true
+}
+
+// pinSelf re-executes this binary under taskset on the generator's CPU.
+// It returns true when the pinned copy ran (its result is err).
+func pinSelf(o options) (bool, error) {
+	if os.Getenv(envPinned) != "" || !canPin(o) {
+		return false, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return false, err
+	}
+	cmd := exec.Command("taskset", append([]string{"-c", generatorCPU, exe}, os.Args[1:]...)...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = append(os.Environ(), envPinned+"=1", "GOMAXPROCS=1")
+	return true, cmd.Run()
+}
+
+// child is a server process started by this binary.
+type child struct {
+	name     string
+	cmd      *exec.Cmd
+	stdin    io.WriteCloser
+	extauthz string // gRPC address
+	admin    string // capgate's admin listener ("" for noop)
+	exited   chan struct{}
+}
+
+// startChild runs this binary as role, pinned to the server CPU with
+// GOMAXPROCS=1, and waits for its READY line.
+func startChild(ctx context.Context, o options, role, config string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-role", role}
+	if config != "" {
+		args = append(args, "-config", config)
+	}
+	if o.cpuProfile != "" && role == "capgate" {
+		args = append(args, "-server-cpuprofile", o.cpuProfile)
+	}
+	var cmd *exec.Cmd
+	if os.Getenv(envPinned) != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", serverCPU, exe}, args...)...)
+	} else {
+		cmd = exec.Command(exe, args...)
+	}
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{name: role, cmd: cmd, stdin: stdin, exited: make(chan struct{})}
+	lines := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "READY ") {
+				lines <- sc.Text()
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); close(c.exited) }()
+	select {
+	case line := <-lines:
+		f := strings.Fields(line)
+		c.extauthz = f[1]
+		if len(f) > 2 {
+			c.admin = f[2]
+		}
+		return c, nil
+	case <-c.exited:
+		return nil, fmt.Errorf("%s server exited before it was ready", role)
+	case <-time.After(2 * time.Minute):
+		c.stop()
+		return nil, fmt.Errorf("%s server not ready after 2 minutes", role)
+	case <-ctx.Done():
+		c.stop()
+		return nil, ctx.Err()
+	}
+}
+
+// stop closes the child's stdin (it shuts down) and waits, killing it after 10 s.
+func (c *child) stop() {
+	_ = c.stdin.Close()
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+}
+
+// cpuTime is the user+system CPU time the process has used.
+func cpuTime(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// Fields after the command (which may contain spaces) start after ") ".
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, errors.New("malformed stat")
+	}
+	f := strings.Fields(s[i+2:])
+	if len(f) < 13 {
+		return 0, errors.New("short stat")
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14: utime
+	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15: stime
+	return time.Duration(ut+st) * time.Second / clockTicks, nil
+}
+
+// memStatus returns VmRSS and VmHWM (peak RSS) in bytes.
+func memStatus(pid int) (rss, hwm int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(v)
+		if len(f) != 2 || f[1] != "kB" {
+			continue
+		}
+		n, _ := strconv.ParseInt(f[0], 10, 64)
+		switch k {
+		case "VmRSS":
+			rss = n << 10
+		case "VmHWM":
+			hwm = n << 10
+		}
+	}
+	return rss, hwm, nil
+}
