@@ -29,7 +29,14 @@ package classifier
 //     second, how much of its name the message has, how much of the message
 //     the vocabulary knows, its best cosine with a single example, and the
 //     regression's own probability and logit margin. It was fitted on the
-//     tuning data to estimate the chance that the best candidate is right.
+//     tuning data to estimate the chance that the best candidate is right,
+//     with all 150 skills as candidates. A correction added to its logit
+//     keeps it meaningful for a few candidates or a small registry: it
+//     compares the best candidate with every indexed skill (a message meant
+//     for a skill the caller may not use is clarified) and discounts the
+//     features that inflate when there are few candidates; it is 0 with
+//     150 or more skills all candidates, and was fitted on small candidate
+//     sets drawn from the tuning data (smallset_test.go).
 
 import (
 	"math"
@@ -58,7 +65,8 @@ type Result struct {
 	// anything with the message.
 	Best string
 	// Confidence in [0,1] that Best is the skill the message is meant for,
-	// computed over the candidates only; 0 when Best is "".
+	// among the candidates (a message that fits a non-candidate skill
+	// better, or none, scores low); 0 when Best is "".
 	Confidence float64
 	// Ranked holds the top candidates (at most RankedLen), best first.
 	Ranked []Score
@@ -96,6 +104,12 @@ type config struct {
 	lrMaxWeights int
 	// confidence = σ(confCos · features) when no linear model was trained
 	confCos confFeatures
+	// score every skill even for a few candidates (confidence features 9, 10)
+	global bool
+	// small-set correction of the confidence logit (corrFeatures); fitted
+	// with the linear model, used without it too (its terms on the linear
+	// model's features are then 0)
+	corr corrFeatures
 }
 
 func defaultConfig() config {
@@ -110,6 +124,9 @@ func defaultConfig() config {
 		lr:          0.3, lrEpochs: 10, lrRate: 0.5, lrL2: 1e-4, lrBigram: 1,
 		lrMaxWork: 1e9, lrMaxWeights: 1 << 24,
 		confCos: confFeatures{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164, 0, 0},
+		global:  true,
+		corr: corrFeatures{1.878, 9.723, 0.023, 0.660, 0.649, -0.423, 0.081, -0.566, 0.551, 1.216,
+			-1.435, 0.319, 0.167, -0.559},
 	}
 }
 
@@ -269,7 +286,8 @@ const directLimit = 16
 
 // Classify ranks the candidates (positions of the docs given to New; nil
 // means all) for text. Positions out of range and repeats are ignored. The
-// ranking and the confidence are computed over the candidates only.
+// ranking is over the candidates only; the confidence also compares the best
+// candidate with every indexed skill.
 func (ix *Index) Classify(text string, candidates []int) Result {
 	cands, scores, q := ix.scores(text, candidates)
 	if scores == nil {
@@ -281,17 +299,17 @@ func (ix *Index) Classify(text string, candidates []int) Result {
 // query is a message's vectors in both spaces.
 type query struct {
 	word, char sparse
-	logit      []float64 // linear model's logit per candidate; nil without a model
+	logit      []float64  // linear model's logit per candidate; nil without a model
+	global     *allScored // every skill's score, when the candidates are a strict subset
 }
 
 // scores returns the cleaned candidates, their scores and the message's
-// vectors, or nil scores when there is nothing to rank.
+// vectors, or nil scores when there is nothing to rank. When the candidates
+// are a strict subset of the index, q.global holds every skill's score too
+// (the confidence compares the best candidate with the whole registry).
 func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query) {
 	if candidates == nil {
-		candidates = make([]int, len(ix.ids))
-		for i := range candidates {
-			candidates[i] = i
-		}
+		candidates = ix.everyone()
 	} else {
 		candidates = ix.clean(candidates)
 	}
@@ -304,25 +322,63 @@ func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query)
 		return nil, nil, query{}
 	}
 	scores := make([]float64, len(candidates))
-	if len(candidates) <= directLimit {
+	if len(candidates) > directLimit {
+		g := ix.allScores(q, ts)
 		for k, c := range candidates {
-			scores[k] = ix.cfg.word*float64(q.word.dot(ix.skillWord[c])) +
-				ix.cfg.char*float64(q.char.dot(ix.skillChar[c]))
+			scores[k] = g.scores[c]
 		}
-		q.logit = ix.addLogits(q, ts, candidates, scores)
+		if g.logit != nil {
+			q.logit = make([]float64, len(candidates))
+			for k, c := range candidates {
+				q.logit[k] = g.logit[c]
+			}
+		}
+		if len(candidates) < len(ix.ids) {
+			q.global = &g
+		}
 		return candidates, scores, q
 	}
+	for k, c := range candidates {
+		scores[k] = ix.cfg.word*float64(q.word.dot(ix.skillWord[c])) +
+			ix.cfg.char*float64(q.char.dot(ix.skillChar[c]))
+	}
+	q.logit = ix.addLogits(q, ts, candidates, scores)
+	if ix.cfg.global && len(candidates) < len(ix.ids) {
+		g := ix.allScores(q, ts)
+		q.global = &g
+	}
+	return candidates, scores, q
+}
+
+// everyone returns every position of the index.
+func (ix *Index) everyone() []int {
+	all := make([]int, len(ix.ids))
+	for i := range all {
+		all[i] = i
+	}
+	return all
+}
+
+// allScored is every skill's score for a message, by position.
+type allScored struct {
+	scores []float64
+	logit  []float64 // nil without a linear model
+}
+
+// allScores scores every skill through the postings lists.
+func (ix *Index) allScores(q query, ts []token) allScored {
 	buf := ix.scratch.Get().(*[]float32)
 	defer ix.scratch.Put(buf)
 	clear(*buf)
 	accW, accC := (*buf)[:len(ix.ids)], (*buf)[len(ix.ids):]
 	accumulate(ix.postWord, q.word, accW)
 	accumulate(ix.postChar, q.char, accC)
-	for k, c := range candidates {
-		scores[k] = ix.cfg.word*float64(accW[c]) + ix.cfg.char*float64(accC[c])
+	g := allScored{scores: make([]float64, len(ix.ids))}
+	for c := range g.scores {
+		g.scores[c] = ix.cfg.word*float64(accW[c]) + ix.cfg.char*float64(accC[c])
 	}
-	q.logit = ix.addLogits(q, ts, candidates, scores)
-	return candidates, scores, q
+	g.logit = ix.addLogits(q, ts, ix.everyone(), g.scores)
+	return g
 }
 
 // vectorize returns the message vectors of ts.
@@ -362,6 +418,11 @@ func (ix *Index) result(cands []int, scores []float64, q query) Result {
 	var z float64
 	for i := range ft {
 		z += b[i] * ft[i]
+	}
+	c := ix.cfg.corr
+	d := corrections(ft)
+	for i := range d {
+		z += c[i] * d[i]
 	}
 	res := Result{
 		Best:       ix.ids[cands[order[0]]],
@@ -411,7 +472,11 @@ func rankOrder(cands []int, scores []float64) []int {
 //	6: best word cosine between the message and one of the best skill's examples
 //	7: the linear model's softmax probability of the best among the candidates
 //	8: its logit minus the highest other candidate's (7 and 8 are 0 without it)
-type confFeatures [9]float64
+//	9: softmax probability of the best candidate among all indexed skills
+//	10: the linear model's softmax probability of it among all skills
+//	11: ln(number of candidates)
+//	12: ln(number of indexed skills)
+type confFeatures [13]float64
 
 func (ix *Index) features(cands []int, scores []float64, order []int, q query) confFeatures {
 	s1 := scores[order[0]]
@@ -453,5 +518,56 @@ func (ix *Index) features(cands []int, scores []float64, order []int, q query) c
 			lm = l1 - l2
 		}
 	}
-	return confFeatures{1, 1 / z, s1, s1 - s2, float64(name), known, float64(ex), lp, lm}
+	gp, glp := 1/z, lp
+	if g := q.global; g != nil {
+		gp = softmaxOf(g.scores, s1, ix.cfg.temperature)
+		if g.logit != nil {
+			glp = softmaxOf(g.logit, q.logit[order[0]], 1)
+		}
+	}
+	return confFeatures{1, 1 / z, s1, s1 - s2, float64(name), known, float64(ex), lp, lm,
+		gp, glp, math.Log(float64(len(cands))), math.Log(float64(len(ix.ids)))}
+}
+
+// refSize is the number of skills the confidence coefficients were fitted
+// with (all 150 CLINC150 skills as candidates).
+const refSize = 150
+
+// corrFeatures are the inputs of the small-set correction added to the
+// confidence logit, or its coefficients. All are 0 when the candidates are
+// the whole index and it has at least refSize skills, so the correction
+// leaves the 150-way calibration as it was. With a = max(0, ln refSize −
+// ln candidates) and f the confFeatures:
+//
+//	0: f9 − f1 (global minus candidate softmax probability)
+//	1: f10 − f7 (the same for the linear model)
+//	2: a
+//	3–9: a × f1, f2, f3, f4, f5, f6, f7
+//	10: b = max(0, ln refSize − ln indexed skills)
+//	11–13: b × f4, f5, f7
+type corrFeatures [14]float64
+
+func corrections(f confFeatures) corrFeatures {
+	a := max(0, math.Log(refSize)-f[11])
+	c := corrFeatures{f[9] - f[1], f[10] - f[7], a,
+		a * f[1], a * f[2], a * f[3], a * f[4], a * f[5], a * f[6], a * f[7],
+		0, 0, 0, 0}
+	b := max(0, math.Log(refSize)-f[12])
+	c[10], c[11], c[12], c[13] = b, b*f[4], b*f[5], b*f[7]
+	return c
+}
+
+// softmaxOf returns exp(v/t) / Σ exp(x/t) over xs (v need not be in xs).
+func softmaxOf(xs []float64, v, t float64) float64 {
+	mx := v
+	for _, x := range xs {
+		mx = max(mx, x)
+	}
+	var z float64
+	for _, x := range xs {
+		if d := (x - mx) / t; d > -40 {
+			z += math.Exp(d)
+		}
+	}
+	return math.Exp((v-mx)/t) / z
 }

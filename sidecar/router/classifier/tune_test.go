@@ -17,6 +17,7 @@ type sample struct {
 	correct bool
 	inScope bool
 	ok      bool
+	w       float64 // weight in the fit (0: 1)
 }
 
 func samples(ix *Index, cases []Case) []sample {
@@ -66,6 +67,9 @@ func fitLogistic(ss []sample, negWeight float64, use []bool) confFeatures {
 			y, w := 0.0, negWeight
 			if s.correct {
 				y, w = 1, 1
+			}
+			if s.w > 0 {
+				w *= s.w
 			}
 			for k := range x {
 				g[k] += w * (p - y) * x[k]
@@ -176,7 +180,7 @@ func tuneKnobs() []knob {
 }
 
 // allFeatures selects every confidence feature for the fit.
-var allFeatures = []bool{true, true, true, true, true, true, true, true, true}
+var allFeatures = []bool{true, true, true, true, true, true, true, true, true, false, false, false, false}
 
 // TestTune walks the knobs one at a time from defaultConfig, keeping a
 // value when it raises top-1 accuracy + in-scope accuracy at 0.6 / 4 (the
