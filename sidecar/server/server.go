@@ -112,8 +112,11 @@ func Run(ctx context.Context, opts Options) error {
 
 	store := opts.Store
 	if store == nil {
-		if store, err = newStore(cfg); err != nil {
+		if store, err = newStore(ctx, cfg, log); err != nil {
 			return err
+		}
+		if c, ok := store.(io.Closer); ok {
+			defer func() { _ = c.Close() }()
 		}
 	}
 	issuer, minter, err := delegation.FromConfig(ctx, cfg, log.Named("delegation"))
@@ -274,6 +277,6 @@ func openAudit(cfg *config.Config, w io.Writer) (*audit.Logger, io.Closer, error
 // newStore opens the configured task store: memory, or Redis shared by
 // replicas. A Redis that is down at start is not fatal: cards keep being
 // served and task operations fail closed until it answers.
-func newStore(cfg *config.Config) (tasks.Store, error) {
-	return tasks.Open(context.Background(), cfg.Store)
+func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (tasks.Store, error) {
+	return tasks.Open(ctx, cfg.Store, tasks.WithLogger(log.Named("tasks")))
 }
