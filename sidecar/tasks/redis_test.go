@@ -133,7 +133,7 @@ func TestRedisUnavailable(t *testing.T) {
 			err := op()
 			require.ErrorIs(t, err, ErrUnavailable)
 			require.Contains(t, err.Error(), "task store unavailable: redis")
-			require.Less(t, time.Since(start), DefaultOpTimeout+500*time.Millisecond)
+			require.Less(t, time.Since(start), DefaultOpTimeout+3*time.Second, "bounded, not hanging")
 		})
 	}
 	require.Less(t, time.Since(start), 10*time.Second)
@@ -157,7 +157,7 @@ func TestRedisUnavailable(t *testing.T) {
 	start = time.Now()
 	_, _, err = hs.Lookup(ctx, "t")
 	require.ErrorIs(t, err, ErrUnavailable)
-	require.Less(t, time.Since(start), 1500*time.Millisecond)
+	require.Less(t, time.Since(start), 5*time.Second, "bounded by the op timeout, not hanging")
 }
 
 // TestRedisRestart: a binding acknowledged before a crash (SIGKILL) is there

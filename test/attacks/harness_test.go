@@ -2,6 +2,7 @@ package attacks_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/rand"
@@ -150,7 +151,17 @@ func hasErrorObject(body []byte) bool {
 	var env struct {
 		Error json.RawMessage `json:"error"`
 	}
-	return json.Unmarshal(body, &env) == nil && len(env.Error) > 0
+	return json.Unmarshal(sseData(body), &env) == nil && len(env.Error) > 0
+}
+
+// sseData unwraps a one-event Server-Sent Events body ("data: {...}\n\n"),
+// the form a refused streaming call takes; other bodies are returned as is.
+func sseData(body []byte) []byte {
+	b := bytes.TrimSpace(body)
+	if rest, ok := bytes.CutPrefix(b, []byte("data:")); ok && !bytes.Contains(rest, []byte("\ndata:")) {
+		return bytes.TrimSpace(rest)
+	}
+	return body
 }
 
 // checkRequest builds the CheckRequest Envoy sends for r: pseudo-headers,
@@ -234,7 +245,7 @@ func parseError(t *testing.T, body []byte) (wireError, bool) {
 			Details []info `json:"details"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &env) != nil || env.Error == nil {
+	if json.Unmarshal(sseData(body), &env) != nil || env.Error == nil {
 		return wireError{}, false
 	}
 	var we wireError

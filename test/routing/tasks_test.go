@@ -167,6 +167,12 @@ func TestEntitlementRecheck(t *testing.T) {
 	t.Run("a clarification reply choosing a capability no longer entitled", func(t *testing.T) {
 		clar := sendTask(t, jsonrpc(t, srv, partner), text("hello there"))
 		res := sendTask(t, jsonrpc(t, srv, public), continuing(text("reconcile-invoice"), clar.ID))
+		// Either asked again (the reply fits nothing still offered) or routed
+		// elsewhere — never to the capability the caller lost.
+		if res.Status.State == a2a.TaskStateInputRequired {
+			require.Equal(t, clar.ID, res.ID, "the same clarification task asks again")
+			return
+		}
 		require.NotEqual(t, "reconcile-invoice", reportOf(t, res).Capability)
 	})
 }

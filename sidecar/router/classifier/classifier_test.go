@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -220,13 +219,13 @@ func TestBuildLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
+	// A 10,000-skill registry builds and classifies; how fast is shown by
+	// BenchmarkNew10000, not asserted here.
 	docs := synthDocs(10000, 9)
-	start := time.Now()
 	ix := New(docs)
-	took := time.Since(start)
-	t.Logf("built 10000 skills in %v", took)
-	require.Less(t, took, 20*time.Second) // generous: shared, loaded machines
-	require.NotEmpty(t, ix.Classify(docs[42].Examples[1], nil).Best)
+	require.Equal(t, 10000, ix.Len())
+	res := ix.Classify(docs[42].Examples[1], nil)
+	require.Equal(t, docs[42].ID, res.Best, "an example of a skill is classified as that skill")
 }
 
 func BenchmarkClassify150(b *testing.B) {
