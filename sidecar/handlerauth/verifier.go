@@ -232,10 +232,10 @@ func (v *Verifier) keyFor(ctx context.Context, t *jwt.Token) (any, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: unknown key id", ErrInvalidToken)
 	}
-	if !k.allows(alg) {
+	if !k.Allows(alg) {
 		return nil, fmt.Errorf("%w: key does not allow %s", ErrInvalidToken, alg)
 	}
-	return k.key, nil
+	return k.PublicKey(), nil
 }
 
 func (v *Verifier) lookup(kid string) (jwk, bool) {

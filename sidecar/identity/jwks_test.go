@@ -117,15 +117,18 @@ func TestParseJWKS(t *testing.T) {
 
 func jwkField(t *testing.T, pub any, field string) string {
 	t.Helper()
-	m, err := jwkMembers(pub)
-	require.NoError(t, err)
-	switch field {
-	case "x":
-		return m.X
-	case "y":
-		return m.Y
+	alg := "EdDSA"
+	if k, ok := pub.(*ecdsa.PublicKey); ok {
+		alg = map[string]string{"P-256": "ES256", "P-384": "ES384", "P-521": "ES512"}[k.Curve.Params().Name]
 	}
-	return ""
+	b, err := MarshalJWKS(PublicJWK{Key: pub, Alg: alg, Kid: "k"})
+	require.NoError(t, err)
+	var doc struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	require.NoError(t, json.Unmarshal(b, &doc))
+	v, _ := doc.Keys[0][field].(string)
+	return v
 }
 
 func TestThumbprintRFC7638(t *testing.T) {
@@ -133,7 +136,7 @@ func TestThumbprintRFC7638(t *testing.T) {
 	set, _, err := parseJWKS([]byte(`{"keys":[{"kty":"RSA","kid":"2011-04-29","alg":"RS256","e":"AQAB",` +
 		`"n":"0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"}]}`))
 	require.NoError(t, err)
-	tp, err := Thumbprint(set["2011-04-29"].key)
+	tp, err := Thumbprint(set["2011-04-29"].PublicKey())
 	require.NoError(t, err)
 	require.Equal(t, "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs", tp)
 

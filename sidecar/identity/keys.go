@@ -2,11 +2,7 @@ package identity
 
 import (
 	"context"
-	"crypto"
-	"errors"
-	"fmt"
-	"io"
-	"net/http"
+	"github.com/capgate/capgate/sidecar/jwks"
 
 	"go.uber.org/zap"
 )
@@ -45,25 +41,9 @@ func (v *Verifier) refresh(ctx context.Context, iss *issuer) {
 }
 
 func (v *Verifier) fetch(ctx context.Context, iss *issuer) (keySet, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, iss.jwksURL, nil)
+	body, err := jwks.Fetch(ctx, v.client, iss.jwksURL)
 	if err != nil {
-		return nil, fmt.Errorf("build request: %w", err)
-	}
-	req.Header.Set("Accept", "application/json, application/jwk-set+json")
-	resp, err := v.client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("get JWKS: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("get JWKS: status %d", resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxJWKSBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("read JWKS: %w", err)
-	}
-	if len(body) > MaxJWKSBytes {
-		return nil, errors.New("JWKS larger than 1 MiB")
+		return nil, err
 	}
 	set, skipped, err := parseJWKS(body)
 	v.logSkipped(iss.name, skipped)
@@ -76,14 +56,8 @@ func (v *Verifier) fetch(ctx context.Context, iss *issuer) (keySet, error) {
 // removedOrChanged reports whether a kid of old is missing from next or now
 // names a different key.
 func removedOrChanged(old, next keySet) bool {
-	type equaler interface{ Equal(x crypto.PublicKey) bool }
 	for kid, o := range old {
-		n, ok := next[kid]
-		if !ok || n.alg != o.alg {
-			return true
-		}
-		oe, ok := o.key.(equaler)
-		if !ok || !oe.Equal(n.key) {
+		if n, ok := next[kid]; !ok || !o.Same(n) {
 			return true
 		}
 	}

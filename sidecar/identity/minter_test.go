@@ -162,7 +162,7 @@ func TestMinterJWKS(t *testing.T) {
 	// kid is the RFC 7638 thumbprint, stable for the key.
 	set, _, err := parseJWKS(m.JWKS())
 	require.NoError(t, err)
-	tp, err := Thumbprint(set[m.KeyID()].key)
+	tp, err := Thumbprint(set[m.KeyID()].PublicKey())
 	require.NoError(t, err)
 	require.Equal(t, m.KeyID(), tp)
 

@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/capgate/capgate/sidecar/jwks"
 
 	"github.com/golang-jwt/jwt/v5"
 )
@@ -56,8 +57,8 @@ func signerAlg(key any) (crypto.Signer, string, error) {
 		if k == nil || k.N == nil {
 			return nil, "", errors.New("signing key: nil RSA key")
 		}
-		if k.N.BitLen() < minRSABits {
-			return nil, "", fmt.Errorf("signing key: RSA key of %d bits (need at least %d)", k.N.BitLen(), minRSABits)
+		if k.N.BitLen() < jwks.MinRSABits {
+			return nil, "", fmt.Errorf("signing key: RSA key of %d bits (need at least %d)", k.N.BitLen(), jwks.MinRSABits)
 		}
 		return k, "RS256", nil
 	case *ecdsa.PrivateKey:

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"github.com/capgate/capgate/sidecar/jwks"
 	"net/http"
 	"net/url"
 	"slices"
@@ -30,7 +31,7 @@ const (
 	// MaxTokenBytes bounds a bearer token; longer ones are refused before parsing.
 	MaxTokenBytes = 16 << 10
 	// MaxJWKSBytes bounds a fetched JWKS document.
-	MaxJWKSBytes = 1 << 20
+	MaxJWKSBytes = jwks.MaxBytes
 )
 
 // defaultAlgorithms is an issuer's allow-list when the config names none.
@@ -235,7 +236,7 @@ func (v *Verifier) newIssuer(ic config.Issuer) (*issuer, error) {
 		algs = defaultAlgorithms()
 	}
 	for _, a := range algs {
-		if algFamily(a) == familyNone {
+		if !jwks.Supported(a) {
 			errs = append(errs, fmt.Errorf("algorithm %q is not allowed (allowed: RS256/384/512, PS256/384/512, ES256/384/512, EdDSA)", a))
 		}
 	}
@@ -389,10 +390,10 @@ func (v *Verifier) verify(ctx context.Context, tok string) (Principal, time.Time
 		if err != nil {
 			return nil, err
 		}
-		if !k.allows(t.Method.Alg()) {
+		if !k.Allows(t.Method.Alg()) {
 			return nil, newError(ErrInvalidToken, "key does not match algorithm", nil)
 		}
-		return k.key, nil
+		return k.PublicKey(), nil
 	}
 	token, err := v.parser.Parse(tok, keyfunc)
 	if err != nil {
@@ -440,7 +441,7 @@ func (v *Verifier) keyFor(_ context.Context, t *jwt.Token) (*issuer, error) {
 	alg := t.Method.Alg()
 	// Explicit guard, on top of the parser's allow-list: HMAC (whose "key"
 	// would be public key bytes) and "none" are never accepted.
-	if algFamily(alg) == familyNone {
+	if !jwks.Supported(alg) {
 		return nil, newError(ErrInvalidToken, "algorithm not allowed", nil)
 	}
 	if _, ok := t.Header["crit"]; ok {
