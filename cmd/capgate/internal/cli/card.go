@@ -23,21 +23,11 @@ func runCard(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	d, err := loadDeployment(*cfgPath)
+	d, e, caller, err := loadForCaller(ctx, env, *cfgPath, *claimsPath)
 	if err != nil {
 		return err
 	}
-	var claims map[string]any
-	if *claimsPath != "" {
-		if claims, err = readClaims(env, *claimsPath); err != nil {
-			return err
-		}
-	}
-	e, err := newEngine(ctx, d)
-	if err != nil {
-		return err
-	}
-	c, err := card.ForCaller(ctx, d.Config, e, callerFor(d, claims))
+	c, err := card.ForCaller(ctx, d.Config, e, caller)
 	if err != nil {
 		return err
 	}

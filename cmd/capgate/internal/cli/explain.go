@@ -21,21 +21,10 @@ func runExplain(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	d, err := loadDeployment(*cfgPath)
+	d, e, caller, err := loadForCaller(ctx, env, *cfgPath, *claimsPath)
 	if err != nil {
 		return err
 	}
-	var claims map[string]any
-	if *claimsPath != "" {
-		if claims, err = readClaims(env, *claimsPath); err != nil {
-			return err
-		}
-	}
-	e, err := newEngine(ctx, d)
-	if err != nil {
-		return err
-	}
-	caller := callerFor(d, claims)
 	var decisions []engine.Decision
 	if *capID != "" {
 		if _, ok := d.Registry().Get(*capID); !ok {

@@ -66,3 +66,23 @@ func callerFor(d *deployment.Deployment, claims map[string]any) engine.Caller {
 	}
 	return identity.PrincipalFromClaims(d.Config.Auth, claims).Caller()
 }
+
+// loadForCaller loads the deployment, prepares its engine and reads the
+// caller from an optional claims file (anonymous without one).
+func loadForCaller(ctx context.Context, env Env, cfgPath, claimsPath string) (*deployment.Deployment, *engine.Engine, engine.Caller, error) {
+	d, err := loadDeployment(cfgPath)
+	if err != nil {
+		return nil, nil, engine.Caller{}, err
+	}
+	var claims map[string]any
+	if claimsPath != "" {
+		if claims, err = readClaims(env, claimsPath); err != nil {
+			return nil, nil, engine.Caller{}, err
+		}
+	}
+	e, err := newEngine(ctx, d)
+	if err != nil {
+		return nil, nil, engine.Caller{}, err
+	}
+	return d, e, callerFor(d, claims), nil
+}

@@ -34,21 +34,11 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 	if fs.NArg() != 1 {
 		return usageErr("give the message text as one argument")
 	}
-	d, err := loadDeployment(*cfgPath)
+	d, e, caller, err := loadForCaller(ctx, env, *cfgPath, *claimsPath)
 	if err != nil {
 		return err
 	}
-	var claims map[string]any
-	if *claimsPath != "" {
-		if claims, err = readClaims(env, *claimsPath); err != nil {
-			return err
-		}
-	}
-	e, err := newEngine(ctx, d)
-	if err != nil {
-		return err
-	}
-	rights, err := router.NewRights(ctx, e, callerFor(d, claims))
+	rights, err := router.NewRights(ctx, e, caller)
 	if err != nil {
 		return err
 	}
