@@ -111,35 +111,24 @@ func clarificationTask(b tasks.Binding, cands []router.Candidate) *a2a.Task {
 }
 
 // mustResult renders a task as a SendMessage result in the request's
-// version: {"task": …} in 1.0, the 0.3 task object otherwise. The types are
-// a2a-go's own; marshalling them cannot fail.
+// version: {"task": …} in 1.0, the 0.3 task object otherwise.
 func mustResult(task *a2a.Task, v protocol.Version) []byte {
-	var (
-		b   []byte
-		err error
-	)
-	if v == protocol.V03 {
-		b, err = stdjson.Marshal(a2av0.FromV1Task(task))
-	} else {
-		b, err = stdjson.Marshal(a2a.StreamResponse{Event: task})
-	}
-	if err != nil {
-		return []byte(`null`)
-	}
-	return b
+	return renderTask(task, v, a2a.StreamResponse{Event: task})
 }
 
 // taskJSON renders a bare task (GetTask result) in the request's version.
 func taskJSON(task *a2a.Task, v protocol.Version) []byte {
-	var (
-		b   []byte
-		err error
-	)
+	return renderTask(task, v, task)
+}
+
+// renderTask marshals the 0.3 form of task, or v1 for 1.0. The types are
+// a2a-go's own; marshalling them cannot fail.
+func renderTask(task *a2a.Task, v protocol.Version, v1 any) []byte {
+	var out any = v1
 	if v == protocol.V03 {
-		b, err = stdjson.Marshal(a2av0.FromV1Task(task))
-	} else {
-		b, err = stdjson.Marshal(task)
+		out = a2av0.FromV1Task(task)
 	}
+	b, err := stdjson.Marshal(out)
 	if err != nil {
 		return []byte(`null`)
 	}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/a2aproject/a2a-go/v2/a2a"
+
 	"github.com/capgate/capgate/policy/card"
+	"github.com/capgate/capgate/policy/deployment"
 )
 
 func runCard(ctx context.Context, env Env, args []string) error {
@@ -49,15 +52,7 @@ func runCardLock(ctx context.Context, env Env, args []string) error {
 	if *out == "" {
 		return usageErr("--out is required")
 	}
-	d, err := loadDeployment(*cfgPath)
-	if err != nil {
-		return err
-	}
-	e, err := newEngine(ctx, d)
-	if err != nil {
-		return err
-	}
-	pub, err := card.Public(ctx, d.Config, e)
+	d, pub, err := publicCard(ctx, *cfgPath)
 	if err != nil {
 		return err
 	}
@@ -86,15 +81,7 @@ func runCardCheck(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return usageErr("read lock: %v", err)
 	}
-	d, err := loadDeployment(*cfgPath)
-	if err != nil {
-		return err
-	}
-	e, err := newEngine(ctx, d)
-	if err != nil {
-		return err
-	}
-	pub, err := card.Public(ctx, d.Config, e)
+	d, pub, err := publicCard(ctx, *cfgPath)
 	if err != nil {
 		return err
 	}
@@ -108,4 +95,17 @@ func runCardCheck(ctx context.Context, env Env, args []string) error {
 	}
 	card.FormatFindings(env.Stdout, findings)
 	return checkFailed("%d finding(s): review the change, bump agent.version when the skill list changed, and re-lock", len(findings))
+}
+
+// publicCard loads a deployment and builds its public card.
+func publicCard(ctx context.Context, cfgPath string) (*deployment.Deployment, *a2a.AgentCard, error) {
+	d, e, _, err := loadForCaller(ctx, Env{}, cfgPath, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, err := card.Public(ctx, d.Config, e)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, pub, nil
 }
