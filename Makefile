@@ -12,8 +12,9 @@ all: build test check
 build:
 	$(GO) build -o $(BIN) ./cmd/capgate
 
-## test: what CI runs — vet, all Go tests with the race detector, Rego tests with the coverage threshold.
-test: test-go test-rego
+## test: what CI runs — vet, all Go tests with the race detector, Rego tests with the coverage
+## threshold, and every parser's fuzz target for a short bounded time.
+test: test-go test-rego fuzz-short
 
 test-go:
 	$(GO) vet ./...
@@ -53,20 +54,20 @@ e2e-envoy:
 	@command -v envoy >/dev/null || { echo "envoy is not on PATH; see docs/envoy.md"; exit 1; }
 	CAPGATE_E2E_ENVOY=$$(command -v envoy) $(GO) test -count=1 ./test/e2e/
 
-fuzz:
-	$(GO) test ./sidecar/protocol -run '^$$' -fuzz FuzzParseJSONRPC -fuzztime 30s
-	$(GO) test ./sidecar/protocol -run '^$$' -fuzz FuzzParseHTTP -fuzztime 30s
-
-## fuzz-short: every parser's fuzz target for FUZZTIME each (CI; not part of `make test`).
-FUZZTIME ?= 10s
+## fuzz-short: every parser's fuzz target for FUZZTIME each (part of `make test`); `make fuzz` runs them longer.
+FUZZTIME ?= 5s
+FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1x
 .PHONY: fuzz-short
 fuzz-short:
-	$(GO) test ./sidecar/protocol -run '^$$' -fuzz '^FuzzParseJSONRPC$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./sidecar/protocol -run '^$$' -fuzz '^FuzzParseHTTP$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./policy/manifest -run '^$$' -fuzz '^FuzzParseManifest$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./policy/config -run '^$$' -fuzz '^FuzzConfig$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./sidecar/identity -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME)
-	$(GO) test ./sidecar/identity -run '^$$' -fuzz '^FuzzJWTHeader$$' -fuzztime $(FUZZTIME)
+	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseJSONRPC$$'
+	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseHTTP$$'
+	$(FUZZ) ./policy/manifest -fuzz '^FuzzParseManifest$$'
+	$(FUZZ) ./policy/config -fuzz '^FuzzConfig$$'
+	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'
+	$(FUZZ) ./sidecar/identity -fuzz '^FuzzJWTHeader$$'
+
+fuzz:
+	$(MAKE) fuzz-short FUZZTIME=2m
 
 clean:
 	rm -rf bin
