@@ -7,6 +7,7 @@ package reload
 import (
 	"context"
 	"errors"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -165,6 +166,9 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		zap.String("previous_revision", prev),
 		zap.Int("capabilities", next.Registry().Len()),
 		zap.Duration("took", time.Since(start)))
+	// The previous revision and the build's garbage are unreachable once
+	// in-flight requests finish; return what is free now.
+	debug.FreeOSMemory()
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"time"
 
 	"go.uber.org/zap"
@@ -104,6 +105,9 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Loading parses every manifest and compiles the policy: most of what it
+	// allocated is garbage now. Give it back before serving.
+	debug.FreeOSMemory()
 	holder := revision.NewHolder(rev)
 	m.Revision.WithLabelValues(rev.ID()).Set(1)
 	dlog := decisionlog.New(dlogger)
