@@ -119,10 +119,6 @@ func withV03Interfaces(c *a2a.AgentCard) *a2a.AgentCard {
 	return &cc
 }
 
-func (g *Gateway) writeCard(resp Responder, publicCard []byte, _ protocol.Version) *protocol.Error {
-	return g.writeRaw(resp, publicCard)
-}
-
 func (g *Gateway) writeRaw(resp Responder, b []byte) *protocol.Error {
 	if err := resp.RawResult(b); err != nil {
 		return protocol.Wrap(protocol.Internal, err, "the response could not be written")

@@ -143,7 +143,7 @@ func (g *Gateway) handle(r *http.Request, rev *revision.Revision, req *protocol.
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		return g.writeCard(resp, rev.PublicCard, req.Version)
+		return g.writeRaw(resp, rev.PublicCard)
 	}
 	if g.ops == nil {
 		return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
