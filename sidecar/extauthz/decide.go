@@ -2,7 +2,6 @@ package extauthz
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -290,7 +289,7 @@ func (s *Server) authenticate(ctx context.Context, d *decision) (identity.Princi
 		d.tokenUsed = true
 		p, err := d.plan.rev.Verifier.Verify(ctx, authz)
 		if err != nil {
-			return identity.Principal{}, authError(err)
+			return identity.Principal{}, identity.ProtocolError(err)
 		}
 		return p, nil
 	}
@@ -300,22 +299,6 @@ func (s *Server) authenticate(ctx context.Context, d *decision) (identity.Princi
 		}
 	}
 	return identity.Principal{}, nil
-}
-
-// authError maps a verification failure to a client-safe error: never the
-// token, only the verifier's description.
-func authError(err error) *protocol.Error {
-	var ie *identity.Error
-	if errors.As(err, &ie) {
-		if ie.Kind == identity.ErrUnavailable {
-			return protocol.Wrap(protocol.Internal, err, "the token issuer's keys are unavailable; try again later")
-		}
-		return protocol.Errorf(protocol.Unauthenticated, "%s", ie.Description)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return protocol.Wrap(protocol.Internal, err, "the check was cancelled")
-	}
-	return protocol.Errorf(protocol.Unauthenticated, "the bearer token could not be verified")
 }
 
 func (s *Server) requireAuthenticated(d *decision, anonymousOK bool) *protocol.Error {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -117,7 +116,7 @@ func (g *Gateway) handle(r *http.Request, rev *revision.Revision, req *protocol.
 	}
 	p, err := rev.Verifier.Verify(ctx, r.Header.Get("Authorization"))
 	if err != nil {
-		return authError(err)
+		return identity.ProtocolError(err)
 	}
 	entry.Principal, entry.Tenant = p.Subject, p.Tenant
 	requested := r.Header.Values(HeaderExtensions)
@@ -149,16 +148,6 @@ func (g *Gateway) handle(r *http.Request, rev *revision.Revision, req *protocol.
 		return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
 	}
 	return g.ops.Serve(ctx, call, resp)
-}
-
-// authError maps a verification failure to Unauthenticated with a
-// description that is safe to show (never the token, never parser text).
-func authError(err error) *protocol.Error {
-	var ie *identity.Error
-	if errors.As(err, &ie) {
-		return protocol.Errorf(protocol.Unauthenticated, "%s", ie.Description)
-	}
-	return protocol.Errorf(protocol.Unauthenticated, "the bearer token could not be verified")
 }
 
 // finish records the decision and its metrics.

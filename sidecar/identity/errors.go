@@ -1,5 +1,12 @@
 package identity
 
+import (
+	"context"
+	"errors"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
 // Kind classifies a verification failure. Each Kind is also an error, so
 // errors.Is(err, identity.ErrExpired) matches any *Error of that kind.
 type Kind string
@@ -57,4 +64,22 @@ func (e *Error) Is(target error) bool {
 
 func newError(kind Kind, description string, cause error) *Error {
 	return &Error{Kind: kind, Description: description, Err: cause}
+}
+
+// ProtocolError maps a Verify failure to the A2A error a client gets: the
+// verifier's client-safe description (never the token) as Unauthenticated;
+// issuer keys that cannot be fetched, or a cancelled check, as an internal
+// error — the token may be valid, so it is not called bad.
+func ProtocolError(err error) *protocol.Error {
+	var ie *Error
+	if errors.As(err, &ie) {
+		if ie.Kind == ErrUnavailable {
+			return protocol.Wrap(protocol.Internal, err, "the token issuer's keys are unavailable; try again later")
+		}
+		return protocol.Errorf(protocol.Unauthenticated, "%s", ie.Description)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return protocol.Wrap(protocol.Internal, err, "the check was cancelled")
+	}
+	return protocol.Errorf(protocol.Unauthenticated, "the bearer token could not be verified")
 }
