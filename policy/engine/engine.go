@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -64,6 +65,7 @@ type Option func(*options)
 type options struct {
 	log       *zap.Logger
 	cacheSize int
+	evals     int
 }
 
 // WithLogger sets the logger (default: none).
@@ -73,6 +75,13 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 // (DefaultCacheSize by default; n must be positive).
 func WithCacheSize(n int) Option { return func(o *options) { o.cacheSize = n } }
 
+// WithConcurrentEvaluations bounds how many views are evaluated at once
+// (default GOMAXPROCS; n must be positive). A view evaluation is CPU-bound
+// and, over a large registry, allocates megabytes while it runs: running
+// more at once than there are CPUs only adds to the peak memory when many
+// new entitlement classes arrive together (a restart, a reload).
+func WithConcurrentEvaluations(n int) Option { return func(o *options) { o.evals = n } }
+
 // Engine evaluates one snapshot. It is immutable and safe for concurrent
 // use; a new revision is a new Engine.
 type Engine struct {
@@ -81,6 +90,8 @@ type Engine struct {
 	bySubject bool
 	views     *lru.Cache[string, *View]
 	flight    singleflight.Group
+	// evalSlots holds one token per view evaluation that may run now.
+	evalSlots chan struct{}
 
 	viewQ, decisionQ, explainQ rego.PreparedEvalQuery
 }
@@ -88,7 +99,7 @@ type Engine struct {
 // New compiles the snapshot's modules, loads its data into an in-memory
 // store and prepares every query once; requests only evaluate.
 func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, error) {
-	o := options{cacheSize: DefaultCacheSize}
+	o := options{cacheSize: DefaultCacheSize, evals: runtime.GOMAXPROCS(0)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -100,6 +111,9 @@ func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, err
 	}
 	if o.cacheSize < 1 {
 		return nil, fmt.Errorf("new policy engine: cache size %d: must be positive", o.cacheSize)
+	}
+	if o.evals < 1 {
+		return nil, fmt.Errorf("new policy engine: concurrent evaluations %d: must be positive", o.evals)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("new policy engine: %w", err)
@@ -122,6 +136,7 @@ func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, err
 		log:       o.log.Named("engine"),
 		bySubject: s.SubjectSensitive(),
 		views:     views,
+		evalSlots: make(chan struct{}, o.evals),
 	}
 	for _, q := range []struct {
 		query string
@@ -174,6 +189,8 @@ func (e *Engine) View(ctx context.Context, c Caller) (*View, error) {
 		if v, ok := e.views.Peek(key); ok {
 			return v, nil
 		}
+		e.evalSlots <- struct{}{}
+		defer func() { <-e.evalSlots }()
 		v, err := e.evalView(detached, c)
 		if err != nil {
 			return nil, err

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"runtime/pprof"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -25,6 +26,9 @@ func runChild(ctx context.Context, o options) error {
 	defer cancel()
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin) // the parent closes stdin to stop us
+		if o.memProfile != "" {
+			writeHeapProfile(fmt.Sprintf("%s.%d.pprof", o.memProfile, os.Getpid()))
+		}
 		cancel()
 	}()
 	if o.cpuProfile != "" {
@@ -45,6 +49,22 @@ func runChild(ctx context.Context, o options) error {
 		return serveCapgate(ctx, o.config)
 	default:
 		return fmt.Errorf("-role %q: want capgate or noop", o.role)
+	}
+}
+
+// writeHeapProfile writes the live heap (after a collection) to path; the
+// child calls it on its way out, so the profile shows what a loaded server
+// keeps.
+func writeHeapProfile(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
+		return
+	}
+	defer f.Close()
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "loadgen:", err)
 	}
 }
 

@@ -78,6 +78,9 @@ func startChild(ctx context.Context, o options, role, config string) (*child, er
 	if o.cpuProfile != "" && role == "capgate" {
 		args = append(args, "-server-cpuprofile", o.cpuProfile)
 	}
+	if o.memProfile != "" && role == "capgate" {
+		args = append(args, "-server-memprofile", o.memProfile)
+	}
 	var cmd *exec.Cmd
 	if os.Getenv(envPinned) != "" {
 		cmd = exec.Command("taskset", append([]string{"-c", serverCPU, exe}, args...)...)
