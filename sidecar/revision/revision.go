@@ -28,7 +28,8 @@ type Revision struct {
 	Deployment *deployment.Deployment
 	Engine     *engine.Engine
 	Verifier   *identity.Verifier
-	// Router is the routing index (classifier built from the skills).
+	// Router is the routing index (classifier built from the skills); nil
+	// when built with Options.NoRouting.
 	Router *router.Index
 	// Model is the optional model-based router (nil when not configured).
 	Model *router.Model
@@ -56,6 +57,10 @@ type Options struct {
 	Logger          *zap.Logger
 	VerifierOptions []identity.Option
 	EngineOptions   []engine.Option
+	// NoRouting skips the routing index and model router: only the gateway
+	// routes messages, and over a large registry the index is megabytes that
+	// an ext_authz-only process would carry for nothing.
+	NoRouting bool
 }
 
 // Build prepares a revision: it compiles the policy, builds the verifier and
@@ -89,8 +94,10 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 		PublicCard:   b,
 		PublicETag:   `"` + hex.EncodeToString(sum[:16]) + `"`,
 		ExtendedCard: card.NeedsExtendedCard(d.Config, d.Registry().All()),
-		Router:       router.NewIndex(d.Registry(), d.Config.Router.Threshold),
-		Model:        router.NewModel(d.Config.Router.Model, nil),
+	}
+	if !opts.NoRouting {
+		r.Router = router.NewIndex(d.Registry(), d.Config.Router.Threshold)
+		r.Model = router.NewModel(d.Config.Router.Model, nil)
 	}
 	for _, x := range d.Config.Agent.Extensions {
 		r.Extensions = append(r.Extensions, protocol.Extension{URI: x.URI, Required: x.Required})

@@ -137,7 +137,7 @@ func runReload(ctx context.Context, opts Options, holder *revision.Holder, m *me
 	var rl *reload.Reloader
 	if src := opts.Source; src != nil {
 		build := func(ctx context.Context, d *deployment.Deployment) (*revision.Revision, error) {
-			return revision.Build(ctx, d, revision.Options{Logger: l.log})
+			return revision.Build(ctx, d, revisionOptions(opts, l.log))
 		}
 		ropts := []reload.Option{reload.WithLogger(log), reload.WithMetrics(m), reload.WithStage(l.stage)}
 		if opts.ReloadDebounce > 0 {

@@ -76,6 +76,12 @@ type Addrs struct {
 	A2A, ExtAuthz, Admin string
 }
 
+// revisionOptions are the options every revision of this server is built
+// with: no routing index unless the gateway is served.
+func revisionOptions(opts Options, log *zap.Logger) revision.Options {
+	return revision.Options{Logger: log, NoRouting: !opts.Gateway}
+}
+
 // Run serves until ctx is done, then shuts down gracefully.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Deployment == nil {
@@ -101,7 +107,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 
 	m := metrics.New()
-	rev, err := revision.Build(ctx, opts.Deployment, revision.Options{Logger: log})
+	rev, err := revision.Build(ctx, opts.Deployment, revisionOptions(opts, log))
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,30 @@
+package revision_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/revision"
+)
+
+func TestBuild(t *testing.T) {
+	d, err := deployment.Load("") // the embedded finance example
+	require.NoError(t, err)
+
+	full, err := revision.Build(t.Context(), d, revision.Options{})
+	require.NoError(t, err)
+	require.NotNil(t, full.Router, "the gateway routes with the index")
+	require.Equal(t, d.Config.Router.Threshold, full.Router.Threshold())
+	require.NotEmpty(t, full.PublicCard)
+	require.Regexp(t, `^"[0-9a-f]{32}"$`, full.PublicETag)
+	require.Equal(t, d.Snapshot.Revision, full.ID())
+
+	authzOnly, err := revision.Build(t.Context(), d, revision.Options{NoRouting: true})
+	require.NoError(t, err)
+	require.Nil(t, authzOnly.Router, "an ext_authz-only revision carries no routing index")
+	require.Nil(t, authzOnly.Model)
+	require.Equal(t, full.PublicCard, authzOnly.PublicCard, "the policy side is the same")
+	require.Equal(t, full.ID(), authzOnly.ID())
+}
