@@ -101,7 +101,11 @@ func toBundle(s *Snapshot) (bundle.Bundle, error) {
 	if s == nil || s.Registry == nil {
 		return bundle.Bundle{}, errors.New("nil snapshot")
 	}
-	doc, err := s.bundleDocument()
+	data, err := s.Data()
+	if err != nil {
+		return bundle.Bundle{}, err
+	}
+	doc, err := s.bundleDocument(data)
 	if err != nil {
 		return bundle.Bundle{}, err
 	}
@@ -206,7 +210,11 @@ func fromBundle(b *bundle.Bundle) (*Snapshot, error) {
 	}
 	// The facts are derived again from the registry; a bundle whose data
 	// differs from what capgate would write is refused, not repaired.
-	rebuilt, err := s.bundleDocument()
+	data, err := s.Data()
+	if err != nil {
+		return nil, err
+	}
+	rebuilt, err := s.bundleDocument(data)
 	if err != nil {
 		return nil, err
 	}

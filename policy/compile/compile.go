@@ -53,13 +53,8 @@ type Settings struct {
 type Snapshot struct {
 	// Registry holds the full manifests (cards and the router read them).
 	Registry *manifest.Registry
-	// Settings are the policy settings also found in Data.
+	// Settings are the policy settings (data.capgate.settings).
 	Settings Settings
-	// Data is the document the engine stores under data.capgate:
-	// {"capabilities": {id: facts}, "settings": {...}}. It holds only what
-	// the policy reads, as plain JSON values (map[string]any, []any,
-	// string, bool, json.Number); bundles add "registry" beside it.
-	Data map[string]any
 	// Modules maps module path to Rego source: the embedded policy modules
 	// (rego.Modules paths) plus extra deny modules under ExtraDir.
 	Modules map[string]string
@@ -119,24 +114,15 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 	if settings.PreviewTenants == nil {
 		settings.PreviewTenants = []string{}
 	}
-	caps := make(map[string]any, reg.Len())
-	profiles := map[string]any{}
-	for _, c := range reg.All() {
-		f := facts(&c)
-		key, p := profileOf(&c)
-		f["profile"] = key
-		profiles[key] = p
-		caps[c.ID] = f
-	}
-	data, err := plainJSON(map[string]any{keyCapabilities: caps, keyProfiles: profiles, keySettings: settings})
+	s := &Snapshot{Registry: reg, Settings: settings, Modules: modules}
+	data, err := s.Data()
 	if err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
-	s := &Snapshot{Registry: reg, Settings: settings, Data: data, Modules: modules}
-	if err := s.check(); err != nil {
+	if err := s.check(data); err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
-	doc, err := s.bundleDocument()
+	doc, err := s.bundleDocument(data)
 	if err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
@@ -144,6 +130,26 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
 	return s, nil
+}
+
+// Data returns the document the engine stores under data.capgate:
+// {"capabilities": {id: facts}, "profiles": {key: facts}, "settings":
+// {...}}. It holds only what the policy reads, as plain JSON values
+// (map[string]any, []any, string, bool, json.Number); bundles add
+// "registry" beside it. It is derived from the registry and settings on
+// every call and not kept: the engine holds the same facts as OPA values,
+// and a second copy would cost megabytes over a large registry.
+func (s *Snapshot) Data() (map[string]any, error) {
+	caps := make(map[string]any, s.Registry.Len())
+	profiles := map[string]any{}
+	for _, c := range s.Registry.All() {
+		f := facts(&c)
+		key, p := profileOf(&c)
+		f["profile"] = key
+		profiles[key] = p
+		caps[c.ID] = f
+	}
+	return plainJSON(map[string]any{keyCapabilities: caps, keyProfiles: profiles, keySettings: s.Settings})
 }
 
 // profileOf groups capabilities by the facts that decide visibility and
@@ -231,9 +237,9 @@ func revision(doc map[string]any, modules map[string]string) (string, error) {
 	return hex.EncodeToString(sum[:])[:RevisionLen], nil
 }
 
-// bundleDocument is the document a bundle stores under data.capgate: Data
-// plus the full manifests under "registry".
-func (s *Snapshot) bundleDocument() (map[string]any, error) {
+// bundleDocument is the document a bundle stores under data.capgate: data
+// (from Data) plus the full manifests under "registry".
+func (s *Snapshot) bundleDocument(data map[string]any) (map[string]any, error) {
 	regs := make(map[string]any, s.Registry.Len())
 	for _, c := range s.Registry.All() {
 		regs[c.ID] = toWire(&c)
@@ -242,16 +248,17 @@ func (s *Snapshot) bundleDocument() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc := maps.Clone(s.Data)
+	doc := maps.Clone(data)
 	doc[keyRegistry] = r
 	return doc, nil
 }
 
-// check verifies the output graph before anything is published.
-func (s *Snapshot) check() error {
+// check verifies the output graph (data, from Data) before anything is
+// published.
+func (s *Snapshot) check(data map[string]any) error {
 	var errs []error
 	all := s.Registry.All()
-	caps, _ := s.Data[keyCapabilities].(map[string]any)
+	caps, _ := data[keyCapabilities].(map[string]any)
 	if len(caps) != len(all) {
 		errs = append(errs, fmt.Errorf("data holds %d capabilities, the registry %d (duplicate ids?)", len(caps), len(all)))
 	}
@@ -264,7 +271,7 @@ func (s *Snapshot) check() error {
 			errs = append(errs, fmt.Errorf("capability %s: duplicate id", c.ID))
 		}
 	}
-	profiles, _ := s.Data[keyProfiles].(map[string]any)
+	profiles, _ := data[keyProfiles].(map[string]any)
 	for _, key := range slices.Sorted(maps.Keys(caps)) {
 		f, _ := caps[key].(map[string]any)
 		if pk, _ := f["profile"].(string); profiles[pk] == nil {
@@ -298,7 +305,7 @@ func (s *Snapshot) check() error {
 	if err != nil {
 		return err
 	}
-	return s.smoke(c)
+	return s.smoke(c, data)
 }
 
 // smoke evaluates the policy over the data before anything is published:
@@ -306,9 +313,9 @@ func (s *Snapshot) check() error {
 // entitlement rules run) and the decision for one capability. It catches
 // runtime conflicts the compiler cannot see. It deliberately avoids the
 // explain rule, whose cost grows quadratically with the registry.
-func (s *Snapshot) smoke(c *ast.Compiler) error {
+func (s *Snapshot) smoke(c *ast.Compiler, data map[string]any) error {
 	ctx := context.Background()
-	store, err := s.Store()
+	store, err := storeOf(data)
 	if err != nil {
 		return err
 	}
@@ -357,7 +364,16 @@ func (s *Snapshot) smoke(c *ast.Compiler) error {
 // The data is converted to AST values once, so evaluation reads it without
 // per-query conversion.
 func (s *Snapshot) Store() (storage.Store, error) {
-	v, err := ast.InterfaceToValue(map[string]any{Root: s.Data})
+	data, err := s.Data()
+	if err != nil {
+		return nil, fmt.Errorf("store policy data: %w", err)
+	}
+	return storeOf(data)
+}
+
+// storeOf returns a new in-memory store holding data under data.capgate.
+func storeOf(data map[string]any) (storage.Store, error) {
+	v, err := ast.InterfaceToValue(map[string]any{Root: data})
 	if err != nil {
 		return nil, fmt.Errorf("store policy data: %w", err)
 	}

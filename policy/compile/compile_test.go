@@ -35,7 +35,9 @@ func requireGoldenJSON(t *testing.T, name string, got any) {
 func TestBuildDataGolden(t *testing.T) {
 	s, err := compile.Build(compiletest.Registry(), compiletest.Auth(), nil)
 	require.NoError(t, err)
-	requireGoldenJSON(t, "data.golden.json", s.Data)
+	data, err := s.Data()
+	require.NoError(t, err)
+	requireGoldenJSON(t, "data.golden.json", data)
 	require.Len(t, s.Revision, compile.RevisionLen)
 	require.Contains(t, s.Modules, "capgate/authz/authz.rego")
 	require.False(t, s.SubjectSensitive())
@@ -198,7 +200,9 @@ func TestBuildRefuses(t *testing.T) {
 func TestBuildSynthetic(t *testing.T) {
 	s, err := compile.Build(compiletest.Synthetic(500), compiletest.Auth(), nil)
 	require.NoError(t, err)
-	caps, ok := s.Data["capabilities"].(map[string]any)
+	data, err := s.Data()
+	require.NoError(t, err)
+	caps, ok := data["capabilities"].(map[string]any)
 	require.True(t, ok)
 	require.Len(t, caps, 500)
 }

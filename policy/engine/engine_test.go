@@ -386,7 +386,7 @@ func TestNewRefuses(t *testing.T) {
 	}{
 		{name: "nil snapshot", wantErr: "nil snapshot"},
 		{name: "zero cache", s: s, opts: []engine.Option{engine.WithCacheSize(0)}, wantErr: "cache size"},
-		{name: "broken module", s: &compile.Snapshot{Registry: s.Registry, Data: s.Data, Modules: map[string]string{"x.rego": "package capgate.x\n\np if {"}}, wantErr: "compile policy"},
+		{name: "broken module", s: &compile.Snapshot{Registry: s.Registry, Modules: map[string]string{"x.rego": "package capgate.x\n\np if {"}}, wantErr: "compile policy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
