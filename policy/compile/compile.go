@@ -15,8 +15,6 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/capgate/capgate/policy/config"
@@ -358,30 +356,6 @@ func (s *Snapshot) smoke(c *ast.Compiler, data map[string]any) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Store returns a new in-memory store holding Data under data.capgate.
-// The data is converted to AST values once, so evaluation reads it without
-// per-query conversion.
-func (s *Snapshot) Store() (storage.Store, error) {
-	data, err := s.Data()
-	if err != nil {
-		return nil, fmt.Errorf("store policy data: %w", err)
-	}
-	return storeOf(data)
-}
-
-// storeOf returns a new in-memory store holding data under data.capgate.
-func storeOf(data map[string]any) (storage.Store, error) {
-	v, err := ast.InterfaceToValue(map[string]any{Root: data})
-	if err != nil {
-		return nil, fmt.Errorf("store policy data: %w", err)
-	}
-	obj, ok := v.(ast.Object)
-	if !ok {
-		return nil, errors.New("store policy data: not an object")
-	}
-	return inmem.NewFromASTObject(obj), nil
 }
 
 func stateOf(fact any) string {
