@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/stretchr/testify/require"
 	"github.com/zitadel/oidc/v3/example/server/storage"
 	"github.com/zitadel/oidc/v3/pkg/oidc"
@@ -204,7 +205,12 @@ func newHandlerServer(t *testing.T, v *identity.Verifier) *handlerServer {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(seenPrincipal{p.Subject, p.Issuer, p.Tenant, p.Scopes, p.Actor, p.Claims})
+		claims := jwt.MapClaims{}
+		if _, _, err := jwt.NewParser().ParseUnverified(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), claims); err != nil {
+			http.Error(w, "unreadable token", http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(seenPrincipal{p.Subject, p.Issuer, p.Tenant, p.Scopes, p.Actor, claims})
 	}))
 	t.Cleanup(h.srv.Close)
 	return h

@@ -73,38 +73,23 @@ func (si *SelfIssued) Token(ctx context.Context, s Subject, t Target) (string, e
 	return tok, nil
 }
 
-// priorAct rebuilds the caller token's act chain with only its sub (and iss)
-// members, following it exactly as far as the verifier did for
-// Principal.Actor, so the handler sees [agent] + Principal.Actor. A
-// principal without claims (not from a token) uses Principal.Actor.
+// priorAct rebuilds the caller token's act chain with only its sub (and
+// iss) members, as far as the verifier followed it (Principal.Actor and
+// ActorIssuers), so the handler sees [agent] + Principal.Actor.
 func priorAct(p identity.Principal) (map[string]any, error) {
+	if len(p.Actor) > maxPriorActDepth {
+		return nil, fmt.Errorf("the caller's actor chain is deeper than %d", maxPriorActDepth)
+	}
 	var chain []map[string]any
-	if act, ok := p.Claims["act"].(map[string]any); ok {
-		for cur := act; cur != nil; {
-			sub, ok := cur["sub"].(string)
-			if !ok || sub == "" {
-				break
-			}
-			lvl := map[string]any{"sub": sub}
-			if iss, ok := cur["iss"].(string); ok && iss != "" {
-				lvl["iss"] = iss
-			}
-			chain = append(chain, lvl)
-			if len(chain) > maxPriorActDepth {
-				return nil, fmt.Errorf("the caller's actor chain is deeper than %d", maxPriorActDepth)
-			}
-			cur, _ = cur["act"].(map[string]any)
+	for i, sub := range p.Actor {
+		if sub == "" {
+			break
 		}
-	} else {
-		if len(p.Actor) > maxPriorActDepth {
-			return nil, fmt.Errorf("the caller's actor chain is deeper than %d", maxPriorActDepth)
+		lvl := map[string]any{"sub": sub}
+		if i < len(p.ActorIssuers) && p.ActorIssuers[i] != "" {
+			lvl["iss"] = p.ActorIssuers[i]
 		}
-		for _, sub := range p.Actor {
-			if sub == "" {
-				break
-			}
-			chain = append(chain, map[string]any{"sub": sub})
-		}
+		chain = append(chain, lvl)
 	}
 	if len(chain) == 0 {
 		return nil, nil

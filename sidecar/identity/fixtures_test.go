@@ -129,3 +129,13 @@ func requireKind(t testing.TB, err error, kind Kind, description string) {
 		require.Equal(t, description, ie.Description)
 	}
 }
+
+// tokenClaims decodes a token's payload without checking it: for asserting
+// what a token carries after Verify accepted it.
+func tokenClaims(t testing.TB, tok string) jwt.MapClaims {
+	t.Helper()
+	claims := jwt.MapClaims{}
+	_, _, err := jwt.NewParser().ParseUnverified(tok, claims)
+	require.NoError(t, err)
+	return claims
+}

@@ -64,11 +64,12 @@ func TestMintRoundTrip(t *testing.T) {
 			require.Equal(t, normaliseScopesSlice(c.Scopes), p.Scopes)
 			require.Equal(t, tt.wantActor, p.Actor)
 			require.Equal(t, clock.Now().Add(tt.wantTTL), p.ExpiresAt)
-			require.Equal(t, "reconcile-invoice", p.Claims[ClaimCapability])
-			require.Equal(t, "dec-123", p.Claims[ClaimDecisionID])
-			require.Equal(t, "recon.v3", p.Claims["aud"])
-			require.NotEmpty(t, p.Claims["jti"])
-			require.Equal(t, float64(clock.Now().Unix()), p.Claims["nbf"])
+			claims := tokenClaims(t, tok)
+			require.Equal(t, "reconcile-invoice", claims[ClaimCapability])
+			require.Equal(t, "dec-123", claims[ClaimDecisionID])
+			require.Equal(t, "recon.v3", claims["aud"])
+			require.NotEmpty(t, claims["jti"])
+			require.Equal(t, float64(clock.Now().Unix()), claims["nbf"])
 		})
 	}
 }

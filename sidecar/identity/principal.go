@@ -16,7 +16,8 @@ const maxActDepth = 32
 // Principal is who is calling. The zero value is the anonymous caller.
 //
 // A Principal returned by Verify may be shared with the verified-token
-// cache: treat its slices and Claims map as read-only.
+// cache: treat its slices as read-only. The token's other claims are not
+// kept: thousands of cached principals would carry them for nothing.
 type Principal struct {
 	Authenticated bool
 	Subject       string
@@ -25,10 +26,11 @@ type Principal struct {
 	// Scopes are sorted and deduplicated.
 	Scopes []string
 	// Actor is the act chain's subjects, outermost (the current actor) first.
-	Actor     []string
-	ExpiresAt time.Time
-	// Claims are the token's raw claims (JSON numbers as float64), for mapping.
-	Claims map[string]any
+	Actor []string
+	// ActorIssuers are the act chain's iss members, one per Actor entry
+	// ("" where a level has none); nil without an act chain.
+	ActorIssuers []string
+	ExpiresAt    time.Time
 }
 
 // HasScope reports whether the principal holds scope.
@@ -49,9 +51,8 @@ func PrincipalFromClaims(auth config.Auth, claims map[string]any) Principal {
 		Tenant:        stringClaim(claims, tenantClaim),
 		Issuer:        stringClaim(claims, "iss"),
 		Scopes:        scopesFrom(claims, scopesClaim),
-		Actor:         actorChain(claims),
-		Claims:        claims,
 	}
+	p.Actor, p.ActorIssuers = actorChain(claims)
 	if exp, ok := numericDate(claims["exp"]); ok {
 		p.ExpiresAt = exp
 	}
@@ -108,8 +109,7 @@ func scopesFrom(claims map[string]any, name string) []string {
 
 // actorChain follows act → act → … (RFC 8693 §4.1) and returns the subjects,
 // outermost first. It stops at the first level without a string sub.
-func actorChain(claims map[string]any) []string {
-	var chain []string
+func actorChain(claims map[string]any) (subjects, issuers []string) {
 	cur := claims
 	for range maxActDepth {
 		act, ok := cur["act"].(map[string]any)
@@ -120,10 +120,12 @@ func actorChain(claims map[string]any) []string {
 		if !ok || sub == "" {
 			break
 		}
-		chain = append(chain, sub)
+		iss, _ := act["iss"].(string)
+		subjects = append(subjects, sub)
+		issuers = append(issuers, iss)
 		cur = act
 	}
-	return slices.Clip(chain)
+	return slices.Clip(subjects), slices.Clip(issuers)
 }
 
 // numericDate converts a JSON NumericDate (seconds since the epoch).

@@ -428,10 +428,9 @@ func (v *Verifier) verify(ctx context.Context, tok string) (Principal, time.Time
 		Tenant:        stringClaim(claims, v.tenantClaim),
 		Issuer:        iss.name,
 		Scopes:        scopesFrom(claims, v.scopesClaim),
-		Actor:         actorChain(claims),
 		ExpiresAt:     exp,
-		Claims:        map[string]any(claims),
 	}
+	p.Actor, p.ActorIssuers = actorChain(claims)
 	return p, exp.Add(v.skew), nil
 }
 

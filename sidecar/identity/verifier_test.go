@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/base64"
+	"encoding/json"
 	"encoding/pem"
 	"strings"
 	"testing"
@@ -165,7 +166,6 @@ func TestVerifyToken(t *testing.T) {
 			require.Equal(t, "acme", p.Tenant)
 			require.Equal(t, testIssuer, p.Issuer)
 			require.Equal(t, []string{"invoices.read", "recon.run"}, p.Scopes)
-			require.NotNil(t, p.Claims)
 		})
 	}
 }
@@ -184,12 +184,13 @@ func TestVerifyClaimsMapping(t *testing.T) {
 	now := clock.Now()
 
 	tests := []struct {
-		name       string
-		auth       func(*config.Auth)
-		claims     map[string]any
-		wantScopes []string
-		wantTenant string
-		wantActor  []string
+		name         string
+		auth         func(*config.Auth)
+		claims       map[string]any
+		wantScopes   []string
+		wantTenant   string
+		wantActor    []string
+		wantActorIss []string
 	}{
 		{name: "scope string", claims: map[string]any{"scope": "b a  b"}, wantScopes: []string{"a", "b"}, wantTenant: "acme"},
 		{name: "scope array", claims: map[string]any{"scope": []string{"b", "a", "a"}}, wantScopes: []string{"a", "b"}, wantTenant: "acme"},
@@ -200,8 +201,8 @@ func TestVerifyClaimsMapping(t *testing.T) {
 		{name: "custom claims", auth: func(a *config.Auth) { a.ScopesClaim, a.TenantClaim = "perms", "org" },
 			claims: map[string]any{"perms": "p q", "org": "globex"}, wantScopes: []string{"p", "q"}, wantTenant: "globex"},
 		{name: "tenant not a string", claims: map[string]any{"tenant": 7, "scope": "a"}, wantScopes: []string{"a"}},
-		{name: "actor chain", claims: map[string]any{"scope": "a", "act": map[string]any{"sub": "agent-b", "act": map[string]any{"sub": "agent-a"}}},
-			wantScopes: []string{"a"}, wantTenant: "acme", wantActor: []string{"agent-b", "agent-a"}},
+		{name: "actor chain", claims: map[string]any{"scope": "a", "act": map[string]any{"sub": "agent-b", "iss": "https://b", "act": map[string]any{"sub": "agent-a"}}},
+			wantScopes: []string{"a"}, wantTenant: "acme", wantActor: []string{"agent-b", "agent-a"}, wantActorIss: []string{"https://b", ""}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,10 +224,16 @@ func TestVerifyClaimsMapping(t *testing.T) {
 			require.Equal(t, tt.wantScopes, p.Scopes)
 			require.Equal(t, tt.wantTenant, p.Tenant)
 			require.Equal(t, tt.wantActor, p.Actor)
+			require.Equal(t, tt.wantActorIss, p.ActorIssuers)
 			require.Equal(t, time.Unix(now.Add(10*time.Minute).Unix(), 0), p.ExpiresAt)
 
-			// The unsigned path yields the same principal.
-			q := PrincipalFromClaims(auth, p.Claims)
+			// The unsigned path yields the same principal from the same
+			// claims, as they arrive (JSON-decoded).
+			raw, err := json.Marshal(c)
+			require.NoError(t, err)
+			var decoded map[string]any
+			require.NoError(t, json.Unmarshal(raw, &decoded))
+			q := PrincipalFromClaims(auth, decoded)
 			require.Equal(t, p, q)
 		})
 	}
@@ -238,7 +245,7 @@ func TestPrincipalFromClaims(t *testing.T) {
 		claims map[string]any
 		want   Principal
 	}{
-		{name: "empty", claims: map[string]any{}, want: Principal{Authenticated: true, Claims: map[string]any{}}},
+		{name: "empty", claims: map[string]any{}, want: Principal{Authenticated: true}},
 		{name: "full", claims: map[string]any{"sub": "bob", "iss": "i", "tenant": "t", "scope": "s2 s1", "exp": float64(1_800_000_000)},
 			want: Principal{Authenticated: true, Subject: "bob", Issuer: "i", Tenant: "t", Scopes: []string{"s1", "s2"}, ExpiresAt: time.Unix(1_800_000_000, 0)}},
 		{name: "garbage types", claims: map[string]any{"sub": 1, "tenant": []any{"x"}, "scope": map[string]any{}, "exp": "soon", "act": "agent"},
@@ -246,11 +253,12 @@ func TestPrincipalFromClaims(t *testing.T) {
 		{name: "act without sub stops the chain", claims: map[string]any{"act": map[string]any{"act": map[string]any{"sub": "x"}}},
 			want: Principal{Authenticated: true}},
 		{name: "huge exp ignored", claims: map[string]any{"exp": 1e300}, want: Principal{Authenticated: true}},
+		{name: "act issuers kept per level", claims: map[string]any{"act": map[string]any{"sub": "b", "iss": "https://b", "act": map[string]any{"sub": "a", "iss": 7}}},
+			want: Principal{Authenticated: true, Actor: []string{"b", "a"}, ActorIssuers: []string{"https://b", ""}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := PrincipalFromClaims(config.Auth{}, tt.claims)
-			tt.want.Claims = tt.claims
 			require.Equal(t, tt.want, got)
 		})
 	}
