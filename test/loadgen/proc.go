@@ -162,12 +162,21 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
 }
 
-// memStatus returns VmRSS and VmHWM (peak RSS) in bytes.
-func memStatus(pid int) (rss, hwm int64, err error) {
+// mem is a process's resident memory from /proc/<pid>/status, in bytes.
+type mem struct {
+	RSS  int64 // VmRSS: Anon + File (+ shared memory)
+	HWM  int64 // VmHWM: peak RSS
+	Anon int64 // RssAnon: heap, stacks, runtime data
+	File int64 // RssFile: pages of the executable (and other files) mapped in
+}
+
+// memStatus reads the process's resident memory.
+func memStatus(pid int) (mem, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return mem{}, err
 	}
+	var m mem
 	for _, line := range strings.Split(string(b), "\n") {
 		k, v, ok := strings.Cut(line, ":")
 		if !ok {
@@ -180,10 +189,14 @@ func memStatus(pid int) (rss, hwm int64, err error) {
 		n, _ := strconv.ParseInt(f[0], 10, 64)
 		switch k {
 		case "VmRSS":
-			rss = n << 10
+			m.RSS = n << 10
 		case "VmHWM":
-			hwm = n << 10
+			m.HWM = n << 10
+		case "RssAnon":
+			m.Anon = n << 10
+		case "RssFile":
+			m.File = n << 10
 		}
 	}
-	return rss, hwm, nil
+	return m, nil
 }

@@ -89,11 +89,11 @@ func rss(ctx context.Context, o options) error {
 	}
 	defer c.stop()
 	pid := c.cmd.Process.Pid
-	loaded, _, err := memStatus(pid)
+	loaded, err := memStatus(pid)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  capgate ready in %v, VmRSS %s\n", time.Since(start).Round(time.Millisecond), mib(loaded))
+	fmt.Printf("  capgate ready in %v, VmRSS %s\n", time.Since(start).Round(time.Millisecond), mib(loaded.RSS))
 
 	// Mint every token first, so that the send rate is the server's.
 	start = time.Now()
@@ -161,17 +161,17 @@ func rss(ctx context.Context, o options) error {
 	if n := e.n.Load(); n > 0 {
 		return fmt.Errorf("%d of %d checks failed, first: %v", n, len(tokens), e.first)
 	}
-	cur, hwm, err := memStatus(pid)
+	cur, err := memStatus(pid)
 	if err != nil {
 		return err
 	}
 	fmt.Printf("  %d checks in %v (%.0f/s, each a new token: signature verified, not cached)\n\n",
 		len(tokens), elapsed.Round(time.Millisecond), float64(len(tokens))/elapsed.Seconds())
-	fmt.Println("| capgate ext_authz process | VmRSS | target |")
-	fmt.Println("|---|---:|---|")
-	fmt.Printf("| after loading %d capabilities | %s | |\n", o.capabilities, mib(loaded))
-	fmt.Printf("| after %d distinct tokens | **%s** | ≤ %s: %s |\n", len(tokens), mib(cur), mib(targetRSS), verdict(cur <= targetRSS))
-	fmt.Printf("| peak (VmHWM) | %s | ≤ %s: %s |\n", mib(hwm), mib(targetRSS), verdict(hwm <= targetRSS))
+	fmt.Println("| capgate ext_authz process | VmRSS | anonymous | file-backed | target |")
+	fmt.Println("|---|---:|---:|---:|---|")
+	fmt.Printf("| after loading %d capabilities | %s | %s | %s | |\n", o.capabilities, mib(loaded.RSS), mib(loaded.Anon), mib(loaded.File))
+	fmt.Printf("| after %d distinct tokens | **%s** | %s | %s | ≤ %s: %s |\n", len(tokens), mib(cur.RSS), mib(cur.Anon), mib(cur.File), mib(targetRSS), verdict(cur.RSS <= targetRSS))
+	fmt.Printf("| peak (VmHWM) | %s | | | ≤ %s: %s |\n", mib(cur.HWM), mib(targetRSS), verdict(cur.HWM <= targetRSS))
 	return nil
 }
 
