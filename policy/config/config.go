@@ -6,6 +6,8 @@ package config
 import (
 	"io/fs"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Defaults.
@@ -27,6 +29,9 @@ const (
 	DefaultStreamIdleTimeout = 5 * time.Minute
 	DefaultExchangeTimeout   = 5 * time.Second
 	DefaultModelTimeout      = 2 * time.Second
+	// MinMemoryLimit is the smallest limits.memory accepted: below it the
+	// runtime would collect without pause.
+	MinMemoryLimit ByteSize = 16 << 20
 )
 
 // Config is a validated deployment configuration.
@@ -179,7 +184,19 @@ type Limits struct {
 	// StreamIdleTimeout bounds the silence between two events of a
 	// streamed handler answer (default 5m).
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// Memory is the Go runtime's soft memory limit (debug.SetMemoryLimit):
+	// the heap is collected harder as it nears the limit. 0 (the default)
+	// leaves the runtime's own setting (the GOMEMLIMIT environment
+	// variable, or none). See docs/operations.md for sizing.
+	Memory ByteSize `yaml:"memory"`
 }
+
+// ByteSize is a number of bytes; in YAML an integer or a string with a
+// unit ("64MiB", "48 MB").
+type ByteSize int64
+
+// String formats the size with binary units, e.g. "64 MiB".
+func (b ByteSize) String() string { return humanize.IBytes(uint64(max(b, 0))) }
 
 // Cards holds card serving settings.
 type Cards struct {

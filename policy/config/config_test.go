@@ -102,6 +102,22 @@ manifests: [capabilities]
 	require.Equal(t, 2*time.Minute, c.Auth.ClockSkew)
 }
 
+func TestLoadFSMemoryLimit(t *testing.T) {
+	for in, want := range map[string]config.ByteSize{
+		"":                              0, // unset: the runtime's setting
+		"limits: {memory: 48MiB}\n":     48 << 20,
+		"limits: {memory: \"64 MB\"}\n": 64_000_000,
+		"limits: {memory: 1GiB}\n":      1 << 30,
+		"limits: {memory: 33554432}\n":  32 << 20,
+		"limits: {memory: 0}\n":         0,
+	} {
+		c, err := config.LoadFS(fsWith(base+in), "capgate.yaml")
+		require.NoError(t, err, in)
+		require.Equal(t, want, c.Limits.Memory, in)
+	}
+	require.Equal(t, "48 MiB", config.ByteSize(48<<20).String())
+}
+
 func TestLoadFSInvalid(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -134,6 +150,14 @@ func TestLoadFSInvalid(t *testing.T) {
 			"capgate.yaml:21: router.model.model: required"},
 		{"body limit too small", "store: memory\n", "store: memory\nlimits: {max_body_bytes: 10}\n",
 			"capgate.yaml:23: limits.max_body_bytes: 10 is outside [1024, 67108864]"},
+		{"memory limit too small", "store: memory\n", "store: memory\nlimits: {memory: 1MiB}\n",
+			"capgate.yaml:23: limits.memory: 1.0 MiB is below the minimum 16 MiB (0 leaves the runtime's setting)"},
+		{"memory limit not a size", "store: memory\n", "store: memory\nlimits: {memory: lots}\n",
+			`capgate.yaml:23: limits.memory: "lots": want a size such as "64MiB" or a number of bytes`},
+		{"memory limit a list", "store: memory\n", "store: memory\nlimits: {memory: [1]}\n",
+			`capgate.yaml:23: limits.memory: want a size such as "64MiB" or a number of bytes, got a list`},
+		{"memory limit negative", "store: memory\n", "store: memory\nlimits: {memory: -5}\n",
+			"capgate.yaml:23: limits.memory: -5 is negative (0 leaves the runtime's setting)"},
 		{"agent name missing", "  name: Finance Agent\n", "",
 			"capgate.yaml:1: agent.name: required"},
 		{"agent description missing", "  description: Invoices and purchase orders.\n", "",

@@ -7,13 +7,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"gopkg.in/yaml.v3"
 
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/diag/yamlnode"
 )
 
-var durationType = reflect.TypeFor[time.Duration]()
+var (
+	durationType = reflect.TypeFor[time.Duration]()
+	byteSizeType = reflect.TypeFor[ByteSize]()
+)
 
 // decoder fills a Config from a YAML node tree, checking every key and
 // type and recording the line of every field it sees.
@@ -27,6 +31,34 @@ type decoder struct {
 func (d *decoder) fail(line int, path, format string, args ...any) {
 	d.bad[path] = true
 	d.probs.Add(d.file, line, path, format, args...)
+}
+
+// byteSize decodes a size: an integer number of bytes, or a string with a
+// unit ("64MiB", "48 MB", "1GiB").
+func (d *decoder) byteSize(n *yaml.Node, v reflect.Value, path string) {
+	const want = `want a size such as "64MiB" or a number of bytes`
+	if n.Kind != yaml.ScalarNode {
+		d.fail(n.Line, path, "%s, got %s", want, yamlnode.KindName(n))
+		return
+	}
+	switch n.ShortTag() {
+	case yamlnode.TagInt:
+		var i int64
+		if n.Decode(&i) != nil {
+			d.fail(n.Line, path, "%q: %s", n.Value, want)
+			return
+		}
+		v.SetInt(i)
+	case "!!str":
+		b, err := humanize.ParseBytes(n.Value)
+		if err != nil || b > math.MaxInt64 {
+			d.fail(n.Line, path, "%q: %s", n.Value, want)
+			return
+		}
+		v.SetInt(int64(b))
+	default:
+		d.fail(n.Line, path, "%s, got %s", want, yamlnode.KindName(n))
+	}
 }
 
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
@@ -45,6 +77,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			return
 		}
 		v.SetInt(int64(dur))
+		return
+	}
+	if v.Type() == byteSizeType {
+		d.byteSize(n, v, path)
 		return
 	}
 	switch v.Kind() {

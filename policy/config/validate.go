@@ -346,4 +346,9 @@ func (v *validator) limits() {
 	if l.StreamIdleTimeout < 0 {
 		v.add("limits.stream_idle_timeout", "%s is negative", l.StreamIdleTimeout)
 	}
+	if l.Memory < 0 {
+		v.add("limits.memory", "%d is negative (0 leaves the runtime's setting)", int64(l.Memory))
+	} else if l.Memory != 0 && l.Memory < MinMemoryLimit {
+		v.add("limits.memory", "%s is below the minimum %s (0 leaves the runtime's setting)", l.Memory, MinMemoryLimit)
+	}
 }

@@ -71,6 +71,7 @@ func restartOnly(started, next *config.Config) []string {
 		{"identity", started.Identity, next.Identity},
 		{"limits.max_body_bytes", started.Limits.MaxBodyBytes, next.Limits.MaxBodyBytes},
 		{"limits.max_depth", started.Limits.MaxDepth, next.Limits.MaxDepth},
+		{"limits.memory", started.Limits.Memory, next.Limits.Memory},
 	} {
 		if !reflect.DeepEqual(f.was, f.now) {
 			out = append(out, f.name)

@@ -106,6 +106,8 @@ func Run(ctx context.Context, opts Options) error {
 		log.Warn("configuration warning", zap.String("warning", w))
 	}
 
+	ApplyMemoryLimit(cfg)
+	logMemoryLimit(cfg, log)
 	m := metrics.New()
 	rev, err := revision.Build(ctx, opts.Deployment, revisionOptions(opts, log))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/capgate/capgate/policy/compile"
+	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/reload"
@@ -75,6 +76,13 @@ func runServe(ctx context.Context, env Env, args []string) error {
 		}
 	case *cfgPath != "":
 		src = reload.NewFiles(*cfgPath)
+	}
+	if *cfgPath != "" {
+		// Before loading, so the limit bounds the peak of loading a large
+		// registry; a broken config is reported by the load below.
+		if cfg, err := config.Load(*cfgPath); err == nil {
+			server.ApplyMemoryLimit(cfg)
+		}
 	}
 	var d *deployment.Deployment
 	if src == nil {
