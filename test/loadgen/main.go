@@ -33,6 +33,7 @@ func main() {
 	flag.IntVar(&o.classes, "classes", 50, "rss: entitlement classes (tenant × scope) the callers fall into, at most 50")
 	flag.BoolVar(&o.noPin, "no-pin", false, "do not pin processes to CPUs")
 	flag.StringVar(&o.cpuProfile, "server-cpuprofile", "", "write the capgate child's CPU profile to this file prefix (<prefix>.<pid>.pprof)")
+	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
 	flag.StringVar(&o.memProfile, "server-memprofile", "", "write the capgate child's live heap on exit to this file prefix (<prefix>.<pid>.pprof)")
 	flag.Parse()
 
@@ -59,6 +60,7 @@ type options struct {
 	classes                int
 	noPin                  bool
 	cpuProfile, memProfile string
+	memory                 string
 }
 
 func run(ctx context.Context, o options) error {

@@ -62,6 +62,10 @@ type child struct {
 	extauthz string // gRPC address
 	admin    string // capgate's admin listener ("" for noop)
 	exited   chan struct{}
+	// signal stops the child (capgate serve); nil: close its stdin (a
+	// child role of this binary).
+	signal   os.Signal
+	memLimit string // the memory limit capgate logged, if any
 }
 
 // startChild runs this binary as role, pinned to the server CPU with
@@ -130,9 +134,14 @@ func startChild(ctx context.Context, o options, role, config string) (*child, er
 	}
 }
 
-// stop closes the child's stdin (it shuts down) and waits, killing it after 10 s.
+// stop asks the child to shut down (its signal, or closing its stdin) and
+// waits, killing it after 10 s.
 func (c *child) stop() {
-	_ = c.stdin.Close()
+	if c.signal != nil {
+		_ = c.cmd.Process.Signal(c.signal)
+	} else {
+		_ = c.stdin.Close()
+	}
 	select {
 	case <-c.exited:
 	case <-time.After(10 * time.Second):

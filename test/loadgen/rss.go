@@ -41,6 +41,9 @@ listen: {a2a: 127.0.0.1:0, extauthz: 127.0.0.1:0, admin: 127.0.0.1:0}
 store: memory
 `
 
+// rssLimits is appended to rssConfig when -memory is set.
+const rssLimits = "limits: {memory: %q}\n"
+
 // rss loads a synthetic registry into a capgate child, sends one allowed
 // check per distinct token, and reads the child's resident memory.
 func rss(ctx context.Context, o options) error {
@@ -61,7 +64,11 @@ func rss(ctx context.Context, o options) error {
 	if err := os.MkdirAll(filepath.Join(dir, "capabilities"), 0o755); err != nil {
 		return err
 	}
-	files := map[string][]byte{"jwks.json": jwks, "capgate.yaml": []byte(rssConfig)}
+	cfg := rssConfig
+	if o.memory != "" {
+		cfg += fmt.Sprintf(rssLimits, o.memory)
+	}
+	files := map[string][]byte{"jwks.json": jwks, "capgate.yaml": []byte(cfg)}
 	manifestBytes := 0
 	for _, c := range compiletest.Synthetic(o.capabilities).All() {
 		if c.RequiresScopes == nil {
@@ -82,10 +89,26 @@ func rss(ctx context.Context, o options) error {
 
 	fmt.Printf("memory: %d synthetic capabilities (%d KiB of manifests), %d distinct ES256 tokens in %d entitlement classes\n",
 		o.capabilities, manifestBytes>>10, o.distinct, o.classes)
-	start := time.Now()
-	c, err := startChild(ctx, o, "capgate", filepath.Join(dir, "capgate.yaml"))
-	if err != nil {
-		return err
+	var c *child
+	if o.memProfile != "" {
+		// A heap profile needs the server in this binary (-role capgate).
+		fmt.Println("  server: this binary's in-process capgate (-server-memprofile); its executable is larger than capgate's")
+		start := time.Now()
+		if c, err = startChild(ctx, o, "capgate", filepath.Join(dir, "capgate.yaml")); err != nil {
+			return err
+		}
+		fmt.Printf("  ready in %v\n", time.Since(start).Round(time.Millisecond))
+	} else {
+		bin, err := buildCapgate(ctx, dir)
+		if err != nil {
+			return err
+		}
+		start := time.Now()
+		if c, err = startCapgateBinary(ctx, bin, filepath.Join(dir, "capgate.yaml")); err != nil {
+			return err
+		}
+		fmt.Printf("  server: capgate serve --only extauthz, ready in %v; memory limit: %s\n",
+			time.Since(start).Round(time.Millisecond), or(c.memLimit, "none"))
 	}
 	defer c.stop()
 	pid := c.cmd.Process.Pid
@@ -93,10 +116,10 @@ func rss(ctx context.Context, o options) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("  capgate ready in %v, VmRSS %s\n", time.Since(start).Round(time.Millisecond), mib(loaded.RSS))
+	fmt.Printf("  loaded: VmRSS %s\n", mib(loaded.RSS))
 
 	// Mint every token first, so that the send rate is the server's.
-	start = time.Now()
+	start := time.Now()
 	tokens := make([]string, o.distinct)
 	var wg sync.WaitGroup
 	var mintErr atomic.Pointer[error]
@@ -173,6 +196,13 @@ func rss(ctx context.Context, o options) error {
 	fmt.Printf("| after %d distinct tokens | **%s** | %s | %s | ≤ %s: %s |\n", len(tokens), mib(cur.RSS), mib(cur.Anon), mib(cur.File), mib(targetRSS), verdict(cur.RSS <= targetRSS))
 	fmt.Printf("| peak (VmHWM) | %s | | | ≤ %s: %s |\n", mib(cur.HWM), mib(targetRSS), verdict(cur.HWM <= targetRSS))
 	return nil
+}
+
+func or(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }

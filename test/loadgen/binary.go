@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// buildCapgate builds cmd/capgate into dir: the memory test measures the
+// binary operators run, not this generator with the server linked in.
+func buildCapgate(ctx context.Context, dir string) (string, error) {
+	bin := filepath.Join(dir, "capgate")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/capgate/capgate/cmd/capgate")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build capgate: %w", err)
+	}
+	return bin, nil
+}
+
+// startCapgateBinary runs `capgate serve --config config --only extauthz`
+// pinned to the server CPU with GOMAXPROCS=1, and waits until its log says
+// it is serving; the listener addresses come from its "listening" lines.
+func startCapgateBinary(ctx context.Context, bin, config string) (*child, error) {
+	args := []string{"serve", "--config", config, "--only", "extauthz", "--log-level", "info"}
+	var cmd *exec.Cmd
+	if os.Getenv(envPinned) != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", serverCPU, bin}, args...)...)
+	} else {
+		cmd = exec.Command(bin, args...)
+	}
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &child{name: "capgate", cmd: cmd, exited: make(chan struct{}), signal: syscall.SIGTERM}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			var line struct{ Msg, Server, Addr, Limit, Source string }
+			if json.Unmarshal(sc.Bytes(), &line) != nil {
+				continue
+			}
+			switch {
+			case line.Msg == "listening" && line.Server == "extauthz":
+				c.extauthz = line.Addr
+			case line.Msg == "listening" && line.Server == "admin":
+				c.admin = line.Addr
+			case line.Msg == "memory limit":
+				c.memLimit = line.Limit + " (" + line.Source + ")"
+			case line.Msg == "capgate serving":
+				close(ready)
+			}
+		}
+	}()
+	go func() { _ = cmd.Wait(); close(c.exited) }()
+	select {
+	case <-ready:
+		if c.extauthz == "" {
+			c.stop()
+			return nil, fmt.Errorf("capgate serving without an extauthz listener in its log")
+		}
+		return c, nil
+	case <-c.exited:
+		return nil, fmt.Errorf("capgate exited before it was ready")
+	case <-time.After(2 * time.Minute):
+		c.stop()
+		return nil, fmt.Errorf("capgate not ready after 2 minutes")
+	case <-ctx.Done():
+		c.stop()
+		return nil, ctx.Err()
+	}
+}
