@@ -90,9 +90,10 @@ type Verifier struct {
 	parser *jwt.Parser
 	algs   []string // union of the issuers' allow-lists (the parser's valid methods)
 
-	cache  *lru.Cache[[sha256.Size]byte, *cacheEntry]
-	hits   atomic.Uint64
-	misses atomic.Uint64
+	cache   *lru.Cache[[sha256.Size]byte, *cacheEntry]
+	classes classTable
+	hits    atomic.Uint64
+	misses  atomic.Uint64
 }
 
 type issuer struct {
@@ -105,11 +106,6 @@ type issuer struct {
 
 	fetchMu   sync.Mutex // serialises fetches; guards lastFetch
 	lastFetch time.Time
-}
-
-type cacheEntry struct {
-	p        Principal
-	deadline time.Time // exp + clock skew: valid while now is before it
 }
 
 // NewVerifier builds a verifier for auth. readFile loads jwks_file paths (as
@@ -313,7 +309,7 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	if e, ok := v.cache.Get(key); ok {
 		v.hits.Add(1)
 		if v.now().Before(e.deadline) {
-			return e.p, nil
+			return e.principal(), nil
 		}
 		v.cache.Remove(key)
 		return Principal{}, newError(ErrExpired, "token expired", nil)
@@ -332,7 +328,7 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 		}
 		return Principal{}, err
 	}
-	v.cache.Add(key, &cacheEntry{p: p, deadline: deadline})
+	v.cache.Add(key, v.classes.entry(p, deadline))
 	return p, nil
 }
 
