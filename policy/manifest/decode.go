@@ -26,11 +26,13 @@ var (
 	visibility  = []Visibility{VisibilityPublic, VisibilityExtended, VisibilityInternal}
 )
 
-// parsed is one decoded manifest with the lines registry checks need.
+// parsed is one decoded manifest with the lines registry checks need
+// (0 when the field is absent).
 type parsed struct {
 	cap    Capability
-	prefix string         // field prefix, "[3]." inside a JSON array
-	lines  map[string]int // field -> line of its value
+	prefix string // field prefix, "[3]." inside a JSON array
+	// Lines of the values of id, replaced_by and handler.
+	idLine, replacedByLine, handlerLine int
 }
 
 // decoder turns one manifest node into a Capability, recording every
@@ -39,16 +41,18 @@ type decoder struct {
 	file   string
 	prefix string
 	probs  *diag.Set
-	lines  map[string]int
+	lines  map[string]int // field -> line of its value
+	s      *session
 }
 
 func (d *decoder) add(line int, field, format string, args ...any) {
 	d.probs.Add(d.file, line, d.prefix+field, format, args...)
 }
 
-func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set) parsed {
-	d := &decoder{file: file, prefix: prefix, probs: probs, lines: map[string]int{}}
-	p := parsed{prefix: prefix, lines: d.lines}
+func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *session) parsed {
+	clear(s.lines)
+	d := &decoder{file: file, prefix: prefix, probs: probs, lines: s.lines, s: s}
+	p := parsed{prefix: prefix}
 	p.cap.Source = Source{File: file, Line: n.Line}
 	n = yamlnode.Resolve(n)
 	if n.Kind != yaml.MappingNode {
@@ -62,20 +66,20 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set) parsed
 		if !idRE.MatchString(v) {
 			d.add(d.lines["id"], "id", "%q does not match %s", v, IDPattern)
 		} else {
-			c.ID = v
+			c.ID = within(file, v)
 		}
 	}
 	if v, ok := d.requiredString(fields, n.Line, "state", "required: one of "+join(states)); ok {
 		if !slices.Contains(states, State(v)) {
 			d.add(d.lines["state"], "state", "%q is not one of %s", v, join(states))
 		}
-		c.State = State(v)
+		c.State = State(d.s.str(v))
 	}
 	if v, ok := d.requiredString(fields, n.Line, "visibility", "required: one of "+join(visibility)); ok {
 		if !slices.Contains(visibility, Visibility(v)) {
 			d.add(d.lines["visibility"], "visibility", "%q is not one of %s", v, join(visibility))
 		}
-		c.Visibility = Visibility(v)
+		c.Visibility = Visibility(d.s.str(v))
 	}
 	rbLine, rbOK := n.Line, true
 	if f, ok := fields["replaced_by"]; ok {
@@ -116,7 +120,8 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set) parsed
 	}
 
 	if f, ok := fields["handler"]; ok {
-		c.Handler, _ = d.str(f, "handler")
+		h, _ := d.str(f, "handler")
+		c.Handler = d.s.str(h)
 	}
 	if _, given := fields["handler"]; !given && c.State != StateRemoved {
 		d.add(n.Line, "handler", "required")
@@ -130,8 +135,10 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set) parsed
 		}
 	}
 	if f, ok := fields["owner"]; ok {
-		c.Owner, _ = d.str(f, "owner")
+		o, _ := d.str(f, "owner")
+		c.Owner = d.s.str(o)
 	}
+	p.idLine, p.replacedByLine, p.handlerLine = d.lines["id"], d.lines["replaced_by"], d.lines["handler"]
 	return p
 }
 
@@ -306,13 +313,16 @@ func (d *decoder) str(f yamlnode.Pair, field string) (string, bool) {
 	return yamlnode.Resolve(f.Value).Value, true
 }
 
+// strList reads a list of strings. The list (and its strings) is interned:
+// it may be shared with other manifests of the session and must not be
+// modified.
 func (d *decoder) strList(f yamlnode.Pair, field string) ([]string, bool) {
 	n := yamlnode.Resolve(f.Value)
 	if n.Kind != yaml.SequenceNode {
 		d.add(f.Value.Line, field, "want a list of strings, got %s", yamlnode.KindName(n))
 		return nil, false
 	}
-	out := make([]string, 0, len(n.Content))
+	out := d.s.buf[:0]
 	ok := true
 	for i, c := range n.Content {
 		if !yamlnode.IsString(c) {
@@ -322,7 +332,8 @@ func (d *decoder) strList(f yamlnode.Pair, field string) ([]string, bool) {
 		}
 		out = append(out, yamlnode.Resolve(c).Value)
 	}
-	return out, ok
+	d.s.buf = out
+	return d.s.list(out), ok
 }
 
 func join[T ~string](vs []T) string {

@@ -36,17 +36,18 @@ var manifestExts = []string{".yaml", ".yml", ".json"}
 func Load(dirs []Dir, opts Options) (*Registry, error) {
 	var probs diag.Set
 	var all []parsed
+	s := newSession()
 	for _, dir := range dirs {
-		all = append(all, loadDir(dir, &probs)...)
+		all = loadDir(all, dir, &probs, s)
 	}
 	return finish(all, opts, &probs)
 }
 
-func loadDir(dir Dir, probs *diag.Set) []parsed {
-	var out []parsed
+// loadDir appends the manifests of dir to out.
+func loadDir(out []parsed, dir Dir, probs *diag.Set, s *session) []parsed {
 	if dir.FS == nil {
 		probs.Add(dir.Name, 0, "", "no filesystem to read")
-		return nil
+		return out
 	}
 	err := fs.WalkDir(dir.FS, ".", func(p string, e fs.DirEntry, err error) error {
 		file := path.Join(dir.Name, p)
@@ -72,7 +73,7 @@ func loadDir(dir Dir, probs *diag.Set) []parsed {
 			return nil
 		}
 		if n := yamlnode.Parse(file, data, probs); n != nil {
-			out = append(out, decodeCapability(file, "", n, probs))
+			out = append(out, decodeCapability(file, "", n, probs, s))
 		}
 		return nil
 	})
@@ -110,7 +111,7 @@ func Parse(file string, data []byte) (*Capability, error) {
 	if n == nil {
 		return nil, probs.ErrOrNil()
 	}
-	p := decodeCapability(file, "", n, &probs)
+	p := decodeCapability(file, "", n, &probs, newSession())
 	if err := probs.ErrOrNil(); err != nil {
 		return nil, err
 	}
@@ -132,8 +133,9 @@ func LoadJSONArray(name string, data []byte, opts Options) (*Registry, error) {
 		return nil, probs.ErrOrNil()
 	}
 	all := make([]parsed, 0, len(root.Content))
+	s := newSession()
 	for i, n := range root.Content {
-		all = append(all, decodeCapability(name, fmt.Sprintf("[%d].", i), n, &probs))
+		all = append(all, decodeCapability(name, fmt.Sprintf("[%d].", i), n, &probs, s))
 	}
 	return finish(all, opts, &probs)
 }
@@ -148,11 +150,12 @@ func finish(all []parsed, opts Options, probs *diag.Set) (*Registry, error) {
 	for i := range all {
 		caps[i] = all[i].cap
 	}
-	return NewRegistry(caps), nil
+	return newRegistry(caps), nil
 }
 
 // checkRegistry checks what needs every manifest: unique ids, replaced_by
-// targets and handlers.
+// targets and handlers. A valid replaced_by is set to its target's id (the
+// same string), so that the registry keeps one copy of it.
 func checkRegistry(all []parsed, opts Options, probs *diag.Set) {
 	byID := make(map[string]*parsed, len(all))
 	for i := range all {
@@ -161,7 +164,7 @@ func checkRegistry(all []parsed, opts Options, probs *diag.Set) {
 			continue
 		}
 		if first, dup := byID[p.cap.ID]; dup {
-			probs.Add(p.cap.Source.File, p.lines["id"], p.prefix+"id", "%q is already defined in %s", p.cap.ID, where(first))
+			probs.Add(p.cap.Source.File, p.idLine, p.prefix+"id", "%q is already defined in %s", p.cap.ID, where(first))
 			continue
 		}
 		byID[p.cap.ID] = p
@@ -173,15 +176,17 @@ func checkRegistry(all []parsed, opts Options, probs *diag.Set) {
 			target, ok := byID[rb]
 			switch {
 			case rb == c.ID:
-				probs.Add(c.Source.File, p.lines["replaced_by"], p.prefix+"replaced_by", "a capability cannot replace itself")
+				probs.Add(c.Source.File, p.replacedByLine, p.prefix+"replaced_by", "a capability cannot replace itself")
 			case !ok:
-				probs.Add(c.Source.File, p.lines["replaced_by"], p.prefix+"replaced_by", "%q is not a capability id in this registry", rb)
+				probs.Add(c.Source.File, p.replacedByLine, p.prefix+"replaced_by", "%q is not a capability id in this registry", rb)
 			case target.cap.State == StateRemoved:
-				probs.Add(c.Source.File, p.lines["replaced_by"], p.prefix+"replaced_by", "%q is itself removed: name a capability callers can use", rb)
+				probs.Add(c.Source.File, p.replacedByLine, p.prefix+"replaced_by", "%q is itself removed: name a capability callers can use", rb)
+			default:
+				c.ReplacedBy = target.cap.ID // the same string: share it rather than keep a copy
 			}
 		}
 		if opts.Handlers != nil && c.State != StateRemoved && c.Handler != "" && !opts.Handlers(c.Handler) {
-			probs.Add(c.Source.File, p.lines["handler"], p.prefix+"handler", "%q is not defined in the deployment config (handlers)", c.Handler)
+			probs.Add(c.Source.File, p.handlerLine, p.prefix+"handler", "%q is not defined in the deployment config (handlers)", c.Handler)
 		}
 	}
 }
@@ -189,7 +194,7 @@ func checkRegistry(all []parsed, opts Options, probs *diag.Set) {
 // where names a manifest's position for messages about two manifests.
 func where(p *parsed) string {
 	s := p.cap.Source.File
-	if line := p.lines["id"]; line > 0 {
+	if line := p.idLine; line > 0 {
 		s = fmt.Sprintf("%s:%d", s, line)
 	}
 	if p.prefix != "" {

@@ -84,7 +84,10 @@ func (c *Capability) Routable() bool {
 	return c.State == StatePreview || c.State == StateGA || c.State == StateDeprecated
 }
 
-// Registry is a validated set of capabilities, sorted by id.
+// Registry is a validated set of capabilities, sorted by id. Its
+// capabilities are read-only: a loaded registry's capabilities share equal
+// strings and string lists (tags, media types, scopes, tenant lists) with
+// each other.
 type Registry struct {
 	caps []Capability
 	byID map[string]int
@@ -93,7 +96,16 @@ type Registry struct {
 // NewRegistry builds a registry from capabilities that have already been
 // validated. The slice is copied and sorted by id.
 func NewRegistry(caps []Capability) *Registry {
-	r := &Registry{caps: append([]Capability(nil), caps...), byID: make(map[string]int, len(caps))}
+	return newRegistry(append([]Capability(nil), caps...))
+}
+
+// newRegistry is NewRegistry for a slice the registry may keep: the caller
+// hands it over and must not use it afterwards.
+func newRegistry(caps []Capability) *Registry {
+	if len(caps) == 0 {
+		caps = nil // as NewRegistry's copy of an empty slice
+	}
+	r := &Registry{caps: caps, byID: make(map[string]int, len(caps))}
 	sort.Slice(r.caps, func(i, j int) bool { return r.caps[i].ID < r.caps[j].ID })
 	for i := range r.caps {
 		r.byID[r.caps[i].ID] = i
@@ -107,7 +119,7 @@ func (r *Registry) All() []Capability { return r.caps }
 // Len is the number of capabilities.
 func (r *Registry) Len() int { return len(r.caps) }
 
-// Get returns the capability with the given id.
+// Get returns the capability with the given id. Callers must not modify it.
 func (r *Registry) Get(id string) (*Capability, bool) {
 	i, ok := r.byID[id]
 	if !ok {
