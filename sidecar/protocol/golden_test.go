@@ -193,7 +193,7 @@ var goldenBases = []goldenBase{
 	{name: "http-cancel10", v: V1, method: "POST", target: "/tasks/t1:cancel", body: `{"id":"t1","metadata":{}}`},
 }
 
-func goldenCases(t *testing.T) []goldenCase {
+func goldenCases(t testing.TB) []goldenCase {
 	var cases []goldenCase
 	for _, base := range goldenBases {
 		add := func(suffix, body string, lim Limits) {
@@ -329,7 +329,7 @@ func manyMembers(n int) string {
 }
 
 // goldenSeeds are the fuzz seed corpus files, run as their fuzz targets run them.
-func goldenSeeds(t *testing.T) []goldenCase {
+func goldenSeeds(t testing.TB) []goldenCase {
 	var cases []goldenCase
 	for _, target := range []string{"FuzzParseJSONRPC", "FuzzParseHTTP"} {
 		dir := filepath.Join("testdata", "fuzz", target)
@@ -357,7 +357,7 @@ func goldenSeeds(t *testing.T) []goldenCase {
 }
 
 // fuzzArgs reads a "go test fuzz v1" file of string arguments.
-func fuzzArgs(t *testing.T, b []byte) []string {
+func fuzzArgs(t testing.TB, b []byte) []string {
 	var out []string
 	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		if i == 0 {
@@ -381,7 +381,7 @@ type jnode struct {
 	kids  []*jnode // object values or array elements
 }
 
-func parseJNode(t *testing.T, s string) *jnode {
+func parseJNode(t testing.TB, s string) *jnode {
 	dec := jsontext.NewDecoder(strings.NewReader(s), jsontext.AllowDuplicateNames(true))
 	n, err := readJNode(dec)
 	require.NoError(t, err)

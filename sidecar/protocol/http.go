@@ -63,6 +63,8 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 		TaskID:    rt.taskID,
 		ConfigID:  rt.configID,
 	}
+	p := newParser()
+	defer p.release()
 	// A body of JSON null is no body: a2a-go sends one with every GET and DELETE.
 	if b := trimSpace(body); len(b) > 0 && string(b) != "null" {
 		if method != http.MethodPost {
@@ -71,7 +73,7 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 		if err := checkContentType(contentType); err != nil {
 			return nil, err
 		}
-		if err := checkJSON(body, lim.MaxDepth); err != nil {
+		if err := p.checkJSON(body, lim.MaxDepth); err != nil {
 			return nil, err
 		}
 		if b[0] != '{' {
@@ -82,7 +84,7 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 	if rt.op == GetAgentCard {
 		return r, nil
 	}
-	if err := readParams(v, rt.op, r.Params, r, true); err != nil {
+	if err := p.readParams(v, rt.op, r.Params, r, true); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -1,10 +1,10 @@
 package protocol
 
 import (
-	"bytes"
 	"mime"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -18,14 +18,14 @@ const (
 // readParams checks raw (the JSON-RPC params or the HTTP+JSON body; nil when absent, already
 // validated by checkJSON) against op and fills r. Values r already holds (from an HTTP+JSON path)
 // must agree with the body. restBody selects the 0.3 HTTP+JSON body shapes.
-func readParams(v Version, op Operation, raw jsontext.Value, r *Request, restBody bool) *Error {
+func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Request, restBody bool) *Error {
 	var p object
 	if raw != nil {
 		if raw.Kind() != '{' {
 			return Errorf(InvalidParams, "params must be an object")
 		}
 		var err *Error
-		if p, err = readObject(raw, "params"); err != nil {
+		if p, err = ps.readObject(raw); err != nil {
 			return err
 		}
 	}
@@ -40,7 +40,7 @@ func readParams(v Version, op Operation, raw jsontext.Value, r *Request, restBod
 	}
 	switch op {
 	case SendMessage, SendStreamingMessage:
-		return readSend(v, p, r)
+		return ps.readSend(v, p, r)
 	case GetTask, CancelTask, SubscribeToTask:
 		return field(p, "id", true, &r.TaskID)
 	case ListTasks, GetExtendedAgentCard, GetAgentCard:
@@ -77,7 +77,7 @@ func readParams(v Version, op Operation, raw jsontext.Value, r *Request, restBod
 		if cfgRaw == nil || cfgRaw.Kind() != '{' {
 			return Errorf(InvalidParams, "pushNotificationConfig must be an object")
 		}
-		cfg, err := readObject(cfgRaw, "pushNotificationConfig")
+		cfg, err := ps.readObject(cfgRaw)
 		if err != nil {
 			return err
 		}
@@ -133,13 +133,27 @@ func checkIdentifier(name, s string) *Error {
 	if len(s) > maxIDBytes {
 		return Errorf(InvalidParams, "%s is longer than %d bytes", name, maxIDBytes)
 	}
-	if strings.IndexFunc(s, isControl) >= 0 {
+	if hasControl(s) {
 		return Errorf(InvalidParams, "%s must not contain control characters", name)
 	}
 	return nil
 }
 
 func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
+
+// hasControl reports whether s has a rune for which isControl holds, decoding runes only past
+// the ASCII prefix.
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= utf8.RuneSelf:
+			return strings.IndexFunc(s[i:], isControl) >= 0
+		case isControl(rune(c)):
+			return true
+		}
+	}
+	return false
+}
 
 // optString reads an optional string field; absent and null are "".
 func optString(p object, name string) (string, *Error) {
@@ -152,6 +166,14 @@ func optString(p object, name string) (string, *Error) {
 		return "", Errorf(InvalidParams, "%s must be a string", name)
 	}
 	return s, nil
+}
+
+// checkOptString checks an optional string field that is not kept, as optString would.
+func checkOptString(p object, name string) *Error {
+	if v := p.get(name); v != nil && v.Kind() != '"' {
+		return Errorf(InvalidParams, "%s must be a string", name)
+	}
+	return nil
 }
 
 func optTenant(p object) (string, *Error) {
@@ -180,17 +202,20 @@ func validTenant(t string) bool {
 }
 
 func requireURL(p object, name string) *Error {
-	s, err := optString(p, name)
-	if err != nil {
+	if err := checkOptString(p, name); err != nil {
 		return err
 	}
-	if s == "" {
+	if isEmptyString(p.get(name)) {
 		return Errorf(InvalidParams, "%s is required", name)
 	}
 	return nil
 }
 
-func readSend(v Version, p object, r *Request) *Error {
+// isEmptyString reports whether v is absent or the empty JSON string (escapes never decode to
+// nothing).
+func isEmptyString(v jsontext.Value) bool { return v == nil || string(v) == `""` }
+
+func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	raw := p.get("message")
 	if raw == nil {
 		return Errorf(InvalidParams, "message is required")
@@ -198,7 +223,7 @@ func readSend(v Version, p object, r *Request) *Error {
 	if raw.Kind() != '{' {
 		return Errorf(InvalidParams, "message must be an object")
 	}
-	msg, err := readObject(raw, "message")
+	msg, err := ps.readObject(raw)
 	if err != nil {
 		return err
 	}
@@ -212,7 +237,7 @@ func readSend(v Version, p object, r *Request) *Error {
 	if err := field(msg, "contextId", false, &info.ContextID); err != nil {
 		return prefix("message.", err)
 	}
-	if _, err := optString(msg, "role"); err != nil {
+	if err := checkOptString(msg, "role"); err != nil {
 		return prefix("message.", err)
 	}
 	if v == V03 {
@@ -220,14 +245,14 @@ func readSend(v Version, p object, r *Request) *Error {
 			return Errorf(InvalidParams, `message.kind must be "message"`)
 		}
 	}
-	if info.Parts, err = readParts(v, msg.get("parts")); err != nil {
+	if info.Parts, err = ps.readParts(v, msg.get("parts")); err != nil {
 		return err
 	}
-	if info.SkillHint, err = skillHint(p.get("metadata"), "metadata"); err != nil {
+	if info.SkillHint, err = ps.skillHint(p.get("metadata"), "metadata"); err != nil {
 		return err
 	}
 	if info.SkillHint == "" {
-		if info.SkillHint, err = skillHint(msg.get("metadata"), "message.metadata"); err != nil {
+		if info.SkillHint, err = ps.skillHint(msg.get("metadata"), "message.metadata"); err != nil {
 			return err
 		}
 	}
@@ -235,11 +260,11 @@ func readSend(v Version, p object, r *Request) *Error {
 		if cfg.Kind() != '{' {
 			return Errorf(InvalidParams, "configuration must be an object")
 		}
-		c, err := readObject(cfg, "configuration")
+		c, err := ps.readObject(cfg)
 		if err != nil {
 			return err
 		}
-		if info.AcceptedOutputModes, err = stringArray(c.get("acceptedOutputModes"), "configuration.acceptedOutputModes"); err != nil {
+		if info.AcceptedOutputModes, err = ps.stringArray(c.get("acceptedOutputModes"), "configuration.acceptedOutputModes"); err != nil {
 			return err
 		}
 	}
@@ -254,19 +279,19 @@ func prefix(p string, e *Error) *Error {
 }
 
 // skillHint reads metadata.skillId. Metadata is a map: its keys are matched exactly.
-func skillHint(raw jsontext.Value, where string) (string, *Error) {
+func (ps *parser) skillHint(raw jsontext.Value, where string) (string, *Error) {
 	if raw == nil {
 		return "", nil
 	}
 	if raw.Kind() != '{' {
 		return "", Errorf(InvalidParams, "%s must be an object", where)
 	}
-	md, err := readObject(raw, where)
+	md, err := ps.readObject(raw)
 	if err != nil {
 		return "", err
 	}
 	for _, m := range md {
-		if m.name != "skillId" || m.value.Kind() == 'n' {
+		if string(m.name) != "skillId" || m.value.Kind() == 'n' {
 			continue
 		}
 		s, ok := str(m.value)
@@ -278,11 +303,11 @@ func skillHint(raw jsontext.Value, where string) (string, *Error) {
 	return "", nil
 }
 
-func stringArray(raw jsontext.Value, where string) ([]string, *Error) {
+func (ps *parser) stringArray(raw jsontext.Value, where string) ([]string, *Error) {
 	if raw == nil {
 		return nil, nil
 	}
-	elems, ok := readArray(raw)
+	elems, ok := ps.readArray(raw)
 	if !ok {
 		return nil, Errorf(InvalidParams, "%s must be an array of strings", where)
 	}
@@ -297,50 +322,28 @@ func stringArray(raw jsontext.Value, where string) ([]string, *Error) {
 	return out, nil
 }
 
-// readArray splits a valid JSON array into its elements.
-func readArray(raw jsontext.Value) ([]jsontext.Value, bool) {
-	if raw.Kind() != '[' {
-		return nil, false
-	}
-	dec := jsontext.NewDecoder(bytes.NewBuffer(raw), jsontext.AllowDuplicateNames(true))
-	if _, err := dec.ReadToken(); err != nil {
-		return nil, false
-	}
-	var out []jsontext.Value
-	for dec.PeekKind() != ']' {
-		v, err := dec.ReadValue()
-		if err != nil {
-			return nil, false
-		}
-		end := int(dec.InputOffset())
-		out = append(out, jsontext.Value(raw[end-len(v):end]))
-	}
-	return out, true
-}
-
-func readParts(v Version, raw jsontext.Value) ([]PartInfo, *Error) {
+func (ps *parser) readParts(v Version, raw jsontext.Value) ([]PartInfo, *Error) {
 	elems, ok := []jsontext.Value(nil), false
 	if raw != nil {
-		elems, ok = readArray(raw)
+		elems, ok = ps.readArray(raw)
 	}
 	if !ok || len(elems) == 0 {
 		return nil, Errorf(InvalidParams, "message.parts must be a non-empty array")
 	}
 	parts := make([]PartInfo, 0, len(elems))
 	for i, e := range elems {
-		where := "message.parts[" + strconv.Itoa(i) + "]"
 		if e.Kind() != '{' {
-			return nil, Errorf(InvalidParams, "%s must be an object", where)
+			return nil, Errorf(InvalidParams, "%s must be an object", partWhere(i))
 		}
-		obj, err := readObject(e, where)
+		obj, err := ps.readObject(e)
 		if err != nil {
 			return nil, err
 		}
 		var p PartInfo
 		if v == V1 {
-			p, err = readPart10(obj, where)
+			p, err = readPart10(obj, i)
 		} else {
-			p, err = readPart03(obj, where)
+			p, err = ps.readPart03(obj, i)
 		}
 		if err != nil {
 			return nil, err
@@ -350,8 +353,11 @@ func readParts(v Version, raw jsontext.Value) ([]PartInfo, *Error) {
 	return parts, nil
 }
 
-// readPart10 reads an A2A 1.0 part: exactly one of text, raw, url, data, and an optional mediaType.
-func readPart10(obj object, where string) (PartInfo, *Error) {
+// partWhere names part i in messages; built only for an error.
+func partWhere(i int) string { return "message.parts[" + strconv.Itoa(i) + "]" }
+
+// readPart10 reads A2A 1.0 part i: exactly one of text, raw, url, data, and an optional mediaType.
+func readPart10(obj object, i int) (PartInfo, *Error) {
 	var p PartInfo
 	n := 0
 	for _, k := range [...]string{PartText, PartRaw, PartURL, PartData} {
@@ -361,111 +367,136 @@ func readPart10(obj object, where string) (PartInfo, *Error) {
 		}
 	}
 	if n != 1 {
-		return p, Errorf(InvalidParams, "%s must have exactly one of text, raw, url, data", where)
+		return p, Errorf(InvalidParams, "%s must have exactly one of text, raw, url, data", partWhere(i))
 	}
 	switch p.Kind {
 	case PartText, PartRaw, PartURL:
-		s, ok := str(obj.get(p.Kind))
-		if !ok {
-			return p, Errorf(InvalidParams, "%s.%s must be a string", where, p.Kind)
+		c := obj.get(p.Kind)
+		if c.Kind() != '"' {
+			return p, Errorf(InvalidParams, "%s.%s must be a string", partWhere(i), p.Kind)
 		}
-		if p.Kind == PartURL && s == "" {
-			return p, Errorf(InvalidParams, "%s.url must not be empty", where)
+		if p.Kind == PartURL && isEmptyString(c) {
+			return p, Errorf(InvalidParams, "%s.url must not be empty", partWhere(i))
 		}
 		if p.Kind == PartText {
-			p.Text = s
+			p.Text, _ = str(c)
 		}
 	}
-	if _, err := optString(obj, "filename"); err != nil {
-		return p, prefix(where+".", err)
+	if err := checkOptString(obj, "filename"); err != nil {
+		return p, prefix(partWhere(i)+".", err)
 	}
 	mt, err := optString(obj, "mediaType")
 	if err != nil {
-		return p, prefix(where+".", err)
+		return p, prefix(partWhere(i)+".", err)
 	}
-	p.MediaType, err = mediaType(mt, p.Kind, where+".mediaType")
-	return p, err
+	var ok bool
+	if p.MediaType, ok = mediaType(mt, p.Kind); !ok {
+		return p, invalidMediaType(partWhere(i) + ".mediaType")
+	}
+	return p, nil
 }
 
-// readPart03 reads an A2A 0.3 part, discriminated by kind.
-func readPart03(obj object, where string) (PartInfo, *Error) {
+// readPart03 reads A2A 0.3 part i, discriminated by kind.
+func (ps *parser) readPart03(obj object, i int) (PartInfo, *Error) {
 	var p PartInfo
-	kind, ok := str(obj.get("kind"))
-	if !ok {
-		return p, Errorf(InvalidParams, `%s.kind must be "text", "file" or "data"`, where)
+	kindRaw := obj.get("kind")
+	if kindRaw.Kind() != '"' {
+		return p, Errorf(InvalidParams, `%s.kind must be "text", "file" or "data"`, partWhere(i))
 	}
 	var mt string
-	switch kind {
+	switch string(unquote(kindRaw)) {
 	case "text":
 		s, ok := str(obj.get("text"))
 		if !ok {
-			return p, Errorf(InvalidParams, "%s.text must be a string", where)
+			return p, Errorf(InvalidParams, "%s.text must be a string", partWhere(i))
 		}
 		p.Kind, p.Text = PartText, s
 	case "data":
 		if d := obj.get("data"); d == nil || d.Kind() != '{' {
-			return p, Errorf(InvalidParams, "%s.data must be an object", where)
+			return p, Errorf(InvalidParams, "%s.data must be an object", partWhere(i))
 		}
 		p.Kind = PartData
 	case "file":
 		raw := obj.get("file")
 		if raw == nil || raw.Kind() != '{' {
-			return p, Errorf(InvalidParams, "%s.file must be an object", where)
+			return p, Errorf(InvalidParams, "%s.file must be an object", partWhere(i))
 		}
-		file, err := readObject(raw, where+".file")
+		file, err := ps.readObject(raw)
 		if err != nil {
 			return p, err
 		}
-		hasBytes, hasURI := file.get("bytes") != nil, file.get("uri") != nil
+		bytesRaw, uriRaw := file.get("bytes"), file.get("uri")
 		switch {
-		case hasBytes == hasURI:
-			return p, Errorf(InvalidParams, "%s.file must have exactly one of bytes, uri", where)
-		case hasBytes:
-			if _, ok := str(file.get("bytes")); !ok {
-				return p, Errorf(InvalidParams, "%s.file.bytes must be a string", where)
+		case (bytesRaw != nil) == (uriRaw != nil):
+			return p, Errorf(InvalidParams, "%s.file must have exactly one of bytes, uri", partWhere(i))
+		case bytesRaw != nil:
+			if bytesRaw.Kind() != '"' {
+				return p, Errorf(InvalidParams, "%s.file.bytes must be a string", partWhere(i))
 			}
 			p.Kind = PartRaw
 		default:
-			if s, ok := str(file.get("uri")); !ok || s == "" {
-				return p, Errorf(InvalidParams, "%s.file.uri must be a non-empty string", where)
+			if uriRaw.Kind() != '"' || isEmptyString(uriRaw) {
+				return p, Errorf(InvalidParams, "%s.file.uri must be a non-empty string", partWhere(i))
 			}
 			p.Kind = PartURL
 		}
-		if _, err := optString(file, "name"); err != nil {
-			return p, prefix(where+".file.", err)
+		if err := checkOptString(file, "name"); err != nil {
+			return p, prefix(partWhere(i)+".file.", err)
 		}
 		if mt, err = optString(file, "mimeType"); err != nil {
-			return p, prefix(where+".file.", err)
+			return p, prefix(partWhere(i)+".file.", err)
 		}
 	default:
-		return p, Errorf(InvalidParams, `%s.kind must be "text", "file" or "data"`, where)
+		return p, Errorf(InvalidParams, `%s.kind must be "text", "file" or "data"`, partWhere(i))
 	}
-	var err *Error
-	p.MediaType, err = mediaType(mt, p.Kind, where+".file.mimeType")
-	return p, err
+	var ok bool
+	if p.MediaType, ok = mediaType(mt, p.Kind); !ok {
+		return p, invalidMediaType(partWhere(i) + ".file.mimeType")
+	}
+	return p, nil
 }
 
-// mediaType normalises a declared media type, or supplies the default for the part kind.
-func mediaType(declared, kind, where string) (string, *Error) {
+// mediaType normalises a declared media type, or supplies the default for the part kind. It
+// reports false for a declared type that is not valid.
+func mediaType(declared, kind string) (string, bool) {
 	if declared == "" {
 		switch kind {
 		case PartText:
-			return "text/plain", nil
+			return "text/plain", true
 		case PartData:
-			return "application/json", nil
+			return "application/json", true
 		default:
-			return "application/octet-stream", nil
+			return "application/octet-stream", true
 		}
+	}
+	if isBareMediaType(declared) {
+		return declared, true
 	}
 	mt, _, err := mime.ParseMediaType(declared)
 	if err != nil || !strings.Contains(mt, "/") {
-		return "", Errorf(InvalidParams, "%s is not a valid media type", where)
+		return "", false
 	}
-	return mt, nil
+	return mt, true
 }
 
-// isString reports whether v is the JSON string s.
-func isString(v jsontext.Value, s string) bool {
-	got, ok := str(v)
-	return ok && got == s
+func invalidMediaType(where string) *Error {
+	return Errorf(InvalidParams, "%s is not a valid media type", where)
+}
+
+// isBareMediaType reports whether s is a lower-case type/subtype without parameters, which
+// mime.ParseMediaType returns unchanged: two non-empty tokens of the characters below.
+func isBareMediaType(s string) bool {
+	slash := -1
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case c == '/' && slash < 0:
+			slash = i
+		case strings.IndexByte("!#$%&'*+-.^_`{|}~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return slash > 0 && slash < len(s)-1
 }
