@@ -61,6 +61,7 @@ FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1x
 fuzz-short:
 	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseJSONRPC$$'
 	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseHTTP$$'
+	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzScanner$$'
 	$(FUZZ) ./policy/manifest -fuzz '^FuzzParseManifest$$'
 	$(FUZZ) ./policy/config -fuzz '^FuzzConfig$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'
