@@ -4,10 +4,14 @@
 package config
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
+	"math"
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"gopkg.in/yaml.v3"
 )
 
 // Defaults.
@@ -194,6 +198,44 @@ type Limits struct {
 // ByteSize is a number of bytes; in YAML an integer or a string with a
 // unit ("64MiB", "48 MB").
 type ByteSize int64
+
+// UnmarshalYAML reads an integer number of bytes or a size with a unit,
+// for code that decodes a Config with yaml.v3 directly (Load reports
+// problems with their line instead).
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseByteSize(n)
+	if err != nil {
+		return err
+	}
+	*b = v
+	return nil
+}
+
+// errByteSize is the problem with a value that is not a size.
+var errByteSize = errors.New(`want a size such as "64MiB" or a number of bytes`)
+
+// parseByteSize reads a scalar: an integer (bytes) or a string with a unit.
+func parseByteSize(n *yaml.Node) (ByteSize, error) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, errByteSize
+	}
+	switch n.ShortTag() {
+	case "!!int":
+		var i int64
+		if err := n.Decode(&i); err != nil {
+			return 0, fmt.Errorf("%q: %w", n.Value, errByteSize)
+		}
+		return ByteSize(i), nil
+	case "!!str":
+		b, err := humanize.ParseBytes(n.Value)
+		if err != nil || b > math.MaxInt64 {
+			return 0, fmt.Errorf("%q: %w", n.Value, errByteSize)
+		}
+		return ByteSize(b), nil
+	default:
+		return 0, errByteSize
+	}
+}
 
 // String formats the size with binary units, e.g. "64 MiB".
 func (b ByteSize) String() string { return humanize.IBytes(uint64(max(b, 0))) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/diag"
@@ -356,4 +357,15 @@ func TestEmbeddedPathsStayInside(t *testing.T) {
 func TestLoadMissingFile(t *testing.T) {
 	_, err := config.Load(filepath.Join(t.TempDir(), "nope.yaml"))
 	require.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestByteSizeUnmarshalYAML(t *testing.T) {
+	var v struct {
+		A, B config.ByteSize
+	}
+	require.NoError(t, yaml.Unmarshal([]byte("a: 384MiB\nb: 1024\n"), &v))
+	require.Equal(t, config.ByteSize(384<<20), v.A)
+	require.Equal(t, config.ByteSize(1024), v.B)
+	require.ErrorContains(t, yaml.Unmarshal([]byte("a: lots\n"), &v), `"lots": want a size`)
+	require.ErrorContains(t, yaml.Unmarshal([]byte("a: [1]\n"), &v), "want a size")
 }

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"gopkg.in/yaml.v3"
 
 	"github.com/capgate/capgate/policy/diag"
@@ -34,30 +33,16 @@ func (d *decoder) fail(line int, path, format string, args ...any) {
 }
 
 // byteSize decodes a size: an integer number of bytes, or a string with a
-// unit ("64MiB", "48 MB", "1GiB").
+// unit ("64MiB", "48 MB").
 func (d *decoder) byteSize(n *yaml.Node, v reflect.Value, path string) {
-	const want = `want a size such as "64MiB" or a number of bytes`
-	if n.Kind != yaml.ScalarNode {
-		d.fail(n.Line, path, "%s, got %s", want, yamlnode.KindName(n))
-		return
-	}
-	switch n.ShortTag() {
-	case yamlnode.TagInt:
-		var i int64
-		if n.Decode(&i) != nil {
-			d.fail(n.Line, path, "%q: %s", n.Value, want)
-			return
-		}
-		v.SetInt(i)
-	case "!!str":
-		b, err := humanize.ParseBytes(n.Value)
-		if err != nil || b > math.MaxInt64 {
-			d.fail(n.Line, path, "%q: %s", n.Value, want)
-			return
-		}
+	b, err := parseByteSize(n)
+	switch {
+	case err == nil:
 		v.SetInt(int64(b))
+	case n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!str"):
+		d.fail(n.Line, path, "%v, got %s", err, yamlnode.KindName(n))
 	default:
-		d.fail(n.Line, path, "%s, got %s", want, yamlnode.KindName(n))
+		d.fail(n.Line, path, "%v", err)
 	}
 }
 
