@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
-	"time"
 )
 
 // buildCapgate builds cmd/capgate into dir: the memory test measures the
@@ -29,14 +28,7 @@ func buildCapgate(ctx context.Context, dir string) (string, error) {
 // it is serving; the listener addresses come from its "listening" lines.
 func startCapgateBinary(ctx context.Context, bin, config string) (*child, error) {
 	args := []string{"serve", "--config", config, "--only", "extauthz", "--log-level", "info"}
-	var cmd *exec.Cmd
-	if os.Getenv(envPinned) != "" {
-		cmd = exec.Command("taskset", append([]string{"-c", serverCPU, bin}, args...)...)
-	} else {
-		cmd = exec.Command(bin, args...)
-	}
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	cmd.Stderr = os.Stderr
+	cmd := serverCommand(bin, args)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -66,21 +58,12 @@ func startCapgateBinary(ctx context.Context, bin, config string) (*child, error)
 			}
 		}
 	}()
-	go func() { _ = cmd.Wait(); close(c.exited) }()
-	select {
-	case <-ready:
-		if c.extauthz == "" {
-			c.stop()
-			return nil, fmt.Errorf("capgate serving without an extauthz listener in its log")
-		}
-		return c, nil
-	case <-c.exited:
-		return nil, fmt.Errorf("capgate exited before it was ready")
-	case <-time.After(2 * time.Minute):
-		c.stop()
-		return nil, fmt.Errorf("capgate not ready after 2 minutes")
-	case <-ctx.Done():
-		c.stop()
-		return nil, ctx.Err()
+	if err := c.awaitReady(ctx, ready); err != nil {
+		return nil, err
 	}
+	if c.extauthz == "" {
+		c.stop()
+		return nil, fmt.Errorf("capgate serving without an extauthz listener in its log")
+	}
+	return c, nil
 }

@@ -85,14 +85,7 @@ func startChild(ctx context.Context, o options, role, config string) (*child, er
 	if o.memProfile != "" && role == "capgate" {
 		args = append(args, "-server-memprofile", o.memProfile)
 	}
-	var cmd *exec.Cmd
-	if os.Getenv(envPinned) != "" {
-		cmd = exec.Command("taskset", append([]string{"-c", serverCPU, exe}, args...)...)
-	} else {
-		cmd = exec.Command(exe, args...)
-	}
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	cmd.Stderr = os.Stderr
+	cmd := serverCommand(exe, args)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -105,32 +98,56 @@ func startChild(ctx context.Context, o options, role, config string) (*child, er
 		return nil, err
 	}
 	c := &child{name: role, cmd: cmd, stdin: stdin, exited: make(chan struct{})}
-	lines := make(chan string, 1)
+	ready := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "READY ") {
-				lines <- sc.Text()
+			if f := strings.Fields(sc.Text()); len(f) > 1 && f[0] == "READY" {
+				c.extauthz = f[1]
+				if len(f) > 2 {
+					c.admin = f[2]
+				}
+				close(ready)
+				return
 			}
 		}
 	}()
-	go func() { _ = cmd.Wait(); close(c.exited) }()
+	if err := c.awaitReady(ctx, ready); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// serverCommand runs bin with args as a server child: on the server CPU
+// when this process is pinned, with GOMAXPROCS=1.
+func serverCommand(bin string, args []string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if os.Getenv(envPinned) != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", serverCPU, bin}, args...)...)
+	} else {
+		cmd = exec.Command(bin, args...)
+	}
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// awaitReady reaps the started child in the background and waits until
+// ready is closed, the child exits, two minutes pass or ctx ends; on
+// anything but ready the child is stopped and an error returned.
+func (c *child) awaitReady(ctx context.Context, ready <-chan struct{}) error {
+	go func() { _ = c.cmd.Wait(); close(c.exited) }()
 	select {
-	case line := <-lines:
-		f := strings.Fields(line)
-		c.extauthz = f[1]
-		if len(f) > 2 {
-			c.admin = f[2]
-		}
-		return c, nil
+	case <-ready:
+		return nil
 	case <-c.exited:
-		return nil, fmt.Errorf("%s server exited before it was ready", role)
+		return fmt.Errorf("%s server exited before it was ready", c.name)
 	case <-time.After(2 * time.Minute):
 		c.stop()
-		return nil, fmt.Errorf("%s server not ready after 2 minutes", role)
+		return fmt.Errorf("%s server not ready after 2 minutes", c.name)
 	case <-ctx.Done():
 		c.stop()
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 

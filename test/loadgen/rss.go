@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -108,7 +109,7 @@ func rss(ctx context.Context, o options) error {
 			return err
 		}
 		fmt.Printf("  server: capgate serve --only extauthz, ready in %v; memory limit: %s\n",
-			time.Since(start).Round(time.Millisecond), or(c.memLimit, "none"))
+			time.Since(start).Round(time.Millisecond), cmp.Or(c.memLimit, "none"))
 	}
 	defer c.stop()
 	pid := c.cmd.Process.Pid
@@ -196,13 +197,6 @@ func rss(ctx context.Context, o options) error {
 	fmt.Printf("| after %d distinct tokens | **%s** | %s | %s | ≤ %s: %s |\n", len(tokens), mib(cur.RSS), mib(cur.Anon), mib(cur.File), mib(targetRSS), verdict(cur.RSS <= targetRSS))
 	fmt.Printf("| peak (VmHWM) | %s | | | ≤ %s: %s |\n", mib(cur.HWM), mib(targetRSS), verdict(cur.HWM <= targetRSS))
 	return nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
