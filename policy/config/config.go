@@ -12,6 +12,8 @@ import (
 
 	"github.com/dustin/go-humanize"
 	"gopkg.in/yaml.v3"
+
+	"github.com/capgate/capgate/policy/diag/yamlnode"
 )
 
 // Defaults.
@@ -220,13 +222,13 @@ func parseByteSize(n *yaml.Node) (ByteSize, error) {
 		return 0, errByteSize
 	}
 	switch n.ShortTag() {
-	case "!!int":
+	case yamlnode.TagInt:
 		var i int64
 		if err := n.Decode(&i); err != nil {
 			return 0, fmt.Errorf("%q: %w", n.Value, errByteSize)
 		}
 		return ByteSize(i), nil
-	case "!!str":
+	case yamlnode.TagStr:
 		b, err := humanize.ParseBytes(n.Value)
 		if err != nil || b > math.MaxInt64 {
 			return 0, fmt.Errorf("%q: %w", n.Value, errByteSize)

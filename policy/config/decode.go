@@ -39,7 +39,7 @@ func (d *decoder) byteSize(n *yaml.Node, v reflect.Value, path string) {
 	switch {
 	case err == nil:
 		v.SetInt(int64(b))
-	case n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!int" && n.ShortTag() != "!!str"):
+	case n.Kind != yaml.ScalarNode || (n.ShortTag() != yamlnode.TagInt && n.ShortTag() != yamlnode.TagStr):
 		d.fail(n.Line, path, "%v, got %s", err, yamlnode.KindName(n))
 	default:
 		d.fail(n.Line, path, "%v", err)
