@@ -140,11 +140,16 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 func (s *Snapshot) Data() (map[string]any, error) {
 	caps := make(map[string]any, s.Registry.Len())
 	profiles := map[string]any{}
+	var fs []fact
+	var pr profiler
 	for _, c := range s.Registry.All() {
-		f := facts(&c)
-		key, p := profileOf(&c)
-		f["profile"] = key
+		key, p := pr.of(&c)
 		profiles[key] = p
+		fs = appendFacts(fs[:0], &c, key)
+		f := make(map[string]any, len(fs))
+		for _, x := range fs {
+			f[x.key] = x.val
+		}
 		caps[c.ID] = f
 	}
 	return plainJSON(map[string]any{keyCapabilities: caps, keyProfiles: profiles, keySettings: s.Settings})
@@ -171,6 +176,43 @@ func profileOf(c *manifest.Capability) (string, map[string]any) {
 	return hex.EncodeToString(sum[:8]), p
 }
 
+// profiler is profileOf, remembered for capabilities with the same profile
+// facts in the same order: a registry has a few profiles and thousands of
+// capabilities, and each profileOf call is a JSON encoding and a hash.
+type profiler struct {
+	buf  []byte
+	seen map[string]profile
+}
+
+type profile struct {
+	key   string
+	facts map[string]any
+}
+
+func (pr *profiler) of(c *manifest.Capability) (string, map[string]any) {
+	b := appendStringKey(pr.buf[:0], string(c.State))
+	b = appendStringKey(b, string(c.Visibility))
+	for _, s := range c.RequiresScopes {
+		b = appendStringKey(append(b, 'S'), s)
+	}
+	if c.Tenants.All {
+		b = append(b, '*')
+	}
+	for _, t := range c.Tenants.List {
+		b = appendStringKey(append(b, 'T'), t)
+	}
+	pr.buf = b
+	if p, ok := pr.seen[string(b)]; ok {
+		return p.key, p.facts
+	}
+	key, facts := profileOf(c)
+	if pr.seen == nil {
+		pr.seen = map[string]profile{}
+	}
+	pr.seen[string(b)] = profile{key, facts}
+	return key, facts
+}
+
 // jsonEqual compares two values by their JSON encoding.
 func jsonEqual(a, b any) bool {
 	ja, err1 := json.Marshal(a)
@@ -178,21 +220,33 @@ func jsonEqual(a, b any) bool {
 	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
-// facts is what the policy knows of one capability.
-func facts(c *manifest.Capability) map[string]any {
-	f := map[string]any{
-		"id":              c.ID,
-		"state":           string(c.State),
-		"visibility":      string(c.Visibility),
-		"requires_scopes": nonNil(c.RequiresScopes),
-		"tenants":         tenantsValue(c.Tenants),
-		"handler":         c.Handler,
-		"tags":            nonNil(c.Skill.Tags),
-	}
+// fact is one field of what the policy knows of a capability: its value is
+// a string or a []string.
+type fact struct {
+	key string
+	val any
+}
+
+// appendFacts appends what the policy knows of capability c, in profile
+// profile, to dst, sorted by key. It is the one definition of a
+// capability's entry under data.capgate.capabilities: Data makes it a map,
+// Store builds OPA values from it directly.
+func appendFacts(dst []fact, c *manifest.Capability, profile string) []fact {
+	dst = append(dst,
+		fact{"handler", c.Handler},
+		fact{"id", c.ID},
+		fact{"profile", profile},
+	)
 	if c.ReplacedBy != "" {
-		f["replaced_by"] = c.ReplacedBy
+		dst = append(dst, fact{"replaced_by", c.ReplacedBy})
 	}
-	return f
+	return append(dst,
+		fact{"requires_scopes", nonNil(c.RequiresScopes)},
+		fact{"state", string(c.State)},
+		fact{"tags", nonNil(c.Skill.Tags)},
+		fact{"tenants", tenantsValue(c.Tenants)},
+		fact{"visibility", string(c.Visibility)},
+	)
 }
 
 func tenantsValue(t manifest.Tenants) any {
@@ -303,17 +357,18 @@ func (s *Snapshot) check(data map[string]any) error {
 	if err != nil {
 		return err
 	}
-	return s.smoke(c, data)
+	return s.smoke(c)
 }
 
-// smoke evaluates the policy over the data before anything is published:
+// smoke evaluates the policy over the store the engine will build (Store)
+// before anything is published:
 // both sets for an anonymous caller (every capability's visibility and
 // entitlement rules run) and the decision for one capability. It catches
 // runtime conflicts the compiler cannot see. It deliberately avoids the
 // explain rule, whose cost grows quadratically with the registry.
-func (s *Snapshot) smoke(c *ast.Compiler, data map[string]any) error {
+func (s *Snapshot) smoke(c *ast.Compiler) error {
 	ctx := context.Background()
-	store, err := storeOf(data)
+	store, err := s.Store()
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,46 @@ func TestInternerShares(t *testing.T) {
 	require.Equal(t, 0, ast.Compare(field("cap-00001", "handler").Value, ast.String("h1")))
 }
 
+// TestStoreEqualsData: the store, built straight from the registry, holds
+// exactly OPA's conversion of Data, the document the revision hashes and
+// bundles carry.
+func TestStoreEqualsData(t *testing.T) {
+	for name, reg := range map[string]*manifest.Registry{
+		"fixture":   compiletest.Registry(),
+		"synthetic": compiletest.Synthetic(500),
+		"empty":     compiletest.Synthetic(0),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Build(reg, compiletest.Auth(), nil)
+			require.NoError(t, err)
+			data, err := s.Data()
+			require.NoError(t, err)
+			want, err := ast.InterfaceToValue(data)
+			require.NoError(t, err)
+			st, err := s.Store()
+			require.NoError(t, err)
+			got, err := storage.ReadOne(t.Context(), st, storage.MustParsePath("/"+Root))
+			require.NoError(t, err)
+			require.Equal(t, 0, ast.Compare(want, got), "store %v\nwant %v", got, want)
+		})
+	}
+}
+
+// TestProfilerMatchesProfileOf: the memo gives each capability the profile
+// profileOf computes for it.
+func TestProfilerMatchesProfileOf(t *testing.T) {
+	var pr profiler
+	for _, reg := range []*manifest.Registry{compiletest.Registry(), compiletest.Synthetic(300)} {
+		for _, c := range reg.All() {
+			key, p := pr.of(&c)
+			wantKey, want := profileOf(&c)
+			require.Equal(t, wantKey, key, c.ID)
+			require.Equal(t, want, p, c.ID)
+		}
+	}
+	require.Less(t, len(pr.seen), 100, "synthetic capabilities share profiles")
+}
+
 func TestStoreReadsInternedData(t *testing.T) {
 	s, err := Build(compiletest.Synthetic(50), compiletest.Auth(), nil)
 	require.NoError(t, err)
