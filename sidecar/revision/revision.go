@@ -29,12 +29,13 @@ type Revision struct {
 	Engine     *engine.Engine
 	Verifier   *identity.Verifier
 	// Router is the routing index (classifier built from the skills); nil
-	// when built with Options.NoRouting.
+	// when built with Options.NoGateway.
 	Router *router.Index
 	// Model is the optional model-based router (nil when not configured).
 	Model *router.Model
 
-	// PublicCard is the serialized public card, PublicETag its strong ETag.
+	// PublicCard is the serialized public card, PublicETag its strong ETag;
+	// empty when built with Options.NoGateway.
 	PublicCard []byte
 	PublicETag string
 	// ExtendedCard says whether capabilities.extendedAgentCard is advertised.
@@ -57,14 +58,16 @@ type Options struct {
 	Logger          *zap.Logger
 	VerifierOptions []identity.Option
 	EngineOptions   []engine.Option
-	// NoRouting skips the routing index and model router: only the gateway
-	// routes messages, and over a large registry the index is megabytes that
-	// an ext_authz-only process would carry for nothing.
-	NoRouting bool
+	// NoGateway builds only what the ext_authz server reads: no routing
+	// index, model router or public card, which only the gateway serves.
+	// Over a large registry the index alone is megabytes that an
+	// ext_authz-only process would carry for nothing.
+	NoGateway bool
 }
 
-// Build prepares a revision: it compiles the policy, builds the verifier and
-// renders the public card. Nothing is served from a revision that failed.
+// Build prepares a revision: it compiles the policy, builds the verifier and,
+// for the gateway, renders the public card and the routing index. Nothing is
+// served from a revision that failed.
 func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revision, error) {
 	e, err := engine.New(ctx, d.Snapshot, opts.EngineOptions...)
 	if err != nil {
@@ -78,24 +81,23 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	pub, err := card.Public(ctx, d.Config, e)
-	if err != nil {
-		return nil, fmt.Errorf("public card: %w", err)
-	}
-	b, err := card.Marshal(pub)
-	if err != nil {
-		return nil, fmt.Errorf("public card: %w", err)
-	}
-	sum := sha256.Sum256(b)
 	r := &Revision{
 		Deployment:   d,
 		Engine:       e,
 		Verifier:     v,
-		PublicCard:   b,
-		PublicETag:   `"` + hex.EncodeToString(sum[:16]) + `"`,
 		ExtendedCard: card.NeedsExtendedCard(d.Config, d.Registry().All()),
 	}
-	if !opts.NoRouting {
+	if !opts.NoGateway {
+		pub, err := card.Public(ctx, d.Config, e)
+		if err != nil {
+			return nil, fmt.Errorf("public card: %w", err)
+		}
+		b, err := card.Marshal(pub)
+		if err != nil {
+			return nil, fmt.Errorf("public card: %w", err)
+		}
+		sum := sha256.Sum256(b)
+		r.PublicCard, r.PublicETag = b, `"`+hex.EncodeToString(sum[:16])+`"`
 		r.Router = router.NewIndex(d.Registry(), d.Config.Router.Threshold)
 		r.Model = router.NewModel(d.Config.Router.Model, nil)
 	}

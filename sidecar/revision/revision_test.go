@@ -21,10 +21,13 @@ func TestBuild(t *testing.T) {
 	require.Regexp(t, `^"[0-9a-f]{32}"$`, full.PublicETag)
 	require.Equal(t, d.Snapshot.Revision, full.ID())
 
-	authzOnly, err := revision.Build(t.Context(), d, revision.Options{NoRouting: true})
+	authzOnly, err := revision.Build(t.Context(), d, revision.Options{NoGateway: true})
 	require.NoError(t, err)
 	require.Nil(t, authzOnly.Router, "an ext_authz-only revision carries no routing index")
 	require.Nil(t, authzOnly.Model)
-	require.Equal(t, full.PublicCard, authzOnly.PublicCard, "the policy side is the same")
+	require.Empty(t, authzOnly.PublicCard, "only the gateway serves the public card")
+	require.Empty(t, authzOnly.PublicETag)
+	require.Equal(t, full.ExtendedCard, authzOnly.ExtendedCard)
+	require.Equal(t, full.Extensions, authzOnly.Extensions)
 	require.Equal(t, full.ID(), authzOnly.ID())
 }

@@ -77,9 +77,9 @@ type Addrs struct {
 }
 
 // revisionOptions are the options every revision of this server is built
-// with: no routing index unless the gateway is served.
+// with: no routing index or public card unless the gateway is served.
 func revisionOptions(opts Options, log *zap.Logger) revision.Options {
-	return revision.Options{Logger: log, NoRouting: !opts.Gateway}
+	return revision.Options{Logger: log, NoGateway: !opts.Gateway}
 }
 
 // Run serves until ctx is done, then shuts down gracefully.
