@@ -127,6 +127,12 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 	if s.Revision, err = revision(doc, modules); err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
+	// The generic documents are dead from here on: over a large registry
+	// they are tens of megabytes, and the policy check below builds the
+	// store and compiler, so the two are not held at once.
+	if err := s.checkPolicy(); err != nil {
+		return nil, fmt.Errorf("build policy snapshot: %w", err)
+	}
 	return s, nil
 }
 
@@ -306,7 +312,7 @@ func (s *Snapshot) bundleDocument(data map[string]any) (map[string]any, error) {
 }
 
 // check verifies the output graph (data, from Data) before anything is
-// published.
+// published; checkPolicy then checks the policy over it.
 func (s *Snapshot) check(data map[string]any) error {
 	var errs []error
 	all := s.Registry.All()
@@ -350,9 +356,12 @@ func (s *Snapshot) check(data map[string]any) error {
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
-	}
+	return errors.Join(errs...)
+}
+
+// checkPolicy compiles the modules and evaluates them over the store (see
+// smoke).
+func (s *Snapshot) checkPolicy() error {
 	c, err := s.Compile()
 	if err != nil {
 		return err
