@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"path"
 	"slices"
@@ -120,11 +121,7 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 	if err := s.check(data); err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
-	doc, err := s.bundleDocument(data)
-	if err != nil {
-		return nil, fmt.Errorf("build policy snapshot: %w", err)
-	}
-	if s.Revision, err = revision(doc, modules); err != nil {
+	if s.Revision, err = s.revision(data); err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
 	// The generic documents are dead from here on: over a large registry
@@ -284,15 +281,102 @@ func plainJSON(v any) (map[string]any, error) {
 	return out, nil
 }
 
-// revision hashes the canonical JSON (sorted keys) of the data document
-// and the modules.
-func revision(doc map[string]any, modules map[string]string) (string, error) {
-	b, err := json.Marshal(map[string]any{"data": doc, "modules": modules})
-	if err != nil {
-		return "", fmt.Errorf("hash snapshot: %w", err)
+// revision hashes the canonical JSON (sorted keys, as json.Marshal writes
+// it) of {"data": the bundle document, "modules": modules}, where the bundle
+// document is data plus the full manifests under "registry" (see
+// bundleDocument). The JSON is written into the hash piece by piece, each
+// capability's facts and manifest on their own: over a large registry the
+// whole document is tens of megabytes of JSON and generic maps.
+func (s *Snapshot) revision(data map[string]any) (string, error) {
+	h := sha256.New()
+	w := canonicalWriter{w: h}
+	w.raw(`{"data":{`)
+	keys := slices.Sorted(maps.Keys(data))
+	if _, dup := data[keyRegistry]; !dup {
+		keys = append(keys, keyRegistry)
+		slices.Sort(keys)
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])[:RevisionLen], nil
+	for i, k := range keys {
+		if i > 0 {
+			w.raw(",")
+		}
+		w.key(k)
+		if k != keyRegistry {
+			w.object(data[k])
+			continue
+		}
+		w.raw("{")
+		all := s.Registry.All()
+		order := make([]int, len(all))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return strings.Compare(all[a].ID, all[b].ID) })
+		for j, i := range order {
+			if j > 0 {
+				w.raw(",")
+			}
+			w.key(all[i].ID)
+			w.value(toWire(&all[i]))
+		}
+		w.raw("}")
+	}
+	w.raw(`},"modules":`)
+	w.value(s.Modules)
+	w.raw("}")
+	if w.err != nil {
+		return "", fmt.Errorf("hash snapshot: %w", w.err)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:RevisionLen], nil
+}
+
+// canonicalWriter writes the bytes json.Marshal gives for a value, in
+// pieces: a map[string]any's entries one by one (json.Marshal sorts keys
+// bytewise and encodes keys as strings), anything else whole.
+type canonicalWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (c *canonicalWriter) raw(s string) {
+	if c.err == nil {
+		_, c.err = io.WriteString(c.w, s)
+	}
+}
+
+func (c *canonicalWriter) value(v any) {
+	if c.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		c.err = err
+		return
+	}
+	_, c.err = c.w.Write(b)
+}
+
+func (c *canonicalWriter) key(k string) {
+	c.value(k)
+	c.raw(":")
+}
+
+// object writes v, a map[string]any entry by entry (its values whole).
+func (c *canonicalWriter) object(v any) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		c.value(v)
+		return
+	}
+	c.raw("{")
+	for i, k := range slices.Sorted(maps.Keys(m)) {
+		if i > 0 {
+			c.raw(",")
+		}
+		c.key(k)
+		c.value(m[k])
+	}
+	c.raw("}")
 }
 
 // bundleDocument is the document a bundle stores under data.capgate: data

@@ -1,6 +1,8 @@
 package compile
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"runtime"
 	"testing"
@@ -85,6 +87,34 @@ func TestStoreEqualsData(t *testing.T) {
 			got, err := storage.ReadOne(t.Context(), st, storage.MustParsePath("/"+Root))
 			require.NoError(t, err)
 			require.Equal(t, 0, ast.Compare(want, got), "store %v\nwant %v", got, want)
+		})
+	}
+}
+
+// TestRevisionStreamsMarshal: the revision, hashed piece by piece, is the
+// hash of json.Marshal over the whole document, as it was computed before:
+// revisions stay comparable across versions and between bundle writers.
+func TestRevisionStreamsMarshal(t *testing.T) {
+	odd := compiletest.Capabilities()
+	odd[0].Skill.Description = "<b>Tom & Jerry</b> \u2028 naïve \"quoted\" \\ tab\t"
+	odd[0].Limits = map[string]any{"ratio": 0.25, "big": int64(1) << 53, "nested": map[string]any{"z": []any{1, "a"}, "a": nil}}
+	for name, reg := range map[string]*manifest.Registry{
+		"fixture":   compiletest.Registry(),
+		"synthetic": compiletest.Synthetic(300),
+		"odd":       manifest.NewRegistry(odd),
+		"empty":     compiletest.Synthetic(0),
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, err := Build(reg, compiletest.Auth(), map[string]string{"deny/x.rego": "package capgate.deny.x\n"})
+			require.NoError(t, err)
+			data, err := s.Data()
+			require.NoError(t, err)
+			doc, err := s.bundleDocument(data)
+			require.NoError(t, err)
+			b, err := json.Marshal(map[string]any{"data": doc, "modules": s.Modules})
+			require.NoError(t, err)
+			sum := sha256.Sum256(b)
+			require.Equal(t, hex.EncodeToString(sum[:])[:RevisionLen], s.Revision)
 		})
 	}
 }
