@@ -9,14 +9,14 @@ import (
 // maxInternedClasses bounds the class table of the verified-token cache.
 const maxInternedClasses = 4096
 
-// cacheEntry is one verified token in the cache, kept compact: thousands of
-// tokens share a few callers' tenant, issuer, scopes and actor chain, so
-// those live once, in a tokenClass.
+// cacheEntry is one verified token in the cache, kept compact and stored by
+// value: thousands of tokens share a few callers' tenant, issuer, scopes and
+// actor chain, so those live once, in a tokenClass. A token is valid while
+// now is before expires plus the verifier's clock skew.
 type cacheEntry struct {
-	subject  string
-	class    *tokenClass
-	expires  time.Time // Principal.ExpiresAt
-	deadline time.Time // exp + clock skew: valid while now is before it
+	subject string
+	class   *tokenClass
+	expires time.Time // Principal.ExpiresAt
 }
 
 // tokenClass is what many tokens' principals have in common.
@@ -48,9 +48,9 @@ type classTable struct {
 	classes map[string]*tokenClass
 }
 
-// entry makes the cache entry of p, valid until deadline.
-func (t *classTable) entry(p Principal, deadline time.Time) *cacheEntry {
-	return &cacheEntry{subject: p.Subject, class: t.intern(p), expires: p.ExpiresAt, deadline: deadline}
+// entry makes the cache entry of p.
+func (t *classTable) entry(p Principal) cacheEntry {
+	return cacheEntry{subject: p.Subject, class: t.intern(p), expires: p.ExpiresAt}
 }
 
 func (t *classTable) intern(p Principal) *tokenClass {

@@ -90,7 +90,7 @@ type Verifier struct {
 	parser *jwt.Parser
 	algs   []string // union of the issuers' allow-lists (the parser's valid methods)
 
-	cache   *lru.Cache[[sha256.Size]byte, *cacheEntry]
+	cache   *lru.Cache[[sha256.Size]byte, cacheEntry]
 	classes classTable
 	hits    atomic.Uint64
 	misses  atomic.Uint64
@@ -190,7 +190,7 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 	v.algs = union
 	v.parser = jwt.NewParser(jwt.WithValidMethods(union), jwt.WithoutClaimsValidation(), jwt.WithStrictDecoding())
 
-	cache, err := lru.New[[sha256.Size]byte, *cacheEntry](o.cacheSize)
+	cache, err := lru.New[[sha256.Size]byte, cacheEntry](o.cacheSize)
 	if err != nil {
 		return nil, fmt.Errorf("token cache: %w", err)
 	}
@@ -308,7 +308,7 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	key := sha256.Sum256(unsafe.Slice(unsafe.StringData(tok), len(tok)))
 	if e, ok := v.cache.Get(key); ok {
 		v.hits.Add(1)
-		if v.now().Before(e.deadline) {
+		if v.now().Before(e.expires.Add(v.skew)) {
 			return e.principal(), nil
 		}
 		v.cache.Remove(key)
@@ -319,7 +319,7 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 		return Principal{}, err
 	}
 
-	p, deadline, err := v.verify(ctx, tok)
+	p, err := v.verify(ctx, tok)
 	if err != nil {
 		if ce := v.log.Check(zap.DebugLevel, "token refused"); ce != nil {
 			if ie := (*Error)(nil); errors.As(err, &ie) {
@@ -328,7 +328,7 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 		}
 		return Principal{}, err
 	}
-	v.cache.Add(key, v.classes.entry(p, deadline))
+	v.cache.Add(key, v.classes.entry(p))
 	return p, nil
 }
 
@@ -370,9 +370,9 @@ func compactJWS(tok string) bool {
 }
 
 // verify does the full check of one token.
-func (v *Verifier) verify(ctx context.Context, tok string) (Principal, time.Time, error) {
+func (v *Verifier) verify(ctx context.Context, tok string) (Principal, error) {
 	if !compactJWS(tok) {
-		return Principal{}, time.Time{}, newError(ErrMalformed, "malformed token", nil)
+		return Principal{}, newError(ErrMalformed, "malformed token", nil)
 	}
 	var iss *issuer
 	keyfunc := func(t *jwt.Token) (any, error) {
@@ -393,30 +393,30 @@ func (v *Verifier) verify(ctx context.Context, tok string) (Principal, time.Time
 	}
 	token, err := v.parser.Parse(tok, keyfunc)
 	if err != nil {
-		return Principal{}, time.Time{}, mapJWTError(v.algs, token, err)
+		return Principal{}, mapJWTError(v.algs, token, err)
 	}
 	claims, ok := token.Claims.(jwt.MapClaims)
 	if !ok || iss == nil {
-		return Principal{}, time.Time{}, newError(ErrInvalidToken, "invalid token", nil)
+		return Principal{}, newError(ErrInvalidToken, "invalid token", nil)
 	}
 	// golang-jwt reports a missing exp or aud as one generic "required claim
 	// missing"; name them for the client.
 	if _, ok := claims["exp"]; !ok {
-		return Principal{}, time.Time{}, newError(ErrInvalidToken, "missing exp", nil)
+		return Principal{}, newError(ErrInvalidToken, "missing exp", nil)
 	}
 	if _, ok := claims["aud"]; !ok {
-		return Principal{}, time.Time{}, newError(ErrInvalidToken, "audience not accepted", nil)
+		return Principal{}, newError(ErrInvalidToken, "audience not accepted", nil)
 	}
 	if err := iss.validator.Validate(claims); err != nil {
-		return Principal{}, time.Time{}, mapJWTError(v.algs, token, err)
+		return Principal{}, mapJWTError(v.algs, token, err)
 	}
 	exp, ok := numericDate(claims["exp"])
 	if !ok {
-		return Principal{}, time.Time{}, newError(ErrInvalidToken, "invalid exp", nil)
+		return Principal{}, newError(ErrInvalidToken, "invalid exp", nil)
 	}
 	sub, _ := claims["sub"].(string)
 	if sub == "" {
-		return Principal{}, time.Time{}, newError(ErrInvalidToken, "missing subject", nil)
+		return Principal{}, newError(ErrInvalidToken, "missing subject", nil)
 	}
 	p := Principal{
 		Authenticated: true,
@@ -427,7 +427,7 @@ func (v *Verifier) verify(ctx context.Context, tok string) (Principal, time.Time
 		ExpiresAt:     exp,
 	}
 	p.Actor, p.ActorIssuers = actorChain(claims)
-	return p, exp.Add(v.skew), nil
+	return p, nil
 }
 
 // keyFor selects the issuer from the token's iss and checks the header
