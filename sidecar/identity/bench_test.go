@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -59,4 +61,47 @@ func benchUncached(b *testing.B, keys testKeys, m jwt.SigningMethod, key any, ki
 	if hits, _ := v.CacheStats(); hits != 0 {
 		b.Fatalf("%d cache hits in an uncached benchmark", hits)
 	}
+}
+
+// BenchmarkCacheRetained10k reports the heap a full verified-token cache
+// keeps: DefaultCacheSize distinct callers' tokens (in 50 classes), each
+// verified once. The signing and first verification are not timed; the
+// figure is the retained-MiB/op metric.
+func BenchmarkCacheRetained10k(b *testing.B) {
+	keys := newTestKeys(b)
+	headers := make([]string, DefaultCacheSize)
+	now := time.Now()
+	for i := range headers {
+		c := validClaims(now)
+		c["sub"] = fmt.Sprintf("caller-%06d", i)
+		c["tenant"] = fmt.Sprintf("tenant-%d", i%5)
+		c["scope"] = fmt.Sprintf("scope.%d", i%10)
+		headers[i] = "Bearer " + signToken(b, jwt.SigningMethodES256, keys.ec, ecKid, c)
+	}
+	ctx := b.Context()
+	var retained uint64
+	for b.Loop() {
+		b.StopTimer()
+		before := liveHeap()
+		v := newFileVerifier(b, testAuth(), keys.jwks(b))
+		for _, h := range headers {
+			if _, err := v.Verify(ctx, h); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if v.CacheLen() != len(headers) {
+			b.Fatalf("cache holds %d tokens, want %d", v.CacheLen(), len(headers))
+		}
+		retained += liveHeap() - before
+		runtime.KeepAlive(v)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(retained)/float64(b.N)/(1<<20), "retained-MiB/op")
+}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
