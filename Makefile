@@ -39,11 +39,11 @@ run:
 	$(GO) run ./cmd/capgate serve $(if $(CONFIG),--config $(CONFIG),)
 
 ## bench: Go benchmarks of the decision path, then the ext_authz load test (servers on CPU 0, generator on CPU 1)
-## and the memory test (10,000 capabilities, 100,000 distinct tokens). See docs/benchmarks.md.
+## and the memory test (10,000 capabilities, 100,000 distinct tokens, limits.memory 32MiB). See docs/benchmarks.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sidecar/extauthz ./policy/engine ./sidecar/identity ./sidecar/protocol
 	$(GO) run ./test/loadgen -mode bench
-	$(GO) run ./test/loadgen -mode rss
+	$(GO) run ./test/loadgen -mode rss -memory 32MiB
 
 ## e2e: the end-to-end suite through the Envoy-faithful proxy (test/envoyproxy), plus the other suites under test/.
 e2e:

@@ -5,7 +5,7 @@
 // generator pins itself to CPU 1. See docs/benchmarks.md.
 //
 //	go run ./test/loadgen                 # throughput, ratio, latency at half load (~40 s)
-//	go run ./test/loadgen -mode rss       # 10,000 capabilities, 100,000 distinct tokens, VmRSS
+//	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
 package main
 
 import (
