@@ -301,25 +301,11 @@ func (s *Snapshot) revision(data map[string]any) (string, error) {
 			w.raw(",")
 		}
 		w.key(k)
-		if k != keyRegistry {
+		if k == keyRegistry {
+			w.registry(s.Registry)
+		} else {
 			w.object(data[k])
-			continue
 		}
-		w.raw("{")
-		all := s.Registry.All()
-		order := make([]int, len(all))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, b int) int { return strings.Compare(all[a].ID, all[b].ID) })
-		for j, i := range order {
-			if j > 0 {
-				w.raw(",")
-			}
-			w.key(all[i].ID)
-			w.value(toWire(&all[i]))
-		}
-		w.raw("}")
 	}
 	w.raw(`},"modules":`)
 	w.value(s.Modules)
@@ -359,6 +345,26 @@ func (c *canonicalWriter) value(v any) {
 func (c *canonicalWriter) key(k string) {
 	c.value(k)
 	c.raw(":")
+}
+
+// registry writes the full manifests as bundleDocument holds them: an
+// object from id to manifest, one manifest at a time.
+func (c *canonicalWriter) registry(reg *manifest.Registry) {
+	all := reg.All()
+	order := make([]int, len(all))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(all[a].ID, all[b].ID) })
+	c.raw("{")
+	for n, i := range order {
+		if n > 0 {
+			c.raw(",")
+		}
+		c.key(all[i].ID)
+		c.value(toWire(&all[i]))
+	}
+	c.raw("}")
 }
 
 // object writes v, a map[string]any entry by entry (its values whole).
