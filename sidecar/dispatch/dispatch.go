@@ -110,6 +110,11 @@ func (d *Dispatcher) Serve(ctx context.Context, call *gateway.Call, w gateway.Re
 // owned looks up a task the caller must own. Another caller's task and an
 // unknown task get the same answer.
 func (d *Dispatcher) owned(ctx context.Context, call *gateway.Call, taskID string) (tasks.Binding, *protocol.Error) {
+	// Only an authenticated caller owns tasks, even with anonymous_public: a
+	// task bound to nobody would be every anonymous caller's.
+	if !call.Principal.Authenticated {
+		return tasks.Binding{}, protocol.MissingCredentials()
+	}
 	if taskID == "" {
 		return tasks.Binding{}, protocol.Errorf(protocol.InvalidParams, "a task id is required")
 	}

@@ -82,9 +82,10 @@ func (d *Dispatcher) candidates(call *gateway.Call, b tasks.Binding) []router.Ca
 const MaxListTasks = 100
 
 // list returns the caller's own tasks only: each bound task is read from its
-// handler (which keeps the state), clarification tasks from the store.
+// handler (which keeps the state), clarification tasks from the store. An
+// anonymous caller owns none (see owned) and is asked for a credential.
 func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
-	if !call.Principal.Authenticated && !call.Rev.Config().Auth.AnonymousPublic {
+	if !call.Principal.Authenticated {
 		return protocol.MissingCredentials()
 	}
 	owned, err := d.store.Owned(ctx, call.Principal.Subject, call.Principal.Tenant)

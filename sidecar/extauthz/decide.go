@@ -264,12 +264,18 @@ func (s *Server) authorize(ctx context.Context, hr *authv3.AttributeContext_Http
 			return
 		}
 		if r.TaskID != "" {
+			// Continuing a task needs its owner, and only an authenticated
+			// caller owns tasks (see requireOwner).
+			if d.err = s.requireAuthenticated(d, false); d.err != nil {
+				return
+			}
 			d.err = s.requireOwner(ctx, d, r.TaskID)
 		}
 	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask,
 		protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
 		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:
-		if d.err = s.requireAuthenticated(d, d.plan.anonymousPublic); d.err != nil {
+		// Not even with anonymous_public: an anonymous caller owns no task.
+		if d.err = s.requireAuthenticated(d, false); d.err != nil {
 			return
 		}
 		if r.TaskID == "" {
@@ -324,8 +330,13 @@ func (s *Server) requireEntitlement(ctx context.Context, d *decision) *protocol.
 }
 
 // requireOwner admits the caller to a task it owns. A task that does not
-// exist and a task of someone else get the same answer.
+// exist and a task of someone else get the same answer. An unauthenticated
+// caller owns no task, not even one bound to an empty subject: that task
+// would be every anonymous caller's.
 func (s *Server) requireOwner(ctx context.Context, d *decision, taskID string) *protocol.Error {
+	if !d.principal.Authenticated {
+		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
+	}
 	if s.owners == nil {
 		return protocol.Errorf(protocol.Internal, "task ownership cannot be checked: no task store is configured")
 	}

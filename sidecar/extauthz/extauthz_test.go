@@ -388,3 +388,40 @@ func counterValue(t *testing.T, c prometheus.Counter) float64 {
 	require.NoError(t, c.Write(&m))
 	return m.GetCounter().GetValue()
 }
+
+// TestCheckAnonymousOwnsNoTask: with anonymous_public, an anonymous caller
+// may send messages, but owns no task: a task bound to "nobody" would be
+// every anonymous caller's. Every task operation and every message that
+// continues a task asks for a credential.
+func TestCheckAnonymousOwnsNoTask(t *testing.T) {
+	rev := editedRevision(t, func(c string) string {
+		return strings.Replace(c, "anonymous_public: false", "anonymous_public: true", 1)
+	})
+	store := tasks.NewMemory(0)
+	require.NoError(t, store.Bind(t.Context(), tasks.Binding{TaskID: "t-anon", Capability: "lookup-invoice", Handler: "invoices.lookup"}))
+	s := New(revision.NewHolder(rev), store)
+	anon := map[string]string{"a2a-version": v1}
+	unauth := want{grpc: codes.Unauthenticated, http: 200, rpcCode: -31401, rpcID: `1`}
+	for name, body := range map[string]string{
+		"GetTask":                         rpcBody(`1`, "GetTask", `{"id":"t-anon"}`),
+		"CancelTask":                      rpcBody(`1`, "CancelTask", `{"id":"t-anon"}`),
+		"ListTaskPushNotificationConfigs": rpcBody(`1`, "ListTaskPushNotificationConfigs", `{"taskId":"t-anon"}`),
+		"ListTasks":                       rpcBody(`1`, "ListTasks", `{}`),
+		"SendMessage with taskId":         rpcBody(`1`, "SendMessage", `{"message":{"messageId":"m-2","role":"ROLE_USER","taskId":"t-anon","parts":[{"text":"more"}]}}`),
+	} {
+		t.Run(name, func(t *testing.T) {
+			resp, err := s.Check(t.Context(), jsonrpc(body, anon))
+			require.NoError(t, err)
+			requireOutcome(t, resp, unauth)
+		})
+	}
+	// A streaming operation is refused as an event stream, with the same error.
+	resp, err := s.Check(t.Context(), jsonrpc(rpcBody(`1`, "SubscribeToTask", `{"id":"t-anon"}`), anon))
+	require.NoError(t, err)
+	require.Equal(t, int32(codes.Unauthenticated), resp.GetStatus().GetCode())
+	require.Contains(t, resp.GetDeniedResponse().GetBody(), `"code":-31401`)
+
+	resp, err = s.Check(t.Context(), jsonrpc(rpcBody(`1`, "SendMessage", `{"message":`+msgText+`}`), anon))
+	require.NoError(t, err)
+	requireOutcome(t, resp, want{allow: true})
+}

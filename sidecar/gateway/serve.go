@@ -197,8 +197,8 @@ func tooLarge(limit int64) *protocol.Error {
 // requestVersion reads A2A-Version; the header given more than once is
 // refused rather than read one way here and another way elsewhere.
 func requestVersion(r *http.Request) (protocol.Version, *protocol.Error) {
-	if vs := r.Header.Values(HeaderVersion); len(vs) > 1 {
-		return "", protocol.Errorf(protocol.InvalidRequest, "the A2A-Version header is given %d times; send it once", len(vs))
+	if len(r.Header.Values(HeaderVersion)) > 1 {
+		return "", protocol.RepeatedVersion()
 	}
 	return protocol.ParseVersion(r.Header.Get(HeaderVersion))
 }

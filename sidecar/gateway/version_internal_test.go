@@ -17,7 +17,7 @@ func TestRequestVersionRefusesRepeatedHeader(t *testing.T) {
 	_, err := requestVersion(r)
 	require.NotNil(t, err)
 	require.Equal(t, protocol.InvalidRequest, err.Code)
-	require.Contains(t, err.Message, "given 2 times")
+	require.Equal(t, protocol.RepeatedVersion().Message, err.Message)
 
 	one := httptest.NewRequest(http.MethodPost, "/", nil)
 	one.Header.Set(HeaderVersion, "1.0")

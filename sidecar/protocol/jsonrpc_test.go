@@ -266,7 +266,6 @@ func TestParseVersion(t *testing.T) {
 		{"0.3", V03, ""},
 		{"0.2", "", `A2A version "0.2" is not supported; supported versions: 1.0, 0.3`},
 		{"2.0", "", `A2A version "2.0" is not supported; supported versions: 1.0, 0.3`},
-		{"1.0, 0.3", "", `A2A version "1.0, 0.3" is not supported; supported versions: 1.0, 0.3`},
 		{"v1", "", `A2A version "v1" is not supported; supported versions: 1.0, 0.3`},
 	}
 	for _, tc := range tests {
@@ -282,6 +281,15 @@ func TestParseVersion(t *testing.T) {
 			require.Equal(t, -32009, err.JSONRPCCode())
 			require.Equal(t, tc.msg, err.Message)
 		})
+	}
+	// A list, or the header given twice and joined by a proxy, is malformed
+	// rather than an unsupported version; the answer still says which are.
+	for _, h := range []string{"1.0, 0.3", "1.0,1.0", ","} {
+		_, err := ParseVersion(h)
+		require.NotNil(t, err, h)
+		require.Equal(t, InvalidRequest, err.Code, h)
+		require.Equal(t, RepeatedVersion().Message, err.Message, h)
+		require.Equal(t, "1.0,0.3", err.Metadata["supportedVersions"], h)
 	}
 }
 

@@ -135,8 +135,13 @@ type PartInfo struct {
 }
 
 // ParseVersion reads the A2A-Version header: absent means 0.3 (spec rule), "1.0" or "1" means
-// 1.0, "0.3" means 0.3; anything else is VersionNotSupported.
+// 1.0, "0.3" means 0.3. A value with a comma is the header given more than once, as a proxy
+// passes it on (Envoy joins repeated headers with commas), or a list: RepeatedVersion. Anything
+// else is VersionNotSupported.
 func ParseVersion(header string) (Version, *Error) {
+	if strings.Contains(header, ",") {
+		return "", RepeatedVersion()
+	}
 	switch strings.TrimSpace(header) {
 	case "":
 		return V03, nil
@@ -148,6 +153,13 @@ func ParseVersion(header string) (Version, *Error) {
 		return "", Errorf(VersionNotSupported, "A2A version %q is not supported; supported versions: 1.0, 0.3",
 			clip(strings.TrimSpace(header))).WithMetadata("supportedVersions", "1.0,0.3")
 	}
+}
+
+// RepeatedVersion is the error for an A2A-Version header given more than once: the gateway
+// sees the repeated header, ext_authz the values Envoy joined, and both answer this.
+func RepeatedVersion() *Error {
+	return Errorf(InvalidRequest, "the A2A-Version header must be given once, with one version").
+		WithMetadata("supportedVersions", "1.0,0.3")
 }
 
 // v10Operation maps an A2A 1.0 JSON-RPC method (or gRPC method) to its operation.

@@ -248,7 +248,8 @@ func cases(t *testing.T, f fixture) []attack {
 		attack{name: "version/unsupported 9.9 with 0.3 names", req: request{method: "POST", target: "/", headers: []string{"Content-Type", "application/json", "A2A-Version", "9.9", "Authorization", bearer(f.partner)}, body: rpc("message/send", message("hi", "", ""))}, gw: want{code: protocol.VersionNotSupported}},
 		attack{name: "version/1.0 with a suffix", req: request{method: "POST", target: "/", headers: []string{"Content-Type", "application/json", "A2A-Version", "1.0; q=1", "Authorization", bearer(f.partner)}, body: getCard}, gw: want{code: protocol.VersionNotSupported}},
 		// Envoy joins repeated headers: ext_authz sees "1.0,0.3".
-		attack{name: "version/header twice", req: post(f.partner, getCard, "A2A-Version", "0.3"), gw: want{code: protocol.InvalidRequest}, az: &want{code: protocol.VersionNotSupported}},
+		attack{name: "version/header twice", req: post(f.partner, getCard, "A2A-Version", "0.3"), gw: want{code: protocol.InvalidRequest}},
+		attack{name: "version/a list", req: request{method: "POST", target: "/", headers: []string{"Content-Type", "application/json", "A2A-Version", "1.0, 0.3", "Authorization", bearer(f.partner)}, body: getCard}, gw: want{code: protocol.InvalidRequest}},
 	)
 	for name, m := range map[string]string{
 		"lower case":               "getextendedagentcard",
@@ -323,10 +324,9 @@ func cases(t *testing.T, f fixture) []attack {
 			attack{name: p + "REST send with taskId", req: rest(http.MethodPost, "/message:send", who.tok, message("continue", "", task)), gw: taskNotFound},
 		)
 	}
-	// The gateway answers an anonymous caller as it answers anyone who does
-	// not own the task; ext_authz asks for a credential first. Neither
-	// tells whether the task exists.
-	add(attack{name: "task/anonymous GetTask", req: post("", rpc("GetTask", `{"id":"`+task+`"}`)), gw: taskNotFound, az: &unauth})
+	// An anonymous caller owns no task: both ask for a credential, before
+	// looking the task up, so neither tells whether it exists.
+	add(attack{name: "task/anonymous GetTask", req: post("", rpc("GetTask", `{"id":"`+task+`"}`)), gw: unauth})
 	// A task that does not exist gets the same answer as someone else's.
 	for name, id := range map[string]string{"nonexistent": "00000000-0000-0000-0000-000000000000", "traversal": "../" + task} {
 		add(attack{name: "task/" + name + " id GetTask", req: post(f.attacker, rpc("GetTask", `{"id":"`+id+`"}`)), gw: taskNotFound})

@@ -93,7 +93,14 @@ func TestProtocolVersions(t *testing.T) {
 			`method "GetExtendedAgentCard" is not an A2A 0.3 method; send A2A-Version: 1.0 or use agent/getAuthenticatedExtendedCard`), string(r.Body))
 	})
 
-	refused := []string{"2.0", "0.2", "1.1", "v1.0", "latest", "1.0, 0.3"}
+	t.Run("A2A-Version as a list", func(t *testing.T) {
+		msg := "the A2A-Version header must be given once, with one version"
+		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":9,"method":"GetExtendedAgentCard"}`, "Authorization", auth, "A2A-Version", "1.0, 0.3")
+		require.Equal(t, http.StatusOK, r.Status)
+		require.JSONEq(t, rpcErr("9", -32600, "INVALID_REQUEST", msg, "supportedVersions", "1.0,0.3"), string(r.Body))
+	})
+
+	refused := []string{"2.0", "0.2", "1.1", "v1.0", "latest"}
 	for _, v := range refused {
 		t.Run("A2A-Version "+v, func(t *testing.T) {
 			msg := `A2A version "` + v + `" is not supported; supported versions: 1.0, 0.3`

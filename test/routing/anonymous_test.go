@@ -43,3 +43,22 @@ func TestAnonymousClarificationIsAMessage(t *testing.T) {
 	require.Equal(t, "anonymous", r.Principal)
 	require.Empty(t, r.Scopes)
 }
+
+// An anonymous caller owns no task, not even one its own message created:
+// bound to nobody, it would be every anonymous caller's. Reading, listing
+// or continuing tasks asks for a credential.
+func TestAnonymousOwnsNoTask(t *testing.T) {
+	cfg := financeCopy(t, "anonymous_public: false", "anonymous_public: true")
+	srv := startWithStore(t, testutil.LoadDeployment(t, cfg), tasks.NewMemory(0))
+	c := srv.Client(t, a2a.TransportProtocolJSONRPC)
+
+	task := sendTask(t, c, hinted(text("Show me invoice INV-20931"), "lookup-invoice"))
+	_, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+	require.ErrorIs(t, err, a2a.ErrUnauthenticated)
+	_, err = c.ListTasks(t.Context(), &a2a.ListTasksRequest{})
+	require.ErrorIs(t, err, a2a.ErrUnauthenticated)
+	_, err = c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
+	require.ErrorIs(t, err, a2a.ErrUnauthenticated)
+	_, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: continuing(text("and the PO?"), task.ID)})
+	require.ErrorIs(t, err, a2a.ErrUnauthenticated)
+}
