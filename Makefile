@@ -65,6 +65,7 @@ fuzz-short:
 	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseJSONRPC$$'
 	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseHTTP$$'
 	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzScanner$$'
+	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzBareMediaType$$'
 	$(FUZZ) ./policy/manifest -fuzz '^FuzzParseManifest$$'
 	$(FUZZ) ./policy/config -fuzz '^FuzzConfig$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'

@@ -124,7 +124,7 @@ func taskJSON(task *a2a.Task, v protocol.Version) []byte {
 // renderTask marshals the 0.3 form of task, or v1 for 1.0. The types are
 // a2a-go's own; marshalling them cannot fail.
 func renderTask(task *a2a.Task, v protocol.Version, v1 any) []byte {
-	var out any = v1
+	out := v1
 	if v == protocol.V03 {
 		out = a2av0.FromV1Task(task)
 	}

@@ -193,12 +193,17 @@ func validTenant(t string) bool {
 		return false
 	}
 	for i := 0; i < len(t); i++ {
-		c := t[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if !tenantByte(t[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// tenantByte reports whether c may appear in a tenant: ASCII letters and
+// digits, '.', '_' and '-'.
+func tenantByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
 }
 
 func requireURL(p object, name string) *Error {
