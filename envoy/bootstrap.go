@@ -329,8 +329,8 @@ func (c *checker) checkExtAuthz(where string, cfg *extauthzv3.ExtAuthz) {
 }
 
 func (c *checker) checkBody(where string, body *extauthzv3.BufferSettings) {
-	switch {
-	case body == nil:
+	switch body {
+	case nil:
 		c.addf("%s: with_request_body is not set: JSON-RPC methods are in the body, capgate would refuse every JSON-RPC call", where)
 	default:
 		if body.GetMaxRequestBytes() < MinRequestBodyBytes {

@@ -103,7 +103,9 @@ func RunTests(ctx context.Context, w io.Writer, coverage bool, threshold float64
 		if err != nil {
 			return res, err
 		}
-		fmt.Fprintln(w, "\nTraces of failing tests:")
+		if _, err := fmt.Fprintln(w, "\nTraces of failing tests:"); err != nil {
+			return res, err
+		}
 		if err := report(w, traced, true); err != nil {
 			return res, err
 		}
@@ -115,13 +117,19 @@ func RunTests(ctx context.Context, w io.Writer, coverage bool, threshold float64
 			return res, err
 		}
 		res.setCoverage(cov.Report(parsed), slices.Sorted(maps.Keys(policy)))
-		fmt.Fprintf(w, "Coverage: %.2f%% of %s (threshold %.2f%%)\n",
-			res.Coverage, strings.Join(slices.Sorted(maps.Keys(policy)), ", "), threshold)
+		if _, err := fmt.Fprintf(w, "Coverage: %.2f%% of %s (threshold %.2f%%)\n",
+			res.Coverage, strings.Join(slices.Sorted(maps.Keys(policy)), ", "), threshold); err != nil {
+			return res, err
+		}
 		for _, u := range res.Uncovered {
-			fmt.Fprintf(w, "  not covered: %s\n", u)
+			if _, err := fmt.Fprintf(w, "  not covered: %s\n", u); err != nil {
+				return res, err
+			}
 		}
 		if res.Coverage < threshold {
-			fmt.Fprintln(w, "FAIL: coverage below threshold")
+			if _, err := fmt.Fprintln(w, "FAIL: coverage below threshold"); err != nil {
+				return res, err
+			}
 		}
 	}
 	return res, nil

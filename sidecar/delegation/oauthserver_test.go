@@ -152,7 +152,7 @@ func (o *testOP) callerToken(t *testing.T, scopes ...string) string {
 	req.SetBasicAuth(callerClientID, callerSecret)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var body struct {
 		AccessToken string `json:"access_token"`
@@ -224,7 +224,7 @@ func (h *handlerServer) call(t *testing.T, tok string) (int, seenPrincipal) {
 	req.Header.Set("Authorization", "Bearer "+tok)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var p seenPrincipal
 	if resp.StatusCode == http.StatusOK {
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&p))

@@ -210,7 +210,7 @@ func checkURL(raw string) error {
 func upstreamClient(c *http.Client) *http.Client {
 	if c == nil {
 		tr, ok := http.DefaultTransport.(*http.Transport)
-		var rt http.RoundTripper = http.DefaultTransport
+		rt := http.DefaultTransport
 		if ok {
 			t := tr.Clone()
 			t.MaxIdleConnsPerHost = 32

@@ -116,7 +116,7 @@ func parseResponse(body []byte, id string) (resp response, why string) {
 	s, isString := jsonString(gotID)
 	idOK := isString && s == id
 	if errObj != nil {
-		if !idOK && !(gotID != nil && gotID.Kind() == 'n') {
+		if !idOK && (gotID == nil || gotID.Kind() != 'n') {
 			return response{}, "id does not match the request"
 		}
 		var e rpcError
@@ -202,7 +202,7 @@ func toProtocol(name string, e *rpcError) (*protocol.Error, bool) {
 	}
 	out := protocol.Errorf(code, "%s", msg)
 	for k, v := range errorInfoMetadata(e.Data) {
-		out.WithMetadata(k, v)
+		out = out.WithMetadata(k, v)
 	}
 	return out, true
 }

@@ -67,70 +67,70 @@ func TestCallUpstream(t *testing.T) {
 	}{
 		{name: "result", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"task":{"id":"t1"}}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"task":{"id":"t1"}}}`, id)
 		}, want: `{"task":{"id":"t1"}}`},
 		{name: "HTML page", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
 			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprint(w, "<html><body>Welcome</body></html>")
+			_, _ = fmt.Fprint(w, "<html><body>Welcome</body></html>")
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "invalid JSON", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "empty body", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {},
 			wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "wrong id", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"someone-else","result":{}}`)
+			_, _ = fmt.Fprint(w, `{"jsonrpc":"2.0","id":"someone-else","result":{}}`)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "null id on a result", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprint(w, `{"jsonrpc":"2.0","id":null,"result":{}}`)
+			_, _ = fmt.Fprint(w, `{"jsonrpc":"2.0","id":null,"result":{}}`)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "wrong jsonrpc", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"1.0","id":%s,"result":{}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"1.0","id":%s,"result":{}}`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "duplicate keys", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"task":{"id":"a","id":"b"}}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"task":{"id":"a","id":"b"}}}`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "duplicate result", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{},"result":{"x":1}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{},"result":{"x":1}}`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "result and error", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{},"error":{"code":-32001,"message":"x"}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{},"error":{"code":-32001,"message":"x"}}`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "data after the value", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}} {}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}} {}`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "502 without JSON-RPC", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
 			http.Error(w, "bad gateway", http.StatusBadGateway)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "result with HTTP 500", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
 			w.WriteHeader(http.StatusInternalServerError)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "error with a code outside A2A", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"server error"}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"server error"}}`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "error without a message", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001}}`, id)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "redirect is not followed", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
 			http.Redirect(w, r, "http://127.0.0.1:1/steal", http.StatusTemporaryRedirect)
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "TaskNotFound passes through, cleaned, with ErrorInfo metadata", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
 			w.WriteHeader(http.StatusNotFound)
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"task\u0000 t-9\nnot found\u001b[31m",`+
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"task\u0000 t-9\nnot found\u001b[31m",`+
 				`"data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org","metadata":{"taskId":"t-9","n":1}}]}}`, id)
 		}, wantCode: protocol.TaskNotFound, wantMsg: "task t-9 not found[31m", wantMeta: map[string]string{"taskId": "t-9"}},
 		{name: "error with a null id (request unreadable upstream)", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprint(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad params"}}`)
+			_, _ = fmt.Fprint(w, `{"jsonrpc":"2.0","id":null,"error":{"code":-32602,"message":"bad params"}}`)
 		}, wantCode: protocol.InvalidParams, wantMsg: "bad params"},
 		{name: "a long message is clipped", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32005,"message":%q}}`, id, strings.Repeat("é", 2000))
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32005,"message":%q}}`, id, strings.Repeat("é", 2000))
 		}, wantCode: protocol.ContentTypeNotSupported, wantMsg: strings.Repeat("é", 254) + "…"},
 		{name: "the handler refusing capgate's token is capgate's failure", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-31401,"message":"unauthenticated"}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-31401,"message":"unauthenticated"}}`, id)
 		}, wantCode: protocol.Internal, wantMsg: "handler up refused capgate's credential"},
 		{name: "Unauthorized passes through", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-31403,"message":"limit exceeded"}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-31403,"message":"limit exceeded"}}`, id)
 		}, wantCode: protocol.Unauthorized, wantMsg: "limit exceeded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,7 +168,7 @@ func TestCallSendsHeadersAndBody(t *testing.T) {
 		got = r.Clone(context.Background())
 		raw, _ := io.ReadAll(r.Body)
 		_ = json.Unmarshal(raw, &body)
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, body["id"])
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{}}`, body["id"])
 	}))
 	defer srv.Close()
 	inv := newInvoker(t, srv.URL+"/a2a")
@@ -372,12 +372,12 @@ func TestStreamUpstream(t *testing.T) {
 			s.raw("data: {\"jsonrpc\":\"2.0\",\"id\":" + id + ",\"result\":{\"x\":\"" + strings.Repeat("a", handler.MaxEventBytes) + "\"}}\n\n")
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 		{name: "plain JSON-RPC error", plain: func(w http.ResponseWriter, id string) {
-			fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"task not found"}}`, id)
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32001,"message":"task not found"}}`, id)
 		}, wantCode: protocol.TaskNotFound, wantMsg: "task not found"},
 		{name: "HTML instead of a stream", plain: func(w http.ResponseWriter, id string) {
 			w.Header().Set("Content-Type", "text/html")
 			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprint(w, "<html>down</html>")
+			_, _ = fmt.Fprint(w, "<html>down</html>")
 		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

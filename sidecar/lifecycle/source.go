@@ -83,7 +83,7 @@ func (a Admin) Usage(ctx context.Context, ids []string, now time.Time) (map[stri
 	if err != nil {
 		return nil, fmt.Errorf("read usage from %s: %w", base.Redacted(), err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUsageBody+1))
 	if err != nil {
 		return nil, fmt.Errorf("read usage from %s: %w", base.Redacted(), err)

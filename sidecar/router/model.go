@@ -96,7 +96,7 @@ func (m *Model) Choose(ctx context.Context, text string, candidates []*manifest.
 	if err != nil {
 		return ModelChoice{}, fmt.Errorf("model router: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, MaxModelResponseBytes+1))
 	if err != nil {
 		return ModelChoice{}, fmt.Errorf("model router: read answer: %w", err)

@@ -13,7 +13,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -118,7 +117,7 @@ func (tg *target) sendHTTP(t *testing.T, r request) response {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", tg.addrs.A2A, 5*time.Second)
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n", r.method, r.target, tg.addrs.A2A)
@@ -139,7 +138,7 @@ func (tg *target) sendHTTP(t *testing.T, r request) response {
 	go func() { _, _ = io.WriteString(conn, b.String()) }()
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err, "%s %s", r.method, r.target)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
 	require.NoError(t, err)
 	out := response{status: resp.StatusCode, header: resp.Header, body: body}
@@ -317,16 +316,6 @@ func rs256(t *testing.T, header map[string]any, c map[string]any) string {
 }
 
 func bearer(tok string) string { return "Bearer " + tok }
-
-// sortedKeys is for stable subtest names.
-func sortedKeys[M ~map[string]V, V any](m M) []string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return ks
-}
 
 func statusOf(err error) (codes.Code, string) {
 	type grpcStatus interface{ GRPCStatus() *grpcstatus.Status }

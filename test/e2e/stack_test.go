@@ -215,7 +215,7 @@ func freePort(t *testing.T) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	_, p, _ := net.SplitHostPort(ln.Addr().String())
 	return p
 }
@@ -292,7 +292,7 @@ func (s *stack) do(t *testing.T, method, path string, body io.Reader, headers ..
 	}
 	resp, err := s.http.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return &response{Status: resp.StatusCode, Header: resp.Header, Body: b}

@@ -439,8 +439,8 @@ func applyResponseHeaders(h http.Header, opts []*corev3.HeaderValueOption) {
 // appendAction resolves the deprecated append field as Envoy does: when
 // set, it wins (true → append, false → overwrite).
 func appendAction(o *corev3.HeaderValueOption) corev3.HeaderValueOption_HeaderAppendAction {
-	if o.GetAppend() != nil {
-		if o.GetAppend().GetValue() {
+	if o.GetAppend() != nil { //nolint:staticcheck // Envoy still honours the deprecated append field alongside append_action; the emulation must too.
+		if o.GetAppend().GetValue() { //nolint:staticcheck // Envoy still honours the deprecated append field alongside append_action; the emulation must too.
 			return corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD
 		}
 		return corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD

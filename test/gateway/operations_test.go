@@ -155,7 +155,7 @@ func TestGracefulShutdown(t *testing.T) {
 
 	conn, err := net.Dial("tcp", srv.Addrs.A2A)
 	require.NoError(t, err)
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	br := bufio.NewReader(conn)
 
 	// Headers first, with Expect: 100-continue: the server answers 100
@@ -179,7 +179,7 @@ func TestGracefulShutdown(t *testing.T) {
 		if err != nil {
 			break
 		}
-		c.Close()
+		_ = c.Close()
 		require.True(t, time.Now().Before(deadline), "the gateway still accepts connections while draining")
 	}
 	select {
@@ -192,7 +192,7 @@ func TestGracefulShutdown(t *testing.T) {
 	require.NoError(t, err)
 	resp, err := http.ReadResponse(br, nil)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.True(t, resp.Close, "the drained connection is closed after the response")
 	b := make([]byte, resp.ContentLength)

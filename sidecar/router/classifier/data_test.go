@@ -41,7 +41,7 @@ func loadData(tb testing.TB) ([]Doc, []Case) {
 	}
 	f, err := os.Open(filepath.Join(dataDir, "dev.jsonl"))
 	require.NoError(tb, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	var cases []Case
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {

@@ -59,7 +59,7 @@ func TestGenerateSynonyms(t *testing.T) {
 				common[fs[0]] = true
 			}
 		}
-		f.Close()
+		require.NoError(t, f.Close())
 		data[pos] = map[string]synset{}
 		f, err = os.Open(filepath.Join(dir, "data."+pos))
 		require.NoError(t, err)
@@ -93,7 +93,7 @@ func TestGenerateSynonyms(t *testing.T) {
 			}
 			data[pos][fs[0]] = ss
 		}
-		f.Close()
+		require.NoError(t, f.Close())
 	}
 	posOf := map[string]string{"n": "noun", "v": "verb", "a": "adj", "s": "adj", "r": "adv"}
 	related := map[string][]string{}

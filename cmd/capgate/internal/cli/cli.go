@@ -77,7 +77,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	cmd, ok := cmds[args[0]]
 	if !ok {
-		fmt.Fprintf(env.Stderr, "capgate: unknown command %q\n\n", args[0])
+		_, _ = fmt.Fprintf(env.Stderr, "capgate: unknown command %q\n\n", args[0])
 		usage(env.Stderr, cmds)
 		return ExitUsage
 	}
@@ -90,26 +90,26 @@ func Run(ctx context.Context, args []string, env Env) int {
 	}
 	var ee *exitError
 	if errors.As(err, &ee) {
-		fmt.Fprintf(env.Stderr, "capgate %s: %v\n", args[0], ee.err)
+		_, _ = fmt.Fprintf(env.Stderr, "capgate %s: %v\n", args[0], ee.err)
 		return ee.code
 	}
-	fmt.Fprintf(env.Stderr, "capgate %s: %v\n", args[0], err)
+	_, _ = fmt.Fprintf(env.Stderr, "capgate %s: %v\n", args[0], err)
 	return ExitUsage
 }
 
 func usage(w io.Writer, cmds map[string]command) {
-	fmt.Fprintln(w, "usage: capgate <command> [flags]")
-	fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w, "usage: capgate <command> [flags]")
+	_, _ = fmt.Fprintln(w)
 	names := make([]string, 0, len(cmds))
 	for n := range cmds {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
+		_, _ = fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun `capgate <command> -h` for a command's flags. Without --config the embedded")
-	fmt.Fprintln(w, "finance example is used.")
+	_, _ = fmt.Fprintln(w, "\nRun `capgate <command> -h` for a command's flags. Without --config the embedded")
+	_, _ = fmt.Fprintln(w, "finance example is used.")
 }
 
 // newFlags makes a flag set that reports errors instead of exiting.
@@ -117,7 +117,7 @@ func newFlags(env Env, name, usageLine string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.Stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(env.Stderr, "usage: capgate %s\n", usageLine)
+		_, _ = fmt.Fprintf(env.Stderr, "usage: capgate %s\n", usageLine)
 		fs.PrintDefaults()
 	}
 	return fs
@@ -145,6 +145,6 @@ func runVersion(_ context.Context, env Env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	fmt.Fprintln(env.Stdout, "capgate", Version)
+	_, _ = fmt.Fprintln(env.Stdout, "capgate", Version)
 	return nil
 }

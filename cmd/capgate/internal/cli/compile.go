@@ -39,8 +39,8 @@ func runCompile(ctx context.Context, env Env, args []string) error {
 		return usageErr("create bundle: %v", err)
 	}
 	if err := compile.WriteBundle(f, d.Snapshot, opts); err != nil {
-		f.Close()
-		os.Remove(*out)
+		_ = f.Close()
+		_ = os.Remove(*out)
 		return usageErr("write bundle: %v", err)
 	}
 	if err := f.Close(); err != nil {
@@ -50,6 +50,6 @@ func runCompile(ctx context.Context, env Env, args []string) error {
 	if *keyPath != "" {
 		signed = "signed"
 	}
-	fmt.Fprintf(env.Stdout, "wrote %s bundle %s (revision %s, %d capabilities)\n", signed, *out, d.Snapshot.Revision, d.Registry().Len())
+	_, _ = fmt.Fprintf(env.Stdout, "wrote %s bundle %s (revision %s, %d capabilities)\n", signed, *out, d.Snapshot.Revision, d.Registry().Len())
 	return nil
 }
