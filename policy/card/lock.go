@@ -359,10 +359,12 @@ func plural(n int, noun string) string {
 
 // FormatFindings writes findings for a terminal or CI log: a summary line,
 // then one block per finding (kind and subject, the message, the old value
-// after "-" and the new after "+"), then what to do.
+// after "-" and the new after "+"), then what to do. It does not report
+// write errors: a caller that must know of them formats into a buffer and
+// writes that.
 func FormatFindings(w io.Writer, fs []Finding) {
 	if len(fs) == 0 {
-		fmt.Fprintln(w, "card check: the public card matches the lock and leaks nothing")
+		_, _ = fmt.Fprintln(w, "card check: the public card matches the lock and leaks nothing")
 		return
 	}
 	leaks := 0
@@ -371,25 +373,25 @@ func FormatFindings(w io.Writer, fs []Finding) {
 			leaks++
 		}
 	}
-	fmt.Fprintf(w, "card check: %s, %s\n", plural(len(fs), "finding"), plural(leaks, "leak"))
+	_, _ = fmt.Fprintf(w, "card check: %s, %s\n", plural(len(fs), "finding"), plural(leaks, "leak"))
 	for _, f := range fs {
 		subject := strings.TrimSpace(f.Skill + " " + f.Field)
 		if f.Kind == KindLeak {
 			subject = f.Skill + " -> " + f.Field
 		}
-		fmt.Fprintf(w, "\n%s: %s\n  %s\n", f.Kind, subject, f.Message)
+		_, _ = fmt.Fprintf(w, "\n%s: %s\n  %s\n", f.Kind, subject, f.Message)
 		if f.Old != "" {
-			fmt.Fprintf(w, "  - %s\n", f.Old)
+			_, _ = fmt.Fprintf(w, "  - %s\n", f.Old)
 		}
 		if f.New != "" {
-			fmt.Fprintf(w, "  + %s\n", f.New)
+			_, _ = fmt.Fprintf(w, "  + %s\n", f.New)
 		}
 	}
-	fmt.Fprintln(w)
+	_, _ = fmt.Fprintln(w)
 	if leaks > 0 {
-		fmt.Fprintln(w, "Fix every leak: reword the public text or change the capability's visibility. A leaking card cannot be locked.")
+		_, _ = fmt.Fprintln(w, "Fix every leak: reword the public text or change the capability's visibility. A leaking card cannot be locked.")
 	}
 	if leaks < len(fs) {
-		fmt.Fprintln(w, "Review every change; if it is intended, re-lock with `capgate card lock` and commit the lock file.")
+		_, _ = fmt.Fprintln(w, "Review every change; if it is intended, re-lock with `capgate card lock` and commit the lock file.")
 	}
 }

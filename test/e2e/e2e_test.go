@@ -291,7 +291,7 @@ func TestHeaderSpoofing(t *testing.T) {
 			}
 			resp, err := s.http.Do(req)
 			require.NoError(t, err)
-			defer resp.Body.Close()
+			defer func() { _ = resp.Body.Close() }()
 			var env struct {
 				Error struct {
 					Code int `json:"code"`

@@ -119,7 +119,7 @@ func send(t *testing.T, c *http.Client, url, tok string) (*http.Response, []byte
 	if err != nil {
 		return nil, nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	return resp, b, err
 }

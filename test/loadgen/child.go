@@ -21,7 +21,7 @@ import (
 
 // runChild serves as a child process until its stdin closes, after printing
 // "READY <extauthz addr> [<admin addr>]" on stdout.
-func runChild(ctx context.Context, o options) error {
+func runChild(ctx context.Context, o options) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go func() {
@@ -32,11 +32,17 @@ func runChild(ctx context.Context, o options) error {
 		cancel()
 	}()
 	if o.cpuProfile != "" {
-		f, err := os.Create(fmt.Sprintf("%s.%d.pprof", o.cpuProfile, os.Getpid()))
-		if err != nil {
-			return err
+		f, cerr := os.Create(fmt.Sprintf("%s.%d.pprof", o.cpuProfile, os.Getpid()))
+		if cerr != nil {
+			return cerr
 		}
-		defer f.Close()
+		// Deferred before StopCPUProfile, so it runs after the profile is
+		// flushed; a failed close may have lost the end of the profile.
+		defer func() {
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = cerr
+			}
+		}()
 		if err := pprof.StartCPUProfile(f); err != nil {
 			return err
 		}
@@ -61,7 +67,11 @@ func writeHeapProfile(path string) {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)
 		return
 	}
-	defer f.Close()
+	defer func() {
+		if err := f.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, "loadgen:", err)
+		}
+	}()
 	runtime.GC()
 	if err := pprof.WriteHeapProfile(f); err != nil {
 		fmt.Fprintln(os.Stderr, "loadgen:", err)

@@ -35,7 +35,7 @@ func scrapeDecisions(ctx context.Context, admin string) (*histogram, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	h := &histogram{}
 	type bucket struct{ le, n float64 }
 	var bs []bucket

@@ -143,7 +143,7 @@ func (r *running) do(ctx context.Context, method, path, body string, headers ...
 	if err != nil {
 		return 0, nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	return resp.StatusCode, b, err
 }
@@ -177,7 +177,7 @@ func (r *running) reloads(t *testing.T, result string) int {
 	t.Helper()
 	resp, err := r.http.Get(r.admin + "/metrics")
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	prefix := `capgate_reloads_total{result="` + result + `"} `
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {

@@ -38,7 +38,7 @@ func (s *Server) RoundTrip(t testing.TB, req *http.Request) *Response {
 	t.Helper()
 	resp, err := s.HTTP.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return &Response{Status: resp.StatusCode, Header: resp.Header, Body: b}

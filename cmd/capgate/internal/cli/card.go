@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -63,7 +64,7 @@ func runCardLock(ctx context.Context, env Env, args []string) error {
 	if err := os.WriteFile(*out, b, 0o644); err != nil {
 		return usageErr("write lock: %v", err)
 	}
-	fmt.Fprintf(env.Stdout, "locked public card (version %s) to %s\n", pub.Version, *out)
+	_, _ = fmt.Fprintf(env.Stdout, "locked public card (version %s) to %s\n", pub.Version, *out)
 	return nil
 }
 
@@ -90,10 +91,16 @@ func runCardCheck(ctx context.Context, env Env, args []string) error {
 		return usageErr("%v", err)
 	}
 	if len(findings) == 0 {
-		fmt.Fprintf(env.Stdout, "public card unchanged (version %s)\n", pub.Version)
-		return nil
+		_, err = fmt.Fprintf(env.Stdout, "public card unchanged (version %s)\n", pub.Version)
+		return err
 	}
-	card.FormatFindings(env.Stdout, findings)
+	// FormatFindings cannot report a write error: format into a buffer and
+	// write that, so that findings lost on the way out are an error.
+	var buf bytes.Buffer
+	card.FormatFindings(&buf, findings)
+	if _, err := env.Stdout.Write(buf.Bytes()); err != nil {
+		return err
+	}
 	return checkFailed("%d finding(s): review the change, bump agent.version when the skill list changed, and re-lock", len(findings))
 }
 

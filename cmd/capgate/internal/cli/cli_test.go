@@ -336,7 +336,7 @@ func TestCompileBundle(t *testing.T) {
 
 	f, err := os.Open(out)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	b, err := bundle.NewReader(f).Read()
 	require.NoError(t, err)
 	require.NotNil(t, b.Manifest.Roots)

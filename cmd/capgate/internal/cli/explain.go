@@ -41,8 +41,7 @@ func runExplain(ctx context.Context, env Env, args []string) error {
 	if *asJSON {
 		return writeExplainJSON(env.Stdout, caller, e.Revision(), decisions)
 	}
-	writeExplainText(env.Stdout, caller, e.Revision(), decisions)
-	return nil
+	return writeExplainText(env.Stdout, caller, e.Revision(), decisions)
 }
 
 type explainReason struct {
@@ -95,17 +94,26 @@ func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Deci
 	return json.MarshalWrite(w, out, jsontext.WithIndent("  "), json.Deterministic(true))
 }
 
-func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Decision) {
+func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Decision) error {
 	who := "anonymous caller"
 	if c.Authenticated {
 		who = fmt.Sprintf("subject %q, tenant %q, scopes [%s]", c.Subject, c.Tenant, strings.Join(c.Scopes, " "))
 	}
-	fmt.Fprintf(w, "caller: %s\npolicy revision: %s\n", who, rev)
-	for _, d := range ds {
-		fmt.Fprintf(w, "\n%s (%s, %s)\n", d.Capability, d.Visibility, d.State)
-		fmt.Fprintf(w, "  visible:  %-3s %s\n", yesNo(d.Visible), reasonLine(d.VisibleReasons))
-		fmt.Fprintf(w, "  entitled: %-3s %s\n", yesNo(d.Entitled), reasonLine(d.EntitledReasons))
+	if _, err := fmt.Fprintf(w, "caller: %s\npolicy revision: %s\n", who, rev); err != nil {
+		return err
 	}
+	for _, d := range ds {
+		if _, err := fmt.Fprintf(w, "\n%s (%s, %s)\n", d.Capability, d.Visibility, d.State); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "  visible:  %-3s %s\n", yesNo(d.Visible), reasonLine(d.VisibleReasons)); err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(w, "  entitled: %-3s %s\n", yesNo(d.Entitled), reasonLine(d.EntitledReasons)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func yesNo(b bool) string {

@@ -63,7 +63,7 @@ func runLifecycle(ctx context.Context, env Env, args []string) error {
 	}
 	rep := lifecycle.Build(ctx, d.Registry(), src, name, now)
 	if rep.UsageError != "" {
-		fmt.Fprintf(env.Stderr, "capgate lifecycle: usage unknown: %s\n", rep.UsageError)
+		_, _ = fmt.Fprintf(env.Stderr, "capgate lifecycle: usage unknown: %s\n", rep.UsageError)
 	}
 	if *asJSON {
 		b, err := json.Marshal(rep, json.Deterministic(true))
@@ -76,8 +76,7 @@ func runLifecycle(ctx context.Context, env Env, args []string) error {
 		_, err = env.Stdout.Write(append(b, '\n'))
 		return err
 	}
-	writeLifecycleText(env.Stdout, rep)
-	return nil
+	return writeLifecycleText(env.Stdout, rep)
 }
 
 // dialable turns a listen address into one a client can dial: an empty or
@@ -93,10 +92,14 @@ func dialable(addr string) string {
 	return net.JoinHostPort(host, port)
 }
 
-func writeLifecycleText(w io.Writer, rep lifecycle.Report) {
-	fmt.Fprintf(w, "as of %s, usage from %s (window %s)\n\n", rep.Now.Format(time.RFC3339), rep.UsageSource, rep.Window)
+func writeLifecycleText(w io.Writer, rep lifecycle.Report) error {
+	if _, err := fmt.Fprintf(w, "as of %s, usage from %s (window %s)\n\n", rep.Now.Format(time.RFC3339), rep.UsageSource, rep.Window); err != nil {
+		return err
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CAPABILITY\tSTATE\tCALLS 30D\tTOTAL\tLAST USED\tREPLACED BY\tSAFE TO REMOVE")
+	if _, err := fmt.Fprintln(tw, "CAPABILITY\tSTATE\tCALLS 30D\tTOTAL\tLAST USED\tREPLACED BY\tSAFE TO REMOVE"); err != nil {
+		return err
+	}
 	for _, e := range rep.Entries {
 		calls, total, last := "unknown", "unknown", "unknown"
 		if e.UsageKnown {
@@ -105,14 +108,22 @@ func writeLifecycleText(w io.Writer, rep lifecycle.Report) {
 				last = e.LastUsed.Format(time.RFC3339)
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Capability, e.State, calls, total, last, or(e.ReplacedBy, "-"), e.SafeToRemove)
+		if _, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.Capability, e.State, calls, total, last, or(e.ReplacedBy, "-"), e.SafeToRemove); err != nil {
+			return err
+		}
 	}
-	_ = tw.Flush()
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "safe to remove: %s\n", list(rep.SafeToRemove))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "\nsafe to remove: %s\n", list(rep.SafeToRemove)); err != nil {
+		return err
+	}
 	if len(rep.UnknownUsage) > 0 {
-		fmt.Fprintf(w, "unknown (usage could not be read): %s\n", list(rep.UnknownUsage))
+		if _, err := fmt.Fprintf(w, "unknown (usage could not be read): %s\n", list(rep.UnknownUsage)); err != nil {
+			return err
+		}
 	}
+	return nil
 }
 
 func list(ids []string) string {

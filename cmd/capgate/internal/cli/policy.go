@@ -57,11 +57,13 @@ func runPolicyCheck(_ context.Context, env Env, args []string) error {
 		return err
 	}
 	if _, err := regocheck.Compile(mods, *strict); err != nil {
-		fmt.Fprintln(env.Stdout, err)
+		if _, werr := fmt.Fprintln(env.Stdout, err); werr != nil {
+			return werr
+		}
 		return checkFailed("policy check failed")
 	}
-	fmt.Fprintf(env.Stdout, "ok: %d modules\n", len(mods))
-	return nil
+	_, err = fmt.Fprintf(env.Stdout, "ok: %d modules\n", len(mods))
+	return err
 }
 
 func runPolicyFmt(_ context.Context, env Env, args []string) error {
@@ -85,7 +87,9 @@ func runPolicyFmt(_ context.Context, env Env, args []string) error {
 	}
 	sort.Strings(changed)
 	for _, p := range changed {
-		fmt.Fprintln(env.Stdout, p)
+		if _, err := fmt.Fprintln(env.Stdout, p); err != nil {
+			return err
+		}
 	}
 	if *write {
 		for _, p := range changed {

@@ -51,23 +51,35 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 	ix := router.NewIndex(d.Registry(), d.Config.Router.Threshold)
 	dec, perr := ix.Route(msg, rights)
 	if perr != nil {
-		fmt.Fprintf(env.Stdout, "refused: %s (%d): %s\n", perr.Reason(), perr.JSONRPCCode(), perr.Message)
-		return nil
+		_, err = fmt.Fprintf(env.Stdout, "refused: %s (%d): %s\n", perr.Reason(), perr.JSONRPCCode(), perr.Message)
+		return err
 	}
-	fmt.Fprintf(env.Stdout, "layer: %s\n", dec.Layer)
+	if _, err := fmt.Fprintf(env.Stdout, "layer: %s\n", dec.Layer); err != nil {
+		return err
+	}
 	if dec.Capability != "" {
-		fmt.Fprintf(env.Stdout, "capability: %s\n", dec.Capability)
+		if _, err := fmt.Fprintf(env.Stdout, "capability: %s\n", dec.Capability); err != nil {
+			return err
+		}
 	}
 	if dec.Layer == router.LayerClassifier || dec.Layer == router.LayerClarify {
-		fmt.Fprintf(env.Stdout, "confidence: %.3f (threshold %.2f)\n", dec.Confidence, ix.Threshold())
+		if _, err := fmt.Fprintf(env.Stdout, "confidence: %.3f (threshold %.2f)\n", dec.Confidence, ix.Threshold()); err != nil {
+			return err
+		}
 	}
 	if dec.IgnoredHint != "" {
-		fmt.Fprintf(env.Stdout, "ignored hint: %s (not a capability this caller may use for this message)\n", dec.IgnoredHint)
+		if _, err := fmt.Fprintf(env.Stdout, "ignored hint: %s (not a capability this caller may use for this message)\n", dec.IgnoredHint); err != nil {
+			return err
+		}
 	}
 	if len(dec.Candidates) > 0 {
-		fmt.Fprintln(env.Stdout, "candidates:")
+		if _, err := fmt.Fprintln(env.Stdout, "candidates:"); err != nil {
+			return err
+		}
 		for _, c := range dec.Candidates {
-			fmt.Fprintf(env.Stdout, "  %-28s %.3f  %s\n", c.ID, c.Score, c.Name)
+			if _, err := fmt.Fprintf(env.Stdout, "  %-28s %.3f  %s\n", c.ID, c.Score, c.Name); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -120,17 +132,24 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 		if err := json.MarshalWrite(env.Stdout, out, json.Deterministic(true), jsontext.WithIndent("  ")); err != nil {
 			return err
 		}
-		fmt.Fprintln(env.Stdout)
-		return nil
+		_, err = fmt.Fprintln(env.Stdout)
+		return err
 	}
-	fmt.Fprintf(env.Stdout, "cases: %d (%d skills), threshold %.2f\n", m.N, reg.Len(), *threshold)
-	fmt.Fprintf(env.Stdout, "in-scope accuracy:      %6.2f%%\n", 100*m.InScopeAccuracy)
-	fmt.Fprintf(env.Stdout, "top-1 accuracy:         %6.2f%%  (no threshold)\n", 100*m.Top1Accuracy)
-	fmt.Fprintf(env.Stdout, "out-of-scope recall:    %6.2f%%\n", 100*m.OOSRecall)
-	fmt.Fprintf(env.Stdout, "in-scope clarification: %6.2f%%\n", 100*m.ClarificationRate)
-	fmt.Fprintf(env.Stdout, "misroutes:              %6.2f%%\n", 100*m.MisrouteRate)
-	fmt.Fprintf(env.Stdout, "latency p50 / p99:      %v / %v\n", m.P50, m.P99)
-	return nil
+	_, err = fmt.Fprintf(env.Stdout, "cases: %d (%d skills), threshold %.2f\n"+
+		"in-scope accuracy:      %6.2f%%\n"+
+		"top-1 accuracy:         %6.2f%%  (no threshold)\n"+
+		"out-of-scope recall:    %6.2f%%\n"+
+		"in-scope clarification: %6.2f%%\n"+
+		"misroutes:              %6.2f%%\n"+
+		"latency p50 / p99:      %v / %v\n",
+		m.N, reg.Len(), *threshold,
+		100*m.InScopeAccuracy,
+		100*m.Top1Accuracy,
+		100*m.OOSRecall,
+		100*m.ClarificationRate,
+		100*m.MisrouteRate,
+		m.P50, m.P99)
+	return err
 }
 
 // loadManifestsArg loads a JSON array file or a folder of manifests, without
@@ -162,7 +181,7 @@ func readCases(p string) ([]classifier.Case, error) {
 	if err != nil {
 		return nil, usageErr("cases: %v", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	return parseCases(f, p)
 }
 

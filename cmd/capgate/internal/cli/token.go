@@ -60,7 +60,7 @@ func runToken(ctx context.Context, env Env, args []string) error {
 			return fmt.Errorf("read demo key: %w", err)
 		}
 		keyID = dk.kid
-		fmt.Fprintln(env.Stderr, "capgate token: signed with a DEMO key that is public in the repository — never trust it in production")
+		_, _ = fmt.Fprintln(env.Stderr, "capgate token: signed with a DEMO key that is public in the repository — never trust it in production")
 	}
 	key, keyAlg, err := identity.LoadSigningKey(pemBytes)
 	if err != nil {
@@ -85,6 +85,6 @@ func runToken(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(env.Stdout, tok)
-	return nil
+	_, err = fmt.Fprintln(env.Stdout, tok)
+	return err
 }

@@ -19,7 +19,9 @@ func runValidate(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		var set *diag.Set
 		if errors.As(err, &set) {
-			fmt.Fprintln(env.Stdout, set.Error())
+			if _, werr := fmt.Fprintln(env.Stdout, set.Error()); werr != nil {
+				return werr
+			}
 			return checkFailed("%d problem(s) found", len(set.Problems))
 		}
 		return &exitError{code: ExitUsage, err: err}
@@ -29,8 +31,8 @@ func runValidate(ctx context.Context, env Env, args []string) error {
 		return checkFailed("%v", err)
 	}
 	for _, w := range d.Warnings {
-		fmt.Fprintln(env.Stderr, "warning:", w)
+		_, _ = fmt.Fprintln(env.Stderr, "warning:", w)
 	}
-	fmt.Fprintf(env.Stdout, "ok: %d capabilities, policy revision %s\n", d.Registry().Len(), d.Snapshot.Revision)
-	return nil
+	_, err = fmt.Fprintf(env.Stdout, "ok: %d capabilities, policy revision %s\n", d.Registry().Len(), d.Snapshot.Revision)
+	return err
 }
