@@ -142,20 +142,36 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 // and a second copy would cost megabytes over a large registry.
 func (s *Snapshot) Data() (map[string]any, error) {
 	caps := make(map[string]any, s.Registry.Len())
-	profiles := map[string]any{}
-	var fs []fact
-	var pr profiler
-	for _, c := range s.Registry.All() {
-		key, p := pr.of(&c)
-		profiles[key] = p
-		fs = appendFacts(fs[:0], &c, key)
+	profiles, _ := s.eachFacts(func(c *manifest.Capability, fs []fact) error { // never fails
 		f := make(map[string]any, len(fs))
 		for _, x := range fs {
 			f[x.key] = x.val
 		}
 		caps[c.ID] = f
-	}
+		return nil
+	})
 	return plainJSON(map[string]any{keyCapabilities: caps, keyProfiles: profiles, keySettings: s.Settings})
+}
+
+// eachFacts calls f with every capability and its facts (see appendFacts;
+// the slice is reused between calls) and returns the profiles they fall
+// in, keyed as the facts name them. It stops at f's first error. Data and
+// Store both walk the registry through it.
+func (s *Snapshot) eachFacts(f func(c *manifest.Capability, fs []fact) error) (map[string]any, error) {
+	profiles := map[string]any{}
+	var fs []fact
+	var pr profiler
+	all := s.Registry.All()
+	for i := range all {
+		c := &all[i]
+		key, p := pr.of(c)
+		profiles[key] = p
+		fs = appendFacts(fs[:0], c, key)
+		if err := f(c, fs); err != nil {
+			return nil, err
+		}
+	}
+	return profiles, nil
 }
 
 // profileOf groups capabilities by the facts that decide visibility and

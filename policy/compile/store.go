@@ -10,6 +10,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+
+	"github.com/capgate/capgate/policy/manifest"
 )
 
 // Store returns a new in-memory store holding Data under data.capgate.
@@ -23,19 +25,17 @@ import (
 // of the revision. The result equals Data's conversion (tested).
 func (s *Snapshot) Store() (storage.Store, error) {
 	in := newInterner()
-	profiles := map[string]any{}
 	caps := make([][2]*ast.Term, 0, s.Registry.Len())
-	var fs []fact
-	var pr profiler
-	for _, c := range s.Registry.All() {
-		key, p := pr.of(&c)
-		profiles[key] = p
-		fs = appendFacts(fs[:0], &c, key)
+	profiles, err := s.eachFacts(func(c *manifest.Capability, fs []fact) error {
 		f, err := in.facts(fs)
 		if err != nil {
-			return nil, fmt.Errorf("store policy data: capability %q: %w", c.ID, err)
+			return fmt.Errorf("store policy data: capability %q: %w", c.ID, err)
 		}
 		caps = append(caps, ast.Item(in.str(c.ID), f))
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	rest, err := plainJSON(map[string]any{keyProfiles: profiles, keySettings: s.Settings})
 	if err != nil {
