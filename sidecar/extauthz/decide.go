@@ -264,24 +264,11 @@ func (s *Server) authorize(ctx context.Context, hr *authv3.AttributeContext_Http
 			return
 		}
 		if r.TaskID != "" {
-			// Continuing a task needs its owner, and only an authenticated
-			// caller owns tasks (see requireOwner).
-			if d.err = s.requireAuthenticated(d, false); d.err != nil {
-				return
-			}
 			d.err = s.requireOwner(ctx, d, r.TaskID)
 		}
 	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask,
 		protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
 		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:
-		// Not even with anonymous_public: an anonymous caller owns no task.
-		if d.err = s.requireAuthenticated(d, false); d.err != nil {
-			return
-		}
-		if r.TaskID == "" {
-			d.err = protocol.Errorf(protocol.InvalidParams, "the task id is required")
-			return
-		}
 		d.err = s.requireOwner(ctx, d, r.TaskID)
 	default:
 		d.err = protocol.Errorf(protocol.MethodNotFound, "operation %q is not recognised", r.Operation)
@@ -329,13 +316,17 @@ func (s *Server) requireEntitlement(ctx context.Context, d *decision) *protocol.
 	return nil
 }
 
-// requireOwner admits the caller to a task it owns. A task that does not
-// exist and a task of someone else get the same answer. An unauthenticated
-// caller owns no task, not even one bound to an empty subject: that task
-// would be every anonymous caller's.
+// requireOwner admits the caller to a task it owns, as the gateway's
+// dispatcher does. Only an authenticated caller owns tasks, even with
+// anonymous_public (a task bound to nobody would be every anonymous
+// caller's): anyone else is asked for a credential before any lookup. A
+// task that does not exist and a task of someone else get the same answer.
 func (s *Server) requireOwner(ctx context.Context, d *decision, taskID string) *protocol.Error {
-	if !d.principal.Authenticated {
-		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
+	if err := s.requireAuthenticated(d, false); err != nil {
+		return err
+	}
+	if taskID == "" {
+		return protocol.Errorf(protocol.InvalidParams, "the task id is required")
 	}
 	if s.owners == nil {
 		return protocol.Errorf(protocol.Internal, "task ownership cannot be checked: no task store is configured")
