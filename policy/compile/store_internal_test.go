@@ -13,6 +13,7 @@ import (
 
 	"github.com/capgate/capgate/policy/compile/compiletest"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/test/heaptest"
 )
 
 func snapshotData(t testing.TB, reg *manifest.Registry) map[string]any {
@@ -162,22 +163,15 @@ func BenchmarkStoreRetained10k(b *testing.B) {
 		{"interned", func(d map[string]any) (any, error) { return newInterner().value(d) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var retained uint64
+			var retained heaptest.Retained
 			for b.Loop() {
-				before := liveHeap()
+				retained.Start()
 				v, err := bc.conv(data)
 				require.NoError(b, err)
-				retained += liveHeap() - before
+				retained.Stop()
 				runtime.KeepAlive(v)
 			}
-			b.ReportMetric(float64(retained)/float64(b.N)/(1<<20), "retained-MiB/op")
+			retained.Report(b)
 		})
 	}
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capgate/capgate/policy/compile/compiletest"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/test/heaptest"
 )
 
 // writeSynthetic writes n synthetic manifests to dir, one JSON file per
@@ -33,14 +34,6 @@ func writeSynthetic(tb testing.TB, dir string, n int) {
 	}
 }
 
-// liveHeap is the heap in use after a full collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // BenchmarkLoadRetained10k loads 10,000 one-file manifests and reports the
 // heap the registry keeps once loading is over (retained-MiB/op), besides
 // the time and allocations of Load itself.
@@ -52,11 +45,10 @@ func BenchmarkLoadRetained10k(b *testing.B) {
 	opts := manifest.Options{Handlers: func(string) bool { return true }}
 
 	b.ReportAllocs()
-	var retained float64
-	runs := 0
+	var retained heaptest.Retained
 	for b.Loop() {
 		b.StopTimer()
-		before := liveHeap()
+		retained.Start()
 		b.StartTimer()
 		reg, err := manifest.Load(dirs, opts)
 		b.StopTimer()
@@ -66,13 +58,11 @@ func BenchmarkLoadRetained10k(b *testing.B) {
 		if reg.Len() != n {
 			b.Fatalf("loaded %d capabilities, want %d", reg.Len(), n)
 		}
-		after := liveHeap()
+		retained.Stop()
 		runtime.KeepAlive(reg)
-		retained += float64(int64(after)-int64(before)) / (1 << 20)
-		runs++
 		b.StartTimer()
 	}
-	b.ReportMetric(retained/float64(runs), "retained-MiB/op")
+	retained.Report(b)
 }
 
 // TestLoadShares checks that the manifests of one load share their repeated

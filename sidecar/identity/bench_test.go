@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/capgate/capgate/test/heaptest"
 )
 
 // BenchmarkVerifyCached is the ext_authz hot path: a token seen before.
@@ -79,10 +81,10 @@ func BenchmarkCacheRetained10k(b *testing.B) {
 		headers[i] = "Bearer " + signToken(b, jwt.SigningMethodES256, keys.ec, ecKid, c)
 	}
 	ctx := b.Context()
-	var retained uint64
+	var retained heaptest.Retained
 	for b.Loop() {
 		b.StopTimer()
-		before := liveHeap()
+		retained.Start()
 		v := newFileVerifier(b, testAuth(), keys.jwks(b))
 		for _, h := range headers {
 			if _, err := v.Verify(ctx, h); err != nil {
@@ -92,16 +94,9 @@ func BenchmarkCacheRetained10k(b *testing.B) {
 		if v.CacheLen() != len(headers) {
 			b.Fatalf("cache holds %d tokens, want %d", v.CacheLen(), len(headers))
 		}
-		retained += liveHeap() - before
+		retained.Stop()
 		runtime.KeepAlive(v)
 		b.StartTimer()
 	}
-	b.ReportMetric(float64(retained)/float64(b.N)/(1<<20), "retained-MiB/op")
-}
-
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
+	retained.Report(b)
 }
