@@ -99,16 +99,18 @@ type goldenCase struct {
 	lim    Limits
 }
 
-func (c goldenCase) run() string {
-	body := []byte(c.body)
-	var r *Request
-	var err *Error
+func (c goldenCase) run() string { return renderResult(c.parse()) }
+
+// parse parses the case with the parser its binding names; body is the
+// slice parsed, which the result may alias.
+func (c goldenCase) parse() (body []byte, r *Request, err *Error) {
+	body = []byte(c.body)
 	if c.method == "" {
 		r, err = ParseJSONRPC(c.v, c.ct, body, c.lim)
 	} else {
 		r, err = ParseHTTP(c.v, c.method, c.target, c.ct, body, c.lim)
 	}
-	return renderResult(body, r, err)
+	return body, r, err
 }
 
 // renderResult prints every field of a parse result on one line. Raw JSON the result holds is

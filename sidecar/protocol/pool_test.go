@@ -13,14 +13,7 @@ func TestResultsOutliveTheirParser(t *testing.T) {
 	first := make([]string, len(cases))
 	results := make([]func() string, len(cases))
 	for i, c := range cases {
-		body := []byte(c.body)
-		var r *Request
-		var err *Error
-		if c.method == "" {
-			r, err = ParseJSONRPC(c.v, c.ct, body, c.lim)
-		} else {
-			r, err = ParseHTTP(c.v, c.method, c.target, c.ct, body, c.lim)
-		}
+		body, r, err := c.parse()
 		first[i] = renderResult(body, r, err)
 		results[i] = func() string { return renderResult(body, r, err) }
 	}
