@@ -35,6 +35,12 @@ const (
 	DefaultStreamIdleTimeout = 5 * time.Minute
 	DefaultExchangeTimeout   = 5 * time.Second
 	DefaultModelTimeout      = 2 * time.Second
+	DefaultPendingTTL        = 10 * time.Minute
+	DefaultPendingPerCaller  = 100
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultProxySecretHeader = "x-capgate-proxy-secret"
+	DefaultProxyPeerHeader   = "x-forwarded-client-cert"
 	// MinMemoryLimit is the smallest limits.memory accepted: below it the
 	// runtime would collect without pause.
 	MinMemoryLimit ByteSize = 16 << 20
@@ -54,6 +60,7 @@ type Config struct {
 	Identity   Identity          `yaml:"identity"`
 	Audit      Audit             `yaml:"audit"`
 	Limits     Limits            `yaml:"limits"`
+	Push       Push              `yaml:"push"`
 
 	// Dir is the directory of the config file; relative paths resolve against it.
 	// For a config read from an fs.FS it is a path inside that FS.
@@ -105,6 +112,29 @@ type Auth struct {
 	// client (attributes.source.principal, e.g. a SPIFFE id) to the
 	// principal capgate decides for; a bearer token, when present, wins.
 	MTLSPrincipals map[string]MTLSPrincipal `yaml:"mtls_principals"`
+	// TrustedProxy says how the gateway, behind Envoy, learns the mTLS
+	// peer Envoy verified; absent, no proxy is trusted and the gateway
+	// authenticates bearer tokens only.
+	TrustedProxy *TrustedProxy `yaml:"trusted_proxy"`
+}
+
+// TrustedProxy is the proxy (Envoy) the gateway takes the mTLS peer from:
+// a request from one of Addresses carrying the shared secret in Header has
+// its peer read from PeerHeader (Envoy's x-forwarded-client-cert, URI=).
+type TrustedProxy struct {
+	Addresses  []string `yaml:"addresses"`   // IPs or CIDRs of the proxy
+	SecretFile string   `yaml:"secret_file"` // relative to the config file
+	Header     string   `yaml:"header"`      // default x-capgate-proxy-secret
+	PeerHeader string   `yaml:"peer_header"` // default x-forwarded-client-cert
+}
+
+// Push configures push notifications (webhooks an agent calls back).
+type Push struct {
+	// Enabled advertises capabilities.pushNotifications and admits the
+	// push config methods; off (the default), they are refused at both doors.
+	Enabled bool `yaml:"enabled"`
+	// AllowedURLs are URL prefixes a webhook must start with (default: none).
+	AllowedURLs []string `yaml:"allowed_urls"`
 }
 
 // MTLSPrincipal is who an mTLS peer is.
@@ -121,6 +151,12 @@ type Issuer struct {
 	JWKSFile   string   `yaml:"jwks_file"` // relative to the config file
 	JWKSURL    string   `yaml:"jwks_url"`
 	Algorithms []string `yaml:"algorithms"`
+	// Tenants this issuer may assert (empty: any); a token naming another
+	// tenant is refused.
+	Tenants []string `yaml:"tenants"`
+	// Scopes this issuer may grant (empty: any); other scopes in its tokens
+	// are dropped.
+	Scopes []string `yaml:"scopes"`
 }
 
 // Listen holds listener addresses.
@@ -195,6 +231,19 @@ type Limits struct {
 	// leaves the runtime's own setting (the GOMEMLIMIT environment
 	// variable, or none). See docs/operations.md for sizing.
 	Memory ByteSize `yaml:"memory"`
+	// PendingTTL bounds how long a clarification task capgate holds waits
+	// for the caller's reply (default 10m).
+	PendingTTL time.Duration `yaml:"pending_ttl"`
+	// PendingPerCaller caps the clarification tasks one owner may hold
+	// (default 100).
+	PendingPerCaller int `yaml:"pending_per_caller"`
+	// ReadTimeout bounds reading one request, headers and body (default 30s).
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds writing one response (default 0: none, so that
+	// streams can last; stream_idle_timeout bounds their silences).
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// IdleTimeout closes keep-alive connections idle this long (default 120s).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // ByteSize is a number of bytes; in YAML an integer or a string with a

@@ -121,6 +121,22 @@ func (c *Config) applyDefaults() {
 	if c.Limits.StreamIdleTimeout == 0 {
 		c.Limits.StreamIdleTimeout = DefaultStreamIdleTimeout
 	}
+	if c.Limits.PendingTTL == 0 {
+		c.Limits.PendingTTL = DefaultPendingTTL
+	}
+	if c.Limits.PendingPerCaller == 0 {
+		c.Limits.PendingPerCaller = DefaultPendingPerCaller
+	}
+	if c.Limits.ReadTimeout == 0 {
+		c.Limits.ReadTimeout = DefaultReadTimeout
+	}
+	if c.Limits.IdleTimeout == 0 {
+		c.Limits.IdleTimeout = DefaultIdleTimeout
+	}
+	if t := c.Auth.TrustedProxy; t != nil {
+		setDefault(&t.Header, DefaultProxySecretHeader)
+		setDefault(&t.PeerHeader, DefaultProxyPeerHeader)
+	}
 	if c.Agent.Streaming == nil {
 		on := true
 		c.Agent.Streaming = &on

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/capgate/capgate/policy/diag"
@@ -87,6 +88,8 @@ func (c *Config) Validate() error {
 	}
 	v.identity()
 	v.limits()
+	v.push()
+	v.trustedProxy()
 	for peer := range c.Auth.MTLSPrincipals {
 		if strings.TrimSpace(peer) == "" || strings.ContainsAny(peer, " \t\n") {
 			v.add("auth.mtls_principals", "%q is not a peer principal (e.g. spiffe://example.org/ns/partners/sa/orchestrator)", peer)
@@ -346,9 +349,64 @@ func (v *validator) limits() {
 	if l.StreamIdleTimeout < 0 {
 		v.add("limits.stream_idle_timeout", "%s is negative", l.StreamIdleTimeout)
 	}
+	for name, d := range map[string]time.Duration{"limits.pending_ttl": l.PendingTTL, "limits.read_timeout": l.ReadTimeout,
+		"limits.write_timeout": l.WriteTimeout, "limits.idle_timeout": l.IdleTimeout} {
+		if d < 0 {
+			v.add(name, "%s is negative", d)
+		}
+	}
+	if l.PendingPerCaller < 0 || l.PendingPerCaller > 100000 {
+		v.add("limits.pending_per_caller", "%d is outside [0, 100000]", l.PendingPerCaller)
+	}
 	if l.Memory < 0 {
 		v.add("limits.memory", "%d is negative (0 leaves the runtime's setting)", int64(l.Memory))
 	} else if l.Memory != 0 && l.Memory < MinMemoryLimit {
 		v.add("limits.memory", "%s is below the minimum %s (0 leaves the runtime's setting)", l.Memory, MinMemoryLimit)
+	}
+}
+
+func (v *validator) push() {
+	for i, u := range v.c.Push.AllowedURLs {
+		if err := validPushPrefix(u); err != nil {
+			v.add(fmt.Sprintf("push.allowed_urls[%d]", i), "%v", err)
+		}
+	}
+}
+
+// validPushPrefix checks a push.allowed_urls entry: an absolute http(s) URL
+// with no user information, query or fragment.
+func validPushPrefix(prefix string) error {
+	u, err := url.Parse(prefix)
+	if err != nil || !u.IsAbs() || u.Host == "" {
+		return fmt.Errorf("%q is not an absolute URL", prefix)
+	}
+	if s := strings.ToLower(u.Scheme); s != "https" && s != "http" {
+		return fmt.Errorf("%q: only http and https URLs can be allowed", prefix)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q: a prefix has no user information, query or fragment", prefix)
+	}
+	return nil
+}
+
+func (v *validator) trustedProxy() {
+	t := v.c.Auth.TrustedProxy
+	if t == nil {
+		return
+	}
+	if len(t.Addresses) == 0 {
+		v.add("auth.trusted_proxy.addresses", "required: the addresses the proxy connects from (e.g. 127.0.0.1)")
+	}
+	for i, a := range t.Addresses {
+		if _, _, err := net.ParseCIDR(a); err != nil && net.ParseIP(a) == nil {
+			v.add(fmt.Sprintf("auth.trusted_proxy.addresses[%d]", i), "%q is neither an IP address nor a CIDR", a)
+		}
+	}
+	if t.SecretFile == "" {
+		v.add("auth.trusted_proxy.secret_file", "required: a file holding the secret the proxy sends (at least 32 bytes)")
+	} else if b, err := v.c.ReadFile(t.SecretFile); err != nil {
+		v.add("auth.trusted_proxy.secret_file", "cannot be read: %v", err)
+	} else if len(strings.TrimSpace(string(b))) < 32 {
+		v.add("auth.trusted_proxy.secret_file", "the secret must be at least 32 bytes")
 	}
 }

@@ -38,7 +38,8 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 	for i, c := range dec.Candidates {
 		ids[i] = c.ID
 	}
-	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Subject: call.Principal.Subject, Tenant: call.Principal.Tenant,
+	o := ownerOf(call)
+	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant,
 		Pending: true, Candidates: ids, CreatedAt: d.now()}
 	if err := d.store.Bind(ctx, b); err != nil {
 		return storeError(err)

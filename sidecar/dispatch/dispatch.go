@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/delegation"
 	"github.com/capgate/capgate/sidecar/gateway"
@@ -107,25 +108,18 @@ func (d *Dispatcher) Serve(ctx context.Context, call *gateway.Call, w gateway.Re
 	return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
 }
 
-// owned looks up a task the caller must own. Another caller's task and an
-// unknown task get the same answer.
-func (d *Dispatcher) owned(ctx context.Context, call *gateway.Call, taskID string) (tasks.Binding, *protocol.Error) {
-	// Only an authenticated caller owns tasks, even with anonymous_public: a
-	// task bound to nobody would be every anonymous caller's.
-	if !call.Principal.Authenticated {
-		return tasks.Binding{}, protocol.MissingCredentials()
+// bound is the task admission found the caller owns (gateway.Call.Task). Ownership is
+// admission's rule alone: the dispatcher never decides it again.
+func bound(call *gateway.Call) (tasks.Binding, *protocol.Error) {
+	if call.Task == nil {
+		return tasks.Binding{}, protocol.Errorf(protocol.Internal, "the task was not admitted")
 	}
-	if taskID == "" {
-		return tasks.Binding{}, protocol.Errorf(protocol.InvalidParams, "a task id is required")
-	}
-	b, ok, err := d.store.Lookup(ctx, taskID)
-	if err != nil {
-		return tasks.Binding{}, storeError(err)
-	}
-	if !ok || !b.OwnedBy(call.Principal.Subject, call.Principal.Tenant) {
-		return tasks.Binding{}, protocol.Errorf(protocol.TaskNotFound, "task %s not found", taskID)
-	}
-	return b, nil
+	return *call.Task, nil
+}
+
+// ownerOf is the owner tasks the caller creates are bound to.
+func ownerOf(call *gateway.Call) tasks.Owner {
+	return admission.OwnerOf(call.Rev, call.Principal)
 }
 
 func storeError(err error) *protocol.Error {

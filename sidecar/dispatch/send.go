@@ -34,11 +34,14 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 		return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
 
-	params := req.Params
+	params, perr := req.ForwardParams()
+	if perr != nil {
+		return perr
+	}
 	var decision router.Decision
 	var pending *tasks.Binding
 	if msg.TaskID != "" {
-		b, perr := d.owned(ctx, call, msg.TaskID)
+		b, perr := bound(call)
 		if perr != nil {
 			return perr
 		}
@@ -94,8 +97,9 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 		if taskID == "" {
 			return nil // a direct message reply creates no task
 		}
+		o := ownerOf(call)
 		b := tasks.Binding{TaskID: taskID, ContextID: contextID, Capability: capability.ID, Handler: capability.Handler,
-			Subject: call.Principal.Subject, Tenant: call.Principal.Tenant, CreatedAt: d.now()}
+			Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: d.now()}
 		if err := d.store.Bind(ctx, b); err != nil {
 			return storeError(err)
 		}

@@ -19,7 +19,7 @@ import (
 // bound to — for its owner only, and only while still entitled.
 func (d *Dispatcher) taskOp(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
 	req := call.Request
-	b, perr := d.owned(ctx, call, req.TaskID)
+	b, perr := bound(call)
 	if perr != nil {
 		return perr
 	}
@@ -33,7 +33,11 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *gateway.Call, w gateway.R
 	if perr != nil {
 		return perr
 	}
-	inv, perr := d.handlerRequest(ctx, call, m, req.Params)
+	params, perr := req.ForwardParams()
+	if perr != nil {
+		return perr
+	}
+	inv, perr := d.handlerRequest(ctx, call, m, params)
 	if perr != nil {
 		return perr
 	}
@@ -88,9 +92,16 @@ func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Res
 	if !call.Principal.Authenticated {
 		return protocol.MissingCredentials()
 	}
-	owned, err := d.store.Owned(ctx, call.Principal.Subject, call.Principal.Tenant)
+	owner := ownerOf(call)
+	all, err := d.store.Owned(ctx, owner.Subject, owner.Tenant)
 	if err != nil {
 		return storeError(err)
+	}
+	owned := all[:0:0]
+	for _, b := range all {
+		if b.OwnedBy(owner) {
+			owned = append(owned, b)
+		}
 	}
 	if len(owned) > MaxListTasks {
 		owned = owned[:MaxListTasks]

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"net"
 	"runtime"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -20,12 +19,11 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
+	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
-	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
-	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // component is the decision-log and metrics label of this server.
@@ -48,12 +46,11 @@ const (
 // use and holds no per-request state.
 type Server struct {
 	holder     *revision.Holder
-	owners     tasks.Owners
+	admit      *admission.Admitter
 	log        *zap.Logger
 	dlog       *decisionlog.Logger
 	ids        *decisionlog.IDs
 	limits     protocol.Limits
-	peers      map[string]identity.Principal
 	reflection bool
 	stats      *stats
 
@@ -87,32 +84,16 @@ func WithDecisionIDs(ids *decisionlog.IDs) Option { return func(s *Server) { s.i
 // with_request_body.max_request_bytes must be at least MaxBodyBytes.
 func WithLimits(l protocol.Limits) Option { return func(s *Server) { s.limits = l } }
 
-// WithPrincipalMap authenticates mTLS peers: Envoy's
-// attributes.source.principal (the client certificate's URI SAN, e.g. a
-// SPIFFE id) is looked up in m and, when found, the caller is that principal
-// (Authenticated is set; scopes are sorted). A bearer token, when present,
-// always wins over the peer certificate. The map is copied.
-func WithPrincipalMap(m map[string]identity.Principal) Option {
-	return func(s *Server) {
-		s.peers = make(map[string]identity.Principal, len(m))
-		for id, p := range m {
-			p.Authenticated = true
-			p.Scopes = slices.Compact(slices.Sorted(slices.Values(p.Scopes)))
-			if p.Subject == "" {
-				p.Subject = id
-			}
-			s.peers[id] = p
-		}
-	}
-}
-
 // WithReflection makes Register also register gRPC server reflection.
 func WithReflection(on bool) Option { return func(s *Server) { s.reflection = on } }
 
-// New returns a Server deciding with the holder's current revision. owners
-// answers task ownership; nil refuses every task operation (fail closed).
-func New(h *revision.Holder, owners tasks.Owners, opts ...Option) *Server {
-	s := &Server{holder: h, owners: owners}
+// New returns a Server deciding with the holder's current revision through
+// the one admission function. owners answers task ownership; nil refuses
+// every request naming a task (fail closed). mTLS peers (Envoy's
+// attributes.source.principal) are mapped by the revision's
+// auth.mtls_principals, so a reload changes them.
+func New(h *revision.Holder, owners admission.Owners, opts ...Option) *Server {
+	s := &Server{holder: h}
 	for _, o := range opts {
 		o(s)
 	}
@@ -120,6 +101,7 @@ func New(h *revision.Holder, owners tasks.Owners, opts ...Option) *Server {
 		s.log = zap.NewNop()
 	}
 	s.log = s.log.Named(component)
+	s.admit = admission.New(owners, s.log)
 	if s.dlog == nil {
 		s.dlog = decisionlog.New(nil)
 	}

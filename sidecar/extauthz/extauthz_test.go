@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/capgate/capgate/policy/config"
 	"strconv"
 	"strings"
 	"testing"
@@ -122,7 +123,7 @@ func TestCheck(t *testing.T) {
 			want{allow: true, remove: []string{"x-capgate-principal", "x-capgate-tenant"}}},
 		{"spoofed headers on an authenticated request", jsonrpc(rpcBody(`1`, "GetExtendedAgentCard", `{}`), map[string]string{"a2a-version": v1, "authorization": alice, "x-capgate-principal": "admin", "x-capgate-decision-id": "forged", "x-capgate-scopes": "all"}),
 			want{allow: true, headers: map[string]string{HeaderPrincipal: "alice"}, remove: []string{"x-capgate-scopes"}}},
-		{"gRPC extended card without token", grpcCheck("/lf.a2a.v1.A2AService/GetExtendedAgentCard", nil, nil),
+		{"gRPC extended card without token", grpcCheck("/lf.a2a.v1.A2AService/GetExtendedAgentCard", &a2apb.GetExtendedAgentCardRequest{}, nil),
 			want{grpc: codes.Unauthenticated, http: 200, grpcStatus: strconv.Itoa(int(codes.Unauthenticated))}},
 		{"gRPC send message", grpcCheck("/lf.a2a.v1.A2AService/SendMessage", &a2apb.SendMessageRequest{Message: &a2apb.Message{MessageId: "m", Role: a2apb.Role_ROLE_USER}}, map[string]string{"authorization": alice}),
 			want{allow: true}},
@@ -275,13 +276,13 @@ func TestCheckNoEntitlement(t *testing.T) {
 
 	resp, err := s.Check(t.Context(), jsonrpc(body, map[string]string{"a2a-version": v1, "authorization": tok.bearer("bob", "acme")}))
 	require.NoError(t, err)
-	requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 200, rpcCode: -31403, rpcID: `1`, contains: msgNoEntitlement})
+	requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 200, rpcCode: -31403, rpcID: `1`, contains: "no capability of this agent is available to the caller"})
 
 	resp, err = s.Check(t.Context(), httpCheck("POST", "/message:send", map[string]string{"a2a-version": v1, "authorization": tok.bearer("bob", "acme"),
 		"content-type": "application/json", "content-length": itoa(len(`{"message":` + msgText + `}`))}, `{"message":`+msgText+`}`))
 	require.NoError(t, err)
 	requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 403, status: 403, headers: map[string]string{
-		"www-authenticate": `Bearer error="insufficient_scope", error_description="` + msgNoEntitlement + `"`}})
+		"www-authenticate": `Bearer error="insufficient_scope", error_description="no capability of this agent is available to the caller"`}})
 
 	resp, err = s.Check(t.Context(), jsonrpc(body, map[string]string{"a2a-version": v1, "authorization": tok.bearer("alice", "acme", "recon.run")}))
 	require.NoError(t, err)
@@ -354,8 +355,10 @@ func TestGRPCMessageEncoding(t *testing.T) {
 func TestCheckMTLSPrincipal(t *testing.T) {
 	const spiffe = "spiffe://example.org/ns/partners/sa/orchestrator"
 	m := metrics.New()
-	s := New(revision.NewHolder(financeRevision(t)), tasks.NewMemory(0), WithMetrics(m),
-		WithPrincipalMap(map[string]identity.Principal{spiffe: {Subject: "orchestrator", Tenant: "partners", Scopes: []string{"recon.run"}}}))
+	rev := financeRevision(t)
+	rev.Peers = identity.PeerPrincipals(config.Auth{MTLSPrincipals: map[string]config.MTLSPrincipal{
+		spiffe: {Subject: "orchestrator", Tenant: "partners", Scopes: []string{"recon.run"}}}})
+	s := New(revision.NewHolder(rev), tasks.NewMemory(0), WithMetrics(m))
 	peer := func(req *authv3.CheckRequest, id string) *authv3.CheckRequest {
 		req.Attributes.Source.Principal = id
 		return req
@@ -403,11 +406,10 @@ func TestCheckAnonymousOwnsNoTask(t *testing.T) {
 	anon := map[string]string{"a2a-version": v1}
 	unauth := want{grpc: codes.Unauthenticated, http: 200, rpcCode: -31401, rpcID: `1`}
 	for name, body := range map[string]string{
-		"GetTask":                         rpcBody(`1`, "GetTask", `{"id":"t-anon"}`),
-		"CancelTask":                      rpcBody(`1`, "CancelTask", `{"id":"t-anon"}`),
-		"ListTaskPushNotificationConfigs": rpcBody(`1`, "ListTaskPushNotificationConfigs", `{"taskId":"t-anon"}`),
-		"ListTasks":                       rpcBody(`1`, "ListTasks", `{}`),
-		"SendMessage with taskId":         rpcBody(`1`, "SendMessage", `{"message":{"messageId":"m-2","role":"ROLE_USER","taskId":"t-anon","parts":[{"text":"more"}]}}`),
+		"GetTask":                 rpcBody(`1`, "GetTask", `{"id":"t-anon"}`),
+		"CancelTask":              rpcBody(`1`, "CancelTask", `{"id":"t-anon"}`),
+		"ListTasks":               rpcBody(`1`, "ListTasks", `{}`),
+		"SendMessage with taskId": rpcBody(`1`, "SendMessage", `{"message":{"messageId":"m-2","role":"ROLE_USER","taskId":"t-anon","parts":[{"text":"more"}]}}`),
 	} {
 		t.Run(name, func(t *testing.T) {
 			resp, err := s.Check(t.Context(), jsonrpc(body, anon))

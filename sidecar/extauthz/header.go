@@ -41,6 +41,9 @@ func (h header) get(name string) string {
 	return out
 }
 
+// Values implements protocol.Header: name is matched case-insensitively.
+func (h header) Values(name string) []string { return h.values(strings.ToLower(name)) }
+
 // values returns the header's values (one element per raw header, or the
 // joined map value).
 func (h header) values(name string) []string {

@@ -33,9 +33,12 @@ const (
 // finish records the decision and builds its response.
 func (s *Server) finish(d *decision, start time.Time) *authv3.CheckResponse {
 	var resp *authv3.CheckResponse
-	if d.err == nil {
+	if d.allowed {
 		resp = s.allow(d)
 	} else {
+		if d.err == nil { // never allow by default
+			d.err = protocol.Errorf(protocol.Internal, "no decision was reached")
+		}
 		resp = s.deny(d)
 	}
 	s.record(d, time.Since(start))
@@ -45,7 +48,7 @@ func (s *Server) finish(d *decision, start time.Time) *authv3.CheckResponse {
 // internalDenial is the answer after a panic: built from constants, so that
 // it cannot fail itself.
 func (s *Server) internalDenial(d *decision, start time.Time) *authv3.CheckResponse {
-	d.err = protocol.Errorf(protocol.Internal, "internal error")
+	d.allowed, d.err = false, protocol.Errorf(protocol.Internal, "internal error")
 	d.principal.Authenticated = false
 	resp := s.deny(d)
 	s.record(d, time.Since(start))
@@ -67,7 +70,7 @@ func (s *Server) record(d *decision, latency time.Duration) {
 	if d.plan != nil {
 		e.Revision = d.plan.id
 	}
-	if d.err != nil {
+	if !d.allowed && d.err != nil {
 		e.Result = decisionlog.Deny
 		e.Code = string(d.err.Code)
 		e.Reasons = []string{d.err.Reason()}

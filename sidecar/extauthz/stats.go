@@ -61,13 +61,13 @@ func (s *stats) observe(d *decision, latency time.Duration) {
 	if !ok {
 		c = s.decisions[unknownOperation]
 	}
-	if d.err == nil {
+	if d.allowed {
 		c[0].Inc()
 	} else {
 		c[1].Inc()
 	}
 	s.latency.Observe(latency.Seconds())
-	if d.tokenUsed && d.plan != nil && d.plan.rev.Verifier != nil {
+	if d.hdr.get(headerAuthorization) != "" && d.plan != nil && d.plan.rev.Verifier != nil {
 		s.syncTokenCache(d.plan.rev.Verifier)
 	}
 }

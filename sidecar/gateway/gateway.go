@@ -7,16 +7,17 @@ package gateway
 import (
 	"context"
 	"net/http"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Header names.
@@ -41,6 +42,9 @@ type Call struct {
 	// Log is this request's decision-log entry; operations record the
 	// capability, routing layer and confidence they decided.
 	Log *decisionlog.Entry
+	// Task is the binding of the task the request targets, as admission
+	// found it (owned by the caller); nil when it names none.
+	Task *tasks.Binding
 }
 
 // Operations serves message and task operations (SendMessage, GetTask, ...).
@@ -59,6 +63,8 @@ type Gateway struct {
 	m      *metrics.Metrics
 	limits protocol.Limits
 	ops    Operations
+	owners admission.Owners
+	admit  *admission.Admitter
 	now    func() time.Time
 }
 
@@ -83,6 +89,10 @@ func WithLimits(l protocol.Limits) Option { return func(g *Gateway) { g.limits =
 // one those operations answer UnsupportedOperation.
 func WithOperations(o Operations) Option { return func(g *Gateway) { g.ops = o } }
 
+// WithOwners sets the task store admission asks who owns a task. Without
+// one, every request naming a task is refused (fail closed).
+func WithOwners(o admission.Owners) Option { return func(g *Gateway) { g.owners = o } }
+
 // WithDecisionIDs shares a decision id source.
 func WithDecisionIDs(ids *decisionlog.IDs) Option { return func(g *Gateway) { g.ids = ids } }
 
@@ -104,6 +114,7 @@ func New(h *revision.Holder, opts ...Option) *Gateway {
 	if g.m == nil {
 		g.m = metrics.New()
 	}
+	g.admit = admission.New(g.owners, g.log)
 	if g.limits.MaxBodyBytes <= 0 {
 		g.limits.MaxBodyBytes = protocol.DefaultMaxBodyBytes
 	}
@@ -113,27 +124,11 @@ func New(h *revision.Holder, opts ...Option) *Gateway {
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rev := g.holder.Load()
-	path := r.URL.EscapedPath()
-	if path == PublicCardPath {
+	if r.URL.EscapedPath() == PublicCardPath {
 		g.servePublicCard(w, r, rev)
 		return
 	}
-	base := basePath(rev)
-	rel, ok := strings.CutPrefix(path, base)
-	if !ok || (rel != "" && !strings.HasPrefix(rel, "/")) {
-		writeStatusError(w, protocol.Errorf(protocol.NotFound, "no A2A route at %s", r.URL.Path))
-		return
-	}
-	if rel == "" || rel == "/" {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			writeStatusError(w, protocol.Errorf(protocol.MethodNotAllowed, "the JSON-RPC endpoint accepts POST only"))
-			return
-		}
-		g.serveJSONRPC(w, r, rev)
-		return
-	}
-	g.serveREST(w, r, rev, rel)
+	g.serveA2A(w, r, rev)
 }
 
 // basePath is the path of the advertised interface URL, without a trailing slash.

@@ -1,151 +1,126 @@
 package gateway
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
-	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
 )
 
 const component = "gateway"
 
-func (g *Gateway) serveJSONRPC(w http.ResponseWriter, r *http.Request, rev *revision.Revision) {
+// serveA2A reads one request through the shared parser, asks admission, and runs the
+// operation. Every answer is in the binding's shape.
+func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision.Revision) {
 	start := g.now()
 	id := g.ids.Next()
 	w.Header().Set(HeaderDecisionID, id)
+	path := r.URL.EscapedPath()
+	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, basePath(rev)))}
+	req := &protocol.Request{Binding: protocol.Binding(entry.Binding)}
 	body, berr := readBody(r, g.limits.MaxBodyBytes)
-	version, verr := requestVersion(r)
 	if berr != nil {
-		g.finish(rev, start, &decisionlog.Entry{DecisionID: id, Binding: string(protocol.JSONRPC)}, berr)
-		writeJSONRPCError(w, nil, berr)
+		g.refuse(w, rev, start, entry, req, berr)
 		return
 	}
-	parseVersion := version
-	if verr != nil {
-		parseVersion = protocol.V1 // only to find the id to echo
+	env := protocol.Envelope{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: protocol.HTTPHeader(r.Header), Body: body}
+	parsed, perr := protocol.Parse(env, basePath(rev), g.limits)
+	if parsed != nil {
+		req = parsed
 	}
-	req, perr := protocol.ParseJSONRPC(parseVersion, r.Header.Get("Content-Type"), body, g.limits)
-	var reqID jsontext.Value
-	switch {
-	case req != nil:
-		reqID = req.ID
-	case perr != nil:
-		reqID = perr.ID
-	}
-	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.JSONRPC), Version: string(version)}
-	if verr != nil {
-		g.finish(rev, start, entry, verr)
-		writeJSONRPCError(w, reqID, verr)
-		return
-	}
+	entry.Binding, entry.Version, entry.Operation = string(req.Binding), string(req.Version), string(req.Operation)
 	if perr != nil {
-		g.finish(rev, start, entry, perr)
-		writeJSONRPCError(w, reqID, perr)
-		return
-	}
-	resp := &jsonrpcResponder{w: w, id: reqID}
-	if e := g.handle(r, rev, req, id, entry, resp); e != nil {
-		g.finish(rev, start, entry, e)
-		if req.Operation.Streaming() {
-			// A streaming call's refusal is one event of the stream, as
-			// A2A clients (a2a-go among them) read it.
-			writeJSONRPCStreamError(w, reqID, e)
-			return
+		if req.ID == nil {
+			req.ID = perr.ID
 		}
-		writeJSONRPCError(w, reqID, e)
+		g.refuse(w, rev, start, entry, req, perr)
 		return
 	}
-	g.finish(rev, start, entry, nil)
-}
-
-func (g *Gateway) serveREST(w http.ResponseWriter, r *http.Request, rev *revision.Revision, rel string) {
-	start := g.now()
-	id := g.ids.Next()
-	w.Header().Set(HeaderDecisionID, id)
-	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.HTTPJSON)}
-	version, verr := requestVersion(r)
-	if verr != nil {
-		g.finish(rev, start, entry, verr)
-		writeStatusError(w, verr)
-		return
-	}
-	entry.Version = string(version)
-	body, berr := readBody(r, g.limits.MaxBodyBytes)
-	if berr != nil {
-		g.finish(rev, start, entry, berr)
-		writeStatusError(w, berr)
-		return
-	}
-	// ParseHTTP checks the query too (repeated parameters, parameters the
-	// path binds): hand it the whole request target, not only the path.
-	target := rel
-	if r.URL.RawQuery != "" || r.URL.ForceQuery {
-		target += "?" + r.URL.RawQuery
-	}
-	req, perr := protocol.ParseHTTP(version, r.Method, target, r.Header.Get("Content-Type"), body, g.limits)
+	peer, perr := peerOf(r, rev)
 	if perr != nil {
-		g.finish(rev, start, entry, perr)
-		writeStatusError(w, perr)
+		g.refuse(w, rev, start, entry, req, perr)
 		return
 	}
-	if e := g.handle(r, rev, req, id, entry, &restResponder{w: w}); e != nil {
-		g.finish(rev, start, entry, e)
-		writeStatusError(w, e)
+	v := g.admit.Admit(r.Context(), rev, admission.Input{Request: req, Header: env.Header, Peer: peer})
+	entry.Principal, entry.Tenant = v.Principal.Subject, v.Principal.Tenant
+	if !v.Allowed {
+		e := v.Err
+		if e == nil { // never allow by default
+			e = protocol.Errorf(protocol.Internal, "admission returned no verdict")
+		}
+		g.refuse(w, rev, start, entry, req, e)
 		return
 	}
-	g.finish(rev, start, entry, nil)
-}
-
-// handle authenticates the caller, negotiates extensions and runs the
-// operation. A returned error has not been written yet.
-func (g *Gateway) handle(r *http.Request, rev *revision.Revision, req *protocol.Request, id string, entry *decisionlog.Entry, resp Responder) *protocol.Error {
-	ctx := r.Context()
-	entry.Operation = string(req.Operation)
-	// Two credentials are refused, not read one way here (the first) and
-	// another way by a proxy or ext_authz (joined).
-	if len(r.Header.Values("Authorization")) > 1 {
-		return protocol.Errorf(protocol.Unauthenticated, "the Authorization header is given more than once")
+	var resp Responder = &restResponder{w: w}
+	if req.Binding == protocol.JSONRPC {
+		resp = &jsonrpcResponder{w: w, id: req.ID}
 	}
-	p, err := rev.Verifier.Verify(ctx, r.Header.Get("Authorization"))
-	if err != nil {
-		return identity.ProtocolError(err)
-	}
-	entry.Principal, entry.Tenant = p.Subject, p.Tenant
-	requested := r.Header.Values(HeaderExtensions)
-	if req.Version == protocol.V03 {
-		// 0.3 clients (a2a-go's among them) send X-A2A-Extensions.
-		requested = append(requested, r.Header.Values(HeaderExtensionsV03)...)
-	}
-	activated, xerr := protocol.NegotiateExtensions(requested, rev.Extensions)
-	if xerr != nil {
-		return xerr
-	}
-	if len(activated) > 0 {
-		list := strings.Join(activated, ", ")
-		resp.Writer().Header().Set(HeaderExtensions, list)
+	if len(v.Extensions) > 0 {
+		list := strings.Join(v.Extensions, ", ")
+		w.Header().Set(HeaderExtensions, list)
 		if req.Version == protocol.V03 {
-			resp.Writer().Header().Set(HeaderExtensionsV03, list)
+			w.Header().Set(HeaderExtensionsV03, list)
 		}
 	}
-	call := &Call{Rev: rev, Request: req, Principal: p, Extensions: activated, DecisionID: id, Header: r.Header, Log: entry}
-	switch req.Operation {
+	call := &Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
+		Header: r.Header, Log: entry, Task: v.Task}
+	if e := g.run(r.Context(), call, resp); e != nil {
+		g.refuse(w, rev, start, entry, req, e)
+		return
+	}
+	g.finish(rev, start, entry, nil)
+}
+
+// refuse records a refusal and writes it in the shape of the request's binding.
+func (g *Gateway) refuse(w http.ResponseWriter, rev *revision.Revision, start time.Time, entry *decisionlog.Entry, req *protocol.Request, e *protocol.Error) {
+	g.finish(rev, start, entry, e)
+	switch {
+	case req.Binding != protocol.JSONRPC:
+		writeStatusError(w, e)
+	case req.Operation.Streaming():
+		// A streaming call's refusal is one event of the stream, as A2A
+		// clients (a2a-go among them) read it.
+		writeJSONRPCStreamError(w, req.ID, e)
+	default:
+		writeJSONRPCError(w, req.ID, e)
+	}
+}
+
+// peerOf is the mTLS peer of the request: the verified client certificate's URI SAN when the
+// gateway terminates TLS itself, else the peer the trusted proxy vouches for (auth.trusted_proxy).
+func peerOf(r *http.Request, rev *revision.Revision) (string, *protocol.Error) {
+	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
+		if uris := r.TLS.VerifiedChains[0][0].URIs; len(uris) == 1 {
+			return uris[0].String(), nil
+		}
+	}
+	peer, _, err := rev.Proxy.Peer(r.RemoteAddr, r.Header)
+	if err != nil {
+		return "", protocol.Wrap(protocol.Unauthenticated, err, err.Error())
+	}
+	return peer, nil
+}
+
+// run serves an admitted operation. A returned error has not been written yet.
+func (g *Gateway) run(ctx context.Context, call *Call, resp Responder) *protocol.Error {
+	switch call.Request.Operation {
 	case protocol.GetExtendedAgentCard:
-		return g.serveExtendedCard(ctx, call, entry, resp)
+		return g.serveExtendedCard(ctx, call, call.Log, resp)
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		return g.writeRaw(resp, rev.PublicCard)
+		return g.writeRaw(resp, call.Rev.PublicCard)
 	}
 	if g.ops == nil {
-		return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
+		return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)
 	}
 	return g.ops.Serve(ctx, call, resp)
 }
@@ -192,13 +167,4 @@ func readBody(r *http.Request, limit int64) ([]byte, *protocol.Error) {
 
 func tooLarge(limit int64) *protocol.Error {
 	return protocol.Errorf(protocol.PayloadTooLarge, "request body exceeds the limit of %d bytes", limit)
-}
-
-// requestVersion reads A2A-Version; the header given more than once is
-// refused rather than read one way here and another way elsewhere.
-func requestVersion(r *http.Request) (protocol.Version, *protocol.Error) {
-	if len(r.Header.Values(HeaderVersion)) > 1 {
-		return "", protocol.RepeatedVersion()
-	}
-	return protocol.ParseVersion(r.Header.Get(HeaderVersion))
 }

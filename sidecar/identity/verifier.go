@@ -103,6 +103,9 @@ type issuer struct {
 	algs      []string
 	validator *jwt.Validator
 	keys      atomic.Pointer[keySet]
+	// tenants and scopes restrict what the issuer may assert (nil: anything).
+	tenants map[string]bool
+	scopes  map[string]bool
 
 	fetchMu   sync.Mutex // serialises fetches; guards lastFetch
 	lastFetch time.Time
@@ -244,6 +247,8 @@ func (v *Verifier) newIssuer(ic config.Issuer) (*issuer, error) {
 		jwksURL: ic.JWKSURL,
 		logURL:  logURL,
 		algs:    slices.Clone(algs),
+		tenants: setOf(ic.Tenants),
+		scopes:  setOf(ic.Scopes),
 		validator: jwt.NewValidator(
 			jwt.WithIssuer(ic.Issuer),
 			jwt.WithAudience(ic.Audiences...),
@@ -426,8 +431,40 @@ func (v *Verifier) verify(ctx context.Context, tok string) (Principal, error) {
 		Scopes:        scopesFrom(claims, v.scopesClaim),
 		ExpiresAt:     exp,
 	}
+	if iss.tenants != nil && !iss.tenants[p.Tenant] {
+		return Principal{}, newError(ErrInvalidToken, "the token's issuer may not assert this tenant", nil)
+	}
+	p.Scopes = iss.grantable(p.Scopes)
 	p.Actor, p.ActorIssuers = actorChain(claims)
 	return p, nil
+}
+
+// grantable narrows scopes to those the issuer may grant.
+func (iss *issuer) grantable(scopes []string) []string {
+	if iss.scopes == nil {
+		return scopes
+	}
+	out := scopes[:0:0]
+	for _, s := range scopes {
+		if iss.scopes[s] {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func setOf(xs []string) map[string]bool {
+	if len(xs) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(xs))
+	for _, x := range xs {
+		m[x] = true
+	}
+	return m
 }
 
 // keyFor selects the issuer from the token's iss and checks the header

@@ -3,7 +3,10 @@ package protocol
 import (
 	"net/http"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -51,9 +54,6 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 			rt.op = rt.ops[i]
 		}
 	}
-	if err := checkQuery(query); err != nil {
-		return nil, err
-	}
 	r := &Request{
 		Binding:   HTTPJSON,
 		Version:   v,
@@ -62,6 +62,7 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 		Tenant:    tenant,
 		TaskID:    rt.taskID,
 		ConfigID:  rt.configID,
+		path:      pathValues{tenant: tenant, task: rt.taskID, config: rt.configID},
 	}
 	p := newParser()
 	defer p.release()
@@ -80,6 +81,13 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 			return nil, Errorf(InvalidRequest, "request body must be a JSON object")
 		}
 		r.Params = jsontext.Value(b)
+	}
+	q, err := queryParams(rt.op, query, r.Params != nil)
+	if err != nil {
+		return nil, err
+	}
+	if q != nil {
+		r.Params = q
 	}
 	if rt.op == GetAgentCard {
 		return r, nil
@@ -198,24 +206,114 @@ func pathID(raw string) (string, bool) {
 	return id, true
 }
 
-// checkQuery refuses malformed query strings, repeated parameters (readers disagree on which one
-// wins) and parameters that would name a field the path already binds.
-func checkQuery(q string) *Error {
+// queryKind is the JSON type a query parameter is written as in params.
+type queryKind int
+
+const (
+	queryString queryKind = iota
+	queryInt
+	queryBool
+)
+
+// queryParam is one query parameter an operation accepts, and the params field it sets.
+type queryParam struct {
+	field string
+	kind  queryKind
+}
+
+// queryParamsOf lists the query parameters of each operation that takes any (the proto's
+// request fields not bound by the path, for GET routes). a2a-go sends lastUpdatedAfter for
+// statusTimestampAfter.
+func queryParamsOf(op Operation) map[string]queryParam {
+	switch op {
+	case GetTask:
+		return map[string]queryParam{"historyLength": {"historyLength", queryInt}}
+	case ListTasks:
+		return map[string]queryParam{
+			"contextId":            {"contextId", queryString},
+			"status":               {"status", queryString},
+			"pageSize":             {"pageSize", queryInt},
+			"pageToken":            {"pageToken", queryString},
+			"historyLength":        {"historyLength", queryInt},
+			"includeArtifacts":     {"includeArtifacts", queryBool},
+			"statusTimestampAfter": {"statusTimestampAfter", queryString},
+			"lastUpdatedAfter":     {"statusTimestampAfter", queryString},
+		}
+	case ListTaskPushNotificationConfigs:
+		return map[string]queryParam{"pageSize": {"pageSize", queryInt}, "pageToken": {"pageToken", queryString}}
+	}
+	return nil
+}
+
+// queryParams turns the query string of an HTTP+JSON request into the params object it stands
+// for (nil when there is none). It refuses malformed query strings, repeated parameters (readers
+// disagree on which one wins), parameters the operation does not take (among them any the path
+// binds), and a query beside a body.
+func queryParams(op Operation, q string, hasBody bool) (jsontext.Value, *Error) {
 	if q == "" {
-		return nil
+		return nil, nil
 	}
 	vals, err := url.ParseQuery(q)
 	if err != nil {
-		return Wrap(InvalidRequest, err, "query string is malformed")
+		return nil, Wrap(InvalidRequest, err, "query string is malformed")
 	}
+	if len(vals) == 0 {
+		return nil, nil
+	}
+	if hasBody {
+		return nil, Errorf(InvalidRequest, "query parameters are not accepted with a request body; put them in the body")
+	}
+	known := queryParamsOf(op)
+	keys := make([]string, 0, len(vals))
 	for k, vs := range vals {
 		if len(vs) > 1 {
-			return Errorf(InvalidRequest, "query parameter %q is repeated", clip(k))
+			return nil, Errorf(InvalidRequest, "query parameter %q is repeated", clip(k))
 		}
-		switch fieldKey(k) {
-		case "TENANT", "ID", "TASKID", "NAME", "PARENT", "PUSHNOTIFICATIONCONFIGID":
-			return Errorf(InvalidRequest, "query parameter %q is not allowed; the path names it", clip(k))
+		if _, ok := known[k]; !ok {
+			switch fieldKey(k) {
+			case "TENANT", "ID", "TASKID", "NAME", "PARENT", "PUSHNOTIFICATIONCONFIGID":
+				return nil, Errorf(InvalidRequest, "query parameter %q is not allowed; the path names it", clip(k))
+			}
+			return nil, Errorf(InvalidRequest, "query parameter %q is not accepted by %s", clip(k), op)
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	b := []byte{'{'}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		qp, v := known[k], vals[k][0]
+		if seen[qp.field] {
+			return nil, Errorf(InvalidRequest, "query parameter %q names the same field as another", clip(k))
+		}
+		seen[qp.field] = true
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b = appendQuote(b, qp.field)
+		b = append(b, ':')
+		switch qp.kind {
+		case queryInt:
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return nil, Errorf(InvalidRequest, "query parameter %q must be a non-negative integer", k)
+			}
+			b = strconv.AppendInt(b, int64(n), 10)
+		case queryBool:
+			t, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, Errorf(InvalidRequest, "query parameter %q must be true or false", k)
+			}
+			b = strconv.AppendBool(b, t)
+		default:
+			if len(v) > maxIDBytes {
+				return nil, Errorf(InvalidRequest, "query parameter %q is longer than %d bytes", k, maxIDBytes)
+			}
+			if !utf8.ValidString(v) {
+				return nil, Errorf(InvalidRequest, "query parameter %q is not valid UTF-8", k)
+			}
+			b = appendQuote(b, v)
 		}
 	}
-	return nil
+	return append(b, '}'), nil
 }

@@ -4,6 +4,7 @@ import (
 	"mime"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -16,7 +17,8 @@ const (
 )
 
 // readParams checks raw (the JSON-RPC params or the HTTP+JSON body; nil when absent, already
-// validated by checkJSON) against op and fills r. Values r already holds (from an HTTP+JSON path)
+// validated by checkJSON) against op and fills r: every task id, tenant and push config it
+// names is recorded (r.Tasks, r.Tenant, r.Push). Values r already holds (from an HTTP+JSON path)
 // must agree with the body. restBody selects the 0.3 HTTP+JSON body shapes.
 func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Request, restBody bool) *Error {
 	var p object
@@ -30,7 +32,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		}
 	}
 	if v == V1 {
-		t, err := optTenant(p)
+		t, err := optTenant(p, "tenant")
 		if err != nil {
 			return err
 		}
@@ -38,17 +40,34 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			return err
 		}
 	}
+	fromPath := r.TaskID != ""
+	target := func(name string) *Error {
+		if err := field(p, name, true, &r.TaskID); err != nil {
+			return err
+		}
+		if fromPath {
+			r.addTask(r.TaskID, "path")
+		} else {
+			r.addTask(r.TaskID, "params."+name)
+		}
+		return nil
+	}
 	switch op {
 	case SendMessage, SendStreamingMessage:
 		return ps.readSend(v, p, r)
 	case GetTask, CancelTask, SubscribeToTask:
-		return field(p, "id", true, &r.TaskID)
-	case ListTasks, GetExtendedAgentCard, GetAgentCard:
+		if err := target("id"); err != nil {
+			return err
+		}
+		return checkHistoryLength(p)
+	case ListTasks:
+		return ps.readList(p, r)
+	case GetExtendedAgentCard, GetAgentCard:
 		return nil
 	}
 	// Push notification configs.
 	if v == V1 {
-		if err := field(p, "taskId", true, &r.TaskID); err != nil {
+		if err := target("taskId"); err != nil {
 			return err
 		}
 		switch op {
@@ -56,7 +75,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			if err := field(p, "id", false, &r.ConfigID); err != nil {
 				return err
 			}
-			return requireURL(p, "url")
+			return r.addPush(p, "url", "params")
 		case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
 			return field(p, "id", true, &r.ConfigID)
 		}
@@ -64,13 +83,19 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 	}
 	switch op {
 	case CreateTaskPushNotificationConfig:
-		if restBody { // 0.3 HTTP+JSON: the body is the PushNotificationConfig itself
+		if restBody && p.get("pushNotificationConfig") == nil {
+			// 0.3 HTTP+JSON: the body is the PushNotificationConfig itself. A taskId in it
+			// names a task too: it must be the path's.
+			if err := field(p, "taskId", false, &r.TaskID); err != nil {
+				return err
+			}
+			r.addTask(r.TaskID, "path")
 			if err := field(p, "id", false, &r.ConfigID); err != nil {
 				return err
 			}
-			return requireURL(p, "url")
+			return r.addPush(p, "url", "params")
 		}
-		if err := field(p, "taskId", true, &r.TaskID); err != nil {
+		if err := target("taskId"); err != nil {
 			return err
 		}
 		cfgRaw := p.get("pushNotificationConfig")
@@ -84,16 +109,126 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		if err := field(cfg, "id", false, &r.ConfigID); err != nil {
 			return err
 		}
-		return requireURL(cfg, "url")
+		if err := noTaskField(cfg, "pushNotificationConfig"); err != nil {
+			return err
+		}
+		return r.addPush(cfg, "url", "params.pushNotificationConfig")
 	case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
-		if err := field(p, "id", true, &r.TaskID); err != nil {
+		if err := target("id"); err != nil {
 			return err
 		}
 		return field(p, "pushNotificationConfigId", op == DeleteTaskPushNotificationConfig, &r.ConfigID)
 	case ListTaskPushNotificationConfigs:
-		return field(p, "id", true, &r.TaskID)
+		return target("id")
 	}
 	return nil
+}
+
+// noTaskField refuses a taskId inside an object where the protocol has none: a handler that
+// reads one there would act on a task admission never saw.
+func noTaskField(o object, where string) *Error {
+	if o.get("taskId") != nil {
+		return Errorf(InvalidParams, "%s.taskId is not a field of this object; name the task once, where the method does", where)
+	}
+	return nil
+}
+
+// addPush records the webhook URL of a push config object (required, a string).
+func (r *Request) addPush(cfg object, name, where string) *Error {
+	if err := requireURL(cfg, name); err != nil {
+		return err
+	}
+	u, _ := str(cfg.get(name))
+	if len(u) > maxIDBytes*2 {
+		return Errorf(InvalidParams, "%s.%s is longer than %d bytes", where, name, maxIDBytes*2)
+	}
+	r.Push = append(r.Push, PushRef{URL: u, Where: where + "." + name})
+	return nil
+}
+
+// checkHistoryLength checks the optional historyLength: a non-negative integer.
+func checkHistoryLength(p object) *Error {
+	_, err := optInt(p, "historyLength", 0, 1<<31-1)
+	return err
+}
+
+// optInt reads an optional integer field within [min, max]; absent is nil.
+func optInt(p object, name string, minV, maxV int) (*int, *Error) {
+	v := p.get(name)
+	if v == nil {
+		return nil, nil
+	}
+	s := string(v)
+	if v.Kind() == '"' { // protojson writes 64-bit integers as strings; accept both
+		s = string(unquote(v))
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < minV || n > maxV {
+		return nil, Errorf(InvalidParams, "%s must be an integer from %d to %d", name, minV, maxV)
+	}
+	return &n, nil
+}
+
+// readList reads ListTasks' filters and paging.
+func (ps *parser) readList(p object, r *Request) *Error {
+	l := &ListParams{}
+	var err *Error
+	if err = field(p, "contextId", false, &l.ContextID); err != nil {
+		return err
+	}
+	if l.Status, err = optString(p, "status"); err != nil {
+		return err
+	}
+	if l.Status != "" && !validTaskState(l.Status) {
+		return Errorf(InvalidParams, "status must be a task state such as TASK_STATE_WORKING")
+	}
+	n, err := optInt(p, "pageSize", 0, 1<<31-1)
+	if err != nil {
+		return err
+	}
+	if n != nil {
+		l.PageSize = *n
+	}
+	if l.PageToken, err = optString(p, "pageToken"); err != nil {
+		return err
+	}
+	if len(l.PageToken) > maxIDBytes {
+		return Errorf(InvalidParams, "pageToken is longer than %d bytes", maxIDBytes)
+	}
+	if l.HistoryLength, err = optInt(p, "historyLength", 0, 1<<31-1); err != nil {
+		return err
+	}
+	if b := p.get("includeArtifacts"); b != nil {
+		switch string(b) {
+		case "true", `"true"`:
+			l.IncludeArtifacts = true
+		case "false", `"false"`:
+		default:
+			return Errorf(InvalidParams, "includeArtifacts must be a boolean")
+		}
+	}
+	if l.StatusTimestampAfter, err = optString(p, "statusTimestampAfter"); err != nil {
+		return err
+	}
+	if l.StatusTimestampAfter != "" {
+		if _, perr := time.Parse(time.RFC3339Nano, l.StatusTimestampAfter); perr != nil {
+			return Errorf(InvalidParams, "statusTimestampAfter must be an RFC 3339 timestamp")
+		}
+	}
+	r.List = l
+	return nil
+}
+
+// validTaskState reports whether s names a task state, in 1.0 (TASK_STATE_WORKING) or 0.3
+// (working) form.
+func validTaskState(s string) bool {
+	switch s {
+	case "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
+		"TASK_STATE_CANCELED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_REJECTED", "TASK_STATE_AUTH_REQUIRED",
+		"submitted", "working", "completed", "failed", "canceled", "input-required", "rejected", "auth-required":
+		return true
+	}
+	return false
 }
 
 // field reads the identifier name of p into *dst, which may already hold the value from an
@@ -176,8 +311,8 @@ func checkOptString(p object, name string) *Error {
 	return nil
 }
 
-func optTenant(p object) (string, *Error) {
-	t, err := optString(p, "tenant")
+func optTenant(p object, name string) (string, *Error) {
+	t, err := optString(p, name)
 	if err != nil || t == "" {
 		return "", err
 	}
@@ -261,6 +396,25 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 			return err
 		}
 	}
+	r.TaskID = info.TaskID
+	r.addTask(info.TaskID, "params.message.taskId")
+	refs, err := ps.stringArray(msg.get("referenceTaskIds"), "message.referenceTaskIds")
+	if err != nil {
+		return err
+	}
+	if len(refs) > maxReferenceTasks {
+		return Errorf(InvalidParams, "message.referenceTaskIds has more than %d entries", maxReferenceTasks)
+	}
+	for i, id := range refs {
+		where := "message.referenceTaskIds[" + strconv.Itoa(i) + "]"
+		if id == "" {
+			return Errorf(InvalidParams, "%s must not be empty", where)
+		}
+		if err := checkIdentifier(where, id); err != nil {
+			return err
+		}
+		r.addTask(id, "params."+where)
+	}
 	if cfg := p.get("configuration"); cfg != nil {
 		if cfg.Kind() != '{' {
 			return Errorf(InvalidParams, "configuration must be an object")
@@ -272,10 +426,58 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 		if info.AcceptedOutputModes, err = ps.stringArray(c.get("acceptedOutputModes"), "configuration.acceptedOutputModes"); err != nil {
 			return err
 		}
+		if err := ps.sendPushConfig(v, c, r); err != nil {
+			return err
+		}
 	}
-	r.TaskID = info.TaskID
 	r.Message = info
 	return nil
+}
+
+// maxReferenceTasks bounds message.referenceTaskIds: each one is an ownership lookup.
+const maxReferenceTasks = 32
+
+// sendPushConfig reads the push notification config SendMessage's configuration may carry:
+// 1.0's taskPushNotificationConfig (which names a task and a tenant of its own) or 0.3's
+// pushNotificationConfig. Both spellings are refused in the other version, so a handler of
+// either version reads only what was checked.
+func (ps *parser) sendPushConfig(v Version, c object, r *Request) *Error {
+	name, other := "taskPushNotificationConfig", "pushNotificationConfig"
+	if v == V03 {
+		name, other = other, name
+	}
+	if c.get(other) != nil {
+		return Errorf(InvalidParams, "configuration.%s is not an A2A %s field; use configuration.%s", other, v, name)
+	}
+	raw := c.get(name)
+	if raw == nil {
+		return nil
+	}
+	where := "configuration." + name
+	if raw.Kind() != '{' {
+		return Errorf(InvalidParams, "%s must be an object", where)
+	}
+	cfg, err := ps.readObject(raw)
+	if err != nil {
+		return err
+	}
+	if v == V1 {
+		t, err := optTenant(cfg, "tenant")
+		if err != nil {
+			return prefix(where+".", err)
+		}
+		if r.Tenant, err = agree(where+".tenant", r.Tenant, t); err != nil {
+			return err
+		}
+		var task string
+		if err := field(cfg, "taskId", false, &task); err != nil {
+			return prefix(where+".", err)
+		}
+		r.addTask(task, "params."+where+".taskId")
+	} else if err := noTaskField(cfg, where); err != nil {
+		return err
+	}
+	return r.addPush(cfg, "url", "params."+where)
 }
 
 func prefix(p string, e *Error) *Error {

@@ -95,14 +95,68 @@ type Request struct {
 	ID jsontext.Value
 	// Params is the raw JSON-RPC params or HTTP+JSON body; nil when absent.
 	Params jsontext.Value
-	// Tenant is from the HTTP+JSON /{tenant} prefix or params.tenant (1.0).
+	// Forward is what a handler is sent: the JSON-RPC params of this request in its version.
+	// For JSON-RPC it is Params as sent; for HTTP+JSON it is the body with the values the path
+	// and query bind (task id, config id, tenant, history length, ...) written in, and for the
+	// 0.3 push config route the body wrapped as 0.3's JSON-RPC params. Every resource in it is
+	// one the request model lists (Tasks, Tenant, Push), so a handler reads nothing admission did
+	// not see. Nil for gRPC, which capgate does not forward.
+	Forward jsontext.Value
+	// Tenant is the request's tenant: the HTTP+JSON /{tenant} prefix, params.tenant (1.0), or the
+	// tenant of a push config it carries; every position that names one agrees.
 	Tenant string
 	// TaskID is the task the operation targets; for SendMessage the message's taskId.
 	TaskID string
+	// Tasks is every task the request names, wherever it appears (see TaskRef); the target
+	// TaskID, when set, is first.
+	Tasks []TaskRef
 	// ConfigID is the push notification config id, when the operation names one.
 	ConfigID string
+	// Push lists the push notification configs the request carries (a push config operation's,
+	// or one set in SendMessage's configuration): each one's webhook URL.
+	Push []PushRef
+	// List holds ListTasks' parameters.
+	List *ListParams
 	// Message is set for SendMessage and SendStreamingMessage.
 	Message *MessageInfo
+
+	// path holds what an HTTP+JSON path bound, for ForwardParams.
+	path pathValues
+}
+
+// pathValues are the identifiers an HTTP+JSON route binds.
+type pathValues struct{ tenant, task, config string }
+
+// TaskRef is one task a request names and where: "path", "params.id", "params.taskId",
+// "params.message.taskId", "params.message.referenceTaskIds[2]",
+// "params.configuration.taskPushNotificationConfig.taskId", "grpc.name", ...
+type TaskRef struct {
+	ID    string
+	Where string
+}
+
+// PushRef is a push notification config a request carries.
+type PushRef struct {
+	URL   string
+	Where string
+}
+
+// ListParams are ListTasks' filters and paging. Zero values are "not given".
+type ListParams struct {
+	ContextID            string
+	Status               string
+	PageSize             int
+	PageToken            string
+	HistoryLength        *int
+	IncludeArtifacts     bool
+	StatusTimestampAfter string // RFC 3339
+}
+
+// addTask records a task the request names. The target task is recorded first.
+func (r *Request) addTask(id, where string) {
+	if id != "" {
+		r.Tasks = append(r.Tasks, TaskRef{ID: id, Where: where})
+	}
 }
 
 // MessageInfo is what the gateway and policy need from a message, normalised across versions.

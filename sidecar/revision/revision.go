@@ -20,6 +20,7 @@ import (
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/push"
 	"github.com/capgate/capgate/sidecar/router"
 )
 
@@ -42,6 +43,15 @@ type Revision struct {
 	ExtendedCard bool
 	// Extensions are the declared extensions, for negotiation.
 	Extensions []protocol.Extension
+	// Peers maps mTLS peer identities to principals (auth.mtls_principals of this revision's
+	// config, so a reload follows it).
+	Peers map[string]identity.Principal
+	// LegacyIssuer owns task bindings written before issuers were recorded ("": nobody).
+	LegacyIssuer string
+	// Proxy is the trusted proxy the gateway reads mTLS peers from (nil: none).
+	Proxy *identity.ProxyTrust
+	// Push is the push notification policy.
+	Push push.Policy
 }
 
 // Config is the deployment's configuration.
@@ -81,11 +91,19 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
+	proxy, err := identity.NewProxyTrust(d.Config.Auth.TrustedProxy, d.Config.ReadFile)
+	if err != nil {
+		return nil, fmt.Errorf("authentication: %w", err)
+	}
 	r := &Revision{
 		Deployment:   d,
 		Engine:       e,
 		Verifier:     v,
 		ExtendedCard: card.NeedsExtendedCard(d.Config, d.Registry().All()),
+		Peers:        identity.PeerPrincipals(d.Config.Auth),
+		LegacyIssuer: identity.LegacyTaskIssuer(d.Config.Auth),
+		Proxy:        proxy,
+		Push:         push.Policy{Enabled: d.Config.Push.Enabled, Allowed: d.Config.Push.AllowedURLs},
 	}
 	if !opts.NoGateway {
 		pub, err := card.Public(ctx, d.Config, e)

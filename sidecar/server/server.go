@@ -26,7 +26,6 @@ import (
 	"github.com/capgate/capgate/sidecar/dispatch"
 	"github.com/capgate/capgate/sidecar/extauthz"
 	"github.com/capgate/capgate/sidecar/gateway"
-	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/reload"
@@ -146,7 +145,11 @@ func Run(ctx context.Context, opts Options) error {
 		if err != nil {
 			return "", fmt.Errorf("listen %s on %s: %w", name, addr, err)
 		}
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: DefaultReadHeaderTimeout, ErrorLog: zap.NewStdLog(log.Named(name))}
+		// Read, write and idle timeouts bound what one slow client can hold
+		// (limits.read_timeout, write_timeout, idle_timeout); streams are
+		// bounded by limits.stream_idle_timeout instead of a write timeout.
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: DefaultReadHeaderTimeout, ErrorLog: zap.NewStdLog(log.Named(name)),
+			ReadTimeout: cfg.Limits.ReadTimeout, WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout}
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -179,7 +182,6 @@ func Run(ctx context.Context, opts Options) error {
 			extauthz.WithDecisionIDs(ids),
 			extauthz.WithMetrics(m),
 			extauthz.WithLimits(limits),
-			extauthz.WithPrincipalMap(peerPrincipals(cfg)),
 		)
 		addrs.ExtAuthz = ln.Addr().String()
 		grpcCtx, stopGRPC := context.WithCancel(context.WithoutCancel(ctx))
@@ -214,6 +216,7 @@ func Run(ctx context.Context, opts Options) error {
 			gateway.WithMetrics(m),
 			gateway.WithLimits(limits),
 			gateway.WithOperations(ops),
+			gateway.WithOwners(store),
 		)
 		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, gw); err != nil {
 			closeAll()
@@ -258,15 +261,6 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	return runErr
-}
-
-// peerPrincipals turns auth.mtls_principals into ext_authz's peer map.
-func peerPrincipals(cfg *config.Config) map[string]identity.Principal {
-	m := make(map[string]identity.Principal, len(cfg.Auth.MTLSPrincipals))
-	for peer, p := range cfg.Auth.MTLSPrincipals {
-		m[peer] = identity.Principal{Subject: p.Subject, Tenant: p.Tenant, Scopes: p.Scopes}
-	}
-	return m
 }
 
 // openAudit opens the audit stream: audit.file (relative to the config's

@@ -49,7 +49,7 @@ func (m *Memory) Bind(_ context.Context, b Binding) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.bindings[b.TaskID]; ok {
-		if !old.OwnedBy(b.Subject, b.Tenant) || (!old.Pending && (old.Capability != b.Capability || old.Handler != b.Handler)) {
+		if old.Owner() != b.Owner() || (!old.Pending && (old.Capability != b.Capability || old.Handler != b.Handler)) {
 			return ErrConflict
 		}
 		if b.CreatedAt.IsZero() {

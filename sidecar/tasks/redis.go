@@ -332,7 +332,7 @@ func (r *Redis) Owned(ctx context.Context, subject, tenant string) ([]Binding, e
 		if err != nil {
 			return nil, err
 		}
-		if !ok || !b.OwnedBy(subject, tenant) {
+		if !ok || !(b.Subject == subject && b.Tenant == tenant) {
 			stale = append(stale, id)
 			continue
 		}

@@ -21,9 +21,9 @@ func testStore(t *testing.T, newStore func(t *testing.T) Store) {
 		got, ok, err := m.Lookup(ctx, "t1")
 		require.NoError(t, err)
 		require.True(t, ok)
-		require.True(t, got.OwnedBy("alice", "acme"))
-		require.False(t, got.OwnedBy("alice", "globex"))
-		require.False(t, got.OwnedBy("mallory", "acme"))
+		require.True(t, got.OwnedBy(Owner{Subject: "alice", Tenant: "acme"}))
+		require.False(t, got.OwnedBy(Owner{Subject: "alice", Tenant: "globex"}))
+		require.False(t, got.OwnedBy(Owner{Subject: "mallory", Tenant: "acme"}))
 
 		// Same owner and target: an update. Another owner or handler: conflict.
 		require.NoError(t, m.Bind(ctx, b))

@@ -16,6 +16,7 @@ type Binding struct {
 	ContextID  string    `json:"contextId,omitempty"`
 	Capability string    `json:"capability"`
 	Handler    string    `json:"handler"`
+	Issuer     string    `json:"issuer,omitempty"`
 	Subject    string    `json:"subject"`
 	Tenant     string    `json:"tenant"`
 	CreatedAt  time.Time `json:"createdAt"`
@@ -25,9 +26,26 @@ type Binding struct {
 	Candidates []string `json:"candidates,omitempty"`
 }
 
-// OwnedBy reports whether the caller (subject, tenant) owns the task.
-func (b Binding) OwnedBy(subject, tenant string) bool {
-	return b.Subject == subject && b.Tenant == tenant
+// Owner is who owns a task: the credential's issuer, subject and tenant.
+// Legacy marks an owner that also owns bindings written before issuers were
+// recorded (Binding.Issuer == "") with the same subject and tenant; the caller
+// sets it only when exactly one issuer could have written them (see docs).
+type Owner struct {
+	Issuer, Subject, Tenant string
+	Legacy                  bool
+}
+
+// Owner is the binding's owner.
+func (b Binding) Owner() Owner { return Owner{Issuer: b.Issuer, Subject: b.Subject, Tenant: b.Tenant} }
+
+// OwnedBy reports whether o owns the task: same subject and tenant, and the
+// same issuer (or a legacy binding with no issuer, when o.Legacy). An empty
+// subject never owns anything.
+func (b Binding) OwnedBy(o Owner) bool {
+	if o.Subject == "" || b.Subject != o.Subject || b.Tenant != o.Tenant {
+		return false
+	}
+	return b.Issuer == o.Issuer || (b.Issuer == "" && o.Legacy)
 }
 
 // Usage is a capability's call history.

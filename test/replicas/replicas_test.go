@@ -378,7 +378,8 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 		b, ok, err := store.Lookup(t.Context(), id)
 		require.NoError(t, err)
 		require.True(t, ok, "acknowledged task %s lost", id)
-		require.True(t, b.OwnedBy("partner-1", "acme"))
+		require.Equal(t, "partner-1", b.Subject)
+		require.Equal(t, "acme", b.Tenant)
 		require.Equal(t, "reconcile-invoice", b.Capability)
 	}
 	for _, id := range ids {

@@ -1,0 +1,230 @@
+// Package admission decides whether one parsed A2A request may proceed: who the caller is, what
+// the operation requires, and whether the caller owns every task, matches the tenant and may use
+// every push webhook the request names. The gateway and the ext_authz server both call Admit
+// and keep no admission rules of their own, so the two doors cannot disagree.
+package admission
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/tasks"
+)
+
+// Owners answers who owns a task: the one method admission needs of a task store.
+type Owners interface {
+	Lookup(ctx context.Context, taskID string) (tasks.Binding, bool, error)
+}
+
+// Input is one request at a door.
+type Input struct {
+	Request *protocol.Request
+	// Header holds the request's headers (credentials, extensions).
+	Header protocol.Header
+	// Peer is the mTLS peer identity the transport established (the client certificate's URI
+	// SAN, e.g. a SPIFFE id), "" when there is none or it cannot be trusted.
+	Peer string
+}
+
+// Verdict is admission's answer. Allowed is set only by a decision that admits; every other
+// outcome carries Err.
+type Verdict struct {
+	Allowed bool
+	// Err is the refusal, in the protocol's error model; nil when Allowed.
+	Err *protocol.Error
+	// Principal is the caller (the zero Principal when anonymous or not yet known).
+	Principal identity.Principal
+	// Extensions are the activated extension URIs, in declared order.
+	Extensions []string
+	// Task is the binding of the task the request targets (Request.TaskID), when it names one.
+	Task *tasks.Binding
+}
+
+// Admitter decides admission. It is safe for concurrent use and holds no per-request state.
+type Admitter struct {
+	owners Owners
+	log    *zap.Logger
+}
+
+// New returns an Admitter. owners answers task ownership; nil refuses every request that names
+// a task (fail closed). log may be nil.
+func New(owners Owners, log *zap.Logger) *Admitter {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Admitter{owners: owners, log: log.Named("admission")}
+}
+
+// Messages of refusals. They name no resource the caller did not send and hint at no other
+// tenant's existence.
+const (
+	msgTaskNotFound  = "task not found"
+	msgTenant        = "the request's tenant is not the caller's"
+	msgNoEntitlement = "no capability of this agent is available to the caller"
+	msgPushOff       = "push notifications are not supported by this agent"
+)
+
+// Admit decides one request at rev. The order is fixed: credentials, extension negotiation,
+// push availability, what the operation requires of the caller, the request's tenant,
+// entitlement, ownership of every named task, then every push webhook URL.
+func (a *Admitter) Admit(ctx context.Context, rev *revision.Revision, in Input) Verdict {
+	r := in.Request
+	if r.Operation == protocol.GetAgentCard {
+		return Verdict{Allowed: true} // the public card: anyone
+	}
+	var v Verdict
+	p, err := authenticate(ctx, rev, in)
+	if err != nil {
+		return refuse(v, err)
+	}
+	v.Principal = p
+	if v.Extensions, err = protocol.NegotiateExtensions(protocol.RequestedExtensions(r.Version, in.Header), rev.Extensions); err != nil {
+		return refuse(v, err)
+	}
+	if isPushOperation(r.Operation) || len(r.Push) > 0 {
+		if !rev.Push.Enabled {
+			return refuse(v, protocol.Errorf(protocol.PushNotificationNotSupported, msgPushOff))
+		}
+	}
+	if err := requireCaller(rev, r, p); err != nil {
+		return refuse(v, err)
+	}
+	if err := checkTenant(r, p); err != nil {
+		return refuse(v, err)
+	}
+	if r.Operation.Message() {
+		view, verr := rev.Engine.View(ctx, p.Caller())
+		if verr != nil {
+			a.log.Error("policy evaluation failed", zap.Error(verr))
+			return refuse(v, protocol.Wrap(protocol.Internal, verr, "the policy could not be evaluated"))
+		}
+		if !view.AnyEntitled() {
+			return refuse(v, protocol.Errorf(protocol.Unauthorized, msgNoEntitlement))
+		}
+	}
+	owner := OwnerOf(rev, p)
+	for i, t := range r.Tasks {
+		b, err := a.owned(ctx, owner, t.ID)
+		if err != nil {
+			return refuse(v, err)
+		}
+		if i == 0 && t.ID == r.TaskID {
+			v.Task = &b
+		}
+	}
+	for _, u := range r.Push {
+		if err := rev.Push.CheckURL(u.URL); err != nil {
+			return refuse(v, protocol.Wrap(protocol.InvalidParams, err, err.Error()))
+		}
+	}
+	v.Allowed = true
+	return v
+}
+
+func refuse(v Verdict, err *protocol.Error) Verdict {
+	v.Allowed, v.Err = false, err
+	return v
+}
+
+// authenticate finds the caller: the bearer token when one is sent (it wins over a client
+// certificate), else the mTLS peer when the revision maps it, else anonymous.
+func authenticate(ctx context.Context, rev *revision.Revision, in Input) (identity.Principal, *protocol.Error) {
+	authz, err := protocol.Credentials(in.Header)
+	if err != nil {
+		return identity.Principal{}, err
+	}
+	if authz != "" {
+		p, verr := rev.Verifier.Verify(ctx, authz)
+		if verr != nil {
+			return identity.Principal{}, identity.ProtocolError(verr)
+		}
+		return p, nil
+	}
+	if in.Peer != "" {
+		if p, ok := rev.Peers[in.Peer]; ok {
+			return p, nil
+		}
+	}
+	return identity.Principal{}, nil
+}
+
+// requireCaller is what each operation requires of the caller before anything it names is
+// looked at. Only an authenticated caller owns tasks (even with anonymous_public, a task bound
+// to nobody would be every anonymous caller's), so a request naming any task needs a
+// credential.
+func requireCaller(rev *revision.Revision, r *protocol.Request, p identity.Principal) *protocol.Error {
+	if p.Authenticated {
+		return nil
+	}
+	switch {
+	case r.Operation.Message() && len(r.Tasks) == 0 && rev.Config().Auth.AnonymousPublic:
+		return nil
+	case knownOperation(r.Operation):
+		return protocol.MissingCredentials()
+	}
+	return protocol.Errorf(protocol.MethodNotFound, "operation %q is not recognised", r.Operation)
+}
+
+// checkTenant refuses a request whose tenant (path prefix, params.tenant, or a push config's) is
+// not the caller's; a caller with no tenant may name none. Task operations answer as for a task
+// that does not exist, so nothing is learnt about other tenants.
+func checkTenant(r *protocol.Request, p identity.Principal) *protocol.Error {
+	if r.Tenant == "" || r.Tenant == p.Tenant {
+		return nil
+	}
+	if len(r.Tasks) > 0 && !r.Operation.Message() {
+		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
+	}
+	return protocol.Errorf(protocol.Unauthorized, msgTenant)
+}
+
+// OwnerOf is the task owner a principal is: issuer, subject and tenant. Bindings written before
+// issuers were recorded belong to it only when the revision names the one issuer that could
+// have written them (revision.Revision.LegacyIssuer).
+func OwnerOf(rev *revision.Revision, p identity.Principal) tasks.Owner {
+	return tasks.Owner{
+		Issuer:  p.Issuer,
+		Subject: p.Subject,
+		Tenant:  p.Tenant,
+		Legacy:  rev.LegacyIssuer != "" && p.Issuer == rev.LegacyIssuer,
+	}
+}
+
+// owned looks up a task the owner must own. Another caller's task and an unknown task get the
+// same answer.
+func (a *Admitter) owned(ctx context.Context, o tasks.Owner, taskID string) (tasks.Binding, *protocol.Error) {
+	if a.owners == nil {
+		return tasks.Binding{}, protocol.Errorf(protocol.Internal, "task ownership cannot be checked: no task store is configured")
+	}
+	b, ok, err := a.owners.Lookup(ctx, taskID)
+	if err != nil {
+		a.log.Error("task store lookup failed", zap.Error(err))
+		return tasks.Binding{}, protocol.Wrap(protocol.Internal, err, "the task store is unavailable; try again later")
+	}
+	if !ok || !b.OwnedBy(o) {
+		return tasks.Binding{}, protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
+	}
+	return b, nil
+}
+
+func isPushOperation(op protocol.Operation) bool {
+	switch op {
+	case protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
+		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:
+		return true
+	}
+	return false
+}
+
+func knownOperation(op protocol.Operation) bool {
+	switch op {
+	case protocol.SendMessage, protocol.SendStreamingMessage, protocol.GetTask, protocol.ListTasks,
+		protocol.CancelTask, protocol.SubscribeToTask, protocol.GetExtendedAgentCard:
+		return true
+	}
+	return isPushOperation(op)
+}

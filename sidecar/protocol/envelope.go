@@ -1,0 +1,173 @@
+package protocol
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Header gives the values of a request header, one per line it was sent on (a proxy that
+// joined repeated lines with commas gives one). Names are matched case-insensitively.
+type Header interface {
+	Values(name string) []string
+}
+
+// HTTPHeader adapts net/http's header map.
+type HTTPHeader http.Header
+
+// Values implements Header.
+func (h HTTPHeader) Values(name string) []string { return http.Header(h).Values(name) }
+
+// Envelope is an A2A request as a door received it, before anything in it is read: the gateway
+// builds one from its http.Request, the ext_authz server from Envoy's CheckRequest. Parse reads
+// every envelope the same way, so both doors see the same request.
+type Envelope struct {
+	// Method is the HTTP method.
+	Method string
+	// Path is the request path as sent (escaped), Query the raw query ("" when none).
+	Path, Query string
+	Header      Header
+	// Body is the request body; for gRPC the length-prefixed message.
+	Body []byte
+	// GRPC accepts the gRPC binding (application/grpc content types); a door that cannot serve
+	// it leaves it false and such requests are refused.
+	GRPC bool
+}
+
+// Header names read by Parse.
+const (
+	headerContentType = "Content-Type"
+)
+
+// Parse reads one A2A request of any binding and version: the public card route, the JSON-RPC
+// endpoint at base (the path of the agent's URL, "" at the root), the HTTP+JSON routes under
+// it, and gRPC. It refuses a header that decides how the request is read (A2A-Version,
+// Content-Type) when given more than once, as a proxy joining repeated lines would show it:
+// readers disagree about which copy wins.
+func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
+	path, method := env.Path, env.Method
+	if path == AgentCardPath && (method == http.MethodGet || method == http.MethodHead) {
+		return &Request{Binding: HTTPJSON, Version: V1, Operation: GetAgentCard, Method: method + " " + AgentCardPath}, nil
+	}
+	ct, cerr := single(env.Header, headerContentType)
+	if env.GRPC && isGRPCContentType(ct) {
+		if cerr != nil {
+			return &Request{Binding: GRPC}, cerr
+		}
+		return parseGRPC(method, path, ct, env.Body, lim)
+	}
+	rel, ok := strings.CutPrefix(path, base)
+	if !ok || (rel != "" && rel[0] != '/') {
+		return nil, Errorf(NotFound, "no A2A route at %s", clip(path))
+	}
+	jsonrpc := rel == "" || rel == "/"
+	if jsonrpc && method != http.MethodPost {
+		// Refused at the HTTP level, as 405 with Allow: not a JSON-RPC call.
+		return &Request{Binding: HTTPJSON}, Errorf(MethodNotAllowed, "the JSON-RPC endpoint accepts POST only").WithMetadata("allow", http.MethodPost)
+	}
+	version, verr := RequestVersion(env.Header)
+	if jsonrpc {
+		parseAs := version
+		if verr != nil {
+			parseAs = V1 // only to find the id to echo
+		}
+		r, perr := ParseJSONRPC(parseAs, ct, env.Body, lim)
+		switch {
+		case verr != nil:
+			return echo(r, perr, verr)
+		case cerr != nil:
+			return echo(r, perr, cerr)
+		case perr != nil:
+			return echo(r, perr, perr)
+		}
+		return r, nil
+	}
+	if verr != nil {
+		return &Request{Binding: HTTPJSON}, verr
+	}
+	if cerr != nil {
+		return &Request{Binding: HTTPJSON, Version: version}, cerr
+	}
+	target := rel
+	if env.Query != "" {
+		target += "?" + env.Query
+	}
+	r, perr := ParseHTTP(version, method, target, ct, env.Body, lim)
+	if perr != nil {
+		return &Request{Binding: HTTPJSON, Version: version}, perr
+	}
+	return r, nil
+}
+
+// echo returns err for a JSON-RPC request, with the request id the parse found (from r, or from
+// the parse's own error) so the answer can echo it.
+func echo(r *Request, perr, err *Error) (*Request, *Error) {
+	out := &Request{Binding: JSONRPC}
+	switch {
+	case r != nil:
+		out.ID, out.Version, out.Operation = r.ID, r.Version, r.Operation
+	case perr != nil:
+		out.ID = perr.ID
+	}
+	return out, err.WithID(out.ID)
+}
+
+// RequestVersion reads A2A-Version: absent is 0.3; given more than once (or as a
+// comma-joined list) is RepeatedVersion.
+func RequestVersion(h Header) (Version, *Error) {
+	vs := h.Values(VersionHeader)
+	if len(vs) > 1 {
+		return "", RepeatedVersion()
+	}
+	if len(vs) == 0 {
+		return ParseVersion("")
+	}
+	return ParseVersion(vs[0])
+}
+
+// single returns the one value of a header that must not repeat: given on two lines, or as a
+// comma-joined list (a proxy's join of two lines), it is InvalidRequest.
+func single(h Header, name string) (string, *Error) {
+	vs := h.Values(name)
+	switch {
+	case len(vs) == 0:
+		return "", nil
+	case len(vs) > 1 || strings.Contains(vs[0], ","):
+		return "", Errorf(InvalidRequest, "the %s header must be given once", name)
+	}
+	return vs[0], nil
+}
+
+// Credentials returns the Authorization header: "" when absent; given more than once it is
+// Unauthenticated, never read one way here and another way elsewhere.
+func Credentials(h Header) (string, *Error) {
+	vs := h.Values("Authorization")
+	switch {
+	case len(vs) == 0:
+		return "", nil
+	case len(vs) > 1 || strings.Contains(vs[0], ","):
+		return "", Errorf(Unauthenticated, "the Authorization header is given more than once")
+	}
+	return vs[0], nil
+}
+
+// ExtensionsHeaderV03 is A2A 0.3's name of the extensions header.
+const ExtensionsHeaderV03 = "X-A2A-Extensions"
+
+// RequestedExtensions lists the extension header values of a request: A2A-Extensions, and for a
+// 0.3 request also X-A2A-Extensions (0.3 clients, a2a-go's among them, send that name).
+func RequestedExtensions(v Version, h Header) []string {
+	out := h.Values(ExtensionsHeader)
+	if v == V03 {
+		out = append(append([]string(nil), out...), h.Values(ExtensionsHeaderV03)...)
+	}
+	return out
+}
+
+// BindingOf is the binding a request path selects under base: JSON-RPC at base itself,
+// HTTP+JSON anywhere else. It names the shape of an answer given before the request is parsed.
+func BindingOf(path, base string) Binding {
+	if rel, ok := strings.CutPrefix(path, base); ok && (rel == "" || rel == "/") {
+		return JSONRPC
+	}
+	return HTTPJSON
+}

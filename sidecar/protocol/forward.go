@@ -1,0 +1,116 @@
+package protocol
+
+import (
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// ForwardParams is what a handler is sent for r: the JSON-RPC params of r's operation in r's
+// version. For JSON-RPC it is the params as sent (every resource in them was read by the
+// parser). For HTTP+JSON it is the body (or the object the query stands for) with the values the
+// path bound written in under the JSON-RPC names, so a handler never has to read a path it is not
+// sent; for the 0.3 push config route the body, a PushNotificationConfig, is wrapped as 0.3's
+// TaskPushNotificationConfig. Fields already in the body agreed with the path when r was parsed
+// and are not written twice. gRPC requests are not forwarded: nil.
+func (r *Request) ForwardParams() (jsontext.Value, *Error) {
+	switch r.Binding {
+	case JSONRPC:
+		if r.Params == nil {
+			return jsontext.Value("{}"), nil
+		}
+		return r.Params, nil
+	case HTTPJSON:
+	default:
+		return nil, nil
+	}
+	ps := newParser()
+	defer ps.release()
+	var body object
+	if r.Params != nil {
+		var err *Error
+		if body, err = ps.readObject(r.Params); err != nil {
+			return nil, err
+		}
+	}
+	var add []kv
+	put := func(name, value string) {
+		if value != "" && body.get(name) == nil {
+			add = append(add, kv{name, value})
+		}
+	}
+	pv := r.path
+	if r.Version == V1 {
+		put("tenant", pv.tenant)
+		switch r.Operation {
+		case GetTask, CancelTask, SubscribeToTask:
+			put("id", pv.task)
+		case CreateTaskPushNotificationConfig, ListTaskPushNotificationConfigs:
+			put("taskId", pv.task)
+		case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
+			put("taskId", pv.task)
+			put("id", pv.config)
+		}
+		return withMembers(r.Params, add), nil
+	}
+	switch r.Operation {
+	case GetTask, CancelTask, SubscribeToTask, ListTaskPushNotificationConfigs:
+		put("id", pv.task)
+	case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
+		put("id", pv.task)
+		put("pushNotificationConfigId", pv.config)
+	case CreateTaskPushNotificationConfig:
+		if body.get("pushNotificationConfig") != nil { // already 0.3's JSON-RPC shape
+			put("taskId", pv.task)
+			break
+		}
+		// The body is the PushNotificationConfig; a taskId in it agreed with the path and is
+		// not part of that object, so it is dropped.
+		cfg := withoutMember(body, "taskId")
+		out := appendQuote([]byte(`{"taskId":`), pv.task)
+		out = append(append(out, `,"pushNotificationConfig":`...), cfg...)
+		return append(out, '}'), nil
+	}
+	return withMembers(r.Params, add), nil
+}
+
+type kv struct{ name, value string }
+
+// withMembers appends string members to a JSON object (nil: an empty one).
+func withMembers(obj jsontext.Value, add []kv) jsontext.Value {
+	if obj == nil {
+		obj = jsontext.Value("{}")
+	}
+	if len(add) == 0 {
+		return obj
+	}
+	b := trimSpace(obj)
+	out := make([]byte, 0, len(b)+64)
+	out = append(out, b[:len(b)-1]...) // without the closing brace
+	empty := len(trimSpace(b[1:len(b)-1])) == 0
+	for _, m := range add {
+		if !empty {
+			out = append(out, ',')
+		}
+		empty = false
+		out = appendQuote(out, m.name)
+		out = append(out, ':')
+		out = appendQuote(out, m.value)
+	}
+	return append(out, '}')
+}
+
+// withoutMember re-encodes obj without the member named name (in any spelling).
+func withoutMember(obj object, name string) []byte {
+	out := []byte{'{'}
+	for _, m := range obj {
+		if sameField(m.name, name) {
+			continue
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = appendQuote(out, string(m.name))
+		out = append(out, ':')
+		out = append(out, m.value...)
+	}
+	return append(out, '}')
+}
