@@ -75,7 +75,7 @@ func Build(cfg *config.Config, caps []manifest.Capability, opts Options) *a2a.Ag
 		DocumentationURL: ag.DocumentationURL,
 		Capabilities: a2a.AgentCapabilities{
 			Streaming:         ag.Streaming == nil || *ag.Streaming,
-			PushNotifications: false,
+			PushNotifications: cfg.Push.Enabled, // push.enabled: both doors refuse push configs otherwise
 			ExtendedAgentCard: opts.ExtendedCard,
 			Extensions:        buildExtensions(ag.Extensions),
 		},

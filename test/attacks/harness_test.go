@@ -30,6 +30,7 @@ import (
 	grpcstatus "google.golang.org/grpc/status"
 
 	"github.com/capgate/capgate/manifests"
+	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -53,6 +54,8 @@ func start(t *testing.T) *target {
 	d, err := deployment.Load("")
 	require.NoError(t, err)
 	d.Config.Listen.A2A, d.Config.Listen.Admin, d.Config.Listen.ExtAuthz = "127.0.0.1:0", "127.0.0.1:0", "127.0.0.1:0"
+	// Push on, so that push-config attacks reach the ownership check.
+	d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://evil.example.com/"}}
 	core, logs := observer.New(zapcore.DebugLevel)
 	store := tasks.NewMemory(0)
 	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))

@@ -136,7 +136,9 @@ func TestExtendedCardsValidate(t *testing.T) {
 			return r.Body
 		}},
 		{"HTTP+JSON 1.0 under a tenant prefix", func(t *testing.T) []byte {
-			r := srv.Do(t, http.MethodGet, "/acme/extendedAgentCard", "", "A2A-Version", "1.0", "Authorization", auth)
+			// The path's tenant must be the caller's.
+			acme := "Bearer " + testutil.Token(t, testutil.TokenOptions{Tenant: "acme", Scopes: []string{"recon.run", "a2a.preview", "forecast.read"}})
+			r := srv.Do(t, http.MethodGet, "/acme/extendedAgentCard", "", "A2A-Version", "1.0", "Authorization", acme)
 			require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
 			return r.Body
 		}},

@@ -180,7 +180,7 @@ func TestMalformedRequests(t *testing.T) {
 
 		// Routes.
 		{name: "GET on the JSON-RPC endpoint", method: "GET", path: "/",
-			status: 405, allow: "POST", want: statusErr(405, "UNIMPLEMENTED", "METHOD_NOT_FOUND", "the JSON-RPC endpoint accepts POST only")},
+			status: 405, allow: "POST", want: statusErr(405, "UNIMPLEMENTED", "METHOD_NOT_FOUND", "the JSON-RPC endpoint accepts POST only", "allow", "POST")},
 		{name: "unknown route", method: "GET", path: "/agent/info", headers: []string{"A2A-Version", v1},
 			status: 404, want: statusErr(404, "NOT_FOUND", "METHOD_NOT_FOUND", `no A2A route matches "/agent/info"`)},
 		{name: "0.3 route under 1.0", method: "GET", path: "/v1/card", headers: []string{"A2A-Version", v1},

@@ -2,6 +2,7 @@ package routing_test
 
 import (
 	"context"
+	"github.com/capgate/capgate/policy/config"
 	"strings"
 	"testing"
 
@@ -65,7 +66,10 @@ func taskOps(t testing.TB, srv *testutil.Server, tok testutil.TokenOptions) map[
 // same subject in another tenant) is answered exactly like an unknown id,
 // for every operation that names a task.
 func TestOtherCallersTask(t *testing.T) {
-	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	d := testutil.LoadDeployment(t, "")
+	// Push on, so that the push-config operations reach the ownership check.
+	d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
+	srv := testutil.Start(t, d)
 	owner := jsonrpc(t, srv, partner)
 	bound := sendTask(t, owner, referenceMessage())
 	clar := sendTask(t, owner, text("hello there"))
@@ -137,7 +141,9 @@ func TestListTasks(t *testing.T) {
 // their task: not TaskNotFound); the task is theirs again once the scope is
 // back.
 func TestEntitlementRecheck(t *testing.T) {
-	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	d := testutil.LoadDeployment(t, "")
+	d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
+	srv := testutil.Start(t, d)
 	task := sendTask(t, jsonrpc(t, srv, partner), referenceMessage())
 	require.Equal(t, "reconcile-invoice", reportOf(t, task).Capability)
 
