@@ -48,6 +48,9 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *gateway.Call, w gateway.R
 	if perr != nil {
 		return perr
 	}
+	if w.Binding() == protocol.HTTPJSON && string(result) == "null" {
+		result = jsontext.Value("{}") // google.protobuf.Empty over HTTP+JSON
+	}
 	return writeResult(w, result)
 }
 

@@ -62,7 +62,7 @@ func (i *Invoker) Call(ctx context.Context, req Request) (jsontext.Value, *proto
 func (i *Invoker) unary(t target, req Request, resp *http.Response, body []byte, id string) (jsontext.Value, *protocol.Error) {
 	// The Content-Type is not trusted either way (a2a-go's 0.3 server sends
 	// errors without one): the body must parse as a JSON-RPC response.
-	r, why := parseResponse(body, id)
+	r, why := parseResponse(body, id, emptyResult(req.Method))
 	if why != "" {
 		return nil, i.invalid(t, req, fmt.Sprintf("HTTP %d, content type %q: %s", resp.StatusCode, clip(mediaType(resp.Header), 64), why))
 	}
@@ -83,4 +83,9 @@ func (i *Invoker) upstreamError(t target, req Request, e *rpcError) *protocol.Er
 	i.log.Info("handler returned an error", zap.String("handler", t.name), zap.String("decision_id", req.DecisionID),
 		zap.Int64("code", *e.Code))
 	return perr
+}
+
+// emptyResult reports whether a method's result is google.protobuf.Empty.
+func emptyResult(method string) bool {
+	return method == string(protocol.DeleteTaskPushNotificationConfig) || method == "tasks/pushNotificationConfig/delete"
 }

@@ -72,7 +72,11 @@ type rpcError struct {
 // result and error. An error response may carry a null id (JSON-RPC allows
 // it when the server could not read the id). why says what was wrong, for
 // logs.
-func parseResponse(body []byte, id string) (resp response, why string) {
+//
+// emptyOK reads a success with no result member as a null result: the answer
+// of a method whose result is google.protobuf.Empty
+// (DeleteTaskPushNotificationConfig), which a2a-go writes without one.
+func parseResponse(body []byte, id string, emptyOK bool) (resp response, why string) {
 	dec := jsontext.NewDecoder(bytes.NewReader(body)) // duplicate names and invalid UTF-8 are errors
 	tok, err := dec.ReadToken()
 	if err != nil || tok.Kind() != '{' {
@@ -109,6 +113,9 @@ func parseResponse(body []byte, id string) (resp response, why string) {
 	}
 	if s, ok := jsonString(version); !ok || s != "2.0" {
 		return response{}, `jsonrpc is not "2.0"`
+	}
+	if result == nil && errObj == nil && emptyOK {
+		result = jsontext.Value("null")
 	}
 	if (result == nil) == (errObj == nil) {
 		return response{}, "not exactly one of result and error"

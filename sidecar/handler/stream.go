@@ -100,7 +100,7 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 		case err != nil:
 			return i.failure(sctx, t, req, err, errIdle, idleMsg)
 		}
-		r, why := parseResponse(data, id)
+		r, why := parseResponse(data, id, false)
 		if why != "" {
 			return i.invalid(t, req, fmt.Sprintf("event %d: %s", events+1, why))
 		}

@@ -50,6 +50,9 @@ type Server struct {
 type StartOptions struct {
 	// ShutdownTimeout bounds draining on Stop (server.Run's default when 0).
 	ShutdownTimeout time.Duration
+	// ExtAuthz also runs the ext_authz server (Addrs.ExtAuthz), sharing the
+	// gateway's task store.
+	ExtAuthz bool
 }
 
 // Start runs server.Run with d (its listeners moved to 127.0.0.1:0) until the
@@ -97,6 +100,7 @@ func Start(t testing.TB, d *deployment.Deployment, opts ...StartOptions) *Server
 			Logger:          logger,
 			DecisionLogger:  zap.New(decCore, zap.Hooks(func(zapcore.Entry) error { s.notifyLogged(); return nil })),
 			Gateway:         true,
+			ExtAuthz:        o.ExtAuthz,
 			ShutdownTimeout: o.ShutdownTimeout,
 			OnReady:         func(a server.Addrs) { ready <- a },
 			AuditWriter:     s.Audit,

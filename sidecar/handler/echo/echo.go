@@ -17,6 +17,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
 	"go.uber.org/zap"
 
@@ -90,6 +91,9 @@ func New(verify func(ctx context.Context, bearer string) (handlerauth.Claims, er
 		a2asrv.WithCallInterceptors(handlerauth.NewServerInterceptor(auth)),
 		a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
 		a2asrv.WithExecutionPanicHandler(panics),
+		// Push configs are kept per task so that their CRUD can be tried
+		// end to end; the echo never calls a webhook back.
+		a2asrv.WithPushNotifications(push.NewInMemoryStore(), noCallbacks{}),
 	)
 	return &server{
 		v1:  a2asrv.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
@@ -115,6 +119,12 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.v03.ServeHTTP(w, r)
 }
+
+// noCallbacks is the echo's push sender: it records nothing and calls no
+// webhook, since the echo is a test and demo handler.
+type noCallbacks struct{}
+
+func (noCallbacks) SendPush(context.Context, *a2a.PushConfig, a2a.Event) error { return nil }
 
 // owner names the task owner of ctx's call: tenant and subject.
 func owner(ctx context.Context) (string, error) {

@@ -1,0 +1,418 @@
+// Package positions is the catalogue of every place an A2A request can name a task or a tenant,
+// on every binding, version and operation capgate reads, each with a request template that puts
+// a value there. The parser's tests check the parser against it in both directions (every
+// position is read where the catalogue says; every task or tenant the parser reports is in the
+// catalogue), and the admission sweep (test/admission) drives both doors with every position
+// and caller class from it: a position added to the parser without a template fails the first
+// check, so it cannot go unswept.
+package positions
+
+import (
+	"encoding/binary"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	a2apb03 "github.com/a2aproject/a2a-go/a2apb"
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+// Kind is what a position names.
+type Kind string
+
+// Kinds.
+const (
+	Task   Kind = "task"
+	Tenant Kind = "tenant"
+)
+
+// Placeholders in templates. Fill replaces them.
+const (
+	// Swept is the value at the position under test.
+	Swept = "{swept}"
+	// OwnTask is the caller's own task, where the request needs another task than the swept one.
+	OwnTask = "{own-task}"
+	// OwnTenant is the caller's own tenant, where a tenant prefix is part of the route.
+	OwnTenant = "{own-tenant}"
+	// URL is an allowed push webhook URL.
+	URL = "{url}"
+)
+
+// Position is one place a request names a task or a tenant, with a request template.
+type Position struct {
+	Binding   protocol.Binding
+	Version   protocol.Version
+	Operation protocol.Operation
+	Kind      Kind
+	// Where is the position as the parser reports it (protocol.TaskRef.Where for tasks; for
+	// tenants "path", "params.tenant", ... ).
+	Where string
+	// MustAgree marks a position that repeats another one (a body field beside the path's,
+	// a config name beside its parent): a different value there is refused as InvalidParams,
+	// and with the same value the parser reports the other position.
+	MustAgree bool
+	// Method and Target are the HTTP method and target relative to the agent's base path
+	// ("/" for JSON-RPC; the gRPC :path for gRPC). Body is the JSON-RPC request, the HTTP+JSON
+	// body, or the protojson text of the gRPC request message.
+	Method, Target, Body string
+}
+
+// Name is a stable name for subtests.
+func (p Position) Name() string {
+	return string(p.Binding) + "/" + string(p.Version) + "/" + string(p.Operation) + "/" + string(p.Kind) + ":" + p.Where
+}
+
+// Fill replaces the placeholders of s.
+func Fill(s, swept, ownTask, ownTenant, url string) string {
+	return strings.NewReplacer(Swept, swept, OwnTask, ownTask, OwnTenant, ownTenant, URL, url).Replace(s)
+}
+
+// All returns the catalogue.
+func All() []Position {
+	var out []Position
+	out = append(out, jsonrpc10()...)
+	out = append(out, jsonrpc03()...)
+	out = append(out, rest10("")...)
+	out = append(out, rest10("/"+OwnTenant)...)
+	out = append(out, rest03()...)
+	out = append(out, grpc10()...)
+	out = append(out, grpc03()...)
+	return out
+}
+
+// Message bodies of each version, with a task id slot.
+const (
+	msg10 = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"look up invoice INV-1"}]%s}`
+	msg03 = `{"kind":"message","messageId":"m-1","role":"user","parts":[{"kind":"text","text":"look up invoice INV-1"}]%s}`
+)
+
+func msg(v protocol.Version, extra string) string {
+	if v == protocol.V03 {
+		return strings.Replace(msg03, "%s", extra, 1)
+	}
+	return strings.Replace(msg10, "%s", extra, 1)
+}
+
+func rpc(v protocol.Version, op protocol.Operation, params string) string {
+	return `{"jsonrpc":"2.0","id":1,"method":"` + protocol.MethodName(v, op) + `","params":` + params + `}`
+}
+
+// sendPositions are the task and tenant positions of SendMessage's params (JSON-RPC params and
+// HTTP+JSON body alike).
+func sendPositions(v protocol.Version) []struct {
+	kind          Kind
+	where, params string
+} {
+	type pos = struct {
+		kind          Kind
+		where, params string
+	}
+	out := []pos{
+		{Task, "params.message.taskId", `{"message":` + msg(v, `,"taskId":"`+Swept+`"`) + `}`},
+		{Task, "params.message.referenceTaskIds[0]", `{"message":` + msg(v, `,"referenceTaskIds":["`+Swept+`"]`) + `}`},
+		{Task, "params.message.referenceTaskIds[1]", `{"message":` + msg(v, `,"referenceTaskIds":["`+OwnTask+`","`+Swept+`"]`) + `}`},
+	}
+	if v == protocol.V1 {
+		out = append(out,
+			pos{Task, "params.configuration.taskPushNotificationConfig.taskId",
+				`{"message":` + msg(v, "") + `,"configuration":{"taskPushNotificationConfig":{"taskId":"` + Swept + `","url":"` + URL + `"}}}`},
+			pos{Tenant, "params.tenant", `{"tenant":"` + Swept + `","message":` + msg(v, "") + `}`},
+			pos{Tenant, "params.configuration.taskPushNotificationConfig.tenant",
+				`{"message":` + msg(v, "") + `,"configuration":{"taskPushNotificationConfig":{"tenant":"` + Swept + `","taskId":"` + OwnTask + `","url":"` + URL + `"}}}`},
+		)
+	}
+	return out
+}
+
+func jsonrpc10() []Position {
+	v := protocol.V1
+	var out []Position
+	add := func(op protocol.Operation, k Kind, where, params string) {
+		out = append(out, Position{Binding: protocol.JSONRPC, Version: v, Operation: op, Kind: k, Where: where,
+			Method: "POST", Target: "/", Body: rpc(v, op, params)})
+	}
+	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
+		for _, p := range sendPositions(v) {
+			add(op, p.kind, p.where, p.params)
+		}
+	}
+	for _, op := range []protocol.Operation{protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask} {
+		add(op, Task, "params.id", `{"id":"`+Swept+`"}`)
+		add(op, Tenant, "params.tenant", `{"tenant":"`+Swept+`","id":"`+OwnTask+`"}`)
+	}
+	add(protocol.ListTasks, Tenant, "params.tenant", `{"tenant":"`+Swept+`"}`)
+	add(protocol.GetExtendedAgentCard, Tenant, "params.tenant", `{"tenant":"`+Swept+`"}`)
+	add(protocol.CreateTaskPushNotificationConfig, Task, "params.taskId", `{"taskId":"`+Swept+`","url":"`+URL+`"}`)
+	add(protocol.CreateTaskPushNotificationConfig, Tenant, "params.tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","url":"`+URL+`"}`)
+	for _, op := range []protocol.Operation{protocol.GetTaskPushNotificationConfig, protocol.DeleteTaskPushNotificationConfig} {
+		add(op, Task, "params.taskId", `{"taskId":"`+Swept+`","id":"c-1"}`)
+		add(op, Tenant, "params.tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","id":"c-1"}`)
+	}
+	add(protocol.ListTaskPushNotificationConfigs, Task, "params.taskId", `{"taskId":"`+Swept+`"}`)
+	add(protocol.ListTaskPushNotificationConfigs, Tenant, "params.tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`"}`)
+	return out
+}
+
+func jsonrpc03() []Position {
+	v := protocol.V03
+	var out []Position
+	add := func(op protocol.Operation, where, params string) {
+		out = append(out, Position{Binding: protocol.JSONRPC, Version: v, Operation: op, Kind: Task, Where: where,
+			Method: "POST", Target: "/", Body: rpc(v, op, params)})
+	}
+	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
+		for _, p := range sendPositions(v) {
+			add(op, p.where, p.params)
+		}
+	}
+	for _, op := range []protocol.Operation{protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask} {
+		add(op, "params.id", `{"id":"`+Swept+`"}`)
+	}
+	add(protocol.CreateTaskPushNotificationConfig, "params.taskId", `{"taskId":"`+Swept+`","pushNotificationConfig":{"url":"`+URL+`"}}`)
+	add(protocol.GetTaskPushNotificationConfig, "params.id", `{"id":"`+Swept+`","pushNotificationConfigId":"c-1"}`)
+	add(protocol.DeleteTaskPushNotificationConfig, "params.id", `{"id":"`+Swept+`","pushNotificationConfigId":"c-1"}`)
+	add(protocol.ListTaskPushNotificationConfigs, "params.id", `{"id":"`+Swept+`"}`)
+	return out
+}
+
+// rest10 lists the HTTP+JSON 1.0 positions under prefix ("" or a tenant prefix).
+func rest10(prefix string) []Position {
+	v := protocol.V1
+	var out []Position
+	add := func(op protocol.Operation, k Kind, where, method, target, body string, agree bool) {
+		out = append(out, Position{Binding: protocol.HTTPJSON, Version: v, Operation: op, Kind: k, Where: where,
+			MustAgree: agree, Method: method, Target: target, Body: body})
+	}
+	send := map[protocol.Operation]string{protocol.SendMessage: "/message:send", protocol.SendStreamingMessage: "/message:stream"}
+	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
+		for _, p := range sendPositions(v) {
+			if prefix != "" && p.kind == Tenant {
+				continue // the tenant positions of the body are swept without a prefix
+			}
+			add(op, p.kind, p.where, "POST", prefix+send[op], p.params, false)
+		}
+	}
+	task := []struct {
+		op             protocol.Operation
+		method, suffix string
+	}{
+		{protocol.GetTask, "GET", ""}, {protocol.CancelTask, "POST", ":cancel"},
+		{protocol.SubscribeToTask, "GET", ":subscribe"}, {protocol.SubscribeToTask, "POST", ":subscribe"},
+	}
+	for _, tc := range task {
+		add(tc.op, Task, "path", tc.method, prefix+"/tasks/"+Swept+tc.suffix, "", false)
+	}
+	push := prefix + "/tasks/" + Swept + "/pushNotificationConfigs"
+	add(protocol.CreateTaskPushNotificationConfig, Task, "path", "POST", push, `{"url":"`+URL+`"}`, false)
+	add(protocol.CreateTaskPushNotificationConfig, Task, "params.taskId", "POST", prefix+"/tasks/"+OwnTask+"/pushNotificationConfigs",
+		`{"taskId":"`+Swept+`","url":"`+URL+`"}`, true)
+	add(protocol.ListTaskPushNotificationConfigs, Task, "path", "GET", push, "", false)
+	add(protocol.GetTaskPushNotificationConfig, Task, "path", "GET", push+"/c-1", "", false)
+	add(protocol.DeleteTaskPushNotificationConfig, Task, "path", "DELETE", push+"/c-1", "", false)
+	if prefix == "" {
+		// The tenant prefix of every route, and the body's tenant beside it.
+		own := "/tasks/" + OwnTask
+		for _, r := range []struct {
+			op             protocol.Operation
+			method, target string
+			body           string
+		}{
+			{protocol.SendMessage, "POST", "/message:send", `{"message":` + msg(v, "") + `}`},
+			{protocol.SendStreamingMessage, "POST", "/message:stream", `{"message":` + msg(v, "") + `}`},
+			{protocol.GetTask, "GET", own, ""},
+			{protocol.CancelTask, "POST", own + ":cancel", ""},
+			{protocol.SubscribeToTask, "GET", own + ":subscribe", ""},
+			{protocol.ListTasks, "GET", "/tasks", ""},
+			{protocol.GetExtendedAgentCard, "GET", "/extendedAgentCard", ""},
+			{protocol.CreateTaskPushNotificationConfig, "POST", own + "/pushNotificationConfigs", `{"url":"` + URL + `"}`},
+			{protocol.ListTaskPushNotificationConfigs, "GET", own + "/pushNotificationConfigs", ""},
+			{protocol.GetTaskPushNotificationConfig, "GET", own + "/pushNotificationConfigs/c-1", ""},
+			{protocol.DeleteTaskPushNotificationConfig, "DELETE", own + "/pushNotificationConfigs/c-1", ""},
+		} {
+			add(r.op, Tenant, "path", r.method, "/"+Swept+r.target, r.body, false)
+		}
+		add(protocol.SendMessage, Tenant, "params.tenant", "POST", "/"+OwnTenant+"/message:send",
+			`{"tenant":"`+Swept+`","message":`+msg(v, "")+`}`, true)
+		add(protocol.CreateTaskPushNotificationConfig, Tenant, "params.tenant", "POST", "/"+OwnTenant+own+"/pushNotificationConfigs",
+			`{"tenant":"`+Swept+`","url":"`+URL+`"}`, true)
+	}
+	return out
+}
+
+func rest03() []Position {
+	v := protocol.V03
+	var out []Position
+	add := func(op protocol.Operation, where, method, target, body string, agree bool) {
+		out = append(out, Position{Binding: protocol.HTTPJSON, Version: v, Operation: op, Kind: Task, Where: where,
+			MustAgree: agree, Method: method, Target: target, Body: body})
+	}
+	for _, base := range []string{"/v1", ""} { // the 0.3 /v1 routes, and the 1.0 routes 0.3 clients also use
+		for _, p := range sendPositions(v) {
+			add(protocol.SendMessage, p.where, "POST", base+"/message:send", p.params, false)
+			add(protocol.SendStreamingMessage, p.where, "POST", base+"/message:stream", p.params, false)
+		}
+		t := base + "/tasks/" + Swept
+		add(protocol.GetTask, "path", "GET", t, "", false)
+		add(protocol.CancelTask, "path", "POST", t+":cancel", "", false)
+		add(protocol.SubscribeToTask, "path", "GET", t+":subscribe", "", false)
+		add(protocol.SubscribeToTask, "path", "POST", t+":subscribe", "", false)
+		add(protocol.CreateTaskPushNotificationConfig, "path", "POST", t+"/pushNotificationConfigs", `{"url":"`+URL+`"}`, false)
+		own := base + "/tasks/" + OwnTask + "/pushNotificationConfigs"
+		// A taskId in the body, in the config's shape or 0.3's JSON-RPC shape, must be the path's.
+		add(protocol.CreateTaskPushNotificationConfig, "params.taskId", "POST", own, `{"taskId":"`+Swept+`","url":"`+URL+`"}`, true)
+		add(protocol.CreateTaskPushNotificationConfig, "params.taskId", "POST", own,
+			`{"taskId":"`+Swept+`","pushNotificationConfig":{"url":"`+URL+`"}}`, true)
+		add(protocol.ListTaskPushNotificationConfigs, "path", "GET", t+"/pushNotificationConfigs", "", false)
+		add(protocol.GetTaskPushNotificationConfig, "path", "GET", t+"/pushNotificationConfigs/c-1", "", false)
+		add(protocol.DeleteTaskPushNotificationConfig, "path", "DELETE", t+"/pushNotificationConfigs/c-1", "", false)
+	}
+	return out
+}
+
+func grpc10() []Position {
+	v := protocol.V1
+	var out []Position
+	add := func(op protocol.Operation, k Kind, where, body string) {
+		out = append(out, Position{Binding: protocol.GRPC, Version: v, Operation: op, Kind: k, Where: where,
+			Method: "POST", Target: "/" + protocol.GRPCService + "/" + string(op), Body: body})
+	}
+	m := `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]%s}`
+	withMsg := func(extra string) string { return strings.Replace(m, "%s", extra, 1) }
+	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
+		add(op, Task, "message.task_id", `{"message":`+withMsg(`,"taskId":"`+Swept+`"`)+`}`)
+		add(op, Task, "message.reference_task_ids[0]", `{"message":`+withMsg(`,"referenceTaskIds":["`+Swept+`"]`)+`}`)
+		add(op, Task, "configuration.task_push_notification_config.task_id",
+			`{"message":`+withMsg("")+`,"configuration":{"taskPushNotificationConfig":{"taskId":"`+Swept+`","url":"`+URL+`"}}}`)
+		add(op, Tenant, "tenant", `{"tenant":"`+Swept+`","message":`+withMsg("")+`}`)
+		add(op, Tenant, "configuration.task_push_notification_config.tenant",
+			`{"message":`+withMsg("")+`,"configuration":{"taskPushNotificationConfig":{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","url":"`+URL+`"}}}`)
+	}
+	for _, op := range []protocol.Operation{protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask} {
+		add(op, Task, "id", `{"id":"`+Swept+`"}`)
+		add(op, Tenant, "tenant", `{"tenant":"`+Swept+`","id":"`+OwnTask+`"}`)
+	}
+	add(protocol.ListTasks, Tenant, "tenant", `{"tenant":"`+Swept+`"}`)
+	add(protocol.GetExtendedAgentCard, Tenant, "tenant", `{"tenant":"`+Swept+`"}`)
+	add(protocol.CreateTaskPushNotificationConfig, Task, "task_id", `{"taskId":"`+Swept+`","url":"`+URL+`"}`)
+	add(protocol.CreateTaskPushNotificationConfig, Tenant, "tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","url":"`+URL+`"}`)
+	for _, op := range []protocol.Operation{protocol.GetTaskPushNotificationConfig, protocol.DeleteTaskPushNotificationConfig} {
+		add(op, Task, "task_id", `{"taskId":"`+Swept+`","id":"c-1"}`)
+		add(op, Tenant, "tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","id":"c-1"}`)
+	}
+	add(protocol.ListTaskPushNotificationConfigs, Task, "task_id", `{"taskId":"`+Swept+`"}`)
+	add(protocol.ListTaskPushNotificationConfigs, Tenant, "tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`"}`)
+	return out
+}
+
+func grpc03() []Position {
+	v := protocol.V03
+	var out []Position
+	add := func(method string, op protocol.Operation, where, body string, agree bool) {
+		out = append(out, Position{Binding: protocol.GRPC, Version: v, Operation: op, Kind: Task, Where: where, MustAgree: agree,
+			Method: "POST", Target: "/" + protocol.GRPCServiceV03 + "/" + method, Body: body})
+	}
+	m := `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]%s}`
+	withMsg := func(extra string) string { return strings.Replace(m, "%s", extra, 1) }
+	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
+		add(string(op), op, "request.task_id", `{"request":`+withMsg(`,"taskId":"`+Swept+`"`)+`}`, false)
+		add(string(op), op, "request.reference_task_ids[0]", `{"request":`+withMsg(`,"referenceTaskIds":["`+Swept+`"]`)+`}`, false)
+	}
+	add("GetTask", protocol.GetTask, "name", `{"name":"tasks/`+Swept+`"}`, false)
+	add("CancelTask", protocol.CancelTask, "name", `{"name":"tasks/`+Swept+`"}`, false)
+	add("TaskSubscription", protocol.SubscribeToTask, "name", `{"name":"tasks/`+Swept+`"}`, false)
+	add("CreateTaskPushNotificationConfig", protocol.CreateTaskPushNotificationConfig, "parent",
+		`{"parent":"tasks/`+Swept+`","configId":"c-1","config":{"pushNotificationConfig":{"url":"`+URL+`"}}}`, false)
+	add("CreateTaskPushNotificationConfig", protocol.CreateTaskPushNotificationConfig, "config.name",
+		`{"parent":"tasks/`+OwnTask+`","configId":"c-1","config":{"name":"tasks/`+Swept+`/pushNotificationConfigs/c-1","pushNotificationConfig":{"url":"`+URL+`"}}}`, true)
+	add("GetTaskPushNotificationConfig", protocol.GetTaskPushNotificationConfig, "name", `{"name":"tasks/`+Swept+`/pushNotificationConfigs/c-1"}`, false)
+	add("ListTaskPushNotificationConfig", protocol.ListTaskPushNotificationConfigs, "parent", `{"parent":"tasks/`+Swept+`"}`, false)
+	add("DeleteTaskPushNotificationConfig", protocol.DeleteTaskPushNotificationConfig, "name", `{"name":"tasks/`+Swept+`/pushNotificationConfigs/c-1"}`, false)
+	return out
+}
+
+// Request builds the request of p with its placeholders filled: the HTTP method, the target
+// relative to the agent's base path, the headers a client of p's version and binding sends
+// (besides credentials), and the body (for gRPC the length-prefixed protobuf message).
+func Request(p Position, swept, ownTask, ownTenant, url string) (method, target string, header http.Header, body []byte, err error) {
+	header = http.Header{}
+	if p.Version == protocol.V1 {
+		header.Set(protocol.VersionHeader, "1.0")
+	}
+	target = Fill(p.Target, swept, ownTask, ownTenant, url)
+	text := Fill(p.Body, swept, ownTask, ownTenant, url)
+	if p.Binding != protocol.GRPC {
+		if text != "" {
+			header.Set("Content-Type", "application/json")
+		}
+		return p.Method, target, header, []byte(text), nil
+	}
+	header.Set("Content-Type", "application/grpc")
+	header.Set("Te", "trailers")
+	m := GRPCMessage(p.Version, p.Operation)
+	if m == nil {
+		return "", "", nil, nil, fmt.Errorf("no gRPC message for %s %s", p.Version, p.Operation)
+	}
+	if err := protojson.Unmarshal([]byte(text), m); err != nil {
+		return "", "", nil, nil, fmt.Errorf("%s: %w", p.Name(), err)
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return "", "", nil, nil, err
+	}
+	frame := make([]byte, 5, 5+len(b))
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(b)))
+	return p.Method, target, header, append(frame, b...), nil
+}
+
+// GRPCMessage is a new request message of op in version v.
+func GRPCMessage(v protocol.Version, op protocol.Operation) proto.Message {
+	if v == protocol.V03 {
+		switch op {
+		case protocol.SendMessage, protocol.SendStreamingMessage:
+			return &a2apb03.SendMessageRequest{}
+		case protocol.GetTask:
+			return &a2apb03.GetTaskRequest{}
+		case protocol.CancelTask:
+			return &a2apb03.CancelTaskRequest{}
+		case protocol.SubscribeToTask:
+			return &a2apb03.TaskSubscriptionRequest{}
+		case protocol.CreateTaskPushNotificationConfig:
+			return &a2apb03.CreateTaskPushNotificationConfigRequest{}
+		case protocol.GetTaskPushNotificationConfig:
+			return &a2apb03.GetTaskPushNotificationConfigRequest{}
+		case protocol.ListTaskPushNotificationConfigs:
+			return &a2apb03.ListTaskPushNotificationConfigRequest{}
+		case protocol.DeleteTaskPushNotificationConfig:
+			return &a2apb03.DeleteTaskPushNotificationConfigRequest{}
+		}
+		return nil
+	}
+	switch op {
+	case protocol.SendMessage, protocol.SendStreamingMessage:
+		return &a2apb.SendMessageRequest{}
+	case protocol.GetTask:
+		return &a2apb.GetTaskRequest{}
+	case protocol.CancelTask:
+		return &a2apb.CancelTaskRequest{}
+	case protocol.SubscribeToTask:
+		return &a2apb.SubscribeToTaskRequest{}
+	case protocol.ListTasks:
+		return &a2apb.ListTasksRequest{}
+	case protocol.GetExtendedAgentCard:
+		return &a2apb.GetExtendedAgentCardRequest{}
+	case protocol.CreateTaskPushNotificationConfig:
+		return &a2apb.TaskPushNotificationConfig{}
+	case protocol.GetTaskPushNotificationConfig:
+		return &a2apb.GetTaskPushNotificationConfigRequest{}
+	case protocol.ListTaskPushNotificationConfigs:
+		return &a2apb.ListTaskPushNotificationConfigsRequest{}
+	case protocol.DeleteTaskPushNotificationConfig:
+		return &a2apb.DeleteTaskPushNotificationConfigRequest{}
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package admission_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/positions"
+)
+
+// TestSweep drives every position of the request model (every binding × version × operation ×
+// place a task id or tenant can appear) with every caller class: the owner; the same subject in
+// another tenant; the same subject and tenant from another trusted issuer; anonymous. The value
+// at the position is the owner's task (or tenant); anything else the request needs is the
+// caller's own. Both doors must give the same verdict, and only a caller to whom everything the
+// request names belongs gets through. gRPC is swept at ext_authz only: the gateway serves
+// JSON-RPC and HTTP+JSON.
+func TestSweep(t *testing.T) {
+	e := startBoth(t)
+	cs := classes(t, e)
+	owner := cs[0]
+	all := positions.All()
+	require.Greater(t, len(all), 150, "the catalogue looks truncated")
+	counts := map[string]int{}
+	for _, p := range all {
+		for _, c := range cs {
+			t.Run(p.Name()+"/"+c.name, func(t *testing.T) {
+				swept := owner.task
+				if p.Kind == positions.Tenant {
+					swept = owner.tenant
+				}
+				ownTask, ownTenant := c.task, c.tenant
+				if c.anonymous {
+					ownTask, ownTenant = owner.task, owner.tenant
+				}
+				method, target, h, body, err := positions.Request(p, swept, ownTask, ownTenant, hook)
+				require.NoError(t, err)
+				if !c.anonymous {
+					h.Set("Authorization", "Bearer "+c.token)
+				}
+				// Only a caller to whom everything named belongs is admitted.
+				want := c.authenticated && (p.Kind == positions.Task && c == owner || p.Kind == positions.Tenant && c.tenant == owner.tenant)
+				if want && (p.Operation == protocol.GetTaskPushNotificationConfig || p.Operation == protocol.DeleteTaskPushNotificationConfig) {
+					e.pushConfig(t, c, ownTaskOf(p, swept, ownTask))
+				}
+				az := e.extauthz(t, method, target, h.Clone(), body)
+				require.Equal(t, want, az.allowed, "ext_authz: %s\n%s %s\n%s", az, method, target, az.body)
+				counts["extauthz"]++
+				if p.Binding == protocol.GRPC {
+					if c.anonymous {
+						require.Equal(t, "grpc-status 16", az.reason, "an anonymous caller is asked for a credential")
+					}
+					return
+				}
+				gw := e.gateway(t, method, target, h.Clone(), body)
+				counts["gateway"]++
+				if !want {
+					require.False(t, gw.allowed, "gateway admitted what ext_authz refused: %s %s\n%s", method, target, gw.body)
+					require.Equal(t, az.reason, gw.reason, "the doors disagree on why: %s %s", method, target)
+					require.Equal(t, az.status, gw.status, "the doors disagree on the status: %s %s", method, target)
+					if c.anonymous {
+						require.Equal(t, "UNAUTHENTICATED", gw.reason, "an anonymous caller is asked for a credential")
+					}
+					require.False(t, e.forwarded(gw.decision), "a refused request reached a handler")
+					return
+				}
+				requireServed(t, e, p, gw, method, target)
+			})
+		}
+	}
+	t.Logf("checks: %v", counts)
+}
+
+// ownTaskOf is the task a filled request targets.
+func ownTaskOf(p positions.Position, swept, own string) string {
+	if p.Kind == positions.Task && !strings.Contains(p.Where, "referenceTaskIds") && !strings.Contains(p.Where, "reference_task_ids") {
+		return swept
+	}
+	return own
+}
+
+// requireServed checks an admitted request reached its handler (an audit line for its decision)
+// and was answered: a success, or the handler's own answer about the task's state — the echo's
+// tasks are complete, so a2a-go refuses to cancel them (TASK_NOT_CANCELABLE), to continue them
+// (INVALID_PARAMS: terminal state) or to subscribe to them (TASK_NOT_FOUND: no execution).
+func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, method, target string) {
+	t.Helper()
+	require.NotEmpty(t, gw.decision)
+	if p.Operation == protocol.GetExtendedAgentCard {
+		require.True(t, gw.allowed, "the owner was not served: %s %s: %s\n%s", method, target, gw, gw.body)
+		return // served by the gateway itself
+	}
+	if !gw.allowed {
+		handlerAnswers := map[protocol.Operation]string{
+			protocol.CancelTask:           "TASK_NOT_CANCELABLE",
+			protocol.SubscribeToTask:      "TASK_NOT_FOUND",
+			protocol.SendMessage:          "INVALID_PARAMS",
+			protocol.SendStreamingMessage: "INVALID_PARAMS",
+		}
+		continuing := p.Kind == positions.Task && strings.HasSuffix(p.Where, "message.taskId")
+		ok := handlerAnswers[p.Operation] == gw.reason &&
+			(p.Operation == protocol.CancelTask || p.Operation == protocol.SubscribeToTask || continuing)
+		require.True(t, ok, "the owner was not served: %s %s: %s\n%s", method, target, gw, gw.body)
+	}
+	require.Eventually(t, func() bool { return e.forwarded(gw.decision) }, 5*time.Second, 10*time.Millisecond,
+		"the owner's request did not reach a handler: %s %s", method, target)
+}
