@@ -7,7 +7,7 @@ import (
 )
 
 func TestMemory(t *testing.T) {
-	testStore(t, func(*testing.T) Store { return NewMemory(0) })
+	testStore(t, func(_ *testing.T, opts ...Option) Store { return NewMemory(0, opts...) })
 }
 
 func TestMemoryBounded(t *testing.T) {

@@ -18,10 +18,10 @@ var prefixes atomic.Int64
 
 // openTestRedis opens a store on srv under a key prefix of its own and
 // closes it when the test ends.
-func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...RedisOption) *Redis {
+func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...Option) *Redis {
 	t.Helper()
 	prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
-	r, err := OpenRedis(t.Context(), srv.URL(0), append([]RedisOption{WithKeyPrefix(prefix)}, opts...)...)
+	r, err := OpenRedis(t.Context(), srv.URL(0), append([]Option{WithKeyPrefix(prefix)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
@@ -37,7 +37,7 @@ func rawClient(t *testing.T, srv *redisproc.Server) *redis.Client {
 
 func TestRedis(t *testing.T) {
 	srv := redisproc.Start(t)
-	testStore(t, func(t *testing.T) Store { return openTestRedis(t, srv) })
+	testStore(t, func(t *testing.T, opts ...Option) Store { return openTestRedis(t, srv, opts...) })
 }
 
 // TestRedisKeys checks the documented key layout and expiries
@@ -98,7 +98,7 @@ func TestRedisBindingTTL(t *testing.T) {
 		_, ok, err := r.Lookup(ctx, "t1")
 		return err == nil && !ok
 	}, 2*time.Second, 20*time.Millisecond)
-	owned, err := r.Owned(ctx, "alice", "acme")
+	owned, err := r.Owned(ctx, Owner{Subject: "alice", Tenant: "acme"})
 	require.NoError(t, err)
 	require.Empty(t, owned)
 	// An expired task id is free again.
@@ -122,7 +122,7 @@ func TestRedisUnavailable(t *testing.T) {
 	ops := map[string]func() error{
 		"bind":   func() error { return r.Bind(ctx, Binding{TaskID: "t", Subject: "s"}) },
 		"lookup": func() error { _, _, err := r.Lookup(ctx, "t"); return err },
-		"owned":  func() error { _, err := r.Owned(ctx, "s", ""); return err },
+		"owned":  func() error { _, err := r.Owned(ctx, Owner{Subject: "s"}); return err },
 		"delete": func() error { return r.Delete(ctx, "t") },
 		"record": func() error { return r.RecordCall(ctx, "c", time.Now()) },
 		"usage":  func() error { _, err := r.Usage(ctx, "c", time.Now()); return err },
