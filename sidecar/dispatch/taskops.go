@@ -96,7 +96,7 @@ func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Res
 		return protocol.MissingCredentials()
 	}
 	owner := ownerOf(call)
-	all, err := d.store.Owned(ctx, owner.Subject, owner.Tenant)
+	all, err := d.store.Owned(ctx, owner)
 	if err != nil {
 		return storeError(err)
 	}

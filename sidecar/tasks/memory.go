@@ -1,8 +1,9 @@
 package tasks
 
 import (
+	"cmp"
 	"context"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -14,15 +15,24 @@ const Window = 30 * 24 * time.Hour
 const DefaultMaxBindings = 1 << 20
 
 // Memory is an in-process Store. It forgets everything on restart.
+// Expired pending bindings are never returned, and are swept by the first
+// write after the earliest of them expired.
 type Memory struct {
 	mu       sync.RWMutex
 	bindings map[string]Binding
 	byOwner  map[ownerKey]map[string]struct{}
-	usage    map[string]*usageRecord
-	max      int
+	// pending indexes the bindings that have an expiry, by owner;
+	// nextExpiry is the earliest of their expiries (zero: none).
+	pending    map[ownerKey]map[string]struct{}
+	nextExpiry time.Time
+	usage      map[string]*usageRecord
+	max        int
+	now        func() time.Time
 }
 
-type ownerKey struct{ subject, tenant string }
+type ownerKey struct{ issuer, subject, tenant string }
+
+func keyOf(b Binding) ownerKey { return ownerKey{b.Issuer, b.Subject, b.Tenant} }
 
 // usageRecord keeps one counter per day over the window.
 type usageRecord struct {
@@ -31,82 +41,183 @@ type usageRecord struct {
 	days  map[int64]int64 // unix day -> calls
 }
 
-// NewMemory returns an empty store holding at most max bindings (0: default).
-func NewMemory(max int) *Memory {
+// NewMemory returns an empty store holding at most max bindings (0:
+// default). Of the options it reads WithClock.
+func NewMemory(max int, opts ...Option) *Memory {
 	if max <= 0 {
 		max = DefaultMaxBindings
 	}
 	return &Memory{
 		bindings: map[string]Binding{},
 		byOwner:  map[ownerKey]map[string]struct{}{},
+		pending:  map[ownerKey]map[string]struct{}{},
 		usage:    map[string]*usageRecord{},
 		max:      max,
+		now:      newOptions(opts).now,
 	}
 }
 
 // Bind implements Store.
 func (m *Memory) Bind(_ context.Context, b Binding) error {
+	b.ExpiresAt = time.Time{}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if old, ok := m.bindings[b.TaskID]; ok {
+	return m.bind(b, m.now(), 0)
+}
+
+// BindPending implements Store.
+func (m *Memory) BindPending(_ context.Context, b Binding, ttl time.Duration, maxPerOwner int) error {
+	if !b.Pending || ttl <= 0 {
+		return errNotPending
+	}
+	if b.Subject == "" || maxPerOwner <= 0 {
+		return ErrTooManyPending
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	b.ExpiresAt = expiry(now, ttl)
+	return m.bind(b, now, maxPerOwner)
+}
+
+// bind writes b (with an expiry: a pending binding capped at maxPending
+// per owner) under Bind's rules. The caller holds m.mu.
+func (m *Memory) bind(b Binding, now time.Time, maxPending int) error {
+	m.sweep(now)
+	old, exists := m.bindings[b.TaskID]
+	if exists {
 		if old.Owner() != b.Owner() || (!old.Pending && (old.Capability != b.Capability || old.Handler != b.Handler)) {
 			return ErrConflict
 		}
 		if b.CreatedAt.IsZero() {
 			b.CreatedAt = old.CreatedAt
 		}
-	} else if len(m.bindings) >= m.max {
+	}
+	k := keyOf(b)
+	if !b.ExpiresAt.IsZero() {
+		n := len(m.pending[k]) // all unexpired after the sweep
+		if _, ok := m.pending[k][b.TaskID]; ok {
+			n--
+		}
+		if n >= maxPending {
+			return ErrTooManyPending
+		}
+	}
+	if !exists && len(m.bindings) >= m.max {
 		return ErrUnavailable
 	}
 	m.bindings[b.TaskID] = b
-	k := ownerKey{b.Subject, b.Tenant}
-	if m.byOwner[k] == nil {
-		m.byOwner[k] = map[string]struct{}{}
+	add(m.byOwner, k, b.TaskID)
+	if b.ExpiresAt.IsZero() {
+		remove(m.pending, k, b.TaskID)
+		return nil
 	}
-	m.byOwner[k][b.TaskID] = struct{}{}
+	add(m.pending, k, b.TaskID)
+	if m.nextExpiry.IsZero() || b.ExpiresAt.Before(m.nextExpiry) {
+		m.nextExpiry = b.ExpiresAt
+	}
 	return nil
+}
+
+// sweep drops the expired bindings once the earliest expiry has passed.
+// The caller holds m.mu for writing.
+func (m *Memory) sweep(now time.Time) {
+	if m.nextExpiry.IsZero() || now.Before(m.nextExpiry) {
+		return
+	}
+	m.nextExpiry = time.Time{}
+	for _, ids := range m.pending {
+		for id := range ids {
+			b := m.bindings[id]
+			if b.expired(now) {
+				m.drop(id)
+			} else if m.nextExpiry.IsZero() || b.ExpiresAt.Before(m.nextExpiry) {
+				m.nextExpiry = b.ExpiresAt
+			}
+		}
+	}
+}
+
+// drop deletes a binding and its index entries. The caller holds m.mu for
+// writing.
+func (m *Memory) drop(taskID string) {
+	b, ok := m.bindings[taskID]
+	if !ok {
+		return
+	}
+	delete(m.bindings, taskID)
+	k := keyOf(b)
+	remove(m.byOwner, k, taskID)
+	remove(m.pending, k, taskID)
+}
+
+func add(idx map[ownerKey]map[string]struct{}, k ownerKey, id string) {
+	if idx[k] == nil {
+		idx[k] = map[string]struct{}{}
+	}
+	idx[k][id] = struct{}{}
+}
+
+func remove(idx map[ownerKey]map[string]struct{}, k ownerKey, id string) {
+	delete(idx[k], id)
+	if len(idx[k]) == 0 {
+		delete(idx, k)
+	}
 }
 
 // Lookup implements Store.
 func (m *Memory) Lookup(_ context.Context, taskID string) (Binding, bool, error) {
+	now := m.now()
 	m.mu.RLock()
 	b, ok := m.bindings[taskID]
 	m.mu.RUnlock()
-	return b, ok, nil
+	if !ok || b.expired(now) {
+		return Binding{}, false, nil
+	}
+	return b, true, nil
 }
 
 // Owned implements Store.
-func (m *Memory) Owned(_ context.Context, subject, tenant string) ([]Binding, error) {
+func (m *Memory) Owned(_ context.Context, o Owner) ([]Binding, error) {
+	if o.Subject == "" {
+		return nil, nil
+	}
+	keys := []ownerKey{{o.Issuer, o.Subject, o.Tenant}}
+	if o.Legacy && o.Issuer != "" {
+		keys = append(keys, ownerKey{"", o.Subject, o.Tenant})
+	}
+	now := m.now()
+	var out []Binding
 	m.mu.RLock()
-	ids := m.byOwner[ownerKey{subject, tenant}]
-	out := make([]Binding, 0, len(ids))
-	for id := range ids {
-		out = append(out, m.bindings[id])
+	for _, k := range keys {
+		for id := range m.byOwner[k] {
+			if b := m.bindings[id]; b.OwnedBy(o) && !b.expired(now) {
+				out = append(out, b)
+			}
+		}
 	}
 	m.mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].TaskID < out[j].TaskID
-	})
+	sortNewestFirst(out)
 	return out, nil
+}
+
+// sortNewestFirst orders bindings by created time, newest first, then by
+// task id.
+func sortNewestFirst(bs []Binding) {
+	slices.SortFunc(bs, func(a, b Binding) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.TaskID, b.TaskID)
+	})
 }
 
 // Delete implements Store.
 func (m *Memory) Delete(_ context.Context, taskID string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	b, ok := m.bindings[taskID]
-	if !ok {
-		return nil
-	}
-	delete(m.bindings, taskID)
-	k := ownerKey{b.Subject, b.Tenant}
-	delete(m.byOwner[k], taskID)
-	if len(m.byOwner[k]) == 0 {
-		delete(m.byOwner, k)
-	}
+	m.sweep(m.now())
+	m.drop(taskID)
 	return nil
 }
 

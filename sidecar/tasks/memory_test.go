@@ -2,12 +2,13 @@ package tasks
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
 
 func TestMemory(t *testing.T) {
-	testStore(t, func(*testing.T) Store { return NewMemory(0) })
+	testStore(t, func(_ *testing.T, opts ...Option) Store { return NewMemory(0, opts...) })
 }
 
 func TestMemoryBounded(t *testing.T) {
@@ -16,4 +17,19 @@ func TestMemoryBounded(t *testing.T) {
 	require.NoError(t, m.Bind(ctx, Binding{TaskID: "a", Subject: "s"}))
 	require.NoError(t, m.Bind(ctx, Binding{TaskID: "b", Subject: "s"}))
 	require.ErrorIs(t, m.Bind(ctx, Binding{TaskID: "c", Subject: "s"}), ErrUnavailable)
+}
+
+// Expired pending bindings give their room back to a full store.
+func TestMemoryBoundedSweepsExpired(t *testing.T) {
+	clk := newClock()
+	m := NewMemory(2, WithClock(clk.Now))
+	ctx := t.Context()
+	require.NoError(t, m.BindPending(ctx, Binding{TaskID: "p", Subject: "s", Pending: true}, time.Minute, 10))
+	require.NoError(t, m.Bind(ctx, Binding{TaskID: "a", Subject: "s"}))
+	require.ErrorIs(t, m.Bind(ctx, Binding{TaskID: "b", Subject: "s"}), ErrUnavailable)
+	clk.Advance(time.Minute)
+	require.NoError(t, m.Bind(ctx, Binding{TaskID: "b", Subject: "s"}))
+	require.Len(t, m.bindings, 2)
+	require.Empty(t, m.pending, "the expired binding left every index")
+	require.NotContains(t, m.byOwner[ownerKey{subject: "s"}], "p")
 }

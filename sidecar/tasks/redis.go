@@ -1,7 +1,6 @@
 package tasks
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,21 +41,21 @@ const (
 )
 
 // Redis is a Store shared by replicas: bindings are hashes with a TTL,
-// each owner's task ids a set, usage per-day counters. Every Redis failure
-// is returned as ErrUnavailable.
+// each owner's task ids a set, each owner's pending task ids a sorted set
+// by expiry, usage per-day counters. Every Redis failure is returned as
+// ErrUnavailable.
 //
-// Keys (prefix "capgate:" by default):
+// Keys (prefix "capgate:" by default; owner components query-escaped):
 //
-//	<prefix>task:<task id>             hash: subject tenant capability handler pending created contextId candidates
-//	<prefix>owner:<tenant>:<subject>   set of task ids (components query-escaped)
-//	<prefix>usage:<capability>         hash: total last (unix ns, zero-padded)
-//	<prefix>usage:<capability>:<day>   calls on that unix day, expires 32 days after it
+//	<prefix>task:<task id>                      hash: subject tenant issuer capability handler pending created contextId candidates expires
+//	<prefix>owner:<issuer>:<tenant>:<subject>   set of task ids
+//	<prefix>owner:<tenant>:<subject>            set of task ids of bindings without an issuer (and of every binding written before issuers were recorded)
+//	<prefix>pending:<issuer>:<tenant>:<subject> sorted set of pending task ids, scored by expiry (unix ms)
+//	<prefix>usage:<capability>                  hash: total last (unix ns, zero-padded)
+//	<prefix>usage:<capability>:<day>            calls on that unix day, expires 32 days after it
 type Redis struct {
-	rdb       *redis.Client
-	prefix    string
-	ttl       time.Duration
-	opTimeout time.Duration
-	log       *zap.Logger
+	rdb *redis.Client
+	options
 }
 
 var (
@@ -64,38 +63,9 @@ var (
 	_ Owners = (*Redis)(nil)
 )
 
-// RedisOption configures the Redis store.
-type RedisOption func(*Redis)
-
-// WithKeyPrefix sets the prefix of every key (default DefaultKeyPrefix).
-func WithKeyPrefix(p string) RedisOption { return func(r *Redis) { r.prefix = p } }
-
-// WithBindingTTL sets how long a binding lives after its last Bind
-// (default DefaultBindingTTL).
-func WithBindingTTL(d time.Duration) RedisOption { return func(r *Redis) { r.ttl = d } }
-
-// WithOpTimeout bounds each store operation (default DefaultOpTimeout).
-func WithOpTimeout(d time.Duration) RedisOption { return func(r *Redis) { r.opTimeout = d } }
-
-// WithLogger sets the logger (a Redis that is down at start is logged).
-func WithLogger(l *zap.Logger) RedisOption { return func(r *Redis) { r.log = l } }
-
 // NewRedis returns a store on rdb. It does not contact Redis.
-func NewRedis(rdb *redis.Client, opts ...RedisOption) *Redis {
-	r := &Redis{rdb: rdb, prefix: DefaultKeyPrefix, ttl: DefaultBindingTTL, opTimeout: DefaultOpTimeout}
-	for _, o := range opts {
-		o(r)
-	}
-	if r.log == nil {
-		r.log = zap.NewNop()
-	}
-	if r.ttl <= 0 {
-		r.ttl = DefaultBindingTTL
-	}
-	if r.opTimeout <= 0 {
-		r.opTimeout = DefaultOpTimeout
-	}
-	return r
+func NewRedis(rdb *redis.Client, opts ...Option) *Redis {
+	return &Redis{rdb: rdb, options: newOptions(opts)}
 }
 
 // OpenRedis connects to the redis:// or rediss:// URL raw and PINGs it. A
@@ -106,7 +76,7 @@ func NewRedis(rdb *redis.Client, opts ...RedisOption) *Redis {
 // Besides go-redis's query parameters (dial_timeout, read_timeout,
 // write_timeout, max_retries, pool_size, ...), the URL may carry key_prefix
 // and binding_ttl (a Go duration); options given here take precedence.
-func OpenRedis(ctx context.Context, raw string, opts ...RedisOption) (*Redis, error) {
+func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) {
 	ropt, own, err := parseRedisURL(raw)
 	if err != nil {
 		return nil, err
@@ -123,13 +93,13 @@ func OpenRedis(ctx context.Context, raw string, opts ...RedisOption) (*Redis, er
 
 // parseRedisURL returns go-redis options (with capgate's timeouts unless the
 // URL sets them) and the store options the URL carries.
-func parseRedisURL(raw string) (*redis.Options, []RedisOption, error) {
+func parseRedisURL(raw string) (*redis.Options, []Option, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return nil, nil, fmt.Errorf("store %s: malformed URL", redactedStore(raw)) // url.Error would quote the password
 	}
 	q := u.Query()
-	var own []RedisOption
+	var own []Option
 	if q.Has(ParamKeyPrefix) {
 		own = append(own, WithKeyPrefix(q.Get(ParamKeyPrefix)))
 		q.Del(ParamKeyPrefix)
@@ -169,8 +139,22 @@ func (r *Redis) Close() error { return r.rdb.Close() }
 
 func (r *Redis) taskKey(id string) string { return r.prefix + "task:" + id }
 
-func (r *Redis) ownerKey(subject, tenant string) string {
-	return r.prefix + "owner:" + url.QueryEscape(tenant) + ":" + url.QueryEscape(subject)
+// ownerKey is the set of o's task ids. An owner without an issuer keeps the
+// key of the bindings written before issuers were recorded; with an issuer
+// the key has one component more, so the two never meet, and escaping keeps
+// ":" out of every component.
+func (r *Redis) ownerKey(o Owner) string {
+	if o.Issuer == "" {
+		return r.prefix + "owner:" + url.QueryEscape(o.Tenant) + ":" + url.QueryEscape(o.Subject)
+	}
+	return r.prefix + "owner:" + ownerPath(o)
+}
+
+// pendingKey is the sorted set of o's pending task ids.
+func (r *Redis) pendingKey(o Owner) string { return r.prefix + "pending:" + ownerPath(o) }
+
+func ownerPath(o Owner) string {
+	return url.QueryEscape(o.Issuer) + ":" + url.QueryEscape(o.Tenant) + ":" + url.QueryEscape(o.Subject)
 }
 
 func (r *Redis) usageKey(capability string) string { return r.prefix + "usage:" + capability }
@@ -189,37 +173,65 @@ func unavailable(what string, err error) error {
 }
 
 // bindScript sets a binding unless it would overwrite another one, exactly
-// as Memory.Bind decides: an existing binding may be rewritten only by its
-// owner, and only to the same capability and handler unless it is pending.
-// A created time of "" keeps the stored one. The binding's TTL is renewed
-// and the owner's set (renewed too) gains the task id.
+// as Memory.bind decides: an unexpired binding may be rewritten only by its
+// owner (issuer, subject and tenant; a binding without an issuer field has
+// issuer ""), and only to the same capability and handler unless it is
+// pending. A created time of "" keeps the stored one. The owner's set gains
+// the task id and its TTL is renewed to at least owner_ttl_ms.
 //
-// KEYS: task, owner set. ARGV: subject tenant capability handler pending
-// created contextId candidates ttl_ms taskId.
+// Without an expiry (Bind) the binding lives binding_ttl_ms and leaves the
+// owner's pending set. With one (BindPending) the owner's pending set first
+// loses its expired ids; if it holds max_pending others the answer is
+// 'full' and nothing is written; otherwise the binding and its pending-set
+// entry expire at the expiry.
+//
+// KEYS: task, owner set, pending set. ARGV: subject tenant issuer capability
+// handler pending created contextId candidates taskId now_ms binding_ttl_ms
+// owner_ttl_ms expires_ms (empty for Bind) max_pending.
 var bindScript = redis.NewScript(`
-local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'capability', 'handler', 'pending')
-if old[1] then
-  if old[1] ~= ARGV[1] or old[2] ~= ARGV[2] then return 'conflict' end
-  if old[5] ~= '1' and (old[3] ~= ARGV[3] or old[4] ~= ARGV[4]) then return 'conflict' end
+local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires')
+local exists = old[1]
+if exists and old[7] and old[7] ~= '' and tonumber(old[7]) <= tonumber(ARGV[11]) then
+  redis.call('DEL', KEYS[1])
+  exists = false
 end
-redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'capability', ARGV[3], 'handler', ARGV[4],
-  'pending', ARGV[5], 'contextId', ARGV[7], 'candidates', ARGV[8])
-if ARGV[6] ~= '' or not old[1] then redis.call('HSET', KEYS[1], 'created', ARGV[6]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[9])
+if exists then
+  if old[1] ~= ARGV[1] or old[2] ~= ARGV[2] or (old[3] or '') ~= ARGV[3] then return 'conflict' end
+  if old[6] ~= '1' and (old[4] ~= ARGV[4] or old[5] ~= ARGV[5]) then return 'conflict' end
+end
+if ARGV[14] ~= '' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[11])
+  if not redis.call('ZSCORE', KEYS[3], ARGV[10]) and redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[15]) then return 'full' end
+end
+redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'capability', ARGV[4], 'handler', ARGV[5],
+  'pending', ARGV[6], 'contextId', ARGV[8], 'candidates', ARGV[9])
+if ARGV[7] ~= '' or not exists then redis.call('HSET', KEYS[1], 'created', ARGV[7]) end
+if ARGV[14] == '' then
+  redis.call('HDEL', KEYS[1], 'expires')
+  redis.call('PEXPIRE', KEYS[1], ARGV[12])
+  redis.call('ZREM', KEYS[3], ARGV[10])
+else
+  redis.call('HSET', KEYS[1], 'expires', ARGV[14])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[14])
+  redis.call('ZADD', KEYS[3], ARGV[14], ARGV[10])
+  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', KEYS[3], last[2])
+end
 redis.call('SADD', KEYS[2], ARGV[10])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[9]) then redis.call('PEXPIRE', KEYS[2], ARGV[9]) end
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[13]) then redis.call('PEXPIRE', KEYS[2], ARGV[13]) end
 return 'ok'
 `)
 
-// deleteScript drops a binding and its owner-set entry if the binding still
-// belongs to the owner the caller read. KEYS: task, owner set. ARGV:
-// subject tenant taskId.
+// deleteScript drops a binding and its owner-set and pending-set entries if
+// the binding still belongs to the owner the caller read. KEYS: task, owner
+// set, pending set. ARGV: subject tenant issuer taskId.
 var deleteScript = redis.NewScript(`
-local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant')
+local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer')
 if not old[1] then return 'gone' end
-if old[1] ~= ARGV[1] or old[2] ~= ARGV[2] then return 'moved' end
+if old[1] ~= ARGV[1] or old[2] ~= ARGV[2] or (old[3] or '') ~= ARGV[3] then return 'moved' end
 redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[3])
+redis.call('SREM', KEYS[2], ARGV[4])
+redis.call('ZREM', KEYS[3], ARGV[4])
 return 'ok'
 `)
 
@@ -236,6 +248,22 @@ return 'ok'
 
 // Bind implements Store.
 func (r *Redis) Bind(ctx context.Context, b Binding) error {
+	return r.bind(ctx, b, time.Time{}, 0)
+}
+
+// BindPending implements Store.
+func (r *Redis) BindPending(ctx context.Context, b Binding, ttl time.Duration, maxPerOwner int) error {
+	if !b.Pending || ttl <= 0 {
+		return errNotPending
+	}
+	if b.Subject == "" || maxPerOwner <= 0 {
+		return ErrTooManyPending
+	}
+	return r.bind(ctx, b, expiry(r.now(), ttl), maxPerOwner)
+}
+
+// bind runs bindScript: without an expiry as Bind, with one as BindPending.
+func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPending int) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	created := ""
@@ -254,22 +282,34 @@ func (r *Redis) Bind(ctx context.Context, b Binding) error {
 		}
 		candidates = string(c)
 	}
-	res, err := bindScript.Run(ctx, r.rdb, []string{r.taskKey(b.TaskID), r.ownerKey(b.Subject, b.Tenant)},
-		b.Subject, b.Tenant, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
-		r.ttl.Milliseconds(), b.TaskID).Text()
+	now := r.now()
+	ownerTTL := r.ttl
+	exp := ""
+	if !expires.IsZero() {
+		exp = strconv.FormatInt(expires.UnixMilli(), 10)
+		ownerTTL = max(ownerTTL, expires.Sub(now))
+	}
+	o := b.Owner()
+	res, err := bindScript.Run(ctx, r.rdb, []string{r.taskKey(b.TaskID), r.ownerKey(o), r.pendingKey(o)},
+		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
+		b.TaskID, now.UnixMilli(), r.ttl.Milliseconds(), ownerTTL.Milliseconds(), exp, maxPending).Text()
 	if err != nil {
 		return unavailable("bind", err)
 	}
-	if res == "conflict" {
+	switch res {
+	case "conflict":
 		return ErrConflict
+	case "full":
+		return ErrTooManyPending
 	}
 	return nil
 }
 
-var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates"}
+var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires"}
 
 // decodeBinding reads the values of bindingFields; ok is false when the
-// hash does not exist.
+// hash does not exist. A binding written before issuers were recorded has
+// no issuer field: its Issuer is "".
 func decodeBinding(taskID string, vals []any) (Binding, bool, error) {
 	if len(vals) != len(bindingFields) || vals[0] == nil {
 		return Binding{}, false, nil
@@ -278,7 +318,7 @@ func decodeBinding(taskID string, vals []any) (Binding, bool, error) {
 	for i, v := range vals {
 		s[i], _ = v.(string)
 	}
-	b := Binding{TaskID: taskID, Subject: s[0], Tenant: s[1], Capability: s[2], Handler: s[3], Pending: s[4] == "1", ContextID: s[6]}
+	b := Binding{TaskID: taskID, Subject: s[0], Tenant: s[1], Capability: s[2], Handler: s[3], Pending: s[4] == "1", ContextID: s[6], Issuer: s[8]}
 	if s[5] != "" {
 		ns, err := strconv.ParseInt(s[5], 10, 64)
 		if err != nil {
@@ -291,10 +331,18 @@ func decodeBinding(taskID string, vals []any) (Binding, bool, error) {
 			return Binding{}, false, fmt.Errorf("%w: binding %s has malformed candidates", ErrUnavailable, taskID)
 		}
 	}
+	if s[9] != "" {
+		ms, err := strconv.ParseInt(s[9], 10, 64)
+		if err != nil {
+			return Binding{}, false, fmt.Errorf("%w: binding %s has a malformed expiry", ErrUnavailable, taskID)
+		}
+		b.ExpiresAt = time.UnixMilli(ms).UTC()
+	}
 	return b, true, nil
 }
 
-// Lookup implements Store.
+// Lookup implements Store. A binding past its expiry by this store's clock
+// is not found (Redis drops the key by its own clock).
 func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
@@ -302,54 +350,77 @@ func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error
 	if err != nil {
 		return Binding{}, false, unavailable("lookup", err)
 	}
-	return decodeBinding(taskID, vals)
+	b, ok, err := decodeBinding(taskID, vals)
+	if err != nil || !ok || b.expired(r.now()) {
+		return Binding{}, false, err
+	}
+	return b, true, nil
 }
 
-// Owned implements Store. Ids of expired bindings are dropped from the
-// owner's set on the way.
-func (r *Redis) Owned(ctx context.Context, subject, tenant string) ([]Binding, error) {
+// Owned implements Store. It reads o's set and, with o.Legacy, the set of
+// bindings without an issuer; ids of expired bindings, and of bindings that
+// no longer belong to the set's owner, are dropped from the sets on the way.
+func (r *Redis) Owned(ctx context.Context, o Owner) ([]Binding, error) {
+	if o.Subject == "" {
+		return nil, nil
+	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	okey := r.ownerKey(subject, tenant)
-	ids, err := r.rdb.SMembers(ctx, okey).Result()
-	if err != nil {
-		return nil, unavailable("owned", err)
+	owners := []Owner{{Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant}}
+	if o.Legacy && o.Issuer != "" {
+		owners = append(owners, Owner{Subject: o.Subject, Tenant: o.Tenant})
 	}
-	slices.Sort(ids)
-	cmds := make([]*redis.SliceCmd, len(ids))
+	sets := make([]*redis.StringSliceCmd, len(owners))
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, id := range ids {
-			cmds[i] = p.HMGet(ctx, r.taskKey(id), bindingFields...)
+		for i, so := range owners {
+			sets[i] = p.SMembers(ctx, r.ownerKey(so))
 		}
 		return nil
 	}); err != nil {
 		return nil, unavailable("owned", err)
 	}
-	out := make([]Binding, 0, len(ids))
-	var stale []any
-	for i, id := range ids {
-		b, ok, err := decodeBinding(id, cmds[i].Val())
+	type member struct {
+		owner Owner
+		id    string
+	}
+	var members []member
+	for i, so := range owners {
+		ids := sets[i].Val()
+		slices.Sort(ids)
+		for _, id := range ids {
+			members = append(members, member{so, id})
+		}
+	}
+	cmds := make([]*redis.SliceCmd, len(members))
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, m := range members {
+			cmds[i] = p.HMGet(ctx, r.taskKey(m.id), bindingFields...)
+		}
+		return nil
+	}); err != nil {
+		return nil, unavailable("owned", err)
+	}
+	now := r.now()
+	out := make([]Binding, 0, len(members))
+	stale := map[Owner][]any{}
+	for i, m := range members {
+		b, ok, err := decodeBinding(m.id, cmds[i].Val())
 		if err != nil {
 			return nil, err
 		}
-		if !ok || !(b.Subject == subject && b.Tenant == tenant) {
-			stale = append(stale, id)
+		if !ok || b.Owner() != m.owner || b.expired(now) {
+			stale[m.owner] = append(stale[m.owner], m.id)
 			continue
 		}
 		out = append(out, b)
 	}
-	if len(stale) > 0 {
+	for so, ids := range stale {
 		// Best effort: a binding bound again meanwhile re-adds its id.
-		if err := r.rdb.SRem(ctx, okey, stale...).Err(); err != nil {
+		if err := r.rdb.SRem(ctx, r.ownerKey(so), ids...).Err(); err != nil {
 			r.log.Debug("stale task ids not removed", zap.Error(err))
 		}
 	}
-	slices.SortStableFunc(out, func(a, b Binding) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.TaskID, b.TaskID)
-	})
+	sortNewestFirst(out)
 	return out, nil
 }
 
@@ -359,16 +430,18 @@ func (r *Redis) Delete(ctx context.Context, taskID string) error {
 	defer cancel()
 	key := r.taskKey(taskID)
 	for range 3 { // the owner read may race with an expiry and a new Bind
-		vals, err := r.rdb.HMGet(ctx, key, "subject", "tenant").Result()
+		vals, err := r.rdb.HMGet(ctx, key, "subject", "tenant", "issuer").Result()
 		if err != nil {
 			return unavailable("delete", err)
 		}
 		if vals[0] == nil {
 			return nil
 		}
-		subject, _ := vals[0].(string)
-		tenant, _ := vals[1].(string)
-		res, err := deleteScript.Run(ctx, r.rdb, []string{key, r.ownerKey(subject, tenant)}, subject, tenant, taskID).Text()
+		var o Owner
+		o.Subject, _ = vals[0].(string)
+		o.Tenant, _ = vals[1].(string)
+		o.Issuer, _ = vals[2].(string)
+		res, err := deleteScript.Run(ctx, r.rdb, []string{key, r.ownerKey(o), r.pendingKey(o)}, o.Subject, o.Tenant, o.Issuer, taskID).Text()
 		if err != nil {
 			return unavailable("delete", err)
 		}

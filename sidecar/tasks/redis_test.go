@@ -3,6 +3,7 @@ package tasks
 import (
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,10 +19,10 @@ var prefixes atomic.Int64
 
 // openTestRedis opens a store on srv under a key prefix of its own and
 // closes it when the test ends.
-func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...RedisOption) *Redis {
+func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...Option) *Redis {
 	t.Helper()
 	prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
-	r, err := OpenRedis(t.Context(), srv.URL(0), append([]RedisOption{WithKeyPrefix(prefix)}, opts...)...)
+	r, err := OpenRedis(t.Context(), srv.URL(0), append([]Option{WithKeyPrefix(prefix)}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
@@ -37,7 +38,7 @@ func rawClient(t *testing.T, srv *redisproc.Server) *redis.Client {
 
 func TestRedis(t *testing.T) {
 	srv := redisproc.Start(t)
-	testStore(t, func(t *testing.T) Store { return openTestRedis(t, srv) })
+	testStore(t, func(t *testing.T, opts ...Option) Store { return openTestRedis(t, srv, opts...) })
 }
 
 // TestRedisKeys checks the documented key layout and expiries
@@ -48,32 +49,74 @@ func TestRedisKeys(t *testing.T) {
 	r := openTestRedis(t, srv, WithKeyPrefix("cg:"))
 	raw := rawClient(t, srv)
 
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(100, 0)}))
+	// A binding with an issuer: its owner set has three escaped components.
+	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(100, 0)}))
 	h, err := raw.HGetAll(ctx, "cg:task:t1").Result()
 	require.NoError(t, err)
-	require.Equal(t, "alice@x", h["subject"])
-	require.Equal(t, "acme", h["tenant"])
-	require.Equal(t, "c", h["capability"])
-	require.Equal(t, "h", h["handler"])
-	require.Equal(t, "0", h["pending"])
-	require.Equal(t, "100000000000", h["created"])
+	require.Equal(t, map[string]string{"subject": "alice@x", "tenant": "acme", "issuer": "https://idp.example/", "capability": "c", "handler": "h",
+		"pending": "0", "created": "100000000000", "contextId": "", "candidates": ""}, h)
 	ttl, err := raw.TTL(ctx, "cg:task:t1").Result()
 	require.NoError(t, err)
 	require.InDelta(t, DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
-	members, err := raw.SMembers(ctx, "cg:owner:acme:alice%40x").Result()
+	const ownerKey = "cg:owner:https%3A%2F%2Fidp.example%2F:acme:alice%40x"
+	members, err := raw.SMembers(ctx, ownerKey).Result()
 	require.NoError(t, err)
 	require.Equal(t, []string{"t1"}, members)
-	ttl, err = raw.TTL(ctx, "cg:owner:acme:alice%40x").Result()
+	ttl, err = raw.TTL(ctx, ownerKey).Result()
 	require.NoError(t, err)
 	require.InDelta(t, DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
+
+	// Without an issuer: the two-component owner key of earlier releases.
+	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t0", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h"}))
+	members, err = raw.SMembers(ctx, "cg:owner:acme:alice%40x").Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"t0"}, members)
+
+	// A pending binding expires at its expiry, and so does its entry in the
+	// owner's pending set.
+	require.NoError(t, r.BindPending(ctx, Binding{TaskID: "p1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Pending: true, Candidates: []string{"a", "b"}}, 10*time.Minute, 5))
+	got, ok, err := r.Lookup(ctx, "p1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.WithinDuration(t, time.Now().Add(10*time.Minute), got.ExpiresAt, 5*time.Second)
+	h, err = raw.HGetAll(ctx, "cg:task:p1").Result()
+	require.NoError(t, err)
+	require.Equal(t, strconv.FormatInt(got.ExpiresAt.UnixMilli(), 10), h["expires"])
+	require.Equal(t, "1", h["pending"])
+	require.Equal(t, `["a","b"]`, h["candidates"])
+	exp, err := raw.PExpireTime(ctx, "cg:task:p1").Result()
+	require.NoError(t, err)
+	require.Equal(t, got.ExpiresAt.UnixMilli(), exp.Milliseconds())
+	const pendingKey = "cg:pending:https%3A%2F%2Fidp.example%2F:acme:alice%40x"
+	z, err := raw.ZRangeWithScores(ctx, pendingKey, 0, -1).Result()
+	require.NoError(t, err)
+	require.Equal(t, []redis.Z{{Score: float64(got.ExpiresAt.UnixMilli()), Member: "p1"}}, z)
+	exp, err = raw.PExpireTime(ctx, pendingKey).Result()
+	require.NoError(t, err)
+	require.Equal(t, got.ExpiresAt.UnixMilli(), exp.Milliseconds())
+	members, err = raw.SMembers(ctx, ownerKey).Result()
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"t1", "p1"}, members)
+
+	// Resolved, it loses the expiry and leaves the pending set.
+	require.NoError(t, r.Bind(ctx, Binding{TaskID: "p1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h"}))
+	h, err = raw.HGetAll(ctx, "cg:task:p1").Result()
+	require.NoError(t, err)
+	require.NotContains(t, h, "expires")
+	ttl, err = raw.TTL(ctx, "cg:task:p1").Result()
+	require.NoError(t, err)
+	require.InDelta(t, DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
+	n, err := raw.Exists(ctx, pendingKey).Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
 
 	now := time.Now()
 	require.NoError(t, r.RecordCall(ctx, "lookup-invoice", now))
 	d := strconv.FormatInt(now.Unix()/86400, 10)
-	n, err := raw.Get(ctx, "cg:usage:lookup-invoice:"+d).Int()
+	calls, err := raw.Get(ctx, "cg:usage:lookup-invoice:"+d).Int()
 	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	exp, err := raw.ExpireTime(ctx, "cg:usage:lookup-invoice:"+d).Result()
+	require.Equal(t, 1, calls)
+	exp, err = raw.ExpireTime(ctx, "cg:usage:lookup-invoice:"+d).Result()
 	require.NoError(t, err)
 	require.Equal(t, time.Duration((now.Unix()/86400+32)*86400)*time.Second, exp)
 	u, err := raw.HGetAll(ctx, "cg:usage:lookup-invoice").Result()
@@ -98,11 +141,102 @@ func TestRedisBindingTTL(t *testing.T) {
 		_, ok, err := r.Lookup(ctx, "t1")
 		return err == nil && !ok
 	}, 2*time.Second, 20*time.Millisecond)
-	owned, err := r.Owned(ctx, "alice", "acme")
+	owned, err := r.Owned(ctx, Owner{Subject: "alice", Tenant: "acme"})
 	require.NoError(t, err)
 	require.Empty(t, owned)
 	// An expired task id is free again.
 	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "mallory", Tenant: "acme", Capability: "c", Handler: "h"}))
+}
+
+// TestRedisLegacyRecord: a binding written before issuers were recorded
+// (the hash and owner set exactly as that release wrote them) is read back
+// with Issuer "", owned only by a Legacy owner, listed for one, re-bound
+// with its own (empty) issuer, and deleted with its owner-set entry.
+func TestRedisLegacyRecord(t *testing.T) {
+	srv := redisproc.Start(t)
+	ctx := t.Context()
+	r := openTestRedis(t, srv, WithKeyPrefix("old:"))
+	raw := rawClient(t, srv)
+
+	// As the previous bindScript wrote it.
+	write := func(id string, created int64, pending string) {
+		require.NoError(t, raw.HSet(ctx, "old:task:"+id, "subject", "alice@x", "tenant", "acme", "capability", "reconcile-invoice",
+			"handler", "recon", "pending", pending, "contextId", "ctx-"+id, "candidates", "", "created", strconv.FormatInt(created, 10)).Err())
+		require.NoError(t, raw.PExpire(ctx, "old:task:"+id, DefaultBindingTTL).Err())
+		require.NoError(t, raw.SAdd(ctx, "old:owner:acme:alice%40x", id).Err())
+		require.NoError(t, raw.PExpire(ctx, "old:owner:acme:alice%40x", DefaultBindingTTL).Err())
+	}
+	write("old1", 100e9, "0")
+	write("old2", 300e9, "0")
+	require.NoError(t, r.Bind(ctx, Binding{TaskID: "new", Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(200, 0)}))
+
+	got, ok, err := r.Lookup(ctx, "old1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireBinding(t, Binding{TaskID: "old1", ContextID: "ctx-old1", Capability: "reconcile-invoice", Handler: "recon", Subject: "alice@x", Tenant: "acme", CreatedAt: time.Unix(100, 0)}, got)
+	require.Empty(t, got.Issuer)
+	require.True(t, got.ExpiresAt.IsZero())
+	require.True(t, got.OwnedBy(Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Legacy: true}))
+	require.False(t, got.OwnedBy(Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"}), "owned by nobody unless Legacy")
+
+	owned, err := r.Owned(ctx, Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Legacy: true})
+	require.NoError(t, err)
+	require.Equal(t, []string{"old2", "new", "old1"}, taskIDs(owned))
+	owned, err = r.Owned(ctx, Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"})
+	require.NoError(t, err)
+	require.Equal(t, []string{"new"}, taskIDs(owned))
+
+	// Another issuer cannot take it over; its own (empty) issuer re-binds it.
+	require.ErrorIs(t, r.Bind(ctx, Binding{TaskID: "old1", Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Capability: "reconcile-invoice", Handler: "recon"}), ErrConflict)
+	require.NoError(t, r.Bind(ctx, Binding{TaskID: "old1", Subject: "alice@x", Tenant: "acme", Capability: "reconcile-invoice", Handler: "recon"}))
+	got, _, err = r.Lookup(ctx, "old1")
+	require.NoError(t, err)
+	require.True(t, got.CreatedAt.Equal(time.Unix(100, 0)), "created kept")
+
+	require.NoError(t, r.Delete(ctx, "old2"))
+	members, err := raw.SMembers(ctx, "old:owner:acme:alice%40x").Result()
+	require.NoError(t, err)
+	require.Equal(t, []string{"old1"}, members)
+	n, err := raw.Exists(ctx, "old:task:old2").Result()
+	require.NoError(t, err)
+	require.Zero(t, n)
+}
+
+// TestRedisPendingCapAcrossReplicas: two stores (two replicas' clients) on
+// one Redis racing BindPending for one owner never pass the cap together.
+func TestRedisPendingCapAcrossReplicas(t *testing.T) {
+	srv := redisproc.Start(t)
+	ctx := t.Context()
+	a := openTestRedis(t, srv, WithKeyPrefix("shared:"))
+	b := openTestRedis(t, srv, WithKeyPrefix("shared:"))
+	const n, limit = 40, 7
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		s := a
+		if i%2 == 1 {
+			s = b
+		}
+		wg.Go(func() {
+			errs[i] = s.BindPending(ctx, Binding{TaskID: "c" + strconv.Itoa(i), Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, limit)
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+			continue
+		}
+		require.ErrorIs(t, err, ErrTooManyPending)
+	}
+	require.Equal(t, limit, ok)
+	card, err := rawClient(t, srv).ZCard(ctx, "shared:pending:i:acme:alice").Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(limit), card)
+	owned, err := b.Owned(ctx, Owner{Issuer: "i", Subject: "alice", Tenant: "acme"})
+	require.NoError(t, err)
+	require.Len(t, owned, limit)
 }
 
 // TestRedisUnavailable: with nothing listening, Open still returns a store,
@@ -120,9 +254,12 @@ func TestRedisUnavailable(t *testing.T) {
 	t.Cleanup(func() { _ = r.Close() })
 	ctx := t.Context()
 	ops := map[string]func() error{
-		"bind":   func() error { return r.Bind(ctx, Binding{TaskID: "t", Subject: "s"}) },
+		"bind": func() error { return r.Bind(ctx, Binding{TaskID: "t", Subject: "s"}) },
+		"bind pending": func() error {
+			return r.BindPending(ctx, Binding{TaskID: "t", Subject: "s", Pending: true}, time.Minute, 1)
+		},
 		"lookup": func() error { _, _, err := r.Lookup(ctx, "t"); return err },
-		"owned":  func() error { _, err := r.Owned(ctx, "s", ""); return err },
+		"owned":  func() error { _, err := r.Owned(ctx, Owner{Subject: "s"}); return err },
 		"delete": func() error { return r.Delete(ctx, "t") },
 		"record": func() error { return r.RecordCall(ctx, "c", time.Now()) },
 		"usage":  func() error { _, err := r.Usage(ctx, "c", time.Now()); return err },

@@ -11,7 +11,7 @@ import (
 
 // testStore is the conformance suite every Store passes. newStore returns
 // an empty store for one subtest.
-func testStore(t *testing.T, newStore func(t *testing.T) Store) {
+func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) {
 	t.Run("bind ownership", func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t)
@@ -55,13 +55,13 @@ func testStore(t *testing.T, newStore func(t *testing.T) Store) {
 		// Once bound, it is no longer pending: it cannot move again.
 		require.ErrorIs(t, m.Bind(ctx, Binding{TaskID: "c1", Subject: "alice", Tenant: "acme", Capability: "b", Handler: "h"}), ErrConflict)
 
-		owned, err := m.Owned(ctx, "alice", "acme")
+		owned, err := m.Owned(ctx, Owner{Subject: "alice", Tenant: "acme"})
 		require.NoError(t, err)
 		require.Len(t, owned, 2)
-		none, err := m.Owned(ctx, "mallory", "acme")
+		none, err := m.Owned(ctx, Owner{Subject: "mallory", Tenant: "acme"})
 		require.NoError(t, err)
 		require.Empty(t, none)
-		none, err = m.Owned(ctx, "alice", "globex")
+		none, err = m.Owned(ctx, Owner{Subject: "alice", Tenant: "globex"})
 		require.NoError(t, err)
 		require.Empty(t, none)
 
@@ -69,7 +69,7 @@ func testStore(t *testing.T, newStore func(t *testing.T) Store) {
 		_, ok, err = m.Lookup(ctx, "t1")
 		require.NoError(t, err)
 		require.False(t, ok)
-		owned, err = m.Owned(ctx, "alice", "acme")
+		owned, err = m.Owned(ctx, Owner{Subject: "alice", Tenant: "acme"})
 		require.NoError(t, err)
 		require.Len(t, owned, 1)
 		require.NoError(t, m.Delete(ctx, "t1"), "deleting an unknown task is not an error")
@@ -107,7 +107,7 @@ func testStore(t *testing.T, newStore func(t *testing.T) Store) {
 		// Owners whose names would collide if joined naively stay apart.
 		require.NoError(t, m.Bind(ctx, Binding{TaskID: "x1", Subject: "a:b", Tenant: "c"}))
 		require.NoError(t, m.Bind(ctx, Binding{TaskID: "x2", Subject: "b", Tenant: "c:a"}))
-		owned, err := m.Owned(ctx, "a:b", "c")
+		owned, err := m.Owned(ctx, Owner{Subject: "a:b", Tenant: "c"})
 		require.NoError(t, err)
 		require.Len(t, owned, 1)
 		require.Equal(t, "x1", owned[0].TaskID)
@@ -121,7 +121,7 @@ func testStore(t *testing.T, newStore func(t *testing.T) Store) {
 			require.NoError(t, m.Bind(ctx, Binding{TaskID: id, Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h",
 				CreatedAt: base.Add(time.Duration(i/2) * time.Hour)}))
 		}
-		owned, err := m.Owned(ctx, "alice", "acme")
+		owned, err := m.Owned(ctx, Owner{Subject: "alice", Tenant: "acme"})
 		require.NoError(t, err)
 		var ids []string
 		for _, b := range owned {
@@ -156,6 +156,242 @@ func testStore(t *testing.T, newStore func(t *testing.T) Store) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		require.Equal(t, fmt.Sprintf("caller-%d", won), got.Subject)
+	})
+
+	t.Run("the issuer is part of the owner", func(t *testing.T) {
+		ctx := t.Context()
+		m := newStore(t)
+		alice := Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme"}
+		b := Binding{TaskID: "t1", Capability: "x", Handler: "h", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", CreatedAt: time.Unix(100, 0)}
+		require.NoError(t, m.Bind(ctx, b))
+		for name, issuer := range map[string]string{"another issuer": "https://idp-b", "no issuer": "", "issuer differing in case": "https://IDP-A"} {
+			other := b
+			other.Issuer = issuer
+			require.ErrorIs(t, m.Bind(ctx, other), ErrConflict, name)
+			require.ErrorIs(t, m.BindPending(ctx, Binding{TaskID: "t1", Issuer: issuer, Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, 10), ErrConflict, name)
+		}
+		require.NoError(t, m.Bind(ctx, b), "the same owner re-binds")
+		got, ok, err := m.Lookup(ctx, "t1")
+		require.NoError(t, err)
+		require.True(t, ok)
+		requireBinding(t, b, got)
+		require.Equal(t, alice, got.Owner())
+
+		owned, err := m.Owned(ctx, alice)
+		require.NoError(t, err)
+		require.Equal(t, []string{"t1"}, taskIDs(owned))
+		for _, o := range []Owner{
+			{Issuer: "https://idp-b", Subject: "alice", Tenant: "acme"},
+			{Issuer: "https://idp-b", Subject: "alice", Tenant: "acme", Legacy: true},
+			{Subject: "alice", Tenant: "acme"},
+			{Subject: "alice", Tenant: "acme", Legacy: true},
+		} {
+			owned, err := m.Owned(ctx, o)
+			require.NoError(t, err)
+			require.Empty(t, owned, "%+v", o)
+		}
+
+		// Owners whose components would collide if joined naively stay apart.
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "y1", Issuer: "i:s", Subject: "t", Tenant: "u"}))
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "y2", Issuer: "i", Subject: "t", Tenant: "s:u"}))
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "y3", Issuer: "i", Subject: "s:t", Tenant: "u"}))
+		for o, want := range map[Owner]string{
+			{Issuer: "i:s", Subject: "t", Tenant: "u"}: "y1",
+			{Issuer: "i", Subject: "t", Tenant: "s:u"}: "y2",
+			{Issuer: "i", Subject: "s:t", Tenant: "u"}: "y3",
+		} {
+			owned, err := m.Owned(ctx, o)
+			require.NoError(t, err)
+			require.Equal(t, []string{want}, taskIDs(owned), "%+v", o)
+		}
+	})
+
+	t.Run("legacy bindings", func(t *testing.T) {
+		ctx := t.Context()
+		m := newStore(t)
+		base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		// Bindings without an issuer, as written before issuers were recorded.
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "old1", Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h", CreatedAt: base}))
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "old2", Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h", CreatedAt: base.Add(2 * time.Hour)}))
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "old-globex", Subject: "alice", Tenant: "globex", Capability: "x", Handler: "h", CreatedAt: base}))
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "new", Issuer: "https://idp-a", Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h", CreatedAt: base.Add(time.Hour)}))
+
+		tests := []struct {
+			name  string
+			owner Owner
+			want  []string
+		}{
+			{"issuer, not legacy", Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme"}, []string{"new"}},
+			{"issuer and legacy", Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme", Legacy: true}, []string{"old2", "new", "old1"}},
+			{"another issuer, legacy", Owner{Issuer: "https://idp-b", Subject: "alice", Tenant: "acme", Legacy: true}, []string{"old2", "old1"}},
+			{"legacy, other tenant", Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "globex", Legacy: true}, []string{"old-globex"}},
+			{"legacy, other subject", Owner{Issuer: "https://idp-a", Subject: "bob", Tenant: "acme", Legacy: true}, nil},
+			{"no subject", Owner{Issuer: "https://idp-a", Tenant: "acme", Legacy: true}, nil},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				owned, err := m.Owned(ctx, tt.owner)
+				require.NoError(t, err)
+				require.Equal(t, tt.want, taskIDs(owned))
+			})
+		}
+
+		// A legacy binding is re-bound with the issuer it has ("").
+		require.ErrorIs(t, m.Bind(ctx, Binding{TaskID: "old1", Issuer: "https://idp-a", Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h"}), ErrConflict)
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "old1", Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h"}))
+		require.NoError(t, m.Delete(ctx, "old2"))
+		owned, err := m.Owned(ctx, Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme", Legacy: true})
+		require.NoError(t, err)
+		require.Equal(t, []string{"new", "old1"}, taskIDs(owned))
+	})
+
+	t.Run("anonymous bindings are owned by nobody", func(t *testing.T) {
+		ctx := t.Context()
+		m := newStore(t)
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "anon", Capability: "x", Handler: "h"}))
+		got, ok, err := m.Lookup(ctx, "anon")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.False(t, got.OwnedBy(Owner{}))
+		require.False(t, got.OwnedBy(Owner{Legacy: true}))
+		owned, err := m.Owned(ctx, Owner{})
+		require.NoError(t, err)
+		require.Empty(t, owned)
+		require.ErrorIs(t, m.BindPending(ctx, Binding{TaskID: "p", Pending: true}, time.Minute, 10), ErrTooManyPending, "anonymous callers hold no pending task")
+		_, ok, err = m.Lookup(ctx, "p")
+		require.NoError(t, err)
+		require.False(t, ok)
+	})
+
+	t.Run("pending bindings expire", func(t *testing.T) {
+		ctx := t.Context()
+		clk := newClock()
+		m := newStore(t, WithClock(clk.Now))
+		alice := Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme"}
+		p := Binding{TaskID: "p1", ContextID: "ctx", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Pending: true, Candidates: []string{"a", "b"}, CreatedAt: clk.Now()}
+		require.NoError(t, m.BindPending(ctx, p, 10*time.Minute, 10))
+		got, ok, err := m.Lookup(ctx, "p1")
+		require.NoError(t, err)
+		require.True(t, ok)
+		p.ExpiresAt = clk.Now().Add(10 * time.Minute)
+		requireBinding(t, p, got)
+		require.True(t, p.ExpiresAt.Equal(got.ExpiresAt), "expires %s, want %s", got.ExpiresAt, p.ExpiresAt)
+
+		// A second pending task, resolved (plain Bind) before it expires: it
+		// loses its expiry.
+		require.NoError(t, m.BindPending(ctx, Binding{TaskID: "p2", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Pending: true, CreatedAt: clk.Now()}, 10*time.Minute, 10))
+		resolved := Binding{TaskID: "p2", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Capability: "a", Handler: "h"}
+		require.NoError(t, m.Bind(ctx, resolved))
+		got, _, err = m.Lookup(ctx, "p2")
+		require.NoError(t, err)
+		require.False(t, got.Pending)
+		require.True(t, got.ExpiresAt.IsZero())
+
+		clk.Advance(10*time.Minute - time.Millisecond)
+		_, ok, err = m.Lookup(ctx, "p1")
+		require.NoError(t, err)
+		require.True(t, ok, "not expired a millisecond before")
+		owned, err := m.Owned(ctx, alice)
+		require.NoError(t, err)
+		require.Equal(t, []string{"p1", "p2"}, taskIDs(owned))
+
+		clk.Advance(time.Millisecond)
+		_, ok, err = m.Lookup(ctx, "p1")
+		require.NoError(t, err)
+		require.False(t, ok, "expired")
+		owned, err = m.Owned(ctx, alice)
+		require.NoError(t, err)
+		require.Equal(t, []string{"p2"}, taskIDs(owned), "the resolved task stays")
+
+		// An expired task id is free again, for anyone.
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "p1", Issuer: "https://idp-b", Subject: "mallory", Tenant: "acme", Capability: "a", Handler: "h"}))
+		got, ok, err = m.Lookup(ctx, "p1")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "mallory", got.Subject)
+		require.True(t, got.ExpiresAt.IsZero())
+		owned, err = m.Owned(ctx, alice)
+		require.NoError(t, err)
+		require.Equal(t, []string{"p2"}, taskIDs(owned))
+	})
+
+	t.Run("pending bindings are capped per owner", func(t *testing.T) {
+		ctx := t.Context()
+		clk := newClock()
+		m := newStore(t, WithClock(clk.Now))
+		const ttl, limit = time.Minute, 3
+		pending := func(id, issuer string) Binding {
+			return Binding{TaskID: id, Issuer: issuer, Subject: "alice", Tenant: "acme", Pending: true, Candidates: []string{"a", "b"}}
+		}
+		const a = "https://idp-a"
+		for _, id := range []string{"p1", "p2", "p3"} {
+			require.NoError(t, m.BindPending(ctx, pending(id, a), ttl, limit))
+		}
+		require.ErrorIs(t, m.BindPending(ctx, pending("p4", a), ttl, limit), ErrTooManyPending)
+		_, ok, err := m.Lookup(ctx, "p4")
+		require.NoError(t, err)
+		require.False(t, ok, "a refused BindPending writes nothing")
+
+		require.NoError(t, m.BindPending(ctx, pending("p1", a), ttl, limit), "re-asking on a held task is not a new one")
+		require.NoError(t, m.BindPending(ctx, pending("p4", "https://idp-b"), ttl, limit), "another issuer's user is another owner")
+		require.NoError(t, m.BindPending(ctx, Binding{TaskID: "p5", Issuer: a, Subject: "alice", Tenant: "globex", Pending: true}, ttl, limit), "another tenant is another owner")
+		require.ErrorIs(t, m.BindPending(ctx, pending("p4", a), ttl, limit), ErrConflict, "another owner's task id")
+
+		// Resolving or deleting a pending task frees its place.
+		require.NoError(t, m.Bind(ctx, Binding{TaskID: "p1", Issuer: a, Subject: "alice", Tenant: "acme", Capability: "a", Handler: "h"}))
+		require.NoError(t, m.BindPending(ctx, pending("p6", a), ttl, limit))
+		require.ErrorIs(t, m.BindPending(ctx, pending("p7", a), ttl, limit), ErrTooManyPending)
+		require.NoError(t, m.Delete(ctx, "p2"))
+		require.NoError(t, m.BindPending(ctx, pending("p7", a), ttl, limit))
+		require.ErrorIs(t, m.BindPending(ctx, pending("p8", a), ttl, limit), ErrTooManyPending)
+
+		// So does expiry.
+		clk.Advance(ttl)
+		for _, id := range []string{"p8", "p9", "p10"} {
+			require.NoError(t, m.BindPending(ctx, pending(id, a), ttl, limit))
+		}
+		require.ErrorIs(t, m.BindPending(ctx, pending("p11", a), ttl, limit), ErrTooManyPending)
+		owned, err := m.Owned(ctx, Owner{Issuer: a, Subject: "alice", Tenant: "acme"})
+		require.NoError(t, err)
+		require.ElementsMatch(t, []string{"p1", "p8", "p9", "p10"}, taskIDs(owned))
+
+		// Misuse is refused.
+		require.ErrorIs(t, m.BindPending(ctx, pending("q1", "https://idp-c"), ttl, 0), ErrTooManyPending)
+		err = m.BindPending(ctx, Binding{TaskID: "q2", Issuer: a, Subject: "bob", Capability: "a", Handler: "h"}, ttl, limit)
+		require.Error(t, err, "not pending")
+		require.NotErrorIs(t, err, ErrTooManyPending)
+		require.Error(t, m.BindPending(ctx, Binding{TaskID: "q3", Issuer: a, Subject: "bob", Pending: true}, 0, limit), "no ttl")
+		for _, id := range []string{"q1", "q2", "q3"} {
+			_, ok, err := m.Lookup(ctx, id)
+			require.NoError(t, err)
+			require.False(t, ok, id)
+		}
+	})
+
+	t.Run("concurrent pending binds never pass the cap", func(t *testing.T) {
+		ctx := t.Context()
+		m := newStore(t)
+		const n, limit = 24, 5
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				errs[i] = m.BindPending(ctx, Binding{TaskID: fmt.Sprintf("c%d", i), Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, limit)
+			})
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			if err == nil {
+				ok++
+				continue
+			}
+			require.ErrorIs(t, err, ErrTooManyPending)
+		}
+		require.Equal(t, limit, ok)
+		owned, err := m.Owned(ctx, Owner{Issuer: "i", Subject: "alice", Tenant: "acme"})
+		require.NoError(t, err)
+		require.Len(t, owned, limit)
 	})
 
 	t.Run("usage window", func(t *testing.T) {
@@ -195,7 +431,9 @@ func testStore(t *testing.T, newStore func(t *testing.T) Store) {
 func requireBinding(t *testing.T, want, got Binding) {
 	t.Helper()
 	require.True(t, want.CreatedAt.Equal(got.CreatedAt), "created %s, want %s", got.CreatedAt, want.CreatedAt)
+	require.True(t, want.ExpiresAt.Equal(got.ExpiresAt), "expires %s, want %s", got.ExpiresAt, want.ExpiresAt)
 	want.CreatedAt, got.CreatedAt = time.Time{}, time.Time{}
+	want.ExpiresAt, got.ExpiresAt = time.Time{}, time.Time{}
 	if len(want.Candidates) == 0 {
 		want.Candidates = nil
 	}
@@ -203,4 +441,33 @@ func requireBinding(t *testing.T, want, got Binding) {
 		got.Candidates = nil
 	}
 	require.Equal(t, want, got)
+}
+
+func taskIDs(bs []Binding) []string {
+	var ids []string
+	for _, b := range bs {
+		ids = append(ids, b.TaskID)
+	}
+	return ids
+}
+
+// clock is a settable clock for WithClock, starting at the current time
+// (Redis drops keys by its own clock, so a test clock stays ahead of it).
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Now().Truncate(time.Millisecond)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
 }

@@ -9,6 +9,21 @@ import (
 	"time"
 )
 
+// Owner is who owns a task: the credential's issuer, subject and tenant.
+// Two credentials with the same subject and tenant from different issuers
+// are different owners: one identity provider cannot reach the tasks of
+// another's users.
+//
+// Legacy marks an owner that also owns bindings written before issuers were
+// recorded (Binding.Issuer == "") with the same subject and tenant. The
+// caller sets it only when exactly one issuer could have written them: a
+// deployment with a single trusted JWT issuer and no mTLS principals (see
+// docs/operations.md, "Owners and the issuer").
+type Owner struct {
+	Issuer, Subject, Tenant string
+	Legacy                  bool
+}
+
 // Binding ties a task id (as the handler issued it) to its capability,
 // handler and owner.
 type Binding struct {
@@ -16,7 +31,6 @@ type Binding struct {
 	ContextID  string    `json:"contextId,omitempty"`
 	Capability string    `json:"capability"`
 	Handler    string    `json:"handler"`
-	Issuer     string    `json:"issuer,omitempty"`
 	Subject    string    `json:"subject"`
 	Tenant     string    `json:"tenant"`
 	CreatedAt  time.Time `json:"createdAt"`
@@ -24,28 +38,38 @@ type Binding struct {
 	// asked the caller to choose); Candidates are the offered capability ids.
 	Pending    bool     `json:"pending,omitempty"`
 	Candidates []string `json:"candidates,omitempty"`
+	// Issuer is the issuer of the owner's credential; "" on bindings written
+	// before issuers were recorded (see Owner.Legacy).
+	Issuer string `json:"issuer,omitempty"`
+	// ExpiresAt is when a pending binding written by BindPending expires;
+	// zero for every other binding. A store never returns an expired binding.
+	ExpiresAt time.Time `json:"expiresAt,omitzero"`
 }
 
-// Owner is who owns a task: the credential's issuer, subject and tenant.
-// Legacy marks an owner that also owns bindings written before issuers were
-// recorded (Binding.Issuer == "") with the same subject and tenant; the caller
-// sets it only when exactly one issuer could have written them (see docs).
-type Owner struct {
-	Issuer, Subject, Tenant string
-	Legacy                  bool
+// Owner returns the binding's owner (issuer, subject and tenant; never
+// Legacy).
+func (b Binding) Owner() Owner {
+	return Owner{Issuer: b.Issuer, Subject: b.Subject, Tenant: b.Tenant}
 }
-
-// Owner is the binding's owner.
-func (b Binding) Owner() Owner { return Owner{Issuer: b.Issuer, Subject: b.Subject, Tenant: b.Tenant} }
 
 // OwnedBy reports whether o owns the task: same subject and tenant, and the
-// same issuer (or a legacy binding with no issuer, when o.Legacy). An empty
-// subject never owns anything.
+// same issuer — or a binding without an issuer and an o marked Legacy. An
+// owner without a subject (an anonymous caller) owns nothing.
 func (b Binding) OwnedBy(o Owner) bool {
 	if o.Subject == "" || b.Subject != o.Subject || b.Tenant != o.Tenant {
 		return false
 	}
 	return b.Issuer == o.Issuer || (b.Issuer == "" && o.Legacy)
+}
+
+// expired reports whether b has an expiry that now has reached.
+func (b Binding) expired(now time.Time) bool {
+	return !b.ExpiresAt.IsZero() && !now.Before(b.ExpiresAt)
+}
+
+// expiry is now+ttl at millisecond precision, the precision both stores keep.
+func expiry(now time.Time, ttl time.Duration) time.Time {
+	return time.UnixMilli(now.Add(ttl).UnixMilli()).UTC()
 }
 
 // Usage is a capability's call history.
@@ -64,15 +88,36 @@ var ErrConflict = errors.New("task id already bound")
 // closed on it.
 var ErrUnavailable = errors.New("task store unavailable")
 
+// ErrTooManyPending is returned by BindPending when the owner already holds
+// the most unexpired pending bindings it may (and for an owner without a
+// subject, who may hold none).
+var ErrTooManyPending = errors.New("too many pending tasks for this caller")
+
+// errNotPending is returned by BindPending for a binding that is not
+// pending or a ttl that is not positive: a programming error.
+var errNotPending = errors.New("BindPending needs a pending binding and a positive ttl")
+
 // Store holds bindings and usage.
 type Store interface {
-	// Bind records b. Re-binding the same task to the same owner, capability
-	// and handler is a no-op update; anything else is ErrConflict.
+	// Bind records b without an expiry (b.ExpiresAt is ignored). Re-binding
+	// a task to the same owner (issuer, subject and tenant, compared
+	// exactly), capability and handler is a no-op update, and a pending
+	// binding may be re-bound by its owner to any capability; anything else
+	// is ErrConflict. To re-bind a task owned through Owner.Legacy, pass the
+	// stored binding's Issuer ("").
 	Bind(ctx context.Context, b Binding) error
-	// Lookup returns the binding of a task id.
+	// BindPending records the pending binding b (b.Pending must be true)
+	// with ExpiresAt = now+ttl, under Bind's conflict rules. It returns
+	// ErrTooManyPending, writing nothing, when b's owner already holds
+	// maxPerOwner unexpired pending bindings other than b.TaskID, or when b
+	// has no subject. The check and the write are atomic.
+	BindPending(ctx context.Context, b Binding, ttl time.Duration, maxPerOwner int) error
+	// Lookup returns the binding of a task id; an expired binding is not
+	// found.
 	Lookup(ctx context.Context, taskID string) (Binding, bool, error)
-	// Owned lists the tasks of one owner, newest first.
-	Owned(ctx context.Context, subject, tenant string) ([]Binding, error)
+	// Owned lists the unexpired tasks o owns (Binding.OwnedBy), newest first;
+	// with o.Legacy it includes the bindings without an issuer.
+	Owned(ctx context.Context, o Owner) ([]Binding, error)
 	// Delete drops a binding (e.g. a resolved clarification task).
 	Delete(ctx context.Context, taskID string) error
 	// RecordCall counts one call of a capability at t.

@@ -32,7 +32,7 @@ func TestAnonymousClarificationIsAMessage(t *testing.T) {
 	require.True(t, ok)
 	require.NotEmpty(t, data["candidates"])
 
-	owned, err := store.Owned(t.Context(), "", "")
+	owned, err := store.Owned(t.Context(), tasks.Owner{})
 	require.NoError(t, err)
 	require.Empty(t, owned, "no task is bound to the anonymous caller")
 
