@@ -126,9 +126,9 @@ func TestLoadFSInvalid(t *testing.T) {
 		want     string
 	}{
 		{"unknown top-level key", "store: memory\n", "store: memory\nstorage: redis\n",
-			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits"},
+			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push"},
 		{"unknown nested key", "      algorithms: [RS256, ES256]\n", "      algorithms: [RS256, ES256]\n      jwks_ttl: 5m\n",
-			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms"},
+			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms, tenants, scopes"},
 		{"misspelt key", "  preview_scope:", "  previewScope:",
 			"capgate.yaml:17: auth.previewScope: unknown field; did you mean preview_scope?"},
 		{"duplicate key", "store: memory\n", "store: memory\nstore: redis://r:6379/0\n",
@@ -222,7 +222,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"duration not a string", "store: memory\n", "store: memory\ncards: {max_age: 300}\n",
 			`capgate.yaml:23: cards.max_age: want a duration such as "30s", got an integer`},
 		{"unknown key at the end", "store: memory\n", "store: memory\nauth2: 1\n",
-			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits"},
+			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push"},
 		{"duration unparsable", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: 30 seconds\n",
 			`capgate.yaml:18: auth.clock_skew: "30 seconds" is not a duration (want e.g. "30s" or "5m")`},
 		{"negative duration", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: -5s\n",
@@ -264,7 +264,7 @@ capgate.yaml:4: agent.url: "127.0.0.1:8080" is not an absolute http(s) URL
 capgate.yaml:10: auth.issuers[0].audiences: required: at least one audience
 capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned tokens are never accepted
 capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
-capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, mtls_principals
+capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, mtls_principals, trusted_proxy
 capgate.yaml:14: router.threshold: 2 is outside [0, 1]
 capgate.yaml:15: store: "memcached" is neither "memory" nor a redis:// or rediss:// URL`)
 }

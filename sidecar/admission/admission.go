@@ -6,6 +6,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 
 	"go.uber.org/zap"
 
@@ -203,7 +204,7 @@ func (a *Admitter) owned(ctx context.Context, o tasks.Owner, taskID string) (tas
 	b, ok, err := a.owners.Lookup(ctx, taskID)
 	if err != nil {
 		a.log.Error("task store lookup failed", zap.Error(err))
-		return tasks.Binding{}, protocol.Wrap(protocol.Internal, err, "the task store is unavailable; try again later")
+		return tasks.Binding{}, StoreError(err)
 	}
 	if !ok || !b.OwnedBy(o) {
 		return tasks.Binding{}, protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
@@ -227,4 +228,13 @@ func knownOperation(op protocol.Operation) bool {
 		return true
 	}
 	return isPushOperation(op)
+}
+
+// StoreError is the answer when the task store fails: a binding conflict is the handler's fault;
+// anything else is internal, and the caller may retry. The dispatcher answers the same.
+func StoreError(err error) *protocol.Error {
+	if errors.Is(err, tasks.ErrConflict) {
+		return protocol.Wrap(protocol.InvalidAgentResponse, err, "the handler returned a task id that is already bound elsewhere")
+	}
+	return protocol.Wrap(protocol.Internal, err, "task bindings are unavailable; try again later")
 }

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	stdjson "encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -39,9 +40,17 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 		ids[i] = c.ID
 	}
 	o := ownerOf(call)
+	if call.Task != nil && call.Task.TaskID == taskID {
+		o = call.Task.Owner() // asked again on the same clarification task
+	}
 	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant,
 		Pending: true, Candidates: ids, CreatedAt: d.now()}
-	if err := d.store.Bind(ctx, b); err != nil {
+	lim := call.Rev.Config().Limits
+	if err := d.store.BindPending(ctx, b, lim.PendingTTL, lim.PendingPerCaller); err != nil {
+		if errors.Is(err, tasks.ErrTooManyPending) {
+			return protocol.Errorf(protocol.InvalidRequest,
+				"too many of your tasks await clarification (limit %d); answer or cancel one, or name the skill in metadata.skillId", lim.PendingPerCaller)
+		}
 		return storeError(err)
 	}
 	d.m.Routes.WithLabelValues(string(router.LayerClarify)).Inc()

@@ -7,7 +7,6 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -122,12 +121,7 @@ func ownerOf(call *gateway.Call) tasks.Owner {
 	return admission.OwnerOf(call.Rev, call.Principal)
 }
 
-func storeError(err error) *protocol.Error {
-	if errors.Is(err, tasks.ErrConflict) {
-		return protocol.Wrap(protocol.InvalidAgentResponse, err, "the handler returned a task id that is already bound elsewhere")
-	}
-	return protocol.Wrap(protocol.Internal, err, "task bindings are unavailable; try again later")
-}
+func storeError(err error) *protocol.Error { return admission.StoreError(err) }
 
 // recheck re-decides entitlement for a capability at the moment of the call,
 // with reasons for the decision log.

@@ -98,6 +98,9 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 			return nil // a direct message reply creates no task
 		}
 		o := ownerOf(call)
+		if call.Task != nil && call.Task.TaskID == taskID && !call.Task.Pending {
+			o = call.Task.Owner() // the task continues under the owner it was bound to
+		}
 		b := tasks.Binding{TaskID: taskID, ContextID: contextID, Capability: capability.ID, Handler: capability.Handler,
 			Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: d.now()}
 		if err := d.store.Bind(ctx, b); err != nil {

@@ -95,16 +95,9 @@ func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Res
 	if !call.Principal.Authenticated {
 		return protocol.MissingCredentials()
 	}
-	owner := ownerOf(call)
-	all, err := d.store.Owned(ctx, owner)
+	owned, err := d.store.Owned(ctx, ownerOf(call))
 	if err != nil {
 		return storeError(err)
-	}
-	owned := all[:0:0]
-	for _, b := range all {
-		if b.OwnedBy(owner) {
-			owned = append(owned, b)
-		}
 	}
 	if len(owned) > MaxListTasks {
 		owned = owned[:MaxListTasks]
