@@ -65,7 +65,12 @@ func startBoth(t *testing.T) *env {
   scopes_claim: scope`, 1)
 		return s + "\npush:\n  enabled: true\n  allowed_urls: [\"https://hooks.example.com/\"]\n"
 	})
-	srv := testutil.Start(t, testutil.LoadDeployment(t, cfg), testutil.StartOptions{ExtAuthz: true})
+	return connect(t, testutil.Start(t, testutil.LoadDeployment(t, cfg), testutil.StartOptions{ExtAuthz: true}))
+}
+
+// connect opens an ext_authz client to srv.
+func connect(t *testing.T, srv *testutil.Server) *env {
+	t.Helper()
 	conn, err := grpc.NewClient(srv.Addrs.ExtAuthz, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
@@ -96,6 +101,14 @@ func classes(t *testing.T, e *env) []*class {
 // with a push config "c-1" on it.
 func (e *env) createTask(t *testing.T, c *class) string {
 	t.Helper()
+	id := e.createTaskNoPush(t, c)
+	e.pushConfig(t, c, id)
+	return id
+}
+
+// createTaskNoPush sends a message routed to lookup-invoice (by hint) and returns its task.
+func (e *env) createTaskNoPush(t *testing.T, c *class) string {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"setup-` + c.name + `","role":"ROLE_USER",` +
 		`"parts":[{"text":"look up invoice INV-1"}],"metadata":{"skillId":"lookup-invoice"}}}}`
 	r := e.srv.JSONRPC(t, body, "Authorization", "Bearer "+c.token, "A2A-Version", "1.0")
@@ -108,7 +121,6 @@ func (e *env) createTask(t *testing.T, c *class) string {
 	}
 	require.NoError(t, json.Unmarshal(r.Body, &out), "%s", r.Body)
 	require.NotEmpty(t, out.Result.Task.ID, "%s", r.Body)
-	e.pushConfig(t, c, out.Result.Task.ID)
 	return out.Result.Task.ID
 }
 
@@ -208,7 +220,7 @@ func reasonOf(body []byte) string {
 	for _, d := range docs {
 		var env struct {
 			Error *struct {
-				Code    int `json:"code"`
+				Code    int                       `json:"code"`
 				Data    []struct{ Reason string } `json:"data"`
 				Details []struct{ Reason string } `json:"details"`
 			} `json:"error"`
