@@ -62,21 +62,6 @@ func (p Policy) CheckURL(raw string) error {
 	return fmt.Errorf("push notification URL %q is not in push.allowed_urls", shown(raw))
 }
 
-// Validate checks a configured prefix.
-func Validate(prefix string) error {
-	u, err := url.Parse(prefix)
-	if err != nil || !u.IsAbs() || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", prefix)
-	}
-	if s := strings.ToLower(u.Scheme); s != "https" && s != "http" {
-		return fmt.Errorf("%q: only http and https URLs can be allowed", prefix)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q: a prefix has no user information, query or fragment", prefix)
-	}
-	return nil
-}
-
 // normalize writes scheme and host in lower case, without a trailing dot on the host or a
 // default port, followed by the escaped path.
 func normalize(u *url.URL) string {

@@ -83,6 +83,7 @@ func put(t *testing.T, cfg, path, content string) {
 // running is server.Run serving a reload source.
 type running struct {
 	url, admin string
+	extauthz   string // the ext_authz listener
 	logs       *observer.ObservedLogs
 	http       *http.Client
 }
@@ -105,6 +106,7 @@ func start(t *testing.T, src reload.Source) *running {
 			DecisionLogger: zap.NewNop(),
 			AuditWriter:    io.Discard,
 			Gateway:        true,
+			ExtAuthz:       true,
 			ReloadDebounce: 50 * time.Millisecond,
 			OnReady:        func(a server.Addrs) { ready <- a },
 		})
@@ -115,7 +117,7 @@ func start(t *testing.T, src reload.Source) *running {
 	case err := <-done:
 		require.FailNow(t, "capgate did not start", "%v", err)
 	}
-	r := &running{url: "http://" + a.A2A, admin: "http://" + a.Admin, logs: logs,
+	r := &running{url: "http://" + a.A2A, admin: "http://" + a.Admin, extauthz: a.ExtAuthz, logs: logs,
 		http: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 30 * time.Second}}
 	t.Cleanup(func() {
 		r.http.CloseIdleConnections()
