@@ -48,6 +48,15 @@ func parseDecision(v any) (Decision, error) {
 	if d.EntitledReasons, err = parseReasons(reasons["entitled"]); err != nil {
 		errs = append(errs, fmt.Errorf("decision.reasons.entitled: %w", err))
 	}
+	switch l := m["limits"].(type) {
+	case nil: // a policy without limits in its decision
+	case map[string]any:
+		if len(l) > 0 {
+			d.Limits = l
+		}
+	default:
+		errs = append(errs, errors.New("decision.limits: want an object"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Decision{}, err
 	}
