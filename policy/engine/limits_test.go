@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -21,9 +20,9 @@ func TestDecisionCarriesLimits(t *testing.T) {
 		want       map[string]any
 	}{
 		{name: "entitled", caller: partner, capability: "reconcile-invoice",
-			want: map[string]any{"max_pdf_pages": json.Number("200"), "cost_class": "medium"}},
+			want: map[string]any{"max_pdf_pages": int64(200), "cost_class": "medium"}},
 		{name: "refused still reports them", capability: "reconcile-invoice",
-			want: map[string]any{"max_pdf_pages": json.Number("200"), "cost_class": "medium"}},
+			want: map[string]any{"max_pdf_pages": int64(200), "cost_class": "medium"}},
 		{name: "none", caller: partner, capability: "lookup-invoice"},
 		{name: "unknown capability", caller: partner, capability: "no-such-thing"},
 	}
@@ -38,7 +37,7 @@ func TestDecisionCarriesLimits(t *testing.T) {
 	require.NoError(t, err)
 	for _, d := range ds {
 		if d.Capability == "reconcile-invoice" {
-			require.Equal(t, map[string]any{"max_pdf_pages": json.Number("200"), "cost_class": "medium"}, d.Limits)
+			require.Equal(t, map[string]any{"max_pdf_pages": int64(200), "cost_class": "medium"}, d.Limits)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/audit"
+	"github.com/capgate/capgate/sidecar/enforce"
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -83,11 +84,14 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 		call.Log.Capability, call.Log.Layer, call.Log.Confidence = decision.Capability, string(decision.Layer), decision.Confidence
 	}
 
-	capability, perr := d.recheck(ctx, call, rt, decision.Capability)
+	capability, limits, perr := d.recheck(ctx, call, rt, decision.Capability)
 	if perr != nil {
 		return perr
 	}
-	inv, perr := d.handlerRequest(ctx, call, capability, params)
+	if perr := enforce.Limits(capability.ID, limits, msg, len(params)); perr != nil {
+		return perr
+	}
+	inv, perr := d.handlerRequest(ctx, call, capability, limits, params)
 	if perr != nil {
 		return perr
 	}
@@ -142,9 +146,9 @@ type invocation struct {
 
 // handlerRequest builds the call to the capability's handler with the
 // caller's downscoped credential.
-func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *manifest.Capability, params jsontext.Value) (invocation, *protocol.Error) {
+func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *manifest.Capability, limits map[string]any, params jsontext.Value) (invocation, *protocol.Error) {
 	scopes := grantedScopes(call.Principal.Scopes, m.RequiresScopes)
-	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes})
+	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes, Limits: limits})
 	if err != nil {
 		perr := protocol.Wrap(protocol.Unauthorized, err, "a credential for the handler could not be obtained")
 		d.record(invocation{call: call, capability: m, scopes: scopes}, 0, perr)
