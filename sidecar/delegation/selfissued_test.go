@@ -179,7 +179,7 @@ func TestSelfIssuedClaims(t *testing.T) {
 				"iss": agentIssuer, "sub": "partner-7", "aud": "reconcile", "tenant": "acme", "scope": "recon.run",
 				"capability": "reconcile-invoice", "decision_id": "d-42", "act": map[string]any{"sub": agentID},
 				"limits": map[string]any{"max_pdf_pages": float64(200), "cost_class": "medium", "max_parts": float64(4)},
-				"iat": float64(t0.Unix()), "nbf": float64(t0.Unix()), "exp": float64(t0.Add(60 * time.Second).Unix()),
+				"iat":    float64(t0.Unix()), "nbf": float64(t0.Unix()), "exp": float64(t0.Add(60 * time.Second).Unix()),
 			},
 		},
 	}

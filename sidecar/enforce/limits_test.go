@@ -15,7 +15,9 @@ func TestLimits(t *testing.T) {
 	pdf := func(n int64) protocol.PartInfo {
 		return protocol.PartInfo{Kind: protocol.PartRaw, MediaType: "application/pdf", InlineBytes: n}
 	}
-	msg := func(parts ...protocol.PartInfo) *protocol.MessageInfo { return &protocol.MessageInfo{MessageID: "m", Parts: parts} }
+	msg := func(parts ...protocol.PartInfo) *protocol.MessageInfo {
+		return &protocol.MessageInfo{MessageID: "m", Parts: parts}
+	}
 	all := map[string]any{"max_body_bytes": int64(1000), "max_parts": int64(3), "max_file_bytes": int64(500), "cost_class": "high"}
 	tests := []struct {
 		name     string
@@ -26,8 +28,8 @@ func TestLimits(t *testing.T) {
 		wantMsg  string
 		wantMeta map[string]string
 	}{
-		{name: "no limits", msg: msg(text, text, text, text, pdf(1 << 30)), body: 1 << 30},
-		{name: "only limits for the handler", limits: map[string]any{"max_pdf_pages": int64(2), "cost_class": "high"}, msg: msg(text, pdf(1 << 20)), body: 1 << 20},
+		{name: "no limits", msg: msg(text, text, text, text, pdf(1<<30)), body: 1 << 30},
+		{name: "only limits for the handler", limits: map[string]any{"max_pdf_pages": int64(2), "cost_class": "high"}, msg: msg(text, pdf(1<<20)), body: 1 << 20},
 		{name: "within every limit", limits: all, msg: msg(text, pdf(500), pdf(1)), body: 1000},
 		{name: "body over", limits: all, msg: msg(text), body: 1001, wantCode: protocol.PayloadTooLarge,
 			wantMsg:  "capability c takes messages of at most 1000 bytes; this one has 1001 (limit max_body_bytes)",
