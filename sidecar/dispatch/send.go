@@ -142,6 +142,8 @@ type invocation struct {
 	capability *manifest.Capability
 	scopes     []string
 	req        handler.Request
+	// accepted and produced are the output modes of a refused answer.
+	accepted, produced []string
 }
 
 // handlerRequest builds the call to the capability's handler with the
@@ -169,10 +171,18 @@ func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *
 	return invocation{call: call, capability: m, scopes: scopes, req: req}, nil
 }
 
-// callHandler makes a unary handler call and audits it.
+// callHandler makes a unary handler call and audits it. A SendMessage
+// answer with no part in a mode the caller accepts is refused
+// (enforce.OutputModes) and audited as such.
 func (d *Dispatcher) callHandler(ctx context.Context, inv invocation) (jsontext.Value, *protocol.Error) {
 	start := d.now()
 	result, perr := d.invoker.Call(ctx, inv.req)
+	if msg := inv.call.Request.Message; perr == nil && msg != nil && inv.call.Request.Operation == protocol.SendMessage {
+		if produced, oerr := enforce.OutputModes(inv.capability.ID, msg.AcceptedOutputModes, result, inv.call.Request.Version); oerr != nil {
+			result, perr = nil, oerr
+			inv.accepted, inv.produced = enforce.ClipModes(msg.AcceptedOutputModes), produced
+		}
+	}
 	d.record(inv, d.now().Sub(start), perr)
 	return result, perr
 }
@@ -198,6 +208,8 @@ func (d *Dispatcher) record(inv invocation, dur time.Duration, perr *protocol.Er
 		Outcome:    outcome,
 		Duration:   dur,
 		Operation:  string(inv.call.Request.Operation),
+		Accepted:   inv.accepted,
+		Produced:   inv.produced,
 	})
 }
 

@@ -190,7 +190,7 @@ func TestExplain(t *testing.T) {
 		require.Contains(t, r.stdout, `caller: subject "p1", tenant "", scopes [invoices.read]`)
 		require.Contains(t, r.stdout, "\nreconcile-invoice (extended, ga)\n  visible:  no  refused by scope.missing(recon.run)")
 		require.Contains(t, r.stdout, "\nlookup-invoice (public, ga)\n  visible:  yes granted by state.ga, visibility.public")
-		require.Contains(t, r.stdout, "\n  limits:   cost_class=\"medium\" max_file_bytes=786432 max_pdf_pages=200\n", "reconcile-invoice's limits")
+		require.Contains(t, r.stdout, "\n  limits:   cost_class=\"medium\" max_file_bytes=524288 max_pdf_pages=200\n", "reconcile-invoice's limits")
 	})
 	t.Run("one capability", func(t *testing.T) {
 		r := run(t, "explain", "--claims", claims, "--capability", "reconcile-invoice")
@@ -236,7 +236,7 @@ func TestExplain(t *testing.T) {
 			if c.Capability == "reconcile-invoice" {
 				require.Contains(t, c.Reasons.Visible, reason{"scope.missing", "refuse", "recon.run"})
 				require.Contains(t, c.Reasons.Entitled, reason{"scope.missing", "refuse", "recon.run"})
-				require.Equal(t, map[string]any{"max_pdf_pages": 200.0, "max_file_bytes": 786432.0, "cost_class": "medium"}, c.Limits, "limits are shown for refused capabilities too")
+				require.Equal(t, map[string]any{"max_pdf_pages": 200.0, "max_file_bytes": 524288.0, "cost_class": "medium"}, c.Limits, "limits are shown for refused capabilities too")
 			}
 			if c.Capability == "lookup-invoice" {
 				require.Nil(t, c.Limits, "no limits, no field")
