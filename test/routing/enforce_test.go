@@ -155,3 +155,39 @@ func TestOutputModes(t *testing.T) {
 	require.Equal(t, []any{"text/plain"}, last["accepted_output_modes"])
 	require.Equal(t, []any{"application/json"}, last["produced_output_modes"])
 }
+
+// TestEnforcedLimitsEveryBindingAndVersion: the same max_parts refusal
+// over HTTP+JSON, over a streamed send, and for an A2A 0.3 caller.
+func TestEnforcedLimitsEveryBindingAndVersion(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	tok := "Bearer " + testutil.Token(t, payer)
+	five10 := `{"message":{"messageId":"m5","role":"ROLE_USER","parts":[{"data":` + remittance + `},{"text":"a"},{"text":"b"},{"text":"c"},{"text":"d"}]}}`
+
+	t.Run("HTTP+JSON", func(t *testing.T) {
+		r := srv.Do(t, "POST", "/message:send", five10, "Content-Type", "application/json", "A2A-Version", "1.0", "Authorization", tok)
+		require.Equal(t, 413, r.Status, string(r.Body))
+		require.Contains(t, string(r.Body), "(limit max_parts)")
+	})
+	t.Run("streamed", func(t *testing.T) {
+		c := jsonrpc(t, srv, payer)
+		parts := []*a2a.Part{dataPart(t, remittance), a2a.NewTextPart("a"), a2a.NewTextPart("b"), a2a.NewTextPart("c"), a2a.NewTextPart("d")}
+		var err error
+		for _, e := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: userMsg(parts...)}) {
+			if e != nil {
+				err = e
+				break
+			}
+		}
+		require.ErrorContains(t, err, "(limit max_parts)")
+	})
+	t.Run("A2A 0.3", func(t *testing.T) {
+		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m5","role":"user","parts":[`+
+			`{"kind":"data","data":`+remittance+`},{"kind":"text","text":"a"},{"kind":"text","text":"b"},{"kind":"text","text":"c"},{"kind":"text","text":"d"}]}}}`,
+			"Authorization", tok)
+		var out rpcError
+		require.NoError(t, json.Unmarshal(r.Body, &out), string(r.Body))
+		require.NotNil(t, out.Error, string(r.Body))
+		require.Equal(t, -32600, out.Error.Code)
+		require.Contains(t, out.Error.Message, "(limit max_parts)")
+	})
+}
