@@ -38,6 +38,7 @@ func TestDefaultConfigValidates(t *testing.T) {
 		"reconcile-invoice-v0":   {manifest.StateRemoved, manifest.VisibilityExtended, []string{"recon.run"}},
 		"forecast-cashflow":      {manifest.StatePreview, manifest.VisibilityExtended, []string{"forecast.read"}},
 		"purge-invoice-cache":    {manifest.StateGA, manifest.VisibilityInternal, []string{"ops.admin"}},
+		"apply-remittance":       {manifest.StateGA, manifest.VisibilityExtended, []string{"payments.apply"}},
 	}
 	require.Equal(t, len(want), reg.Len())
 	for id, w := range want {

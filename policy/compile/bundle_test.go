@@ -21,6 +21,7 @@ import (
 
 	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/compile/compiletest"
+	"github.com/capgate/capgate/policy/manifest"
 )
 
 type keyPair struct{ private, public []byte }
@@ -267,4 +268,34 @@ func TestWriteBundleRefuses(t *testing.T) {
 			require.ErrorContains(t, compile.WriteBundle(&buf, s, tt.opts), tt.wantErr)
 		})
 	}
+}
+
+// TestReadBundleDataSchemas: a bundle carries skill.data_schemas, compiled
+// again when it is read (wire_internal_test: one that does not compile is
+// refused).
+func TestReadBundleDataSchemas(t *testing.T) {
+	schema, err := manifest.CompileDataSchema(map[string]any{
+		"type": "object", "required": []any{"invoice_id"},
+		"properties": map[string]any{"invoice_id": map[string]any{"type": "string", "pattern": "^INV-[0-9]+$"}},
+	})
+	require.NoError(t, err)
+	caps := compiletest.Capabilities()
+	for i := range caps {
+		if caps[i].ID == "lookup-invoice" {
+			caps[i].Skill.DataSchemas = []manifest.DataSchema{schema}
+		}
+	}
+	s, err := compile.Build(manifest.NewRegistry(caps), compiletest.Auth(), nil)
+	require.NoError(t, err)
+	plain := buildFixture(t, nil)
+	require.NotEqual(t, plain.Revision, s.Revision, "the schemas are part of the revision")
+
+	got, err := compile.ReadBundle(bytes.NewReader(writeBundle(t, s, compile.BundleOptions{})), compile.VerifyOptions{})
+	require.NoError(t, err)
+	require.Equal(t, s.Revision, got.Revision)
+	c, ok := got.Registry.Get("lookup-invoice")
+	require.True(t, ok)
+	require.Len(t, c.Skill.DataSchemas, 1)
+	require.True(t, c.Skill.DataSchemas[0].Matches(map[string]any{"invoice_id": "INV-7"}))
+	require.False(t, c.Skill.DataSchemas[0].Matches(map[string]any{"invoice_id": "7"}))
 }

@@ -240,7 +240,7 @@ func jsonEqual(a, b any) bool {
 }
 
 // fact is one field of what the policy knows of a capability: its value is
-// a string or a []string.
+// a string, a []string, or (limits) a map of plain values.
 type fact struct {
 	key string
 	val any
@@ -254,8 +254,11 @@ func appendFacts(dst []fact, c *manifest.Capability, profile string) []fact {
 	dst = append(dst,
 		fact{"handler", c.Handler},
 		fact{"id", c.ID},
-		fact{"profile", profile},
 	)
+	if len(c.Limits) > 0 {
+		dst = append(dst, fact{"limits", c.Limits})
+	}
+	dst = append(dst, fact{"profile", profile})
 	if c.ReplacedBy != "" {
 		dst = append(dst, fact{"replaced_by", c.ReplacedBy})
 	}

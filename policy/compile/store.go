@@ -154,6 +154,14 @@ func (in *interner) facts(fs []fact) (*ast.Term, error) {
 			v = in.str(x)
 		case []string:
 			v = in.stringList(x)
+		case map[string]any: // limits: small, and only where a manifest sets them
+			plain, err := plainJSON(x)
+			if err != nil {
+				return nil, fmt.Errorf("fact %s: %w", f.key, err)
+			}
+			if v, err = in.value(plain); err != nil {
+				return nil, fmt.Errorf("fact %s: %w", f.key, err)
+			}
 		default:
 			return nil, fmt.Errorf("fact %s: unsupported type %T", f.key, f.val)
 		}

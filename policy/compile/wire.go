@@ -32,6 +32,7 @@ type wireSkill struct {
 	Examples    []string `json:"examples,omitempty"`
 	InputModes  []string `json:"inputModes,omitempty"`
 	OutputModes []string `json:"outputModes,omitempty"`
+	DataSchemas []any    `json:"data_schemas,omitempty"`
 }
 
 // toWire renders a capability as a plain JSON-ready map.
@@ -49,6 +50,13 @@ func toWire(c *manifest.Capability) map[string]any {
 	}
 	if len(c.Skill.OutputModes) > 0 {
 		skill["outputModes"] = c.Skill.OutputModes
+	}
+	if len(c.Skill.DataSchemas) > 0 {
+		docs := make([]any, len(c.Skill.DataSchemas))
+		for i, d := range c.Skill.DataSchemas {
+			docs[i] = d.Doc()
+		}
+		skill["data_schemas"] = docs
 	}
 	w := map[string]any{
 		"id":              c.ID,
@@ -89,6 +97,14 @@ func fromWire(key string, v any) (manifest.Capability, error) {
 	if err != nil {
 		return manifest.Capability{}, fmt.Errorf("registry %s: %w", key, err)
 	}
+	var schemas []manifest.DataSchema
+	for i, doc := range w.Skill.DataSchemas {
+		s, err := manifest.CompileDataSchema(doc)
+		if err != nil {
+			return manifest.Capability{}, fmt.Errorf("registry %s: skill.data_schemas[%d]: %w", key, i, err)
+		}
+		schemas = append(schemas, s)
+	}
 	return manifest.Capability{
 		ID:         w.ID,
 		State:      manifest.State(w.State),
@@ -101,6 +117,7 @@ func fromWire(key string, v any) (manifest.Capability, error) {
 			Examples:    w.Skill.Examples,
 			InputModes:  w.Skill.InputModes,
 			OutputModes: w.Skill.OutputModes,
+			DataSchemas: schemas,
 		},
 		RequiresScopes: w.RequiresScopes,
 		Tenants:        t,

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -48,6 +49,15 @@ func parseDecision(v any) (Decision, error) {
 	if d.EntitledReasons, err = parseReasons(reasons["entitled"]); err != nil {
 		errs = append(errs, fmt.Errorf("decision.reasons.entitled: %w", err))
 	}
+	switch l := m["limits"].(type) {
+	case nil: // a policy without limits in its decision
+	case map[string]any:
+		if len(l) > 0 {
+			d.Limits = plainNumbers(l).(map[string]any)
+		}
+	default:
+		errs = append(errs, errors.New("decision.limits: want an object"))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return Decision{}, err
 	}
@@ -77,4 +87,33 @@ func parseReasons(v any) ([]Reason, error) {
 		out = append(out, Reason{Rule: rule, Effect: effect, Detail: detail})
 	}
 	return out, nil
+}
+
+// plainNumbers replaces the json.Numbers OPA answers with in v by int64
+// (whole numbers that fit) or float64, so that limits read and marshal
+// as numbers with any JSON library. Maps and lists are rebuilt.
+func plainNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+		return string(x)
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = plainNumbers(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = plainNumbers(e)
+		}
+		return out
+	}
+	return v
 }

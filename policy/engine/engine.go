@@ -57,6 +57,10 @@ type Decision struct {
 	Visibility      string   `json:"visibility,omitempty"`
 	VisibleReasons  []Reason `json:"visible_reasons"`
 	EntitledReasons []Reason `json:"entitled_reasons"`
+	// Limits are the capability's limits as the policy reports them (the
+	// manifest's limits; empty when it has none). Whole numbers are int64,
+	// others float64. Callers must not modify them.
+	Limits map[string]any `json:"limits,omitempty"`
 }
 
 // Option tunes an engine.

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"mime"
 	"regexp"
 	"slices"
@@ -21,7 +22,7 @@ var idRE = regexp.MustCompile(IDPattern)
 // Field names of the manifest format, in documentation order.
 var (
 	topFields   = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "tenants", "handler", "limits", "owner"}
-	skillFields = []string{"name", "description", "tags", "examples", "inputModes", "outputModes"}
+	skillFields = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
 	states      = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
 	visibility  = []Visibility{VisibilityPublic, VisibilityExtended, VisibilityInternal}
 )
@@ -132,6 +133,7 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 			d.add(f.Value.Line, "limits", "want a mapping, got %s", yamlnode.KindName(v))
 		} else if m, ok := yamlnode.Value(d.file, v, d.prefix+"limits", d.probs); ok {
 			c.Limits = m.(map[string]any)
+			d.enforcedLimits(v, c.Limits)
 		}
 	}
 	if f, ok := fields["owner"]; ok {
@@ -140,6 +142,36 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 	}
 	p.idLine, p.replacedByLine, p.handlerLine = d.lines["id"], d.lines["replaced_by"], d.lines["handler"]
 	return p
+}
+
+// enforcedLimits checks the limits capgate enforces itself: each must be a
+// positive whole number.
+func (d *decoder) enforcedLimits(n *yaml.Node, limits map[string]any) {
+	for _, name := range EnforcedLimits {
+		if _, present, valid := LimitInt(limits, name); present && !valid {
+			line := n.Line
+			for _, p := range yamlnode.Pairs(d.file, n, d.prefix+"limits", &diag.Set{}) {
+				if p.Key == name {
+					line = p.Value.Line
+				}
+			}
+			d.add(line, "limits."+name, "want a positive whole number, got %s", describeLimit(limits[name]))
+		}
+	}
+}
+
+func describeLimit(v any) string {
+	switch v.(type) {
+	case string:
+		return fmt.Sprintf("the string %q", v)
+	case nil:
+		return "null"
+	case map[string]any:
+		return "a mapping"
+	case []any:
+		return "a list"
+	}
+	return fmt.Sprint(v)
 }
 
 func (d *decoder) skill(f yamlnode.Pair) Skill {
@@ -173,7 +205,44 @@ func (d *decoder) skill(f yamlnode.Pair) Skill {
 	}
 	s.InputModes = d.modes(fields, "skill.inputModes")
 	s.OutputModes = d.modes(fields, "skill.outputModes")
+	if f, ok := fields["skill.data_schemas"]; ok {
+		s.DataSchemas = d.dataSchemas(f)
+	}
 	return s
+}
+
+// dataSchemas reads skill.data_schemas: a non-empty list of JSON Schemas,
+// each compiled now so that a broken schema is a load error naming it.
+func (d *decoder) dataSchemas(f yamlnode.Pair) []DataSchema {
+	const field = "skill.data_schemas"
+	n := yamlnode.Resolve(f.Value)
+	if n.Kind != yaml.SequenceNode {
+		d.add(f.Value.Line, field, "want a list of JSON Schemas, got %s", yamlnode.KindName(n))
+		return nil
+	}
+	if len(n.Content) == 0 {
+		d.add(n.Line, field, "empty list: list at least one JSON Schema, or leave the field out")
+		return nil
+	}
+	out := make([]DataSchema, 0, len(n.Content))
+	for i, c := range n.Content {
+		entry := yamlnode.Index(field, i)
+		if r := yamlnode.Resolve(c); r.Kind != yaml.MappingNode {
+			d.add(c.Line, entry, "want a JSON Schema (a mapping), got %s", yamlnode.KindName(r))
+			continue
+		}
+		doc, ok := yamlnode.Value(d.file, c, d.prefix+entry, d.probs)
+		if !ok {
+			continue
+		}
+		s, err := CompileDataSchema(doc)
+		if err != nil {
+			d.add(c.Line, entry, "%s", err.Error())
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 // modes reads a list of media types. A valid entry is a lower-case

@@ -141,7 +141,7 @@ func TestLoadReportsEveryProblem(t *testing.T) {
 	_, err := loadDir(t, "testdata/many", manifest.Options{Handlers: handlers("forecast.run")})
 	require.EqualError(t, err, `capabilities/a.yaml:2: state: "beta" is not one of preview, ga, deprecated, removed
 capabilities/a.yaml:7: skill.tags: want a list of strings, got a string
-capabilities/a.yaml:8: skill.colour: unknown field; known fields are name, description, tags, examples, inputModes, outputModes
+capabilities/a.yaml:8: skill.colour: unknown field; known fields are name, description, tags, examples, inputModes, outputModes, data_schemas
 capabilities/c.yml:1: id: "forecast-cashflow" is already defined in capabilities/a.yaml:1
 capabilities/c.yml:3: visibility: "hidden" is not one of public, extended, internal
 capabilities/c.yml:4: replaced_by: "forecast-cashflow-v2" is not a capability id in this registry

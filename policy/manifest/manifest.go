@@ -51,6 +51,9 @@ type Skill struct {
 	Examples    []string `json:"examples,omitempty"`
 	InputModes  []string `json:"inputModes,omitempty"`
 	OutputModes []string `json:"outputModes,omitempty"`
+	// DataSchemas are the JSON Schemas of the structured data parts the
+	// skill accepts (routing only: they never reach a card).
+	DataSchemas []DataSchema `json:"data_schemas,omitempty"`
 }
 
 // Tenants is either every tenant ("*") or an explicit, non-empty list.

@@ -42,6 +42,10 @@ type Entry struct {
 	Outcome    string   // OutcomeOK or Failed(code)
 	Duration   time.Duration
 	Operation  string // A2A operation, e.g. SendMessage
+	// Accepted and Produced are set when the handler's answer was refused
+	// because no part of it is in a mode the caller accepts: the caller's
+	// acceptedOutputModes (clipped) and the media types the answer had.
+	Accepted, Produced []string
 }
 
 // MarshalLogObject renders the entry without reflection.
@@ -56,6 +60,10 @@ func (e *Entry) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	_ = enc.AddArray("scopes", stringArray(e.Scopes))
 	enc.AddString("outcome", e.Outcome)
 	enc.AddInt64("duration_us", e.Duration.Microseconds())
+	if len(e.Accepted) > 0 || len(e.Produced) > 0 {
+		_ = enc.AddArray("accepted_output_modes", stringArray(e.Accepted))
+		_ = enc.AddArray("produced_output_modes", stringArray(e.Produced))
+	}
 	return nil
 }
 

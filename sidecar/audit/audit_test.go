@@ -69,6 +69,14 @@ func TestLogLines(t *testing.T) {
 				"principal": "", "tenant": "", "actor": []any{}, "capability": "lookup-invoice", "handler": "lookup",
 				"scopes": []any{}, "outcome": "ok", "duration_us": float64(0),
 			}},
+		{name: "an answer refused for its output modes", entry: audit.Entry{DecisionID: "d-3", Capability: "lookup-invoice", Handler: "lookup",
+			Outcome: audit.Failed("CONTENT_TYPE_NOT_SUPPORTED"), Operation: "SendMessage", Accepted: []string{"text/plain"}, Produced: []string{"application/json"}},
+			want: map[string]any{
+				"stream": "audit", "msg": "handler call", "decision_id": "d-3", "operation": "SendMessage",
+				"principal": "", "tenant": "", "actor": []any{}, "capability": "lookup-invoice", "handler": "lookup",
+				"scopes": []any{}, "outcome": audit.Failed("CONTENT_TYPE_NOT_SUPPORTED"), "duration_us": float64(0),
+				"accepted_output_modes": []any{"text/plain"}, "produced_output_modes": []any{"application/json"},
+			}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,5 +143,5 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 	for i := range rt.NumField() {
 		names = append(names, rt.Field(i).Name)
 	}
-	require.Equal(t, []string{"DecisionID", "Principal", "Tenant", "Actor", "Capability", "Handler", "Scopes", "Outcome", "Duration", "Operation"}, names)
+	require.Equal(t, []string{"DecisionID", "Principal", "Tenant", "Actor", "Capability", "Handler", "Scopes", "Outcome", "Duration", "Operation", "Accepted", "Produced"}, names)
 }

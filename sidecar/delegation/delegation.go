@@ -34,6 +34,11 @@ type Target struct {
 	// Scopes are the scopes the call may use (normally Narrow(caller's,
 	// requires_scopes)); a token never carries a scope the caller lacks.
 	Scopes []string
+	// Limits are the capability's limits from the policy decision; a
+	// self-issued token carries them in its limits claim (omitted when
+	// empty). Tokens obtained by exchange carry what the OAuth server puts
+	// in them.
+	Limits map[string]any
 }
 
 // Issuer issues the token a handler call carries. An error means the call

@@ -48,7 +48,7 @@ func (r *Router) Token(ctx context.Context, s Subject, t Target) (string, error)
 			return "", fmt.Errorf("self-issued token for handler %s: %w", t.Handler, ErrAnonymous)
 		}
 		anon := Subject{Principal: identity.Principal{Authenticated: true, Subject: AnonymousSubject}, DecisionID: s.DecisionID}
-		return r.self.Token(ctx, anon, Target{Capability: t.Capability, Handler: t.Handler})
+		return r.self.Token(ctx, anon, Target{Capability: t.Capability, Handler: t.Handler, Limits: t.Limits})
 	}
 	if r.ex != nil && (r.handlers == nil || r.handlers[t.Handler]) {
 		return r.ex.Token(ctx, s, t)

@@ -18,8 +18,8 @@ const maxPriorActDepth = 31
 
 // SelfIssued mints capgate's own handler tokens: sub = the caller, tenant,
 // scope = the narrowed scopes, aud = the handler, act = the agent over the
-// caller token's own act chain, capability, decision_id, jti, and a TTL of
-// at most 60s. It is safe for concurrent use.
+// caller token's own act chain, capability, decision_id, limits (when the
+// capability has any), jti, and a TTL of at most 60s. It is safe for concurrent use.
 type SelfIssued struct {
 	m    *identity.Minter
 	id   config.Identity
@@ -54,6 +54,10 @@ func (si *SelfIssued) Token(ctx context.Context, s Subject, t Target) (string, e
 	if err != nil {
 		return "", fmt.Errorf("self-issued token for handler %s: %w", t.Handler, err)
 	}
+	var extra map[string]any
+	if len(t.Limits) > 0 {
+		extra = map[string]any{identity.ClaimLimits: t.Limits}
+	}
 	tok, err := si.m.Mint(identity.MintClaims{
 		Subject:     p.Subject,
 		Tenant:      p.Tenant,
@@ -66,6 +70,7 @@ func (si *SelfIssued) Token(ctx context.Context, s Subject, t Target) (string, e
 		TTL:         si.id.TTL,
 		TenantClaim: si.auth.TenantClaim,
 		ScopesClaim: si.auth.ScopesClaim,
+		Extra:       extra,
 	})
 	if err != nil {
 		return "", fmt.Errorf("self-issued token for handler %s: %w", t.Handler, err)

@@ -170,6 +170,18 @@ func TestSelfIssuedClaims(t *testing.T) {
 				"iat": float64(t0.Unix()), "nbf": float64(t0.Unix()), "exp": float64(t0.Add(60 * time.Second).Unix()),
 			},
 		},
+		{
+			name:      "limits in one claim",
+			principal: caller("recon.run"),
+			target: delegation.Target{Capability: "reconcile-invoice", Handler: "reconcile", Scopes: []string{"recon.run"},
+				Limits: map[string]any{"max_pdf_pages": int64(200), "cost_class": "medium", "max_parts": int64(4)}},
+			want: map[string]any{
+				"iss": agentIssuer, "sub": "partner-7", "aud": "reconcile", "tenant": "acme", "scope": "recon.run",
+				"capability": "reconcile-invoice", "decision_id": "d-42", "act": map[string]any{"sub": agentID},
+				"limits": map[string]any{"max_pdf_pages": float64(200), "cost_class": "medium", "max_parts": float64(4)},
+				"iat":    float64(t0.Unix()), "nbf": float64(t0.Unix()), "exp": float64(t0.Add(60 * time.Second).Unix()),
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -41,6 +41,8 @@ type Grant struct {
 	Call       *gateway.Call
 	Capability *manifest.Capability
 	Scopes     []string
+	// Limits are the capability's limits from the policy decision.
+	Limits map[string]any
 }
 
 // Auditor records handler invocations on the audit stream.
@@ -124,26 +126,27 @@ func ownerOf(call *gateway.Call) tasks.Owner {
 func storeError(err error) *protocol.Error { return admission.StoreError(err) }
 
 // recheck re-decides entitlement for a capability at the moment of the call,
-// with reasons for the decision log.
-func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router.Index, capID string) (*manifest.Capability, *protocol.Error) {
+// with reasons for the decision log. It returns the capability and the
+// limits the decision carries.
+func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router.Index, capID string) (*manifest.Capability, map[string]any, *protocol.Error) {
 	if err := rt.Tombstone(capID); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	m, ok := call.Rev.Registry().Get(capID)
 	if !ok {
-		return nil, protocol.Errorf(protocol.TaskNotFound, "the capability of this task no longer exists")
+		return nil, nil, protocol.Errorf(protocol.TaskNotFound, "the capability of this task no longer exists")
 	}
 	dec, err := call.Rev.Engine.Decide(ctx, call.Principal.Caller(), capID)
 	if err != nil {
-		return nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+		return nil, nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
 	if !dec.Entitled {
 		if !call.Principal.Authenticated {
-			return nil, protocol.MissingCredentials()
+			return nil, nil, protocol.MissingCredentials()
 		}
-		return nil, protocol.Errorf(protocol.Unauthorized, "the caller is not entitled to capability %s", capID)
+		return nil, nil, protocol.Errorf(protocol.Unauthorized, "the caller is not entitled to capability %s", capID)
 	}
-	return m, nil
+	return m, dec.Limits, nil
 }
 
 // grantedScopes is the caller's scopes ∩ the capability's requires_scopes,

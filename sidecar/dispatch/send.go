@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/audit"
+	"github.com/capgate/capgate/sidecar/enforce"
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -83,11 +84,14 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 		call.Log.Capability, call.Log.Layer, call.Log.Confidence = decision.Capability, string(decision.Layer), decision.Confidence
 	}
 
-	capability, perr := d.recheck(ctx, call, rt, decision.Capability)
+	capability, limits, perr := d.recheck(ctx, call, rt, decision.Capability)
 	if perr != nil {
 		return perr
 	}
-	inv, perr := d.handlerRequest(ctx, call, capability, params)
+	if perr := enforce.Limits(capability.ID, limits, msg, len(params)); perr != nil {
+		return perr
+	}
+	inv, perr := d.handlerRequest(ctx, call, capability, limits, params)
 	if perr != nil {
 		return perr
 	}
@@ -138,13 +142,15 @@ type invocation struct {
 	capability *manifest.Capability
 	scopes     []string
 	req        handler.Request
+	// accepted and produced are the output modes of a refused answer.
+	accepted, produced []string
 }
 
 // handlerRequest builds the call to the capability's handler with the
 // caller's downscoped credential.
-func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *manifest.Capability, params jsontext.Value) (invocation, *protocol.Error) {
+func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *manifest.Capability, limits map[string]any, params jsontext.Value) (invocation, *protocol.Error) {
 	scopes := grantedScopes(call.Principal.Scopes, m.RequiresScopes)
-	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes})
+	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes, Limits: limits})
 	if err != nil {
 		perr := protocol.Wrap(protocol.Unauthorized, err, "a credential for the handler could not be obtained")
 		d.record(invocation{call: call, capability: m, scopes: scopes}, 0, perr)
@@ -165,10 +171,18 @@ func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *
 	return invocation{call: call, capability: m, scopes: scopes, req: req}, nil
 }
 
-// callHandler makes a unary handler call and audits it.
+// callHandler makes a unary handler call and audits it. A SendMessage
+// answer with no part in a mode the caller accepts is refused
+// (enforce.OutputModes) and audited as such.
 func (d *Dispatcher) callHandler(ctx context.Context, inv invocation) (jsontext.Value, *protocol.Error) {
 	start := d.now()
 	result, perr := d.invoker.Call(ctx, inv.req)
+	if msg := inv.call.Request.Message; perr == nil && msg != nil && inv.call.Request.Operation == protocol.SendMessage {
+		if produced, oerr := enforce.OutputModes(inv.capability.ID, msg.AcceptedOutputModes, result, inv.call.Request.Version); oerr != nil {
+			result, perr = nil, oerr
+			inv.accepted, inv.produced = enforce.ClipModes(msg.AcceptedOutputModes), produced
+		}
+	}
 	d.record(inv, d.now().Sub(start), perr)
 	return result, perr
 }
@@ -194,6 +208,8 @@ func (d *Dispatcher) record(inv invocation, dur time.Duration, perr *protocol.Er
 		Outcome:    outcome,
 		Duration:   dur,
 		Operation:  string(inv.call.Request.Operation),
+		Accepted:   inv.accepted,
+		Produced:   inv.produced,
 	})
 }
 

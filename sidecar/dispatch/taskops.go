@@ -29,7 +29,7 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *gateway.Call, w gateway.R
 	if call.Log != nil {
 		call.Log.Capability, call.Log.Layer = b.Capability, "task"
 	}
-	m, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
+	m, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
 		return perr
 	}
@@ -37,7 +37,7 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *gateway.Call, w gateway.R
 	if perr != nil {
 		return perr
 	}
-	inv, perr := d.handlerRequest(ctx, call, m, params)
+	inv, perr := d.handlerRequest(ctx, call, m, limits, params)
 	if perr != nil {
 		return perr
 	}
@@ -130,7 +130,7 @@ func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Res
 
 // fetchTask reads one bound task from its handler (GetTask, no history).
 func (d *Dispatcher) fetchTask(ctx context.Context, call *gateway.Call, b tasks.Binding) (jsontext.Value, *protocol.Error) {
-	m, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
+	m, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
 		return nil, perr
 	}
@@ -142,7 +142,7 @@ func (d *Dispatcher) fetchTask(ctx context.Context, call *gateway.Call, b tasks.
 	req := *call.Request
 	req.Operation = protocol.GetTask
 	sub.Request = &req
-	inv, perr := d.handlerRequest(ctx, &sub, m, params)
+	inv, perr := d.handlerRequest(ctx, &sub, m, limits, params)
 	if perr != nil {
 		return nil, perr
 	}

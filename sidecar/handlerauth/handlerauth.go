@@ -4,6 +4,7 @@ package handlerauth
 import (
 	"context"
 	"errors"
+	"math"
 	"time"
 )
 
@@ -24,7 +25,55 @@ type Claims struct {
 	// handler) first.
 	Actor     []string
 	ExpiresAt time.Time
+	// Limits are the capability's limits (its manifest's limits, as the
+	// policy decided them), from the token's limits claim; nil when it has
+	// none. capgate has already enforced max_body_bytes, max_parts and
+	// max_file_bytes on the message; every other limit is the handler's.
+	Limits Limits
 }
+
+// Limits are a capability's limits by name. Values are JSON values
+// (numbers are float64); read them with the typed accessors, which report
+// false for a limit that is absent or of another type.
+type Limits map[string]any
+
+// Int returns a limit that is a whole number.
+func (l Limits) Int(name string) (int64, bool) {
+	f, ok := l[name].(float64)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, false
+	}
+	return int64(f), true
+}
+
+// Float returns a limit that is a number.
+func (l Limits) Float(name string) (float64, bool) {
+	f, ok := l[name].(float64)
+	return f, ok
+}
+
+// String returns a limit that is a string.
+func (l Limits) String(name string) (string, bool) {
+	s, ok := l[name].(string)
+	return s, ok
+}
+
+// Bool returns a limit that is a boolean.
+func (l Limits) Bool(name string) (bool, bool) {
+	b, ok := l[name].(bool)
+	return b, ok
+}
+
+// ClaimLimits is the token claim that carries Limits (an object).
+const ClaimLimits = "limits"
+
+// Names of the limits capgate enforces before forwarding a message (see
+// docs/manifests.md); read them with Int.
+const (
+	LimitMaxBodyBytes = "max_body_bytes"
+	LimitMaxParts     = "max_parts"
+	LimitMaxFileBytes = "max_file_bytes"
+)
 
 // Errors returned by Verify. The message after the sentinel says why, and
 // never contains the token.

@@ -104,6 +104,43 @@ func TestVerify(t *testing.T) {
 		require.Equal(t, c, bare)
 	})
 
+	t.Run("limits, typed", func(t *testing.T) {
+		tok := mint(t, m, func(c *identity.MintClaims) {
+			c.Extra = map[string]any{identity.ClaimLimits: map[string]any{
+				"max_parts": int64(4), "max_pdf_pages": 200, "cost_class": "medium", "ratio": 0.5, "strict": true,
+			}}
+		})
+		c, err := v.Verify(t.Context(), tok)
+		require.NoError(t, err)
+		n, ok := c.Limits.Int(handlerauth.LimitMaxParts)
+		require.True(t, ok)
+		require.Equal(t, int64(4), n)
+		n, ok = c.Limits.Int("max_pdf_pages")
+		require.True(t, ok)
+		require.Equal(t, int64(200), n)
+		s, ok := c.Limits.String("cost_class")
+		require.True(t, ok)
+		require.Equal(t, "medium", s)
+		f, ok := c.Limits.Float("ratio")
+		require.True(t, ok)
+		require.Equal(t, 0.5, f)
+		b, ok := c.Limits.Bool("strict")
+		require.True(t, ok)
+		require.True(t, b)
+		_, ok = c.Limits.Int("ratio")
+		require.False(t, ok, "0.5 is not a whole number")
+		_, ok = c.Limits.Int("cost_class")
+		require.False(t, ok, "a string is not a number")
+		_, ok = c.Limits.Int(handlerauth.LimitMaxBodyBytes)
+		require.False(t, ok, "absent")
+
+		without, err := v.Verify(t.Context(), mint(t, m, nil))
+		require.NoError(t, err)
+		require.Nil(t, without.Limits)
+		_, ok = without.Limits.String("cost_class")
+		require.False(t, ok, "a nil Limits reads as empty")
+	})
+
 	t.Run("valid raw token: aud list, scopes as a list, no act", func(t *testing.T) {
 		c, err := rawV.Verify(t.Context(), "bearer "+sign(t, jwt.SigningMethodES256, own, "own", base(func(c jwt.MapClaims) {
 			c["scope"] = []string{"b", "a b"}
@@ -150,6 +187,9 @@ func TestVerify(t *testing.T) {
 		}},
 		{name: "no subject", v: rawV, bearer: func(t *testing.T) string {
 			return sign(t, jwt.SigningMethodES256, own, "own", base(func(c jwt.MapClaims) { delete(c, "sub") }))
+		}},
+		{name: "limits not an object", v: rawV, bearer: func(t *testing.T) string {
+			return sign(t, jwt.SigningMethodES256, own, "own", base(func(c jwt.MapClaims) { c["limits"] = []any{"max_parts", 4} }))
 		}},
 		{name: "tenant not a string", v: rawV, bearer: func(t *testing.T) string {
 			return sign(t, jwt.SigningMethodES256, own, "own", base(func(c jwt.MapClaims) { c["tenant"] = 7 }))

@@ -298,6 +298,15 @@ func (v *Verifier) claims(mc jwt.MapClaims) (Claims, error) {
 	if c.Actor, ok = actorChain(mc); !ok {
 		return bad("act claim is malformed")
 	}
+	switch l := mc[ClaimLimits].(type) {
+	case nil:
+	case map[string]any:
+		if len(l) > 0 {
+			c.Limits = Limits(l)
+		}
+	default:
+		return bad("limits claim is not an object")
+	}
 	aud, err := mc.GetAudience()
 	if err != nil {
 		return bad("aud claim is malformed")

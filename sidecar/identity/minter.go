@@ -26,6 +26,9 @@ const (
 	ClaimCapability = "capability"
 	ClaimDecisionID = "decision_id"
 	ClaimActor      = "act"
+	// ClaimLimits holds the capability's limits (an object) as the policy
+	// decided them; set by the self-issued handler token through Extra.
+	ClaimLimits = "limits"
 )
 
 // MinterOption configures a Minter.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 )
 
@@ -138,7 +139,7 @@ func TestA2AGoRequestsParse(t *testing.T) {
 	msg := &a2a.Message{ID: "m1", TaskID: "t1", ContextID: "c1", Role: a2a.MessageRoleUser, Metadata: map[string]any{"skillId": "s1"},
 		Parts: a2a.ContentParts{a2a.NewTextPart("hello"), a2a.NewFileURLPart("https://x/a.pdf", "application/pdf"), a2a.NewDataPart(map[string]any{"k": 1})}}
 	wantMsg := &MessageInfo{MessageID: "m1", TaskID: "t1", ContextID: "c1", SkillHint: "s1", AcceptedOutputModes: []string{"text/plain"},
-		Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "hello"}, {Kind: PartURL, MediaType: "application/pdf"}, {Kind: PartData, MediaType: "application/json"}}}
+		Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "hello"}, {Kind: PartURL, MediaType: "application/pdf"}, {Kind: PartData, MediaType: "application/json", Data: jsontext.Value(`{"k":1}`)}}}
 	sendReq := &a2a.SendMessageRequest{Tenant: "acme", Message: msg, Config: &a2a.SendMessageConfig{AcceptedOutputModes: []string{"text/plain"}}}
 	params := a2aclient.ServiceParams{VersionHeader: {"1.0"}}
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 )
 
@@ -28,7 +29,7 @@ func TestParseHTTPAccepts(t *testing.T) {
 		{name: "send tenant", v: V1, method: "POST", target: "/acme/message:send", body: `{"tenant":"acme","message":{"messageId":"m1","parts":[{"text":"hi"}]}}`,
 			op: SendMessage, route: "POST /{tenant}/message:send", tenant: "acme", msg: &MessageInfo{MessageID: "m1", Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "hi"}}}},
 		{name: "stream", v: V1, method: "POST", target: "/message:stream", body: `{"message":{"messageId":"m1","parts":[{"data":{}}]}}`,
-			op: SendStreamingMessage, route: "POST /message:stream", msg: &MessageInfo{MessageID: "m1", Parts: []PartInfo{{Kind: PartData, MediaType: "application/json"}}}},
+			op: SendStreamingMessage, route: "POST /message:stream", msg: &MessageInfo{MessageID: "m1", Parts: []PartInfo{{Kind: PartData, MediaType: "application/json", Data: jsontext.Value(`{}`)}}}},
 		{name: "get task", v: V1, method: "GET", target: "/tasks/t1?historyLength=2", op: GetTask, route: "GET /tasks/{id}", task: "t1"},
 		{name: "get task escaped id", v: V1, method: "GET", target: "/tasks/a%20b", op: GetTask, route: "GET /tasks/{id}", task: "a b"},
 		{name: "get task tenant", v: V1, method: "GET", target: "/acme/tasks/t1", op: GetTask, route: "GET /{tenant}/tasks/{id}", tenant: "acme", task: "t1"},

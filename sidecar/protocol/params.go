@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"mime"
 	"strconv"
 	"strings"
@@ -588,6 +589,11 @@ func readPart10(obj object, i int) (PartInfo, *Error) {
 		if p.Kind == PartText {
 			p.Text, _ = str(c)
 		}
+		if p.Kind == PartRaw {
+			p.InlineBytes = base64Len(c)
+		}
+	case PartData:
+		p.Data = bytes.Clone(obj.get(PartData))
 	}
 	if err := checkOptString(obj, "filename"); err != nil {
 		return p, prefix(partWhere(i)+".", err)
@@ -619,10 +625,11 @@ func (ps *parser) readPart03(obj object, i int) (PartInfo, *Error) {
 		}
 		p.Kind, p.Text = PartText, s
 	case "data":
-		if d := obj.get("data"); d == nil || d.Kind() != '{' {
+		d := obj.get("data")
+		if d == nil || d.Kind() != '{' {
 			return p, Errorf(InvalidParams, "%s.data must be an object", partWhere(i))
 		}
-		p.Kind = PartData
+		p.Kind, p.Data = PartData, bytes.Clone(d)
 	case "file":
 		raw := obj.get("file")
 		if raw == nil || raw.Kind() != '{' {
@@ -640,7 +647,7 @@ func (ps *parser) readPart03(obj object, i int) (PartInfo, *Error) {
 			if bytesRaw.Kind() != '"' {
 				return p, Errorf(InvalidParams, "%s.file.bytes must be a string", partWhere(i))
 			}
-			p.Kind = PartRaw
+			p.Kind, p.InlineBytes = PartRaw, base64Len(bytesRaw)
 		default:
 			if uriRaw.Kind() != '"' || isEmptyString(uriRaw) {
 				return p, Errorf(InvalidParams, "%s.file.uri must be a non-empty string", partWhere(i))
@@ -661,6 +668,21 @@ func (ps *parser) readPart03(obj object, i int) (PartInfo, *Error) {
 		return p, invalidMediaType(partWhere(i) + ".file.mimeType")
 	}
 	return p, nil
+}
+
+// base64Len is the decoded size of the base64 text in the JSON string v: standard or URL
+// alphabet, padded or not (protobuf JSON accepts all four). It counts the alphabet's characters
+// rather than decoding; padding and line breaks do not count.
+func base64Len(v jsontext.Value) int64 {
+	var n int64
+	for _, c := range unquote(v) {
+		switch c {
+		case '=', '\r', '\n', ' ', '\t':
+		default:
+			n++
+		}
+	}
+	return n * 6 / 8
 }
 
 // mediaType normalises a declared media type, or supplies the default for the part kind. It

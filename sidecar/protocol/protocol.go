@@ -186,6 +186,11 @@ type PartInfo struct {
 	Kind      string
 	MediaType string
 	Text      string // text parts only
+	// Data is the JSON value of a data part (a copy, not the body's memory); nil for other kinds.
+	Data jsontext.Value
+	// InlineBytes is the decoded size of a raw part's inline content (0.3: file.bytes), counted
+	// from its base64 text without decoding; 0 for other kinds.
+	InlineBytes int64
 }
 
 // ParseVersion reads the A2A-Version header: absent means 0.3 (spec rule), "1.0" or "1" means

@@ -1,15 +1,21 @@
 // Package router decides which capability a message goes to, cheapest layer
-// first: a single candidate, an entitled skill hint, then a classifier over
-// the message text restricted to the candidates; below the confidence
+// first: an entitled skill hint, a single candidate, the one candidate whose
+// data schemas a data part of the message validates against, then a
+// classifier over the message text restricted to the candidates; below the confidence
 // threshold it asks the caller to choose instead of guessing. Continuing
 // tasks are resolved before the router is asked (they are bound).
 package router
 
 import (
+	"bytes"
 	"fmt"
 	"mime"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/policy/manifest"
@@ -25,6 +31,7 @@ const (
 	LayerTask       Layer = "task"
 	LayerSingle     Layer = "single"
 	LayerHint       Layer = "hint"
+	LayerStructured Layer = "structured"
 	LayerClassifier Layer = "classifier"
 	LayerModel      Layer = "model"
 	LayerClarify    Layer = "clarify"
@@ -112,6 +119,10 @@ func (ix *Index) Route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol
 		d.Layer, d.Capability, d.Confidence = LayerSingle, ix.reg.All()[all[0]].ID, 1
 		return d, ix.tombstoneCheck(d)
 	}
+	if id, ok := ix.structured(msg, all); ok {
+		d.Layer, d.Capability, d.Confidence = LayerStructured, id, 1
+		return d, ix.tombstoneCheck(d)
+	}
 	res := ix.cls.Classify(MessageText(msg), all)
 	d.Confidence = res.Confidence
 	d.Candidates = ix.ranked(res, all)
@@ -132,6 +143,74 @@ func (ix *Index) Route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol
 	}
 	d.Candidates = offered
 	return d, nil
+}
+
+// structured is the structural layer: the one capability of pool whose
+// skill.data_schemas a data part of msg validates against. No data part, no
+// match, or a shape that several candidates accept decides nothing (the
+// classifier decides then).
+func (ix *Index) structured(msg *protocol.MessageInfo, pool []int) (string, bool) {
+	all := ix.reg.All()
+	if !slices.ContainsFunc(pool, func(i int) bool { return len(all[i].Skill.DataSchemas) > 0 }) {
+		return "", false
+	}
+	var values []any
+	for _, p := range msg.Parts {
+		if p.Kind != protocol.PartData || p.Data == nil {
+			continue
+		}
+		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(p.Data))
+		if err != nil {
+			continue // the parser validated it; a part that cannot be read matches nothing
+		}
+		values = append(values, v)
+	}
+	if len(values) == 0 {
+		return "", false
+	}
+	match := -1
+	for _, i := range pool {
+		if !accepts(all[i].Skill.DataSchemas, values) {
+			continue
+		}
+		if match >= 0 {
+			return "", false // a shape two candidates share
+		}
+		match = i
+	}
+	if match < 0 {
+		return "", false
+	}
+	return all[match].ID, true
+}
+
+// Structured is the structured layer over every live capability, for a
+// message of the given data parts (`capgate route eval`): the one
+// capability whose data schemas one of them validates against.
+func (ix *Index) Structured(data []jsontext.Value) (string, bool) {
+	msg := &protocol.MessageInfo{}
+	for _, d := range data {
+		msg.Parts = append(msg.Parts, protocol.PartInfo{Kind: protocol.PartData, MediaType: "application/json", Data: d})
+	}
+	var live []int
+	for i := range ix.reg.All() {
+		if ix.reg.All()[i].State != manifest.StateRemoved {
+			live = append(live, i)
+		}
+	}
+	return ix.structured(msg, live)
+}
+
+// accepts reports whether some value validates against some schema.
+func accepts(schemas []manifest.DataSchema, values []any) bool {
+	for _, s := range schemas {
+		for _, v := range values {
+			if s.Matches(v) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Resolve interprets a caller's reply to a clarification: a capability id,

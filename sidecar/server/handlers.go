@@ -25,7 +25,7 @@ var _ dispatch.Tokens = tokens{}
 func (t tokens) HandlerToken(ctx context.Context, g dispatch.Grant) (string, error) {
 	return t.issuer.Token(ctx,
 		delegation.Subject{Principal: g.Call.Principal, BearerToken: delegation.BearerToken(g.Call.Header), DecisionID: g.Call.DecisionID},
-		delegation.Target{Capability: g.Capability.ID, Handler: g.Capability.Handler, Scopes: g.Scopes})
+		delegation.Target{Capability: g.Capability.ID, Handler: g.Capability.Handler, Scopes: g.Scopes, Limits: g.Limits})
 }
 
 // newInvoker builds the handler invoker. The builtin echo verifies capgate's

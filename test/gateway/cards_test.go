@@ -232,6 +232,7 @@ func TestExtendedCardSetting(t *testing.T) {
 		testutil.RemoveFile(t, cfg, "capabilities/reconcile-invoice.yaml")
 		testutil.RemoveFile(t, cfg, "capabilities/reconcile-invoice-v0.yaml")
 		testutil.RemoveFile(t, cfg, "capabilities/forecast-cashflow.yaml")
+		testutil.RemoveFile(t, cfg, "capabilities/apply-remittance.yaml")
 		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
 		require.True(t, srv.PublicCard(t).Capabilities.ExtendedAgentCard)
 
@@ -253,6 +254,7 @@ func TestExtendedCardSetting(t *testing.T) {
 		testutil.RemoveFile(t, cfg, "capabilities/reconcile-invoice.yaml")
 		testutil.RemoveFile(t, cfg, "capabilities/reconcile-invoice-v0.yaml")
 		testutil.RemoveFile(t, cfg, "capabilities/forecast-cashflow.yaml")
+		testutil.RemoveFile(t, cfg, "capabilities/apply-remittance.yaml")
 		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
 		require.False(t, srv.PublicCard(t).Capabilities.ExtendedAgentCard)
 	})

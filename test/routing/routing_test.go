@@ -38,6 +38,7 @@ func TestReferenceExample(t *testing.T) {
 			Tenant:     "acme",
 			Scopes:     []string{"recon.run"},
 			MediaTypes: []string{"application/pdf", "text/plain"},
+			Limits:     map[string]any{"max_pdf_pages": 200.0, "max_file_bytes": 524288.0, "cost_class": "medium"},
 		}, reportOf(t, task))
 	})
 

@@ -42,7 +42,7 @@ var (
 	// PublicSkills are the skills of the public card, in card order.
 	PublicSkills = []string{"extract-invoice-fields", "lookup-invoice", "lookup-invoice-v1"}
 	// HiddenSkills never appear in the public card.
-	HiddenSkills = []string{"reconcile-invoice", "forecast-cashflow", "purge-invoice-cache", "reconcile-invoice-v0"}
+	HiddenSkills = []string{"reconcile-invoice", "forecast-cashflow", "purge-invoice-cache", "reconcile-invoice-v0", "apply-remittance"}
 )
 
 // CopyFinance copies the embedded finance example (config, manifests, demo

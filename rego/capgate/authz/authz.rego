@@ -292,6 +292,7 @@ report(id, cap) := {
 	"entitled": granted(er),
 	"allow": granted(er),
 	"reasons": {"visible": sort_reasons(vr), "entitled": sort_reasons(er)},
+	"limits": limits(cap),
 } if {
 	vr := visible_reasons(id, cap)
 	er := entitled_reasons(id, cap)
@@ -305,11 +306,23 @@ sort_reasons(rs) := [r |
 
 reason_key(r) := concat("\u0000", [r.rule, object.get(r, "detail", "")])
 
+# The capability's limits (manifest `limits`, {} when none): part of every
+# decision, so they travel with it to ext_authz, the router and, inside the
+# handler token, to the handler. Deny modules read them as
+# data.capgate.capabilities[id].limits.
+limits(cap) := l if {
+	l := object.get(cap, "limits", {})
+	is_object(l)
+}
+
+limits(cap) := {} if not is_object(object.get(cap, "limits", {}))
+
 # METADATA
 # title: decision
 # description: >-
-#   For input.capability: exists, visible, entitled, allow (= entitled) and
-#   the reasons for each. An unknown id is refused.
+#   For input.capability: exists, visible, entitled, allow (= entitled),
+#   the reasons for each and the capability's limits. An unknown id is
+#   refused.
 # entrypoint: true
 decision := report(input.capability, caps[input.capability])
 
@@ -323,6 +336,7 @@ decision := {
 		"visible": [refuse("capability.unknown")],
 		"entitled": [refuse("capability.unknown")],
 	},
+	"limits": {},
 } if {
 	not caps[input.capability]
 }

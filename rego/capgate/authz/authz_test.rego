@@ -209,6 +209,7 @@ test_decision_partner_deprecated_all_reasons if {
 				grant_detail("tenant.listed", "acme"),
 			],
 		},
+		"limits": {},
 	}
 }
 
@@ -297,7 +298,35 @@ test_decision_capability_unknown if {
 			"visible": [refuse("capability.unknown")],
 			"entitled": [refuse("capability.unknown")],
 		},
+		"limits": {},
 	}
+}
+
+test_decision_limits_from_the_manifest if {
+	caps := object.union(capabilities, {"lookup-invoice": object.union(capabilities["lookup-invoice"], {"limits": {"max_parts": 4, "cost_class": "high"}})})
+	d := authz.decision with input as {"caller": partner, "capability": "lookup-invoice"}
+		with data.capgate.capabilities as caps
+		with data.capgate.settings as settings
+	d.allow
+	d.limits == {"max_parts": 4, "cost_class": "high"}
+}
+
+test_decision_limits_empty_when_none if {
+	decision_for("lookup-invoice", partner).limits == {}
+}
+
+test_decision_limits_refused_capability_still_reports_them if {
+	caps := object.union(capabilities, {"reconcile-invoice": object.union(capabilities["reconcile-invoice"], {"limits": {"max_parts": 2}})})
+	d := authz.decision with input as {"caller": anonymous, "capability": "reconcile-invoice"}
+		with data.capgate.capabilities as caps
+		with data.capgate.settings as settings
+	not d.allow
+	d.limits == {"max_parts": 2}
+}
+
+test_decision_limits_malformed_read_as_none if {
+	d := decision_of(object.union(valid_cap, {"limits": ["max_parts", 2]}), partner)
+	d.limits == {}
 }
 
 test_decision_undefined_without_capability if {

@@ -45,6 +45,9 @@ type Report struct {
 	Tenant     string   `json:"tenant"`
 	Scopes     []string `json:"scopes"`
 	MediaTypes []string `json:"mediaTypes"`
+	// Limits are the capability's limits from the token (handlerauth
+	// Claims.Limits); absent when it has none.
+	Limits map[string]any `json:"limits,omitempty"`
 }
 
 // New returns the echo A2A server. verify authenticates every call's
@@ -199,6 +202,9 @@ func (executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext) it
 			"scopes":     report.Scopes,
 			"mediaTypes": report.MediaTypes,
 		}
+		if len(report.Limits) > 0 {
+			data["limits"] = report.Limits
+		}
 		art := a2a.NewArtifactEvent(execCtx, a2a.NewDataPart(data))
 		art.Artifact.Name = "echo"
 		if !yield(art, nil) {
@@ -223,6 +229,9 @@ func ReportOf(c handlerauth.Claims, msg *a2a.Message) Report {
 		Tenant:     c.Tenant,
 		Scopes:     slices.Sorted(slices.Values(c.Scopes)),
 		MediaTypes: []string{},
+	}
+	if len(c.Limits) > 0 {
+		r.Limits = c.Limits
 	}
 	r.Scopes = slices.Compact(r.Scopes)
 	if r.Scopes == nil {

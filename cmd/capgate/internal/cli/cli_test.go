@@ -79,7 +79,7 @@ func TestExitCodes(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, cli.ExitUsage, "", `unknown command "frobnicate"`},
 		{"version", []string{"version"}, cli.ExitOK, "capgate dev\n", ""},
 		{"version with an argument", []string{"version", "x"}, cli.ExitUsage, "", "unexpected arguments: x"},
-		{"validate embedded default", []string{"validate"}, cli.ExitOK, "ok: 7 capabilities, policy revision ", ""},
+		{"validate embedded default", []string{"validate"}, cli.ExitOK, "ok: 8 capabilities, policy revision ", ""},
 		{"validate bad flag", []string{"validate", "--nope"}, cli.ExitUsage, "", "flag provided but not defined: -nope"},
 		{"validate missing config", []string{"validate", "--config", "/nonexistent/capgate.yaml"}, cli.ExitUsage, "", "capgate validate:"},
 		{"card bad flag", []string{"card", "--claimz", "x"}, cli.ExitUsage, "", "flag provided but not defined"},
@@ -190,6 +190,7 @@ func TestExplain(t *testing.T) {
 		require.Contains(t, r.stdout, `caller: subject "p1", tenant "", scopes [invoices.read]`)
 		require.Contains(t, r.stdout, "\nreconcile-invoice (extended, ga)\n  visible:  no  refused by scope.missing(recon.run)")
 		require.Contains(t, r.stdout, "\nlookup-invoice (public, ga)\n  visible:  yes granted by state.ga, visibility.public")
+		require.Contains(t, r.stdout, "\n  limits:   cost_class=\"medium\" max_file_bytes=524288 max_pdf_pages=200\n", "reconcile-invoice's limits")
 	})
 	t.Run("one capability", func(t *testing.T) {
 		r := run(t, "explain", "--claims", claims, "--capability", "reconcile-invoice")
@@ -210,6 +211,7 @@ func TestExplain(t *testing.T) {
 				Capability        string
 				Visible, Entitled bool
 				Reasons           struct{ Visible, Entitled []reason }
+				Limits            map[string]any
 			}
 		}
 		r := run(t, "explain", "--claims", claims, "--json")
@@ -226,6 +228,7 @@ func TestExplain(t *testing.T) {
 			"forecast-cashflow":      {false, false},
 			"purge-invoice-cache":    {false, false},
 			"reconcile-invoice-v0":   {false, false},
+			"apply-remittance":       {false, false},
 		}
 		got := map[string][2]bool{}
 		for _, c := range out.Capabilities {
@@ -233,6 +236,10 @@ func TestExplain(t *testing.T) {
 			if c.Capability == "reconcile-invoice" {
 				require.Contains(t, c.Reasons.Visible, reason{"scope.missing", "refuse", "recon.run"})
 				require.Contains(t, c.Reasons.Entitled, reason{"scope.missing", "refuse", "recon.run"})
+				require.Equal(t, map[string]any{"max_pdf_pages": 200.0, "max_file_bytes": 524288.0, "cost_class": "medium"}, c.Limits, "limits are shown for refused capabilities too")
+			}
+			if c.Capability == "lookup-invoice" {
+				require.Nil(t, c.Limits, "no limits, no field")
 			}
 		}
 		require.Equal(t, want, got)
@@ -380,4 +387,42 @@ func TestToken(t *testing.T) {
 			require.ElementsMatch(t, tc.scopes, p.Scopes)
 		})
 	}
+}
+
+func TestRouteStructured(t *testing.T) {
+	// Both apply-remittance and reconcile-invoice take JSON from this caller.
+	claims := writeClaims(t, `{"sub":"p1","scope":"payments.apply recon.run"}`)
+	remittance := `{"remittance_ref": "RA-2201", "payer": "ACME", "amount": 1200, "invoices": ["INV-1042", "INV-1043"]}`
+
+	r := run(t, "route", "--claims", claims, "--data", remittance, "here you go")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Equal(t, "layer: structured\ncapability: apply-remittance\n", r.stdout)
+
+	r = run(t, "route", "--claims", claims, "--data", `{"invoice_id": "INV-20931", "po_number": "PO-5531"}`, "here you go")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Equal(t, "layer: structured\ncapability: reconcile-invoice\n", r.stdout)
+
+	// A part of another shape (a malformed invoice number) is left to the classifier.
+	r = run(t, "route", "--claims", claims, "--data", `{"remittance_ref": "RA-2201", "payer": "ACME", "invoices": ["1042"]}`, "here you go")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.NotContains(t, r.stdout, "layer: structured")
+
+	r = run(t, "route", "--claims", claims, "--data", `{"remittance_ref": `, "x")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "--data must be one JSON value")
+
+	cases := filepath.Join(t.TempDir(), "cases.jsonl")
+	require.NoError(t, os.WriteFile(cases, []byte(
+		`{"text": "here you go", "data": [`+remittance+`], "expect": "apply-remittance"}`+"\n"+
+			`{"text": "What is the status of invoice INV-20931?", "expect": "lookup-invoice"}`+"\n"), 0o644))
+	r = run(t, "route", "eval", "--manifests", "../../../../manifests/finance/capabilities", "--cases", cases, "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var m struct {
+		Cases, Structured int
+		InScopeAccuracy   float64 `json:"in_scope_accuracy"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &m))
+	require.Equal(t, 2, m.Cases)
+	require.Equal(t, 1, m.Structured)
+	require.Equal(t, 1.0, m.InScopeAccuracy)
 }

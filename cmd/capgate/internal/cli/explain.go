@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -57,6 +59,7 @@ type explainEntry struct {
 	Visible    bool           `json:"visible"`
 	Entitled   bool           `json:"entitled"`
 	Reasons    explainReasons `json:"reasons"`
+	Limits     map[string]any `json:"limits,omitempty"`
 }
 
 type explainReasons struct {
@@ -89,6 +92,7 @@ func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Deci
 			Capability: d.Capability, State: d.State, Visibility: d.Visibility,
 			Visible: d.Visible, Entitled: d.Entitled,
 			Reasons: explainReasons{Visible: toExplainReasons(d.VisibleReasons), Entitled: toExplainReasons(d.EntitledReasons)},
+			Limits:  d.Limits,
 		})
 	}
 	return json.MarshalWrite(w, out, jsontext.WithIndent("  "), json.Deterministic(true))
@@ -111,6 +115,11 @@ func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Deci
 		}
 		if _, err := fmt.Fprintf(w, "  entitled: %-3s %s\n", yesNo(d.Entitled), reasonLine(d.EntitledReasons)); err != nil {
 			return err
+		}
+		if len(d.Limits) > 0 {
+			if _, err := fmt.Fprintf(w, "  limits:   %s\n", limitsLine(d.Limits)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -145,4 +154,18 @@ func reasonLine(rs []engine.Reason) string {
 		parts = append(parts, "granted by "+strings.Join(granted, ", "))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// limitsLine writes limits as name=value pairs in name order, values as
+// JSON.
+func limitsLine(l map[string]any) string {
+	parts := make([]string, 0, len(l))
+	for _, k := range slices.Sorted(maps.Keys(l)) {
+		v, err := json.Marshal(l[k], json.Deterministic(true))
+		if err != nil {
+			v = []byte("?")
+		}
+		parts = append(parts, k+"="+string(v))
+	}
+	return strings.Join(parts, " ")
 }

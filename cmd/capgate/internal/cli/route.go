@@ -23,11 +23,12 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 	if len(args) > 0 && args[0] == "eval" {
 		return runRouteEval(ctx, env, args[1:])
 	}
-	fs := newFlags(env, "route", `route [--config capgate.yaml] [--claims claims.json] [--media type,...] [--hint ID] "message text"`)
+	fs := newFlags(env, "route", `route [--config capgate.yaml] [--claims claims.json] [--media type,...] [--data JSON] [--hint ID] "message text"`)
 	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
 	claimsPath := fs.String("claims", "", "JWT claims of the caller (JSON object; - for stdin); omit for an anonymous caller")
 	media := fs.String("media", "", "media types of non-text parts the message carries, comma-separated (e.g. application/pdf)")
 	hint := fs.String("hint", "", "a skill hint (metadata.skillId)")
+	dataPart := fs.String("data", "", `the JSON value of a data part the message carries (application/json), e.g. '{"invoice_id": "INV-1"}'`)
 	if err := parse(fs, args, 1); err != nil {
 		return err
 	}
@@ -47,6 +48,13 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 		if t = strings.TrimSpace(t); t != "" {
 			msg.Parts = append(msg.Parts, protocol.PartInfo{Kind: "raw", MediaType: t})
 		}
+	}
+	if *dataPart != "" {
+		v := jsontext.Value(*dataPart)
+		if !v.IsValid() {
+			return usageErr("--data must be one JSON value")
+		}
+		msg.Parts = append(msg.Parts, protocol.PartInfo{Kind: protocol.PartData, MediaType: "application/json", Data: v})
 	}
 	ix := router.NewIndex(d.Registry(), d.Config.Router.Threshold)
 	dec, perr := ix.Route(msg, rights)
@@ -88,7 +96,7 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 func runRouteEval(_ context.Context, env Env, args []string) error {
 	fs := newFlags(env, "route eval", "route eval --manifests FILE|DIR --cases FILE.jsonl [--threshold 0.6] [--json]")
 	manifests := fs.String("manifests", "", "a JSON array of manifests, or a folder of manifest files")
-	casesPath := fs.String("cases", "", "JSON lines: {\"text\": ..., \"expect\": id or null}")
+	casesPath := fs.String("cases", "", "JSON lines: {\"text\": ..., \"data\": [data part values] (optional), \"expect\": id or null}")
 	threshold := fs.Float64("threshold", config.DefaultRouterThreshold, "confidence below which the router asks for clarification")
 	asJSON := fs.Bool("json", false, "print one JSON object")
 	if err := parse(fs, args, 0); err != nil {
@@ -116,7 +124,20 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 		}
 	}
 	ix := router.NewIndex(reg, *threshold)
-	m := classifier.Evaluate(ix.Classifier(), cases, *threshold)
+	structured := 0
+	for i := range cases {
+		if len(cases[i].data) > 0 {
+			if id, ok := ix.Structured(cases[i].data); ok {
+				cases[i].Decided = id
+				structured++
+			}
+		}
+	}
+	plain := make([]classifier.Case, len(cases))
+	for i, c := range cases {
+		plain[i] = c.Case
+	}
+	m := classifier.Evaluate(ix.Classifier(), plain, *threshold)
 	if *asJSON {
 		out := map[string]any{
 			"in_scope_accuracy":  m.InScopeAccuracy,
@@ -127,6 +148,7 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 			"p50_us":             float64(m.P50.Nanoseconds()) / 1e3,
 			"p99_us":             float64(m.P99.Nanoseconds()) / 1e3,
 			"cases":              m.N,
+			"structured":         structured,
 			"threshold":          *threshold,
 		}
 		if err := json.MarshalWrite(env.Stdout, out, json.Deterministic(true), jsontext.WithIndent("  ")); err != nil {
@@ -135,14 +157,14 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 		_, err = fmt.Fprintln(env.Stdout)
 		return err
 	}
-	_, err = fmt.Fprintf(env.Stdout, "cases: %d (%d skills), threshold %.2f\n"+
+	_, err = fmt.Fprintf(env.Stdout, "cases: %d (%d skills), threshold %.2f, %d decided by the structured layer\n"+
 		"in-scope accuracy:      %6.2f%%\n"+
 		"top-1 accuracy:         %6.2f%%  (no threshold)\n"+
 		"out-of-scope recall:    %6.2f%%\n"+
 		"in-scope clarification: %6.2f%%\n"+
 		"misroutes:              %6.2f%%\n"+
 		"latency p50 / p99:      %v / %v\n",
-		m.N, reg.Len(), *threshold,
+		m.N, reg.Len(), *threshold, structured,
 		100*m.InScopeAccuracy,
 		100*m.Top1Accuracy,
 		100*m.OOSRecall,
@@ -175,8 +197,14 @@ func loadManifestsArg(p string) (*manifest.Registry, error) {
 	return reg, nil
 }
 
+// evalCase is a routing case and the data parts its message carries.
+type evalCase struct {
+	classifier.Case
+	data []jsontext.Value
+}
+
 // readCases reads routing cases, one JSON object per line.
-func readCases(p string) ([]classifier.Case, error) {
+func readCases(p string) ([]evalCase, error) {
 	f, err := os.Open(p)
 	if err != nil {
 		return nil, usageErr("cases: %v", err)
@@ -185,8 +213,8 @@ func readCases(p string) ([]classifier.Case, error) {
 	return parseCases(f, p)
 }
 
-func parseCases(r io.Reader, name string) ([]classifier.Case, error) {
-	var cases []classifier.Case
+func parseCases(r io.Reader, name string) ([]evalCase, error) {
+	var cases []evalCase
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	line := 0
@@ -197,13 +225,14 @@ func parseCases(r io.Reader, name string) ([]classifier.Case, error) {
 			continue
 		}
 		var c struct {
-			Text   string  `json:"text"`
-			Expect *string `json:"expect"`
+			Text   string           `json:"text"`
+			Data   []jsontext.Value `json:"data"`
+			Expect *string          `json:"expect"`
 		}
 		if err := json.Unmarshal([]byte(b), &c, json.RejectUnknownMembers(true)); err != nil {
-			return nil, usageErr("%s:%d: not a case object {\"text\", \"expect\"}", name, line)
+			return nil, usageErr("%s:%d: not a case object {\"text\", \"data\", \"expect\"}", name, line)
 		}
-		cases = append(cases, classifier.Case{Text: c.Text, Expect: c.Expect})
+		cases = append(cases, evalCase{Case: classifier.Case{Text: c.Text, Expect: c.Expect}, data: c.Data})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, usageErr("%s: %v", name, err)
