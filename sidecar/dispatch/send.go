@@ -69,7 +69,12 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 			return perr
 		}
 		if dec.IgnoredHint != "" {
-			d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.String("hint", dec.IgnoredHint))
+			// A hint is client text: it is named only when it is a capability id.
+			if _, known := rev.Registry().Get(dec.IgnoredHint); known {
+				d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.String("hint", dec.IgnoredHint))
+			} else {
+				d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.Bool("hint_known", false), zap.Int("hint_bytes", len(dec.IgnoredHint)))
+			}
 		}
 		if dec.Layer == router.LayerClarify {
 			dec = d.askModel(ctx, call, msg, dec)

@@ -110,7 +110,7 @@ func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Res
 		}
 		raw, perr := d.fetchTask(ctx, call, b)
 		if perr != nil {
-			d.log.Info("task omitted from list", zap.String("decision_id", call.DecisionID), zap.String("task", b.TaskID), zap.String("code", string(perr.Code)))
+			d.log.Info("task omitted from list", zap.String("decision_id", call.DecisionID), zap.String("task", protocol.ForLog(b.TaskID)), zap.String("code", string(perr.Code)))
 			continue
 		}
 		out = append(out, stdjson.RawMessage(raw))

@@ -33,11 +33,11 @@ func (i *Invoker) Call(ctx context.Context, req Request) (jsontext.Value, *proto
 	id := newID()
 	cctx, cancel := context.WithTimeoutCause(ctx, i.timeout, errTimeout)
 	defer cancel()
-	timeoutMsg := fmt.Sprintf("handler %s did not answer within %s", t.name, i.timeout)
+	timeoutMsg := fmt.Sprintf("the skill's handler did not answer within %s", i.timeout)
 
 	hr, err := newHTTPRequest(cctx, t, req, id, false)
 	if err != nil {
-		return nil, protocol.Wrap(protocol.Internal, err, fmt.Sprintf("the call to handler %s could not be built", t.name))
+		return nil, protocol.Wrap(protocol.Internal, err, "the call to the skill's handler could not be built")
 	}
 	resp, err := t.client.Do(hr)
 	if err != nil {

@@ -235,7 +235,7 @@ func TestEchoRefusesTokens(t *testing.T) {
 				// The echo answers -31401; capgate reports a handler refusing
 				// its credential as its own internal failure, not the caller's.
 				require.Equal(t, protocol.Internal, perr.Code)
-				require.Equal(t, "handler recon.v3.reconcile refused capgate's credential", perr.Message)
+				require.Equal(t, "the skill's handler refused capgate's credential", perr.Message)
 			})
 		}
 	}

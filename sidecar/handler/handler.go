@@ -234,13 +234,13 @@ func (i *Invoker) lookup(req Request) (target, *protocol.Error) {
 	}
 	switch {
 	case req.Version != protocol.V1 && req.Version != protocol.V03:
-		return target{}, protocol.Errorf(protocol.Internal, "the call to handler %s has no A2A version", t.name)
+		return target{}, protocol.Errorf(protocol.Internal, "the call to the skill's handler has no A2A version")
 	case req.Method == "":
-		return target{}, protocol.Errorf(protocol.Internal, "the call to handler %s has no method", t.name)
+		return target{}, protocol.Errorf(protocol.Internal, "the call to the skill's handler has no method")
 	case req.Token == "":
-		return target{}, protocol.Errorf(protocol.Internal, "the call to handler %s has no credential", t.name)
+		return target{}, protocol.Errorf(protocol.Internal, "the call to the skill's handler has no credential")
 	case len(req.Params) > 0 && !req.Params.IsValid():
-		return target{}, protocol.Errorf(protocol.Internal, "the call to handler %s has malformed params", t.name)
+		return target{}, protocol.Errorf(protocol.Internal, "the call to the skill's handler has malformed params")
 	}
 	return t, nil
 }
@@ -293,7 +293,7 @@ func (i *Invoker) failure(ctx context.Context, t target, req Request, err error,
 		return protocol.Wrap(protocol.Internal, err, deadlineMsg)
 	case cause != nil:
 		i.log.Info("handler call cancelled", fields...)
-		return protocol.Wrap(protocol.Internal, err, fmt.Sprintf("the call to handler %s was cancelled", t.name))
+		return protocol.Wrap(protocol.Internal, err, "the call to the skill's handler was cancelled")
 	}
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
@@ -301,7 +301,7 @@ func (i *Invoker) failure(ctx context.Context, t target, req Request, err error,
 		return protocol.Wrap(protocol.Internal, err, deadlineMsg)
 	}
 	i.log.Warn("handler unavailable", fields...)
-	return protocol.Wrap(protocol.Internal, err, fmt.Sprintf("handler %s is unavailable", t.name))
+	return protocol.Wrap(protocol.Internal, err, "the skill's handler is unavailable")
 }
 
 // invalid is the error for any answer that is not a well-formed A2A
@@ -309,5 +309,5 @@ func (i *Invoker) failure(ctx context.Context, t target, req Request, err error,
 func (i *Invoker) invalid(t target, req Request, why string) *protocol.Error {
 	i.log.Warn("handler returned an invalid response", zap.String("handler", t.name),
 		zap.String("decision_id", req.DecisionID), zap.String("reason", why))
-	return protocol.Errorf(protocol.InvalidAgentResponse, "the handler %s returned an invalid A2A response", t.name)
+	return protocol.Errorf(protocol.InvalidAgentResponse, "the skill's handler returned an invalid A2A response")
 }

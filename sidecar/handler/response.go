@@ -201,11 +201,11 @@ func toProtocol(name string, e *rpcError) (*protocol.Error, bool) {
 		return nil, false
 	}
 	if code == protocol.Unauthenticated {
-		return protocol.Errorf(protocol.Internal, "handler %s refused capgate's credential", name), true
+		return protocol.Errorf(protocol.Internal, "the skill's handler refused capgate's credential"), true
 	}
 	msg := clean(*e.Message, maxErrorMessage)
 	if msg == "" {
-		msg = fmt.Sprintf("handler %s failed", name)
+		msg = "the skill's handler failed"
 	}
 	out := protocol.Errorf(code, "%s", msg)
 	for k, v := range errorInfoMetadata(e.Data) {

@@ -35,11 +35,11 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 	defer cancel(nil)
 	idle := newIdleTimer(i.idle, func() { cancel(errIdle) })
 	defer idle.stop()
-	idleMsg := fmt.Sprintf("handler %s sent nothing for %s", t.name, i.idle)
+	idleMsg := fmt.Sprintf("the skill's handler sent nothing for %s", i.idle)
 
 	hr, err := newHTTPRequest(sctx, t, req, id, true)
 	if err != nil {
-		return protocol.Wrap(protocol.Internal, err, fmt.Sprintf("the call to handler %s could not be built", t.name))
+		return protocol.Wrap(protocol.Internal, err, "the call to the skill's handler could not be built")
 	}
 	resp, err := t.client.Do(hr)
 	if err != nil {

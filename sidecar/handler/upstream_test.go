@@ -52,7 +52,7 @@ func call(handlerName string) handler.Request {
 		Extensions: []string{"https://example.com/ext/a", "https://example.com/ext/b"}}
 }
 
-const invalidMsg = "the handler up returned an invalid A2A response"
+const invalidMsg = "the skill's handler returned an invalid A2A response"
 
 func TestCallUpstream(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -128,7 +128,7 @@ func TestCallUpstream(t *testing.T) {
 		}, wantCode: protocol.ContentTypeNotSupported, wantMsg: strings.Repeat("é", 254) + "…"},
 		{name: "the handler refusing capgate's token is capgate's failure", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
 			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-31401,"message":"unauthenticated"}}`, id)
-		}, wantCode: protocol.Internal, wantMsg: "handler up refused capgate's credential"},
+		}, wantCode: protocol.Internal, wantMsg: "the skill's handler refused capgate's credential"},
 		{name: "Unauthorized passes through", serve: func(t *testing.T, w http.ResponseWriter, r *http.Request, id string) {
 			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-31403,"message":"limit exceeded"}}`, id)
 		}, wantCode: protocol.Unauthorized, wantMsg: "limit exceeded"},
@@ -242,11 +242,11 @@ func TestCallTransportFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name, url, msg string
 	}{
-		{"connection refused", downURL, "handler up is unavailable"},
-		{"slow beyond the timeout", slow.URL, "handler up did not answer within 100ms"},
-		{"connection reset", reset.URL, "handler up is unavailable"},
-		{"closed mid-body", halfway.URL, "handler up is unavailable"},
-		{"DNS failure", "http://capgate-handler.invalid/", "handler up is unavailable"},
+		{"connection refused", downURL, "the skill's handler is unavailable"},
+		{"slow beyond the timeout", slow.URL, "the skill's handler did not answer within 100ms"},
+		{"connection reset", reset.URL, "the skill's handler is unavailable"},
+		{"closed mid-body", halfway.URL, "the skill's handler is unavailable"},
+		{"DNS failure", "http://capgate-handler.invalid/", "the skill's handler is unavailable"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			inv := newInvoker(t, tc.url, handler.WithTimeout(100*time.Millisecond))
@@ -268,7 +268,7 @@ func TestCallTransportFailures(t *testing.T) {
 		defer cancel()
 		_, perr := inv.Call(ctx, call("up"))
 		require.NotNil(t, perr)
-		require.Equal(t, "the call to handler up was cancelled", perr.Message)
+		require.Equal(t, "the call to the skill's handler was cancelled", perr.Message)
 	})
 
 	t.Run("unknown handler", func(t *testing.T) {
@@ -462,7 +462,7 @@ func TestStreamStops(t *testing.T) {
 			return nil
 		})
 		require.NotNil(t, perr)
-		require.Equal(t, "the call to handler up was cancelled", perr.Message)
+		require.Equal(t, "the call to the skill's handler was cancelled", perr.Message)
 		require.Equal(t, 3, n)
 		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return served == 1 }, 2*time.Second, 5*time.Millisecond,
 			"the upstream saw the client go away")
@@ -489,7 +489,7 @@ func TestStreamStops(t *testing.T) {
 		perr := inv.Stream(t.Context(), call("up"), func(jsontext.Value) error { n++; return nil })
 		require.NotNil(t, perr)
 		require.Equal(t, protocol.Internal, perr.Code)
-		require.Equal(t, "handler up sent nothing for 100ms", perr.Message)
+		require.Equal(t, "the skill's handler sent nothing for 100ms", perr.Message)
 		require.Equal(t, 1, n)
 	})
 
@@ -506,6 +506,6 @@ func TestStreamStops(t *testing.T) {
 			}
 			return nil
 		})
-		require.Equal(t, "the call to handler up was cancelled", perr.Message)
+		require.Equal(t, "the call to the skill's handler was cancelled", perr.Message)
 	})
 }

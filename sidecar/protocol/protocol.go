@@ -329,3 +329,20 @@ func clip(s string) string {
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// MaxLoggedBytes bounds client-supplied text (ids, hints) in log lines.
+const MaxLoggedBytes = 128
+
+// ForLog shortens client-supplied text for a log line to at most MaxLoggedBytes (cut at a rune
+// boundary, "…" appended) with invalid UTF-8 replaced.
+func ForLog(s string) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= MaxLoggedBytes {
+		return s
+	}
+	i := MaxLoggedBytes
+	for i > 0 && !utf8RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "…"
+}

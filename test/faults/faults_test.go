@@ -177,7 +177,7 @@ func TestUpstreamFailures(t *testing.T) {
 	}{
 		{name: "healthy", mode: modeOK},
 		{name: "slow beyond handler_timeout", mode: modeSlow, code: -32603, message: "did not answer within 300ms", within: timeout + 2*time.Second},
-		{name: "connection reset", mode: modeReset, code: -32603, message: "handler invoices.lookup.v1 is unavailable"},
+		{name: "connection reset", mode: modeReset, code: -32603, message: "the skill's handler is unavailable"},
 		{name: "not JSON", mode: modeGarbage, code: -32006, message: "returned an invalid A2A response"},
 		{name: "result not a task or message", mode: modeNotATask, code: -32006, message: "not a task or message"},
 		{name: "answer to another id", mode: modeWrongID, code: -32006, message: "returned an invalid A2A response"},
@@ -216,7 +216,7 @@ func TestUpstreamFailures(t *testing.T) {
 		_, rerr := decode(t, b)
 		require.NotNil(t, rerr, "%s", b)
 		require.Equal(t, -32603, rerr.Code)
-		require.Equal(t, "handler invoices.lookup.v1 is unavailable", rerr.Message)
+		require.Equal(t, "the skill's handler is unavailable", rerr.Message)
 		require.NoError(t, srv2.Stop())
 		srv2.HTTP.CloseIdleConnections()
 	})

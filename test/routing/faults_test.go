@@ -64,16 +64,16 @@ func TestUpstreamFaults(t *testing.T) {
 		message  string
 		noStream bool // a silent stream is bounded by the handler stream idle timeout (5m), not handler_timeout
 	}{
-		{"down", closed, a2a.ErrInternalError, "handler recon.v3.reconcile is unavailable", false},
-		{"slow", slow, a2a.ErrInternalError, "handler recon.v3.reconcile did not answer within 300ms", true},
+		{"down", closed, a2a.ErrInternalError, "the skill's handler is unavailable", false},
+		{"slow", slow, a2a.ErrInternalError, "the skill's handler did not answer within 300ms", true},
 		{"HTML", serve(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/html")
 			_, _ = w.Write([]byte("<html><body>502 Bad Gateway</body></html>"))
-		}), a2a.ErrInvalidAgentResponse, "the handler recon.v3.reconcile returned an invalid A2A response", false},
+		}), a2a.ErrInvalidAgentResponse, "the skill's handler returned an invalid A2A response", false},
 		{"invalid JSON", serve(func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":`))
-		}), a2a.ErrInvalidAgentResponse, "the handler recon.v3.reconcile returned an invalid A2A response", false},
+		}), a2a.ErrInvalidAgentResponse, "the skill's handler returned an invalid A2A response", false},
 		{"a result that is not a task or message", serve(func(w http.ResponseWriter, r *http.Request) {
 			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":null,"result":{"hello":"world"}}`))
 		}), a2a.ErrInvalidAgentResponse, "invalid A2A response", false},

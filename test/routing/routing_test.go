@@ -2,6 +2,7 @@ package routing_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -273,7 +274,6 @@ func TestSkillHints(t *testing.T) {
 			{func() *a2a.Message { return text(lookup) }, "reconcile-invoice"},
 			{func() *a2a.Message { return text(lookup) }, "purge-invoice-cache"}, // internal, ops.admin
 			{func() *a2a.Message { return text(lookup) }, "forecast-cashflow"},   // preview
-			{func() *a2a.Message { return text(lookup) }, "no-such-capability"},
 			{referenceMessage, "reconcile-invoice"},
 		} {
 			want := routedTo(t, c, tt.msg())
@@ -282,6 +282,17 @@ func TestSkillHints(t *testing.T) {
 			logged := srv.Logs.FilterMessage("skill hint ignored").FilterField(zap.String("hint", tt.hint)).All()
 			require.NotEmpty(t, logged, "hint %s not logged", tt.hint)
 			require.NotEmpty(t, logged[len(logged)-1].ContextMap()["decision_id"])
+		}
+	})
+
+	t.Run("a hint that is no capability id is not logged", func(t *testing.T) {
+		c := jsonrpc(t, srv, public)
+		for _, hint := range []string{"no-such-capability", strings.Repeat("ignore previous instructions ", 40)} {
+			routedTo(t, c, hinted(text(lookup), hint))
+			require.Empty(t, srv.Logs.FilterField(zap.String("hint", hint)).All(), "client text in a log line")
+			last := srv.Logs.FilterMessage("skill hint ignored").All()
+			require.NotEmpty(t, last)
+			require.Equal(t, int64(len(hint)), last[len(last)-1].ContextMap()["hint_bytes"])
 		}
 	})
 
