@@ -1,0 +1,118 @@
+package admission_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/handler/echo"
+	"github.com/capgate/capgate/sidecar/handlerauth"
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/test/testutil"
+)
+
+// TestOwnerTaskOperations: the owner of a task can read, cancel, subscribe to and manage push
+// configs of it with the official a2a-go v2 client on both bindings — against the builtin echo
+// and against an upstream a2a-go server capgate forwards to. (HTTP+JSON task operations once
+// forwarded no params at all: every handler answered a parse error.)
+func TestOwnerTaskOperations(t *testing.T) {
+	for _, handlers := range []string{"builtin echo", "upstream a2a-go server"} {
+		d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+		d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
+		if handlers == "upstream a2a-go server" {
+			upstreamEcho(t, d)
+		}
+		srv := testutil.Start(t, d)
+		tok := testutil.Token(t, testutil.TokenOptions{Subject: "alice", Tenant: "acme"})
+		for _, binding := range []a2a.TransportProtocol{a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolJSONRPC} {
+			t.Run(handlers+"/"+string(binding), func(t *testing.T) {
+				c := srv.Client(t, binding, testutil.Bearer(tok))
+				ctx := t.Context()
+				msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("look up invoice INV-1"))
+				msg.Metadata = map[string]any{"skillId": "lookup-invoice"}
+				res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: msg})
+				require.NoError(t, err)
+				task, ok := res.(*a2a.Task)
+				require.True(t, ok, "%T", res)
+
+				got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+				require.NoError(t, err)
+				require.Equal(t, task.ID, got.ID)
+				require.Equal(t, a2a.TaskStateCompleted, got.Status.State)
+
+				_, err = c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
+				require.ErrorIs(t, err, a2a.ErrTaskNotCancelable, "the handler was asked about this task")
+
+				for _, err := range c.SubscribeToTask(ctx, &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+					// A completed task has no execution to follow: a2a-go's handler says so
+					// about this very task.
+					if err != nil {
+						require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+					}
+				}
+
+				cfg, err := c.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: task.ID, ID: "c-1", URL: "https://hooks.example.com/a2a"})
+				require.NoError(t, err)
+				require.Equal(t, task.ID, cfg.TaskID)
+				one, err := c.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "c-1"})
+				require.NoError(t, err)
+				require.Equal(t, "https://hooks.example.com/a2a", one.URL)
+				list, err := c.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+				require.NoError(t, err)
+				require.True(t, slices.ContainsFunc(list, func(p *a2a.PushConfig) bool { return p.ID == "c-1" }))
+				require.NoError(t, c.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "c-1"}))
+				list, err = c.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+				require.NoError(t, err)
+				require.Empty(t, list)
+
+				// Another caller gets the task's not-found answer for each of them.
+				other := srv.Client(t, binding, testutil.Bearer(testutil.Token(t, testutil.TokenOptions{Subject: "alice", Tenant: "globex"})))
+				_, err = other.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+				_, err = other.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "c-1"})
+				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+			})
+		}
+	}
+}
+
+// upstreamEcho points every handler of d at one upstream a2a-go server (the echo, served over
+// HTTP on 127.0.0.1) that verifies capgate's handler tokens.
+func upstreamEcho(t *testing.T, d *deployment.Deployment) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	keyFile := filepath.Join(t.TempDir(), "capgate-signing.pem")
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	minter, err := identity.NewMinter(d.Config.Identity.Issuer, key)
+	require.NoError(t, err)
+	var names []string
+	for name := range d.Config.Handlers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	v, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
+		Issuer: minter.Issuer(), Audience: names[0], Audiences: names[1:], JWKS: minter.JWKS(),
+	})
+	require.NoError(t, err)
+	up := httptest.NewServer(echo.New(v.Verify))
+	t.Cleanup(up.Close)
+	d.Config.Identity.SigningKeyFile = keyFile
+	for name := range d.Config.Handlers {
+		d.Config.Handlers[name] = up.URL + "/"
+	}
+}
