@@ -207,6 +207,7 @@ func Run(ctx context.Context, opts Options) error {
 			dispatch.WithLogger(log.Named("dispatch")),
 			dispatch.WithMetrics(m),
 			dispatch.WithAudit(auditLog),
+			dispatch.WithStreamKeepAlive(cfg.Limits.StreamKeepAlive),
 		)
 		gw := gateway.New(holder,
 			gateway.WithLogger(log.Named("gateway")),
