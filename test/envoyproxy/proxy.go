@@ -75,6 +75,12 @@ func WithSourcePrincipal(spiffeID string) Option {
 	return func(p *Proxy) { p.sourcePrincipal = spiffeID }
 }
 
+// WithUpstreamSocket sends allowed requests over the Unix socket at path, as
+// the bootstrap's capgate_gateway cluster does (its endpoint is a pipe); the
+// upstream URL then only gives the scheme. Dial's addr may be "unix:/path"
+// likewise for the capgate_extauthz cluster.
+func WithUpstreamSocket(path string) Option { return func(p *Proxy) { p.upstreamSocket = path } }
+
 // WithCheckObserver calls f after every check (or skipped check), before the
 // request is forwarded or answered. f must be safe for concurrent use.
 func WithCheckObserver(f func(Check)) Option { return func(p *Proxy) { p.observe = f } }
@@ -87,6 +93,7 @@ type Proxy struct {
 	maxBody         int64
 	timeout         time.Duration
 	sourcePrincipal string
+	upstreamSocket  string
 	observe         func(Check)
 	rp              *httputil.ReverseProxy
 	streamID        atomic.Uint64
@@ -126,6 +133,16 @@ func New(authz authv3.AuthorizationClient, upstream *url.URL, opts ...Option) *P
 			resp.Header.Set("Server", "envoy") // server_header_transformation: OVERWRITE
 			return nil
 		},
+	}
+	if path := p.upstreamSocket; path != "" {
+		p.rp.Transport = &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", path)
+			},
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     time.Hour,
+		}
 	}
 	return p
 }
