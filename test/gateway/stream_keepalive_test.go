@@ -66,6 +66,9 @@ func TestStreamKeepAlive(t *testing.T) {
 			// Short, so the test does not wait; the config's minimum (1s) is
 			// for deployments.
 			d.Config.Limits.StreamKeepAlive = 10 * time.Millisecond
+			// A stream outlives the server's read timeout: the request was
+			// read long before, and the stream must not be cut when it passes.
+			d.Config.Limits.ReadTimeout = 100 * time.Millisecond
 			srv := testutil.Start(t, d)
 			tok := testutil.Token(t, testutil.TokenOptions{Scopes: []string{"invoices.read"}})
 
@@ -86,7 +89,7 @@ func TestStreamKeepAlive(t *testing.T) {
 			<-h.arrived
 
 			rd := bufio.NewReader(resp.Body)
-			for range 3 {
+			for range 30 { // 300ms of keep-alives: past the read timeout
 				line, err := rd.ReadString('\n')
 				require.NoError(t, err)
 				require.Equal(t, ": keep-alive\n", line)
