@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	"gopkg.in/yaml.v3"
 
 	"github.com/capgate/capgate/policy/config"
@@ -243,9 +244,9 @@ func (c *checker) checkOverload(b *bootstrapv3.Bootstrap) uint64 {
 	return maxConns
 }
 
-// checkCircuitBreakers: a cluster routes send streams to must admit as many
-// concurrent connections and requests as the listener admits connections.
-// Envoy's default is 1,024 of each.
+// checkCircuitBreakers: a cluster routes send streams to, or ext_authz its
+// checks, must admit as many concurrent connections and requests as the
+// listener admits connections. Envoy's default is 1,024 of each.
 func (c *checker) checkCircuitBreakers(where, name string) {
 	cl, ok := c.clusters[name]
 	if !ok || c.maxConns == 0 {
@@ -258,8 +259,8 @@ func (c *checker) checkCircuitBreakers(where, name string) {
 			th = t
 		}
 	}
-	limit := func(v interface{ GetValue() uint32 }, set bool) uint64 {
-		if !set {
+	limit := func(v *wrapperspb.UInt32Value) uint64 {
+		if v == nil {
 			return envoyDefault
 		}
 		return uint64(v.GetValue())
@@ -268,9 +269,9 @@ func (c *checker) checkCircuitBreakers(where, name string) {
 		field string
 		value uint64
 	}{
-		{"max_connections", limit(th.GetMaxConnections(), th.GetMaxConnections() != nil)},
-		{"max_pending_requests", limit(th.GetMaxPendingRequests(), th.GetMaxPendingRequests() != nil)},
-		{"max_requests", limit(th.GetMaxRequests(), th.GetMaxRequests() != nil)},
+		{"max_connections", limit(th.GetMaxConnections())},
+		{"max_pending_requests", limit(th.GetMaxPendingRequests())},
+		{"max_requests", limit(th.GetMaxRequests())},
 	} {
 		if l.value < c.maxConns {
 			c.addf("%s: cluster %q: circuit_breakers (DEFAULT priority) %s is %d, below the %d downstream connections the listener admits: long streams would overflow it (503)",
@@ -423,6 +424,7 @@ func (c *checker) checkExtAuthz(where string, cfg *extauthzv3.ExtAuthz) {
 		c.addf("%s: grpc_service cluster %q is not HTTP/2 (typed_extension_protocol_options %q explicit_http_config.http2_protocol_options): gRPC needs it",
 			where, name, "envoy.extensions.upstreams.http.v3.HttpProtocolOptions")
 	}
+	c.checkCircuitBreakers(where, name)
 }
 
 func (c *checker) checkBody(where string, body *extauthzv3.BufferSettings) {

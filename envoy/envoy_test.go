@@ -471,6 +471,13 @@ func TestCheck(t *testing.T) {
 			},
 		},
 		{
+			name: "ext_authz cluster with Envoy's default circuit breakers",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.b.StaticResources.Clusters[0].CircuitBreakers = nil
+			},
+			wantErr: []string{`http filter "envoy.filters.http.ext_authz": cluster "capgate_extauthz": circuit_breakers (DEFAULT priority) max_requests is 1024`},
+		},
+		{
 			name: "gateway cluster breakers for the HIGH priority only",
 			mutate: func(_ *testing.T, s *sidecar) {
 				s.b.StaticResources.Clusters[1].GetCircuitBreakers().GetThresholds()[0].Priority = corev3.RoutingPriority_HIGH
