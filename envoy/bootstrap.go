@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"regexp/syntax"
 	"slices"
 	"sort"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -15,18 +16,22 @@ import (
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	downstreamconnsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
+	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 	"gopkg.in/yaml.v3"
+
+	"github.com/capgate/capgate/policy/config"
 
 	// Extensions the configs name in typed_config only: imported for their
 	// registration in protoregistry.GlobalTypes, which protojson and
 	// anypb.UnmarshalNew resolve "@type" against.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
 )
 
 // Names and limits the sidecar configuration is checked against.
@@ -36,6 +41,17 @@ const (
 	// MinRequestBodyBytes is the least body ext_authz must buffer for capgate:
 	// capgate's own maximum request body (config.DefaultMaxBodyBytes).
 	MinRequestBodyBytes = 1 << 20
+	// MinStreamIdleTimeout is what a streaming route's idle timeout must
+	// exceed: capgate's default limits.stream_idle_timeout, so that capgate's
+	// own closing event reaches the client before Envoy resets the stream.
+	MinStreamIdleTimeout = config.DefaultStreamIdleTimeout
+	// DefaultHCMStreamIdleTimeout is Envoy's stream_idle_timeout when the
+	// connection manager does not set one.
+	DefaultHCMStreamIdleTimeout = 5 * time.Minute
+
+	monitorFixedHeap        = "envoy.resource_monitors.fixed_heap"
+	monitorDownstreamConns  = "envoy.resource_monitors.global_downstream_max_connections"
+	actionStopAcceptingReqs = "envoy.overload_actions.stop_accepting_requests"
 )
 
 // Parse reads an Envoy v3 bootstrap from YAML (or JSON) strictly: unknown
@@ -137,11 +153,18 @@ func validateMessage(m protoreflect.Message, path string) []error {
 //     cluster, and sends the whole body (at least 1 MiB, no partial messages,
 //     as bytes);
 //   - only the public card route (exact path, GET/HEAD only) disables
-//     ext_authz, and no route or virtual host weakens its body settings.
+//     ext_authz, and no route or virtual host weakens its body settings;
+//   - a streaming route (timeout 0s) stays open longer than capgate's
+//     limits.stream_idle_timeout default when silent;
+//   - the overload manager limits downstream connections and watches the
+//     heap (fixed_heap) with a stop_accepting_requests action, and every
+//     cluster a route names has circuit breakers at least as large as that
+//     connection limit.
 //
 // Check expects a bootstrap that passed Validate.
 func Check(b *bootstrapv3.Bootstrap) error {
 	c := checker{clusters: map[string]*clusterv3.Cluster{}}
+	c.maxConns = c.checkOverload(b)
 	for _, cl := range b.GetStaticResources().GetClusters() {
 		if _, dup := c.clusters[cl.GetName()]; dup {
 			c.addf("cluster %q: defined twice", cl.GetName())
@@ -180,7 +203,81 @@ func Check(b *bootstrapv3.Bootstrap) error {
 
 type checker struct {
 	clusters map[string]*clusterv3.Cluster
+	maxConns uint64 // global_downstream_max_connections; 0 when not set
 	errs     []error
+}
+
+// checkOverload requires the global connection limit and a heap monitor
+// that stops new requests, and returns the connection limit.
+func (c *checker) checkOverload(b *bootstrapv3.Bootstrap) uint64 {
+	om := b.GetOverloadManager()
+	var maxConns uint64
+	heap := false
+	for _, m := range om.GetResourceMonitors() {
+		cfg, err := m.GetTypedConfig().UnmarshalNew()
+		if err != nil {
+			c.addf("overload_manager: resource monitor %q: %v", m.GetName(), err)
+			continue
+		}
+		switch cfg := cfg.(type) {
+		case *downstreamconnsv3.DownstreamConnectionsConfig:
+			maxConns = uint64(cfg.GetMaxActiveDownstreamConnections())
+		case *fixedheapv3.FixedHeapConfig:
+			heap = m.GetName() == monitorFixedHeap && cfg.GetMaxHeapSizeBytes() > 0
+		}
+	}
+	if maxConns == 0 {
+		c.addf("overload_manager: no %s monitor: downstream connections are unbounded", monitorDownstreamConns)
+	}
+	stops := false
+	for _, a := range om.GetActions() {
+		if a.GetName() != actionStopAcceptingReqs {
+			continue
+		}
+		for _, t := range a.GetTriggers() {
+			stops = stops || t.GetName() == monitorFixedHeap
+		}
+	}
+	if !heap || !stops {
+		c.addf("overload_manager: no %s monitor (max_heap_size_bytes) triggering %s: buffered bodies could exhaust memory and get Envoy OOM-killed", monitorFixedHeap, actionStopAcceptingReqs)
+	}
+	return maxConns
+}
+
+// checkCircuitBreakers: a cluster routes send streams to, or ext_authz its
+// checks, must admit as many concurrent connections and requests as the
+// listener admits connections. Envoy's default is 1,024 of each.
+func (c *checker) checkCircuitBreakers(where, name string) {
+	cl, ok := c.clusters[name]
+	if !ok || c.maxConns == 0 {
+		return
+	}
+	const envoyDefault = 1024
+	var th *clusterv3.CircuitBreakers_Thresholds
+	for _, t := range cl.GetCircuitBreakers().GetThresholds() {
+		if t.GetPriority() == corev3.RoutingPriority_DEFAULT {
+			th = t
+		}
+	}
+	limit := func(v *wrapperspb.UInt32Value) uint64 {
+		if v == nil {
+			return envoyDefault
+		}
+		return uint64(v.GetValue())
+	}
+	for _, l := range []struct {
+		field string
+		value uint64
+	}{
+		{"max_connections", limit(th.GetMaxConnections())},
+		{"max_pending_requests", limit(th.GetMaxPendingRequests())},
+		{"max_requests", limit(th.GetMaxRequests())},
+	} {
+		if l.value < c.maxConns {
+			c.addf("%s: cluster %q: circuit_breakers (DEFAULT priority) %s is %d, below the %d downstream connections the listener admits: long streams would overflow it (503)",
+				where, name, l.field, l.value, c.maxConns)
+		}
+	}
 }
 
 func (c *checker) addf(format string, args ...any) {
@@ -265,6 +362,7 @@ func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {
 		for i, r := range vh.GetRoutes() {
 			rwhere := fmt.Sprintf("%s: route %q (routes[%d])", vwhere, r.GetName(), i)
 			c.checkRouteClusters(rwhere, r)
+			c.checkStreamIdle(rwhere, r, hcm)
 			if authzName == "" {
 				continue
 			}
@@ -326,6 +424,7 @@ func (c *checker) checkExtAuthz(where string, cfg *extauthzv3.ExtAuthz) {
 		c.addf("%s: grpc_service cluster %q is not HTTP/2 (typed_extension_protocol_options %q explicit_http_config.http2_protocol_options): gRPC needs it",
 			where, name, "envoy.extensions.upstreams.http.v3.HttpProtocolOptions")
 	}
+	c.checkCircuitBreakers(where, name)
 }
 
 func (c *checker) checkBody(where string, body *extauthzv3.BufferSettings) {
@@ -342,6 +441,27 @@ func (c *checker) checkBody(where string, body *extauthzv3.BufferSettings) {
 		if !body.GetPackAsBytes() {
 			c.addf("%s: with_request_body.pack_as_bytes is false: capgate reads the body from raw_body", where)
 		}
+	}
+}
+
+// checkStreamIdle: a route without an overall timeout carries capgate's
+// streams; its idle timeout (the route's, else the connection manager's)
+// must outlast capgate's own stream idle timeout, or be off.
+func (c *checker) checkStreamIdle(where string, r *routev3.Route, hcm *hcmv3.HttpConnectionManager) {
+	ra := r.GetRoute()
+	if ra == nil || ra.GetTimeout() == nil || ra.GetTimeout().AsDuration() != 0 {
+		return
+	}
+	idle, from := DefaultHCMStreamIdleTimeout, "the connection manager's default stream_idle_timeout"
+	switch {
+	case ra.GetIdleTimeout() != nil:
+		idle, from = ra.GetIdleTimeout().AsDuration(), "idle_timeout"
+	case hcm.GetStreamIdleTimeout() != nil:
+		idle, from = hcm.GetStreamIdleTimeout().AsDuration(), "the connection manager's stream_idle_timeout"
+	}
+	if idle != 0 && idle <= MinStreamIdleTimeout {
+		c.addf("%s: streams (timeout 0s) are cut after %s of silence (%s), not more than capgate's limits.stream_idle_timeout (%s): Envoy would reset the stream before capgate ends it",
+			where, idle, from, MinStreamIdleTimeout)
 	}
 }
 
@@ -368,6 +488,7 @@ func (c *checker) checkRouteClusters(where string, r *routev3.Route) {
 		if _, ok := c.clusters[n]; !ok {
 			c.addf("%s: cluster %q is not defined in static_resources.clusters", where, n)
 		}
+		c.checkCircuitBreakers(where, n)
 	}
 }
 
@@ -416,35 +537,105 @@ func perRouteAuthz(a *anypb.Any) (disabled bool, problem string) {
 	return false, ""
 }
 
-// isPublicCardRoute reports whether r matches exactly the public card path
-// and only safe methods: a :method matcher that accepts GET and refuses POST.
+// isPublicCardRoute reports whether r matches exactly the public card path,
+// case-sensitively, and only the methods GET and HEAD: one of its :method
+// matchers (headers are ANDed) is an exact GET or HEAD, or a regular
+// expression whose every match is GET or HEAD.
 func isPublicCardRoute(r *routev3.Route) bool {
-	if r.GetMatch().GetPath() != PublicCardPath {
+	m := r.GetMatch()
+	if m.GetPath() != PublicCardPath || (m.GetCaseSensitive() != nil && !m.GetCaseSensitive().GetValue()) {
 		return false
 	}
-	for _, h := range r.GetMatch().GetHeaders() {
-		if h.GetName() != ":method" || h.GetInvertMatch() {
+	for _, h := range m.GetHeaders() {
+		if h.GetName() != ":method" || h.GetInvertMatch() || h.GetTreatMissingHeaderAsEmpty() {
 			continue
 		}
 		sm := h.GetStringMatch()
-		if sm == nil {
+		if sm == nil || sm.GetIgnoreCase() {
 			continue
 		}
-		accepts := func(method string) bool {
-			switch {
-			case sm.GetExact() != "":
-				return sm.GetExact() == method
-			case sm.GetSafeRegex() != nil:
-				re, err := regexp.Compile(`^(?:` + sm.GetSafeRegex().GetRegex() + `)$`)
-				return err == nil && re.MatchString(method)
+		var methods []string
+		switch {
+		case sm.GetExact() != "":
+			methods = []string{sm.GetExact()}
+		case sm.GetSafeRegex() != nil:
+			var ok bool
+			if methods, ok = regexLanguage(sm.GetSafeRegex().GetRegex(), 16); !ok {
+				continue
 			}
-			return false
 		}
-		if accepts("GET") && !accepts("POST") && !accepts("PUT") && !accepts("DELETE") {
+		if len(methods) > 0 && !slices.ContainsFunc(methods, func(m string) bool { return m != "GET" && m != "HEAD" }) {
 			return true
 		}
 	}
 	return false
+}
+
+// regexLanguage lists every string an RE2 expression matches in full, as
+// Envoy's safe_regex does, when they are finitely many (at most limit);
+// ok is false for anything else (repetition, any-char, large classes,
+// anchors it cannot place).
+func regexLanguage(expr string, limit int) (_ []string, ok bool) {
+	re, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		return nil, false
+	}
+	var lang func(re *syntax.Regexp) ([]string, bool)
+	lang = func(re *syntax.Regexp) ([]string, bool) {
+		switch re.Op {
+		case syntax.OpEmptyMatch, syntax.OpBeginText, syntax.OpEndText, syntax.OpBeginLine, syntax.OpEndLine:
+			return []string{""}, true
+		case syntax.OpLiteral:
+			if re.Flags&syntax.FoldCase != 0 {
+				return nil, false
+			}
+			return []string{string(re.Rune)}, true
+		case syntax.OpCharClass:
+			var out []string
+			for i := 0; i < len(re.Rune); i += 2 {
+				for r := re.Rune[i]; r <= re.Rune[i+1]; r++ {
+					if len(out) >= limit {
+						return nil, false
+					}
+					out = append(out, string(r))
+				}
+			}
+			return out, true
+		case syntax.OpCapture:
+			return lang(re.Sub[0])
+		case syntax.OpQuest:
+			sub, ok := lang(re.Sub[0])
+			return append([]string{""}, sub...), ok
+		case syntax.OpAlternate:
+			var out []string
+			for _, s := range re.Sub {
+				l, ok := lang(s)
+				if !ok || len(out)+len(l) > limit {
+					return nil, false
+				}
+				out = append(out, l...)
+			}
+			return out, true
+		case syntax.OpConcat:
+			out := []string{""}
+			for _, s := range re.Sub {
+				l, ok := lang(s)
+				if !ok || len(out)*len(l) > limit {
+					return nil, false
+				}
+				next := make([]string, 0, len(out)*len(l))
+				for _, a := range out {
+					for _, b := range l {
+						next = append(next, a+b)
+					}
+				}
+				out = next
+			}
+			return out, true
+		}
+		return nil, false // repetition, any character, word boundaries, ...
+	}
+	return lang(re)
 }
 
 func isHTTP2(cl *clusterv3.Cluster) bool {

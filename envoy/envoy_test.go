@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -11,9 +12,12 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
 // bootstrapFiles are every Envoy bootstrap in this folder; each must parse,
@@ -103,9 +107,21 @@ func TestParseAndValidateRejects(t *testing.T) {
 		},
 		{
 			name:    "PGV rule in the bootstrap itself",
-			old:     "port_value: 9901",
+			old:     "port_value: 8000",
 			new:     "port_value: 70000",
 			wantErr: "PortValue",
+		},
+		{
+			name:    "PGV rule on the admin socket's mode",
+			old:     "mode: 384",
+			new:     "mode: 1000",
+			wantErr: "Mode",
+		},
+		{
+			name:    "PGV rule in an overload action's trigger",
+			old:     "threshold: {value: 0.98}",
+			new:     "threshold: {value: 1.5}",
+			wantErr: "Value",
 		},
 		{
 			name:    "PGV rule in a cluster's protocol options",
@@ -125,6 +141,77 @@ func TestParseAndValidateRejects(t *testing.T) {
 			}
 			require.NoError(t, err)
 			require.ErrorContains(t, Validate(b), tt.wantErr)
+		})
+	}
+}
+
+// TestTLSVariantMatches: bootstrap-tls.yaml differs from bootstrap.yaml
+// only in its listener (and its secrets), so a change to admin, clusters or
+// the overload manager must be made in both.
+func TestTLSVariantMatches(t *testing.T) {
+	plain, err := Parse(bootstrapYAML)
+	require.NoError(t, err)
+	data, err := os.ReadFile("bootstrap-tls.yaml")
+	require.NoError(t, err)
+	tls, err := Parse(data)
+	require.NoError(t, err)
+	require.True(t, proto.Equal(plain.GetAdmin(), tls.GetAdmin()), "admin")
+	require.True(t, proto.Equal(plain.GetOverloadManager(), tls.GetOverloadManager()), "overload_manager")
+	require.Len(t, tls.GetStaticResources().GetClusters(), len(plain.GetStaticResources().GetClusters()))
+	for i, c := range plain.GetStaticResources().GetClusters() {
+		require.True(t, proto.Equal(c, tls.GetStaticResources().GetClusters()[i]), "cluster %q", c.GetName())
+	}
+}
+
+// TestAdminIsAUnixSocket: the admin API (which can stop Envoy) is not on
+// the loopback interface the pod's containers share.
+func TestAdminIsAUnixSocket(t *testing.T) {
+	for _, name := range bootstrapFiles {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		b, err := Parse(data)
+		require.NoError(t, err)
+		pipe := b.GetAdmin().GetAddress().GetPipe()
+		require.NotNil(t, pipe, "%s: admin.address must be a pipe", name)
+		require.True(t, strings.HasPrefix(pipe.GetPath(), "/"), "%s: an abstract socket (@...) is shared by the whole pod's network namespace", name)
+		require.Equal(t, uint32(0o600), pipe.GetMode(), name)
+		for _, c := range b.GetStaticResources().GetClusters() {
+			for _, e := range c.GetLoadAssignment().GetEndpoints() {
+				for _, lb := range e.GetLbEndpoints() {
+					require.NotNil(t, lb.GetEndpoint().GetAddress().GetPipe(), "%s: cluster %q: capgate is reached over a Unix socket", name, c.GetName())
+				}
+			}
+		}
+	}
+}
+
+func TestRegexLanguage(t *testing.T) {
+	tests := []struct {
+		expr string
+		want []string // nil: not a small finite language
+	}{
+		{"GET|HEAD", []string{"GET", "HEAD"}},
+		{"^(GET|HEAD)$", []string{"GET", "HEAD"}},
+		{"(?:GET)|HEAD", []string{"GET", "HEAD"}},
+		{"HEAD?", []string{"HEA", "HEAD"}},
+		{"[GH]ET", []string{"GET", "HET"}},
+		{"GET|HEAD|PATCH", []string{"GET", "HEAD", "PATCH"}},
+		{".*", nil},
+		{"GET|.+", nil},
+		{"GE+T", nil},
+		{"(?i)get", nil},
+		{"[A-Z]{3}", nil},
+		{"(", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.expr, func(t *testing.T) {
+			got, ok := regexLanguage(tt.expr, 16)
+			if tt.want == nil {
+				require.False(t, ok, "%v", got)
+				return
+			}
+			require.True(t, ok)
+			require.ElementsMatch(t, tt.want, got)
 		})
 	}
 }
@@ -314,6 +401,119 @@ func TestCheck(t *testing.T) {
 				s.route("public-agent-card").GetMatch().Headers = nil
 			},
 			wantErr: []string{`route "public-agent-card" (routes[0]): disables ext_authz, but only the public card route`},
+		},
+		{
+			name: "card route also for PATCH",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("public-agent-card").GetMatch().GetHeaders()[0].GetStringMatch().MatchPattern = &matcherv3.StringMatcher_SafeRegex{
+					SafeRegex: &matcherv3.RegexMatcher{Regex: "GET|HEAD|PATCH"},
+				}
+			},
+			wantErr: []string{`route "public-agent-card" (routes[0]): disables ext_authz, but only the public card route`},
+		},
+		{
+			name: "card route for any method by regex",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("public-agent-card").GetMatch().GetHeaders()[0].GetStringMatch().MatchPattern = &matcherv3.StringMatcher_SafeRegex{
+					SafeRegex: &matcherv3.RegexMatcher{Regex: "GET|HEAD|.*"},
+				}
+			},
+			wantErr: []string{`route "public-agent-card" (routes[0]): disables ext_authz, but only the public card route`},
+		},
+		{
+			name: "card route for exactly GET",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("public-agent-card").GetMatch().GetHeaders()[0].GetStringMatch().MatchPattern = &matcherv3.StringMatcher_Exact{Exact: "GET"}
+			},
+		},
+		{
+			name: "card route for methods of any case",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("public-agent-card").GetMatch().GetHeaders()[0].GetStringMatch().IgnoreCase = true
+			},
+			wantErr: []string{`route "public-agent-card" (routes[0]): disables ext_authz, but only the public card route`},
+		},
+		{
+			name: "card route matched case-insensitively",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("public-agent-card").GetMatch().CaseSensitive = wrapperspb.Bool(false)
+			},
+			wantErr: []string{`route "public-agent-card" (routes[0]): disables ext_authz, but only the public card route`},
+		},
+		{
+			name: "streams cut at capgate's own idle timeout",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("a2a").GetRoute().IdleTimeout = durationpb.New(300 * time.Second)
+			},
+			wantErr: []string{`route "a2a" (routes[1]): streams (timeout 0s) are cut after 5m0s of silence (idle_timeout)`},
+		},
+		{
+			name: "streams cut by the connection manager's idle timeout",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("a2a").GetRoute().IdleTimeout = nil
+			},
+			wantErr: []string{`route "a2a" (routes[1]): streams (timeout 0s) are cut after 5m0s of silence (the connection manager's stream_idle_timeout)`},
+		},
+		{
+			name: "streams without an idle timeout",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("a2a").GetRoute().IdleTimeout = durationpb.New(0)
+			},
+		},
+		{
+			name: "gateway cluster with Envoy's default circuit breakers",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.b.StaticResources.Clusters[1].CircuitBreakers = nil
+			},
+			wantErr: []string{
+				`route "a2a" (routes[1]): cluster "capgate_gateway": circuit_breakers (DEFAULT priority) max_connections is 1024, below the 10000 downstream connections`,
+				`max_pending_requests is 1024`, `max_requests is 1024`,
+			},
+		},
+		{
+			name: "ext_authz cluster with Envoy's default circuit breakers",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.b.StaticResources.Clusters[0].CircuitBreakers = nil
+			},
+			wantErr: []string{`http filter "envoy.filters.http.ext_authz": cluster "capgate_extauthz": circuit_breakers (DEFAULT priority) max_requests is 1024`},
+		},
+		{
+			name: "gateway cluster breakers for the HIGH priority only",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.b.StaticResources.Clusters[1].GetCircuitBreakers().GetThresholds()[0].Priority = corev3.RoutingPriority_HIGH
+			},
+			wantErr: []string{`cluster "capgate_gateway": circuit_breakers (DEFAULT priority) max_connections is 1024`},
+		},
+		{
+			name: "gateway cluster with a small max_requests",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.b.StaticResources.Clusters[1].GetCircuitBreakers().GetThresholds()[0].MaxRequests = wrapperspb.UInt32(2000)
+			},
+			wantErr: []string{`cluster "capgate_gateway": circuit_breakers (DEFAULT priority) max_requests is 2000`},
+		},
+		{
+			name: "no heap monitor",
+			mutate: func(_ *testing.T, s *sidecar) {
+				om := s.b.GetOverloadManager()
+				om.ResourceMonitors = om.ResourceMonitors[:1]
+			},
+			wantErr: []string{"overload_manager: no envoy.resource_monitors.fixed_heap monitor (max_heap_size_bytes) triggering envoy.overload_actions.stop_accepting_requests"},
+		},
+		{
+			name: "heap monitor that only shrinks the heap",
+			mutate: func(_ *testing.T, s *sidecar) {
+				om := s.b.GetOverloadManager()
+				om.Actions = om.Actions[:1]
+			},
+			wantErr: []string{"overload_manager: no envoy.resource_monitors.fixed_heap monitor"},
+		},
+		{
+			name: "no connection limit",
+			mutate: func(_ *testing.T, s *sidecar) {
+				om := s.b.GetOverloadManager()
+				om.ResourceMonitors = om.ResourceMonitors[1:]
+			},
+			wantErr: []string{"overload_manager: no envoy.resource_monitors.global_downstream_max_connections monitor"},
 		},
 		{
 			name: "card route by prefix",

@@ -5,14 +5,22 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	fixedheapv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/fixed_heap/v3"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
@@ -197,15 +205,78 @@ func listenerPort(t *testing.T, b *bootstrapv3.Bootstrap, name string) int {
 	return 0
 }
 
-func clusterPort(t *testing.T, b *bootstrapv3.Bootstrap, name string) int {
+// clusterSocket is the Unix socket path of a cluster's one endpoint.
+func clusterSocket(t *testing.T, b *bootstrapv3.Bootstrap, name string) string {
 	t.Helper()
 	for _, c := range b.GetStaticResources().GetClusters() {
 		if c.GetName() == name {
-			return int(c.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress().GetPortValue())
+			pipe := c.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetPipe()
+			require.NotNil(t, pipe, "cluster %q: endpoint is not a pipe", name)
+			return pipe.GetPath()
 		}
 	}
 	require.Failf(t, "no cluster", "bootstrap has no cluster %q", name)
+	return ""
+}
+
+// unixPath is the socket path of a capgate listen address, which must be a Unix socket.
+func unixPath(t *testing.T, addr string) string {
+	t.Helper()
+	network, path := config.Network(addr)
+	require.Equal(t, "unix", network, "%s must be a Unix socket", addr)
+	return path
+}
+
+// mountedBy lists the containers that mount the volume holding dir.
+func mountedBy(dep obj, dir string) []string {
+	var out []string
+	for _, c := range list(dep, "spec", "template", "spec", "containers") {
+		for _, m := range list(c, "volumeMounts") {
+			if r, err := filepath.Rel(str(m, "mountPath"), dir); err == nil && !strings.HasPrefix(r, "..") {
+				out = append(out, str(c, "name"))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// quantityBytes reads a Kubernetes memory quantity with a binary suffix.
+func quantityBytes(t *testing.T, q string) uint64 {
+	t.Helper()
+	for suffix, mult := range map[string]uint64{"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30} {
+		if n, ok := strings.CutSuffix(q, suffix); ok {
+			v, err := strconv.ParseUint(n, 10, 64)
+			require.NoError(t, err, q)
+			return v * mult
+		}
+	}
+	require.Failf(t, "quantity", "%q: want a binary suffix (Ki, Mi, Gi)", q)
 	return 0
+}
+
+// preStopSleep is a container's lifecycle.preStop.sleep.seconds, or the
+// seconds of the last "sleep N" line of its exec script.
+func preStopSleep(t *testing.T, c obj) int {
+	t.Helper()
+	if n := num(c, "lifecycle", "preStop", "sleep", "seconds"); n > 0 {
+		return n
+	}
+	script := str(c, "lifecycle", "preStop", "exec", "command", 2)
+	m := regexp.MustCompile(`(?m)^sleep (\d+)$`).FindAllStringSubmatch(script, -1)
+	require.NotEmpty(t, m, "container %s: no preStop sleep", str(c, "name"))
+	n, err := strconv.Atoi(m[len(m)-1][1])
+	require.NoError(t, err)
+	return n
+}
+
+// flagValue is the value after flag in a container's args.
+func flagValue(t *testing.T, c obj, flag string) string {
+	t.Helper()
+	args := list(c, "args")
+	i := slices.Index(args, any(flag))
+	require.True(t, i >= 0 && i+1 < len(args), "container %s: no %s", str(c, "name"), flag)
+	return args[i+1].(string)
 }
 
 // exampleManifestsDir holds the finance example the pod serves. Until it is
@@ -336,26 +407,92 @@ func TestKubernetesMatchesBootstrapAndConfig(t *testing.T) {
 		{"readiness probe is capgate's admin port", containerPort(t, capgateC, at(capgateC, "readinessProbe", "httpGet", "port")), portOf(t, cfg.Listen.Admin)},
 		{"liveness probe is capgate's admin port", containerPort(t, capgateC, at(capgateC, "livenessProbe", "httpGet", "port")), portOf(t, cfg.Listen.Admin)},
 		{"admin port is 9090", portOf(t, cfg.Listen.Admin), 9090},
-		{"ext_authz cluster is capgate's extauthz listener", clusterPort(t, b, "capgate_extauthz"), portOf(t, cfg.Listen.ExtAuthz)},
-		{"ext_authz port is 9191", clusterPort(t, b, "capgate_extauthz"), 9191},
-		{"gateway cluster is capgate's a2a listener", clusterPort(t, b, "capgate_gateway"), portOf(t, cfg.Listen.A2A)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			require.Equal(t, tt.want, tt.got)
 		})
 	}
+	t.Run("ext_authz cluster is capgate's extauthz socket", func(t *testing.T) {
+		require.Equal(t, unixPath(t, cfg.Listen.ExtAuthz), clusterSocket(t, b, "capgate_extauthz"))
+	})
+	t.Run("gateway cluster is capgate's a2a socket", func(t *testing.T) {
+		require.Equal(t, unixPath(t, cfg.Listen.A2A), clusterSocket(t, b, "capgate_gateway"))
+	})
 
 	t.Run("probe paths", func(t *testing.T) {
 		require.Equal(t, "/readyz", str(capgateC, "readinessProbe", "httpGet", "path"))
 		require.Equal(t, "/healthz", str(capgateC, "livenessProbe", "httpGet", "path"))
 	})
-	t.Run("loopback-only listeners stay on loopback", func(t *testing.T) {
+	t.Run("the agent reaches neither capgate's sockets nor Envoy's admin", func(t *testing.T) {
 		for _, addr := range []string{cfg.Listen.A2A, cfg.Listen.ExtAuthz} {
-			host, _, err := net.SplitHostPort(addr)
-			require.NoError(t, err)
-			require.True(t, net.ParseIP(host).IsLoopback(), "%s must be on loopback: only Envoy may reach it", addr)
+			require.Equal(t, []string{"capgate", "envoy"}, mountedBy(dep, filepath.Dir(unixPath(t, addr))), addr)
 		}
+		admin := b.GetAdmin().GetAddress().GetPipe().GetPath()
+		require.NotEmpty(t, admin, "Envoy's admin must be a Unix socket")
+		require.Equal(t, []string{"envoy"}, mountedBy(dep, filepath.Dir(admin)))
+	})
+	t.Run("Envoy can connect to capgate's sockets", func(t *testing.T) {
+		// capgate creates them mode 0660 (server.SocketMode); Envoy runs as another
+		// user and connects as a member of the pod's fsGroup, which owns emptyDirs.
+		require.NotZero(t, num(dep, "spec", "template", "spec", "securityContext", "fsGroup"))
+		require.NotEqual(t, num(envoyC, "securityContext", "runAsUser"), num(capgateC, "securityContext", "runAsUser"))
+		vol, _ := mountedFile(t, capgateC, filepath.Dir(unixPath(t, cfg.Listen.A2A)))
+		for _, v := range list(dep, "spec", "template", "spec", "volumes") {
+			if str(v, "name") == vol {
+				require.NotNil(t, at(v, "emptyDir"), "volume %s must be an emptyDir", vol)
+			}
+		}
+	})
+	t.Run("streams: Envoy waits longer than capgate, capgate keeps them alive", func(t *testing.T) {
+		idle := cfg.Limits.StreamIdleTimeout
+		if idle == 0 {
+			idle = config.DefaultStreamIdleTimeout
+		}
+		var route time.Duration
+		for _, l := range b.GetStaticResources().GetListeners() {
+			hcm := &hcmv3.HttpConnectionManager{}
+			require.NoError(t, l.GetFilterChains()[0].GetFilters()[0].GetTypedConfig().UnmarshalTo(hcm))
+			for _, r := range hcm.GetRouteConfig().GetVirtualHosts()[0].GetRoutes() {
+				if r.GetName() == "a2a" {
+					route = r.GetRoute().GetIdleTimeout().AsDuration()
+				}
+			}
+		}
+		require.Greater(t, route, idle, "Envoy's a2a route idle_timeout must exceed capgate's limits.stream_idle_timeout")
+		require.Positive(t, cfg.Limits.StreamKeepAlive, "capgate.yaml: limits.stream_keepalive")
+		require.LessOrEqual(t, 4*cfg.Limits.StreamKeepAlive, route, "several keep-alives per Envoy idle period")
+	})
+	t.Run("shutdown: Envoy drains first, capgate and the agent outlive it", func(t *testing.T) {
+		script := str(envoyC, "lifecycle", "preStop", "exec", "command", 2)
+		require.Contains(t, script, "POST /drain_listeners?graceful&skip_exit ")
+		require.Contains(t, script, `"`+b.GetAdmin().GetAddress().GetPipe().GetPath()+`"`, "the drain goes to the bootstrap's admin socket")
+		envoySleep := preStopSleep(t, envoyC)
+		drain, err := strconv.Atoi(flagValue(t, envoyC, "--drain-time-s"))
+		require.NoError(t, err)
+		require.Less(t, drain, envoySleep, "listeners close before Envoy is stopped")
+		require.Equal(t, "immediate", flagValue(t, envoyC, "--drain-strategy"))
+		agentC := container(t, dep, "agent")
+		for _, c := range []obj{capgateC, agentC} {
+			require.Greater(t, preStopSleep(t, c), envoySleep, "container %s must outlive Envoy's drain", str(c, "name"))
+		}
+		shutdown, err := time.ParseDuration(flagValue(t, capgateC, "--shutdown-timeout"))
+		require.NoError(t, err)
+		grace := time.Duration(num(dep, "spec", "template", "spec", "terminationGracePeriodSeconds")) * time.Second
+		require.Greater(t, grace, time.Duration(preStopSleep(t, capgateC))*time.Second+shutdown,
+			"terminationGracePeriodSeconds must cover capgate's preStop and its own drain")
+	})
+	t.Run("Envoy's heap budget fits its container", func(t *testing.T) {
+		var heap uint64
+		for _, m := range b.GetOverloadManager().GetResourceMonitors() {
+			fh := &fixedheapv3.FixedHeapConfig{}
+			if m.GetTypedConfig().UnmarshalTo(fh) == nil {
+				heap = fh.GetMaxHeapSizeBytes()
+			}
+		}
+		limit := quantityBytes(t, str(envoyC, "resources", "limits", "memory"))
+		require.Positive(t, heap)
+		require.LessOrEqual(t, heap, limit*4/5, "fixed_heap max_heap_size_bytes leaves at least 20%% of the %d-byte limit for what the heap monitor does not count", limit)
 	})
 	t.Run("manifests directory is projected", func(t *testing.T) {
 		require.Equal(t, []string{"manifests"}, cfg.Manifests)
@@ -385,7 +522,8 @@ func TestKubernetesMatchesBootstrapAndConfig(t *testing.T) {
 func TestIstio(t *testing.T) {
 	var mesh, policy obj
 	services := map[string]obj{}
-	for _, f := range []string{"mesh-config.yaml", "authorization-policy.yaml", "service.yaml"} {
+	entries := map[string]obj{} // ServiceEntry by host
+	for _, f := range []string{"mesh-config.yaml", "authorization-policy.yaml", "service.yaml", "service-entry.yaml"} {
 		for _, d := range readDocs(t, filepath.Join("istio", f)) {
 			switch str(d, "kind") {
 			case "IstioOperator":
@@ -394,14 +532,20 @@ func TestIstio(t *testing.T) {
 				policy = d
 			case "Service":
 				services[str(d, "metadata", "name")+"."+str(d, "metadata", "namespace")+".svc.cluster.local"] = d
+			case "ServiceEntry":
+				for _, h := range list(d, "spec", "hosts") {
+					entries[h.(string)] = d
+				}
 			}
 		}
 	}
 	require.NotNil(t, mesh)
 	require.NotNil(t, policy)
-
-	b, err := DefaultBootstrap()
+	// capgate's ext_authz in the agent pod keeps its default address: loopback.
+	extauthzPort := portOf(t, config.DefaultListenExtAuthz)
+	host, _, err := net.SplitHostPort(config.DefaultListenExtAuthz)
 	require.NoError(t, err)
+	require.True(t, net.ParseIP(host).IsLoopback())
 
 	require.Equal(t, "CUSTOM", str(policy, "spec", "action"))
 	var provider obj
@@ -414,21 +558,26 @@ func TestIstio(t *testing.T) {
 	grpc := at(provider, "envoyExtAuthzGrpc")
 	require.NotNil(t, grpc, "the provider must be envoyExtAuthzGrpc")
 
-	svc, ok := services[str(grpc, "service")]
-	require.True(t, ok, "provider service %q is not one of istio/service.yaml's Services", str(grpc, "service"))
-	require.Equal(t, str(policy, "metadata", "namespace"), str(svc, "metadata", "namespace"))
+	se, ok := entries[str(grpc, "service")]
+	require.True(t, ok, "provider service %q is not a host of istio/service-entry.yaml: a Kubernetes Service would send checks to other pods", str(grpc, "service"))
+	require.Equal(t, str(policy, "metadata", "namespace"), str(se, "metadata", "namespace"))
+	agentSvc := services["finance-agent.finance-agent.svc.cluster.local"]
+	require.NotNil(t, agentSvc)
 
 	tests := []struct {
 		name      string
 		got, want any
 	}{
-		{"provider port is the Service's", num(grpc, "port"), num(svc, "spec", "ports", 0, "port")},
-		{"provider port is capgate's extauthz port", num(grpc, "port"), clusterPort(t, b, "capgate_extauthz")},
+		{"provider port is the ServiceEntry's", num(grpc, "port"), num(se, "spec", "ports", 0, "number")},
+		{"provider port is capgate's extauthz port", num(grpc, "port"), extauthzPort},
+		{"ServiceEntry speaks gRPC", str(se, "spec", "ports", 0, "protocol"), "GRPC"},
+		{"ServiceEntry resolves to fixed addresses", str(se, "spec", "resolution"), "STATIC"},
+		{"ServiceEntry's only endpoint is the pod's own loopback", list(se, "spec", "endpoints"), []any{obj{"address": "127.0.0.1"}}},
 		{"fails closed", at(grpc, "failOpen"), false},
 		{"whole body", at(grpc, "includeRequestBodyInCheck", "allowPartialMessage"), false},
 		{"body as bytes", at(grpc, "includeRequestBodyInCheck", "packAsBytes"), true},
 		{"body up to 1 MiB", num(grpc, "includeRequestBodyInCheck", "maxRequestBytes") >= MinRequestBodyBytes, true},
-		{"policy selects the agent", str(policy, "spec", "selector", "matchLabels", "app.kubernetes.io/name"), str(svc, "spec", "selector", "app.kubernetes.io/name")},
+		{"policy selects the agent", str(policy, "spec", "selector", "matchLabels", "app.kubernetes.io/name"), str(agentSvc, "spec", "selector", "app.kubernetes.io/name")},
 		{"only the card skips the check", list(policy, "spec", "rules", 0, "to", 0, "operation", "notPaths"), []any{PublicCardPath}},
 		{"POST to the card is checked", list(policy, "spec", "rules", 1, "to", 0, "operation", "notMethods"), []any{"GET", "HEAD"}},
 	}
@@ -437,6 +586,14 @@ func TestIstio(t *testing.T) {
 			require.Equal(t, tt.want, tt.got)
 		})
 	}
+	t.Run("no Service exposes capgate's ext_authz", func(t *testing.T) {
+		for name, svc := range services {
+			for _, p := range list(svc, "spec", "ports") {
+				require.NotEqual(t, extauthzPort, num(p, "port"), name)
+				require.NotEqual(t, extauthzPort, num(p, "targetPort"), name)
+			}
+		}
+	})
 	t.Run("ext_authz's own port is not checked (no recursion)", func(t *testing.T) {
 		for _, r := range list(policy, "spec", "rules") {
 			ports := list(r, "to", 0, "operation", "ports")
@@ -444,4 +601,63 @@ func TestIstio(t *testing.T) {
 			require.NotContains(t, ports, strconv.Itoa(num(grpc, "port")))
 		}
 	})
+}
+
+// TestEnvoyPreStopDrain runs the envoy container's preStop script (without
+// its sleep) against a stand-in for Envoy's admin API on a Unix socket: it
+// must POST /drain_listeners?graceful&skip_exit there and fail when the
+// drain is not acknowledged. The envoy image has perl but no curl.
+func TestEnvoyPreStopDrain(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("perl is not installed here; the envoy image has it")
+	}
+	k := loadKustomization(t, "kubernetes")
+	envoyC := container(t, k.object(t, "Deployment/finance-agent"), "envoy")
+	cmd := list(envoyC, "lifecycle", "preStop", "exec", "command")
+	require.Equal(t, []any{"/bin/sh", "-c"}, cmd[:2])
+	b, err := DefaultBootstrap()
+	require.NoError(t, err)
+	adminPath := b.GetAdmin().GetAddress().GetPipe().GetPath()
+
+	tests := []struct {
+		name     string
+		status   int // 0: nothing listens
+		wantExit int
+	}{
+		{"drain acknowledged", http.StatusOK, 0},
+		{"drain refused", http.StatusBadRequest, 1},
+		{"admin socket absent", 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "admin.sock")
+			script := strings.ReplaceAll(cmd[2].(string), `"`+adminPath+`"`, `"`+sock+`"`)
+			script = regexp.MustCompile(`(?m)^sleep \d+$`).ReplaceAllString(script, "")
+			require.NotContains(t, script, adminPath)
+
+			var mu sync.Mutex
+			var got []string
+			if tt.status != 0 {
+				ln, err := net.Listen("unix", sock)
+				require.NoError(t, err)
+				srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					got = append(got, r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery)
+					mu.Unlock()
+					w.WriteHeader(tt.status)
+					_, _ = io.WriteString(w, "OK\n")
+				})}
+				go func() { _ = srv.Serve(ln) }()
+				t.Cleanup(func() { _ = srv.Close() })
+			}
+			run := exec.CommandContext(t.Context(), "/bin/sh", "-c", script)
+			out, err := run.CombinedOutput()
+			require.Equal(t, tt.wantExit, run.ProcessState.ExitCode(), "%s %v", out, err)
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.status != 0 {
+				require.Equal(t, []string{"POST /drain_listeners?graceful&skip_exit"}, got)
+			}
+		})
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -33,6 +34,10 @@ const (
 	DefaultIdentityTTL       = 60 * time.Second
 	DefaultHandlerTimeout    = 30 * time.Second
 	DefaultStreamIdleTimeout = 5 * time.Minute
+	DefaultStreamKeepAlive   = 15 * time.Second
+	// MinStreamKeepAlive is the shortest limits.stream_keepalive accepted
+	// (0 turns keep-alives off).
+	MinStreamKeepAlive       = time.Second
 	DefaultExchangeTimeout   = 5 * time.Second
 	DefaultModelTimeout      = 2 * time.Second
 	DefaultPendingTTL        = 10 * time.Minute
@@ -159,11 +164,28 @@ type Issuer struct {
 	Scopes []string `yaml:"scopes"`
 }
 
-// Listen holds listener addresses.
+// Listen holds listener addresses: host:port, or for a2a and extauthz
+// also a Unix domain socket, "unix:/absolute/path" (see Network).
 type Listen struct {
 	A2A      string `yaml:"a2a"`
 	ExtAuthz string `yaml:"extauthz"`
 	Admin    string `yaml:"admin"`
+}
+
+// UnixPrefix starts a listen address that is a Unix domain socket path.
+const UnixPrefix = "unix:"
+
+// Network splits a listen address into what net.Listen takes: "unix" and
+// the socket path for "unix:/path" (or "unix:///path"), else "tcp" and the
+// host:port as given.
+func Network(addr string) (network, address string) {
+	if rest, ok := strings.CutPrefix(addr, UnixPrefix); ok {
+		if strings.HasPrefix(rest, "///") {
+			rest = rest[2:]
+		}
+		return "unix", rest
+	}
+	return "tcp", addr
 }
 
 // Router holds routing settings.
@@ -226,6 +248,12 @@ type Limits struct {
 	// StreamIdleTimeout bounds the silence between two events of a
 	// streamed handler answer (default 5m).
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// StreamKeepAlive is how often a Server-Sent Events stream to the
+	// client carries a keep-alive comment (": keep-alive") while no event
+	// is sent, so that proxies on the way (Envoy's idle timeouts, load
+	// balancers) do not close a quiet but live stream (default 15s; 0
+	// sends none).
+	StreamKeepAlive time.Duration `yaml:"stream_keepalive"`
 	// Memory is the Go runtime's soft memory limit (debug.SetMemoryLimit):
 	// the heap is collected harder as it nears the limit. 0 (the default)
 	// leaves the runtime's own setting (the GOMEMLIMIT environment

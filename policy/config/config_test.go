@@ -103,6 +103,35 @@ manifests: [capabilities]
 	require.Equal(t, 2*time.Minute, c.Auth.ClockSkew)
 }
 
+func TestStreamKeepAlive(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"":                                  config.DefaultStreamKeepAlive,
+		"limits: {stream_keepalive: 30s}\n": 30 * time.Second,
+		"limits: {stream_keepalive: 0s}\n":  0, // an explicit 0 turns keep-alives off
+	} {
+		c, err := config.LoadFS(fsWith(base+in), "capgate.yaml")
+		require.NoError(t, err, in)
+		require.Equal(t, want, c.Limits.StreamKeepAlive, in)
+	}
+	require.Less(t, config.DefaultStreamKeepAlive, config.DefaultStreamIdleTimeout)
+}
+
+func TestListenUnixSockets(t *testing.T) {
+	c, err := config.LoadFS(fsWith(strings.Replace(base,
+		"listen: {a2a: 127.0.0.1:8080, extauthz: 127.0.0.1:9191, admin: 127.0.0.1:9090}",
+		"listen: {a2a: 'unix:/run/capgate/a2a.sock', extauthz: 'unix:///run/capgate/extauthz.sock', admin: 127.0.0.1:9090}", 1)), "capgate.yaml")
+	require.NoError(t, err)
+	for _, tt := range []struct{ addr, network, address string }{
+		{c.Listen.A2A, "unix", "/run/capgate/a2a.sock"},
+		{c.Listen.ExtAuthz, "unix", "/run/capgate/extauthz.sock"},
+		{c.Listen.Admin, "tcp", "127.0.0.1:9090"},
+	} {
+		n, a := config.Network(tt.addr)
+		require.Equal(t, tt.network, n, tt.addr)
+		require.Equal(t, tt.address, a, tt.addr)
+	}
+}
+
 func TestLoadFSMemoryLimit(t *testing.T) {
 	for in, want := range map[string]config.ByteSize{
 		"":                              0, // unset: the runtime's setting
@@ -213,6 +242,18 @@ func TestLoadFSInvalid(t *testing.T) {
 			`capgate.yaml:20: listen.admin: "127.0.0.1:http" is not host:port (e.g. 127.0.0.1:8080)`},
 		{"listen address used twice", "admin: 127.0.0.1:9090", "admin: 127.0.0.1:8080",
 			`capgate.yaml:20: listen.admin: "127.0.0.1:8080" is also listen.a2a`},
+		{"listen admin on a socket", "admin: 127.0.0.1:9090", "admin: 'unix:/run/capgate/admin.sock'",
+			`capgate.yaml:20: listen.admin: "unix:/run/capgate/admin.sock": the admin listener must be host:port (the kubelet's probes and Prometheus reach it over TCP)`},
+		{"listen socket path relative", "a2a: 127.0.0.1:8080", "a2a: 'unix:run/a2a.sock'",
+			`capgate.yaml:20: listen.a2a: "unix:run/a2a.sock": a Unix socket needs a clean absolute path (e.g. unix:/var/run/capgate/a2a.sock)`},
+		{"listen socket path not clean", "a2a: 127.0.0.1:8080", "a2a: 'unix:/run/../a2a.sock'",
+			`capgate.yaml:20: listen.a2a: "unix:/run/../a2a.sock": a Unix socket needs a clean absolute path (e.g. unix:/var/run/capgate/a2a.sock)`},
+		{"listen socket used twice", "a2a: 127.0.0.1:8080, extauthz: 127.0.0.1:9191", "a2a: 'unix:/run/c.sock', extauthz: 'unix:/run/c.sock'",
+			`capgate.yaml:20: listen.extauthz: "unix:/run/c.sock" is also listen.a2a`},
+		{"stream keepalive too short", "store: memory\n", "store: memory\nlimits: {stream_keepalive: 10ms}\n",
+			"capgate.yaml:23: limits.stream_keepalive: 10ms is below 1s (0 turns keep-alives off)"},
+		{"stream keepalive not below the idle timeout", "store: memory\n", "store: memory\nlimits: {stream_keepalive: 5m}\n",
+			"capgate.yaml:23: limits.stream_keepalive: 5m0s is not shorter than limits.stream_idle_timeout (5m0s): proxies would see the stream idle first"},
 		{"handler target", "invoices.lookup: builtin:echo", "invoices.lookup: invoices-svc:8080",
 			`capgate.yaml:19: handlers.invoices.lookup: "invoices-svc:8080" is neither a builtin handler (builtin:echo) nor an absolute http(s) URL`},
 		{"handler builtin unknown", "invoices.lookup: builtin:echo", "invoices.lookup: builtin:sleep",

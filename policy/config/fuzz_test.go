@@ -18,6 +18,7 @@ func FuzzConfig(f *testing.F) {
 	f.Add([]byte("handlers: {a: builtin:echo, b: &x http://h, c: *x}"))
 	f.Add([]byte("agent: {extensions: [{params: {a: &a [*a]}}]}"))
 	f.Add([]byte("router: {threshold: .nan}\ncards: {max_age: 1h}"))
+	f.Add([]byte(base + "limits: {stream_keepalive: 0s, stream_idle_timeout: 1s}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := config.LoadFS(fsWith(string(data)), "capgate.yaml")
 		if err != nil {
@@ -29,5 +30,11 @@ func FuzzConfig(f *testing.F) {
 		for _, is := range c.Auth.Issuers {
 			require.NotContains(t, is.Algorithms, "none")
 		}
+		if k := c.Limits.StreamKeepAlive; k != 0 {
+			require.GreaterOrEqual(t, k, config.MinStreamKeepAlive)
+			require.Less(t, k, c.Limits.StreamIdleTimeout)
+		}
+		network, _ := config.Network(c.Listen.Admin)
+		require.Equal(t, "tcp", network, "the admin listener is never a socket")
 	})
 }

@@ -137,6 +137,9 @@ func (c *Config) applyDefaults() {
 		setDefault(&t.Header, DefaultProxySecretHeader)
 		setDefault(&t.PeerHeader, DefaultProxyPeerHeader)
 	}
+	if !c.present("limits.stream_keepalive") {
+		c.Limits.StreamKeepAlive = DefaultStreamKeepAlive // an explicit 0 turns keep-alives off
+	}
 	if c.Agent.Streaming == nil {
 		on := true
 		c.Agent.Streaming = &on

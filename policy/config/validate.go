@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -260,11 +261,31 @@ func (v *validator) handlers() {
 	}
 }
 
+// maxUnixPath is the longest socket path Linux accepts (sun_path is 108
+// bytes with its terminating NUL).
+const maxUnixPath = 107
+
 func (v *validator) listen() {
 	l := v.c.Listen
 	addrs := []struct{ field, addr string }{{"listen.a2a", l.A2A}, {"listen.extauthz", l.ExtAuthz}, {"listen.admin", l.Admin}}
 	used := map[string]string{}
 	for _, a := range addrs {
+		if network, path := Network(a.addr); network == "unix" {
+			switch {
+			case a.field == "listen.admin":
+				v.add(a.field, "%q: the admin listener must be host:port (the kubelet's probes and Prometheus reach it over TCP)", a.addr)
+			case !strings.HasPrefix(path, "/") || path != filepath.Clean(path):
+				v.add(a.field, "%q: a Unix socket needs a clean absolute path (e.g. unix:/var/run/capgate/a2a.sock)", a.addr)
+			case len(path) > maxUnixPath:
+				v.add(a.field, "%q: the socket path is longer than %d bytes", a.addr, maxUnixPath)
+			default:
+				if other, dup := used[path]; dup {
+					v.add(a.field, "%q is also %s", a.addr, other)
+				}
+				used[path] = a.field
+			}
+			continue
+		}
 		host, port, err := net.SplitHostPort(a.addr)
 		n, perr := strconv.Atoi(port)
 		if err != nil || perr != nil || n < 0 || n > 65535 {
@@ -357,6 +378,11 @@ func (v *validator) limits() {
 	}
 	if l.PendingPerCaller < 0 || l.PendingPerCaller > 100000 {
 		v.add("limits.pending_per_caller", "%d is outside [0, 100000]", l.PendingPerCaller)
+	}
+	if k := l.StreamKeepAlive; k != 0 && k < MinStreamKeepAlive {
+		v.add("limits.stream_keepalive", "%s is below %s (0 turns keep-alives off)", k, MinStreamKeepAlive)
+	} else if k > 0 && l.StreamIdleTimeout > 0 && k >= l.StreamIdleTimeout {
+		v.add("limits.stream_keepalive", "%s is not shorter than limits.stream_idle_timeout (%s): proxies would see the stream idle first", k, l.StreamIdleTimeout)
 	}
 	if l.Memory < 0 {
 		v.add("limits.memory", "%d is negative (0 leaves the runtime's setting)", int64(l.Memory))

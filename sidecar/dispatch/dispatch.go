@@ -59,6 +59,8 @@ type Dispatcher struct {
 	log     *zap.Logger
 	m       *metrics.Metrics
 	now     func() time.Time
+	// keepAlive is the SSE keep-alive interval of relayed streams (0: none).
+	keepAlive time.Duration
 }
 
 var _ gateway.Operations = (*Dispatcher)(nil)
@@ -74,6 +76,12 @@ func WithMetrics(m *metrics.Metrics) Option { return func(d *Dispatcher) { d.m =
 
 // WithAudit records every handler invocation (nil: none).
 func WithAudit(a Auditor) Option { return func(d *Dispatcher) { d.audit = a } }
+
+// WithStreamKeepAlive sends an SSE comment on a relayed stream that has been
+// quiet for every (config limits.stream_keepalive; 0, the default: none).
+func WithStreamKeepAlive(every time.Duration) Option {
+	return func(d *Dispatcher) { d.keepAlive = every }
+}
 
 // WithClock sets the clock (tests).
 func WithClock(now func() time.Time) Option { return func(d *Dispatcher) { d.now = now } }

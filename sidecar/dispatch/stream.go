@@ -3,6 +3,8 @@ package dispatch
 import (
 	"context"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -15,6 +17,8 @@ import (
 // names a task binds it.
 func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.Responder, inv invocation, bind func(taskID, contextID string) *protocol.Error) *protocol.Error {
 	sse := newSSE(call, w)
+	sse.keepAlive(d.keepAlive)
+	defer sse.stopKeepAlive()
 	bound := bind == nil
 	start := d.now()
 	err := d.invoker.Stream(ctx, inv.req, func(result jsontext.Value) error {
@@ -29,6 +33,7 @@ func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.R
 		return sse.event(result)
 	})
 	d.record(inv, d.now().Sub(start), err)
+	sse.stopKeepAlive()
 	if err == nil {
 		return nil
 	}
@@ -56,7 +61,57 @@ type sseWriter struct {
 	flusher http.Flusher
 	jsonrpc bool
 	id      jsontext.Value
+
+	mu      sync.Mutex // writes: events and keep-alives come from two goroutines
 	started bool
+	every   time.Duration
+	timer   *time.Timer // nil: no keep-alives
+	stopped bool
+}
+
+// keepAliveComment is the SSE comment sent while a stream is quiet: clients
+// ignore it, proxies see the stream is alive.
+const keepAliveComment = ": keep-alive\n\n"
+
+// keepAlive sends keepAliveComment whenever the stream has been quiet for
+// every (0: never). A stream not yet started is started by it: the client
+// (and Envoy) then know the call is alive, and a later error travels as
+// the stream's last event.
+func (s *sseWriter) keepAlive(every time.Duration) {
+	if every <= 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.every = every
+	s.timer = time.AfterFunc(every, s.tick)
+}
+
+func (s *sseWriter) tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return
+	}
+	s.start()
+	if _, err := s.w.Write([]byte(keepAliveComment)); err != nil {
+		return // the client is gone; the request's context ends the stream
+	}
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+	s.timer.Reset(s.every)
+}
+
+// stopKeepAlive stops keep-alives for good; once it returns none is being
+// written. The response writer must not be used after the handler returns.
+func (s *sseWriter) stopKeepAlive() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
 }
 
 func newSSE(call *gateway.Call, w gateway.Responder) *sseWriter {
@@ -82,6 +137,11 @@ func (s *sseWriter) start() {
 }
 
 func (s *sseWriter) event(result []byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil && !s.stopped {
+		s.timer.Reset(s.every)
+	}
 	s.start()
 	buf := make([]byte, 0, len(result)+64)
 	buf = append(buf, "data: "...)

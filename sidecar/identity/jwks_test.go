@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"context"
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
@@ -340,4 +341,134 @@ func TestJWKSURLConcurrentUnknownKidsFetchOnce(t *testing.T) {
 		}
 	}
 	require.Equal(t, int32(2), srv.fetches.Load(), "one fetch at start, one for all unknown kids")
+}
+
+// waitFetches waits for every fetch in progress to end.
+func waitFetches(v *Verifier) {
+	for _, iss := range v.issuers {
+		iss.fetchMu.Lock()
+		ch := iss.fetching
+		iss.fetchMu.Unlock()
+		if ch != nil {
+			<-ch
+		}
+	}
+}
+
+func ecJWKS(t *testing.T, pairs ...any) []byte {
+	t.Helper()
+	var ks []PublicJWK
+	for i := 0; i < len(pairs); i += 2 {
+		ks = append(ks, PublicJWK{Key: &pairs[i].(*ecdsa.PrivateKey).PublicKey, Alg: "ES256", Kid: pairs[i+1].(string)})
+	}
+	out, err := MarshalJWKS(ks...)
+	require.NoError(t, err)
+	return out
+}
+
+// TestJWKSURLRefetchOutlivesTheCheckDeadline: after a rotation, the first
+// token with the new kid triggers a refetch. A check whose context ends
+// first (Envoy's ext_authz timeout) is answered "unavailable", a retryable
+// error, not "unknown key", and the fetch goes on without it: the next
+// check finds the key without fetching again.
+func TestJWKSURLRefetchOutlivesTheCheckDeadline(t *testing.T) {
+	a, b := newTestKeys(t), newTestKeys(t)
+	var (
+		mu      sync.Mutex
+		body    = ecJWKS(t, a.ec, "a")
+		gate    chan struct{} // non-nil: the next fetch waits for it
+		arrived = make(chan struct{}, 1)
+		fetches atomic.Int32
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fetches.Add(1)
+		mu.Lock()
+		g, out := gate, body
+		gate = nil
+		mu.Unlock()
+		if g != nil {
+			arrived <- struct{}{}
+			select {
+			case <-g:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		_, _ = w.Write(out)
+	}))
+	t.Cleanup(srv.Close)
+	clock := newFakeClock()
+	v, err := NewVerifier(t.Context(), urlAuth(srv.URL), nil, WithClock(clock.Now), WithHTTPClient(srv.Client()))
+	require.NoError(t, err)
+	require.Equal(t, int32(1), fetches.Load())
+
+	// Rotation: the issuer now signs with b; its JWKS endpoint is slow.
+	release := make(chan struct{})
+	mu.Lock()
+	body, gate = ecJWKS(t, a.ec, "a", b.ec, "b"), release
+	mu.Unlock()
+	clock.Advance(DefaultRefreshInterval)
+	c := validClaims(clock.Now())
+	c["exp"] = clock.Now().Add(time.Hour).Unix()
+	tokB := "Bearer " + signToken(t, jwt.SigningMethodES256, b.ec, "b", c)
+
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(ctx, tokB)
+		errc <- err
+	}()
+	<-arrived // the refetch is under way
+	cancel()  // the check's deadline passes
+	requireKind(t, <-errc, ErrUnavailable, "signing keys are being refreshed")
+
+	close(release)
+	waitFetches(v)
+	p, err := v.Verify(t.Context(), tokB)
+	require.NoError(t, err)
+	require.Equal(t, "alice", p.Subject)
+	require.Equal(t, int32(2), fetches.Load(), "the fetch the first check started served the next one")
+}
+
+// TestJWKSURLRevalidatedInBackground: a key set older than maxKeyAge is
+// refetched in the background by the next verification, which does not
+// wait for it; a key the issuer withdrew stops verifying once it lands.
+func TestJWKSURLRevalidatedInBackground(t *testing.T) {
+	a, b := newTestKeys(t), newTestKeys(t)
+	srv := newJWKSServer(t, ecJWKS(t, a.ec, "a", b.ec, "b"))
+	clock := newFakeClock()
+	v, err := NewVerifier(t.Context(), urlAuth(srv.URL), nil, WithClock(clock.Now), WithHTTPClient(srv.Client()))
+	require.NoError(t, err)
+	tokenFor := func(key *ecdsa.PrivateKey, kid, sub string) string {
+		c := validClaims(clock.Now())
+		c["sub"] = sub
+		c["exp"] = clock.Now().Add(time.Hour).Unix()
+		return "Bearer " + signToken(t, jwt.SigningMethodES256, key, kid, c)
+	}
+	tokA := tokenFor(a.ec, "a", "alice")
+	_, err = v.Verify(t.Context(), tokA)
+	require.NoError(t, err)
+
+	// The issuer withdraws a.
+	srv.serve(http.StatusOK, ecJWKS(t, b.ec, "b"))
+	clock.Advance(DefaultMaxKeyAge - time.Second)
+	_, err = v.Verify(t.Context(), tokenFor(b.ec, "b", "bob"))
+	require.NoError(t, err)
+	waitFetches(v)
+	require.Equal(t, int32(1), srv.fetches.Load(), "younger than maxKeyAge: no refetch")
+
+	clock.Advance(time.Second)
+	_, err = v.Verify(t.Context(), tokenFor(b.ec, "b", "carol"))
+	require.NoError(t, err, "the verification that starts the refetch does not wait for it")
+	waitFetches(v)
+	require.Equal(t, int32(2), srv.fetches.Load())
+
+	requireKind(t, verifyErr(v, t, tokA), ErrUnknownKey, "unknown key id")
+	requireKind(t, verifyErr(v, t, tokenFor(a.ec, "a", "dave")), ErrUnknownKey, "unknown key id")
+	require.Equal(t, int32(2), srv.fetches.Load(), "the unknown kid is within the refresh interval")
+}
+
+func verifyErr(v *Verifier, t *testing.T, tok string) error {
+	_, err := v.Verify(t.Context(), tok)
+	return err
 }

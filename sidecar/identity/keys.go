@@ -2,31 +2,75 @@ package identity
 
 import (
 	"context"
-	"github.com/capgate/capgate/sidecar/jwks"
+	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/jwks"
 )
 
-// refresh fetches iss's jwks_url unless a fetch happened less than
-// refreshEvery ago (by the injected clock). Concurrent callers wait for the
-// fetch in progress and then see its result. A failed fetch keeps the last
-// good key set.
+// refresh makes sure iss's jwks_url was fetched less than refreshEvery ago
+// (by the injected clock), starting a fetch if not, and waits for the fetch
+// in progress while ctx allows. The fetch itself is detached from the
+// request: it runs bounded by fetchTimeout whatever ctx does, so a check
+// with a short deadline (Envoy's ext_authz timeout, 250ms) returns when its
+// deadline passes, while the fetch completes for the requests that follow.
+// Concurrent callers share one fetch. A failed fetch keeps the last good
+// key set.
 func (v *Verifier) refresh(ctx context.Context, iss *issuer) {
+	done := v.startFetch(ctx, iss, v.refreshEvery)
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+}
+
+// revalidate starts a background fetch of iss's jwks_url when its key set
+// is older than maxKeyAge, without waiting: keys an issuer publishes ahead
+// of a rotation are known before the first token signed with them arrives,
+// and keys it withdraws stop verifying within maxKeyAge.
+func (v *Verifier) revalidate(ctx context.Context, iss *issuer) {
+	_ = v.startFetch(ctx, iss, v.maxKeyAge)
+}
+
+// startFetch starts a fetch of iss's jwks_url unless one is in progress
+// (whose done channel it returns) or the last one started less than minAge
+// ago (nil).
+func (v *Verifier) startFetch(ctx context.Context, iss *issuer, minAge time.Duration) <-chan struct{} {
 	iss.fetchMu.Lock()
 	defer iss.fetchMu.Unlock()
+	if iss.fetching != nil {
+		return iss.fetching
+	}
 	now := v.now()
 	if !iss.lastFetch.IsZero() {
-		if since := now.Sub(iss.lastFetch); since >= 0 && since < v.refreshEvery {
-			return
+		if since := now.Sub(iss.lastFetch); since >= 0 && since < minAge {
+			return nil
 		}
 	}
 	iss.lastFetch = now
-
-	// The fetch outlives a cancelled request (bounded by fetchTimeout), so a
-	// client hanging up cannot waste the issuer's refresh slot.
+	done := make(chan struct{})
+	iss.fetching = done
+	// The fetch outlives the request that started it (bounded by
+	// fetchTimeout), so a client hanging up or a check timing out cannot
+	// waste the issuer's refresh slot.
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), v.fetchTimeout)
-	defer cancel()
-	set, err := v.fetch(fctx, iss)
+	go func() {
+		defer cancel()
+		v.fetchAndStore(fctx, iss)
+		iss.fetchMu.Lock()
+		iss.fetching = nil
+		iss.fetchMu.Unlock()
+		close(done)
+	}()
+	return done
+}
+
+func (v *Verifier) fetchAndStore(ctx context.Context, iss *issuer) {
+	set, err := v.fetch(ctx, iss)
 	if err != nil {
 		v.log.Warn("JWKS fetch failed; keeping the last good key set",
 			zap.String("issuer", iss.name), zap.String("url", iss.logURL), zap.Error(err))

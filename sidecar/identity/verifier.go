@@ -28,6 +28,10 @@ const (
 	DefaultCacheSize       = 10_000
 	DefaultRefreshInterval = 30 * time.Second // at most one JWKS refetch per issuer per interval
 	DefaultFetchTimeout    = 5 * time.Second
+	// DefaultMaxKeyAge is how old a jwks_url key set may grow before a
+	// verification starts a background refetch (Envoy's jwt_authn caches
+	// remote JWKS for 600s by default too).
+	DefaultMaxKeyAge = 10 * time.Minute
 	// MaxTokenBytes bounds a bearer token; longer ones are refused before parsing.
 	MaxTokenBytes = 16 << 10
 	// MaxJWKSBytes bounds a fetched JWKS document.
@@ -47,6 +51,7 @@ type options struct {
 	cacheSize    int
 	refreshEvery time.Duration
 	fetchTimeout time.Duration
+	maxKeyAge    time.Duration
 }
 
 // WithLogger sets the logger (nil: no logging).
@@ -70,6 +75,10 @@ func WithRefreshInterval(d time.Duration) Option { return func(o *options) { o.r
 // WithFetchTimeout bounds one JWKS fetch (default DefaultFetchTimeout).
 func WithFetchTimeout(d time.Duration) Option { return func(o *options) { o.fetchTimeout = d } }
 
+// WithMaxKeyAge sets how old a jwks_url key set may grow before it is
+// refetched in the background (default DefaultMaxKeyAge).
+func WithMaxKeyAge(d time.Duration) Option { return func(o *options) { o.maxKeyAge = d } }
+
 // Verifier verifies bearer tokens against the configured issuers. It is safe
 // for concurrent use and starts no goroutines.
 type Verifier struct {
@@ -78,6 +87,7 @@ type Verifier struct {
 	now          func() time.Time
 	refreshEvery time.Duration
 	fetchTimeout time.Duration
+	maxKeyAge    time.Duration
 	skew         time.Duration
 	scopesClaim  string
 	tenantClaim  string
@@ -107,8 +117,9 @@ type issuer struct {
 	tenants map[string]bool
 	scopes  map[string]bool
 
-	fetchMu   sync.Mutex // serialises fetches; guards lastFetch
+	fetchMu   sync.Mutex // guards lastFetch and fetching
 	lastFetch time.Time
+	fetching  chan struct{} // closed when the fetch in progress ends; nil when none
 }
 
 // NewVerifier builds a verifier for auth. readFile loads jwks_file paths (as
@@ -119,6 +130,7 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 		cacheSize:    DefaultCacheSize,
 		refreshEvery: DefaultRefreshInterval,
 		fetchTimeout: DefaultFetchTimeout,
+		maxKeyAge:    DefaultMaxKeyAge,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -141,6 +153,9 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 	if o.fetchTimeout <= 0 {
 		o.fetchTimeout = DefaultFetchTimeout
 	}
+	if o.maxKeyAge <= 0 {
+		o.maxKeyAge = DefaultMaxKeyAge
+	}
 
 	skew := auth.ClockSkew
 	if skew == 0 {
@@ -153,6 +168,7 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 		now:          o.now,
 		refreshEvery: o.refreshEvery,
 		fetchTimeout: o.fetchTimeout,
+		maxKeyAge:    o.maxKeyAge,
 		skew:         skew,
 		scopesClaim:  scopesClaim,
 		tenantClaim:  tenantClaim,
@@ -495,14 +511,20 @@ func (v *Verifier) keyFor(_ context.Context, t *jwt.Token) (*issuer, error) {
 }
 
 // lookupKey finds kid in the issuer's key set. The kid is only ever a map
-// key: never a path, URL or log field. An unknown kid of a jwks_url issuer
-// triggers a (rate-limited) refetch.
+// key: never a path, URL or log field. For a jwks_url issuer, a key set
+// older than maxKeyAge is refetched in the background, and an unknown kid
+// triggers a (rate-limited) refetch that the call waits for while its
+// context allows: a check whose deadline passes first is answered
+// "unavailable" (retry), not "unknown key", and the fetch goes on.
 func (v *Verifier) lookupKey(ctx context.Context, iss *issuer, kid string) (verifyKey, error) {
 	if kid == "" {
 		return verifyKey{}, newError(ErrUnknownKey, "missing key id", nil)
 	}
 	if ks := iss.keys.Load(); ks != nil {
 		if k, ok := (*ks)[kid]; ok {
+			if iss.jwksURL != "" {
+				v.revalidate(ctx, iss)
+			}
 			return k, nil
 		}
 	}
@@ -511,13 +533,24 @@ func (v *Verifier) lookupKey(ctx context.Context, iss *issuer, kid string) (veri
 	}
 	v.refresh(ctx, iss)
 	ks := iss.keys.Load()
+	if ks != nil {
+		if k, ok := (*ks)[kid]; ok {
+			return k, nil
+		}
+	}
+	if ctx.Err() != nil && v.fetchInProgress(iss) {
+		return verifyKey{}, newError(ErrUnavailable, "signing keys are being refreshed", ctx.Err())
+	}
 	if ks == nil {
 		return verifyKey{}, newError(ErrUnavailable, "signing keys unavailable", nil)
 	}
-	if k, ok := (*ks)[kid]; ok {
-		return k, nil
-	}
 	return verifyKey{}, newError(ErrUnknownKey, "unknown key id", nil)
+}
+
+func (v *Verifier) fetchInProgress(iss *issuer) bool {
+	iss.fetchMu.Lock()
+	defer iss.fetchMu.Unlock()
+	return iss.fetching != nil
 }
 
 // mapJWTError turns a golang-jwt error into an *Error with a client-safe

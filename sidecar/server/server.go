@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -141,7 +140,7 @@ func Run(ctx context.Context, opts Options) error {
 	errc := make(chan error, 3)
 
 	listen := func(name, addr string, h http.Handler) (string, error) {
-		ln, err := net.Listen("tcp", addr)
+		ln, err := listenOn(addr)
 		if err != nil {
 			return "", fmt.Errorf("listen %s on %s: %w", name, addr, err)
 		}
@@ -171,7 +170,7 @@ func Run(ctx context.Context, opts Options) error {
 	var grpcDone chan error
 	var invs *invokers
 	if opts.ExtAuthz {
-		ln, err := net.Listen("tcp", cfg.Listen.ExtAuthz)
+		ln, err := listenOn(cfg.Listen.ExtAuthz)
 		if err != nil {
 			closeAll()
 			return fmt.Errorf("listen extauthz on %s: %w", cfg.Listen.ExtAuthz, err)
@@ -208,6 +207,7 @@ func Run(ctx context.Context, opts Options) error {
 			dispatch.WithLogger(log.Named("dispatch")),
 			dispatch.WithMetrics(m),
 			dispatch.WithAudit(auditLog),
+			dispatch.WithStreamKeepAlive(cfg.Limits.StreamKeepAlive),
 		)
 		gw := gateway.New(holder,
 			gateway.WithLogger(log.Named("gateway")),

@@ -167,11 +167,23 @@ func startEnvoy(t *testing.T, bin, extauthzAddr, gatewayAddr string) string {
 	require.NoError(t, err)
 	_, gwPort, err := net.SplitHostPort(gatewayAddr)
 	require.NoError(t, err)
-	ports := map[string]string{"8000": listenPort, "9901": adminPort, "9191": azPort, "8080": gwPort}
+	ports := map[string]string{"8000": listenPort}
 	cfg := regexp.MustCompile(`port_value: (\d+)`).ReplaceAllStringFunc(string(src), func(m string) string {
 		p := strings.TrimPrefix(m, "port_value: ")
 		require.Contains(t, ports, p, "unexpected port in envoy/bootstrap.yaml")
 		return "port_value: " + ports[p]
+	})
+	// The pod's Unix sockets (Envoy's admin, capgate's two listeners) become
+	// loopback ports here: the suite's capgate listens on TCP.
+	pipes := map[string]string{
+		"/var/run/envoy/admin.sock":      adminPort,
+		"/var/run/capgate/extauthz.sock": azPort,
+		"/var/run/capgate/a2a.sock":      gwPort,
+	}
+	cfg = regexp.MustCompile(`pipe: \{path: ([^,}]+)(, mode: \d+)?\}`).ReplaceAllStringFunc(cfg, func(m string) string {
+		path := regexp.MustCompile(`path: ([^,}]+)`).FindStringSubmatch(m)[1]
+		require.Contains(t, pipes, path, "unexpected Unix socket in envoy/bootstrap.yaml")
+		return "socket_address: {address: 127.0.0.1, port_value: " + pipes[path] + "}"
 	})
 	cfg = strings.ReplaceAll(cfg, "address: 0.0.0.0", "address: 127.0.0.1")
 	path := filepath.Join(t.TempDir(), "bootstrap.yaml")

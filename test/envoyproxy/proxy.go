@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
@@ -74,6 +75,12 @@ func WithSourcePrincipal(spiffeID string) Option {
 	return func(p *Proxy) { p.sourcePrincipal = spiffeID }
 }
 
+// WithUpstreamSocket sends allowed requests over the Unix socket at path, as
+// the bootstrap's capgate_gateway cluster does (its endpoint is a pipe); the
+// upstream URL then only gives the scheme. Dial's addr may be "unix:/path"
+// likewise for the capgate_extauthz cluster.
+func WithUpstreamSocket(path string) Option { return func(p *Proxy) { p.upstreamSocket = path } }
+
 // WithCheckObserver calls f after every check (or skipped check), before the
 // request is forwarded or answered. f must be safe for concurrent use.
 func WithCheckObserver(f func(Check)) Option { return func(p *Proxy) { p.observe = f } }
@@ -86,6 +93,7 @@ type Proxy struct {
 	maxBody         int64
 	timeout         time.Duration
 	sourcePrincipal string
+	upstreamSocket  string
 	observe         func(Check)
 	rp              *httputil.ReverseProxy
 	streamID        atomic.Uint64
@@ -125,6 +133,16 @@ func New(authz authv3.AuthorizationClient, upstream *url.URL, opts ...Option) *P
 			resp.Header.Set("Server", "envoy") // server_header_transformation: OVERWRITE
 			return nil
 		},
+	}
+	if path := p.upstreamSocket; path != "" {
+		p.rp.Transport = &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", path)
+			},
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     time.Hour,
+		}
 	}
 	return p
 }
@@ -268,11 +286,10 @@ func (p *Proxy) sanitize(r *http.Request) {
 	}
 	r.Header.Set("X-Forwarded-Proto", "http")
 	r.Header.Set("X-Request-Id", newUUID())
-	if ip := net.ParseIP(peer); ip != nil && (ip.IsLoopback() || ip.IsPrivate()) {
-		r.Header.Set("X-Envoy-Internal", "true")
-	} else {
-		r.Header.Del("X-Envoy-Internal")
-	}
+	// Since Envoy 1.36 no address is internal unless internal_address_config
+	// says so (the bootstrap sets none): every request is external, Envoy
+	// never adds x-envoy-internal and removes a client's.
+	r.Header.Del("X-Envoy-Internal")
 }
 
 // forward sends r upstream: with the buffered body when the filter read
@@ -291,10 +308,14 @@ func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, has
 }
 
 // checkRequest fills the CheckRequest as Envoy's CheckRequestUtils does for
-// an HTTP/1.1 request.
+// an HTTP/1.1 request. Header values may carry any byte but proto strings
+// must be UTF-8: as Envoy (MessageUtil::sanitizeUtf8String) each byte that
+// is not part of valid UTF-8 becomes '!' in the check, while the request
+// forwarded upstream keeps its bytes.
 func (p *Proxy) checkRequest(r *http.Request, pathQuery string, body []byte, hasBody bool) *authv3.CheckRequest {
+	pathQuery, host := sanitizeUTF8(pathQuery), sanitizeUTF8(r.Host)
 	headers := make(map[string]string, len(r.Header)+6)
-	headers[":authority"] = r.Host
+	headers[":authority"] = host
 	headers[":path"] = pathQuery
 	headers[":method"] = r.Method
 	headers[":scheme"] = "http"
@@ -303,7 +324,11 @@ func (p *Proxy) checkRequest(r *http.Request, pathQuery string, body []byte, has
 		if k == HeaderPartialBody {
 			continue // Envoy drops a client's copy of its own header
 		}
-		headers[k] = strings.Join(vals, ",") // repeated headers joined with ","
+		clean := make([]string, len(vals))
+		for i, v := range vals {
+			clean[i] = sanitizeUTF8(v)
+		}
+		headers[k] = strings.Join(clean, ",") // repeated headers joined with ","
 	}
 	if len(r.TransferEncoding) > 0 {
 		headers["transfer-encoding"] = strings.Join(r.TransferEncoding, ",")
@@ -313,7 +338,7 @@ func (p *Proxy) checkRequest(r *http.Request, pathQuery string, body []byte, has
 		Method:   r.Method,
 		Headers:  headers,
 		Path:     pathQuery,
-		Host:     r.Host,
+		Host:     host,
 		Scheme:   "http",
 		Protocol: "HTTP/1.1",
 		Size:     int64(len(body)), // stream_info.bytesReceived(): the buffered body
@@ -345,22 +370,29 @@ func socketAddress(hostport string) *corev3.Address {
 
 // deny writes the denied_response as Envoy's local reply: its status (403
 // when unset), its headers and its body. The request is never forwarded.
+// As Envoy's ext_authz filter does, every header named in the denial first
+// replaces the local reply's own, then each copy is added in order, so a
+// repeated header (two WWW-Authenticate challenges, several Set-Cookie)
+// keeps every copy whatever its append action.
 func (p *Proxy) deny(w http.ResponseWriter, d *authv3.DeniedHttpResponse) {
 	status := http.StatusForbidden
 	if c := int(d.GetStatus().GetCode()); c > 0 {
 		status = c
 	}
 	h := w.Header()
+	type kv struct{ k, v string }
+	var set []kv
 	for _, o := range d.GetHeaders() {
 		k, v := o.GetHeader().GetKey(), headerValue(o.GetHeader())
-		if !validHeader(k, v) {
-			continue
+		if validHeader(k, v) {
+			set = append(set, kv{k, v})
 		}
-		if appendAction(o) == corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD {
-			h.Add(k, v)
-		} else {
-			h.Set(k, v)
-		}
+	}
+	for _, x := range set {
+		h.Del(x.k)
+	}
+	for _, x := range set {
+		h.Add(x.k, x.v)
 	}
 	h.Set("Server", "envoy")
 	body := d.GetBody()
@@ -534,6 +566,23 @@ func normalizePath(p string) (string, bool) {
 		res += "/"
 	}
 	return res, true
+}
+
+// sanitizeUTF8 replaces each byte of s that is not part of valid UTF-8 with
+// '!', as Envoy's MessageUtil::sanitizeUtf8String does.
+func sanitizeUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := []byte(s)
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			b[i] = '!'
+		}
+		i += size
+	}
+	return string(b)
 }
 
 // newUUID is a random (version 4) UUID, as Envoy generates x-request-id.

@@ -378,3 +378,60 @@ func TestStreamingIsNotBuffered(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "\ndata: second\n\n", string(rest))
 }
+
+// A header value that is not UTF-8 reaches the check with each bad byte
+// replaced by '!' (Envoy's sanitizeUtf8String), instead of failing the
+// gRPC call; the upstream gets the bytes as sent.
+func TestNonUTF8HeaderIsSanitizedInTheCheck(t *testing.T) {
+	f := start(t, allow(nil), nil)
+	resp, _ := do(t, http.MethodPost, f.url+"/", "{}",
+		"X-Latin1", "caf\xe9", "X-Mixed", "\xff\xfe ok é \xed\xa0\x80", "X-Multi", "a\xe9", "X-Multi", "b")
+	require.Equal(t, http.StatusOK, resp.StatusCode, "not status_on_error: the check was made")
+	c := f.lastCheck(t)
+	require.NoError(t, c.Err)
+	h := c.Request.GetAttributes().GetRequest().GetHttp().GetHeaders()
+	require.Equal(t, "caf!", h["x-latin1"])
+	require.Equal(t, "!! ok é !!!", h["x-mixed"], "valid multi-byte characters are kept, each bad byte replaced")
+	require.Equal(t, "a!,b", h["x-multi"])
+	up, _ := f.up.last()
+	require.Equal(t, "caf\xe9", up.Header.Get("X-Latin1"))
+}
+
+// Every copy of a header repeated in a denial reaches the client, in
+// order, whatever its append action; it replaces the local reply's own.
+func TestDenyKeepsRepeatedHeaders(t *testing.T) {
+	f := start(t, func(context.Context, *authv3.CheckRequest) (*authv3.CheckResponse, error) {
+		return &authv3.CheckResponse{
+			Status: &rpcstatus.Status{Code: int32(codes.Unauthenticated)},
+			HttpResponse: &authv3.CheckResponse_DeniedResponse{DeniedResponse: &authv3.DeniedHttpResponse{
+				Status: &typev3.HttpStatus{Code: typev3.StatusCode_Unauthorized},
+				Headers: []*corev3.HeaderValueOption{
+					opt("www-authenticate", `Bearer realm="a2a"`, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD),
+					opt("www-authenticate", `DPoP algs="ES256"`, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD),
+					opt("set-cookie", "a=1", corev3.HeaderValueOption_APPEND_IF_EXISTS_OR_ADD),
+					opt("set-cookie", "b=2", 0),
+					opt("content-type", "application/json", 0),
+				},
+				Body: `{}`,
+			}},
+		}, nil
+	}, nil)
+	resp, body := do(t, http.MethodPost, f.url+"/", "{}")
+	require.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	require.Equal(t, `{}`, body)
+	require.Equal(t, []string{`Bearer realm="a2a"`, `DPoP algs="ES256"`}, resp.Header.Values("Www-Authenticate"))
+	require.Equal(t, []string{"a=1", "b=2"}, resp.Header.Values("Set-Cookie"))
+	require.Equal(t, []string{"application/json"}, resp.Header.Values("Content-Type"))
+	require.Zero(t, f.up.count())
+}
+
+// With no internal_address_config every request is external: Envoy neither
+// adds x-envoy-internal nor passes on a client's.
+func TestEnvoyInternalDropped(t *testing.T) {
+	f := start(t, allow(nil), nil)
+	resp, _ := do(t, http.MethodPost, f.url+"/", "{}", "X-Envoy-Internal", "true")
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotContains(t, f.lastCheck(t).Request.GetAttributes().GetRequest().GetHttp().GetHeaders(), "x-envoy-internal")
+	up, _ := f.up.last()
+	require.Empty(t, up.Header.Values("X-Envoy-Internal"), "from a loopback peer too")
+}
