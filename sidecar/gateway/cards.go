@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"slices"
@@ -83,7 +85,29 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *deci
 	if err != nil {
 		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
 	}
+	// The card is per caller: never cached by a shared cache, and a
+	// private cache keys it on the credential.
+	h := resp.Writer().Header()
+	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
+	h.Set("Vary", "Authorization, A2A-Version")
+	if resp.Binding() == protocol.HTTPJSON {
+		// A GET: the body is the card, so it has a validator and can be
+		// revalidated. (A JSON-RPC POST answer is not cacheable.)
+		etag := cardETag(b)
+		h.Set("ETag", etag)
+		if etagMatch(call.Header.Get("If-None-Match"), etag) {
+			resp.Writer().WriteHeader(http.StatusNotModified)
+			return nil
+		}
+	}
 	return g.writeRaw(resp, b)
+}
+
+// cardETag is the strong ETag of served card bytes: the first 128 bits of
+// their SHA-256, as the revision computes the public card's.
+func cardETag(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 // renderCard serializes a card for the request's protocol version: 1.0 gets

@@ -259,3 +259,61 @@ func TestExtendedCardSetting(t *testing.T) {
 		require.False(t, srv.PublicCard(t).Capabilities.ExtendedAgentCard)
 	})
 }
+
+// TestExtendedCardCaching: the extended card is per caller, so it is
+// private, varies on the credential, and a GET of it can be revalidated —
+// but only by a caller who authenticates again.
+func TestExtendedCardCaching(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	recon := "Bearer " + testutil.Token(t, testutil.TokenOptions{Scopes: []string{"recon.run"}})
+	forecast := "Bearer " + testutil.Token(t, testutil.TokenOptions{Scopes: []string{"forecast.read"}})
+
+	get := srv.Do(t, http.MethodGet, "/extendedAgentCard", "", "A2A-Version", "1.0", "Authorization", recon)
+	require.Equal(t, http.StatusOK, get.Status, "%s", get.Body)
+	etag := get.Header.Get("ETag")
+	sum := sha256.Sum256(get.Body)
+	require.Equal(t, `"`+hex.EncodeToString(sum[:16])+`"`, etag, "strong ETag over the served bytes")
+	require.Equal(t, "private, max-age=300", get.Header.Get("Cache-Control"))
+	require.Equal(t, "Authorization, A2A-Version", get.Header.Get("Vary"))
+
+	other := srv.Do(t, http.MethodGet, "/extendedAgentCard", "", "A2A-Version", "1.0", "Authorization", forecast)
+	require.Equal(t, http.StatusOK, other.Status, "%s", other.Body)
+	require.NotEqual(t, etag, other.Header.Get("ETag"), "another caller's projection has another tag")
+
+	cases := []struct {
+		name, auth, ifNoneMatch string
+		status                  int
+	}{
+		{"matching tag", recon, etag, http.StatusNotModified},
+		{"wildcard", recon, "*", http.StatusNotModified},
+		{"other tag", recon, `"0123456789abcdef"`, http.StatusOK},
+		{"another caller's tag is not this caller's card", forecast, etag, http.StatusOK},
+		{"matching tag without a credential", "", etag, http.StatusUnauthorized},
+	}
+	for _, tc := range cases {
+		t.Run("If-None-Match/"+tc.name, func(t *testing.T) {
+			h := []string{"A2A-Version", "1.0", "If-None-Match", tc.ifNoneMatch}
+			if tc.auth != "" {
+				h = append(h, "Authorization", tc.auth)
+			}
+			r := srv.Do(t, http.MethodGet, "/extendedAgentCard", "", h...)
+			require.Equal(t, tc.status, r.Status, "%s", r.Body)
+			switch tc.status {
+			case http.StatusNotModified:
+				require.Empty(t, r.Body)
+				require.Equal(t, etag, r.Header.Get("ETag"))
+				require.Equal(t, "private, max-age=300", r.Header.Get("Cache-Control"))
+			case http.StatusOK:
+				require.NotEmpty(t, r.Body)
+			}
+		})
+	}
+
+	t.Run("JSON-RPC answer is private too", func(t *testing.T) {
+		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`, "A2A-Version", "1.0", "Authorization", recon, "If-None-Match", "*")
+		require.Equal(t, http.StatusOK, r.Status)
+		require.NotEmpty(t, jsonrpcResult(t, r), "a POST is never answered 304")
+		require.Equal(t, "private, max-age=300", r.Header.Get("Cache-Control"))
+		require.Equal(t, "Authorization, A2A-Version", r.Header.Get("Vary"))
+	})
+}
