@@ -117,7 +117,7 @@ func (g *Gateway) run(ctx context.Context, call *Call, resp Responder) *protocol
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		return g.writeRaw(resp, call.Rev.PublicCard)
+		return g.writeRaw(resp, publicCardFor(call.Rev, call.Request.Version))
 	}
 	if g.ops == nil {
 		return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)

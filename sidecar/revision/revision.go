@@ -39,6 +39,10 @@ type Revision struct {
 	// empty when built with Options.NoGateway.
 	PublicCard []byte
 	PublicETag string
+	// PublicCardV03 is the same card in the A2A 0.3 shape (card.V03),
+	// served to 0.3 callers; PublicETagV03 its ETag.
+	PublicCardV03 []byte
+	PublicETagV03 string
 	// ExtendedCard says whether capabilities.extendedAgentCard is advertised.
 	ExtendedCard bool
 	// Extensions are the declared extensions, for negotiation.
@@ -114,8 +118,11 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 		if err != nil {
 			return nil, fmt.Errorf("public card: %w", err)
 		}
-		sum := sha256.Sum256(b)
-		r.PublicCard, r.PublicETag = b, `"`+hex.EncodeToString(sum[:16])+`"`
+		r.PublicCard, r.PublicETag = b, etag(b)
+		if b, err = card.MarshalV03(pub); err != nil {
+			return nil, fmt.Errorf("public card (0.3): %w", err)
+		}
+		r.PublicCardV03, r.PublicETagV03 = b, etag(b)
 		r.Router = router.NewIndex(d.Registry(), d.Config.Router.Threshold)
 		r.Model = router.NewModel(d.Config.Router.Model, nil)
 	}
@@ -123,6 +130,13 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 		r.Extensions = append(r.Extensions, protocol.Extension{URI: x.URI, Required: x.Required})
 	}
 	return r, nil
+}
+
+// etag is the strong ETag of served bytes: the first 128 bits of their
+// SHA-256.
+func etag(b []byte) string {
+	sum := sha256.Sum256(b)
+	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 // Holder publishes the current revision to concurrent readers.

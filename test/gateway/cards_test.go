@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	legacycard "github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/stretchr/testify/require"
 
@@ -315,5 +316,80 @@ func TestExtendedCardCaching(t *testing.T) {
 		require.NotEmpty(t, jsonrpcResult(t, r), "a POST is never answered 304")
 		require.Equal(t, "private, max-age=300", r.Header.Get("Cache-Control"))
 		require.Equal(t, "Authorization, A2A-Version", r.Header.Get("Vary"))
+	})
+}
+
+// TestPublicCardV03: a 0.3 caller (the 0.3 card path, or A2A-Version: 0.3)
+// gets the card in the 0.3 shape, which a2a-go's own 0.3 resolver reads; the
+// 1.0 card stays the default.
+func TestPublicCardV03(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	v1 := srv.Do(t, http.MethodGet, cardPath, "")
+	require.Equal(t, http.StatusOK, v1.Status)
+	require.NotContains(t, string(v1.Body), `"protocolVersion":"0.3.0"`)
+	require.Equal(t, "Accept-Encoding, A2A-Version", v1.Header.Get("Vary"))
+	var v1Card a2a.AgentCard
+	require.NoError(t, json.Unmarshal(v1.Body, &v1Card))
+	agentURL := v1Card.SupportedInterfaces[0].URL
+
+	byPath := srv.Do(t, http.MethodGet, "/.well-known/agent.json", "")
+	cases := []struct {
+		name    string
+		path    string
+		headers []string
+		v03     bool
+	}{
+		{"0.3 card path", "/.well-known/agent.json", nil, true},
+		{"A2A-Version 0.3", cardPath, []string{"A2A-Version", "0.3"}, true},
+		{"A2A-Version 1.0", cardPath, []string{"A2A-Version", "1.0"}, false},
+		{"no A2A-Version", cardPath, nil, false},
+		{"A2A-Version unknown", cardPath, []string{"A2A-Version", "9.9"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := srv.Do(t, http.MethodGet, tc.path, "", tc.headers...)
+			require.Equal(t, http.StatusOK, r.Status)
+			if !tc.v03 {
+				require.Equal(t, v1.Body, r.Body)
+				require.Equal(t, v1.Header.Get("ETag"), r.Header.Get("ETag"))
+				return
+			}
+			require.Equal(t, byPath.Body, r.Body)
+			sum := sha256.Sum256(r.Body)
+			require.Equal(t, `"`+hex.EncodeToString(sum[:16])+`"`, r.Header.Get("ETag"))
+			require.NotEqual(t, v1.Header.Get("ETag"), r.Header.Get("ETag"))
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal(r.Body, &doc))
+			require.Equal(t, "0.3.0", doc["protocolVersion"])
+			require.Equal(t, agentURL, doc["url"])
+			require.Equal(t, "JSONRPC", doc["preferredTransport"])
+			require.Len(t, doc["additionalInterfaces"], 2)
+			require.Equal(t, true, doc["supportsAuthenticatedExtendedCard"])
+			for _, hidden := range testutil.HiddenSkills {
+				require.NotContains(t, string(r.Body), hidden)
+			}
+
+			again := srv.Do(t, http.MethodGet, tc.path, "", append(tc.headers, "If-None-Match", r.Header.Get("ETag"))...)
+			require.Equal(t, http.StatusNotModified, again.Status)
+			require.Empty(t, again.Body)
+		})
+	}
+
+	t.Run("a2a-go 0.3 resolver", func(t *testing.T) {
+		for _, opt := range []legacycard.ResolveOption{
+			legacycard.WithPath("/.well-known/agent.json"),
+			legacycard.WithRequestHeader("A2A-Version", "0.3"),
+		} {
+			c, err := legacycard.DefaultResolver.Resolve(t.Context(), srv.URL, opt)
+			require.NoError(t, err)
+			require.Equal(t, agentURL, c.URL)
+			require.Equal(t, "0.3.0", c.ProtocolVersion)
+			require.EqualValues(t, "JSONRPC", c.PreferredTransport)
+			var ids []string
+			for _, s := range c.Skills {
+				ids = append(ids, s.ID)
+			}
+			require.Equal(t, testutil.PublicSkills, ids)
+		}
 	})
 }
