@@ -297,4 +297,14 @@ type Cards struct {
 	// ExtendedCard: "auto" (default: advertised when any non-removed
 	// capability is extended or preview), "on" or "off".
 	ExtendedCard string `yaml:"extended_card"`
+	// SigningKeyFile is a PEM private key (P-256 → ES256, RSA ≥ 2048 bits →
+	// RS256), read relative to the config file. When set, the public and
+	// extended cards carry a JWS in signatures (see docs/cards.md).
+	SigningKeyFile string `yaml:"signing_key_file"`
+	// SigningKID is the signature's kid (default: the key's RFC 7638
+	// thumbprint); the key is published under it in the admin JWKS.
+	SigningKID string `yaml:"signing_kid"`
+	// SigningJKU, when set, is put in the signature's protected header as
+	// jku: where verifiers can find the key set.
+	SigningJKU string `yaml:"signing_jku"`
 }

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -78,7 +76,7 @@ func etagMatch(header, etag string) bool {
 	}
 	for _, t := range strings.Split(header, ",") {
 		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+		if t == "*" || strings.TrimPrefix(t, "W/") == strings.TrimPrefix(etag, "W/") {
 			return true
 		}
 	}
@@ -111,10 +109,13 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *deci
 	h := resp.Writer().Header()
 	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
 	h.Set("Vary", "Authorization, A2A-Version")
+	b, etag, err := revision.SignCard(rev.CardSigner, b)
+	if err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be signed")
+	}
 	if resp.Binding() == protocol.HTTPJSON {
 		// A GET: the body is the card, so it has a validator and can be
 		// revalidated. (A JSON-RPC POST answer is not cacheable.)
-		etag := cardETag(b)
 		h.Set("ETag", etag)
 		if etagMatch(call.Header.Get("If-None-Match"), etag) {
 			resp.Writer().WriteHeader(http.StatusNotModified)
@@ -122,13 +123,6 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *deci
 		}
 	}
 	return g.writeRaw(resp, b)
-}
-
-// cardETag is the strong ETag of served card bytes: the first 128 bits of
-// their SHA-256, as the revision computes the public card's.
-func cardETag(b []byte) string {
-	sum := sha256.Sum256(b)
-	return `"` + hex.EncodeToString(sum[:16]) + `"`
 }
 
 // renderCard serializes a card for the request's protocol version: 1.0 gets
