@@ -18,15 +18,19 @@ import (
 
 // Defaults.
 const (
-	DefaultListenA2A         = "127.0.0.1:8080"
-	DefaultListenExtAuthz    = "127.0.0.1:9191"
-	DefaultListenAdmin       = "127.0.0.1:9090"
-	DefaultScopesClaim       = "scope"
-	DefaultTenantClaim       = "tenant"
-	DefaultRouterThreshold   = 0.6
-	DefaultStore             = "memory"
-	DefaultCardMaxAge        = 300 * time.Second
-	DefaultClockSkew         = 30 * time.Second
+	DefaultListenA2A       = "127.0.0.1:8080"
+	DefaultListenExtAuthz  = "127.0.0.1:9191"
+	DefaultListenAdmin     = "127.0.0.1:9090"
+	DefaultScopesClaim     = "scope"
+	DefaultTenantClaim     = "tenant"
+	DefaultRouterThreshold = 0.6
+	DefaultStore           = "memory"
+	DefaultCardMaxAge      = 300 * time.Second
+	DefaultClockSkew       = 30 * time.Second
+	// JSONRPCStatusOK and JSONRPCStatusAuth are the values of
+	// auth.jsonrpc_http_status.
+	JSONRPCStatusOK          = 200
+	JSONRPCStatusAuth        = 401
 	DefaultExtendedCard      = "auto"
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultMaxDepth          = 64
@@ -108,6 +112,12 @@ type Auth struct {
 	PreviewTenants  []string      `yaml:"preview_tenants"`
 	AnonymousPublic bool          `yaml:"anonymous_public"`
 	ClockSkew       time.Duration `yaml:"clock_skew"`
+	// JSONRPCHTTPStatus is the HTTP status of a JSON-RPC answer that
+	// refuses a caller for authentication or authorization:
+	// JSONRPCStatusOK (200, the default: A2A's JSON-RPC binding and a2a-go)
+	// or JSONRPCStatusAuth (401 for -31401, 403 for -31403, with
+	// WWW-Authenticate). The JSON-RPC error body is the same either way.
+	JSONRPCHTTPStatus int `yaml:"jsonrpc_http_status"`
 	// MTLSPrincipals maps the peer principal Envoy reports for an mTLS
 	// client (attributes.source.principal, e.g. a SPIFFE id) to the
 	// principal capgate decides for; a bearer token, when present, wins.

@@ -84,6 +84,9 @@ func (c *Config) Validate() error {
 		v.add("cards.max_age", "%s is negative", c.Cards.MaxAge)
 	}
 	v.cardSigning()
+	if s := c.Auth.JSONRPCHTTPStatus; s != JSONRPCStatusOK && s != JSONRPCStatusAuth {
+		v.add("auth.jsonrpc_http_status", "%d is not one of 200 (always 200), 401 (401 or 403 with WWW-Authenticate for authentication and authorization failures)", s)
+	}
 	if c.Auth.ClockSkew < 0 {
 		v.add("auth.clock_skew", "%s is negative", c.Auth.ClockSkew)
 	}

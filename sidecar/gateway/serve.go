@@ -85,12 +85,8 @@ func (g *Gateway) refuse(w http.ResponseWriter, rev *revision.Revision, start ti
 	switch {
 	case req.Binding != protocol.JSONRPC:
 		writeStatusError(w, e)
-	case req.Operation.Streaming():
-		// A streaming call's refusal is one event of the stream, as A2A
-		// clients (a2a-go among them) read it.
-		writeJSONRPCStreamError(w, req.ID, e)
 	default:
-		writeJSONRPCError(w, req.ID, e)
+		writeJSONRPCRefusal(w, rev, req.ID, e, req.Operation.Streaming())
 	}
 }
 
