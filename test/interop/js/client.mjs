@@ -232,7 +232,9 @@ const steps = {
   },
   async list() {
     const c = await client(plan.token);
-    const res = await c.listTasks({ pageSize: 1 });
+    // A full request: the SDK's JSON-RPC encoder sends an unset status as
+    // "UNRECOGNIZED" (it compares to 0), which capgate rightly refuses.
+    const res = await c.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 1, pageToken: '' });
     return { tasks: res.tasks.length, nextPageToken: res.nextPageToken !== '' };
   },
   async subscribe() {
