@@ -36,8 +36,8 @@ type Revision struct {
 	// Model is the optional model-based router (nil when not configured).
 	Model *router.Model
 
-	// PublicCard is the serialized public card, PublicETag its strong ETag;
-	// empty when built with Options.NoGateway.
+	// PublicCard is the serialized public card, PublicETag its ETag (see
+	// SignCard); empty when built with Options.NoGateway.
 	PublicCard []byte
 	PublicETag string
 	// PublicCardV03 is the same card in the A2A 0.3 shape (card.V03),
