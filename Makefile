@@ -5,7 +5,7 @@ GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 REGO_COVERAGE ?= 95
 CONFIG        ?=
 
-.PHONY: all build test test-go test-rego check fmt run bench e2e e2e-envoy fuzz clean
+.PHONY: all build test test-go test-rego check fmt run bench e2e e2e-envoy fuzz clean interop-js
 
 all: build test check
 
@@ -19,6 +19,11 @@ test: test-go test-rego fuzz-short
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
+
+## interop-js: install the pinned A2A JavaScript SDK for test/interop (npm ci from the committed lockfile).
+## Without it test/interop skips the JS suite loudly; in CI (.ci/run does this) it fails instead.
+interop-js:
+	cd test/interop/js && npm ci --no-audit --no-fund
 
 test-rego:
 	$(GO) run ./cmd/capgate policy test --coverage --threshold $(REGO_COVERAGE)

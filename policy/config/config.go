@@ -19,15 +19,19 @@ import (
 
 // Defaults.
 const (
-	DefaultListenA2A         = "127.0.0.1:8080"
-	DefaultListenExtAuthz    = "127.0.0.1:9191"
-	DefaultListenAdmin       = "127.0.0.1:9090"
-	DefaultScopesClaim       = "scope"
-	DefaultTenantClaim       = "tenant"
-	DefaultRouterThreshold   = 0.6
-	DefaultStore             = "memory"
-	DefaultCardMaxAge        = 300 * time.Second
-	DefaultClockSkew         = 30 * time.Second
+	DefaultListenA2A       = "127.0.0.1:8080"
+	DefaultListenExtAuthz  = "127.0.0.1:9191"
+	DefaultListenAdmin     = "127.0.0.1:9090"
+	DefaultScopesClaim     = "scope"
+	DefaultTenantClaim     = "tenant"
+	DefaultRouterThreshold = 0.6
+	DefaultStore           = "memory"
+	DefaultCardMaxAge      = 300 * time.Second
+	DefaultClockSkew       = 30 * time.Second
+	// JSONRPCStatusOK and JSONRPCStatusAuth are the values of
+	// auth.jsonrpc_http_status.
+	JSONRPCStatusOK          = 200
+	JSONRPCStatusAuth        = 401
 	DefaultExtendedCard      = "auto"
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultMaxDepth          = 64
@@ -113,6 +117,12 @@ type Auth struct {
 	PreviewTenants  []string      `yaml:"preview_tenants"`
 	AnonymousPublic bool          `yaml:"anonymous_public"`
 	ClockSkew       time.Duration `yaml:"clock_skew"`
+	// JSONRPCHTTPStatus is the HTTP status of a JSON-RPC answer that
+	// refuses a caller for authentication or authorization:
+	// JSONRPCStatusOK (200, the default: A2A's JSON-RPC binding and a2a-go)
+	// or JSONRPCStatusAuth (401 for -31401, 403 for -31403, with
+	// WWW-Authenticate). The JSON-RPC error body is the same either way.
+	JSONRPCHTTPStatus int `yaml:"jsonrpc_http_status"`
 	// MTLSPrincipals maps the peer principal Envoy reports for an mTLS
 	// client (attributes.source.principal, e.g. a SPIFFE id) to the
 	// principal capgate decides for; a bearer token, when present, wins.
@@ -325,4 +335,14 @@ type Cards struct {
 	// ExtendedCard: "auto" (default: advertised when any non-removed
 	// capability is extended or preview), "on" or "off".
 	ExtendedCard string `yaml:"extended_card"`
+	// SigningKeyFile is a PEM private key (P-256 → ES256, RSA ≥ 2048 bits →
+	// RS256), read relative to the config file. When set, the public and
+	// extended cards carry a JWS in signatures (see docs/cards.md).
+	SigningKeyFile string `yaml:"signing_key_file"`
+	// SigningKID is the signature's kid (default: the key's RFC 7638
+	// thumbprint); the key is published under it in the admin JWKS.
+	SigningKID string `yaml:"signing_kid"`
+	// SigningJKU, when set, is put in the signature's protected header as
+	// jku: where verifiers can find the key set.
+	SigningJKU string `yaml:"signing_jku"`
 }

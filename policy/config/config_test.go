@@ -101,6 +101,11 @@ manifests: [capabilities]
 	c, err = config.LoadFS(fsWith(min+"auth: {clock_skew: 2m}\n"), "capgate.yaml")
 	require.NoError(t, err)
 	require.Equal(t, 2*time.Minute, c.Auth.ClockSkew)
+	require.Equal(t, config.JSONRPCStatusOK, c.Auth.JSONRPCHTTPStatus, "default")
+
+	c, err = config.LoadFS(fsWith(min+"auth: {jsonrpc_http_status: 401}\n"), "capgate.yaml")
+	require.NoError(t, err)
+	require.Equal(t, config.JSONRPCStatusAuth, c.Auth.JSONRPCHTTPStatus)
 }
 
 func TestStreamKeepAlive(t *testing.T) {
@@ -174,6 +179,14 @@ func TestLoadFSInvalid(t *testing.T) {
 			"capgate.yaml:23: identity.ttl: 5m0s is outside (0s, 60s]: handler tokens are short-lived"},
 		{"identity signing key missing", "store: memory\n", "store: memory\nidentity: {signing_key_file: ./keys/nope.pem}\n",
 			"capgate.yaml:23: identity.signing_key_file: read keys/nope.pem: file does not exist"},
+		{"jsonrpc_http_status not 200 or 401", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  jsonrpc_http_status: 403\n",
+			"capgate.yaml:18: auth.jsonrpc_http_status: 403 is not one of 200 (always 200), 401 (401 or 403 with WWW-Authenticate for authentication and authorization failures)"},
+		{"card signing key missing", "store: memory\n", "store: memory\ncards: {signing_key_file: ./keys/nope.pem}\n",
+			"capgate.yaml:23: cards.signing_key_file: read keys/nope.pem: file does not exist"},
+		{"card kid without a key", "store: memory\n", "store: memory\ncards: {signing_kid: k1}\n",
+			"capgate.yaml:23: cards.signing_key_file: required when cards.signing_kid or cards.signing_jku is set"},
+		{"card jku not a URL", "store: memory\n", "store: memory\ncards: {signing_key_file: ./keys/nope.pem, signing_jku: jwks.json}\n",
+			"capgate.yaml:23: cards.signing_jku: \"jwks.json\" is not an absolute http(s) URL\ncapgate.yaml:23: cards.signing_key_file: read keys/nope.pem: file does not exist"},
 		{"token exchange incomplete", "store: memory\n", "store: memory\nidentity: {token_exchange: {token_endpoint: nowhere, handlers: [ghost]}}\n",
 			"capgate.yaml:23: identity.token_exchange.client_id: required\ncapgate.yaml:23: identity.token_exchange.client_secret_file: required\ncapgate.yaml:23: identity.token_exchange.handlers[0]: \"ghost\" is not a configured handler\ncapgate.yaml:23: identity.token_exchange.token_endpoint: \"nowhere\" is not an absolute http(s) URL"},
 		{"model router without model", "router: {threshold: 0.6}", "router: {threshold: 0.6, model: {url: http://llm.local/v1/chat/completions}}",
@@ -305,7 +318,7 @@ capgate.yaml:4: agent.url: "127.0.0.1:8080" is not an absolute http(s) URL
 capgate.yaml:10: auth.issuers[0].audiences: required: at least one audience
 capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned tokens are never accepted
 capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
-capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, mtls_principals, trusted_proxy
+capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, jsonrpc_http_status, mtls_principals, trusted_proxy
 capgate.yaml:14: router.threshold: 2 is outside [0, 1]
 capgate.yaml:15: store: "memcached" is neither "memory" nor a redis:// or rediss:// URL`)
 }

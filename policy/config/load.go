@@ -95,6 +95,9 @@ func (c *Config) applyDefaults() {
 	if !c.present("cards.max_age") {
 		c.Cards.MaxAge = DefaultCardMaxAge
 	}
+	if !c.present("auth.jsonrpc_http_status") {
+		c.Auth.JSONRPCHTTPStatus = JSONRPCStatusOK
+	}
 	if !c.present("auth.clock_skew") {
 		c.Auth.ClockSkew = DefaultClockSkew
 	}

@@ -84,6 +84,10 @@ func (c *Config) Validate() error {
 	if c.Cards.MaxAge < 0 {
 		v.add("cards.max_age", "%s is negative", c.Cards.MaxAge)
 	}
+	v.cardSigning()
+	if s := c.Auth.JSONRPCHTTPStatus; s != JSONRPCStatusOK && s != JSONRPCStatusAuth {
+		v.add("auth.jsonrpc_http_status", "%d is not one of 200 (always 200), 401 (401 or 403 with WWW-Authenticate for authentication and authorization failures)", s)
+	}
 	if c.Auth.ClockSkew < 0 {
 		v.add("auth.clock_skew", "%s is negative", c.Auth.ClockSkew)
 	}
@@ -319,6 +323,21 @@ func (c *Config) Warnings() []string {
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
+func (v *validator) cardSigning() {
+	cs := v.c.Cards
+	if cs.SigningKeyFile != "" {
+		if _, err := v.c.ReadFile(cs.SigningKeyFile); err != nil {
+			v.add("cards.signing_key_file", "%v", err)
+		}
+	}
+	if cs.SigningKeyFile == "" && (cs.SigningKID != "" || cs.SigningJKU != "") {
+		v.add("cards.signing_key_file", "required when cards.signing_kid or cards.signing_jku is set")
+	}
+	if cs.SigningJKU != "" && !httpURL(cs.SigningJKU) {
+		v.add("cards.signing_jku", "%q is not an absolute http(s) URL", cs.SigningJKU)
+	}
 }
 
 func (v *validator) identity() {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
-	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/sidecar/decisionlog"
@@ -18,8 +16,16 @@ import (
 )
 
 // servePublicCard serves the public projection to anyone, with a strong ETag
-// over the bytes and Cache-Control from the config.
+// over the bytes and Cache-Control from the config. A 0.3 caller (the 0.3
+// card path, or A2A-Version: 0.3) gets the card in the 0.3 shape; every
+// other request the 1.0 card. A missing A2A-Version means 1.0 here, unlike
+// on the A2A endpoints: the card is where a client learns which versions
+// exist, and the 1.0 card lists them.
 func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *revision.Revision) {
+	body, etag := rev.PublicCard, rev.PublicETag
+	if r.URL.EscapedPath() == PublicCardPathV03 || wantsV03(r.Header) {
+		body, etag = rev.PublicCardV03, rev.PublicETagV03
+	}
 	start := g.now()
 	entry := &decisionlog.Entry{DecisionID: g.ids.Next(), Binding: string(protocol.HTTPJSON), Operation: string(protocol.GetAgentCard)}
 	w.Header().Set(HeaderDecisionID, entry.DecisionID)
@@ -32,20 +38,35 @@ func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *r
 	}
 	g.finish(rev, start, entry, nil)
 	h := w.Header()
-	h.Set("ETag", rev.PublicETag)
+	h.Set("ETag", etag)
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
-	h.Set("Vary", "Accept-Encoding")
-	if etagMatch(r.Header.Get("If-None-Match"), rev.PublicETag) {
+	h.Set("Vary", "Accept-Encoding, A2A-Version")
+	if etagMatch(r.Header.Get("If-None-Match"), etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
 	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(rev.PublicCard)))
+	h.Set("Content-Length", strconv.Itoa(len(body)))
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(http.StatusOK)
 	if r.Method == http.MethodGet {
-		_, _ = w.Write(rev.PublicCard)
+		_, _ = w.Write(body)
 	}
+}
+
+// publicCardFor is the public card in the shape of protocol version v.
+func publicCardFor(rev *revision.Revision, v protocol.Version) []byte {
+	if v == protocol.V03 {
+		return rev.PublicCardV03
+	}
+	return rev.PublicCard
+}
+
+// wantsV03 reports whether the caller asked for A2A 0.3 by A2A-Version
+// (given once, exactly 0.3).
+func wantsV03(h http.Header) bool {
+	v := h.Values(HeaderVersion)
+	return len(v) == 1 && strings.TrimSpace(v[0]) == string(protocol.V03)
 }
 
 // etagMatch implements If-None-Match's weak comparison over a list of tags.
@@ -55,7 +76,7 @@ func etagMatch(header, etag string) bool {
 	}
 	for _, t := range strings.Split(header, ",") {
 		t = strings.TrimSpace(t)
-		if t == "*" || strings.TrimPrefix(t, "W/") == etag {
+		if t == "*" || strings.TrimPrefix(t, "W/") == strings.TrimPrefix(etag, "W/") {
 			return true
 		}
 	}
@@ -79,44 +100,38 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *deci
 		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
 	}
 	entry.Reasons = []string{fmt.Sprintf("skills:%d", len(c.Skills))}
-	b, err := renderCard(ctx, c, call.Request.Version)
+	b, err := renderCard(c, call.Request.Version)
 	if err != nil {
 		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
+	}
+	// The card is per caller: never cached by a shared cache, and a
+	// private cache keys it on the credential.
+	h := resp.Writer().Header()
+	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
+	h.Set("Vary", "Authorization, A2A-Version")
+	b, etag, err := revision.SignCard(rev.CardSigner, b)
+	if err != nil {
+		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be signed")
+	}
+	if resp.Binding() == protocol.HTTPJSON {
+		// A GET: the body is the card, so it has a validator and can be
+		// revalidated. (A JSON-RPC POST answer is not cacheable.)
+		h.Set("ETag", etag)
+		if etagMatch(call.Header.Get("If-None-Match"), etag) {
+			resp.Writer().WriteHeader(http.StatusNotModified)
+			return nil
+		}
 	}
 	return g.writeRaw(resp, b)
 }
 
 // renderCard serializes a card for the request's protocol version: 1.0 gets
-// the v1.0 card, 0.3 the union of v1.0 and v0.3 fields a2a-go produces for
-// 0.3 clients.
-func renderCard(ctx context.Context, c *a2a.AgentCard, v protocol.Version) ([]byte, error) {
+// the v1.0 card, 0.3 the 0.3 card (card.V03).
+func renderCard(c *a2a.AgentCard, v protocol.Version) ([]byte, error) {
 	if v == protocol.V03 {
-		p, ok := a2av0.NewStaticAgentCardProducer(withV03Interfaces(c)).(interface {
-			CardJSON(context.Context) ([]byte, error)
-		})
-		if ok {
-			return p.CardJSON(ctx)
-		}
+		return card.MarshalV03(c)
 	}
 	return card.Marshal(c)
-}
-
-// withV03Interfaces returns a copy of c that also lists each interface under
-// protocol version 0.3: the gateway answers 0.3 requests on the same
-// endpoints, and a2av0's card producer needs a 0.3 interface to fill the 0.3
-// url, preferredTransport and additionalInterfaces (without one it fails).
-func withV03Interfaces(c *a2a.AgentCard) *a2a.AgentCard {
-	cc := *c
-	cc.SupportedInterfaces = slices.Clone(c.SupportedInterfaces)
-	for _, iface := range c.SupportedInterfaces {
-		if iface.ProtocolVersion == a2av0.Version {
-			return c
-		}
-		v03 := *iface
-		v03.ProtocolVersion = a2av0.Version
-		cc.SupportedInterfaces = append(cc.SupportedInterfaces, &v03)
-	}
-	return &cc
 }
 
 func (g *Gateway) writeRaw(resp Responder, b []byte) *protocol.Error {

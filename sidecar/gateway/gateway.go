@@ -29,6 +29,9 @@ const (
 	HeaderExtensionsV03 = "X-A2A-Extensions"
 	HeaderDecisionID    = "X-Capgate-Decision-Id"
 	PublicCardPath      = "/.well-known/agent-card.json"
+	// PublicCardPathV03 is where A2A 0.3 clients look for the card; it
+	// serves the 0.3 shape.
+	PublicCardPathV03 = "/.well-known/agent.json"
 )
 
 // Call is one authenticated, parsed A2A request on its way to an operation.
@@ -124,7 +127,7 @@ func New(h *revision.Holder, opts ...Option) *Gateway {
 // ServeHTTP implements http.Handler.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rev := g.holder.Load()
-	if r.URL.EscapedPath() == PublicCardPath {
+	if path := r.URL.EscapedPath(); path == PublicCardPath || path == PublicCardPathV03 {
 		g.servePublicCard(w, r, rev)
 		return
 	}

@@ -7,7 +7,9 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // Responder writes an operation's successful answer in the request's binding.
@@ -81,10 +83,32 @@ func writeJSON(w http.ResponseWriter, status int, body []byte) {
 	_, _ = w.Write(body)
 }
 
-// writeJSONRPCError answers with a JSON-RPC error: always HTTP 200, the A2A
-// code and ErrorInfo, the request id echoed.
+// writeJSONRPCError answers with a JSON-RPC error: HTTP 200, the A2A code
+// and ErrorInfo, the request id echoed.
 func writeJSONRPCError(w http.ResponseWriter, id jsontext.Value, e *protocol.Error) {
 	writeJSON(w, http.StatusOK, e.MarshalJSONRPC(id))
+}
+
+// writeJSONRPCRefusal answers a JSON-RPC request the gateway refused.
+// A streaming call's refusal is one event of the stream, as A2A clients
+// (a2a-go among them) read it. With auth.jsonrpc_http_status 401, an
+// authentication or authorization failure is instead the JSON-RPC error
+// (same body, -31401/-31403) with the HTTP status of the failure, 401 or
+// 403, and its Bearer challenge, for clients that react to HTTP statuses
+// only (the A2A JavaScript SDK's auth-retry among them). A client that
+// checks the status does not read a 401 as a stream, so a streaming call
+// gets the plain JSON body too.
+func writeJSONRPCRefusal(w http.ResponseWriter, rev *revision.Revision, id jsontext.Value, e *protocol.Error, streaming bool) {
+	if c := e.WWWAuthenticate(); c != "" && rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth {
+		w.Header().Set("WWW-Authenticate", c)
+		writeJSON(w, e.HTTPStatus(), e.MarshalJSONRPC(id))
+		return
+	}
+	if streaming {
+		writeJSONRPCStreamError(w, id, e)
+		return
+	}
+	writeJSONRPCError(w, id, e)
 }
 
 // writeJSONRPCStreamError answers a streaming JSON-RPC call that is refused

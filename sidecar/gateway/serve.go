@@ -85,12 +85,8 @@ func (g *Gateway) refuse(w http.ResponseWriter, rev *revision.Revision, start ti
 	switch {
 	case req.Binding != protocol.JSONRPC:
 		writeStatusError(w, e)
-	case req.Operation.Streaming():
-		// A streaming call's refusal is one event of the stream, as A2A
-		// clients (a2a-go among them) read it.
-		writeJSONRPCStreamError(w, req.ID, e)
 	default:
-		writeJSONRPCError(w, req.ID, e)
+		writeJSONRPCRefusal(w, rev, req.ID, e, req.Operation.Streaming())
 	}
 }
 
@@ -117,7 +113,7 @@ func (g *Gateway) run(ctx context.Context, call *Call, resp Responder) *protocol
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		return g.writeRaw(resp, call.Rev.PublicCard)
+		return g.writeRaw(resp, publicCardFor(call.Rev, call.Request.Version))
 	}
 	if g.ops == nil {
 		return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)

@@ -18,6 +18,7 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/cardsig"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/push"
@@ -35,10 +36,17 @@ type Revision struct {
 	// Model is the optional model-based router (nil when not configured).
 	Model *router.Model
 
-	// PublicCard is the serialized public card, PublicETag its strong ETag;
-	// empty when built with Options.NoGateway.
+	// PublicCard is the serialized public card, PublicETag its ETag (see
+	// SignCard); empty when built with Options.NoGateway.
 	PublicCard []byte
 	PublicETag string
+	// PublicCardV03 is the same card in the A2A 0.3 shape (card.V03),
+	// served to 0.3 callers; PublicETagV03 its ETag.
+	PublicCardV03 []byte
+	PublicETagV03 string
+	// CardSigner signs the cards when cards.signing_key_file is set (nil
+	// otherwise); the public cards above are signed already.
+	CardSigner *cardsig.Signer
 	// ExtendedCard says whether capabilities.extendedAgentCard is advertised.
 	ExtendedCard bool
 	// Extensions are the declared extensions, for negotiation.
@@ -106,6 +114,15 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 		Push:         push.Policy{Enabled: d.Config.Push.Enabled, Allowed: d.Config.Push.AllowedURLs},
 	}
 	if !opts.NoGateway {
+		if cs := d.Config.Cards; cs.SigningKeyFile != "" {
+			pemBytes, err := d.Config.ReadFile(cs.SigningKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("cards.signing_key_file: %w", err)
+			}
+			if r.CardSigner, err = cardsig.NewSigner(pemBytes, cs.SigningKID, cs.SigningJKU); err != nil {
+				return nil, fmt.Errorf("cards.signing_key_file: %w", err)
+			}
+		}
 		pub, err := card.Public(ctx, d.Config, e)
 		if err != nil {
 			return nil, fmt.Errorf("public card: %w", err)
@@ -114,8 +131,15 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 		if err != nil {
 			return nil, fmt.Errorf("public card: %w", err)
 		}
-		sum := sha256.Sum256(b)
-		r.PublicCard, r.PublicETag = b, `"`+hex.EncodeToString(sum[:16])+`"`
+		if r.PublicCard, r.PublicETag, err = SignCard(r.CardSigner, b); err != nil {
+			return nil, fmt.Errorf("public card: %w", err)
+		}
+		if b, err = card.MarshalV03(pub); err != nil {
+			return nil, fmt.Errorf("public card (0.3): %w", err)
+		}
+		if r.PublicCardV03, r.PublicETagV03, err = SignCard(r.CardSigner, b); err != nil {
+			return nil, fmt.Errorf("public card (0.3): %w", err)
+		}
 		r.Router = router.NewIndex(d.Registry(), d.Config.Router.Threshold)
 		r.Model = router.NewModel(d.Config.Router.Model, nil)
 	}
@@ -123,6 +147,29 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 		r.Extensions = append(r.Extensions, protocol.Extension{URI: x.URI, Required: x.Required})
 	}
 	return r, nil
+}
+
+// SignCard returns the card bytes to serve and their ETag. Without a
+// signer: b itself, and a strong ETag (the first 128 bits of its SHA-256).
+// With one: b signed, and a weak ETag over b and the key id. An ES256
+// signature differs every time it is computed, so the served bytes differ
+// between builds and replicas while the card does not: the weak tag says
+// "same card", and a cached copy still revalidates (If-None-Match compares
+// weakly).
+func SignCard(s *cardsig.Signer, b []byte) (signed []byte, etag string, err error) {
+	if s == nil {
+		sum := sha256.Sum256(b)
+		return b, `"` + hex.EncodeToString(sum[:16]) + `"`, nil
+	}
+	signed, err = s.Sign(b)
+	if err != nil {
+		return nil, "", err
+	}
+	h := sha256.New()
+	_, _ = h.Write(b)
+	_, _ = h.Write([]byte{0})
+	_, _ = h.Write([]byte(s.KeyID()))
+	return signed, `W/"` + hex.EncodeToString(h.Sum(nil)[:16]) + `"`, nil
 }
 
 // Holder publishes the current revision to concurrent readers.

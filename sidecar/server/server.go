@@ -20,6 +20,7 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/admin"
 	"github.com/capgate/capgate/sidecar/audit"
+	"github.com/capgate/capgate/sidecar/cardsig"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/delegation"
 	"github.com/capgate/capgate/sidecar/dispatch"
@@ -133,7 +134,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("identity: %w", err)
 	}
-	adminH := admin.New(m.Registry, admin.WithJWKS(minter.JWKS), admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }))
+	adminH := admin.New(m.Registry, admin.WithJWKS(publishedKeys(minter.JWKS, holder, log)), admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }))
 	var servers []*http.Server
 	var addrs Addrs
 	stopExtAuthz := func() {}
@@ -285,4 +286,23 @@ func openAudit(cfg *config.Config, w io.Writer) (*audit.Logger, io.Closer, error
 // served and task operations fail closed until it answers.
 func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (tasks.Store, error) {
 	return tasks.Open(ctx, cfg.Store, tasks.WithLogger(log.Named("tasks")))
+}
+
+// publishedKeys is the admin JWKS: the token minter's key and, when cards
+// are signed, the current revision's card-signing key (it can change on
+// reload).
+func publishedKeys(minted func() []byte, holder *revision.Holder, log *zap.Logger) func() []byte {
+	return func() []byte {
+		set := minted()
+		s := holder.Load().CardSigner
+		if s == nil {
+			return set
+		}
+		withCard, err := cardsig.AddKey(set, s)
+		if err != nil {
+			log.Error("card signing key not published", zap.Error(err))
+			return set
+		}
+		return withCard
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	legacycard "github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/stretchr/testify/require"
 
@@ -257,5 +258,138 @@ func TestExtendedCardSetting(t *testing.T) {
 		testutil.RemoveFile(t, cfg, "capabilities/apply-remittance.yaml")
 		srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
 		require.False(t, srv.PublicCard(t).Capabilities.ExtendedAgentCard)
+	})
+}
+
+// TestExtendedCardCaching: the extended card is per caller, so it is
+// private, varies on the credential, and a GET of it can be revalidated —
+// but only by a caller who authenticates again.
+func TestExtendedCardCaching(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	recon := "Bearer " + testutil.Token(t, testutil.TokenOptions{Scopes: []string{"recon.run"}})
+	forecast := "Bearer " + testutil.Token(t, testutil.TokenOptions{Scopes: []string{"forecast.read"}})
+
+	get := srv.Do(t, http.MethodGet, "/extendedAgentCard", "", "A2A-Version", "1.0", "Authorization", recon)
+	require.Equal(t, http.StatusOK, get.Status, "%s", get.Body)
+	etag := get.Header.Get("ETag")
+	sum := sha256.Sum256(get.Body)
+	require.Equal(t, `"`+hex.EncodeToString(sum[:16])+`"`, etag, "strong ETag over the served bytes")
+	require.Equal(t, "private, max-age=300", get.Header.Get("Cache-Control"))
+	require.Equal(t, "Authorization, A2A-Version", get.Header.Get("Vary"))
+
+	other := srv.Do(t, http.MethodGet, "/extendedAgentCard", "", "A2A-Version", "1.0", "Authorization", forecast)
+	require.Equal(t, http.StatusOK, other.Status, "%s", other.Body)
+	require.NotEqual(t, etag, other.Header.Get("ETag"), "another caller's projection has another tag")
+
+	cases := []struct {
+		name, auth, ifNoneMatch string
+		status                  int
+	}{
+		{"matching tag", recon, etag, http.StatusNotModified},
+		{"wildcard", recon, "*", http.StatusNotModified},
+		{"other tag", recon, `"0123456789abcdef"`, http.StatusOK},
+		{"another caller's tag is not this caller's card", forecast, etag, http.StatusOK},
+		{"matching tag without a credential", "", etag, http.StatusUnauthorized},
+	}
+	for _, tc := range cases {
+		t.Run("If-None-Match/"+tc.name, func(t *testing.T) {
+			h := []string{"A2A-Version", "1.0", "If-None-Match", tc.ifNoneMatch}
+			if tc.auth != "" {
+				h = append(h, "Authorization", tc.auth)
+			}
+			r := srv.Do(t, http.MethodGet, "/extendedAgentCard", "", h...)
+			require.Equal(t, tc.status, r.Status, "%s", r.Body)
+			switch tc.status {
+			case http.StatusNotModified:
+				require.Empty(t, r.Body)
+				require.Equal(t, etag, r.Header.Get("ETag"))
+				require.Equal(t, "private, max-age=300", r.Header.Get("Cache-Control"))
+			case http.StatusOK:
+				require.NotEmpty(t, r.Body)
+			}
+		})
+	}
+
+	t.Run("JSON-RPC answer is private too", func(t *testing.T) {
+		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard"}`, "A2A-Version", "1.0", "Authorization", recon, "If-None-Match", "*")
+		require.Equal(t, http.StatusOK, r.Status)
+		require.NotEmpty(t, jsonrpcResult(t, r), "a POST is never answered 304")
+		require.Equal(t, "private, max-age=300", r.Header.Get("Cache-Control"))
+		require.Equal(t, "Authorization, A2A-Version", r.Header.Get("Vary"))
+	})
+}
+
+// TestPublicCardV03: a 0.3 caller (the 0.3 card path, or A2A-Version: 0.3)
+// gets the card in the 0.3 shape, which a2a-go's own 0.3 resolver reads; the
+// 1.0 card stays the default.
+func TestPublicCardV03(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	v1 := srv.Do(t, http.MethodGet, cardPath, "")
+	require.Equal(t, http.StatusOK, v1.Status)
+	require.NotContains(t, string(v1.Body), `"protocolVersion":"0.3.0"`)
+	require.Equal(t, "Accept-Encoding, A2A-Version", v1.Header.Get("Vary"))
+	var v1Card a2a.AgentCard
+	require.NoError(t, json.Unmarshal(v1.Body, &v1Card))
+	agentURL := v1Card.SupportedInterfaces[0].URL
+
+	byPath := srv.Do(t, http.MethodGet, "/.well-known/agent.json", "")
+	cases := []struct {
+		name    string
+		path    string
+		headers []string
+		v03     bool
+	}{
+		{"0.3 card path", "/.well-known/agent.json", nil, true},
+		{"A2A-Version 0.3", cardPath, []string{"A2A-Version", "0.3"}, true},
+		{"A2A-Version 1.0", cardPath, []string{"A2A-Version", "1.0"}, false},
+		{"no A2A-Version", cardPath, nil, false},
+		{"A2A-Version unknown", cardPath, []string{"A2A-Version", "9.9"}, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := srv.Do(t, http.MethodGet, tc.path, "", tc.headers...)
+			require.Equal(t, http.StatusOK, r.Status)
+			if !tc.v03 {
+				require.Equal(t, v1.Body, r.Body)
+				require.Equal(t, v1.Header.Get("ETag"), r.Header.Get("ETag"))
+				return
+			}
+			require.Equal(t, byPath.Body, r.Body)
+			sum := sha256.Sum256(r.Body)
+			require.Equal(t, `"`+hex.EncodeToString(sum[:16])+`"`, r.Header.Get("ETag"))
+			require.NotEqual(t, v1.Header.Get("ETag"), r.Header.Get("ETag"))
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal(r.Body, &doc))
+			require.Equal(t, "0.3.0", doc["protocolVersion"])
+			require.Equal(t, agentURL, doc["url"])
+			require.Equal(t, "JSONRPC", doc["preferredTransport"])
+			require.Len(t, doc["additionalInterfaces"], 2)
+			require.Equal(t, true, doc["supportsAuthenticatedExtendedCard"])
+			for _, hidden := range testutil.HiddenSkills {
+				require.NotContains(t, string(r.Body), hidden)
+			}
+
+			again := srv.Do(t, http.MethodGet, tc.path, "", append(tc.headers, "If-None-Match", r.Header.Get("ETag"))...)
+			require.Equal(t, http.StatusNotModified, again.Status)
+			require.Empty(t, again.Body)
+		})
+	}
+
+	t.Run("a2a-go 0.3 resolver", func(t *testing.T) {
+		for _, opt := range []legacycard.ResolveOption{
+			legacycard.WithPath("/.well-known/agent.json"),
+			legacycard.WithRequestHeader("A2A-Version", "0.3"),
+		} {
+			c, err := legacycard.DefaultResolver.Resolve(t.Context(), srv.URL, opt)
+			require.NoError(t, err)
+			require.Equal(t, agentURL, c.URL)
+			require.Equal(t, "0.3.0", c.ProtocolVersion)
+			require.EqualValues(t, "JSONRPC", c.PreferredTransport)
+			var ids []string
+			for _, s := range c.Skills {
+				ids = append(ids, s.ID)
+			}
+			require.Equal(t, testutil.PublicSkills, ids)
+		}
 	})
 }

@@ -65,7 +65,7 @@ func TestProtocolVersions(t *testing.T) {
 		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"agent/getAuthenticatedExtendedCard"}`, "Authorization", auth)
 		var c map[string]any
 		require.NoError(t, json.Unmarshal(jsonrpcResult(t, r), &c))
-		require.Equal(t, "0.3", c["protocolVersion"], "a 0.3 client needs protocolVersion")
+		require.Equal(t, "0.3.0", c["protocolVersion"], "a 0.3 client needs protocolVersion (0.3.0, as the 0.3 spec and a2a-go v0.3 write it)")
 		require.Equal(t, "http://127.0.0.1:8080", c["url"], "a 0.3 client needs url")
 		require.Equal(t, "JSONRPC", c["preferredTransport"])
 		require.Equal(t, true, c["supportsAuthenticatedExtendedCard"])

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/cardsig"
+	"github.com/capgate/capgate/sidecar/jwks"
 )
 
 func runCard(ctx context.Context, env Env, args []string) error {
@@ -19,9 +24,11 @@ func runCard(ctx context.Context, env Env, args []string) error {
 			return runCardLock(ctx, env, args[1:])
 		case "check":
 			return runCardCheck(ctx, env, args[1:])
+		case "verify":
+			return runCardVerify(ctx, env, args[1:])
 		}
 	}
-	fs := newFlags(env, "card", "card [--config capgate.yaml] [--claims claims.json]  |  card lock ...  |  card check ...")
+	fs := newFlags(env, "card", "card [--config capgate.yaml] [--claims claims.json]  |  card lock ...  |  card check ...  |  card verify ...")
 	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
 	claimsPath := fs.String("claims", "", "print the extended card of the caller with these JWT claims (JSON object; - for stdin)")
 	if err := parse(fs, args, 0); err != nil {
@@ -115,4 +122,63 @@ func publicCard(ctx context.Context, cfgPath string) (*deployment.Deployment, *a
 		return nil, nil, err
 	}
 	return d, pub, nil
+}
+
+// maxCardBytes bounds a card read by `card verify`.
+const maxCardBytes = jwks.MaxBytes
+
+func runCardVerify(ctx context.Context, env Env, args []string) error {
+	fs := newFlags(env, "card verify", "card verify --card card.json|URL|- --jwks jwks.json|URL")
+	cardArg := fs.String("card", "", "the agent card: a file, an http(s) URL, or - for stdin")
+	jwksArg := fs.String("jwks", "", "the signer's key set (JWKS): a file or an http(s) URL; a jku in the signature is never followed")
+	if err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *cardArg == "" || *jwksArg == "" {
+		return usageErr("--card and --jwks are required")
+	}
+	cardBytes, err := readSource(ctx, env, *cardArg)
+	if err != nil {
+		return usageErr("read card: %v", err)
+	}
+	keyBytes, err := readSource(ctx, env, *jwksArg)
+	if err != nil {
+		return usageErr("read JWKS: %v", err)
+	}
+	keys, _, err := jwks.Parse(keyBytes)
+	if err != nil {
+		return usageErr("JWKS: %v", err)
+	}
+	results, err := cardsig.Verify(cardBytes, keys)
+	for _, r := range results {
+		if r.Err == nil {
+			_, _ = fmt.Fprintf(env.Stdout, "signature %d: ok (kid %q, %s)\n", r.Index, r.KeyID, r.Alg)
+			continue
+		}
+		_, _ = fmt.Fprintf(env.Stdout, "signature %d: FAIL (kid %q, %s): %v\n", r.Index, r.KeyID, r.Alg, r.Err)
+	}
+	if err != nil {
+		return checkFailed("card verify: %v", err)
+	}
+	_, _ = fmt.Fprintln(env.Stdout, "card signature verified")
+	return nil
+}
+
+// readSource reads a file, stdin ("-") or an http(s) URL, at most
+// maxCardBytes.
+func readSource(ctx context.Context, env Env, src string) ([]byte, error) {
+	switch {
+	case src == "-":
+		return readAllLimited(env.Stdin, maxCardBytes)
+	case strings.HasPrefix(src, "http://") || strings.HasPrefix(src, "https://"):
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		return jwks.Fetch(ctx, http.DefaultClient, src)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	return readAllLimited(f, maxCardBytes)
 }
