@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
@@ -154,33 +155,20 @@ func (s *Server) deny(d *decision) *authv3.CheckResponse {
 	hs := make([]*corev3.HeaderValueOption, 0, 5)
 	hs = append(hs, headerOpt(HeaderDecisionID, d.id))
 	denied := &authv3.DeniedHttpResponse{}
-	switch d.binding {
-	case protocol.JSONRPC:
-		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode_OK}
-		if d.op.Streaming() {
-			// A streaming call's refusal is one Server-Sent Event, as the
-			// gateway answers it and as A2A clients read it.
-			denied.Body = "data: " + string(e.MarshalJSONRPC(d.reqID)) + "\n\n"
-			hs = append(hs, headerOpt("content-type", "text/event-stream"))
-			break
-		}
-		denied.Body = string(e.MarshalJSONRPC(d.reqID))
-		hs = append(hs, headerOpt("content-type", "application/json"))
-	case protocol.GRPC:
+	if d.binding == protocol.GRPC {
 		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode_OK}
 		hs = append(hs,
 			headerOpt("content-type", "application/grpc"),
 			headerOpt("grpc-status", strconv.Itoa(int(grpcCode(e.StatusName())))),
 			headerOpt("grpc-message", grpcMessage(e.Message)))
-	default:
-		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode(e.HTTPStatus())}
-		denied.Body = string(e.MarshalStatus())
-		hs = append(hs, headerOpt("content-type", "application/json"))
-		if c := e.WWWAuthenticate(); c != "" {
-			hs = append(hs, headerOpt("www-authenticate", c))
-		}
-		if allow := e.Metadata["allow"]; allow != "" && e.Code == protocol.MethodNotAllowed {
-			hs = append(hs, headerOpt("allow", allow))
+	} else {
+		// The same answer the gateway writes (protocol.Refuse).
+		authStatus := d.plan != nil && d.plan.rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
+		r := protocol.Refuse(d.binding, d.op.Streaming(), d.reqID, e, authStatus)
+		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode(r.Status)}
+		denied.Body = string(r.Body)
+		for _, kv := range r.Header {
+			hs = append(hs, headerOpt(kv[0], kv[1]))
 		}
 	}
 	denied.Headers = hs

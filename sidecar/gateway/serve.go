@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -82,12 +83,8 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 // refuse records a refusal and writes it in the shape of the request's binding.
 func (g *Gateway) refuse(w http.ResponseWriter, rev *revision.Revision, start time.Time, entry *decisionlog.Entry, req *protocol.Request, e *protocol.Error) {
 	g.finish(rev, start, entry, e)
-	switch {
-	case req.Binding != protocol.JSONRPC:
-		writeStatusError(w, e)
-	default:
-		writeJSONRPCRefusal(w, rev, req.ID, e, req.Operation.Streaming())
-	}
+	authStatus := rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
+	writeRefusal(w, protocol.Refuse(req.Binding, req.Operation.Streaming(), req.ID, e, authStatus))
 }
 
 // peerOf is the mTLS peer of the request: the verified client certificate's URI SAN when the

@@ -18,6 +18,7 @@ func (e *env) door(t *testing.T, method, target string, h http.Header, body stri
 	require.Equal(t, az.allowed, gw.allowed, "the doors disagree: ext_authz %s, gateway %s\n%s", az, gw, gw.body)
 	if !az.allowed {
 		require.Equal(t, az.reason, gw.reason, "the doors disagree on why")
+		require.Equal(t, az.status, gw.status, "the doors disagree on the HTTP status")
 		require.False(t, e.forwarded(gw.decision), "a refused request reached a handler")
 	}
 	return gw, az
@@ -128,4 +129,21 @@ func TestPushURLPolicyAtBothDoors(t *testing.T) {
 	}
 	gw, _ := e.door(t, http.MethodPost, "/", h, `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"`+owner.task+`","url":"`+hook+`/sub"}}`)
 	require.True(t, gw.allowed, "%s", gw.body)
+}
+
+// TestJSONRPCAuthStatusAtBothDoors: with auth.jsonrpc_http_status 401, a JSON-RPC authentication
+// or authorization failure takes its HTTP status at both doors (the body stays the JSON-RPC error).
+func TestJSONRPCAuthStatusAtBothDoors(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+		return strings.Replace(s, "  anonymous_public: false", "  anonymous_public: false\n  jsonrpc_http_status: 401", 1)
+	})
+	e := connect(t, testutil.Start(t, testutil.LoadDeployment(t, cfg), testutil.StartOptions{ExtAuthz: true}))
+	card := `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{}}`
+	gw, _ := e.door(t, http.MethodPost, "/", header("A2A-Version", "1.0", "Content-Type", "application/json"), card)
+	require.Equal(t, http.StatusUnauthorized, gw.status)
+	require.Equal(t, "UNAUTHENTICATED", gw.reason)
+	send := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
+	gw, _ = e.door(t, http.MethodPost, "/", header("A2A-Version", "1.0", "Content-Type", "application/json"), send)
+	require.Equal(t, http.StatusUnauthorized, gw.status, "a streaming call gets the plain body with the status")
 }

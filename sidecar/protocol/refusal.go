@@ -1,0 +1,49 @@
+package protocol
+
+import (
+	"net/http"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Refusal is the HTTP answer to a refused JSON-RPC or HTTP+JSON request: the same status,
+// headers and body whichever door refuses it (the gateway writes it, ext_authz hands it to
+// Envoy as the denied response).
+type Refusal struct {
+	Status int
+	// Header holds lower-case header names and values.
+	Header [][2]string
+	Body   []byte
+}
+
+// Refuse shapes e for a request of binding b:
+//   - HTTP+JSON (and anything refused before its binding is known): the mapped HTTP status and a
+//     google.rpc.Status body, a Bearer challenge on 401 and 403, Allow on 405;
+//   - JSON-RPC: HTTP 200 with the JSON-RPC error echoing id — as one Server-Sent Event for a
+//     streaming call, as A2A clients read it. With authStatus (auth.jsonrpc_http_status: 401),
+//     an authentication or authorization failure keeps the JSON-RPC body but takes the failure's
+//     HTTP status (401 or 403) and its challenge, for clients that react to statuses only; a
+//     client that checks the status does not read a 401 as a stream, so streaming calls get the
+//     plain body too.
+func Refuse(b Binding, streaming bool, id jsontext.Value, e *Error, authStatus bool) Refusal {
+	if b != JSONRPC {
+		r := Refusal{Status: e.HTTPStatus(), Header: [][2]string{{"content-type", "application/json"}}, Body: e.MarshalStatus()}
+		if c := e.WWWAuthenticate(); c != "" {
+			r.Header = append(r.Header, [2]string{"www-authenticate", c})
+		}
+		// A 405 names the allowed methods (RFC 9110 15.5.6); the parser puts them in metadata.
+		if allow := e.Metadata["allow"]; e.Code == MethodNotAllowed && allow != "" {
+			r.Header = append(r.Header, [2]string{"allow", allow})
+		}
+		return r
+	}
+	body := e.MarshalJSONRPC(id)
+	if c := e.WWWAuthenticate(); c != "" && authStatus {
+		return Refusal{Status: e.HTTPStatus(), Header: [][2]string{{"content-type", "application/json"}, {"www-authenticate", c}}, Body: body}
+	}
+	if streaming {
+		return Refusal{Status: http.StatusOK, Header: [][2]string{{"content-type", "text/event-stream"}, {"cache-control", "no-cache"}},
+			Body: append(append([]byte("data: "), body...), "\n\n"...)}
+	}
+	return Refusal{Status: http.StatusOK, Header: [][2]string{{"content-type", "application/json"}}, Body: body}
+}
