@@ -16,6 +16,9 @@ const capgatePrefix = "x-capgate-"
 type header struct {
 	m   map[string]string
 	raw []*corev3.HeaderValue
+	// one backs the slice Values returns for a map value, so that reading a header allocates
+	// nothing; that slice is valid until the next call.
+	one [1]string
 }
 
 // get returns the value of a lower-case header name; repeated raw headers
@@ -41,8 +44,38 @@ func (h header) get(name string) string {
 	return out
 }
 
-// Values implements protocol.Header: name is matched case-insensitively.
-func (h header) Values(name string) []string { return h.values(strings.ToLower(name)) }
+// Values implements protocol.Header: name is matched case-insensitively. The slice is valid
+// until the next call (every reader in protocol and admission reads it at once).
+func (h *header) Values(name string) []string {
+	name = lowerName(name)
+	if h.raw != nil {
+		return h.values(name)
+	}
+	v, ok := h.m[name]
+	if !ok {
+		return nil
+	}
+	h.one[0] = v
+	return h.one[:1:1]
+}
+
+// lowerName lower-cases a header name; the names the parser asks for are constants, looked up
+// without allocating.
+func lowerName(name string) string {
+	switch name {
+	case "A2A-Version":
+		return "a2a-version"
+	case "Content-Type":
+		return "content-type"
+	case "Authorization":
+		return "authorization"
+	case "A2A-Extensions":
+		return "a2a-extensions"
+	case "X-A2A-Extensions":
+		return "x-a2a-extensions"
+	}
+	return strings.ToLower(name)
+}
 
 // values returns the header's values (one element per raw header, or the
 // joined map value).
