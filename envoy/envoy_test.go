@@ -570,3 +570,26 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSVariantForwardsThePeer: the mTLS listener replaces any client-sent
+// x-forwarded-client-cert with the verified certificate's URI and proves
+// itself to the gateway with the proxy secret on the checked route, as
+// auth.trusted_proxy expects (docs/envoy.md "mTLS peers at the gateway").
+func TestTLSVariantForwardsThePeer(t *testing.T) {
+	data, err := os.ReadFile("bootstrap-tls.yaml")
+	require.NoError(t, err)
+	b, err := Parse(data)
+	require.NoError(t, err)
+	s := &sidecar{b: b, hcm: &hcmv3.HttpConnectionManager{}}
+	require.NoError(t, s.hcmFilter().GetTypedConfig().UnmarshalTo(s.hcm))
+	require.Equal(t, hcmv3.HttpConnectionManager_SANITIZE_SET, s.hcm.GetForwardClientCertDetails())
+	require.True(t, s.hcm.GetSetCurrentClientCertDetails().GetUri())
+	var secret *corev3.HeaderValueOption
+	for _, h := range s.route("a2a").GetRequestHeadersToAdd() {
+		if h.GetHeader().GetKey() == "x-capgate-proxy-secret" {
+			secret = h
+		}
+	}
+	require.NotNil(t, secret, "the checked route sends the proxy secret")
+	require.Equal(t, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD, secret.GetAppendAction(), "a client-sent value is overwritten")
+}

@@ -50,6 +50,9 @@ const (
 	DefaultIdleTimeout       = 120 * time.Second
 	DefaultProxySecretHeader = "x-capgate-proxy-secret"
 	DefaultProxyPeerHeader   = "x-forwarded-client-cert"
+	// TrustedProxyUnix in auth.trusted_proxy.addresses trusts connections
+	// over the gateway's Unix socket (listen.a2a: unix:...).
+	TrustedProxyUnix = "unix"
 	// MinMemoryLimit is the smallest limits.memory accepted: below it the
 	// runtime would collect without pause.
 	MinMemoryLimit ByteSize = 16 << 20
@@ -137,7 +140,7 @@ type Auth struct {
 // a request from one of Addresses carrying the shared secret in Header has
 // its peer read from PeerHeader (Envoy's x-forwarded-client-cert, URI=).
 type TrustedProxy struct {
-	Addresses  []string `yaml:"addresses"`   // IPs or CIDRs of the proxy
+	Addresses  []string `yaml:"addresses"`   // IPs or CIDRs of the proxy, or "unix"
 	SecretFile string   `yaml:"secret_file"` // relative to the config file
 	Header     string   `yaml:"header"`      // default x-capgate-proxy-secret
 	PeerHeader string   `yaml:"peer_header"` // default x-forwarded-client-cert

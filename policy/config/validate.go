@@ -443,8 +443,8 @@ func (v *validator) trustedProxy() {
 		v.add("auth.trusted_proxy.addresses", "required: the addresses the proxy connects from (e.g. 127.0.0.1)")
 	}
 	for i, a := range t.Addresses {
-		if _, _, err := net.ParseCIDR(a); err != nil && net.ParseIP(a) == nil {
-			v.add(fmt.Sprintf("auth.trusted_proxy.addresses[%d]", i), "%q is neither an IP address nor a CIDR", a)
+		if _, _, err := net.ParseCIDR(a); err != nil && net.ParseIP(a) == nil && a != TrustedProxyUnix {
+			v.add(fmt.Sprintf("auth.trusted_proxy.addresses[%d]", i), "%q is neither an IP address, a CIDR nor %q", a, TrustedProxyUnix)
 		}
 	}
 	if t.SecretFile == "" {

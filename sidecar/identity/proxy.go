@@ -19,6 +19,7 @@ import (
 // ignored, so a direct caller cannot claim a peer identity.
 type ProxyTrust struct {
 	prefixes   []netip.Prefix
+	unix       bool // connections over the gateway's Unix socket come from the proxy
 	secret     []byte
 	header     string
 	peerHeader string
@@ -37,6 +38,10 @@ func NewProxyTrust(tp *config.TrustedProxy, readFile func(string) ([]byte, error
 		t.peerHeader = config.DefaultProxyPeerHeader
 	}
 	for _, a := range tp.Addresses {
+		if a == config.TrustedProxyUnix {
+			t.unix = true
+			continue
+		}
 		if p, err := netip.ParsePrefix(a); err == nil {
 			t.prefixes = append(t.prefixes, p.Masked())
 			continue
@@ -47,7 +52,7 @@ func NewProxyTrust(tp *config.TrustedProxy, readFile func(string) ([]byte, error
 		}
 		t.prefixes = append(t.prefixes, netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen()))
 	}
-	if len(t.prefixes) == 0 {
+	if len(t.prefixes) == 0 && !t.unix {
 		return nil, errors.New("trusted_proxy: no addresses")
 	}
 	if tp.SecretFile == "" || readFile == nil {
@@ -78,20 +83,16 @@ func (t *ProxyTrust) Peer(remoteAddr string, h http.Header) (peer string, truste
 	if t == nil {
 		return "", false, nil
 	}
-	host, _, serr := net.SplitHostPort(remoteAddr)
-	if serr != nil {
-		host = remoteAddr
-	}
-	addr, perr := netip.ParseAddr(host)
-	if perr != nil {
-		return "", false, nil
-	}
-	addr = addr.Unmap()
-	in := false
-	for _, p := range t.prefixes {
-		if p.Contains(addr) {
-			in = true
-			break
+	in := t.unix && (remoteAddr == "" || remoteAddr == "@") // net/http's remote address of a Unix socket peer
+	if host, _, serr := net.SplitHostPort(remoteAddr); serr == nil {
+		if addr, perr := netip.ParseAddr(host); perr == nil {
+			addr = addr.Unmap()
+			for _, p := range t.prefixes {
+				if p.Contains(addr) {
+					in = true
+					break
+				}
+			}
 		}
 	}
 	secrets := h.Values(t.header)

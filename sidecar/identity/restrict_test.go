@@ -102,8 +102,17 @@ func TestProxyTrust(t *testing.T) {
 			require.Equal(t, tc.peer, peer)
 		})
 	}
+	ux, err := NewProxyTrust(&config.TrustedProxy{Addresses: []string{"unix"}, SecretFile: "secret"}, read)
+	require.NoError(t, err)
+	peer, trusted, err := ux.Peer("@", h("X-Capgate-Proxy-Secret", secret, "X-Forwarded-Client-Cert", xfcc))
+	require.NoError(t, err)
+	require.True(t, trusted, "a connection over the gateway's Unix socket")
+	require.Equal(t, spiffe, peer)
+	_, trusted, _ = ux.Peer("127.0.0.1:1", h("X-Capgate-Proxy-Secret", secret, "X-Forwarded-Client-Cert", xfcc))
+	require.False(t, trusted, "unix trusts no TCP peer")
+
 	var none *ProxyTrust
-	peer, trusted, err := none.Peer("127.0.0.1:1", h("X-Forwarded-Client-Cert", xfcc))
+	peer, trusted, err = none.Peer("127.0.0.1:1", h("X-Forwarded-Client-Cert", xfcc))
 	require.NoError(t, err)
 	require.False(t, trusted)
 	require.Empty(t, peer, "without auth.trusted_proxy the header is never read")
