@@ -161,17 +161,8 @@ func normalize(t string) string {
 	return strings.ToLower(strings.TrimSpace(t))
 }
 
-// match reports whether media type t matches the accepted pattern p
-// (p may be */* or type/*).
-func match(p, t string) bool {
-	if p == t || p == "*/*" {
-		return true
-	}
-	if base, ok := strings.CutSuffix(p, "/*"); ok {
-		return strings.HasPrefix(t, base+"/")
-	}
-	return false
-}
+// match is protocol.MediaTypeMatches.
+func match(p, t string) bool { return protocol.MediaTypeMatches(p, t) }
 
 // ClipModes bounds the caller's list before it is repeated in an error or
 // a log line: at most 8 entries of at most 64 bytes (cut at a character

@@ -436,16 +436,8 @@ func matchAny(patterns []string, t string) bool {
 	return false
 }
 
-// match reports whether media type t matches pattern p (p may be */* or type/*).
-func match(p, t string) bool {
-	if p == t || p == "*/*" {
-		return true
-	}
-	if base, ok := strings.CutSuffix(p, "/*"); ok {
-		return strings.HasPrefix(t, base+"/")
-	}
-	return false
-}
+// match is protocol.MediaTypeMatches.
+func match(p, t string) bool { return protocol.MediaTypeMatches(p, t) }
 
 func contains(xs []int, x int) bool {
 	for _, v := range xs {

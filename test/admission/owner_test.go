@@ -1,14 +1,6 @@
 package admission_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"encoding/pem"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -16,10 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/config"
-	"github.com/capgate/capgate/policy/deployment"
-	"github.com/capgate/capgate/sidecar/handler/echo"
-	"github.com/capgate/capgate/sidecar/handlerauth"
-	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -32,7 +20,7 @@ func TestOwnerTaskOperations(t *testing.T) {
 		d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
 		d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
 		if handlers == "upstream a2a-go server" {
-			upstreamEcho(t, d)
+			testutil.NewUpstream(t, d).Use(d)
 		}
 		srv := testutil.Start(t, d)
 		tok := testutil.Token(t, testutil.TokenOptions{Subject: "alice", Tenant: "acme"})
@@ -85,34 +73,5 @@ func TestOwnerTaskOperations(t *testing.T) {
 				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
 			})
 		}
-	}
-}
-
-// upstreamEcho points every handler of d at one upstream a2a-go server (the echo, served over
-// HTTP on 127.0.0.1) that verifies capgate's handler tokens.
-func upstreamEcho(t *testing.T, d *deployment.Deployment) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	keyFile := filepath.Join(t.TempDir(), "capgate-signing.pem")
-	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-	minter, err := identity.NewMinter(d.Config.Identity.Issuer, key)
-	require.NoError(t, err)
-	var names []string
-	for name := range d.Config.Handlers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	v, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
-		Issuer: minter.Issuer(), Audience: names[0], Audiences: names[1:], JWKS: minter.JWKS(),
-	})
-	require.NoError(t, err)
-	up := httptest.NewServer(echo.New(v.Verify))
-	t.Cleanup(up.Close)
-	d.Config.Identity.SigningKeyFile = keyFile
-	for name := range d.Config.Handlers {
-		d.Config.Handlers[name] = up.URL + "/"
 	}
 }

@@ -8,19 +8,10 @@
 package replicas_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,9 +19,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/capgate/capgate/sidecar/handler/echo"
-	"github.com/capgate/capgate/sidecar/handlerauth"
-	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testutil"
@@ -47,9 +35,8 @@ var (
 // upstream handler.
 type cluster struct {
 	redis    *redisproc.Server
-	upstream *httptest.Server
+	upstream *testutil.Upstream
 	a, b     *testutil.Server
-	keyFile  string
 }
 
 // newCluster starts Redis, the shared upstream echo handler and two
@@ -59,28 +46,7 @@ type cluster struct {
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{redis: redisproc.Start(t)}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	c.keyFile = filepath.Join(t.TempDir(), "capgate-signing.pem")
-	require.NoError(t, os.WriteFile(c.keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
-
-	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	minter, err := identity.NewMinter(d.Config.Identity.Issuer, key)
-	require.NoError(t, err)
-	var names []string
-	for name := range d.Config.Handlers {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	v, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
-		Issuer: minter.Issuer(), Audience: names[0], Audiences: names[1:], JWKS: minter.JWKS(),
-	})
-	require.NoError(t, err)
-	c.upstream = httptest.NewServer(echo.New(v.Verify))
-	t.Cleanup(c.upstream.Close)
-
+	c.upstream = testutil.NewUpstream(t, testutil.LoadDeployment(t, testutil.CopyFinance(t)))
 	c.a = c.replica(t, c.redis.URL(0))
 	c.b = c.replica(t, c.redis.URL(0))
 	return c
@@ -91,10 +57,7 @@ func (c *cluster) replica(t *testing.T, store string) *testutil.Server {
 	t.Helper()
 	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
 	d.Config.Store = store
-	d.Config.Identity.SigningKeyFile = c.keyFile
-	for name := range d.Config.Handlers {
-		d.Config.Handlers[name] = c.upstream.URL + "/"
-	}
+	c.upstream.Use(d)
 	return testutil.Start(t, d)
 }
 
