@@ -59,9 +59,9 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 	}
 	task := clarificationTask(b, dec.Candidates)
 	if call.Request.Operation == protocol.SendStreamingMessage {
-		return d.writeEvents(call, w, [][]byte{mustResult(task, call.Request.Version)})
+		return d.writeEvents(call, w, [][]byte{streamResult(task, call.Request.Version)})
 	}
-	return writeResult(w, mustResult(task, call.Request.Version))
+	return writeResult(w, streamResult(task, call.Request.Version))
 }
 
 // clarifyAnonymous answers an anonymous caller's unclear message with an
@@ -120,9 +120,9 @@ func clarificationTask(b tasks.Binding, cands []router.Candidate) *a2a.Task {
 	}
 }
 
-// mustResult renders a task as a SendMessage result in the request's
+// streamResult renders a task as a SendMessage result in the request's
 // version: {"task": …} in 1.0, the 0.3 task object otherwise.
-func mustResult(task *a2a.Task, v protocol.Version) []byte {
+func streamResult(task *a2a.Task, v protocol.Version) []byte {
 	return renderTask(task, v, a2a.StreamResponse{Event: task})
 }
 

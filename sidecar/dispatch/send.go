@@ -18,85 +18,117 @@ import (
 )
 
 // send routes a message and forwards it to the chosen capability's handler.
+// Admission has already decided who may send it (and owns every task it
+// names); send decides only where it goes.
 func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
-	req := call.Request
-	msg := req.Message
-	if msg == nil {
-		return protocol.Errorf(protocol.InvalidParams, "params.message is required")
-	}
-	rev := call.Rev
-	rt := rev.Router
-	caller := call.Principal.Caller()
-	if !call.Principal.Authenticated && !rev.Config().Auth.AnonymousPublic {
-		return protocol.MissingCredentials()
-	}
-	rg, err := router.NewRights(ctx, rev.Engine, caller)
-	if err != nil {
-		return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
-	}
-
-	params, perr := req.ForwardParams()
+	r, perr := d.route(ctx, call)
 	if perr != nil {
 		return perr
 	}
-	var decision router.Decision
-	var pending *tasks.Binding
+	if r.clarify != nil {
+		return d.clarify(ctx, call, w, r.clarify.decision, r.clarify.taskID, r.clarify.contextID)
+	}
+	return d.forward(ctx, call, w, r)
+}
+
+// routed is where a message goes: the routing decision, the params to send,
+// and the clarification task it answers, if any; or, instead, the
+// clarification to ask.
+type routed struct {
+	decision router.Decision
+	params   jsontext.Value
+	pending  *tasks.Binding
+	clarify  *clarification
+}
+
+// clarification is a question back to the caller: which of the candidates?
+// taskID is the clarification task asked again ("" for a new one).
+type clarification struct {
+	decision          router.Decision
+	taskID, contextID string
+}
+
+// route decides where a message goes, cheapest layer first: the task it
+// continues (bound by admission), the reply to a clarification (resolved
+// among the offered candidates), else the router's layers (hint, single
+// candidate, structured data, classifier) and, when unsure, the optional
+// model router; still unsure, a clarification.
+func (d *Dispatcher) route(ctx context.Context, call *gateway.Call) (routed, *protocol.Error) {
+	req := call.Request
+	msg := req.Message
+	if msg == nil {
+		return routed{}, protocol.Errorf(protocol.InvalidParams, "params.message is required")
+	}
+	rev := call.Rev
+	rg, err := router.NewRights(ctx, rev.Engine, call.Principal.Caller())
+	if err != nil {
+		return routed{}, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+	}
+	params, perr := req.ForwardParams()
+	if perr != nil {
+		return routed{}, perr
+	}
 	if msg.TaskID != "" {
 		b, perr := bound(call)
 		if perr != nil {
-			return perr
+			return routed{}, perr
 		}
-		if b.Pending {
-			// The reply to a clarification: resolve it among the offered
-			// capabilities; the handler starts a task of its own.
-			dec, perr := rt.Resolve(msg, b.Candidates, rg)
-			if perr != nil {
-				return perr
-			}
-			if dec.Layer == router.LayerClarify && dec.Capability == "" {
-				return d.clarify(ctx, call, w, dec, b.TaskID, b.ContextID)
-			}
-			decision, pending = dec, &b
-			if params, err = withoutTaskID(params, req.Version); err != nil {
-				return protocol.Wrap(protocol.InvalidParams, err, "params.message could not be rewritten")
-			}
-		} else {
-			decision = router.Decision{Layer: router.LayerTask, Capability: b.Capability, Confidence: 1}
+		if !b.Pending {
+			return routed{decision: router.Decision{Layer: router.LayerTask, Capability: b.Capability, Confidence: 1}, params: params}, nil
 		}
-	} else {
-		dec, perr := rt.Route(msg, rg)
+		// The reply to a clarification: resolve it among the offered
+		// capabilities; the handler starts a task of its own.
+		dec, perr := rev.Router.Resolve(msg, b.Candidates, rg)
 		if perr != nil {
-			return perr
+			return routed{}, perr
 		}
-		if dec.IgnoredHint != "" {
-			// A hint is client text: it is named only when it is a capability id.
-			if _, known := rev.Registry().Get(dec.IgnoredHint); known {
-				d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.String("hint", dec.IgnoredHint))
-			} else {
-				d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.Bool("hint_known", false), zap.Int("hint_bytes", len(dec.IgnoredHint)))
-			}
+		if dec.Layer == router.LayerClarify && dec.Capability == "" {
+			return routed{clarify: &clarification{decision: dec, taskID: b.TaskID, contextID: b.ContextID}}, nil
 		}
-		if dec.Layer == router.LayerClarify {
-			dec = d.askModel(ctx, call, msg, dec)
+		if params, err = withoutTaskID(params, req.Version); err != nil {
+			return routed{}, protocol.Wrap(protocol.InvalidParams, err, "params.message could not be rewritten")
 		}
-		if dec.Layer == router.LayerClarify {
-			return d.clarify(ctx, call, w, dec, "", msg.ContextID)
-		}
-		decision = dec
+		return routed{decision: dec, params: params, pending: &b}, nil
 	}
+	dec, perr := rev.Router.Route(msg, rg)
+	if perr != nil {
+		return routed{}, perr
+	}
+	if dec.IgnoredHint != "" {
+		// A hint is client text: it is named only when it is a capability id.
+		if _, known := rev.Registry().Get(dec.IgnoredHint); known {
+			d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.String("hint", dec.IgnoredHint))
+		} else {
+			d.log.Info("skill hint ignored", zap.String("decision_id", call.DecisionID), zap.Bool("hint_known", false), zap.Int("hint_bytes", len(dec.IgnoredHint)))
+		}
+	}
+	if dec.Layer == router.LayerClarify {
+		dec = d.askModel(ctx, call, msg, dec)
+	}
+	if dec.Layer == router.LayerClarify {
+		return routed{clarify: &clarification{decision: dec, contextID: msg.ContextID}}, nil
+	}
+	return routed{decision: dec, params: params}, nil
+}
+
+// forward re-checks entitlement to the routed capability at the moment of the
+// call, enforces its limits, calls its handler with the caller's downscoped
+// credential, binds the task the handler answers with to the capability and
+// its owner, and writes the answer.
+func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.Responder, r routed) *protocol.Error {
+	req, decision := call.Request, r.decision
 	d.m.Routes.WithLabelValues(string(decision.Layer)).Inc()
 	if call.Log != nil {
 		call.Log.Capability, call.Log.Layer, call.Log.Confidence = decision.Capability, string(decision.Layer), decision.Confidence
 	}
-
-	capability, limits, perr := d.recheck(ctx, call, rt, decision.Capability)
+	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, decision.Capability)
 	if perr != nil {
 		return perr
 	}
-	if perr := enforce.Limits(capability.ID, limits, msg, len(params)); perr != nil {
+	if perr := enforce.Limits(capability.ID, limits, req.Message, len(r.params)); perr != nil {
 		return perr
 	}
-	inv, perr := d.handlerRequest(ctx, call, capability, limits, params)
+	inv, perr := d.handlerRequest(ctx, call, capability, limits, r.params)
 	if perr != nil {
 		return perr
 	}
@@ -115,8 +147,13 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 		if err := d.store.Bind(ctx, b); err != nil {
 			return storeError(err)
 		}
-		if pending != nil && pending.TaskID != taskID {
-			_ = d.store.Delete(ctx, pending.TaskID)
+		if r.pending != nil && r.pending.TaskID != taskID {
+			// The clarification is answered. A failure to drop it is not the
+			// caller's: it expires with limits.pending_ttl.
+			if err := d.store.Delete(ctx, r.pending.TaskID); err != nil {
+				d.log.Warn("answered clarification task not deleted; it expires with limits.pending_ttl",
+					zap.String("decision_id", call.DecisionID), zap.Error(err))
+			}
 		}
 		return nil
 	}

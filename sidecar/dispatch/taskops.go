@@ -63,7 +63,7 @@ func (d *Dispatcher) pendingOp(ctx context.Context, call *gateway.Call, w gatewa
 		return writeResult(w, taskJSON(task, call.Request.Version))
 	case protocol.SubscribeToTask:
 		// A stream event: {"task": …} in 1.0, as SendStreamingMessage sends it.
-		return d.writeEvents(call, w, [][]byte{mustResult(task, call.Request.Version)})
+		return d.writeEvents(call, w, [][]byte{streamResult(task, call.Request.Version)})
 	case protocol.CancelTask:
 		if err := d.store.Delete(ctx, b.TaskID); err != nil {
 			return storeError(err)

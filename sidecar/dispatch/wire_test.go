@@ -164,7 +164,7 @@ func TestClarificationTask(t *testing.T) {
 				} `json:"status"`
 			} `json:"task"`
 		}
-		require.NoError(t, stdjson.Unmarshal(mustResult(task, protocol.V1), &v1))
+		require.NoError(t, stdjson.Unmarshal(streamResult(task, protocol.V1), &v1))
 		require.Equal(t, "capgate-1", v1.Task.ID)
 		require.Equal(t, "TASK_STATE_INPUT_REQUIRED", v1.Task.Status.State)
 
@@ -175,7 +175,7 @@ func TestClarificationTask(t *testing.T) {
 				State string `json:"state"`
 			} `json:"status"`
 		}
-		require.NoError(t, stdjson.Unmarshal(mustResult(task, protocol.V03), &v03))
+		require.NoError(t, stdjson.Unmarshal(streamResult(task, protocol.V03), &v03))
 		require.Equal(t, "task", v03.Kind)
 		require.Equal(t, "capgate-1", v03.ID)
 		require.Equal(t, "input-required", v03.Status.State)
@@ -187,10 +187,10 @@ func TestClarificationTask(t *testing.T) {
 		require.Equal(t, "capgate-1", bare.ID)
 
 		// Each rendering reads back as the task it names.
-		id, _, ok := taskOf(mustResult(task, protocol.V1), protocol.V1)
+		id, _, ok := taskOf(streamResult(task, protocol.V1), protocol.V1)
 		require.True(t, ok)
 		require.Equal(t, "capgate-1", id)
-		id, _, ok = taskOf(mustResult(task, protocol.V03), protocol.V03)
+		id, _, ok = taskOf(streamResult(task, protocol.V03), protocol.V03)
 		require.True(t, ok)
 		require.Equal(t, "capgate-1", id)
 	})

@@ -1,0 +1,300 @@
+package dispatch
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/audit"
+	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/handler"
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/router"
+	"github.com/capgate/capgate/sidecar/tasks"
+)
+
+// Capturing fakes of the dispatcher's three dependencies and its auditor.
+
+type fakeInvoker struct {
+	mu     sync.Mutex
+	calls  []handler.Request
+	result jsontext.Value
+	err    *protocol.Error
+}
+
+func (f *fakeInvoker) Call(_ context.Context, req handler.Request) (jsontext.Value, *protocol.Error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, req)
+	return f.result, f.err
+}
+
+func (f *fakeInvoker) Stream(_ context.Context, req handler.Request, yield func(jsontext.Value) error) *protocol.Error {
+	f.mu.Lock()
+	f.calls = append(f.calls, req)
+	f.mu.Unlock()
+	if f.err != nil {
+		return f.err
+	}
+	if err := yield(f.result); err != nil {
+		return protocol.Wrap(protocol.Internal, err, "stream")
+	}
+	return nil
+}
+
+type fakeTokens struct{ grants []Grant }
+
+func (f *fakeTokens) HandlerToken(_ context.Context, g Grant) (string, error) {
+	f.grants = append(f.grants, g)
+	return "handler-token", nil
+}
+
+type fakeAudit struct{ entries []audit.Entry }
+
+func (f *fakeAudit) Log(e audit.Entry) { f.entries = append(f.entries, e) }
+
+type fakeResponder struct {
+	gateway.Responder
+	raw []byte
+}
+
+func (f *fakeResponder) RawResult(b []byte) error { f.raw = b; return nil }
+func (f *fakeResponder) Binding() protocol.Binding  { return protocol.JSONRPC }
+
+// failingDelete is a memory store whose Delete fails.
+type failingDelete struct{ *tasks.Memory }
+
+func (failingDelete) Delete(context.Context, string) error { return tasks.ErrUnavailable }
+
+type fixture struct {
+	rev    *revision.Revision
+	store  tasks.Store
+	inv    *fakeInvoker
+	tokens *fakeTokens
+	audit  *fakeAudit
+	logs   *observer.ObservedLogs
+	d      *Dispatcher
+}
+
+var (
+	revOnce sync.Once
+	finance *revision.Revision
+)
+
+func newFixture(t *testing.T, store tasks.Store) *fixture {
+	t.Helper()
+	revOnce.Do(func() {
+		dep, err := deployment.Load("")
+		if err != nil {
+			panic(err)
+		}
+		if finance, err = revision.Build(context.Background(), dep, revision.Options{}); err != nil {
+			panic(err)
+		}
+	})
+	if store == nil {
+		store = tasks.NewMemory(0)
+	}
+	core, logs := observer.New(zap.DebugLevel)
+	f := &fixture{rev: finance, store: store, logs: logs, tokens: &fakeTokens{}, audit: &fakeAudit{},
+		inv: &fakeInvoker{result: jsontext.Value(`{"task":{"id":"t-new","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}}`)}}
+	f.d = New(store, f.inv, f.tokens, WithAudit(f.audit), WithLogger(zap.New(core)))
+	return f
+}
+
+var (
+	partner = identity.Principal{Authenticated: true, Issuer: "https://idp.example.com", Subject: "partner-1", Tenant: "acme", Scopes: []string{"recon.run"}}
+	public  = identity.Principal{Authenticated: true, Issuer: "https://idp.example.com", Subject: "someone", Tenant: "acme"}
+)
+
+// call parses a JSON-RPC 1.0 SendMessage with message (a JSON object) as the gateway would hand it
+// over after admission.
+func (f *fixture) call(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *gateway.Call {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + message + `}}`
+	req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json", []byte(body), protocol.Limits{})
+	require.Nil(t, perr)
+	return &gateway.Call{Rev: f.rev, Request: req, Principal: p, DecisionID: "d-1", Task: task}
+}
+
+const (
+	lookupText = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}]}`
+	pdfOnly    = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"raw":"JVBERi0xLjQK","mediaType":"application/pdf"}]}`
+	vague      = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hello there"}]}`
+)
+
+func hinted(skill string) string {
+	return `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}],"metadata":{"skillId":"` + skill + `"}}`
+}
+
+func onTask(id, text string) string {
+	return `{"messageId":"m-2","role":"ROLE_USER","taskId":"` + id + `","parts":[{"text":"` + text + `"}]}`
+}
+
+// TestRoute covers each branch of routing.
+func TestRoute(t *testing.T) {
+	f := newFixture(t, nil)
+	bound := &tasks.Binding{TaskID: "t-1", Capability: "reconcile-invoice", Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
+	pending := &tasks.Binding{TaskID: "capgate-1", ContextID: "c-9", Pending: true, Candidates: []string{"lookup-invoice", "reconcile-invoice"},
+		Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
+	for _, tc := range []struct {
+		name       string
+		who        identity.Principal
+		msg        string
+		task       *tasks.Binding
+		layer      router.Layer
+		capability string
+		clarify    bool
+	}{
+		{"a bound task stays with its capability", partner, onTask("t-1", "more"), bound, router.LayerTask, "reconcile-invoice", false},
+		{"one candidate for the media types", public, pdfOnly, nil, router.LayerSingle, "extract-invoice-fields", false},
+		{"an entitled hint", partner, hinted("reconcile-invoice"), nil, router.LayerHint, "reconcile-invoice", false},
+		{"a hint the caller may not use is ignored", public, hinted("reconcile-invoice"), nil, router.LayerClassifier, "lookup-invoice", false},
+		{"the classifier", public, lookupText, nil, router.LayerClassifier, "lookup-invoice", false},
+		{"unsure: a clarification", partner, vague, nil, router.LayerClarify, "", true},
+		{"the reply to a clarification picks a candidate", partner, onTask("capgate-1", "lookup-invoice"), pending, "", "lookup-invoice", false},
+		{"a reply that picks nothing asks again on the same task", partner, onTask("capgate-1", "hmm"), pending, router.LayerClarify, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, perr := f.d.route(t.Context(), f.call(t, tc.who, tc.msg, tc.task))
+			require.Nil(t, perr, "%v", perr)
+			if tc.clarify {
+				require.NotNil(t, r.clarify)
+				require.Equal(t, tc.layer, r.clarify.decision.Layer)
+				if tc.task != nil {
+					require.Equal(t, tc.task.TaskID, r.clarify.taskID, "asked again on the same task")
+				}
+				return
+			}
+			require.Nil(t, r.clarify)
+			if tc.layer != "" {
+				require.Equal(t, tc.layer, r.decision.Layer)
+			}
+			require.Equal(t, tc.capability, r.decision.Capability)
+			if tc.task != nil && tc.task.Pending {
+				require.Equal(t, tc.task, r.pending)
+				require.NotContains(t, string(r.params), "capgate-1", "the handler starts a task of its own")
+			}
+		})
+	}
+}
+
+// TestSendTombstone: a hint at a removed capability the caller would have been entitled to is a
+// clear failure naming its replacement, not the nearest other skill; nothing is forwarded.
+func TestSendTombstone(t *testing.T) {
+	f := newFixture(t, nil)
+	perr := f.d.send(t.Context(), f.call(t, partner, hinted("reconcile-invoice-v0"), nil), &fakeResponder{})
+	require.NotNil(t, perr)
+	require.Equal(t, protocol.UnsupportedOperation, perr.Code)
+	require.Equal(t, "reconcile-invoice", perr.Metadata["replacedBy"])
+	require.Empty(t, f.inv.calls)
+}
+
+// TestForwardRecheck: entitlement is decided again at the moment of the call.
+func TestForwardRecheck(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tc := range []struct {
+		name string
+		who  identity.Principal
+		capa string
+		code protocol.Code
+	}{
+		{"lost the scope", public, "reconcile-invoice", protocol.Unauthorized},
+		{"anonymous", identity.Principal{}, "reconcile-invoice", protocol.Unauthenticated},
+		{"the capability is gone", partner, "no-such-capability", protocol.TaskNotFound},
+		{"internal capability", partner, "purge-invoice-cache", protocol.Unauthorized},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			call := f.call(t, tc.who, lookupText, nil)
+			perr := f.d.forward(t.Context(), call, &fakeResponder{}, routed{decision: router.Decision{Layer: router.LayerHint, Capability: tc.capa}})
+			require.NotNil(t, perr)
+			require.Equal(t, tc.code, perr.Code, perr.Message)
+		})
+	}
+	require.Empty(t, f.inv.calls, "nothing reaches a handler")
+}
+
+// TestForwardCallsBindsAudits: a forwarded message carries the downscoped grant, binds the task
+// the handler answers with to its capability and owner (issuer, subject, tenant), is audited,
+// and the answer is written as the handler gave it.
+func TestForwardCallsBindsAudits(t *testing.T) {
+	f := newFixture(t, nil)
+	who := partner
+	who.Scopes = []string{"a2a.preview", "recon.run"}
+	w := &fakeResponder{}
+	require.Nil(t, f.d.send(t.Context(), f.call(t, who, hinted("reconcile-invoice"), nil), w))
+	require.Len(t, f.inv.calls, 1)
+	c := f.inv.calls[0]
+	require.Equal(t, "recon.v3.reconcile", c.Handler)
+	require.Equal(t, "SendMessage", c.Method)
+	require.Equal(t, "handler-token", c.Token)
+	require.Contains(t, string(c.Params), `"skillId":"reconcile-invoice"`)
+	require.Equal(t, []string{"recon.run"}, f.tokens.grants[0].Scopes, "the caller's scopes narrowed to the capability's")
+	b, ok, err := f.store.Lookup(t.Context(), "t-new")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, tasks.Owner{Issuer: who.Issuer, Subject: who.Subject, Tenant: who.Tenant}, b.Owner())
+	require.Equal(t, "reconcile-invoice", b.Capability)
+	require.Len(t, f.audit.entries, 1)
+	require.Equal(t, audit.OutcomeOK, f.audit.entries[0].Outcome)
+	require.JSONEq(t, string(f.inv.result), string(w.raw))
+
+	// A handler failure is the caller's answer and is audited as such; nothing is bound.
+	f.inv.err, f.inv.result = protocol.Errorf(protocol.Internal, "the skill's handler is unavailable"), nil
+	perr := f.d.send(t.Context(), f.call(t, who, hinted("reconcile-invoice"), nil), &fakeResponder{})
+	require.NotNil(t, perr)
+	require.Equal(t, audit.Failed(string(protocol.Internal)), f.audit.entries[1].Outcome)
+
+	// A handler that answers with a task id bound to another owner is an invalid agent response.
+	f.inv.err, f.inv.result = nil, jsontext.Value(`{"task":{"id":"t-new","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}}`)
+	perr = f.d.send(t.Context(), f.call(t, public, lookupText, nil), &fakeResponder{})
+	require.NotNil(t, perr)
+	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
+}
+
+// TestAnsweredClarificationNotDeleted: when the answered clarification task cannot be dropped,
+// the caller still gets the handler's answer; the failure is logged (the task expires with
+// limits.pending_ttl).
+func TestAnsweredClarificationNotDeleted(t *testing.T) {
+	mem := tasks.NewMemory(0)
+	f := newFixture(t, failingDelete{mem})
+	pending := tasks.Binding{TaskID: "capgate-1", Pending: true, Candidates: []string{"lookup-invoice", "reconcile-invoice"},
+		Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
+	require.NoError(t, mem.BindPending(t.Context(), pending, f.rev.Config().Limits.PendingTTL, 10))
+	w := &fakeResponder{}
+	require.Nil(t, f.d.send(t.Context(), f.call(t, partner, onTask("capgate-1", "lookup-invoice"), &pending), w))
+	require.NotEmpty(t, w.raw)
+	logged := f.logs.FilterMessageSnippet("answered clarification task not deleted").All()
+	require.Len(t, logged, 1)
+	require.Equal(t, "d-1", logged[0].ContextMap()["decision_id"])
+}
+
+// TestTaskOpsUseTheAdmittedBinding: task operations go to the handler the admitted binding names;
+// without one (admission did not run) they fail closed.
+func TestTaskOpsUseTheAdmittedBinding(t *testing.T) {
+	f := newFixture(t, nil)
+	f.inv.result = jsontext.Value(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)
+	req, perr := protocol.ParseHTTP(protocol.V1, "GET", "/tasks/t-1?historyLength=2", "", nil, protocol.Limits{})
+	require.Nil(t, perr)
+	b := &tasks.Binding{TaskID: "t-1", Capability: "reconcile-invoice", Handler: "recon.v3.reconcile", Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
+	call := &gateway.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-2", Task: b}
+	w := &fakeResponder{}
+	require.Nil(t, f.d.Serve(t.Context(), call, w))
+	require.Len(t, f.inv.calls, 1)
+	require.Equal(t, "GetTask", f.inv.calls[0].Method)
+	require.JSONEq(t, `{"id":"t-1","historyLength":2}`, string(f.inv.calls[0].Params), "the path's id and the query reach the handler")
+
+	call.Task = nil
+	perr = f.d.Serve(t.Context(), call, w)
+	require.NotNil(t, perr)
+	require.Equal(t, protocol.Internal, perr.Code)
+	require.Len(t, f.inv.calls, 1)
+}
