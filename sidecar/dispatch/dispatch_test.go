@@ -66,8 +66,8 @@ type fakeResponder struct {
 	raw []byte
 }
 
-func (f *fakeResponder) RawResult(b []byte) error { f.raw = b; return nil }
-func (f *fakeResponder) Binding() protocol.Binding  { return protocol.JSONRPC }
+func (f *fakeResponder) RawResult(b []byte) error  { f.raw = b; return nil }
+func (f *fakeResponder) Binding() protocol.Binding { return protocol.JSONRPC }
 
 // failingDelete is a memory store whose Delete fails.
 type failingDelete struct{ *tasks.Memory }
