@@ -200,6 +200,7 @@ func (it *idleTimer) touch() {
 	}
 }
 
+// pause stops the timer until resume.
 func (it *idleTimer) pause() {
 	it.mu.Lock()
 	defer it.mu.Unlock()
@@ -214,12 +215,8 @@ func (it *idleTimer) resume() {
 	it.t.Reset(it.d)
 }
 
-func (it *idleTimer) stop() {
-	it.mu.Lock()
-	defer it.mu.Unlock()
-	it.paused = true
-	it.t.Stop()
-}
+// stop stops the timer for good: paused, with nothing to resume it.
+func (it *idleTimer) stop() { it.pause() }
 
 // activityReader resets the idle timer whenever bytes arrive.
 type activityReader struct {
