@@ -303,3 +303,39 @@ func TestListTasksPageSizeClamped(t *testing.T) {
 	ids, _, _ = rawList(t, srv, lister, `{}`)
 	require.Len(t, ids, 50, "the default page size")
 }
+
+// TestListTasksPageTokenAcrossReplicas: two capgates sharing a task store
+// and identity.signing_key_file accept each other's page tokens; one with
+// another (generated) signing key refuses them. The tasks are
+// clarification tasks in the shared store, so no handler state is involved.
+func TestListTasksPageTokenAcrossReplicas(t *testing.T) {
+	store := tasks.NewMemory(0)
+	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		require.NoError(t, store.Bind(t.Context(), tasks.Binding{
+			TaskID: fmt.Sprintf("pending-%d", i), Capability: "lookup-invoice", Pending: true,
+			Candidates: []string{"lookup-invoice", "reconcile-invoice"},
+			Issuer:     testutil.Issuer, Subject: lister.Subject, Tenant: lister.Tenant,
+			CreatedAt: t0.Add(time.Duration(i) * time.Second),
+		}))
+	}
+	signed := financeCopy(t)
+	testutil.EditFile(t, signed, "capgate.yaml", func(s string) string {
+		return s + "\nidentity:\n  signing_key_file: ./keys/demo-es256.key.pem\n"
+	})
+	a := startWithStore(t, testutil.LoadDeployment(t, signed), store)
+	b := startWithStore(t, testutil.LoadDeployment(t, signed), store)
+	generated := startWithStore(t, testutil.LoadDeployment(t, ""), store)
+
+	ids, _, next := rawList(t, a, lister, `{"pageSize":2}`)
+	require.Equal(t, []string{"pending-2", "pending-1"}, ids)
+	require.NotEmpty(t, next)
+	ids, _, last := rawList(t, b, lister, `{"pageSize":2,"pageToken":"`+next+`"}`)
+	require.Equal(t, []string{"pending-0"}, ids, "replica B continues A's listing")
+	require.Empty(t, last)
+
+	r := generated.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":{"pageSize":2,"pageToken":"`+next+`"}}`,
+		"Authorization", "Bearer "+testutil.Token(t, lister), "A2A-Version", "1.0")
+	require.Contains(t, string(r.Body), "pageToken is not valid for this request")
+	require.Contains(t, string(r.Body), "-32602")
+}
