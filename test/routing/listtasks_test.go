@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -338,4 +340,65 @@ func TestListTasksPageTokenAcrossReplicas(t *testing.T) {
 		"Authorization", "Bearer "+testutil.Token(t, lister), "A2A-Version", "1.0")
 	require.Contains(t, string(r.Body), "pageToken is not valid for this request")
 	require.Contains(t, string(r.Body), "-32602")
+}
+
+// TestListTasksHandlerFaults: a task whose handler fails GetTask, or
+// answers with another task, is left out of the list and logged with its
+// id cut to 128 bytes; the caller's other tasks are listed.
+func TestListTasksHandlerFaults(t *testing.T) {
+	failing := "t-fail-" + strings.Repeat("x", 300)
+	ids := []string{"t-ok", failing, "t-other"}
+	sent := 0
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ID string `json:"id"`
+			} `json:"params"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		task := func(id string) string {
+			return `{"id":"` + id + `","contextId":"ctx","status":{"state":"TASK_STATE_COMPLETED","timestamp":"2026-12-03T08:00:00Z"}}`
+		}
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case req.Method == "SendMessage":
+			id := ids[sent%len(ids)]
+			sent++
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"task":%s}}`, req.ID, task(id))
+		case req.Method == "GetTask" && req.Params.ID == failing:
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"boom"}}`, req.ID)
+		case req.Method == "GetTask" && req.Params.ID == "t-other":
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, task("t-ok"))
+		case req.Method == "GetTask":
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, task(req.Params.ID))
+		default:
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}`, req.ID)
+		}
+	}))
+	t.Cleanup(up.Close)
+	srv := reconAt(t, up.URL)
+	c := jsonrpc(t, srv, partner)
+	for range ids {
+		sendTask(t, c, referenceMessage())
+	}
+	res, err := c.ListTasks(t.Context(), &a2a.ListTasksRequest{})
+	require.NoError(t, err)
+	require.Equal(t, []a2a.TaskID{"t-ok"}, pageIDs(res))
+	require.Equal(t, 3, res.TotalSize, "an upper bound when a handler fails")
+
+	omitted := srv.Logs.FilterMessage("task omitted from list").All()
+	require.Len(t, omitted, 2)
+	var logged []string
+	for _, e := range omitted {
+		task := e.ContextMap()["task"].(string)
+		require.LessOrEqual(t, len(task), 128+len("…"))
+		logged = append(logged, task)
+	}
+	require.Contains(t, logged, "t-other")
+	require.Contains(t, logged, failing[:128]+"…")
 }
