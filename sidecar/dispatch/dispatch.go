@@ -61,6 +61,8 @@ type Dispatcher struct {
 	now     func() time.Time
 	// keepAlive is the SSE keep-alive interval of relayed streams (0: none).
 	keepAlive time.Duration
+	// pageKey is the HMAC key of ListTasks page tokens (WithPageTokenKey).
+	pageKey []byte
 }
 
 var _ gateway.Operations = (*Dispatcher)(nil)
@@ -97,6 +99,9 @@ func New(store tasks.Store, invoker Invoker, tokens Tokens, opts ...Option) *Dis
 	}
 	if d.m == nil {
 		d.m = metrics.New()
+	}
+	if d.pageKey == nil {
+		d.pageKey = newPageKey()
 	}
 	return d
 }

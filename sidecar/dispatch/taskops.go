@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	stdjson "encoding/json"
+	"slices"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -85,42 +86,72 @@ func (d *Dispatcher) candidates(call *gateway.Call, b tasks.Binding) []router.Ca
 	return out
 }
 
-// MaxListTasks bounds one ListTasks answer.
+// MaxListTasks bounds one ListTasks answer (the largest pageSize; a larger
+// one is coerced to it).
 const MaxListTasks = 100
 
-// list returns the caller's own tasks only: each bound task is read from its
-// handler (which keeps the state), clarification tasks from the store. An
-// anonymous caller owns none (see owned) and is asked for a credential.
+// listCall is one ListTasks in progress.
+type listCall struct {
+	call *gateway.Call
+	q    listQuery
+	// checks are the entitlement re-checks made so far, by capability.
+	checks map[string]capCheck
+	// taskTimeout bounds one handler call.
+	taskTimeout time.Duration
+}
+
+// list returns a page of the caller's own tasks, newest first: each bound
+// task is read from its handler (which keeps the state), clarification
+// tasks from the store. An anonymous caller owns none (see owned) and is
+// asked for a credential. pageToken continues after the last task the
+// previous page examined; it is bound to the caller and the parameters
+// (pagetoken.go). totalSize counts the owned tasks that pass the filters
+// the store can answer: with status or statusTimestampAfter, or when a
+// handler fails, it is an upper bound.
 func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
 	if !call.Principal.Authenticated {
 		return protocol.MissingCredentials()
 	}
-	owned, err := d.store.Owned(ctx, ownerOf(call))
+	owner := ownerOf(call)
+	lc := &listCall{call: call, q: listQueryOf(call.Request.List), checks: map[string]capCheck{}, taskTimeout: ListDeadline / 2}
+	if ht := call.Rev.Config().Limits.HandlerTimeout; ht > 0 && ht < lc.taskTimeout {
+		lc.taskTimeout = ht
+	}
+	scope := tokenScope(owner, lc.q)
+	var from *position
+	if lc.q.pageToken != "" {
+		p, perr := d.openPage(scope, lc.q.pageToken)
+		if perr != nil {
+			return perr
+		}
+		from = &p
+	}
+	owned, err := d.store.Owned(ctx, owner)
 	if err != nil {
 		return storeError(err)
 	}
-	if len(owned) > MaxListTasks {
-		owned = owned[:MaxListTasks]
+	cands := listCandidates(owned, lc.q)
+	rest := cands
+	if from != nil {
+		i, _ := slices.BinarySearchFunc(cands, *from, func(e listEntry, p position) int { return e.pos.compare(p) })
+		for i < len(cands) && cands[i].pos.compare(*from) <= 0 {
+			i++
+		}
+		rest = cands[i:]
 	}
-	out := make([]stdjson.RawMessage, 0, len(owned))
-	for _, b := range owned {
-		if b.Pending {
-			out = append(out, taskJSON(clarificationTask(b, d.candidates(call, b)), call.Request.Version))
-			continue
-		}
-		raw, perr := d.fetchTask(ctx, call, b)
-		if perr != nil {
-			d.log.Info("task omitted from list", zap.String("decision_id", call.DecisionID), zap.String("task", protocol.ForLog(b.TaskID)), zap.String("code", string(perr.Code)))
-			continue
-		}
-		out = append(out, stdjson.RawMessage(raw))
+	lctx, cancel := context.WithTimeout(ctx, ListDeadline)
+	defer cancel()
+	out, examined := d.collect(lctx, lc, rest)
+	next := ""
+	if examined < len(rest) {
+		next = d.sealPage(scope, rest[examined-1].pos)
 	}
 	resp := struct {
 		Tasks         []stdjson.RawMessage `json:"tasks"`
 		TotalSize     int                  `json:"totalSize"`
 		PageSize      int                  `json:"pageSize"`
 		NextPageToken string               `json:"nextPageToken"`
-	}{Tasks: out, TotalSize: len(out), PageSize: len(out)}
+	}{Tasks: out, TotalSize: len(cands), PageSize: len(out), NextPageToken: next}
 	body, merr := stdjson.Marshal(resp)
 	if merr != nil {
 		return protocol.Wrap(protocol.Internal, merr, "the task list could not be rendered")
@@ -128,25 +159,65 @@ func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Res
 	return writeResult(w, body)
 }
 
-// fetchTask reads one bound task from its handler (GetTask, no history).
-func (d *Dispatcher) fetchTask(ctx context.Context, call *gateway.Call, b tasks.Binding) (jsontext.Value, *protocol.Error) {
-	m, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
-	if perr != nil {
-		return nil, perr
+// collect examines candidates in order, in batches, until the page is
+// full, the candidates run out, MaxListScan are examined or ctx (the list's
+// deadline) ends. It returns the page and how many candidates it examined;
+// it examines at least one when there is one. A task whose handler fails is
+// omitted and logged — unless the deadline had passed and an earlier task
+// was examined: then it is left for the next page.
+func (d *Dispatcher) collect(ctx context.Context, lc *listCall, cands []listEntry) ([]stdjson.RawMessage, int) {
+	out := make([]stdjson.RawMessage, 0, min(lc.q.pageSize, len(cands)))
+	examined := 0
+	for examined < len(cands) && examined < MaxListScan && len(out) < lc.q.pageSize {
+		if examined > 0 && ctx.Err() != nil {
+			break
+		}
+		n := lc.q.pageSize - len(out)
+		if lc.q.handlerFilters() {
+			n = max(n, ListConcurrency) // some will not match
+		}
+		batch := cands[examined:min(examined+n, len(cands), MaxListScan)]
+		for i, r := range d.examine(ctx, lc, batch) {
+			if r.err != nil && examined > 0 && ctx.Err() != nil {
+				return out, examined
+			}
+			examined++
+			if r.err != nil {
+				d.log.Info("task omitted from list", zap.String("decision_id", lc.call.DecisionID),
+					zap.String("task", protocol.ForLog(batch[i].b.TaskID)), zap.String("code", string(r.err.Code)))
+				continue
+			}
+			if r.match {
+				out = append(out, stdjson.RawMessage(r.task))
+				if len(out) == lc.q.pageSize {
+					return out, examined
+				}
+			}
+		}
 	}
-	params, err := stdjson.Marshal(map[string]any{"id": b.TaskID, "historyLength": 0})
+	return out, examined
+}
+
+// fetchTask reads one bound task from its handler (GetTask with the list's
+// historyLength, 0 when not given), as chk allows.
+func (d *Dispatcher) fetchTask(ctx context.Context, lc *listCall, b tasks.Binding, chk capCheck) (jsontext.Value, *protocol.Error) {
+	hist := 0
+	if lc.q.historyLength != nil {
+		hist = *lc.q.historyLength
+	}
+	params, err := stdjson.Marshal(map[string]any{"id": b.TaskID, "historyLength": hist})
 	if err != nil {
 		return nil, protocol.Wrap(protocol.Internal, err, "internal")
 	}
-	sub := *call
-	req := *call.Request
+	sub := *lc.call
+	req := *lc.call.Request
 	req.Operation = protocol.GetTask
 	sub.Request = &req
-	inv, perr := d.handlerRequest(ctx, &sub, m, limits, params)
+	inv, perr := d.handlerRequest(ctx, &sub, chk.m, chk.limits, params)
 	if perr != nil {
 		return nil, perr
 	}
-	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	cctx, cancel := context.WithTimeout(ctx, lc.taskTimeout)
 	defer cancel()
 	return d.callHandler(cctx, inv)
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -263,7 +264,23 @@ func grpcResources(op Operation, msg []byte, r *Request) error {
 		if err := proto.Unmarshal(msg, &m); err != nil {
 			return err
 		}
-		r.List = &ListParams{ContextID: m.GetContextId(), PageSize: int(m.GetPageSize()), PageToken: m.GetPageToken()}
+		r.List = &ListParams{ContextID: m.GetContextId(), PageSize: int(m.GetPageSize()), PageToken: m.GetPageToken(),
+			IncludeArtifacts: m.GetIncludeArtifacts()}
+		if m.GetPageSize() < 0 || m.GetHistoryLength() < 0 {
+			return Errorf(InvalidParams, "page_size and history_length must not be negative")
+		}
+		if st := m.GetStatus(); st != a2apb.TaskState_TASK_STATE_UNSPECIFIED {
+			if r.List.Status = st.String(); !validTaskState(r.List.Status) {
+				return Errorf(InvalidParams, "status must be a task state such as TASK_STATE_WORKING")
+			}
+		}
+		if m.HistoryLength != nil {
+			h := int(m.GetHistoryLength())
+			r.List.HistoryLength = &h
+		}
+		if ts := m.GetStatusTimestampAfter(); ts != nil {
+			r.List.StatusTimestampAfter = ts.AsTime().Format(time.RFC3339Nano)
+		}
 		return grpcTenant(r, m.GetTenant(), "tenant")
 	case GetExtendedAgentCard:
 		var m a2apb.GetExtendedAgentCardRequest

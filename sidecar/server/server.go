@@ -204,7 +204,13 @@ func Run(ctx context.Context, opts Options) error {
 			return err
 		}
 		defer func() { _ = auditClose.Close() }()
+		pageKey, err := minter.DeriveKey(dispatch.PageTokenKeyPurpose)
+		if err != nil {
+			closeAll()
+			return err
+		}
 		ops := dispatch.New(store, invs, tokens{issuer: issuer},
+			dispatch.WithPageTokenKey(pageKey),
 			dispatch.WithLogger(log.Named("dispatch")),
 			dispatch.WithMetrics(m),
 			dispatch.WithAudit(auditLog),
