@@ -25,8 +25,8 @@ type htmlReport struct {
 type htmlColumn struct{ ID, Note string }
 
 type htmlRow struct {
-	Class, Who string
-	Cells      []htmlCell
+	Class, Who, Description string
+	Cells                   []htmlCell
 }
 
 type htmlCell struct {
@@ -50,7 +50,7 @@ func WriteHTML(w io.Writer, m *Matrix) error {
 		r.Columns = append(r.Columns, htmlColumn{ID: c.ID, Note: c.Visibility + ", " + c.State})
 	}
 	for i, class := range m.Classes {
-		row := htmlRow{Class: class.Name, Who: class.Who(), Cells: make([]htmlCell, len(m.Capabilities))}
+		row := htmlRow{Class: class.Name, Who: class.Who(), Description: class.Description, Cells: make([]htmlCell, len(m.Capabilities))}
 		for j, c := range m.Capabilities {
 			cell := m.cells[i][j]
 			row.Cells[j] = htmlCell{Class: class.Name, Capability: c.ID, Level: cell.Level(), Label: labels[cell.Level()], Title: cellTitle(cell)}
@@ -84,7 +84,7 @@ func WriteDiffHTML(w io.Writer, base, head *Matrix, d *Diff) error {
 		r.Columns = append(r.Columns, htmlColumn{ID: col.ID, Note: note})
 	}
 	for i, class := range head.Classes {
-		row := htmlRow{Class: class.Name, Who: class.Who(), Cells: make([]htmlCell, len(cols))}
+		row := htmlRow{Class: class.Name, Who: class.Who(), Description: class.Description, Cells: make([]htmlCell, len(cols))}
 		for j, col := range cols {
 			ch := CellChange{Base: cellAt(base, i, col.Base), Head: cellAt(head, i, col.Head)}
 			cell := htmlCell{Class: class.Name, Capability: col.ID, Level: ch.Head.Level(), Label: labels[ch.Head.Level()], Title: cellTitle(ch.Head)}
