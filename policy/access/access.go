@@ -124,53 +124,53 @@ var absent = Cell{
 type Matrix struct {
 	Revision     string
 	Classes      []Class
-	Capabilities []Capability // id order
-	cells        [][]Cell     // [class][capability]
+	Capabilities []Capability     // id order
+	rows         []*engine.Review // per class
 }
 
 // Cell returns class i's cell for capability j.
-func (m *Matrix) Cell(i, j int) Cell { return m.cells[i][j] }
+func (m *Matrix) Cell(i, j int) Cell {
+	d := m.rows[i].Decision(j)
+	return Cell{Visible: d.Visible, Entitled: d.Entitled, VisibleReasons: d.VisibleReasons, EntitledReasons: d.EntitledReasons}
+}
 
 // Decider is the engine as the matrix needs it.
 type Decider interface {
 	Revision() string
-	Review(ctx context.Context, c engine.Caller) ([]engine.Decision, error)
+	Review(ctx context.Context, c engine.Caller) (*engine.Review, error)
 }
 
 var _ Decider = (*engine.Engine)(nil)
 
-// Build decides every class over the engine's registry, with as many
-// classes at once as there are CPUs. Deny modules of the snapshot take part
-// like in every other decision.
+// Build decides every class over the engine's registry (one engine.Review
+// per class, as many at once as there are CPUs); cells are assembled when
+// read. Deny modules of the snapshot take part like in every other
+// decision.
 func Build(ctx context.Context, e Decider, classes []Class) (*Matrix, error) {
 	if err := checkNames(classes); err != nil {
 		return nil, err
 	}
-	m := &Matrix{Revision: e.Revision(), Classes: classes, cells: make([][]Cell, len(classes))}
-	decisions := make([][]engine.Decision, len(classes))
+	m := &Matrix{Revision: e.Revision(), Classes: classes, rows: make([]*engine.Review, len(classes))}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, c := range classes {
 		g.Go(func() error {
-			ds, err := e.Review(gctx, c.Caller)
+			r, err := e.Review(gctx, c.Caller)
 			if err != nil {
 				return fmt.Errorf("caller class %s: %w", c.Name, err)
 			}
-			row := make([]Cell, len(ds))
-			for j, d := range ds {
-				row[j] = Cell{Visible: d.Visible, Entitled: d.Entitled, VisibleReasons: d.VisibleReasons, EntitledReasons: d.EntitledReasons}
-			}
-			m.cells[i], decisions[i] = row, ds
+			m.rows[i] = r
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	if len(decisions) > 0 {
-		for _, d := range decisions[0] {
-			m.Capabilities = append(m.Capabilities, Capability{ID: d.Capability, State: d.State, Visibility: d.Visibility})
-		}
+	r := m.rows[0] // every review covers the same registry
+	m.Capabilities = make([]Capability, r.Len())
+	for j := range m.Capabilities {
+		c := &m.Capabilities[j]
+		c.ID, c.State, c.Visibility = r.Capability(j)
 	}
 	return m, nil
 }

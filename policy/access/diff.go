@@ -74,6 +74,9 @@ func Compare(base, head *Matrix) (*Diff, error) {
 			d.Capabilities = append(d.Capabilities, CapabilityChange{Kind: Changed, ID: col.ID, Base: &base.Capabilities[col.Base], Head: &head.Capabilities[col.Head]})
 		}
 		for i, class := range head.Classes {
+			if granted(base, i, col.Base) == granted(head, i, col.Head) {
+				continue
+			}
 			ch := CellChange{Class: class.Name, Capability: col.ID, Base: cellAt(base, i, col.Base), Head: cellAt(head, i, col.Head)}
 			if ch.Gained() {
 				d.Gained = append(d.Gained, ch)
@@ -117,5 +120,14 @@ func cellAt(m *Matrix, class, col int) Cell {
 	if col < 0 {
 		return absent
 	}
-	return m.cells[class][col]
+	return m.Cell(class, col)
+}
+
+// granted is what class grants on capability col: visible, entitled.
+func granted(m *Matrix, class, col int) [2]bool {
+	if col < 0 {
+		return [2]bool{}
+	}
+	r := m.rows[class]
+	return [2]bool{r.Visible(col), r.Entitled(col)}
 }

@@ -52,7 +52,7 @@ func WriteHTML(w io.Writer, m *Matrix) error {
 	for i, class := range m.Classes {
 		row := htmlRow{Class: class.Name, Who: class.Who(), Description: class.Description, Cells: make([]htmlCell, len(m.Capabilities))}
 		for j, c := range m.Capabilities {
-			cell := m.cells[i][j]
+			cell := m.Cell(i, j)
 			row.Cells[j] = htmlCell{Class: class.Name, Capability: c.ID, Level: cell.Level(), Label: labels[cell.Level()], Title: cellTitle(cell)}
 		}
 		r.Rows = append(r.Rows, row)

@@ -36,7 +36,7 @@ func WriteText(w io.Writer, m *Matrix) error {
 	for i, class := range m.Classes {
 		fmt.Fprintf(tw, "  %s", class.Name)
 		for j := range m.Capabilities {
-			fmt.Fprintf(tw, "\t%s", m.cells[i][j].Level())
+			fmt.Fprintf(tw, "\t%s", m.Cell(i, j).Level())
 		}
 		fmt.Fprintln(tw)
 	}
@@ -46,7 +46,7 @@ func WriteText(w io.Writer, m *Matrix) error {
 		fmt.Fprintf(bw, "  %s\n", class.Name)
 		tw = tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 		for j, c := range m.Capabilities {
-			cell := m.cells[i][j]
+			cell := m.Cell(i, j)
 			fmt.Fprintf(tw, "    %s\t%s\t%s\n", c.ID, cell.Level(), cell.Rule())
 		}
 		_ = tw.Flush()
@@ -82,7 +82,7 @@ func WriteMarkdown(w io.Writer, m *Matrix) error {
 	for i, class := range m.Classes {
 		fmt.Fprintf(bw, "| %s |", mdCell(class.Name))
 		for j := range m.Capabilities {
-			cell := m.cells[i][j]
+			cell := m.Cell(i, j)
 			fmt.Fprintf(bw, " **%s**<br>%s |", cell.Level(), mdCode(cell.Rule()))
 		}
 		fmt.Fprintln(bw)
@@ -173,7 +173,7 @@ func WriteJSON(w io.Writer, m *Matrix) error {
 	for i, class := range m.Classes {
 		row := rowJSON{Class: class.Name, Cells: make([]cellJSON, len(m.Capabilities))}
 		for j, c := range m.Capabilities {
-			row.Cells[j] = toCellJSON(c.ID, m.cells[i][j])
+			row.Cells[j] = toCellJSON(c.ID, m.Cell(i, j))
 		}
 		out.Rows[i] = row
 	}

@@ -105,11 +105,13 @@ type Engine struct {
 	compiler *ast.Compiler
 	store    storage.Store
 
-	// Review's query and the capabilities' profile keys, on first use.
-	reviewOnce  sync.Once
-	reviewQ     rego.PreparedEvalQuery
-	reviewErr   error
-	profileKeys []string
+	// Review's query, the distinct profile keys and each capability's
+	// index among them, on first use.
+	reviewOnce   sync.Once
+	reviewQ      rego.PreparedEvalQuery
+	reviewErr    error
+	profileKeys  []string
+	profileIndex []int
 }
 
 // New compiles the snapshot's modules, loads its data into an in-memory

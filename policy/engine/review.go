@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/capgate/capgate/policy/manifest"
 )
 
 // reviewQuery asks the policy for one caller's reasons per profile (the
@@ -22,27 +24,34 @@ const reviewQuery = `profiles := {key: r |
 }
 denials := data.capgate.authz.denials`
 
-// Review returns the caller's decision for every capability, in id order,
-// with the same reasons Explain gives. It evaluates the reason rules once
-// per profile (capabilities with equal state, visibility, requires_scopes
-// and tenants) and adds the deny modules' refusals per id, as the visible
-// and entitled sets do, instead of building every capability's report: an
-// access review of many caller classes over thousands of capabilities
-// costs one small evaluation per class.
+// Review is one caller's decisions over the whole registry, with the same
+// reasons Explain gives, computed the way the visible and entitled sets
+// are: the reason rules are evaluated once per profile (capabilities with
+// equal state, visibility, requires_scopes and tenants) and the deny
+// modules' refusals are applied per id. A review costs one small
+// evaluation, whatever the registry's size; a capability's decision is
+// assembled when asked for. It is immutable and safe for concurrent use.
 //
 // A profile has no replaced_by, so the state.removed and state.deprecated
-// reasons it yields name none; Review fills in the capability's. That is
+// reasons it yields name none; Decision fills in the capability's. That is
 // the only per-capability fact the reasons read (TestReviewAgreesWithExplain
 // holds Review to Explain for every caller and capability).
-//
-// The query is prepared on first use, not by New: serving never needs it.
-func (e *Engine) Review(ctx context.Context, c Caller) ([]Decision, error) {
+type Review struct {
+	caps     []manifest.Capability
+	profile  []int               // per capability: its profile's index in profiles
+	profiles []profileReasons    // by index
+	denials  map[string][]Reason // by capability id; "*": every capability
+}
+
+// Review decides every capability for the caller (see Review). The query
+// is prepared on first use, not by New: serving never needs it.
+func (e *Engine) Review(ctx context.Context, c Caller) (*Review, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("review policy: %w", err)
 	}
 	e.reviewOnce.Do(func() {
 		e.reviewQ, e.reviewErr = e.prepare(ctx, reviewQuery)
-		e.profileKeys = e.snap.ProfileKeys()
+		e.profileKeys, e.profileIndex = indexProfiles(e.snap.ProfileKeys())
 	})
 	if e.reviewErr != nil {
 		return nil, fmt.Errorf("review policy: %w", e.reviewErr)
@@ -58,32 +67,82 @@ func (e *Engine) Review(ctx context.Context, c Caller) ([]Decision, error) {
 	if err != nil {
 		return nil, fmt.Errorf("review policy: %w", err)
 	}
-	denials, err := parseDenials(rs[0].Bindings["denials"])
-	if err != nil {
+	r := &Review{caps: e.snap.Registry.All(), profile: e.profileIndex, profiles: make([]profileReasons, len(e.profileKeys))}
+	for i, key := range e.profileKeys {
+		p, ok := profiles[key]
+		if !ok {
+			return nil, fmt.Errorf("review policy: profile %q was not decided", key)
+		}
+		r.profiles[i] = p
+	}
+	if r.denials, err = parseDenials(rs[0].Bindings["denials"]); err != nil {
 		return nil, fmt.Errorf("review policy: %w", err)
 	}
-	all := e.snap.Registry.All()
-	out := make([]Decision, len(all))
-	for i := range all {
-		capability := &all[i]
-		p, ok := profiles[e.profileKeys[i]]
-		if !ok {
-			return nil, fmt.Errorf("review policy: %s: profile %q was not decided", capability.ID, e.profileKeys[i])
-		}
-		deny := slices.Concat(denials[capability.ID], denials["*"])
-		vr := withCapability(p.visible, deny, capability.ReplacedBy)
-		er := withCapability(p.entitled, deny, capability.ReplacedBy)
-		out[i] = Decision{
-			Capability: capability.ID, Exists: true,
-			State: string(capability.State), Visibility: string(capability.Visibility),
-			Visible: granted(vr), Entitled: granted(er),
-			VisibleReasons: vr, EntitledReasons: er,
-		}
-	}
-	return out, nil
+	return r, nil
 }
 
-type profileReasons struct{ visible, entitled []Reason }
+// indexProfiles lists the distinct profile keys and gives each capability
+// the index of its own.
+func indexProfiles(perCapability []string) (keys []string, index []int) {
+	seen := map[string]int{}
+	index = make([]int, len(perCapability))
+	for i, k := range perCapability {
+		j, ok := seen[k]
+		if !ok {
+			j = len(keys)
+			seen[k] = j
+			keys = append(keys, k)
+		}
+		index[i] = j
+	}
+	return keys, index
+}
+
+// Len is the number of capabilities, in registry (id) order.
+func (r *Review) Len() int { return len(r.caps) }
+
+// Visible reports whether the caller may see capability i.
+func (r *Review) Visible(i int) bool {
+	if r.denied(i) {
+		return false
+	}
+	return r.profiles[r.profile[i]].visibleGranted
+}
+
+// Entitled reports whether the caller may run capability i.
+func (r *Review) Entitled(i int) bool {
+	if r.denied(i) {
+		return false
+	}
+	return r.profiles[r.profile[i]].entitledGranted
+}
+
+// denied reports whether a deny module refuses capability i (its only
+// effect is a refusal).
+func (r *Review) denied(i int) bool {
+	return len(r.denials) > 0 && (len(r.denials[r.caps[i].ID]) > 0 || len(r.denials["*"]) > 0)
+}
+
+// Decision returns capability i's decision with its reasons, as Explain
+// reports it.
+func (r *Review) Decision(i int) Decision {
+	c := &r.caps[i]
+	p := r.profiles[r.profile[i]]
+	deny := slices.Concat(r.denials[c.ID], r.denials["*"])
+	vr := withCapability(p.visible, deny, c.ReplacedBy)
+	er := withCapability(p.entitled, deny, c.ReplacedBy)
+	return Decision{
+		Capability: c.ID, Exists: true,
+		State: string(c.State), Visibility: string(c.Visibility),
+		Visible: granted(vr), Entitled: granted(er),
+		VisibleReasons: vr, EntitledReasons: er,
+	}
+}
+
+type profileReasons struct {
+	visible, entitled               []Reason
+	visibleGranted, entitledGranted bool
+}
 
 func parseProfileReasons(v any) (map[string]profileReasons, error) {
 	m, ok := v.(map[string]any)
@@ -101,7 +160,7 @@ func parseProfileReasons(v any) (map[string]profileReasons, error) {
 		if err != nil {
 			return nil, fmt.Errorf("profile %s: entitled: %w", key, err)
 		}
-		out[key] = profileReasons{visible: vr, entitled: er}
+		out[key] = profileReasons{visible: vr, entitled: er, visibleGranted: granted(vr), entitledGranted: granted(er)}
 	}
 	return out, nil
 }
@@ -138,6 +197,9 @@ func withCapability(profile, deny []Reason, replacedBy string) []Reason {
 		}
 		out = append(out, r)
 	}
+	if len(deny) == 0 {
+		return out // only a detail changed: the order by rule holds
+	}
 	out = append(out, deny...)
 	slices.SortFunc(out, func(a, b Reason) int {
 		return cmp.Or(cmp.Compare(a.Rule, b.Rule), cmp.Compare(a.Detail, b.Detail), cmp.Compare(a.Effect, b.Effect))
@@ -162,4 +224,10 @@ func granted(rs []Reason) bool {
 		}
 	}
 	return true
+}
+
+// Capability names capability i and the state and visibility it has.
+func (r *Review) Capability(i int) (id, state, visibility string) {
+	c := &r.caps[i]
+	return c.ID, string(c.State), string(c.Visibility)
 }

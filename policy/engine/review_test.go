@@ -56,9 +56,14 @@ func TestReviewAgreesWithExplain(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/deny=%v/%d", name, mods != nil, i), func(t *testing.T) {
 					want, err := e.Explain(t.Context(), c)
 					require.NoError(t, err)
-					got, err := e.Review(t.Context(), c)
+					r, err := e.Review(t.Context(), c)
 					require.NoError(t, err)
-					require.Equal(t, want, got)
+					require.Equal(t, len(want), r.Len())
+					for i, d := range want {
+						require.Equal(t, d, r.Decision(i))
+						require.Equal(t, d.Visible, r.Visible(i), d.Capability)
+						require.Equal(t, d.Entitled, r.Entitled(i), d.Capability)
+					}
 				})
 			}
 		}
@@ -69,7 +74,7 @@ func TestReviewCancelled(t *testing.T) {
 	e := newEngine(t, compiletest.Registry(), nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	ds, err := e.Review(ctx, engine.Caller{})
+	r, err := e.Review(ctx, engine.Caller{})
 	require.ErrorIs(t, err, context.Canceled)
-	require.Nil(t, ds)
+	require.Nil(t, r)
 }
