@@ -206,20 +206,25 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 		}
 		_ = tw.Flush()
 	}
-	for _, group := range []struct {
-		name    string
-		changes []CellChange
-	}{{"gained", d.Gained}, {"lost", d.Lost}} {
-		if len(group.changes) == 0 {
-			continue
-		}
-		fmt.Fprintf(bw, "\n%s:\n", group.name)
-		for _, c := range group.changes {
+	d.eachGroup("gained", "lost", func(title string, changes []CellChange) {
+		fmt.Fprintf(bw, "\n%s:\n", title)
+		for _, c := range changes {
 			fmt.Fprintf(bw, "  %s × %s: %s -> %s\n", c.Class, c.Capability, c.Base.Level(), c.Head.Level())
 			fmt.Fprintf(bw, "      base: %s\n      head: %s\n", c.Base.Rule(), c.Head.Rule())
 		}
-	}
+	})
 	return bw.Flush()
+}
+
+// eachGroup calls f with the gained, then the lost cells, under the
+// given titles, skipping an empty group.
+func (d *Diff) eachGroup(gained, lost string, f func(title string, changes []CellChange)) {
+	if len(d.Gained) > 0 {
+		f(gained, d.Gained)
+	}
+	if len(d.Lost) > 0 {
+		f(lost, d.Lost)
+	}
 }
 
 func sideName(name, rev string) string {
@@ -250,7 +255,7 @@ func (c CapabilityChange) summary() string {
 func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintln(bw, "### capgate access review")
-	fmt.Fprintf(bw, "\nbase `%s` → head `%s`\n\n", mdCell(sideName(d.BaseName, d.BaseRevision)), mdCell(sideName(d.HeadName, d.HeadRevision)))
+	fmt.Fprintf(bw, "\nbase %s → head %s\n\n", mdCode(sideName(d.BaseName, d.BaseRevision)), mdCode(sideName(d.HeadName, d.HeadRevision)))
 	if d.Empty() {
 		fmt.Fprintln(bw, "No change in who can see or run what.")
 		return bw.Flush()
@@ -259,22 +264,16 @@ func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 	if len(d.Capabilities) > 0 {
 		fmt.Fprintln(bw, "\n| capability | change |\n|---|---|")
 		for _, c := range d.Capabilities {
-			fmt.Fprintf(bw, "| `%s` | %s: %s |\n", mdCell(c.ID), c.Kind, mdCell(c.summary()))
+			fmt.Fprintf(bw, "| %s | %s: %s |\n", mdCode(c.ID), c.Kind, mdCell(c.summary()))
 		}
 	}
-	for _, group := range []struct {
-		name    string
-		changes []CellChange
-	}{{"Gained (a caller can now see or run something it could not)", d.Gained}, {"Lost", d.Lost}} {
-		if len(group.changes) == 0 {
-			continue
-		}
-		fmt.Fprintf(bw, "\n#### %s\n\n| class | capability | base | head |\n|---|---|---|---|\n", group.name)
-		for _, c := range group.changes {
-			fmt.Fprintf(bw, "| %s | `%s` | %s %s | **%s** %s |\n", mdCell(c.Class), mdCell(c.Capability),
+	d.eachGroup("Gained (a caller can now see or run something it could not)", "Lost", func(title string, changes []CellChange) {
+		fmt.Fprintf(bw, "\n#### %s\n\n| class | capability | base | head |\n|---|---|---|---|\n", title)
+		for _, c := range changes {
+			fmt.Fprintf(bw, "| %s | %s | %s %s | **%s** %s |\n", mdCell(c.Class), mdCode(c.Capability),
 				c.Base.Level(), mdCode(c.Base.Rule()), c.Head.Level(), mdCode(c.Head.Rule()))
 		}
-	}
+	})
 	return bw.Flush()
 }
 
