@@ -130,6 +130,13 @@ func TestDiffGolden(t *testing.T) {
 			require.NotEqual(t, "preview", g.Class, "an opted-in caller had it already: %+v", g)
 		}
 	})
+	t.Run("capability added", func(t *testing.T) {
+		c := find(t, d.Gained, "tenant:acme", "match-payments")
+		require.Equal(t, []engine.Reason{{Rule: "capability.unknown", Effect: "refuse"}}, c.Base.EntitledReasons)
+		require.Equal(t, access.Entitled, c.Head.Level())
+		require.Contains(t, d.Capabilities, access.CapabilityChange{Kind: access.Added, ID: "match-payments",
+			Head: &access.Capability{ID: "match-payments", State: "ga", Visibility: "extended"}})
+	})
 	t.Run("removed capability", func(t *testing.T) {
 		c := find(t, d.Lost, "anonymous", "lookup-invoice-v1")
 		require.Equal(t, access.Visible, c.Base.Level())

@@ -14,8 +14,8 @@ import (
 )
 
 // The golden deployments of policy/access: head adds a deny module, a
-// tenant, makes a capability public, promotes a preview and removes two
-// capabilities.
+// tenant and a capability, makes a capability public, promotes a preview
+// and removes two capabilities.
 var (
 	accessData = filepath.Join("..", "..", "..", "..", "policy", "access", "testdata")
 	baseCfg    = filepath.Join(accessData, "base", "capgate.yaml")
@@ -78,11 +78,11 @@ func TestAccessDiff(t *testing.T) {
 	t.Run("gains fail the check unless allowed", func(t *testing.T) {
 		r := run(t, "access", "diff", "--base", baseCfg, "--head", headCfg)
 		require.Equal(t, cli.ExitCheck, r.code, r.stderr)
-		require.Contains(t, r.stdout, "11 gained, 23 lost, 4 capabilities changed")
-		require.Contains(t, r.stderr, "11 cell(s) gained access")
+		require.Contains(t, r.stdout, "12 gained, 23 lost, 5 capabilities changed")
+		require.Contains(t, r.stderr, "12 cell(s) gained access")
 		r = run(t, "access", "diff", "--base", baseCfg, "--head", headCfg, "--allow-gain", "--markdown")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-		require.Contains(t, r.stdout, "**11 gained**")
+		require.Contains(t, r.stdout, "**12 gained**")
 	})
 	t.Run("the reverse change gains what the head lost", func(t *testing.T) {
 		r := run(t, "access", "diff", "--base", headCfg, "--head", baseCfg, "--json")
@@ -92,7 +92,7 @@ func TestAccessDiff(t *testing.T) {
 		}
 		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 		require.Len(t, out.Gained, 23)
-		require.Len(t, out.Lost, 11)
+		require.Len(t, out.Lost, 12)
 	})
 	t.Run("losses alone pass", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "killed")
@@ -101,7 +101,7 @@ func TestAccessDiff(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "policies", "kill.rego"), []byte(kill), 0o644))
 		r := run(t, "access", "diff", "--base", headCfg, "--head", filepath.Join(dir, "capgate.yaml"))
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-		require.Contains(t, r.stdout, "0 gained, 28 lost, 0 capabilities changed")
+		require.Contains(t, r.stdout, "0 gained, 29 lost, 0 capabilities changed")
 		require.Contains(t, r.stdout, "deny.kill(kill switch)")
 	})
 	t.Run("a deployment against itself, and against its own bundle", func(t *testing.T) {
@@ -115,7 +115,7 @@ func TestAccessDiff(t *testing.T) {
 		require.Contains(t, r.stdout, "no change in access")
 		r = run(t, "access", "diff", "--base", baseCfg, "--head", bundle, "--allow-gain")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-		require.Contains(t, r.stdout, "11 gained, 23 lost")
+		require.Contains(t, r.stdout, "12 gained, 23 lost")
 	})
 }
 
@@ -145,7 +145,7 @@ func TestAccessDiffGit(t *testing.T) {
 	t.Chdir(repo)
 	r := run(t, "access", "diff", "--base", "git:HEAD~1:deploy/capgate.yaml", "--head", "git:HEAD:deploy/capgate.yaml")
 	require.Equal(t, cli.ExitCheck, r.code, r.stderr)
-	require.Contains(t, r.stdout, "11 gained, 23 lost, 4 capabilities changed")
+	require.Contains(t, r.stdout, "12 gained, 23 lost, 5 capabilities changed")
 	r = run(t, "access", "diff", "--base", "git:HEAD:deploy/capgate.yaml", "--head", "deploy/capgate.yaml")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "no change in access", "the working tree equals HEAD")
