@@ -13,41 +13,44 @@ import (
 	"github.com/capgate/capgate/policy/engine"
 )
 
+// The writers below print to a bufio.Writer: its first error sticks and
+// Flush returns it, so the prints' own results are not checked.
+
 // WriteText writes the matrix as text: the classes, a grid of levels
 // (rows: classes, columns: capabilities) and the deciding rule of every
 // cell.
 func WriteText(w io.Writer, m *Matrix) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "policy revision: %s\n\ncaller classes:\n", m.Revision)
+	_, _ = fmt.Fprintf(bw, "policy revision: %s\n\ncaller classes:\n", m.Revision)
 	writeClasses(bw, m.Classes)
-	fmt.Fprintln(bw, "\ncapabilities:")
+	_, _ = fmt.Fprintln(bw, "\ncapabilities:")
 	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	for _, c := range m.Capabilities {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.ID, c.Visibility, c.State)
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.ID, c.Visibility, c.State)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(bw, "\nmatrix (none | visible | entitled | entitled-hidden):")
+	_, _ = fmt.Fprintln(bw, "\nmatrix (none | visible | entitled | entitled-hidden):")
 	tw = tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
-	fmt.Fprint(tw, "  class")
+	_, _ = fmt.Fprint(tw, "  class")
 	for _, c := range m.Capabilities {
-		fmt.Fprintf(tw, "\t%s", c.ID)
+		_, _ = fmt.Fprintf(tw, "\t%s", c.ID)
 	}
-	fmt.Fprintln(tw)
+	_, _ = fmt.Fprintln(tw)
 	for i, class := range m.Classes {
-		fmt.Fprintf(tw, "  %s", class.Name)
+		_, _ = fmt.Fprintf(tw, "  %s", class.Name)
 		for j := range m.Capabilities {
-			fmt.Fprintf(tw, "\t%s", m.Cell(i, j).Level())
+			_, _ = fmt.Fprintf(tw, "\t%s", m.Cell(i, j).Level())
 		}
-		fmt.Fprintln(tw)
+		_, _ = fmt.Fprintln(tw)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(bw, "\ndeciding rules:")
+	_, _ = fmt.Fprintln(bw, "\ndeciding rules:")
 	for i, class := range m.Classes {
-		fmt.Fprintf(bw, "  %s\n", class.Name)
+		_, _ = fmt.Fprintf(bw, "  %s\n", class.Name)
 		tw = tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 		for j, c := range m.Capabilities {
 			cell := m.Cell(i, j)
-			fmt.Fprintf(tw, "    %s\t%s\t%s\n", c.ID, cell.Level(), cell.Rule())
+			_, _ = fmt.Fprintf(tw, "    %s\t%s\t%s\n", c.ID, cell.Level(), cell.Rule())
 		}
 		_ = tw.Flush()
 	}
@@ -57,7 +60,7 @@ func WriteText(w io.Writer, m *Matrix) error {
 func writeClasses(w io.Writer, classes []Class) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range classes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, c.Who(), c.Description)
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Name, c.Who(), c.Description)
 	}
 	_ = tw.Flush()
 }
@@ -66,26 +69,26 @@ func writeClasses(w io.Writer, classes []Class) {
 // and deciding rule.
 func WriteMarkdown(w io.Writer, m *Matrix) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "### Access matrix (policy revision `%s`)\n\n", m.Revision)
-	fmt.Fprintln(bw, "| class | caller |")
-	fmt.Fprintln(bw, "|---|---|")
+	_, _ = fmt.Fprintf(bw, "### Access matrix (policy revision `%s`)\n\n", m.Revision)
+	_, _ = fmt.Fprintln(bw, "| class | caller |")
+	_, _ = fmt.Fprintln(bw, "|---|---|")
 	for _, c := range m.Classes {
-		fmt.Fprintf(bw, "| %s | %s |\n", mdCell(c.Name), mdCell(c.Who()+": "+c.Description))
+		_, _ = fmt.Fprintf(bw, "| %s | %s |\n", mdCell(c.Name), mdCell(c.Who()+": "+c.Description))
 	}
-	fmt.Fprint(bw, "\n| class |")
+	_, _ = fmt.Fprint(bw, "\n| class |")
 	for _, c := range m.Capabilities {
-		fmt.Fprintf(bw, " %s<br>%s, %s |", mdCell(c.ID), c.Visibility, c.State)
+		_, _ = fmt.Fprintf(bw, " %s<br>%s, %s |", mdCell(c.ID), c.Visibility, c.State)
 	}
-	fmt.Fprint(bw, "\n|---|")
-	fmt.Fprint(bw, strings.Repeat("---|", len(m.Capabilities)))
-	fmt.Fprintln(bw)
+	_, _ = fmt.Fprint(bw, "\n|---|")
+	_, _ = fmt.Fprint(bw, strings.Repeat("---|", len(m.Capabilities)))
+	_, _ = fmt.Fprintln(bw)
 	for i, class := range m.Classes {
-		fmt.Fprintf(bw, "| %s |", mdCell(class.Name))
+		_, _ = fmt.Fprintf(bw, "| %s |", mdCell(class.Name))
 		for j := range m.Capabilities {
 			cell := m.Cell(i, j)
-			fmt.Fprintf(bw, " **%s**<br>%s |", cell.Level(), mdCode(cell.Rule()))
+			_, _ = fmt.Fprintf(bw, " **%s**<br>%s |", cell.Level(), mdCode(cell.Rule()))
 		}
-		fmt.Fprintln(bw)
+		_, _ = fmt.Fprintln(bw)
 	}
 	return bw.Flush()
 }
@@ -192,25 +195,25 @@ func writeJSON(w io.Writer, v any) error {
 // cells with the rules on both sides.
 func WriteDiffText(w io.Writer, d *Diff) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "base: %s\nhead: %s\n", sideName(d.BaseName, d.BaseRevision), sideName(d.HeadName, d.HeadRevision))
+	_, _ = fmt.Fprintf(bw, "base: %s\nhead: %s\n", sideName(d.BaseName, d.BaseRevision), sideName(d.HeadName, d.HeadRevision))
 	if d.Empty() {
-		fmt.Fprintln(bw, "\nno change in access")
+		_, _ = fmt.Fprintln(bw, "\nno change in access")
 		return bw.Flush()
 	}
-	fmt.Fprintf(bw, "\n%d gained, %d lost, %d capabilities changed\n", len(d.Gained), len(d.Lost), len(d.Capabilities))
+	_, _ = fmt.Fprintf(bw, "\n%d gained, %d lost, %d capabilities changed\n", len(d.Gained), len(d.Lost), len(d.Capabilities))
 	if len(d.Capabilities) > 0 {
-		fmt.Fprintln(bw, "\ncapabilities:")
+		_, _ = fmt.Fprintln(bw, "\ncapabilities:")
 		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 		for _, c := range d.Capabilities {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Kind, c.ID, c.summary())
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Kind, c.ID, c.summary())
 		}
 		_ = tw.Flush()
 	}
 	d.eachGroup("gained", "lost", func(title string, changes []CellChange) {
-		fmt.Fprintf(bw, "\n%s:\n", title)
+		_, _ = fmt.Fprintf(bw, "\n%s:\n", title)
 		for _, c := range changes {
-			fmt.Fprintf(bw, "  %s × %s: %s -> %s\n", c.Class, c.Capability, c.Base.Level(), c.Head.Level())
-			fmt.Fprintf(bw, "      base: %s\n      head: %s\n", c.Base.Rule(), c.Head.Rule())
+			_, _ = fmt.Fprintf(bw, "  %s × %s: %s -> %s\n", c.Class, c.Capability, c.Base.Level(), c.Head.Level())
+			_, _ = fmt.Fprintf(bw, "      base: %s\n      head: %s\n", c.Base.Rule(), c.Head.Rule())
 		}
 	})
 	return bw.Flush()
@@ -254,23 +257,23 @@ func (c CapabilityChange) summary() string {
 // WriteDiffMarkdown writes a summary fit for a pull-request comment.
 func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 	bw := bufio.NewWriter(w)
-	fmt.Fprintln(bw, "### capgate access review")
-	fmt.Fprintf(bw, "\nbase %s → head %s\n\n", mdCode(sideName(d.BaseName, d.BaseRevision)), mdCode(sideName(d.HeadName, d.HeadRevision)))
+	_, _ = fmt.Fprintln(bw, "### capgate access review")
+	_, _ = fmt.Fprintf(bw, "\nbase %s → head %s\n\n", mdCode(sideName(d.BaseName, d.BaseRevision)), mdCode(sideName(d.HeadName, d.HeadRevision)))
 	if d.Empty() {
-		fmt.Fprintln(bw, "No change in who can see or run what.")
+		_, _ = fmt.Fprintln(bw, "No change in who can see or run what.")
 		return bw.Flush()
 	}
-	fmt.Fprintf(bw, "**%d gained**, %d lost, %d capabilities changed.\n", len(d.Gained), len(d.Lost), len(d.Capabilities))
+	_, _ = fmt.Fprintf(bw, "**%d gained**, %d lost, %d capabilities changed.\n", len(d.Gained), len(d.Lost), len(d.Capabilities))
 	if len(d.Capabilities) > 0 {
-		fmt.Fprintln(bw, "\n| capability | change |\n|---|---|")
+		_, _ = fmt.Fprintln(bw, "\n| capability | change |\n|---|---|")
 		for _, c := range d.Capabilities {
-			fmt.Fprintf(bw, "| %s | %s: %s |\n", mdCode(c.ID), c.Kind, mdCell(c.summary()))
+			_, _ = fmt.Fprintf(bw, "| %s | %s: %s |\n", mdCode(c.ID), c.Kind, mdCell(c.summary()))
 		}
 	}
 	d.eachGroup("Gained (a caller can now see or run something it could not)", "Lost", func(title string, changes []CellChange) {
-		fmt.Fprintf(bw, "\n#### %s\n\n| class | capability | base | head |\n|---|---|---|---|\n", title)
+		_, _ = fmt.Fprintf(bw, "\n#### %s\n\n| class | capability | base | head |\n|---|---|---|---|\n", title)
 		for _, c := range changes {
-			fmt.Fprintf(bw, "| %s | %s | %s %s | **%s** %s |\n", mdCell(c.Class), mdCode(c.Capability),
+			_, _ = fmt.Fprintf(bw, "| %s | %s | %s %s | **%s** %s |\n", mdCell(c.Class), mdCode(c.Capability),
 				c.Base.Level(), mdCode(c.Base.Rule()), c.Head.Level(), mdCode(c.Head.Rule()))
 		}
 	})
@@ -302,7 +305,7 @@ func WriteDiffJSON(w io.Writer, d *Diff) error {
 	}
 	caps := make([]capChangeJSON, len(d.Capabilities))
 	for i, c := range d.Capabilities {
-		caps[i] = capChangeJSON{Kind: c.Kind, ID: c.ID, Base: c.Base, Head: c.Head}
+		caps[i] = capChangeJSON(c)
 	}
 	return writeJSON(w, struct {
 		Base         string           `json:"base"`
