@@ -19,8 +19,13 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files")
 
 // golden compares got with testdata/golden/name, or rewrites it with -update.
+// The policy revisions (content hashes, which change with every edit of the
+// embedded policy) are written as <base-revision> and <head-revision>.
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
+	for side, rev := range revisions {
+		got = bytes.ReplaceAll(got, []byte(rev), []byte("<"+side+"-revision>"))
+	}
 	path := filepath.Join("testdata", "golden", name)
 	if *update {
 		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
@@ -36,10 +41,14 @@ type side struct {
 	e *engine.Engine
 }
 
+// revisions maps each golden deployment to its policy revision.
+var revisions = map[string]string{}
+
 func load(t testing.TB, name string) side {
 	t.Helper()
 	d, err := deployment.Load(filepath.Join("testdata", name, "capgate.yaml"))
 	require.NoError(t, err)
+	revisions[name] = d.Snapshot.Revision
 	e, err := engine.New(context.Background(), d.Snapshot)
 	require.NoError(t, err)
 	return side{d, e}

@@ -124,7 +124,8 @@ func (r *Review) denied(i int) bool {
 }
 
 // Decision returns capability i's decision with its reasons, as Explain
-// reports it.
+// reports it, without Limits: a review is about who may see and run what,
+// and limits do not decide that.
 func (r *Review) Decision(i int) Decision {
 	c := &r.caps[i]
 	p := r.profiles[r.profile[i]]
