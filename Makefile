@@ -43,10 +43,11 @@ fmt:
 run:
 	$(GO) run ./cmd/capgate serve $(if $(CONFIG),--config $(CONFIG),)
 
-## bench: Go benchmarks of the decision path, then the ext_authz load test (servers on CPU 0, generator on CPU 1)
+## bench: Go benchmarks of the decision path and the access review (10,000 capabilities × 100 classes), then the ext_authz load test (servers on CPU 0, generator on CPU 1)
 ## and the memory test (10,000 capabilities, 100,000 distinct tokens, limits.memory 32MiB). See docs/benchmarks.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sidecar/extauthz ./policy/engine ./sidecar/identity ./sidecar/protocol
+	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./policy/access
 	$(GO) run ./test/loadgen -mode bench
 	$(GO) run ./test/loadgen -mode rss -memory 32MiB
 

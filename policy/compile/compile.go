@@ -153,6 +153,19 @@ func (s *Snapshot) Data() (map[string]any, error) {
 	return plainJSON(map[string]any{keyCapabilities: caps, keyProfiles: profiles, keySettings: s.Settings})
 }
 
+// ProfileKeys returns each capability's profile key (the "profile" fact the
+// policy reads), in registry order: capabilities with equal keys get equal
+// decisions but for deny rules and the replaced_by their state reasons name.
+func (s *Snapshot) ProfileKeys() []string {
+	all := s.Registry.All()
+	keys := make([]string, len(all))
+	var pr profiler
+	for i := range all {
+		keys[i], _ = pr.of(&all[i])
+	}
+	return keys
+}
+
 // eachFacts calls f with every capability and its facts (see appendFacts;
 // the slice is reused between calls) and returns the profiles they fall
 // in, keyed as the facts name them. It stops at f's first error. Data and

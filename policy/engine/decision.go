@@ -117,3 +117,12 @@ func plainNumbers(v any) any {
 	}
 	return v
 }
+
+// String renders the reason as the CLI and reports show it: rule, or
+// rule(detail).
+func (r Reason) String() string {
+	if r.Detail == "" {
+		return r.Rule
+	}
+	return r.Rule + "(" + r.Detail + ")"
+}

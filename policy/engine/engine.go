@@ -8,11 +8,13 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
@@ -98,6 +100,18 @@ type Engine struct {
 	evalSlots chan struct{}
 
 	viewQ, decisionQ, explainQ rego.PreparedEvalQuery
+
+	// The compiled policy and its store, for queries prepared later.
+	compiler *ast.Compiler
+	store    storage.Store
+
+	// Review's query, the distinct profile keys and each capability's
+	// index among them, on first use.
+	reviewOnce   sync.Once
+	reviewQ      rego.PreparedEvalQuery
+	reviewErr    error
+	profileKeys  []string
+	profileIndex []int
 }
 
 // New compiles the snapshot's modules, loads its data into an in-memory
@@ -141,16 +155,16 @@ func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, err
 		bySubject: s.SubjectSensitive(),
 		views:     views,
 		evalSlots: make(chan struct{}, o.evals),
+		compiler:  compiler,
+		store:     store,
 	}
 	for _, q := range []struct {
 		query string
 		dst   *rego.PreparedEvalQuery
 	}{{viewQuery, &e.viewQ}, {decisionQuery, &e.decisionQ}, {explainQuery, &e.explainQ}} {
-		pq, err := rego.New(rego.Query(q.query), rego.Compiler(compiler), rego.Store(store)).PrepareForEval(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("new policy engine: prepare %s: %w", q.query, err)
+		if *q.dst, err = e.prepare(ctx, q.query); err != nil {
+			return nil, fmt.Errorf("new policy engine: %w", err)
 		}
-		*q.dst = pq
 	}
 	e.log.Info("policy engine ready",
 		zap.String("revision", s.Revision),
@@ -159,6 +173,15 @@ func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, err
 		zap.Int("cache_size", o.cacheSize),
 		zap.Duration("prepare", time.Since(start)))
 	return e, nil
+}
+
+// prepare prepares one query over the engine's compiled policy and store.
+func (e *Engine) prepare(ctx context.Context, query string) (rego.PreparedEvalQuery, error) {
+	pq, err := rego.New(rego.Query(query), rego.Compiler(e.compiler), rego.Store(e.store)).PrepareForEval(ctx)
+	if err != nil {
+		return rego.PreparedEvalQuery{}, fmt.Errorf("prepare %s: %w", query, err)
+	}
+	return pq, nil
 }
 
 // Snapshot returns the snapshot the engine evaluates.

@@ -87,3 +87,18 @@ func BenchmarkNew10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReview10k: one new caller class's decisions with reasons over
+// 10,000 capabilities (what an access review pays per class).
+func BenchmarkReview10k(b *testing.B) {
+	e := newEngine(b, compiletest.Synthetic(benchCaps), nil)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := e.Review(ctx, benchCaller(i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

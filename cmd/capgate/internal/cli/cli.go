@@ -55,6 +55,7 @@ func commands() map[string]command {
 		"validate": {"validate config, manifests and policy modules", runValidate},
 		"card":     {"print a card; `card lock` / `card check` for CI", runCard},
 		"explain":  {"show why each capability is visible or entitled for a caller", runExplain},
+		"access":   {"access review: `access matrix` (who can do what), `access diff` (what a change does to it)", runAccess},
 		"compile":  {"write an OPA bundle of the deployment", runCompile},
 		"policy":   {"policy tooling: test, check, fmt", runPolicy},
 		"token":    {"mint a DEMO token with the example's demo keys", runToken},

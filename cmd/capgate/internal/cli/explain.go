@@ -136,10 +136,7 @@ func yesNo(b bool) string {
 func reasonLine(rs []engine.Reason) string {
 	var refused, granted []string
 	for _, r := range rs {
-		s := r.Rule
-		if r.Detail != "" {
-			s += "(" + r.Detail + ")"
-		}
+		s := r.String()
 		if r.Effect == "refuse" {
 			refused = append(refused, s)
 		} else {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json"
 
+	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/engine"
@@ -60,11 +61,12 @@ func readClaims(env Env, path string) (map[string]any, error) {
 }
 
 // callerFor turns claims into the policy's caller. No claims: anonymous.
-func callerFor(d *deployment.Deployment, claims map[string]any) engine.Caller {
+// The claim names are the deployment's (auth.scopes_claim, tenant_claim).
+func callerFor(auth config.Auth, claims map[string]any) engine.Caller {
 	if claims == nil {
 		return engine.Caller{}
 	}
-	return identity.PrincipalFromClaims(d.Config.Auth, claims).Caller()
+	return identity.PrincipalFromClaims(auth, claims).Caller()
 }
 
 // loadForCaller loads the deployment, prepares its engine and reads the
@@ -84,5 +86,5 @@ func loadForCaller(ctx context.Context, env Env, cfgPath, claimsPath string) (*d
 	if err != nil {
 		return nil, nil, engine.Caller{}, err
 	}
-	return d, e, callerFor(d, claims), nil
+	return d, e, callerFor(d.Config.Auth, claims), nil
 }
