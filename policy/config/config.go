@@ -109,6 +109,16 @@ type Extension struct {
 	Description string         `yaml:"description"`
 	Required    bool           `yaml:"required"`
 	Params      map[string]any `yaml:"params"`
+	// Methods are JSON-RPC methods the extension adds, each served by a
+	// capability's handler; admitted only to callers that activated the
+	// extension and are entitled to that capability.
+	Methods []ExtensionMethod `yaml:"methods"`
+}
+
+// ExtensionMethod is one method an extension adds.
+type ExtensionMethod struct {
+	Name       string `yaml:"name"`       // the JSON-RPC method, e.g. finance/explainVariance
+	Capability string `yaml:"capability"` // the capability whose handler serves it
 }
 
 // Auth configures caller authentication and the policy settings derived from it.

@@ -142,6 +142,7 @@ func (v *validator) agent() {
 		}
 	}
 	seen := map[string]int{}
+	methods := map[string]string{}
 	for i, e := range a.Extensions {
 		field := fmt.Sprintf("agent.extensions[%d].uri", i)
 		u, err := url.Parse(e.URI)
@@ -155,6 +156,23 @@ func (v *validator) agent() {
 			v.add(field, "%q is already declared by agent.extensions[%d]", e.URI, j)
 		}
 		seen[e.URI] = i
+		for k, m := range e.Methods {
+			mf := fmt.Sprintf("agent.extensions[%d].methods[%d]", i, k)
+			switch {
+			case m.Name == "":
+				v.add(mf+".name", "required")
+			case strings.IndexFunc(m.Name, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 || len(m.Name) > 128:
+				v.add(mf+".name", "%q is not a method name (up to 128 characters, no spaces or control characters)", m.Name)
+			default:
+				if prev, dup := methods[m.Name]; dup {
+					v.add(mf+".name", "%q is already added by %s", m.Name, prev)
+				}
+				methods[m.Name] = mf
+			}
+			if m.Capability == "" {
+				v.add(mf+".capability", "required: the capability whose handler serves the method")
+			}
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"go.uber.org/zap"
 
@@ -97,6 +98,11 @@ func (a *Admitter) Admit(ctx context.Context, rev *revision.Revision, in Input) 
 	if err := checkTenant(r, p); err != nil {
 		return refuse(v, err)
 	}
+	if r.Operation == protocol.ExtensionMethod {
+		if err := a.extensionMethod(ctx, rev, r, p, v.Extensions); err != nil {
+			return refuse(v, err)
+		}
+	}
 	if r.Operation.Message() {
 		view, verr := rev.Engine.View(ctx, p.Caller())
 		if verr != nil {
@@ -162,7 +168,7 @@ func requireCaller(rev *revision.Revision, r *protocol.Request, p identity.Princ
 		return nil
 	}
 	switch {
-	case r.Operation.Message() && len(r.Tasks) == 0 && rev.Config().Auth.AnonymousPublic:
+	case (r.Operation.Message() || r.Operation == protocol.ExtensionMethod) && len(r.Tasks) == 0 && rev.Config().Auth.AnonymousPublic:
 		return nil
 	case knownOperation(r.Operation):
 		return protocol.MissingCredentials()
@@ -212,6 +218,31 @@ func (a *Admitter) owned(ctx context.Context, o tasks.Owner, taskID string) (tas
 	return b, nil
 }
 
+// extensionMethod admits a method an extension adds: only when the caller activated that
+// extension (otherwise the method does not exist for it), and only when the caller is entitled
+// to the capability that serves it.
+func (a *Admitter) extensionMethod(ctx context.Context, rev *revision.Revision, r *protocol.Request, p identity.Principal, activated []string) *protocol.Error {
+	x := r.Extension
+	if x == nil {
+		return protocol.Errorf(protocol.Internal, "the method's extension is not known")
+	}
+	if !slices.Contains(activated, x.URI) {
+		return protocol.Errorf(protocol.MethodNotFound, "method %q is added by extension %s; activate it in %s", protocol.ForLog(r.Method), x.URI, protocol.ExtensionsHeader)
+	}
+	dec, err := rev.Engine.Decide(ctx, p.Caller(), x.Capability)
+	if err != nil {
+		a.log.Error("policy evaluation failed", zap.Error(err))
+		return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+	}
+	if !dec.Entitled {
+		if !p.Authenticated {
+			return protocol.MissingCredentials()
+		}
+		return protocol.Errorf(protocol.Unauthorized, "the caller may not use method %q", protocol.ForLog(r.Method))
+	}
+	return nil
+}
+
 func isPushOperation(op protocol.Operation) bool {
 	switch op {
 	case protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
@@ -224,7 +255,7 @@ func isPushOperation(op protocol.Operation) bool {
 func knownOperation(op protocol.Operation) bool {
 	switch op {
 	case protocol.SendMessage, protocol.SendStreamingMessage, protocol.GetTask, protocol.ListTasks,
-		protocol.CancelTask, protocol.SubscribeToTask, protocol.GetExtendedAgentCard:
+		protocol.CancelTask, protocol.SubscribeToTask, protocol.GetExtendedAgentCard, protocol.ExtensionMethod:
 		return true
 	}
 	return isPushOperation(op)

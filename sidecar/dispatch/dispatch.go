@@ -114,6 +114,8 @@ func (d *Dispatcher) Serve(ctx context.Context, call *gateway.Call, w gateway.Re
 		return d.send(ctx, call, w)
 	case protocol.ListTasks:
 		return d.list(ctx, call, w)
+	case protocol.ExtensionMethod:
+		return d.extensionMethod(ctx, call, w)
 	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask,
 		protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
 		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:

@@ -198,10 +198,14 @@ func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *
 		d.record(invocation{call: call, capability: m, scopes: scopes}, 0, perr)
 		return invocation{}, perr
 	}
+	method := methodName(call.Request.Version, call.Request.Operation)
+	if call.Request.Operation == protocol.ExtensionMethod {
+		method = call.Request.Method // the extension's own method, as sent
+	}
 	req := handler.Request{
 		Handler:    m.Handler,
 		Version:    call.Request.Version,
-		Method:     methodName(call.Request.Version, call.Request.Operation),
+		Method:     method,
 		Params:     params,
 		Token:      tok,
 		Extensions: call.Extensions,
@@ -281,4 +285,35 @@ func (d *Dispatcher) askModel(ctx context.Context, call *gateway.Call, msg *prot
 		return dec
 	}
 	return router.Decision{Layer: router.LayerModel, Capability: choice.ID, Confidence: choice.Confidence, Candidates: dec.Candidates}
+}
+
+// extensionMethod forwards a method an extension adds to the handler of the capability that
+// serves it (admission checked the extension is active and the caller entitled); the answer is
+// the handler's, unchanged.
+func (d *Dispatcher) extensionMethod(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+	x := call.Request.Extension
+	if x == nil {
+		return protocol.Errorf(protocol.Internal, "the method's extension is not known")
+	}
+	if call.Log != nil {
+		call.Log.Capability, call.Log.Layer = x.Capability, "extension"
+	}
+	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, x.Capability)
+	if perr != nil {
+		return perr
+	}
+	params, perr := call.Request.ForwardParams()
+	if perr != nil {
+		return perr
+	}
+	inv, perr := d.handlerRequest(ctx, call, capability, limits, params)
+	if perr != nil {
+		return perr
+	}
+	d.countCall(ctx, capability)
+	result, perr := d.callHandler(ctx, inv)
+	if perr != nil {
+		return perr
+	}
+	return writeResult(w, result)
 }

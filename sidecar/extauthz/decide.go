@@ -91,7 +91,7 @@ func (s *Server) decide(ctx context.Context, req *authv3.CheckRequest, d *decisi
 	d.plan = p
 
 	path, query, _ := strings.Cut(hr.GetPath(), "?")
-	env := protocol.Envelope{Method: hr.GetMethod(), Path: path, Query: query, Header: &d.hdr, GRPC: true}
+	env := protocol.Envelope{Method: hr.GetMethod(), Path: path, Query: query, Header: &d.hdr, GRPC: true, Methods: rev.Methods}
 	d.binding = protocol.BindingOf(path, p.base) // the shape of an answer given before the parse
 	if protocol.IsGRPCContentType(d.hdr.get(headerContentType)) {
 		d.binding = protocol.GRPC

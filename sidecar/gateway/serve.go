@@ -32,7 +32,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		g.refuse(w, rev, start, entry, req, berr)
 		return
 	}
-	env := protocol.Envelope{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: protocol.HTTPHeader(r.Header), Body: body}
+	env := protocol.Envelope{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: protocol.HTTPHeader(r.Header), Body: body, Methods: rev.Methods}
 	parsed, perr := protocol.Parse(env, basePath(rev), g.limits)
 	if parsed != nil {
 		req = parsed

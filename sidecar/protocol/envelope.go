@@ -31,6 +31,8 @@ type Envelope struct {
 	// GRPC accepts the gRPC binding (application/grpc content types); a door that cannot serve
 	// it leaves it false and such requests are refused.
 	GRPC bool
+	// Methods are the JSON-RPC methods the deployment's extensions add.
+	Methods Methods
 }
 
 // Header names read by Parse.
@@ -70,7 +72,7 @@ func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
 		if verr != nil {
 			parseAs = V1 // only to find the id to echo
 		}
-		r, perr := ParseJSONRPC(parseAs, ct, env.Body, lim)
+		r, perr := parseJSONRPC(parseAs, ct, env.Body, lim, env.Methods)
 		switch {
 		case verr != nil:
 			return echo(r, perr, verr)

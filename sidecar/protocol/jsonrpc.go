@@ -10,6 +10,11 @@ import (
 // ParseJSONRPC parses one JSON-RPC 2.0 request of A2A version v. The body is checked whole
 // before any field is read (see [Limits]); errors carry the request id once it has been read.
 func ParseJSONRPC(v Version, contentType string, body []byte, lim Limits) (*Request, *Error) {
+	return parseJSONRPC(v, contentType, body, lim, nil)
+}
+
+// parseJSONRPC is ParseJSONRPC knowing the methods extensions add.
+func parseJSONRPC(v Version, contentType string, body []byte, lim Limits, methods Methods) (*Request, *Error) {
 	lim = lim.withDefaults()
 	if err := checkSize(body, lim); err != nil {
 		return nil, err
@@ -60,7 +65,11 @@ func ParseJSONRPC(v Version, contentType string, body []byte, lim Limits) (*Requ
 	}
 	r.Method = method
 	if r.Operation, err = lookupMethod(v, method); err != nil {
-		return nil, err.WithID(r.ID)
+		x, ok := methods[method]
+		if !ok {
+			return nil, err.WithID(r.ID)
+		}
+		r.Operation, r.Extension = ExtensionMethod, &x
 	}
 	r.Params = env.get("params")
 	if err := p.readParams(v, r.Operation, r.Params, r, false); err != nil {

@@ -37,3 +37,9 @@ func methodName(v jsontext.Value) (string, bool) {
 	}
 	return str(v)
 }
+
+// IsA2AMethod reports whether name is a JSON-RPC method of A2A 1.0 or 0.3.
+func IsA2AMethod(name string) bool {
+	_, ok := knownMethods[name]
+	return ok
+}

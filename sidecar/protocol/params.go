@@ -65,6 +65,8 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		return ps.readList(p, r)
 	case GetExtendedAgentCard, GetAgentCard:
 		return nil
+	case ExtensionMethod:
+		return ps.readExtensionParams(v, p, r)
 	}
 	// Push notification configs.
 	if v == V1 {
@@ -741,4 +743,40 @@ func MediaTypeMatches(p, t string) bool {
 		return strings.HasPrefix(t, base+"/")
 	}
 	return false
+}
+
+// readExtensionParams reads the params of a method an extension adds. They are the extension's
+// own, but a task or tenant they name follows the core rules: `taskId` and `referenceTaskIds`
+// name tasks (the caller must own them) and `tenant` names the request's tenant (1.0, read
+// above). Extension authors name tasks there; other fields are not read.
+func (ps *parser) readExtensionParams(v Version, p object, r *Request) *Error {
+	var task string
+	if err := field(p, "taskId", false, &task); err != nil {
+		return err
+	}
+	r.TaskID = task
+	r.addTask(task, "params.taskId")
+	refs, err := ps.stringArray(p.get("referenceTaskIds"), "referenceTaskIds")
+	if err != nil {
+		return err
+	}
+	if len(refs) > maxReferenceTasks {
+		return Errorf(InvalidParams, "referenceTaskIds has more than %d entries", maxReferenceTasks)
+	}
+	for i, id := range refs {
+		where := "referenceTaskIds[" + strconv.Itoa(i) + "]"
+		if id == "" {
+			return Errorf(InvalidParams, "%s must not be empty", where)
+		}
+		if err := checkIdentifier(where, id); err != nil {
+			return err
+		}
+		r.addTask(id, "params."+where)
+	}
+	if v == V03 { // 0.3 has no tenant field; an extension's own is refused rather than ignored
+		if p.get("tenant") != nil {
+			return Errorf(InvalidParams, "tenant is not an A2A 0.3 field")
+		}
+	}
+	return nil
 }

@@ -50,7 +50,19 @@ const (
 	GetExtendedAgentCard             Operation = "GetExtendedAgentCard"
 	// GetAgentCard is the public card, GET /.well-known/agent-card.json; no JSON-RPC method.
 	GetAgentCard Operation = "GetAgentCard"
+	// ExtensionMethod is a JSON-RPC method an extension adds (Request.Method names it,
+	// Request.Extension says which extension and capability).
+	ExtensionMethod Operation = "ExtensionMethod"
 )
+
+// MethodExtension is what the deployment says of a method an extension adds.
+type MethodExtension struct {
+	URI        string // the extension
+	Capability string // the capability whose handler serves the method
+}
+
+// Methods maps the JSON-RPC methods extensions add to their extension; nil when none.
+type Methods map[string]MethodExtension
 
 // Streaming reports whether the operation answers with a stream of events.
 func (o Operation) Streaming() bool { return o == SendStreamingMessage || o == SubscribeToTask }
@@ -119,6 +131,8 @@ type Request struct {
 	List *ListParams
 	// Message is set for SendMessage and SendStreamingMessage.
 	Message *MessageInfo
+	// Extension is set for an ExtensionMethod: the extension that adds it and its capability.
+	Extension *MethodExtension
 
 	// path holds what an HTTP+JSON path bound, for ForwardParams.
 	path pathValues

@@ -5,6 +5,7 @@
 package revision
 
 import (
+	"errors"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -60,6 +61,8 @@ type Revision struct {
 	Proxy *identity.ProxyTrust
 	// Push is the push notification policy.
 	Push push.Policy
+	// Methods are the JSON-RPC methods extensions add (agent.extensions[].methods).
+	Methods protocol.Methods
 }
 
 // Config is the deployment's configuration.
@@ -146,7 +149,35 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 	for _, x := range d.Config.Agent.Extensions {
 		r.Extensions = append(r.Extensions, protocol.Extension{URI: x.URI, Required: x.Required})
 	}
+	if r.Methods, err = extensionMethods(d); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// extensionMethods collects the methods extensions add: none may shadow an A2A method of either
+// version, and each is served by a capability of the registry.
+func extensionMethods(d *deployment.Deployment) (protocol.Methods, error) {
+	var out protocol.Methods
+	var errs []error
+	for i, x := range d.Config.Agent.Extensions {
+		for k, m := range x.Methods {
+			at := fmt.Sprintf("agent.extensions[%d].methods[%d]", i, k)
+			if protocol.IsA2AMethod(m.Name) {
+				errs = append(errs, fmt.Errorf("%s: %q is an A2A method; an extension adds methods of its own", at, m.Name))
+				continue
+			}
+			if _, ok := d.Registry().Get(m.Capability); !ok {
+				errs = append(errs, fmt.Errorf("%s: capability %q is not in the registry", at, m.Capability))
+				continue
+			}
+			if out == nil {
+				out = protocol.Methods{}
+			}
+			out[m.Name] = protocol.MethodExtension{URI: x.URI, Capability: m.Capability}
+		}
+	}
+	return out, errors.Join(errs...)
 }
 
 // SignCard returns the card bytes to serve and their ETag. Without a

@@ -22,7 +22,7 @@ func TestExtensions(t *testing.T) {
 
 	t.Run("declared in the public card", func(t *testing.T) {
 		c := srv.PublicCard(t)
-		require.Len(t, c.Capabilities.Extensions, 1)
+		require.Len(t, c.Capabilities.Extensions, 2, "trace ids, and the variance method extension")
 		require.Equal(t, testutil.TraceExtension, c.Capabilities.Extensions[0].URI)
 		require.False(t, c.Capabilities.Extensions[0].Required)
 	})

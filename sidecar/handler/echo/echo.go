@@ -2,7 +2,10 @@
 package echo
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"errors"
 	"fmt"
 	"iter"
@@ -19,6 +22,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/taskstore"
+	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/handlerauth"
@@ -99,12 +103,14 @@ func New(verify func(ctx context.Context, bearer string) (handlerauth.Claims, er
 		a2asrv.WithPushNotifications(push.NewInMemoryStore(), noCallbacks{}),
 	)
 	return &server{
-		v1:  a2asrv.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
+		auth: auth,
+		v1:   a2asrv.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
 		v03: a2av0.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
 	}
 }
 
 type server struct {
+	auth    handlerauth.Authenticator
 	v1, v03 http.Handler
 }
 
@@ -116,11 +122,51 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(protocol.Errorf(protocol.InvalidRequest, "the request body could not be read").MarshalJSONRPC(nil))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	var call struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(body, &call) == nil && call.Method != "" && !protocol.IsA2AMethod(call.Method) {
+		s.extensionMethod(w, r, call.ID, call.Method, call.Params)
+		return
+	}
 	if v == protocol.V1 {
 		s.v1.ServeHTTP(w, r)
 		return
 	}
 	s.v03.ServeHTTP(w, r)
+}
+
+// extensionMethod answers a method an extension adds (capgate forwards one only to the
+// capability that serves it): the method, the verified caller and the params, as the echo's
+// report. Unknown A2A-looking names were refused by capgate before.
+func (s *server) extensionMethod(w http.ResponseWriter, r *http.Request, id json.RawMessage, method string, params json.RawMessage) {
+	w.Header().Set("Content-Type", "application/json")
+	c, err := s.auth.Verify(r.Context(), r.Header.Get("Authorization"))
+	if err != nil {
+		_, _ = w.Write(protocol.Errorf(protocol.Unauthenticated, "the bearer token is not valid").MarshalJSONRPC(jsontext.Value(id)))
+		return
+	}
+	if len(params) == 0 {
+		params = json.RawMessage("null")
+	}
+	out, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "result": map[string]any{
+		"method": method, "params": params,
+		"report": Report{Capability: c.Capability, Handler: c.Audience, Principal: c.Subject, Tenant: c.Tenant, Scopes: c.Scopes},
+	}})
+	if err != nil {
+		_, _ = w.Write(protocol.Errorf(protocol.Internal, "the answer could not be written").MarshalJSONRPC(jsontext.Value(id)))
+		return
+	}
+	_, _ = w.Write(out)
 }
 
 // noCallbacks is the echo's push sender: it records nothing and calls no

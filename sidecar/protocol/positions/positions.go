@@ -43,6 +43,19 @@ const (
 	URL = "{url}"
 )
 
+// Extension method of the catalogue: a JSON-RPC method an extension adds (the finance example's).
+// Its templates send the extension in A2A-Extensions; a parser must be given it (Methods).
+const (
+	ExtensionMethodName = "finance/explainVariance"
+	ExtensionURI        = "https://example.com/ext/variance/v1"
+	ExtensionCapability = "reconcile-invoice"
+)
+
+// Methods is the method table the extension method positions need.
+func Methods() protocol.Methods {
+	return protocol.Methods{ExtensionMethodName: {URI: ExtensionURI, Capability: ExtensionCapability}}
+}
+
 // Position is one place a request names a task or a tenant, with a request template.
 type Position struct {
 	Binding   protocol.Binding
@@ -82,6 +95,25 @@ func All() []Position {
 	out = append(out, rest03()...)
 	out = append(out, grpc10()...)
 	out = append(out, grpc03()...)
+	out = append(out, extensionMethods()...)
+	return out
+}
+
+// extensionMethods lists the positions of a method an extension adds: params.taskId and
+// params.referenceTaskIds name tasks, params.tenant (1.0) the tenant.
+func extensionMethods() []Position {
+	var out []Position
+	for _, v := range []protocol.Version{protocol.V1, protocol.V03} {
+		add := func(k Kind, where, params string) {
+			out = append(out, Position{Binding: protocol.JSONRPC, Version: v, Operation: protocol.ExtensionMethod, Kind: k, Where: where,
+				Method: "POST", Target: "/", Body: `{"jsonrpc":"2.0","id":1,"method":"` + ExtensionMethodName + `","params":` + params + `}`})
+		}
+		add(Task, "params.taskId", `{"taskId":"`+Swept+`"}`)
+		add(Task, "params.referenceTaskIds[0]", `{"referenceTaskIds":["`+Swept+`"]}`)
+		if v == protocol.V1 {
+			add(Tenant, "params.tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`"}`)
+		}
+	}
 	return out
 }
 
@@ -342,6 +374,9 @@ func Request(p Position, swept, ownTask, ownTenant, url string) (method, target 
 	header = http.Header{}
 	if p.Version == protocol.V1 {
 		header.Set(protocol.VersionHeader, "1.0")
+	}
+	if p.Operation == protocol.ExtensionMethod {
+		header.Set(protocol.ExtensionsHeader, ExtensionURI)
 	}
 	target = Fill(p.Target, swept, ownTask, ownTenant, url)
 	text := Fill(p.Body, swept, ownTask, ownTenant, url)

@@ -32,7 +32,7 @@ func parse(t *testing.T, p positions.Position, swept, own string) (*protocol.Req
 	method, target, h, body, err := positions.Request(p, swept, own, ownTenant, hook)
 	require.NoError(t, err)
 	path, query, _ := strings.Cut(target, "?")
-	return protocol.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: hdr(h), Body: body, GRPC: true}, "", protocol.Limits{})
+	return protocol.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: hdr(h), Body: body, GRPC: true, Methods: positions.Methods()}, "", protocol.Limits{})
 }
 
 // TestParserReadsEveryPosition checks the parser against the catalogue: the value placed at each
