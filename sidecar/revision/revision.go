@@ -5,10 +5,10 @@
 package revision
 
 import (
-	"errors"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync/atomic"
 

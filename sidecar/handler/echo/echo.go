@@ -5,9 +5,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"mime"
@@ -105,7 +105,7 @@ func New(verify func(ctx context.Context, bearer string) (handlerauth.Claims, er
 	return &server{
 		auth: auth,
 		v1:   a2asrv.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
-		v03: a2av0.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
+		v03:  a2av0.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
 	}
 }
 
