@@ -150,7 +150,7 @@ func rss(ctx context.Context, o options) error {
 	}
 	fmt.Printf("  minted in %v\n", time.Since(start).Round(time.Millisecond))
 
-	t, err := dial(c.extauthz, o.conns)
+	t, err := dial(c.addr, o.conns)
 	if err != nil {
 		return err
 	}
