@@ -409,6 +409,7 @@ type streamResult struct {
 	elapsed             time.Duration
 	before, peak, end   int64  // the proxy's VmRSS
 	liveBefore, liveEnd uint64 // its live heap after the last collection
+	allocBytes          uint64 // allocated while relaying
 }
 
 // streamPhase sends one short stream (warm-up), then one of events
@@ -463,6 +464,7 @@ func streamPhase(ctx context.Context, client *http.Client, c *child, bearer, tex
 		return streamResult{}, err
 	}
 	r.events, r.end, r.peak, r.liveEnd = n, after.RSS, max(r.peak, after.RSS), h1.live
+	r.allocBytes = h1.bytes - h0.bytes
 	return r, nil
 }
 
@@ -565,6 +567,8 @@ func printStreamTable(events int, s [2]streamResult) {
 		mib(s[0].before), mib(s[0].peak), mib(s[0].end), mib(s[1].before), mib(s[1].peak), mib(s[1].end))
 	fmt.Printf("| live heap after the last collection, before · after | %s · %s | %s · %s |\n",
 		mib(int64(s[0].liveBefore)), mib(int64(s[0].liveEnd)), mib(int64(s[1].liveBefore)), mib(int64(s[1].liveEnd)))
+	fmt.Printf("| heap allocated per event relayed | %d B | %d B |\n",
+		s[0].allocBytes/uint64(max(s[0].events, 1)), s[1].allocBytes/uint64(max(s[1].events, 1)))
 	g0, g1 := s[0].peak-s[0].before, s[1].peak-s[1].before
 	fmt.Printf("| growth (peak − before) | %s | **%s** (target ≤ %s: %s) |\n", mib(g0), mib(g1), mib(targetStreamGrowth), verdict(g1 <= targetStreamGrowth))
 }
