@@ -43,13 +43,15 @@ fmt:
 run:
 	$(GO) run ./cmd/capgate serve $(if $(CONFIG),--config $(CONFIG),)
 
-## bench: Go benchmarks of the decision path and the access review (10,000 capabilities × 100 classes), then the ext_authz load test (servers on CPU 0, generator on CPU 1)
-## and the memory test (10,000 capabilities, 100,000 distinct tokens, limits.memory 32MiB). See docs/benchmarks.md.
+## bench: Go benchmarks of the decision path and the access review (10,000 capabilities × 100 classes), then the ext_authz load test (servers on CPU 0, generator on CPU 1),
+## the memory test (10,000 capabilities, 100,000 distinct tokens, limits.memory 32MiB) and the gateway test
+## (capgate's gateway against a bare reverse proxy, the CLINC150 registry of ../shared/data/routing). See docs/benchmarks.md.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sidecar/extauthz ./policy/engine ./sidecar/identity ./sidecar/protocol
 	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./policy/access
 	$(GO) run ./test/loadgen -mode bench
 	$(GO) run ./test/loadgen -mode rss -memory 32MiB
+	$(GO) run ./test/loadgen -mode gateway
 
 ## e2e: the end-to-end suite through the Envoy-faithful proxy (test/envoyproxy), plus the other suites under test/.
 e2e:

@@ -16,6 +16,7 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/capgate/capgate/policy/config"
@@ -60,6 +61,12 @@ type Snapshot struct {
 	// Revision is the content hash over the bundle data document (Data plus
 	// the full manifests) and the modules.
 	Revision string
+
+	// compiler and store are the compiled modules and the data store the
+	// build's policy check evaluated; Policy hands these same objects to
+	// the engine, so nothing is compiled or built twice.
+	compiler *ast.Compiler
+	store    storage.Store
 }
 
 // Build compiles a validated registry, the deployment's auth settings and
@@ -481,28 +488,52 @@ func (s *Snapshot) check(data map[string]any) error {
 	return errors.Join(errs...)
 }
 
-// checkPolicy compiles the modules and evaluates them over the store (see
-// smoke).
+// checkPolicy compiles the modules, builds the store and evaluates the
+// policy over it (see smoke); the compiler and store are kept for Policy.
 func (s *Snapshot) checkPolicy() error {
 	c, err := s.Compile()
 	if err != nil {
 		return err
 	}
-	return s.smoke(c)
-}
-
-// smoke evaluates the policy over the store the engine will build (Store)
-// before anything is published:
-// both sets for an anonymous caller (every capability's visibility and
-// entitlement rules run) and the decision for one capability. It catches
-// runtime conflicts the compiler cannot see. It deliberately avoids the
-// explain rule, whose cost grows quadratically with the registry.
-func (s *Snapshot) smoke(c *ast.Compiler) error {
-	ctx := context.Background()
 	store, err := s.Store()
 	if err != nil {
 		return err
 	}
+	if err := smoke(s.Registry, c, store); err != nil {
+		return err
+	}
+	s.compiler, s.store = c, store
+	return nil
+}
+
+// Policy returns the compiled modules and the data store (under
+// data.capgate) to evaluate the snapshot with. For a snapshot from Build or
+// ReadBundle they are the very objects its policy check evaluated, built
+// once; callers only read them (evaluation does). Any other snapshot gets
+// them compiled and built now (see Compile and Store).
+func (s *Snapshot) Policy() (*ast.Compiler, storage.Store, error) {
+	if s.compiler != nil && s.store != nil {
+		return s.compiler, s.store, nil
+	}
+	c, err := s.Compile()
+	if err != nil {
+		return nil, nil, err
+	}
+	store, err := s.Store()
+	if err != nil {
+		return nil, nil, err
+	}
+	return c, store, nil
+}
+
+// smoke evaluates the policy over the store the engine will use before
+// anything is published:
+// both sets for an anonymous caller (every capability's visibility and
+// entitlement rules run) and the decision for one capability. It catches
+// runtime conflicts the compiler cannot see. It deliberately avoids the
+// explain rule, whose cost grows quadratically with the registry.
+func smoke(reg *manifest.Registry, c *ast.Compiler, store storage.Store) error {
+	ctx := context.Background()
 	rs, err := rego.New(rego.Query("visible := data.capgate.authz.visible; entitled := data.capgate.authz.entitled"),
 		rego.Compiler(c), rego.Store(store), rego.Input(map[string]any{})).Eval(ctx)
 	if err != nil {
@@ -519,15 +550,15 @@ func (s *Snapshot) smoke(c *ast.Compiler) error {
 			continue
 		}
 		for _, x := range ids {
-			if id, _ := x.(string); s.Registry.Index(id) < 0 {
+			if id, _ := x.(string); reg.Index(id) < 0 {
 				errs = append(errs, fmt.Errorf("evaluate policy over data: %s holds unknown capability %v", name, x))
 			}
 		}
 	}
-	if s.Registry.Len() == 0 {
+	if reg.Len() == 0 {
 		return errors.Join(errs...)
 	}
-	id := s.Registry.All()[0].ID
+	id := reg.All()[0].ID
 	rs, err = rego.New(rego.Query("data.capgate.authz.decision"), rego.Compiler(c), rego.Store(store),
 		rego.Input(map[string]any{"capability": id})).Eval(ctx)
 	switch {

@@ -278,10 +278,11 @@ type Limits struct {
 	// sends none).
 	StreamKeepAlive time.Duration `yaml:"stream_keepalive"`
 	// Memory is the Go runtime's soft memory limit (debug.SetMemoryLimit):
-	// the heap is collected harder as it nears the limit. 0 (the default)
-	// leaves the runtime's own setting (the GOMEMLIMIT environment
-	// variable, or none). See docs/operations.md for sizing.
-	Memory ByteSize `yaml:"memory"`
+	// the heap is collected harder as it nears the limit. "auto" (the
+	// default) is 90% of the container's cgroup memory limit when one is
+	// set; a size is that limit; 0 leaves the runtime's own setting (the
+	// GOMEMLIMIT environment variable, or none). See docs/operations.md.
+	Memory MemoryLimit `yaml:"memory"`
 	// PendingTTL bounds how long a clarification task capgate holds waits
 	// for the caller's reply (default 10m).
 	PendingTTL time.Duration `yaml:"pending_ttl"`
@@ -295,6 +296,61 @@ type Limits struct {
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// IdleTimeout closes keep-alive connections idle this long (default 120s).
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+}
+
+// MemoryLimit is limits.memory: "auto", a size, or 0 (capgate sets none).
+type MemoryLimit struct {
+	// Auto: 90% of the cgroup's memory limit, when one is set and no
+	// other limit (GOMEMLIMIT) is in force.
+	Auto bool
+	// Size is a fixed limit (when not Auto); 0: none.
+	Size ByteSize
+}
+
+// MemoryAuto is the value of limits.memory that sizes the limit from the
+// cgroup, and the default.
+const MemoryAuto = "auto"
+
+// AutoMemoryPercent is the part of the cgroup's memory limit that "auto"
+// gives the Go heap: the rest is for mapped code, stacks and the margin
+// below the hard limit.
+const AutoMemoryPercent = 90
+
+// String is "auto", or the size.
+func (m MemoryLimit) String() string {
+	if m.Auto {
+		return MemoryAuto
+	}
+	return m.Size.String()
+}
+
+// UnmarshalYAML reads "auto" or a size, for code that decodes a Config
+// with yaml.v3 directly.
+func (m *MemoryLimit) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseMemoryLimit(n)
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
+}
+
+// errMemoryLimit is the problem with a value that is neither "auto" nor a size.
+var errMemoryLimit = errors.New(`want "auto", a size such as "64MiB" or a number of bytes`)
+
+func parseMemoryLimit(n *yaml.Node) (MemoryLimit, error) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == yamlnode.TagStr && n.Value == MemoryAuto {
+		return MemoryLimit{Auto: true}, nil
+	}
+	b, err := parseByteSize(n)
+	switch {
+	case err == nil:
+		return MemoryLimit{Size: b}, nil
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == yamlnode.TagStr:
+		return MemoryLimit{}, fmt.Errorf("%q: %w", n.Value, errMemoryLimit)
+	default:
+		return MemoryLimit{}, errMemoryLimit
+	}
 }
 
 // ByteSize is a number of bytes; in YAML an integer or a string with a

@@ -138,19 +138,23 @@ func TestListenUnixSockets(t *testing.T) {
 }
 
 func TestLoadFSMemoryLimit(t *testing.T) {
-	for in, want := range map[string]config.ByteSize{
-		"":                              0, // unset: the runtime's setting
-		"limits: {memory: 48MiB}\n":     48 << 20,
-		"limits: {memory: \"64 MB\"}\n": 64_000_000,
-		"limits: {memory: 1GiB}\n":      1 << 30,
-		"limits: {memory: 33554432}\n":  32 << 20,
-		"limits: {memory: 0}\n":         0,
+	for in, want := range map[string]config.MemoryLimit{
+		"":                              {Auto: true}, // unset: auto, the default
+		"limits: {memory: auto}\n":      {Auto: true},
+		"limits: {max_depth: 32}\n":     {Auto: true},
+		"limits: {memory: 48MiB}\n":     {Size: 48 << 20},
+		"limits: {memory: \"64 MB\"}\n": {Size: 64_000_000},
+		"limits: {memory: 1GiB}\n":      {Size: 1 << 30},
+		"limits: {memory: 33554432}\n":  {Size: 32 << 20},
+		"limits: {memory: 0}\n":         {}, // the runtime's setting
 	} {
 		c, err := config.LoadFS(fsWith(base+in), "capgate.yaml")
 		require.NoError(t, err, in)
 		require.Equal(t, want, c.Limits.Memory, in)
 	}
 	require.Equal(t, "48 MiB", config.ByteSize(48<<20).String())
+	require.Equal(t, "48 MiB", config.MemoryLimit{Size: 48 << 20}.String())
+	require.Equal(t, "auto", config.MemoryLimit{Auto: true}.String())
 }
 
 func TestLoadFSInvalid(t *testing.T) {
@@ -196,9 +200,11 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"memory limit too small", "store: memory\n", "store: memory\nlimits: {memory: 1MiB}\n",
 			"capgate.yaml:23: limits.memory: 1.0 MiB is below the minimum 16 MiB (0 leaves the runtime's setting)"},
 		{"memory limit not a size", "store: memory\n", "store: memory\nlimits: {memory: lots}\n",
-			`capgate.yaml:23: limits.memory: "lots": want a size such as "64MiB" or a number of bytes`},
+			`capgate.yaml:23: limits.memory: "lots": want "auto", a size such as "64MiB" or a number of bytes`},
+		{"memory limit a word other than auto", "store: memory\n", "store: memory\nlimits: {memory: Auto}\n",
+			`capgate.yaml:23: limits.memory: "Auto": want "auto", a size such as "64MiB" or a number of bytes`},
 		{"memory limit a list", "store: memory\n", "store: memory\nlimits: {memory: [1]}\n",
-			`capgate.yaml:23: limits.memory: want a size such as "64MiB" or a number of bytes, got a list`},
+			`capgate.yaml:23: limits.memory: want "auto", a size such as "64MiB" or a number of bytes, got a list`},
 		{"memory limit negative", "store: memory\n", "store: memory\nlimits: {memory: -5}\n",
 			"capgate.yaml:23: limits.memory: -5 is negative (0 leaves the runtime's setting)"},
 		{"agent name missing", "  name: Finance Agent\n", "",
@@ -422,4 +428,16 @@ func TestByteSizeUnmarshalYAML(t *testing.T) {
 	require.Equal(t, config.ByteSize(1024), v.B)
 	require.ErrorContains(t, yaml.Unmarshal([]byte("a: lots\n"), &v), `"lots": want a size`)
 	require.ErrorContains(t, yaml.Unmarshal([]byte("a: [1]\n"), &v), "want a size")
+}
+
+func TestMemoryLimitUnmarshalYAML(t *testing.T) {
+	var v struct {
+		A, B, C config.MemoryLimit
+	}
+	require.NoError(t, yaml.Unmarshal([]byte("a: auto\nb: 384MiB\nc: 0\n"), &v))
+	require.Equal(t, config.MemoryLimit{Auto: true}, v.A)
+	require.Equal(t, config.MemoryLimit{Size: 384 << 20}, v.B)
+	require.Equal(t, config.MemoryLimit{}, v.C)
+	require.ErrorContains(t, yaml.Unmarshal([]byte("a: lots\n"), &v), `"lots": want "auto", a size`)
+	require.ErrorContains(t, yaml.Unmarshal([]byte("a: [1]\n"), &v), `want "auto", a size`)
 }

@@ -14,8 +14,9 @@ import (
 )
 
 var (
-	durationType = reflect.TypeFor[time.Duration]()
-	byteSizeType = reflect.TypeFor[ByteSize]()
+	durationType    = reflect.TypeFor[time.Duration]()
+	byteSizeType    = reflect.TypeFor[ByteSize]()
+	memoryLimitType = reflect.TypeFor[MemoryLimit]()
 )
 
 // decoder fills a Config from a YAML node tree, checking every key and
@@ -46,6 +47,19 @@ func (d *decoder) byteSize(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
+// memoryLimit decodes limits.memory: "auto" or a size.
+func (d *decoder) memoryLimit(n *yaml.Node, v reflect.Value, path string) {
+	m, err := parseMemoryLimit(n)
+	switch {
+	case err == nil:
+		v.Set(reflect.ValueOf(m))
+	case n.Kind != yaml.ScalarNode || (n.ShortTag() != yamlnode.TagInt && n.ShortTag() != yamlnode.TagStr):
+		d.fail(n.Line, path, "%v, got %s", err, yamlnode.KindName(n))
+	default:
+		d.fail(n.Line, path, "%v", err)
+	}
+}
+
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	n = yamlnode.Resolve(n)
 	if yamlnode.IsNull(n) {
@@ -66,6 +80,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if v.Type() == byteSizeType {
 		d.byteSize(n, v, path)
+		return
+	}
+	if v.Type() == memoryLimitType {
+		d.memoryLimit(n, v, path)
 		return
 	}
 	switch v.Kind() {

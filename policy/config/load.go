@@ -143,6 +143,9 @@ func (c *Config) applyDefaults() {
 	if !c.present("limits.stream_keepalive") {
 		c.Limits.StreamKeepAlive = DefaultStreamKeepAlive // an explicit 0 turns keep-alives off
 	}
+	if !c.present("limits.memory") {
+		c.Limits.Memory = MemoryLimit{Auto: true}
+	}
 	if c.Agent.Streaming == nil {
 		on := true
 		c.Agent.Streaming = &on

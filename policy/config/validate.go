@@ -421,10 +421,10 @@ func (v *validator) limits() {
 	} else if k > 0 && l.StreamIdleTimeout > 0 && k >= l.StreamIdleTimeout {
 		v.add("limits.stream_keepalive", "%s is not shorter than limits.stream_idle_timeout (%s): proxies would see the stream idle first", k, l.StreamIdleTimeout)
 	}
-	if l.Memory < 0 {
-		v.add("limits.memory", "%d is negative (0 leaves the runtime's setting)", int64(l.Memory))
-	} else if l.Memory != 0 && l.Memory < MinMemoryLimit {
-		v.add("limits.memory", "%s is below the minimum %s (0 leaves the runtime's setting)", l.Memory, MinMemoryLimit)
+	if m := l.Memory.Size; m < 0 {
+		v.add("limits.memory", "%d is negative (0 leaves the runtime's setting)", int64(m))
+	} else if m != 0 && m < MinMemoryLimit {
+		v.add("limits.memory", "%s is below the minimum %s (0 leaves the runtime's setting)", m, MinMemoryLimit)
 	}
 }
 

@@ -114,8 +114,9 @@ type Engine struct {
 	profileIndex []int
 }
 
-// New compiles the snapshot's modules, loads its data into an in-memory
-// store and prepares every query once; requests only evaluate.
+// New prepares every query once over the snapshot's compiled modules and
+// data store (Snapshot.Policy: for a built snapshot, the ones its policy
+// check evaluated); requests only evaluate.
 func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, error) {
 	o := options{cacheSize: DefaultCacheSize, evals: runtime.GOMAXPROCS(0)}
 	for _, opt := range opts {
@@ -137,11 +138,7 @@ func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, err
 		return nil, fmt.Errorf("new policy engine: %w", err)
 	}
 	start := time.Now()
-	compiler, err := s.Compile()
-	if err != nil {
-		return nil, fmt.Errorf("new policy engine: %w", err)
-	}
-	store, err := s.Store()
+	compiler, store, err := s.Policy()
 	if err != nil {
 		return nil, fmt.Errorf("new policy engine: %w", err)
 	}

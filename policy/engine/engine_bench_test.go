@@ -102,3 +102,20 @@ func BenchmarkReview10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReady10k is what a start or a reload spends on the policy:
+// building and checking the snapshot, then the engine over it.
+func BenchmarkReady10k(b *testing.B) {
+	reg := compiletest.Synthetic(benchCaps)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := compile.Build(reg, compiletest.Auth(), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := engine.New(ctx, s); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

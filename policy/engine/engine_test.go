@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
@@ -418,4 +419,45 @@ func TestEngineFromBundle(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, a, b, tt.name)
 	}
+}
+
+// TestEngineUsesTheCheckedPolicy: the engine evaluates the very compiler
+// and store the build's smoke test evaluated, not copies compiled and
+// built again: a change written into the snapshot's store shows in an
+// engine made afterwards.
+func TestEngineUsesTheCheckedPolicy(t *testing.T) {
+	ctx := t.Context()
+	s, err := compile.Build(compiletest.Registry(), compiletest.Auth(), nil)
+	require.NoError(t, err)
+	compiler, store, err := s.Policy()
+	require.NoError(t, err)
+	again, againStore, err := s.Policy()
+	require.NoError(t, err)
+	require.Same(t, compiler, again)
+	require.Same(t, store, againStore)
+
+	anonymous := engine.Caller{}
+	entitled := func(s *compile.Snapshot) bool {
+		t.Helper()
+		e, err := engine.New(ctx, s)
+		require.NoError(t, err)
+		d, err := e.Decide(ctx, anonymous, "lookup-invoice")
+		require.NoError(t, err)
+		return d.Entitled
+	}
+	require.True(t, entitled(s), "the fixture lets anonymous callers use public capabilities")
+
+	// Turn anonymous use off in the kept store only.
+	require.NoError(t, storage.WriteOne(ctx, store, storage.ReplaceOp,
+		storage.MustParsePath("/capgate/settings/anonymous_public"), false))
+	require.False(t, entitled(s), "the engine evaluates the snapshot's own store")
+
+	// A snapshot not made by Build or ReadBundle gets its own, built from
+	// its settings.
+	made := &compile.Snapshot{Registry: s.Registry, Settings: s.Settings, Modules: s.Modules, Revision: s.Revision}
+	c2, store2, err := made.Policy()
+	require.NoError(t, err)
+	require.NotSame(t, compiler, c2)
+	require.NotSame(t, store, store2)
+	require.True(t, entitled(made))
 }

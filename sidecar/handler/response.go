@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
@@ -77,7 +78,29 @@ type rpcError struct {
 // of a method whose result is google.protobuf.Empty
 // (DeleteTaskPushNotificationConfig), which a2a-go writes without one.
 func parseResponse(body []byte, id string, emptyOK bool) (resp response, why string) {
-	dec := jsontext.NewDecoder(bytes.NewReader(body)) // duplicate names and invalid UTF-8 are errors
+	dec := decoders.Get().(*jsontext.Decoder)
+	defer func() {
+		dec.Reset(noInput) // keeps no reference to body
+		decoders.Put(dec)
+	}()
+	// A decoder reading a bytes.Buffer parses body in place; the values
+	// kept are cloned.
+	dec.Reset(bytes.NewBuffer(body))
+	return parseResponseFrom(dec, id, emptyOK)
+}
+
+// decoders are the JSON decoders parseResponse reuses: a stream's every
+// event is a response, and a new decoder per event was most of what
+// relaying it allocated (BenchmarkRelayEvents; TestParseResponsePooled
+// checks the reuse against fresh decoders).
+var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+
+// noInput is what a pooled decoder is left reading.
+var noInput = bytes.NewReader(nil)
+
+// parseResponseFrom is parseResponse reading from dec, a decoder with the
+// default options (duplicate names and invalid UTF-8 are errors).
+func parseResponseFrom(dec *jsontext.Decoder, id string, emptyOK bool) (resp response, why string) {
 	tok, err := dec.ReadToken()
 	if err != nil || tok.Kind() != '{' {
 		return response{}, "not a JSON object"

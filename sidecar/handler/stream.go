@@ -155,28 +155,38 @@ func nextEvent(br *bufio.Reader) ([]byte, error) {
 
 // readLine reads one line without its "\n" or "\r\n". A line longer than
 // MaxEventBytes is errEventTooLarge; a last line without a newline is
-// io.EOF.
+// io.EOF. The line may be br's own buffer, valid until br is read again.
 func readLine(br *bufio.Reader) ([]byte, error) {
 	var line []byte
-	for {
+	for first := true; ; first = false {
 		chunk, err := br.ReadSlice('\n')
 		if len(line)+len(chunk) > MaxEventBytes+2 {
 			return nil, errEventTooLarge
 		}
+		if first && err == nil {
+			// The whole line is in br's buffer (as nearly every line is):
+			// no copy. nextEvent copies what it keeps before reading on.
+			return trimEOL(chunk), nil
+		}
 		line = append(line, chunk...)
 		switch {
 		case err == nil:
-			line = line[:len(line)-1]
-			if n := len(line); n > 0 && line[n-1] == '\r' {
-				line = line[:n-1]
-			}
-			return line, nil
+			return trimEOL(line), nil
 		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		default:
 			return nil, err
 		}
 	}
+}
+
+// trimEOL drops a line's "\n" and a "\r" before it.
+func trimEOL(line []byte) []byte {
+	line = line[:len(line)-1]
+	if n := len(line); n > 0 && line[n-1] == '\r' {
+		line = line[:n-1]
+	}
+	return line
 }
 
 // idleTimer fires once after d without activity; it can be paused while

@@ -108,7 +108,7 @@ func closedPhase(ctx context.Context, o options, role string, reqs []marshalled)
 		return nil, err
 	}
 	defer c.stop()
-	t, err := dial(c.extauthz, o.conns)
+	t, err := dial(c.addr, o.conns)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +116,7 @@ func closedPhase(ctx context.Context, o options, role string, reqs []marshalled)
 	p := &phase{name: role}
 	fmt.Printf("%-8s closed loop ... ", role)
 	var s0, g0 time.Duration
-	st, err := closedLoopMarked(ctx, t, reqs, o.concurrency, o.warmup, o.duration, func(begin bool) {
+	st, err := closedLoopMarked(ctx, checks(t, reqs), o.concurrency, o.warmup, o.duration, func(begin bool) {
 		s, _ := cpuTime(c.cmd.Process.Pid)
 		g, _ := cpuTime(os.Getpid())
 		if begin {
@@ -138,14 +138,14 @@ func closedPhase(ctx context.Context, o options, role string, reqs []marshalled)
 
 // closedLoopMarked is closedLoop with mark called at the start and end of
 // the measured window.
-func closedLoopMarked(ctx context.Context, t *target, reqs []marshalled, workers int, warmup, d time.Duration, mark func(begin bool)) (*stats, error) {
+func closedLoopMarked(ctx context.Context, send sendFunc, workers int, warmup, d time.Duration, mark func(begin bool)) (*stats, error) {
 	type out struct {
 		st  *stats
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		st, err := closedLoop(ctx, t, reqs, workers, warmup, d)
+		st, err := closedLoop(ctx, send, workers, warmup, d)
 		done <- out{st, err}
 	}()
 	sleep(ctx, warmup)
@@ -172,7 +172,7 @@ func halfLoad(ctx context.Context, o options, reqs []marshalled, rate float64) (
 		return nil, err
 	}
 	defer c.stop()
-	t, err := dial(c.extauthz, o.conns)
+	t, err := dial(c.addr, o.conns)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +183,7 @@ func halfLoad(ctx context.Context, o options, reqs []marshalled, rate float64) (
 	var herr error
 	mark := time.AfterFunc(o.warmup, func() { before, herr = scrapeDecisions(ctx, c.admin) })
 	defer mark.Stop()
-	st, late, err := openLoop(ctx, t, reqs, rate, 256, o.warmup, o.duration)
+	st, late, err := openLoop(ctx, checks(t, reqs), rate, 256, o.warmup, o.duration)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func startCapgateBinary(ctx context.Context, bin, config string) (*child, error)
 			}
 			switch {
 			case line.Msg == "listening" && line.Server == "extauthz":
-				c.extauthz = line.Addr
+				c.addr = line.Addr
 			case line.Msg == "listening" && line.Server == "admin":
 				c.admin = line.Addr
 			case line.Msg == "memory limit":
@@ -61,7 +61,7 @@ func startCapgateBinary(ctx context.Context, bin, config string) (*child, error)
 	if err := c.awaitReady(ctx, ready); err != nil {
 		return nil, err
 	}
-	if c.extauthz == "" {
+	if c.addr == "" {
 		c.stop()
 		return nil, fmt.Errorf("capgate serving without an extauthz listener in its log")
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // runChild serves as a child process until its stdin closes, after printing
-// "READY <extauthz addr> [<admin addr>]" on stdout.
+// "READY <addr> [<admin addr> [<stats addr>]]" on stdout.
 func runChild(ctx context.Context, o options) (err error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -53,8 +53,14 @@ func runChild(ctx context.Context, o options) (err error) {
 		return serveNoop(ctx)
 	case "capgate":
 		return serveCapgate(ctx, o.config)
+	case "upstream":
+		return serveUpstream(ctx)
+	case "proxy":
+		return serveProxy(ctx, o.upstream)
+	case "gateway":
+		return serveGateway(ctx, o.config)
 	default:
-		return fmt.Errorf("-role %q: want capgate or noop", o.role)
+		return fmt.Errorf("-role %q: want capgate, noop, upstream, proxy or gateway", o.role)
 	}
 }
 

@@ -86,9 +86,18 @@ func (e *errs) add(err error) {
 	e.once.Do(func() { e.first = err })
 }
 
+// sendFunc sends request number i from worker w and waits for its answer;
+// an answer other than the expected one is an error.
+type sendFunc func(ctx context.Context, w, i int) error
+
+// checks sends reqs in rotation to the Authorization server t.
+func checks(t *target, reqs []marshalled) sendFunc {
+	return func(ctx context.Context, w, i int) error { return t.check(ctx, w, &reqs[i%len(reqs)]) }
+}
+
 // closedLoop keeps workers requests in flight for warmup+d and measures the
 // last d: throughput and round-trip latency.
-func closedLoop(ctx context.Context, t *target, reqs []marshalled, workers int, warmup, d time.Duration) (*stats, error) {
+func closedLoop(ctx context.Context, send sendFunc, workers int, warmup, d time.Duration) (*stats, error) {
 	var (
 		measuring atomic.Bool
 		stop      atomic.Bool
@@ -105,7 +114,7 @@ func closedLoop(ctx context.Context, t *target, reqs []marshalled, workers int, 
 			lat := make([]time.Duration, 0, 4096)
 			for i := w; !stop.Load(); i += workers {
 				start := time.Now()
-				err := t.check(ctx, w, &reqs[i%len(reqs)])
+				err := send(ctx, w, i)
 				if err != nil {
 					e.add(err)
 					if ctx.Err() != nil {
@@ -142,7 +151,7 @@ func closedLoop(ctx context.Context, t *target, reqs []marshalled, workers int, 
 // flight), and measures the last d. Latency is from the moment a request
 // was sent to its answer; late is how many requests were sent more than
 // 1 ms after their scheduled time (the generator falling behind).
-func openLoop(ctx context.Context, t *target, reqs []marshalled, rate float64, maxInFlight int, warmup, d time.Duration) (*stats, int64, error) {
+func openLoop(ctx context.Context, send sendFunc, rate float64, maxInFlight int, warmup, d time.Duration) (*stats, int64, error) {
 	type job struct {
 		i       int
 		measure bool
@@ -163,7 +172,7 @@ func openLoop(ctx context.Context, t *target, reqs []marshalled, rate float64, m
 			lat := make([]time.Duration, 0, 4096)
 			for j := range jobs {
 				start := time.Now()
-				if err := t.check(ctx, w, &reqs[j.i%len(reqs)]); err != nil {
+				if err := send(ctx, w, j.i); err != nil {
 					e.add(err)
 					continue
 				}

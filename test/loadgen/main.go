@@ -1,11 +1,14 @@
 // Command loadgen measures capgate's ext_authz Check on loopback against a
-// no-op Authorization server in the same run, and the memory of a large
-// deployment under many distinct callers. The servers run as child
-// processes of this binary pinned to CPU 0 with GOMAXPROCS=1; the load
-// generator pins itself to CPU 1. See docs/benchmarks.md.
+// no-op Authorization server in the same run, the memory of a large
+// deployment under many distinct callers, and capgate's A2A gateway against
+// a bare reverse proxy in front of the same upstream agent. The servers run
+// as child processes of this binary pinned to CPU 0 with GOMAXPROCS=1; the
+// load generator (and the gateway test's upstream) pin to CPU 1. See
+// docs/benchmarks.md.
 //
 //	go run ./test/loadgen                 # throughput, ratio, latency at half load (~40 s)
 //	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
+//	go run ./test/loadgen -mode gateway   # capgate's gateway against a bare reverse proxy, both bindings, streaming (~1.5 min)
 package main
 
 import (
@@ -20,8 +23,11 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "bench", "bench: throughput and latency; rss: memory of a 10,000-capability registry; all: both")
-	flag.StringVar(&o.role, "role", "", "internal: run as a child server (capgate, noop)")
+	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; all: the three")
+	flag.StringVar(&o.role, "role", "", "internal: run as a child server (capgate, noop, upstream, proxy, gateway)")
+	flag.StringVar(&o.upstream, "upstream", "", "internal: the upstream URL of the proxy child")
+	flag.StringVar(&o.routing, "routing-manifests", "../shared/data/routing/manifests.json", "gateway: the registry (a JSON list of manifests, CLINC150 routing data)")
+	flag.IntVar(&o.events, "events", 10_000, "gateway: events in the streamed answer")
 	flag.StringVar(&o.config, "config", "", "internal: deployment config of the capgate child (empty: the embedded finance example)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured phase")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each phase")
@@ -36,6 +42,8 @@ func main() {
 	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
 	flag.StringVar(&o.memProfile, "server-memprofile", "", "write the capgate child's live heap on exit to this file prefix (<prefix>.<pid>.pprof)")
 	flag.Parse()
+	o.set = map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -61,6 +69,9 @@ type options struct {
 	noPin                  bool
 	cpuProfile, memProfile string
 	memory                 string
+	upstream, routing      string
+	events                 int
+	set                    map[string]bool // flags given on the command line
 }
 
 func run(ctx context.Context, o options) error {
@@ -74,12 +85,17 @@ func run(ctx context.Context, o options) error {
 		return bench(ctx, o)
 	case "rss":
 		return rss(ctx, o)
+	case "gateway":
+		return gatewayBench(ctx, o)
 	case "all":
 		if err := bench(ctx, o); err != nil {
 			return err
 		}
-		return rss(ctx, o)
+		if err := rss(ctx, o); err != nil {
+			return err
+		}
+		return gatewayBench(ctx, o)
 	default:
-		return fmt.Errorf("-mode %q: want bench, rss or all", o.mode)
+		return fmt.Errorf("-mode %q: want bench, rss, gateway or all", o.mode)
 	}
 }

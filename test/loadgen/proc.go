@@ -56,12 +56,13 @@ func pinSelf(o options) (bool, error) {
 
 // child is a server process started by this binary.
 type child struct {
-	name     string
-	cmd      *exec.Cmd
-	stdin    io.WriteCloser
-	extauthz string // gRPC address
-	admin    string // capgate's admin listener ("" for noop)
-	exited   chan struct{}
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	addr   string // what it serves: gRPC (ext_authz roles) or HTTP (gateway roles)
+	admin  string // capgate's admin listener ("" for the others)
+	stats  string // the allocation counter of the gateway roles (statsHandler)
+	exited chan struct{}
 	// signal stops the child (capgate serve); nil: close its stdin (a
 	// child role of this binary).
 	signal   os.Signal
@@ -71,21 +72,27 @@ type child struct {
 // startChild runs this binary as role, pinned to the server CPU with
 // GOMAXPROCS=1, and waits for its READY line.
 func startChild(ctx context.Context, o options, role, config string) (*child, error) {
+	return startChildOn(ctx, o, serverCPU, role, config)
+}
+
+// startChildOn is startChild on cpu (when this process is pinned), with
+// extra arguments for the role.
+func startChildOn(ctx context.Context, o options, cpu, role, config string, extra ...string) (*child, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"-role", role}
+	args := append([]string{"-role", role}, extra...)
 	if config != "" {
 		args = append(args, "-config", config)
 	}
-	if o.cpuProfile != "" && role == "capgate" {
+	if o.cpuProfile != "" && (role == "capgate" || role == "gateway") {
 		args = append(args, "-server-cpuprofile", o.cpuProfile)
 	}
 	if o.memProfile != "" && role == "capgate" {
 		args = append(args, "-server-memprofile", o.memProfile)
 	}
-	cmd := serverCommand(exe, args)
+	cmd := serverCommandOn(cpu, exe, args)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -102,11 +109,12 @@ func startChild(ctx context.Context, o options, role, config string) (*child, er
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			// READY <addr> [<admin> [<stats>]]; "-" for one a role lacks.
 			if f := strings.Fields(sc.Text()); len(f) > 1 && f[0] == "READY" {
-				c.extauthz = f[1]
-				if len(f) > 2 {
-					c.admin = f[2]
-				}
+				f = append(f, "-", "-")
+				c.addr = f[1]
+				c.admin = strings.TrimPrefix(f[2], "-")
+				c.stats = strings.TrimPrefix(f[3], "-")
 				close(ready)
 				return
 			}
@@ -121,9 +129,14 @@ func startChild(ctx context.Context, o options, role, config string) (*child, er
 // serverCommand runs bin with args as a server child: on the server CPU
 // when this process is pinned, with GOMAXPROCS=1.
 func serverCommand(bin string, args []string) *exec.Cmd {
+	return serverCommandOn(serverCPU, bin, args)
+}
+
+// serverCommandOn is serverCommand on cpu.
+func serverCommandOn(cpu, bin string, args []string) *exec.Cmd {
 	var cmd *exec.Cmd
 	if os.Getenv(envPinned) != "" {
-		cmd = exec.Command("taskset", append([]string{"-c", serverCPU, bin}, args...)...)
+		cmd = exec.Command("taskset", append([]string{"-c", cpu, bin}, args...)...)
 	} else {
 		cmd = exec.Command(bin, args...)
 	}

@@ -98,7 +98,7 @@ func rss(ctx context.Context, o options) error {
 		if c, err = startChild(ctx, o, "capgate", filepath.Join(dir, "capgate.yaml")); err != nil {
 			return err
 		}
-		fmt.Printf("  ready in %v\n", time.Since(start).Round(time.Millisecond))
+		fmt.Printf("  ready in %v (%s)\n", time.Since(start).Round(time.Millisecond), readyCPU(c))
 	} else {
 		bin, err := buildCapgate(ctx, dir)
 		if err != nil {
@@ -108,8 +108,8 @@ func rss(ctx context.Context, o options) error {
 		if c, err = startCapgateBinary(ctx, bin, filepath.Join(dir, "capgate.yaml")); err != nil {
 			return err
 		}
-		fmt.Printf("  server: capgate serve --only extauthz, ready in %v; memory limit: %s\n",
-			time.Since(start).Round(time.Millisecond), cmp.Or(c.memLimit, "none"))
+		fmt.Printf("  server: capgate serve --only extauthz, ready in %v (%s); memory limit: %s\n",
+			time.Since(start).Round(time.Millisecond), readyCPU(c), cmp.Or(c.memLimit, "none"))
 	}
 	defer c.stop()
 	pid := c.cmd.Process.Pid
@@ -150,7 +150,7 @@ func rss(ctx context.Context, o options) error {
 	}
 	fmt.Printf("  minted in %v\n", time.Since(start).Round(time.Millisecond))
 
-	t, err := dial(c.extauthz, o.conns)
+	t, err := dial(c.addr, o.conns)
 	if err != nil {
 		return err
 	}
@@ -197,6 +197,16 @@ func rss(ctx context.Context, o options) error {
 	fmt.Printf("| after %d distinct tokens | **%s** | %s | %s | ≤ %s: %s |\n", len(tokens), mib(cur.RSS), mib(cur.Anon), mib(cur.File), mib(targetRSS), verdict(cur.RSS <= targetRSS))
 	fmt.Printf("| peak (VmHWM) | %s | | | ≤ %s: %s |\n", mib(cur.HWM), mib(targetRSS), verdict(cur.HWM <= targetRSS))
 	return nil
+}
+
+// readyCPU is the CPU time (user+system, all threads) the child used to
+// get ready: on a shared machine a steadier figure than the wall time.
+func readyCPU(c *child) string {
+	cpu, err := cpuTime(c.cmd.Process.Pid)
+	if err != nil {
+		return "CPU unknown"
+	}
+	return "CPU " + cpu.String()
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
