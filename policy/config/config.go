@@ -130,6 +130,10 @@ type Auth struct {
 	// client (attributes.source.principal, e.g. a SPIFFE id) to the
 	// principal capgate decides for; a bearer token, when present, wins.
 	MTLSPrincipals map[string]MTLSPrincipal `yaml:"mtls_principals"`
+	// KnownScopes are scopes the deployment's issuers grant, beside each
+	// issuer's own scopes list: a manifest scope that only one manifest
+	// names and no list holds is warned about (a likely typo).
+	KnownScopes []string `yaml:"known_scopes"`
 	// TrustedProxy says how the gateway, behind Envoy, learns the mTLS
 	// peer Envoy verified; absent, no proxy is trusted and the gateway
 	// authenticates bearer tokens only.
@@ -175,6 +179,30 @@ type Issuer struct {
 	// Scopes this issuer may grant (empty: any); other scopes in its tokens
 	// are dropped.
 	Scopes []string `yaml:"scopes"`
+}
+
+// GrantedScopes are the scopes the config says some credential can carry:
+// auth.known_scopes, every issuer's scopes, the mTLS principals' scopes and
+// the preview scope.
+func (a Auth) GrantedScopes() map[string]bool {
+	out := map[string]bool{}
+	for _, s := range a.KnownScopes {
+		out[s] = true
+	}
+	for _, is := range a.Issuers {
+		for _, s := range is.Scopes {
+			out[s] = true
+		}
+	}
+	for _, p := range a.MTLSPrincipals {
+		for _, s := range p.Scopes {
+			out[s] = true
+		}
+	}
+	if a.PreviewScope != "" {
+		out[a.PreviewScope] = true
+	}
+	return out
 }
 
 // Listen holds listener addresses: host:port, or for a2a and extauthz

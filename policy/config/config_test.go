@@ -49,11 +49,20 @@ tenants: "*"
 handler: invoices.lookup
 `
 
+// demoJWKS is the finance example's JWKS: config validation parses it.
+var demoJWKS = func() []byte {
+	b, err := os.ReadFile("../../manifests/finance/keys/demo.jwks.json")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
 func fsWith(cfg string) fstest.MapFS {
 	return fstest.MapFS{
 		"capgate.yaml":                     {Data: []byte(cfg)},
 		"capabilities/lookup-invoice.yaml": {Data: []byte(lookup)},
-		"keys/demo.jwks.json":              {Data: []byte(`{"keys": []}`)},
+		"keys/demo.jwks.json":              {Data: demoJWKS},
 	}
 }
 
@@ -318,7 +327,7 @@ capgate.yaml:4: agent.url: "127.0.0.1:8080" is not an absolute http(s) URL
 capgate.yaml:10: auth.issuers[0].audiences: required: at least one audience
 capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned tokens are never accepted
 capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
-capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, jsonrpc_http_status, mtls_principals, trusted_proxy
+capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, jsonrpc_http_status, mtls_principals, known_scopes, trusted_proxy
 capgate.yaml:14: router.threshold: 2 is outside [0, 1]
 capgate.yaml:15: store: "memcached" is neither "memory" nor a redis:// or rediss:// URL`)
 }
@@ -343,7 +352,7 @@ func TestLoadResolvesRelativePaths(t *testing.T) {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(deploy, "capabilities", "lookup-invoice.yaml"), []byte(lookup), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(deploy, "keys", "demo.jwks.json"), []byte(`{"keys": []}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(deploy, "keys", "demo.jwks.json"), demoJWKS, 0o644))
 	cfg := strings.Replace(base, "manifests: [./capabilities]", "manifests: [./capabilities, ../shared/more, "+filepath.ToSlash(filepath.Join(shared, "more"))+"]", 1)
 	require.NoError(t, os.WriteFile(filepath.Join(deploy, "capgate.yaml"), []byte(cfg), 0o644))
 
@@ -366,7 +375,7 @@ func TestLoadResolvesRelativePaths(t *testing.T) {
 
 	jwks, err := c.ReadFile("./keys/demo.jwks.json")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"keys": []}`, string(jwks))
+	require.JSONEq(t, string(demoJWKS), string(jwks))
 
 	reg, err := c.LoadRegistry()
 	require.NoError(t, err)

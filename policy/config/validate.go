@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/sidecar/jwks"
 )
 
 // Algorithms are the JWT signature algorithms an issuer may use.
@@ -203,13 +204,7 @@ func (v *validator) auth() {
 		case is.JWKSFile != "" && is.JWKSURL != "":
 			v.add(pre, "jwks_file and jwks_url are both set; use exactly one")
 		case is.JWKSFile != "":
-			if _, err := v.c.ReadFile(is.JWKSFile); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					v.add(pre+".jwks_file", "%q does not exist", is.JWKSFile)
-				} else {
-					v.add(pre+".jwks_file", "%v", err)
-				}
-			}
+			v.jwksFile(pre+".jwks_file", is.JWKSFile)
 		case !httpURL(is.JWKSURL):
 			v.add(pre+".jwks_url", "%q is not an absolute http(s) URL", is.JWKSURL)
 		}
@@ -318,6 +313,25 @@ func (c *Config) Warnings() []string {
 		}
 	}
 	return out
+}
+
+// jwksFile checks a jwks_file as serving reads it: it exists, is not too
+// large, parses as a JWKS and holds a usable verification key (jwks.Parse,
+// the parser the verifier uses, so the messages are the same).
+func (v *validator) jwksFile(field, rel string) {
+	b, err := v.c.ReadFile(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.add(field, "%q does not exist", rel)
+	case err != nil:
+		v.add(field, "%v", err)
+	case len(b) > jwks.MaxBytes:
+		v.add(field, "%s is larger than %d bytes", rel, jwks.MaxBytes)
+	default:
+		if _, _, err := jwks.Parse(b); err != nil {
+			v.add(field, "%s: %v", rel, err)
+		}
+	}
 }
 
 func httpURL(s string) bool {
