@@ -65,8 +65,8 @@ type Report struct {
 	Window string    `json:"window"`
 	// UsageSource names where usage was read from; UsageError is set when it
 	// could not be read at all.
-	UsageSource string  `json:"usageSource"`
-	UsageError  string  `json:"usageError,omitempty"`
+	UsageSource string `json:"usageSource"`
+	UsageError  string `json:"usageError,omitempty"`
 	// ObservedSince is when the usage source began counting calls (the
 	// latest start over the capabilities read); Observed is how long that
 	// is before Now. Zero when unknown.
