@@ -73,6 +73,11 @@ type Config struct {
 	Audit      Audit             `yaml:"audit"`
 	Limits     Limits            `yaml:"limits"`
 	Push       Push              `yaml:"push"`
+	// Services and DecisionLogs are OPA's `services` and `decision_logs`
+	// configuration (OPA's schema, passed to OPA's decision-log plugin
+	// unchanged). Without decision_logs, decisions go to the console.
+	Services     map[string]any `yaml:"services"`
+	DecisionLogs map[string]any `yaml:"decision_logs"`
 
 	// Dir is the directory of the config file; relative paths resolve against it.
 	// For a config read from an fs.FS it is a path inside that FS.

@@ -72,6 +72,8 @@ func restartOnly(started, next *config.Config) []string {
 		{"limits.max_body_bytes", started.Limits.MaxBodyBytes, next.Limits.MaxBodyBytes},
 		{"limits.max_depth", started.Limits.MaxDepth, next.Limits.MaxDepth},
 		{"limits.memory", started.Limits.Memory, next.Limits.Memory},
+		{"services", started.Services, next.Services},
+		{"decision_logs", started.DecisionLogs, next.DecisionLogs},
 	} {
 		if !reflect.DeepEqual(f.was, f.now) {
 			out = append(out, f.name)

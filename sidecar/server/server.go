@@ -117,7 +117,19 @@ func Run(ctx context.Context, opts Options) error {
 	debug.FreeOSMemory()
 	holder := revision.NewHolder(rev)
 	m.Revision.WithLabelValues(rev.ID()).Set(1)
-	dlog := decisionlog.New(dlogger)
+	dlog, err := decisionlog.Open(ctx, decisionlog.Options{
+		Services: cfg.Services, DecisionLogs: cfg.DecisionLogs, Console: dlogger, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Queued decisions are logged and buffered uploads sent, within
+		// the drain timeout.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
+		defer cancel()
+		dlog.Stop(stopCtx)
+	}()
 	ids := decisionlog.NewIDs()
 	limits := protocol.Limits{MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxDepth: cfg.Limits.MaxDepth}
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/delegation"
 )
 
@@ -37,6 +38,10 @@ func runValidate(ctx context.Context, env Env, args []string) error {
 	// messages are the same: the handler-token signing key and the token
 	// exchange client secret (the JWKS files are checked with the config).
 	if _, _, err := delegation.FromConfig(ctx, d.Config, zap.NewNop()); err != nil {
+		_, _ = fmt.Fprintln(env.Stdout, err)
+		return checkFailed("1 problem(s) found")
+	}
+	if err := decisionlog.Check(d.Config.Services, d.Config.DecisionLogs); err != nil {
 		_, _ = fmt.Fprintln(env.Stdout, err)
 		return checkFailed("1 problem(s) found")
 	}
