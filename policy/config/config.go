@@ -78,6 +78,8 @@ type Config struct {
 	// unchanged). Without decision_logs, decisions go to the console.
 	Services     map[string]any `yaml:"services"`
 	DecisionLogs map[string]any `yaml:"decision_logs"`
+	// Tracing exports OpenTelemetry traces over OTLP; off by default.
+	Tracing Tracing `yaml:"tracing"`
 
 	// Dir is the directory of the config file; relative paths resolve against it.
 	// For a config read from an fs.FS it is a path inside that FS.
@@ -364,6 +366,35 @@ func parseByteSize(n *yaml.Node) (ByteSize, error) {
 
 // String formats the size with binary units, e.g. "64 MiB".
 func (b ByteSize) String() string { return humanize.IBytes(uint64(max(b, 0))) }
+
+// Tracing protocols.
+const (
+	TracingGRPC = "grpc"
+	TracingHTTP = "http"
+)
+
+// DefaultTracingServiceName is the service.name of capgate's spans.
+const DefaultTracingServiceName = "capgate"
+
+// Tracing configures OpenTelemetry tracing. It is on when OTLPEndpoint is
+// set.
+type Tracing struct {
+	// OTLPEndpoint is the collector's URL: http://host:port (plaintext)
+	// or https://host:port; for the http protocol a path may follow
+	// (default /v1/traces).
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// Protocol is grpc (default, OTLP/gRPC) or http (OTLP/HTTP protobuf).
+	Protocol string `yaml:"protocol"`
+	// SampleRatio is the share of new traces sampled, in [0, 1] (default
+	// 1); a request that arrives with a trace follows its sampled flag
+	// (parent-based sampling).
+	SampleRatio float64 `yaml:"sample_ratio"`
+	// ServiceName is the spans' service.name (default "capgate").
+	ServiceName string `yaml:"service_name"`
+}
+
+// Enabled reports whether traces are exported.
+func (t Tracing) Enabled() bool { return t.OTLPEndpoint != "" }
 
 // Cards holds card serving settings.
 type Cards struct {

@@ -169,7 +169,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		want     string
 	}{
 		{"unknown top-level key", "store: memory\n", "store: memory\nstorage: redis\n",
-			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push"},
+			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push, services, decision_logs, tracing"},
 		{"unknown nested key", "      algorithms: [RS256, ES256]\n", "      algorithms: [RS256, ES256]\n      jwks_ttl: 5m\n",
 			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms, tenants, scopes"},
 		{"misspelt key", "  preview_scope:", "  previewScope:",
@@ -285,7 +285,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"duration not a string", "store: memory\n", "store: memory\ncards: {max_age: 300}\n",
 			`capgate.yaml:23: cards.max_age: want a duration such as "30s", got an integer`},
 		{"unknown key at the end", "store: memory\n", "store: memory\nauth2: 1\n",
-			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push"},
+			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push, services, decision_logs, tracing"},
 		{"duration unparsable", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: 30 seconds\n",
 			`capgate.yaml:18: auth.clock_skew: "30 seconds" is not a duration (want e.g. "30s" or "5m")`},
 		{"negative duration", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: -5s\n",
@@ -431,4 +431,29 @@ func TestByteSizeUnmarshalYAML(t *testing.T) {
 	require.Equal(t, config.ByteSize(1024), v.B)
 	require.ErrorContains(t, yaml.Unmarshal([]byte("a: lots\n"), &v), `"lots": want a size`)
 	require.ErrorContains(t, yaml.Unmarshal([]byte("a: [1]\n"), &v), "want a size")
+}
+
+func TestTracing(t *testing.T) {
+	c, err := config.LoadFS(fsWith(base), "capgate.yaml")
+	require.NoError(t, err)
+	require.False(t, c.Tracing.Enabled(), "off by default")
+	require.Equal(t, config.TracingGRPC, c.Tracing.Protocol)
+	require.Equal(t, 1.0, c.Tracing.SampleRatio)
+	require.Equal(t, "capgate", c.Tracing.ServiceName)
+
+	c, err = config.LoadFS(fsWith(base+"tracing: {otlp_endpoint: \"http://127.0.0.1:4318\", protocol: http, sample_ratio: 0.25}\n"), "capgate.yaml")
+	require.NoError(t, err)
+	require.True(t, c.Tracing.Enabled())
+	require.Equal(t, 0.25, c.Tracing.SampleRatio)
+
+	for in, want := range map[string]string{
+		"tracing: {otlp_endpoint: \"collector:4317\"}\n":                    `tracing.otlp_endpoint: "collector:4317" is not an http(s)://host:port URL`,
+		"tracing: {otlp_endpoint: \"http://c:4317/v1/traces\"}\n":           `tracing.otlp_endpoint: "http://c:4317/v1/traces" has a path: OTLP/gRPC takes host:port only`,
+		"tracing: {otlp_endpoint: \"http://c:4317\", protocol: thrift}\n":   `tracing.protocol: "thrift" is neither grpc nor http`,
+		"tracing: {otlp_endpoint: \"http://c:4317\", sample_ratio: 1.5}\n":  `tracing.sample_ratio: 1.5 is outside [0, 1]`,
+		"tracing: {otlp_endpoint: \"http://u:p@c:4318\", protocol: http}\n": `tracing.otlp_endpoint: "http://u:xxxxx@c:4318" carries credentials in the URL`,
+	} {
+		_, err := config.LoadFS(fsWith(base+in), "capgate.yaml")
+		require.ErrorContains(t, err, want, in)
+	}
 }

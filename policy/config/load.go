@@ -111,6 +111,11 @@ func (c *Config) applyDefaults() {
 	if !c.present("router.threshold") {
 		c.Router.Threshold = DefaultRouterThreshold
 	}
+	setDefault(&c.Tracing.Protocol, TracingGRPC)
+	setDefault(&c.Tracing.ServiceName, DefaultTracingServiceName)
+	if !c.present("tracing.sample_ratio") {
+		c.Tracing.SampleRatio = 1
+	}
 	if !c.present("cards.max_age") {
 		c.Cards.MaxAge = DefaultCardMaxAge
 	}

@@ -96,6 +96,7 @@ func (c *Config) Validate() error {
 	v.limits()
 	v.push()
 	v.trustedProxy()
+	v.tracing()
 	for peer := range c.Auth.MTLSPrincipals {
 		if strings.TrimSpace(peer) == "" || strings.ContainsAny(peer, " \t\n") {
 			v.add("auth.mtls_principals", "%q is not a peer principal (e.g. spiffe://example.org/ns/partners/sa/orchestrator)", peer)
@@ -351,6 +352,28 @@ func (v *validator) cardSigning() {
 	}
 	if cs.SigningJKU != "" && !httpURL(cs.SigningJKU) {
 		v.add("cards.signing_jku", "%q is not an absolute http(s) URL", cs.SigningJKU)
+	}
+}
+
+func (v *validator) tracing() {
+	t := v.c.Tracing
+	if t.Protocol != TracingGRPC && t.Protocol != TracingHTTP {
+		v.add("tracing.protocol", "%q is neither grpc nor http", t.Protocol)
+	}
+	if r := t.SampleRatio; math.IsNaN(r) || r < 0 || r > 1 {
+		v.add("tracing.sample_ratio", "%v is outside [0, 1]", r)
+	}
+	if t.OTLPEndpoint == "" {
+		return
+	}
+	u, err := url.Parse(t.OTLPEndpoint)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		v.add("tracing.otlp_endpoint", "%q is not an http(s)://host:port URL", t.OTLPEndpoint)
+	case u.User != nil:
+		v.add("tracing.otlp_endpoint", "%q carries credentials in the URL", u.Redacted())
+	case t.Protocol == TracingGRPC && u.Path != "" && u.Path != "/":
+		v.add("tracing.otlp_endpoint", "%q has a path: OTLP/gRPC takes host:port only", t.OTLPEndpoint)
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/capgate/capgate/policy/engine"
 )
 
@@ -46,9 +48,12 @@ type Entry struct {
 	Rules    []engine.Reason
 	Revision string
 	Latency  time.Duration
-	// TraceID and SpanID tie the event to the request's trace, when one is
-	// recorded (W3C ids, hex).
+	// TraceID and SpanID tie the event to the request's trace (W3C ids,
+	// hex); Log fills them from Span.
 	TraceID, SpanID string
+	// Span is the request's span (nil or non-recording with tracing off):
+	// Log puts the decision's facts on it and its ids in the event.
+	Span trace.Span
 }
 
 // IDs mints decision ids: a random per-process prefix and a counter, cheap

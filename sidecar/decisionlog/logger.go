@@ -17,6 +17,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/plugins"
 	"github.com/open-policy-agent/opa/v1/plugins/logs"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 )
@@ -208,6 +209,9 @@ func (l *Logger) run() {
 // the plugin's: buffered (the oldest dropped on overflow) and retried on its
 // own loop, so a service outage never reaches the decision path.
 func (l *Logger) Log(e *Entry) {
+	if e.Span != nil {
+		annotate(e)
+	}
 	if l.q == nil {
 		return // discarding
 	}
@@ -216,6 +220,46 @@ func (l *Logger) Log(e *Entry) {
 	default:
 		l.dropped.Add(1)
 	}
+}
+
+// annotate puts the decision on its request's span (when recording) and
+// the span's ids in the entry: the event and the trace find each other.
+// Never the text or a token: the same facts as the event's input.
+func annotate(e *Entry) {
+	sc := e.Span.SpanContext()
+	if !sc.IsValid() {
+		return
+	}
+	e.TraceID, e.SpanID = sc.TraceID().String(), sc.SpanID().String()
+	if !e.Span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		attribute.String("capgate.decision_id", e.DecisionID),
+		attribute.String("capgate.result", e.Result),
+		attribute.String("capgate.component", e.Component),
+	}
+	add := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, attribute.String(k, v))
+		}
+	}
+	if e.Component == "gateway" && e.Binding == "jsonrpc" {
+		// The gateway's span is the JSON-RPC call's (ext_authz's is the
+		// gRPC Check's: its rpc.* stay).
+		add("rpc.system", "jsonrpc")
+		add("rpc.method", e.Operation)
+	}
+	add("capgate.operation", e.Operation)
+	add("capgate.binding", e.Binding)
+	add("capgate.capability", e.Capability)
+	add("capgate.policy.revision", e.Revision)
+	add("capgate.code", e.Code)
+	add("capgate.routing.layer", e.Layer)
+	if e.Layer == "classifier" || e.Layer == "clarify" {
+		attrs = append(attrs, attribute.Float64("capgate.routing.confidence", e.Confidence))
+	}
+	e.Span.SetAttributes(attrs...)
 }
 
 // Dropped is how many decisions were not logged because the queue was full.

@@ -161,7 +161,23 @@ func runVersion(_ context.Context, env Env, args []string) error {
 // module version, the VCS commit the binary was built from (when the build
 // recorded it) and the Go toolchain.
 func versionLine() string {
-	version, commit, modified, goVersion := Version, "", false, runtime.Version()
+	version, commit, modified := buildVersion()
+	line := "capgate " + version
+	switch {
+	case commit != "" && modified:
+		line += " (commit " + commit + ", modified)"
+	case commit != "":
+		line += " (commit " + commit + ")"
+	default:
+		line += " (commit unknown)"
+	}
+	return line + " " + runtime.Version()
+}
+
+// buildVersion is the version (Version, else the module version, else
+// "dev") and the VCS commit the build recorded.
+func buildVersion() (version, commit string, modified bool) {
+	version = Version
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 			version = bi.Main.Version
@@ -178,14 +194,5 @@ func versionLine() string {
 	if version == "" {
 		version = "dev"
 	}
-	line := "capgate " + version
-	switch {
-	case commit != "" && modified:
-		line += " (commit " + commit + ", modified)"
-	case commit != "":
-		line += " (commit " + commit + ")"
-	default:
-		line += " (commit unknown)"
-	}
-	return line + " " + goVersion
+	return version, commit, modified
 }
