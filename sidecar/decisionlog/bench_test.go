@@ -10,12 +10,15 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 )
 
-// BenchmarkLog is the cost of logging a decision on the decision path: the
-// entry is queued (or dropped when the queue is full); the worker does the
-// rest (BenchmarkEvent).
+// BenchmarkLog is the cost of logging a decision on the decision path with
+// the plugin (decision_logs configured): the entry is queued (or dropped
+// when the queue is full); the worker does the rest (BenchmarkEvent).
 func BenchmarkLog(b *testing.B) {
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zapcore.InfoLevel)
-	l := decisionlog.New(zap.New(core))
+	l, err := decisionlog.Open(b.Context(), decisionlog.Options{Console: zap.New(core), Plugin: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer l.Stop(b.Context())
 	e := entry("b-1", "rev")
 	b.ReportAllocs()
@@ -24,12 +27,15 @@ func BenchmarkLog(b *testing.B) {
 	}
 }
 
-// BenchmarkEvent is the work per event off the decision path: the OPA
-// plugin's event, drop and mask queries and the console write (Log, then
+// BenchmarkEvent is the work per event off the decision path with the
+// plugin: its event, drop and mask queries and the console write (Log, then
 // Sync waits for the worker).
 func BenchmarkEvent(b *testing.B) {
 	core := zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(io.Discard), zapcore.InfoLevel)
-	l := decisionlog.New(zap.New(core))
+	l, err := decisionlog.Open(b.Context(), decisionlog.Options{Console: zap.New(core), Plugin: true})
+	if err != nil {
+		b.Fatal(err)
+	}
 	defer l.Stop(b.Context())
 	e := entry("b-1", "rev")
 	b.ReportAllocs()

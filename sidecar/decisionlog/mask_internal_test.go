@@ -1,6 +1,7 @@
 package decisionlog
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,7 +13,8 @@ import (
 // message text, the mask policy erases them before any sink.
 func TestMaskErasesSecrets(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
-	l := New(zap.New(core))
+	l, err := Open(t.Context(), Options{Console: zap.New(core), Plugin: true})
+	require.NoError(t, err)
 	defer l.Stop(t.Context())
 	info := (&Entry{DecisionID: "m-1", Component: "gateway", Result: Allow}).info(l.now)
 	var in any = map[string]any{
@@ -25,7 +27,11 @@ func TestMaskErasesSecrets(t *testing.T) {
 	}
 	info.Input = &in
 	require.NoError(t, l.plugin.Log(t.Context(), info))
-	f := logs.All()[0].ContextMap()
+	require.NoError(t, l.Sync(t.Context()))
+	b, err := json.Marshal(logs.All()[0].ContextMap())
+	require.NoError(t, err)
+	var f map[string]any
+	require.NoError(t, json.Unmarshal(b, &f))
 	require.Equal(t, map[string]any{"component": "gateway"}, f["input"])
 	require.ElementsMatch(t, []any{"/input/authorization", "/input/headers", "/input/message", "/input/parts", "/input/text"}, f["erased"])
 }

@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -165,8 +166,14 @@ func FlatDecisions(logs *observer.ObservedLogs) []map[string]any {
 // principal, tenant, capability, layer, confidence), the result's (result,
 // code, reasons, rules), policy_revision (the capgate bundle's revision),
 // latency_us, trace_id and span_id. ok is false for anything else.
-func FlatDecision(f map[string]any) (map[string]any, bool) {
-	if f["type"] != "openpolicyagent.org/decision_logs" {
+func FlatDecision(fields map[string]any) (map[string]any, bool) {
+	if fields["type"] != "openpolicyagent.org/decision_logs" {
+		return nil, false
+	}
+	// The console sink's fields as they are written: JSON values.
+	var f map[string]any
+	b, err := json.Marshal(fields)
+	if err != nil || json.Unmarshal(b, &f) != nil {
 		return nil, false
 	}
 	out := map[string]any{"decision_id": f["decision_id"]}
@@ -193,8 +200,8 @@ func FlatDecision(f map[string]any) (map[string]any, bool) {
 		}
 	}
 	if m, ok := f["metrics"].(map[string]any); ok {
-		if ns, ok := m["timer_capgate_decision_ns"].(int64); ok {
-			out["latency_us"] = ns / 1000
+		if ns, ok := m["timer_capgate_decision_ns"].(float64); ok {
+			out["latency_us"] = int64(ns) / 1000
 		}
 	}
 	return out, true

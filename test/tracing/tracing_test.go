@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -178,6 +179,39 @@ func names(spans []*tracepb.Span) []string {
 	return out
 }
 
+// logTree logs spans as an indented tree with their attributes.
+func logTree(t *testing.T, spans []*tracepb.Span) {
+	t.Helper()
+	children := map[string][]*tracepb.Span{}
+	for _, s := range spans {
+		children[hexID(s.GetParentSpanId())] = append(children[hexID(s.GetParentSpanId())], s)
+	}
+	var walk func(parent string, depth int)
+	walk = func(parent string, depth int) {
+		for _, s := range children[parent] {
+			var attrs []string
+			for _, a := range s.GetAttributes() {
+				v := a.GetValue()
+				val := v.GetStringValue()
+				switch {
+				case val != "":
+				case v.GetIntValue() != 0:
+					val = strconv.FormatInt(v.GetIntValue(), 10)
+				case v.GetDoubleValue() != 0:
+					val = strconv.FormatFloat(v.GetDoubleValue(), 'g', 4, 64)
+				default:
+					val = strconv.FormatBool(v.GetBoolValue())
+				}
+				attrs = append(attrs, a.GetKey()+"="+val)
+			}
+			t.Logf("%s%s [%s] span=%s %.2fms %s", strings.Repeat("  ", depth), s.GetName(), strings.TrimPrefix(s.GetKind().String(), "SPAN_KIND_"),
+				hexID(s.GetSpanId()), float64(s.GetEndTimeUnixNano()-s.GetStartTimeUnixNano())/1e6, strings.Join(attrs, " "))
+			walk(hexID(s.GetSpanId()), depth+1)
+		}
+	}
+	walk(callerSpan, 0)
+}
+
 // upstream is a handler that records the trace context it receives.
 type upstream struct {
 	mu          sync.Mutex
@@ -232,6 +266,7 @@ func TestGatewayTrace(t *testing.T) {
 			require.NoError(t, srv.Stop()) // flushes the spans
 
 			spans := rcv.all()
+			logTree(t, spans) // go test -v shows the trace (docs/observability.md)
 			for _, s := range spans {
 				require.Equal(t, callerTrace, hexID(s.GetTraceId()), "every span is in the caller's trace: %s", s.GetName())
 				for _, a := range s.GetAttributes() {
