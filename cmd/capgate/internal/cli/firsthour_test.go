@@ -78,7 +78,7 @@ func TestValidateWarnsOfAScopeNothingGrants(t *testing.T) {
 
 	// Listed in auth.known_scopes: no warning.
 	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
-		return replaceOnce(t, s, "  scopes_claim: scope", "  known_scopes: [forecast.raed]\n  scopes_claim: scope")
+		return replaceOnce(t, s, "  known_scopes: [", "  known_scopes: [forecast.raed, ")
 	})
 	r = run(t, "validate", "--config", cfg)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
