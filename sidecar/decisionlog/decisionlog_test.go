@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -270,4 +271,18 @@ func TestFullQueueDrops(t *testing.T) {
 	}
 	require.NoError(t, l.Sync(t.Context()))
 	require.Positive(t, l.Dropped())
+}
+
+// TestNothingLeftRunning: Check and a stopped logger leave no goroutine of
+// the plugin manager behind.
+func TestNothingLeftRunning(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	require.NoError(t, decisionlog.Check(map[string]any{"s": map[string]any{"url": "http://127.0.0.1:1"}}, map[string]any{"service": "s"}))
+	require.Error(t, decisionlog.Check(nil, map[string]any{"service": "nope"}))
+	l, err := decisionlog.Open(t.Context(), decisionlog.Options{Plugin: true})
+	require.NoError(t, err)
+	l.Log(entry("g-1", "rev"))
+	l.Stop(t.Context())
+	_, err = decisionlog.Open(t.Context(), decisionlog.Options{DecisionLogs: map[string]any{"service": "nope"}})
+	require.Error(t, err)
 }

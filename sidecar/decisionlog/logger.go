@@ -115,6 +115,7 @@ func Check(services, decisionLogs map[string]any) error {
 	if err != nil {
 		return err
 	}
+	defer m.Stop(context.Background()) // New started its status loop
 	_, err = parseConfig(m)
 	return err
 }
@@ -183,16 +184,22 @@ func Open(ctx context.Context, o Options) (*Logger, error) {
 		return nil, err
 	}
 	cfg, err := parseConfig(m)
+	if err == nil {
+		if err = m.Init(ctx); err != nil {
+			err = fmt.Errorf("decision_logs: %w", err)
+		}
+	}
+	var p *logs.Plugin
+	if err == nil {
+		p = logs.New(cfg, m)
+		m.Register(logs.Name, p)
+		if err = m.Start(ctx); err != nil {
+			err = fmt.Errorf("decision_logs: %w", err)
+		}
+	}
 	if err != nil {
+		m.Stop(context.WithoutCancel(ctx))
 		return nil, err
-	}
-	if err := m.Init(ctx); err != nil {
-		return nil, fmt.Errorf("decision_logs: %w", err)
-	}
-	p := logs.New(cfg, m)
-	m.Register(logs.Name, p)
-	if err := m.Start(ctx); err != nil {
-		return nil, fmt.Errorf("decision_logs: %w", err)
 	}
 	size := o.Queue
 	if size <= 0 {
