@@ -4,18 +4,26 @@ BIN           ?= bin/capgate
 GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 REGO_COVERAGE ?= 95
 CONFIG        ?=
+VERSION       ?=
 
-.PHONY: all build test test-go test-rego check fmt run bench e2e e2e-envoy fuzz clean interop-js
+.PHONY: all help build test test-go test-rego check fmt run bench e2e e2e-envoy fuzz clean interop-js
 
+## all: build, test and check.
 all: build test check
 
+## help: list the targets with what each does (the "## name:" comments of this file).
+help:
+	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); i = index($$0, ":"); printf "  %-11s%s\n", substr($$0, 1, i - 1), substr($$0, i + 1); next } /^## / { sub(/^## /, ""); printf "  %-11s %s\n", "", $$0 }' $(MAKEFILE_LIST)
+
+## build: the binary at bin/capgate (`capgate --version` shows the git commit; VERSION=v1.2.3 sets the version).
 build:
-	$(GO) build -o $(BIN) ./cmd/capgate
+	$(GO) build $(if $(VERSION),-ldflags "-X github.com/capgate/capgate/cmd/capgate/internal/cli.Version=$(VERSION)",) -o $(BIN) ./cmd/capgate
 
 ## test: what CI runs — vet, all Go tests with the race detector, Rego tests with the coverage
 ## threshold, and every parser's fuzz target for a short bounded time.
 test: test-go test-rego fuzz-short
 
+## test-go: go vet, then every Go test with the race detector (needs a C compiler for -race).
 test-go:
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
@@ -25,6 +33,7 @@ test-go:
 interop-js:
 	cd test/interop/js && npm ci --no-audit --no-fund
 
+## test-rego: the Rego unit tests with the coverage threshold (REGO_COVERAGE).
 test-rego:
 	$(GO) run ./cmd/capgate policy test --coverage --threshold $(REGO_COVERAGE)
 
@@ -35,6 +44,7 @@ check:
 	$(GO) run ./cmd/capgate policy fmt --fail
 	$(GO) run ./cmd/capgate policy check --strict
 
+## fmt: rewrite Go and Rego formatting.
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 	$(GO) run ./cmd/capgate policy fmt --write
@@ -79,8 +89,10 @@ fuzz-short:
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzJWTHeader$$'
 
+## fuzz: every fuzz target for longer (500,000 executions each).
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=500000x
 
+## clean: remove bin/.
 clean:
 	rm -rf bin

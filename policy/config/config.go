@@ -73,6 +73,13 @@ type Config struct {
 	Audit      Audit             `yaml:"audit"`
 	Limits     Limits            `yaml:"limits"`
 	Push       Push              `yaml:"push"`
+	// Services and DecisionLogs are OPA's `services` and `decision_logs`
+	// configuration (OPA's schema, passed to OPA's decision-log plugin
+	// unchanged). Without decision_logs, decisions go to the console.
+	Services     map[string]any `yaml:"services"`
+	DecisionLogs map[string]any `yaml:"decision_logs"`
+	// Tracing exports OpenTelemetry traces over OTLP; off by default.
+	Tracing Tracing `yaml:"tracing"`
 
 	// Dir is the directory of the config file; relative paths resolve against it.
 	// For a config read from an fs.FS it is a path inside that FS.
@@ -140,6 +147,10 @@ type Auth struct {
 	// client (attributes.source.principal, e.g. a SPIFFE id) to the
 	// principal capgate decides for; a bearer token, when present, wins.
 	MTLSPrincipals map[string]MTLSPrincipal `yaml:"mtls_principals"`
+	// KnownScopes are scopes the deployment's issuers grant, beside each
+	// issuer's own scopes list: a manifest scope that only one manifest
+	// names and no list holds is warned about (a likely typo).
+	KnownScopes []string `yaml:"known_scopes"`
 	// TrustedProxy says how the gateway, behind Envoy, learns the mTLS
 	// peer Envoy verified; absent, no proxy is trusted and the gateway
 	// authenticates bearer tokens only.
@@ -185,6 +196,30 @@ type Issuer struct {
 	// Scopes this issuer may grant (empty: any); other scopes in its tokens
 	// are dropped.
 	Scopes []string `yaml:"scopes"`
+}
+
+// GrantedScopes are the scopes the config says some credential can carry:
+// auth.known_scopes, every issuer's scopes, the mTLS principals' scopes and
+// the preview scope.
+func (a Auth) GrantedScopes() map[string]bool {
+	out := map[string]bool{}
+	for _, s := range a.KnownScopes {
+		out[s] = true
+	}
+	for _, is := range a.Issuers {
+		for _, s := range is.Scopes {
+			out[s] = true
+		}
+	}
+	for _, p := range a.MTLSPrincipals {
+		for _, s := range p.Scopes {
+			out[s] = true
+		}
+	}
+	if a.PreviewScope != "" {
+		out[a.PreviewScope] = true
+	}
+	return out
 }
 
 // Listen holds listener addresses: host:port, or for a2a and extauthz
@@ -397,6 +432,35 @@ func parseByteSize(n *yaml.Node) (ByteSize, error) {
 
 // String formats the size with binary units, e.g. "64 MiB".
 func (b ByteSize) String() string { return humanize.IBytes(uint64(max(b, 0))) }
+
+// Tracing protocols.
+const (
+	TracingGRPC = "grpc"
+	TracingHTTP = "http"
+)
+
+// DefaultTracingServiceName is the service.name of capgate's spans.
+const DefaultTracingServiceName = "capgate"
+
+// Tracing configures OpenTelemetry tracing. It is on when OTLPEndpoint is
+// set.
+type Tracing struct {
+	// OTLPEndpoint is the collector's URL: http://host:port (plaintext)
+	// or https://host:port; for the http protocol a path may follow
+	// (default /v1/traces).
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// Protocol is grpc (default, OTLP/gRPC) or http (OTLP/HTTP protobuf).
+	Protocol string `yaml:"protocol"`
+	// SampleRatio is the share of new traces sampled, in [0, 1] (default
+	// 1); a request that arrives with a trace follows its sampled flag
+	// (parent-based sampling).
+	SampleRatio float64 `yaml:"sample_ratio"`
+	// ServiceName is the spans' service.name (default "capgate").
+	ServiceName string `yaml:"service_name"`
+}
+
+// Enabled reports whether traces are exported.
+func (t Tracing) Enabled() bool { return t.OTLPEndpoint != "" }
 
 // Cards holds card serving settings.
 type Cards struct {

@@ -49,11 +49,20 @@ tenants: "*"
 handler: invoices.lookup
 `
 
+// demoJWKS is the finance example's JWKS: config validation parses it.
+var demoJWKS = func() []byte {
+	b, err := os.ReadFile("../../manifests/finance/keys/demo.jwks.json")
+	if err != nil {
+		panic(err)
+	}
+	return b
+}()
+
 func fsWith(cfg string) fstest.MapFS {
 	return fstest.MapFS{
 		"capgate.yaml":                     {Data: []byte(cfg)},
 		"capabilities/lookup-invoice.yaml": {Data: []byte(lookup)},
-		"keys/demo.jwks.json":              {Data: []byte(`{"keys": []}`)},
+		"keys/demo.jwks.json":              {Data: demoJWKS},
 	}
 }
 
@@ -164,7 +173,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		want     string
 	}{
 		{"unknown top-level key", "store: memory\n", "store: memory\nstorage: redis\n",
-			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push"},
+			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push, services, decision_logs, tracing"},
 		{"unknown nested key", "      algorithms: [RS256, ES256]\n", "      algorithms: [RS256, ES256]\n      jwks_ttl: 5m\n",
 			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms, tenants, scopes"},
 		{"misspelt key", "  preview_scope:", "  previewScope:",
@@ -282,7 +291,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"duration not a string", "store: memory\n", "store: memory\ncards: {max_age: 300}\n",
 			`capgate.yaml:23: cards.max_age: want a duration such as "30s", got an integer`},
 		{"unknown key at the end", "store: memory\n", "store: memory\nauth2: 1\n",
-			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push"},
+			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push, services, decision_logs, tracing"},
 		{"duration unparsable", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: 30 seconds\n",
 			`capgate.yaml:18: auth.clock_skew: "30 seconds" is not a duration (want e.g. "30s" or "5m")`},
 		{"negative duration", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: -5s\n",
@@ -324,7 +333,7 @@ capgate.yaml:4: agent.url: "127.0.0.1:8080" is not an absolute http(s) URL
 capgate.yaml:10: auth.issuers[0].audiences: required: at least one audience
 capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned tokens are never accepted
 capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
-capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, jsonrpc_http_status, mtls_principals, trusted_proxy
+capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, jsonrpc_http_status, mtls_principals, known_scopes, trusted_proxy
 capgate.yaml:14: router.threshold: 2 is outside [0, 1]
 capgate.yaml:15: store: "memcached" is neither "memory" nor a redis:// or rediss:// URL`)
 }
@@ -349,7 +358,7 @@ func TestLoadResolvesRelativePaths(t *testing.T) {
 		require.NoError(t, os.MkdirAll(d, 0o755))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(deploy, "capabilities", "lookup-invoice.yaml"), []byte(lookup), 0o644))
-	require.NoError(t, os.WriteFile(filepath.Join(deploy, "keys", "demo.jwks.json"), []byte(`{"keys": []}`), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(deploy, "keys", "demo.jwks.json"), demoJWKS, 0o644))
 	cfg := strings.Replace(base, "manifests: [./capabilities]", "manifests: [./capabilities, ../shared/more, "+filepath.ToSlash(filepath.Join(shared, "more"))+"]", 1)
 	require.NoError(t, os.WriteFile(filepath.Join(deploy, "capgate.yaml"), []byte(cfg), 0o644))
 
@@ -372,7 +381,7 @@ func TestLoadResolvesRelativePaths(t *testing.T) {
 
 	jwks, err := c.ReadFile("./keys/demo.jwks.json")
 	require.NoError(t, err)
-	require.JSONEq(t, `{"keys": []}`, string(jwks))
+	require.JSONEq(t, string(demoJWKS), string(jwks))
 
 	reg, err := c.LoadRegistry()
 	require.NoError(t, err)
@@ -440,4 +449,29 @@ func TestMemoryLimitUnmarshalYAML(t *testing.T) {
 	require.Equal(t, config.MemoryLimit{}, v.C)
 	require.ErrorContains(t, yaml.Unmarshal([]byte("a: lots\n"), &v), `"lots": want "auto", a size`)
 	require.ErrorContains(t, yaml.Unmarshal([]byte("a: [1]\n"), &v), `want "auto", a size`)
+}
+
+func TestTracing(t *testing.T) {
+	c, err := config.LoadFS(fsWith(base), "capgate.yaml")
+	require.NoError(t, err)
+	require.False(t, c.Tracing.Enabled(), "off by default")
+	require.Equal(t, config.TracingGRPC, c.Tracing.Protocol)
+	require.Equal(t, 1.0, c.Tracing.SampleRatio)
+	require.Equal(t, "capgate", c.Tracing.ServiceName)
+
+	c, err = config.LoadFS(fsWith(base+"tracing: {otlp_endpoint: \"http://127.0.0.1:4318\", protocol: http, sample_ratio: 0.25}\n"), "capgate.yaml")
+	require.NoError(t, err)
+	require.True(t, c.Tracing.Enabled())
+	require.Equal(t, 0.25, c.Tracing.SampleRatio)
+
+	for in, want := range map[string]string{
+		"tracing: {otlp_endpoint: \"collector:4317\"}\n":                    `tracing.otlp_endpoint: "collector:4317" is not an http(s)://host:port URL`,
+		"tracing: {otlp_endpoint: \"http://c:4317/v1/traces\"}\n":           `tracing.otlp_endpoint: "http://c:4317/v1/traces" has a path: OTLP/gRPC takes host:port only`,
+		"tracing: {otlp_endpoint: \"http://c:4317\", protocol: thrift}\n":   `tracing.protocol: "thrift" is neither grpc nor http`,
+		"tracing: {otlp_endpoint: \"http://c:4317\", sample_ratio: 1.5}\n":  `tracing.sample_ratio: 1.5 is outside [0, 1]`,
+		"tracing: {otlp_endpoint: \"http://u:p@c:4318\", protocol: http}\n": `tracing.otlp_endpoint: "http://u:xxxxx@c:4318" carries credentials in the URL`,
+	} {
+		_, err := config.LoadFS(fsWith(base+in), "capgate.yaml")
+		require.ErrorContains(t, err, want, in)
+	}
 }

@@ -18,6 +18,18 @@ import (
 // paths inside it resolve against its directory. Every problem is returned
 // at once as a *diag.Set.
 func Load(p string) (*Config, error) {
+	c, err := Inspect(p)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Inspect is Load that also returns the config when it decoded but has
+// problems, so that a checker can go on to what it names (manifests, policy
+// modules) and report every problem at once. A config returned with an
+// error must not be served. The config is nil when nothing could be decoded.
+func Inspect(p string) (*Config, error) {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", p, err)
@@ -39,6 +51,16 @@ func Load(p string) (*Config, error) {
 // (e.g. the embedded default). Relative paths resolve inside fsys and may
 // not leave it.
 func LoadFS(fsys fs.FS, name string) (*Config, error) {
+	c, err := InspectFS(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// InspectFS is LoadFS that also returns a decoded config with problems
+// (see Inspect).
+func InspectFS(fsys fs.FS, name string) (*Config, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", name, err)
@@ -70,15 +92,12 @@ func parse(file string, data []byte) (*Config, error) {
 }
 
 // finish validates the decoded config and joins decoding problems with
-// validation problems.
+// validation problems; the config is returned with them (see Inspect).
 func (c *Config) finish(decodeErr error) (*Config, error) {
 	var all diag.Set
 	all.Merge(decodeErr)
 	all.Merge(c.Validate())
-	if err := all.ErrOrNil(); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c, all.ErrOrNil()
 }
 
 func (c *Config) applyDefaults() {
@@ -91,6 +110,11 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.Cards.ExtendedCard, DefaultExtendedCard)
 	if !c.present("router.threshold") {
 		c.Router.Threshold = DefaultRouterThreshold
+	}
+	setDefault(&c.Tracing.Protocol, TracingGRPC)
+	setDefault(&c.Tracing.ServiceName, DefaultTracingServiceName)
+	if !c.present("tracing.sample_ratio") {
+		c.Tracing.SampleRatio = 1
 	}
 	if !c.present("cards.max_age") {
 		c.Cards.MaxAge = DefaultCardMaxAge

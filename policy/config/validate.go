@@ -16,6 +16,7 @@ import (
 	"unicode"
 
 	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/sidecar/jwks"
 )
 
 // Algorithms are the JWT signature algorithms an issuer may use.
@@ -95,6 +96,7 @@ func (c *Config) Validate() error {
 	v.limits()
 	v.push()
 	v.trustedProxy()
+	v.tracing()
 	for peer := range c.Auth.MTLSPrincipals {
 		if strings.TrimSpace(peer) == "" || strings.ContainsAny(peer, " \t\n") {
 			v.add("auth.mtls_principals", "%q is not a peer principal (e.g. spiffe://example.org/ns/partners/sa/orchestrator)", peer)
@@ -221,13 +223,7 @@ func (v *validator) auth() {
 		case is.JWKSFile != "" && is.JWKSURL != "":
 			v.add(pre, "jwks_file and jwks_url are both set; use exactly one")
 		case is.JWKSFile != "":
-			if _, err := v.c.ReadFile(is.JWKSFile); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					v.add(pre+".jwks_file", "%q does not exist", is.JWKSFile)
-				} else {
-					v.add(pre+".jwks_file", "%v", err)
-				}
-			}
+			v.jwksFile(pre+".jwks_file", is.JWKSFile)
 		case !httpURL(is.JWKSURL):
 			v.add(pre+".jwks_url", "%q is not an absolute http(s) URL", is.JWKSURL)
 		}
@@ -338,6 +334,25 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
+// jwksFile checks a jwks_file as serving reads it: it exists, is not too
+// large, parses as a JWKS and holds a usable verification key (jwks.Parse,
+// the parser the verifier uses, so the messages are the same).
+func (v *validator) jwksFile(field, rel string) {
+	b, err := v.c.ReadFile(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v.add(field, "%q does not exist", rel)
+	case err != nil:
+		v.add(field, "%v", err)
+	case len(b) > jwks.MaxBytes:
+		v.add(field, "%s is larger than %d bytes", rel, jwks.MaxBytes)
+	default:
+		if _, _, err := jwks.Parse(b); err != nil {
+			v.add(field, "%s: %v", rel, err)
+		}
+	}
+}
+
 func httpURL(s string) bool {
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
@@ -355,6 +370,28 @@ func (v *validator) cardSigning() {
 	}
 	if cs.SigningJKU != "" && !httpURL(cs.SigningJKU) {
 		v.add("cards.signing_jku", "%q is not an absolute http(s) URL", cs.SigningJKU)
+	}
+}
+
+func (v *validator) tracing() {
+	t := v.c.Tracing
+	if t.Protocol != TracingGRPC && t.Protocol != TracingHTTP {
+		v.add("tracing.protocol", "%q is neither grpc nor http", t.Protocol)
+	}
+	if r := t.SampleRatio; math.IsNaN(r) || r < 0 || r > 1 {
+		v.add("tracing.sample_ratio", "%v is outside [0, 1]", r)
+	}
+	if t.OTLPEndpoint == "" {
+		return
+	}
+	u, err := url.Parse(t.OTLPEndpoint)
+	switch {
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		v.add("tracing.otlp_endpoint", "%q is not an http(s)://host:port URL", t.OTLPEndpoint)
+	case u.User != nil:
+		v.add("tracing.otlp_endpoint", "%q carries credentials in the URL", u.Redacted())
+	case t.Protocol == TracingGRPC && u.Path != "" && u.Path != "/":
+		v.add("tracing.otlp_endpoint", "%q has a path: OTLP/gRPC takes host:port only", t.OTLPEndpoint)
 	}
 }
 

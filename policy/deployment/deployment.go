@@ -38,12 +38,21 @@ func Load(path string) (*Deployment, error) {
 		err error
 	)
 	if path == "" {
-		cfg, err = config.LoadFS(manifests.FS, manifests.DefaultConfig)
+		cfg, err = config.InspectFS(manifests.FS, manifests.DefaultConfig)
 	} else {
-		cfg, err = config.Load(path)
+		cfg, err = config.Inspect(path)
 	}
 	if err != nil {
-		return nil, err
+		if cfg == nil {
+			return nil, err
+		}
+		// The config has problems but decoded: check the manifests and
+		// policy modules it names too, so every problem is reported at once.
+		var all diag.Set
+		all.Merge(err)
+		_, _, perr := parts(cfg)
+		all.Merge(perr)
+		return nil, &all
 	}
 	return FromConfig(cfg)
 }
@@ -52,6 +61,42 @@ func Load(path string) (*Deployment, error) {
 // validates them together and compiles the snapshot. Every problem found is
 // reported at once; nothing is compiled from a registry that failed.
 func FromConfig(cfg *config.Config) (*Deployment, error) {
+	reg, extra, err := parts(cfg)
+	if err != nil {
+		return nil, err
+	}
+	snap, err := compile.Build(reg, cfg.Auth, extra)
+	if err != nil {
+		return nil, fmt.Errorf("compile deployment: %w", err)
+	}
+	warnings := append(cfg.Warnings(), scopeWarnings(cfg, reg)...)
+	return &Deployment{Config: cfg, Snapshot: snap, Warnings: warnings}, nil
+}
+
+// scopeWarnings names each scope that exactly one manifest requires and the
+// config does not list as granted (auth.known_scopes, an issuer's scopes,
+// an mTLS principal's, the preview scope): most likely a typo such as
+// "alerts.raed", which would make the capability unreachable in silence.
+func scopeWarnings(cfg *config.Config, reg *manifest.Registry) []string {
+	granted := cfg.Auth.GrantedScopes()
+	users := map[string][]string{}
+	for _, c := range reg.All() {
+		for _, s := range c.RequiresScopes {
+			users[s] = append(users[s], c.ID)
+		}
+	}
+	var out []string
+	for s, ids := range users {
+		if len(ids) == 1 && !granted[s] {
+			out = append(out, fmt.Sprintf("scope %q is required by %s only and granted by nothing the config knows: a typo? (list the scopes your issuers grant in auth.issuers[].scopes or auth.known_scopes)", s, ids[0]))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// parts loads and validates the manifests and policy modules cfg names.
+func parts(cfg *config.Config) (*manifest.Registry, map[string]string, error) {
 	var problems diag.Set
 
 	dirs := make([]manifest.Dir, 0, len(cfg.Manifests))
@@ -72,14 +117,9 @@ func FromConfig(cfg *config.Config) (*Deployment, error) {
 		problems.Merge(regocheck.ValidateExtraModules(extra))
 	}
 	if err := problems.ErrOrNil(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-
-	snap, err := compile.Build(reg, cfg.Auth, extra)
-	if err != nil {
-		return nil, fmt.Errorf("compile deployment: %w", err)
-	}
-	return &Deployment{Config: cfg, Snapshot: snap, Warnings: cfg.Warnings()}, nil
+	return reg, extra, nil
 }
 
 // readModules collects the .rego files (tests excluded) under policy_dirs,

@@ -15,6 +15,9 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"golang.org/x/sync/singleflight"
 
@@ -196,9 +199,12 @@ func (e *Engine) CachedViews() int { return e.views.Len() }
 // subject when modules beyond the embedded policy are loaded: the embedded
 // policy never reads the subject, extra deny modules may. On error no view
 // is returned.
-func (e *Engine) View(ctx context.Context, c Caller) (*View, error) {
+func (e *Engine) View(ctx context.Context, c Caller) (v *View, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("evaluate policy: %w", err)
+	}
+	if span := child(ctx, "capgate.policy.view", e.Revision()); span != nil {
+		defer func() { endPolicySpan(span, err) }()
 	}
 	c = e.class(c)
 	key := classKey(c)
@@ -235,6 +241,25 @@ func (e *Engine) View(ctx context.Context, c Caller) (*View, error) {
 		}
 		return v, nil
 	}
+}
+
+// child starts a policy span under the recording span of ctx, with its
+// provider; nil (nothing started) when the request is not traced.
+func child(ctx context.Context, name, revision string) trace.Span {
+	parent := trace.SpanFromContext(ctx)
+	if !parent.IsRecording() {
+		return nil
+	}
+	_, span := parent.TracerProvider().Tracer("github.com/capgate/capgate").Start(ctx, name,
+		trace.WithAttributes(attribute.String("capgate.policy.revision", revision)))
+	return span
+}
+
+func endPolicySpan(span trace.Span, err error) {
+	if err != nil {
+		span.SetStatus(codes.Error, "policy evaluation failed")
+	}
+	span.End()
 }
 
 // class normalises a caller to its entitlement class: scopes sorted and
@@ -300,9 +325,16 @@ func (e *Engine) evalView(ctx context.Context, c Caller) (*View, error) {
 
 // Decide returns the decision and its reasons for one capability. An
 // unknown id is a refusal with reason capability.unknown, not an error.
-func (e *Engine) Decide(ctx context.Context, c Caller, capability string) (Decision, error) {
+func (e *Engine) Decide(ctx context.Context, c Caller, capability string) (d Decision, err error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, fmt.Errorf("evaluate policy: %w", err)
+	}
+	if span := child(ctx, "capgate.policy.decide", e.Revision()); span != nil {
+		defer func() {
+			span.SetAttributes(attribute.String("capgate.capability", capability),
+				attribute.Bool("capgate.policy.visible", d.Visible), attribute.Bool("capgate.policy.entitled", d.Entitled))
+			endPolicySpan(span, err)
+		}()
 	}
 	in := input(c)
 	in.Insert(ast.StringTerm("capability"), ast.StringTerm(capability))
@@ -313,7 +345,7 @@ func (e *Engine) Decide(ctx context.Context, c Caller, capability string) (Decis
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return Decision{}, errors.New("evaluate policy: decision is undefined")
 	}
-	d, err := parseDecision(rs[0].Expressions[0].Value)
+	d, err = parseDecision(rs[0].Expressions[0].Value)
 	if err != nil {
 		return Decision{}, fmt.Errorf("evaluate policy: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"path/filepath"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -81,6 +82,18 @@ func loadDir(out []parsed, dir Dir, probs *diag.Set, s *session) []parsed {
 		probs.Add(dir.Name, 0, "", "cannot read: %s", pathErr(err))
 	}
 	return out
+}
+
+// IsManifestFile reports whether Load reads the file at path p: a manifest
+// file extension and no dot-named file or folder on the way (the reloader
+// reacts to changes of these files only).
+func IsManifestFile(p string) bool {
+	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
+		if strings.HasPrefix(seg, ".") && seg != "." && seg != ".." {
+			return false
+		}
+	}
+	return isManifestFile(p)
 }
 
 func isManifestFile(p string) bool {

@@ -57,7 +57,7 @@ func TestLoadInvalid(t *testing.T) {
 		"not-a-mapping":               `capabilities/not-a-mapping.yaml:1: want a mapping (one capability manifest), got a list`,
 		"removed-without-replaced-by": `capabilities/removed-without-replaced-by.yaml:1: replaced_by: required when state is removed`,
 		"replaced-by-removed":         `capabilities/lookup-invoice.yaml:3: replaced_by: "lookup-invoice-v0" is itself removed: name a capability callers can use`,
-		"syntax-error":                `capabilities/syntax-error.yaml:4: syntax error: did not find expected ',' or ']'`,
+		"syntax-error":                `capabilities/syntax-error.yaml:5: syntax error: did not find expected ',' or ']' (in the block from line 4)`,
 		"two-documents":               `capabilities/two-documents.yaml:15: more than one document: put one document in each file`,
 		"undefined-handler":           `capabilities/undefined-handler.yaml:13: handler: "invoices.find" is not defined in the deployment config (handlers)`,
 		"unknown-field":               `capabilities/unknown-field.yaml:14: colour: unknown field; known fields are id, state, visibility, replaced_by, skill, requires_scopes, tenants, handler, limits, owner`,

@@ -49,8 +49,10 @@ func TestUsage(t *testing.T) {
 	code, r, _ := get("?now=2026-03-10T00:00:00Z")
 	require.Equal(t, http.StatusOK, code)
 	require.Equal(t, "720h0m0s", r.Window)
-	require.Equal(t, tasks.Usage{Capability: "a", Calls30d: 2, Total: 2, LastUsed: called.Add(time.Hour)}, r.Usage["a"])
-	require.Equal(t, tasks.Usage{Capability: "b"}, r.Usage["b"])
+	since := r.Usage["a"].ObservedSince
+	require.False(t, since.IsZero(), "the store says since when it counts")
+	require.Equal(t, tasks.Usage{Capability: "a", Calls30d: 2, Total: 2, LastUsed: called.Add(time.Hour), ObservedSince: since}, r.Usage["a"])
+	require.Equal(t, tasks.Usage{Capability: "b", ObservedSince: since}, r.Usage["b"])
 
 	code, r, _ = get("?now=2026-04-10T00:00:00Z&capability=a")
 	require.Equal(t, http.StatusOK, code)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -46,6 +47,9 @@ type Entry struct {
 	// because no part of it is in a mode the caller accepts: the caller's
 	// acceptedOutputModes (clipped) and the media types the answer had.
 	Accepted, Produced []string
+	// Span is the request's span; its trace id is written (trace_id)
+	// when the request is traced.
+	Span trace.Span
 }
 
 // MarshalLogObject renders the entry without reflection.
@@ -63,6 +67,11 @@ func (e *Entry) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	if len(e.Accepted) > 0 || len(e.Produced) > 0 {
 		_ = enc.AddArray("accepted_output_modes", stringArray(e.Accepted))
 		_ = enc.AddArray("produced_output_modes", stringArray(e.Produced))
+	}
+	if e.Span != nil {
+		if sc := e.Span.SpanContext(); sc.IsValid() {
+			enc.AddString("trace_id", sc.TraceID().String())
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/audit"
@@ -143,5 +144,23 @@ func TestEntryHasNoRoomForSecrets(t *testing.T) {
 	for i := range rt.NumField() {
 		names = append(names, rt.Field(i).Name)
 	}
-	require.Equal(t, []string{"DecisionID", "Principal", "Tenant", "Actor", "Capability", "Handler", "Scopes", "Outcome", "Duration", "Operation", "Accepted", "Produced"}, names)
+	require.Equal(t, []string{"DecisionID", "Principal", "Tenant", "Actor", "Capability", "Handler", "Scopes", "Outcome", "Duration", "Operation", "Accepted", "Produced", "Span"}, names)
+}
+
+// TestTraceIDWhenTraced: an entry whose request is traced carries the trace
+// id, so the audit line and the trace find each other.
+func TestTraceIDWhenTraced(t *testing.T) {
+	var buf bytes.Buffer
+	l, c, err := audit.New(config.Audit{}, &buf)
+	require.NoError(t, err)
+	tid, _ := trace.TraceIDFromHex("4bf92f3577b34da6a3ce929d0e0e4736")
+	sid, _ := trace.SpanIDFromHex("00f067aa0ba902b7")
+	e := entry("d-t")
+	e.Span = trace.SpanFromContext(trace.ContextWithSpanContext(t.Context(), trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid})))
+	l.Log(e)
+	l.Log(entry("d-u"))
+	require.NoError(t, c.Close())
+	ls := lines(t, buf.Bytes())
+	require.Equal(t, "4bf92f3577b34da6a3ce929d0e0e4736", ls[0]["trace_id"])
+	require.NotContains(t, ls[1], "trace_id", "untraced: no trace id")
 }

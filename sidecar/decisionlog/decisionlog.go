@@ -1,6 +1,12 @@
-// Package decisionlog writes one JSON line per authorization decision, on
-// its own zap logger, and mints decision ids. It never records a token or
-// message content: an Entry has no field that could hold one.
+// Package decisionlog records one event per authorization decision in OPA's
+// decision-log format, through OPA's own decision-log plugin (run by an
+// embedded OPA plugin manager): the console sink by default, and, with the
+// `services` and `decision_logs` config keys (OPA's schema), batched gzip
+// uploads with retry, masking, dropping and drop-on-overflow, so an OPA
+// control plane or log collector reads capgate's events unchanged. It also
+// mints decision ids. An event never holds a token or message content: an
+// Entry has no field that could hold one, and the mask policy erases such
+// fields should a future input carry them.
 package decisionlog
 
 import (
@@ -10,8 +16,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/capgate/capgate/policy/engine"
 )
 
 // Result values.
@@ -35,63 +42,18 @@ type Entry struct {
 	Result     string  // Allow or Deny
 	Code       string  // error code of a denial
 	Reasons    []string
-	Revision   string
-	Latency    time.Duration
-}
-
-// MarshalLogObject renders the entry without reflection.
-func (e *Entry) MarshalLogObject(enc zapcore.ObjectEncoder) error {
-	enc.AddString("decision_id", e.DecisionID)
-	enc.AddString("component", e.Component)
-	addNonEmpty(enc, "binding", e.Binding)
-	addNonEmpty(enc, "a2a_version", e.Version)
-	addNonEmpty(enc, "operation", e.Operation)
-	addNonEmpty(enc, "principal", e.Principal)
-	addNonEmpty(enc, "tenant", e.Tenant)
-	addNonEmpty(enc, "capability", e.Capability)
-	addNonEmpty(enc, "layer", e.Layer)
-	if e.Layer == "classifier" || e.Layer == "clarify" {
-		enc.AddFloat64("confidence", e.Confidence)
-	}
-	enc.AddString("result", e.Result)
-	addNonEmpty(enc, "code", e.Code)
-	if len(e.Reasons) > 0 {
-		_ = enc.AddArray("reasons", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
-			for _, r := range e.Reasons {
-				a.AppendString(r)
-			}
-			return nil
-		}))
-	}
-	enc.AddString("policy_revision", e.Revision)
-	enc.AddInt64("latency_us", e.Latency.Microseconds())
-	return nil
-}
-
-func addNonEmpty(enc zapcore.ObjectEncoder, k, v string) {
-	if v != "" {
-		enc.AddString(k, v)
-	}
-}
-
-// Logger writes decision entries.
-type Logger struct {
-	z *zap.Logger
-}
-
-// New returns a decision logger writing through z (nil: discard).
-func New(z *zap.Logger) *Logger {
-	if z == nil {
-		z = zap.NewNop()
-	}
-	return &Logger{z: z.Named("decision")}
-}
-
-// Log writes e. A logging failure never changes a decision.
-func (l *Logger) Log(e *Entry) {
-	if ce := l.z.Check(zap.InfoLevel, "decision"); ce != nil {
-		ce.Write(zap.Object("decision", e))
-	}
+	// Rules are the policy's reasons for the capability's entitlement,
+	// when the decision evaluated them (the handler-call re-check): each
+	// names the Rego rule that produced it.
+	Rules    []engine.Reason
+	Revision string
+	Latency  time.Duration
+	// TraceID and SpanID tie the event to the request's trace (W3C ids,
+	// hex); Log fills them from Span.
+	TraceID, SpanID string
+	// Span is the request's span (nil or non-recording with tracing off):
+	// Log puts the decision's facts on it and its ids in the event.
+	Span trace.Span
 }
 
 // IDs mints decision ids: a random per-process prefix and a counter, cheap

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/tracing"
 )
 
 // Router sends each handler to its issuer: token exchange for the listed
@@ -42,7 +45,23 @@ const AnonymousSubject = "anonymous"
 // "anonymous" with no scopes — never an exchanged one (there is no caller
 // token to exchange) and never the agent's own credential — so handlers
 // verify every call the same way and can attribute it.
-func (r *Router) Token(ctx context.Context, s Subject, t Target) (string, error) {
+func (r *Router) Token(ctx context.Context, s Subject, t Target) (tok string, err error) {
+	kind := "self_issued"
+	if s.Principal.Authenticated && r.ex != nil && (r.handlers == nil || r.handlers[t.Handler]) {
+		kind = "exchange"
+	}
+	ctx, span := tracing.Child(ctx, "capgate.token", attribute.String("capgate.token.kind", kind),
+		attribute.String("capgate.handler", t.Handler), attribute.String("capgate.capability", t.Capability))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, "no token for the handler")
+		}
+		span.End()
+	}()
+	return r.token(ctx, s, t)
+}
+
+func (r *Router) token(ctx context.Context, s Subject, t Target) (string, error) {
 	if !s.Principal.Authenticated {
 		if r.self == nil {
 			return "", fmt.Errorf("self-issued token for handler %s: %w", t.Handler, ErrAnonymous)

@@ -155,6 +155,7 @@ func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router
 	if err != nil {
 		return nil, nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
+	call.Log.Rules = dec.EntitledReasons // the rules that decided, for the decision log
 	if !dec.Entitled {
 		if !call.Principal.Authenticated {
 			return nil, nil, protocol.MissingCredentials()

@@ -256,6 +256,7 @@ func (d *Dispatcher) record(inv invocation, dur time.Duration, perr *protocol.Er
 		Operation:  string(inv.call.Request.Operation),
 		Accepted:   inv.accepted,
 		Produced:   inv.produced,
+		Span:       inv.call.Log.Span,
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/go-json-experiment/json/jsontext"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/admission"
@@ -66,6 +67,7 @@ type decision struct {
 	// allowed is set only from an admitting verdict; err holds every refusal.
 	allowed bool
 	err     *protocol.Error
+	span    trace.Span // the Check's span, for the decision log
 }
 
 // decide reads the CheckRequest into the one request model and asks admission; the verdict is

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
@@ -52,6 +53,7 @@ type Server struct {
 	ids        *decisionlog.IDs
 	limits     protocol.Limits
 	reflection bool
+	grpcOpts   []grpc.ServerOption
 	stats      *stats
 
 	// plan caches what is derived from the current revision.
@@ -86,6 +88,12 @@ func WithLimits(l protocol.Limits) Option { return func(s *Server) { s.limits = 
 
 // WithReflection makes Register also register gRPC server reflection.
 func WithReflection(on bool) Option { return func(s *Server) { s.reflection = on } }
+
+// WithGRPCOptions adds options to the gRPC server Serve builds (tracing's
+// interceptor).
+func WithGRPCOptions(opts ...grpc.ServerOption) Option {
+	return func(s *Server) { s.grpcOpts = append(s.grpcOpts, opts...) }
+}
 
 // New returns a Server deciding with the holder's current revision through
 // the one admission function. owners answers task ownership; nil refuses
@@ -144,7 +152,7 @@ func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 20 * time.Second}),
 	}
-	return grpc.NewServer(append(base, opts...)...)
+	return grpc.NewServer(append(append(base, s.grpcOpts...), opts...)...)
 }
 
 // Serve serves s on ln until ctx is done, then stops gracefully (health
@@ -186,7 +194,7 @@ func Serve(ctx context.Context, ln net.Listener, s *Server, reflection bool) err
 // and anything but a clean allow is a denial.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *authv3.CheckResponse, err error) {
 	start := time.Now()
-	d := decision{id: s.ids.Next()}
+	d := decision{id: s.ids.Next(), span: trace.SpanFromContext(ctx)}
 	defer func() {
 		if r := recover(); r != nil {
 			fields := []zap.Field{zap.String("decision_id", d.id), zap.String("panic_type", panicType(r)), zap.Stack("stack")}

@@ -67,6 +67,7 @@ func (s *Server) record(d *decision, latency time.Duration) {
 		Tenant:     d.principal.Tenant,
 		Result:     decisionlog.Allow,
 		Latency:    latency,
+		Span:       d.span,
 	}
 	if d.plan != nil {
 		e.Revision = d.plan.id

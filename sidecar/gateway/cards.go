@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/sidecar/decisionlog"
@@ -27,7 +28,7 @@ func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *r
 		body, etag = rev.PublicCardV03, rev.PublicETagV03
 	}
 	start := g.now()
-	entry := &decisionlog.Entry{DecisionID: g.ids.Next(), Binding: string(protocol.HTTPJSON), Operation: string(protocol.GetAgentCard)}
+	entry := &decisionlog.Entry{DecisionID: g.ids.Next(), Binding: string(protocol.HTTPJSON), Operation: string(protocol.GetAgentCard), Span: trace.SpanFromContext(r.Context())}
 	w.Header().Set(HeaderDecisionID, entry.DecisionID)
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/config"
@@ -25,7 +26,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	id := g.ids.Next()
 	w.Header().Set(HeaderDecisionID, id)
 	path := r.URL.EscapedPath()
-	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, basePath(rev)))}
+	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, basePath(rev))), Span: trace.SpanFromContext(r.Context())}
 	req := &protocol.Request{Binding: protocol.Binding(entry.Binding)}
 	body, berr := readBody(r, g.limits.MaxBodyBytes)
 	if berr != nil {

@@ -66,12 +66,19 @@ type options struct {
 	idle     time.Duration
 	log      *zap.Logger
 	builtins map[string]http.Handler
+	wrap     func(http.RoundTripper) http.RoundTripper
 }
 
 // WithHTTPClient sets the client for upstream (http/https) handlers. Its
 // redirect policy is replaced: redirects are never followed, so a token is
 // only ever sent to the configured URL.
 func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
+
+// WithRoundTripper wraps the transport of every handler call, upstream and
+// builtin (tracing: a client span, the trace context sent along).
+func WithRoundTripper(wrap func(http.RoundTripper) http.RoundTripper) Option {
+	return func(o *options) { o.wrap = wrap }
+}
 
 // WithTimeout bounds a unary call (default DefaultTimeout).
 func WithTimeout(d time.Duration) Option { return func(o *options) { o.timeout = d } }
@@ -137,6 +144,14 @@ func NewInvoker(handlers map[string]string, opts ...Option) (*Invoker, error) {
 	i.log = i.log.Named("handler")
 
 	upstream := upstreamClient(o.client)
+	wrap := o.wrap
+	if wrap == nil {
+		wrap = func(rt http.RoundTripper) http.RoundTripper { return rt }
+	}
+	if upstream.Transport == nil {
+		upstream.Transport = http.DefaultTransport
+	}
+	upstream.Transport = wrap(upstream.Transport)
 	builtinClients := map[string]*http.Client{}
 	for _, name := range sortedKeys(handlers) {
 		raw := handlers[name]
@@ -152,7 +167,7 @@ func NewInvoker(handlers map[string]string, opts ...Option) (*Invoker, error) {
 			}
 			c := builtinClients[b]
 			if c == nil {
-				c = &http.Client{Transport: inProcess{h: h}, CheckRedirect: noRedirect}
+				c = &http.Client{Transport: wrap(inProcess{h: h}), CheckRedirect: noRedirect}
 				builtinClients[b] = c
 			}
 			i.targets[name] = target{name: name, url: "http://" + b + ".builtin.invalid/", client: c}

@@ -28,6 +28,10 @@ const (
 	// Unknown: deprecated, but its usage could not be read — never read as
 	// "no calls".
 	Unknown Verdict = "unknown"
+	// NotEnoughHistory: deprecated and no calls seen, but the store has
+	// counted calls for less than Window (a memory store since its process
+	// started, say): the absence of calls proves nothing yet.
+	NotEnoughHistory Verdict = "not enough history"
 )
 
 // Source reads the usage of capabilities as of now. It returns the usage it
@@ -61,9 +65,14 @@ type Report struct {
 	Window string    `json:"window"`
 	// UsageSource names where usage was read from; UsageError is set when it
 	// could not be read at all.
-	UsageSource string  `json:"usageSource"`
-	UsageError  string  `json:"usageError,omitempty"`
-	Entries     []Entry `json:"capabilities"`
+	UsageSource string `json:"usageSource"`
+	UsageError  string `json:"usageError,omitempty"`
+	// ObservedSince is when the usage source began counting calls (the
+	// latest start over the capabilities read); Observed is how long that
+	// is before Now. Zero when unknown.
+	ObservedSince *time.Time `json:"observedSince"`
+	Observed      string     `json:"observed"`
+	Entries       []Entry    `json:"capabilities"`
 	// SafeToRemove lists the ids whose verdict is Safe; UnknownUsage the
 	// deprecated ids whose usage could not be read.
 	SafeToRemove []string `json:"safeToRemove"`
@@ -99,6 +108,9 @@ func Build(ctx context.Context, reg *manifest.Registry, src Source, sourceName s
 			ReplacedBy: c.ReplacedBy, UsageKnown: known,
 		}
 		if known {
+			if since := u.ObservedSince.UTC(); !u.ObservedSince.IsZero() && (rep.ObservedSince == nil || since.After(*rep.ObservedSince)) {
+				rep.ObservedSince = &since
+			}
 			e.Calls30d, e.Total = &u.Calls30d, &u.Total
 			if !u.LastUsed.IsZero() {
 				lu := u.LastUsed.UTC()
@@ -113,6 +125,10 @@ func Build(ctx context.Context, reg *manifest.Registry, src Source, sourceName s
 			rep.UnknownUsage = append(rep.UnknownUsage, c.ID)
 		}
 		rep.Entries = append(rep.Entries, e)
+	}
+	rep.Observed = "unknown"
+	if rep.ObservedSince != nil {
+		rep.Observed = now.Sub(*rep.ObservedSince).Round(time.Second).String()
 	}
 	return rep
 }
@@ -136,6 +152,14 @@ func verdict(c *manifest.Capability, u tasks.Usage, known bool, now time.Time) (
 	// near the edge of the window keeps the capability.
 	if !u.LastUsed.IsZero() && now.Sub(u.LastUsed) < Window {
 		return NotSafe, "last used " + u.LastUsed.UTC().Format(time.RFC3339)
+	}
+	// No call in the window — but only a window observed in full shows it.
+	if u.ObservedSince.IsZero() {
+		return NotEnoughHistory, fmt.Sprintf("no calls seen, but when usage counting began is unknown; the rule needs %d days of history", windowDays())
+	}
+	if observed := now.Sub(u.ObservedSince); observed < Window {
+		return NotEnoughHistory, fmt.Sprintf("no calls seen, but usage has been counted only since %s (%s); the rule needs %d days",
+			u.ObservedSince.UTC().Format(time.RFC3339), observed.Round(time.Second), windowDays())
 	}
 	if u.Total == 0 {
 		return Safe, "deprecated and never called"

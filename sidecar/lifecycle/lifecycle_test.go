@@ -44,22 +44,31 @@ func TestBuild(t *testing.T) {
 		{ID: "dep-idle", State: manifest.StateDeprecated, ReplacedBy: "ga"},
 		{ID: "dep-never", State: manifest.StateDeprecated, ReplacedBy: "ga"},
 		{ID: "dep-unknown", State: manifest.StateDeprecated, ReplacedBy: "ga"},
+		{ID: "dep-young", State: manifest.StateDeprecated, ReplacedBy: "ga"},
+		{ID: "dep-unobserved", State: manifest.StateDeprecated, ReplacedBy: "ga"},
 		{ID: "gone", State: manifest.StateRemoved, ReplacedBy: "ga"},
 	})
+	since := now.Add(-60 * 24 * time.Hour)
 	src := fixed{
-		"ga":        {Calls30d: 0},
-		"preview":   {},
-		"dep-busy":  {Calls30d: 3, Total: 9, LastUsed: now.Add(-time.Hour)},
-		"dep-edge":  {Calls30d: 0, Total: 1, LastUsed: now.Add(-29 * 24 * time.Hour)},
-		"dep-idle":  {Calls30d: 0, Total: 5, LastUsed: now.Add(-45 * 24 * time.Hour)},
-		"dep-never": {},
-		"gone":      {},
+		"ga":        {Calls30d: 0, ObservedSince: since},
+		"preview":   {ObservedSince: since},
+		"dep-busy":  {Calls30d: 3, Total: 9, LastUsed: now.Add(-time.Hour), ObservedSince: since},
+		"dep-edge":  {Calls30d: 0, Total: 1, LastUsed: now.Add(-29 * 24 * time.Hour), ObservedSince: since},
+		"dep-idle":  {Calls30d: 0, Total: 5, LastUsed: now.Add(-45 * 24 * time.Hour), ObservedSince: since},
+		"dep-never": {ObservedSince: since},
+		// Counted for two minutes only (a memory store just started):
+		// no calls proves nothing yet.
+		"dep-young": {ObservedSince: now.Add(-2 * time.Minute)},
+		// The source does not say since when it counts.
+		"dep-unobserved": {},
+		"gone":           {ObservedSince: since},
 	}
 	rep := lifecycle.Build(t.Context(), reg, src, "test", now)
 	want := map[string]lifecycle.Verdict{
 		"ga": lifecycle.NotSafe, "preview": lifecycle.NotSafe, "dep-busy": lifecycle.NotSafe,
 		"dep-edge": lifecycle.NotSafe, "dep-idle": lifecycle.Safe, "dep-never": lifecycle.Safe,
 		"dep-unknown": lifecycle.Unknown, "gone": lifecycle.NotSafe,
+		"dep-young": lifecycle.NotEnoughHistory, "dep-unobserved": lifecycle.NotEnoughHistory,
 	}
 	got := map[string]lifecycle.Verdict{}
 	for _, e := range rep.Entries {
@@ -69,11 +78,13 @@ func TestBuild(t *testing.T) {
 	require.Equal(t, want, got)
 	require.Equal(t, []string{"dep-idle", "dep-never"}, rep.SafeToRemove)
 	require.Equal(t, []string{"dep-unknown"}, rep.UnknownUsage)
+	require.Equal(t, now.Add(-2*time.Minute), *rep.ObservedSince, "the shortest observation is the report's")
+	require.Equal(t, "2m0s", rep.Observed)
 
 	rep = lifecycle.Build(t.Context(), reg, broken{}, "test", now)
 	require.Equal(t, "connection refused", rep.UsageError)
 	require.Empty(t, rep.SafeToRemove)
-	require.Len(t, rep.UnknownUsage, 5)
+	require.Len(t, rep.UnknownUsage, 7)
 	rep = lifecycle.Build(t.Context(), reg, nil, "", now)
 	require.Empty(t, rep.SafeToRemove)
 }
@@ -90,6 +101,7 @@ func TestAdminAndStoreSources(t *testing.T) {
 		require.NoError(t, err, name)
 		require.EqualValues(t, 1, u["a"].Calls30d, name)
 		require.True(t, now.Equal(u["a"].LastUsed), name)
+		require.False(t, u["a"].ObservedSince.IsZero(), "%s: the memory store counts since it started", name)
 		require.Contains(t, u, "b", name)
 	}
 	_, err := lifecycle.Admin{URL: "ftp://x"}.Usage(t.Context(), nil, now)

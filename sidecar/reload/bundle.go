@@ -240,7 +240,7 @@ func (b *Bundle) baseWatches(cfg *config.Config) []Watch {
 		if err != nil {
 			abs = b.location
 		}
-		ws = append(ws, Watch{Dir: filepath.Dir(abs)})
+		ws = append(ws, fileWatch(abs))
 	}
 	return ws
 }

@@ -3,10 +3,12 @@ package reload
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/policy/manifest"
 )
 
 // Files is the deployment on disk: the config file and the manifests and
@@ -75,30 +77,46 @@ func (s *watchSet) get() ([]Watch, bool) {
 // baseWatches are the folders of the config file and of the files it reads
 // (JWKS). The folder, not the file, is watched: editors and config
 // management replace files by renaming, which a watch on the file misses.
+// Only those files count (fileWatch), not others in their folders.
 func baseWatches(path string, cfg *config.Config) []Watch {
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		abs = path
 	}
-	ws := []Watch{{Dir: filepath.Dir(abs)}}
+	ws := []Watch{fileWatch(abs)}
 	if cfg == nil {
 		return ws
 	}
 	for _, is := range cfg.Auth.Issuers {
 		if is.JWKSFile != "" {
-			ws = append(ws, Watch{Dir: filepath.Dir(onDisk(cfg, is.JWKSFile))})
+			ws = append(ws, fileWatch(onDisk(cfg, is.JWKSFile)))
 		}
 	}
 	return ws
 }
 
-// trees are the manifests and policy_dirs folders, watched recursively.
+// fileWatch watches one file through its folder.
+func fileWatch(file string) Watch {
+	file = filepath.Clean(file)
+	return Watch{Dir: filepath.Dir(file), Files: []string{file}}
+}
+
+// trees are the manifests and policy_dirs folders, watched recursively for
+// the files loading reads there: manifests, and policy modules.
 func trees(cfg *config.Config) []Watch {
 	var ws []Watch
-	for _, rel := range append(append([]string(nil), cfg.Manifests...), cfg.PolicyDirs...) {
-		ws = append(ws, Watch{Dir: onDisk(cfg, rel), Recursive: true})
+	for _, rel := range cfg.Manifests {
+		ws = append(ws, Watch{Dir: onDisk(cfg, rel), Recursive: true, Match: manifest.IsManifestFile})
+	}
+	for _, rel := range cfg.PolicyDirs {
+		ws = append(ws, Watch{Dir: onDisk(cfg, rel), Recursive: true, Match: isModule})
 	}
 	return ws
+}
+
+// isModule matches the Rego files deployment.Load reads from policy_dirs.
+func isModule(rel string) bool {
+	return strings.HasSuffix(rel, ".rego") && !strings.HasSuffix(rel, "_test.rego")
 }
 
 func onDisk(cfg *config.Config, rel string) string {

@@ -147,9 +147,6 @@ func (r *Reloader) Reload(ctx context.Context) error {
 		commit()
 	}
 	r.holder.Store(next)
-	for _, w := range d.Warnings {
-		r.log.Warn("configuration warning", zap.String("warning", w))
-	}
 	if r.metrics != nil {
 		r.metrics.Reloads.WithLabelValues(ResultOK).Inc()
 		if cur != nil && cur.ID() != next.ID() {
@@ -160,6 +157,15 @@ func (r *Reloader) Reload(ctx context.Context) error {
 	prev := ""
 	if cur != nil {
 		prev = cur.ID()
+	}
+	if prev == next.ID() {
+		// Same policy and data (a touched file, a SIGHUP, settings outside
+		// the policy): nothing worth an info line, nor the warnings again.
+		r.log.Debug("reloaded; policy revision unchanged", zap.String("policy_revision", next.ID()), zap.Duration("took", time.Since(start)))
+		return nil
+	}
+	for _, w := range d.Warnings {
+		r.log.Warn("configuration warning", zap.String("warning", w))
 	}
 	r.log.Info("reloaded",
 		zap.String("policy_revision", next.ID()),

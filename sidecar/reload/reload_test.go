@@ -324,3 +324,72 @@ func TestProblems(t *testing.T) {
 	long := strings.Repeat("x\n", 80)
 	require.Len(t, reload.Problems(errors.New(long)), 51)
 }
+
+func TestWatchesReadOnlyDeploymentFiles(t *testing.T) {
+	cfg := finance(t)
+	dir := filepath.Dir(cfg)
+	ws := reload.NewFiles(cfg).Watches()
+	reads := func(p string, isDir bool) bool {
+		for _, w := range ws {
+			if w.Reads(p, isDir) {
+				return true
+			}
+		}
+		return false
+	}
+	cases := []struct {
+		path  string
+		isDir bool
+		want  bool
+	}{
+		{"capgate.yaml", false, true},
+		{"keys/demo.jwks.json", false, true},
+		{"capabilities/lookup-invoice.yaml", false, true},
+		{"capabilities/ops/new.yml", false, true},
+		{"capabilities/ops", true, true}, // a new folder of manifests
+		{"notes.txt", false, false},
+		{"capgate.yaml.swp", false, false},
+		{"keys/README.md", false, false},
+		{"keys/demo-rs256.key.pem", false, false},
+		{"capabilities/notes.txt", false, false},
+		{"capabilities/.lookup-invoice.yaml.swp", false, false},
+		{"capabilities/.hidden/x.yaml", false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			require.Equal(t, tc.want, reads(filepath.Join(dir, tc.path), tc.isDir))
+		})
+	}
+}
+
+func TestBundleWatchesReadOnlyTheBundle(t *testing.T) {
+	cfg := finance(t)
+	dir := t.TempDir()
+	b, err := reload.NewBundle(cfg, filepath.Join(dir, "bundle.tar.gz"), reload.BundleOptions{})
+	require.NoError(t, err)
+	reads := func(p string) bool {
+		for _, w := range b.Watches() {
+			if w.Reads(p, false) {
+				return true
+			}
+		}
+		return false
+	}
+	require.True(t, reads(filepath.Join(dir, "bundle.tar.gz")))
+	require.True(t, reads(cfg))
+	require.False(t, reads(filepath.Join(dir, "notes.txt")))
+	require.False(t, reads(filepath.Join(dir, "bundle.tar.gz.tmp")))
+}
+
+func TestReloadWithoutChangeIsSilent(t *testing.T) {
+	f := newFixture(t)
+	r := f.reloader(reload.NewFiles(f.cfg))
+	require.NoError(t, r.Reload(t.Context()))
+	require.Zero(t, f.logs.FilterLevelExact(zapcore.InfoLevel).Len(), "same revision: no info line")
+	require.Zero(t, f.logs.FilterLevelExact(zapcore.WarnLevel).Len(), "same revision: warnings are not repeated")
+	require.Equal(t, 1, f.count(reload.ResultOK))
+
+	put(t, f.cfg, "status-check.yaml", statusCheck)
+	require.NoError(t, r.Reload(t.Context()))
+	require.Equal(t, 1, f.logs.FilterMessage("reloaded").Len(), "a new revision is logged")
+}

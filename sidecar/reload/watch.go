@@ -3,7 +3,10 @@ package reload
 import (
 	"context"
 	"io/fs"
+	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/fsnotify/fsnotify"
@@ -16,6 +19,38 @@ type Watch struct {
 	// Recursive also watches every folder below Dir (manifests and
 	// policy_dirs may be organized in sub-folders).
 	Recursive bool
+	// Files, when not empty, are the only files of Dir (absolute paths)
+	// whose changes count: the config, a JWKS, a bundle — not notes.txt
+	// beside them.
+	Files []string
+	// Match, when set, says whether a file below Dir (path relative to
+	// Dir) is one the deployment reads: a manifest, a policy module.
+	Match func(rel string) bool
+}
+
+// Reads reports whether a change of the file at path (absolute) can change
+// what is loaded: it is one of the watch's files, or below a recursive
+// watch and matched. A folder below a recursive watch counts (a new folder
+// of manifests, one removed).
+func (x Watch) Reads(path string, isDir bool) bool {
+	dir := filepath.Clean(x.Dir)
+	path = filepath.Clean(path)
+	if !x.Recursive {
+		if filepath.Dir(path) != dir {
+			return false
+		}
+		return len(x.Files) == 0 || slices.Contains(x.Files, path)
+	}
+	rel, err := filepath.Rel(dir, path)
+	if err != nil || rel == "." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || rel == ".." {
+		return false
+	}
+	return isDir || x.Match == nil || x.Match(rel)
+}
+
+// reads reports whether any watch reads path.
+func reads(ws []Watch, path string, isDir bool) bool {
+	return slices.ContainsFunc(ws, func(x Watch) bool { return x.Reads(path, isDir) })
 }
 
 // watcher follows a set of directories with fsnotify. inotify watches a
@@ -27,6 +62,7 @@ type watcher struct {
 
 	mu      sync.Mutex
 	watched map[string]bool
+	ws      []Watch // the last synced watches, for filtering events
 }
 
 func newWatcher(log *zap.Logger) (*watcher, error) {
@@ -61,6 +97,7 @@ func (w *watcher) sync(ws []Watch) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.ws = append(w.ws[:0:0], ws...)
 	for dir := range w.watched {
 		if !want[dir] {
 			_ = w.fsw.Remove(dir) // fails when the folder is gone: nothing to undo
@@ -79,8 +116,24 @@ func (w *watcher) sync(ws []Watch) {
 	}
 }
 
+// relevant reports whether an event is about a file the deployment reads
+// (or a folder inside a watched tree, or one that was watched).
+func (w *watcher) relevant(ev fsnotify.Event) bool {
+	name := filepath.Clean(ev.Name)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	isDir := w.watched[name]
+	if !isDir && ev.Has(fsnotify.Create) {
+		if st, err := os.Stat(name); err == nil && st.IsDir() {
+			isDir = true
+		}
+	}
+	return reads(w.ws, name, isDir)
+}
+
 // run calls changed for every event that may change what is loaded, until
-// ctx ends. Attribute changes (chmod, touch) are ignored.
+// ctx ends: a change of a file the deployment reads. Attribute changes
+// (chmod, touch) and other files in the watched folders are ignored.
 func (w *watcher) run(ctx context.Context, changed func()) {
 	for {
 		select {
@@ -90,7 +143,7 @@ func (w *watcher) run(ctx context.Context, changed func()) {
 			if !ok {
 				return
 			}
-			if ev.Op == fsnotify.Chmod {
+			if ev.Op == fsnotify.Chmod || !w.relevant(ev) {
 				continue
 			}
 			w.log.Debug("file changed", zap.String("path", ev.Name), zap.String("op", ev.Op.String()))

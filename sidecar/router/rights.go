@@ -17,6 +17,9 @@ type Rights struct {
 
 var _ Caller = (*Rights)(nil)
 
+// Context is the request's context the rights were read in (its trace).
+func (r *Rights) Context() context.Context { return r.ctx }
+
 // NewRights evaluates (or reuses) the caller's view.
 func NewRights(ctx context.Context, e *engine.Engine, c engine.Caller) (*Rights, error) {
 	v, err := e.View(ctx, c)

@@ -8,6 +8,7 @@ package router
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"mime"
 	"slices"
@@ -16,11 +17,13 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router/classifier"
+	"github.com/capgate/capgate/sidecar/tracing"
 )
 
 // Layer names the layer that decided.
@@ -101,7 +104,27 @@ type Decision struct {
 }
 
 // Route picks a capability for a message with no bound task.
-func (ix *Index) Route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol.Error) {
+func (ix *Index) Route(msg *protocol.MessageInfo, c Caller) (d Decision, perr *protocol.Error) {
+	if cc, ok := c.(interface{ Context() context.Context }); ok {
+		// A routing span under the request's, when it is traced: the layer
+		// and confidence, never the text.
+		if _, span := tracing.Child(cc.Context(), "capgate.route"); span.IsRecording() {
+			defer func() {
+				span.SetAttributes(attribute.String("capgate.routing.layer", string(d.Layer)),
+					attribute.Float64("capgate.routing.confidence", d.Confidence),
+					attribute.Int("capgate.routing.candidates", len(d.Candidates)),
+					attribute.String("capgate.capability", d.Capability))
+				if perr != nil {
+					span.SetAttributes(attribute.String("capgate.code", string(perr.Code)))
+				}
+				span.End()
+			}()
+		}
+	}
+	return ix.route(msg, c)
+}
+
+func (ix *Index) route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol.Error) {
 	live, tomb, err := ix.candidates(msg, c)
 	if err != nil {
 		return Decision{}, err

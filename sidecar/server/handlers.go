@@ -14,6 +14,7 @@ import (
 	"github.com/capgate/capgate/sidecar/handler/echo"
 	"github.com/capgate/capgate/sidecar/handlerauth"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/tracing"
 )
 
 // tokens adapts the delegation issuer to the dispatcher: each handler call
@@ -31,7 +32,7 @@ func (t tokens) HandlerToken(ctx context.Context, g dispatch.Grant) (string, err
 // newInvoker builds the handler invoker. The builtin echo verifies capgate's
 // own tokens exactly as an upstream handler would (handlerauth, audience =
 // the handler names mapped to builtin:echo).
-func newInvoker(ctx context.Context, cfg *config.Config, m *identity.Minter, log *zap.Logger) (*handler.Invoker, error) {
+func newInvoker(ctx context.Context, cfg *config.Config, m *identity.Minter, log *zap.Logger, tp *tracing.Provider) (*handler.Invoker, error) {
 	var echoNames []string
 	for name, target := range cfg.Handlers {
 		if target == handler.BuiltinPrefix+"echo" {
@@ -40,7 +41,7 @@ func newInvoker(ctx context.Context, cfg *config.Config, m *identity.Minter, log
 	}
 	slices.Sort(echoNames)
 	opts := []handler.Option{handler.WithLogger(log.Named("handler")), handler.WithTimeout(cfg.Limits.HandlerTimeout),
-		handler.WithStreamIdleTimeout(cfg.Limits.StreamIdleTimeout)}
+		handler.WithStreamIdleTimeout(cfg.Limits.StreamIdleTimeout), handler.WithRoundTripper(tp.Transport)}
 	if len(echoNames) > 0 {
 		v, err := handlerauth.NewVerifier(ctx, handlerauth.Config{Issuer: m.Issuer(), Audiences: echoNames, JWKS: m.JWKS()})
 		if err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/tracing"
 )
 
 // live is what a reload must respect or update beside the revision: the
@@ -31,6 +32,7 @@ type live struct {
 	invokers *invokers // nil without the gateway
 	minter   *identity.Minter
 	log      *zap.Logger
+	tracing  *tracing.Provider
 }
 
 // stage is the reload.Stage of a running server. Listener addresses, the
@@ -49,7 +51,7 @@ func (l *live) stage(ctx context.Context, _, next *revision.Revision) (func(), e
 	if maps.Equal(cur.handlers, nc.Handlers) && cur.timeout == nc.Limits.HandlerTimeout {
 		return nil, nil
 	}
-	inv, err := newInvoker(ctx, nc, l.minter, l.log)
+	inv, err := newInvoker(ctx, nc, l.minter, l.log, l.tracing)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +74,9 @@ func restartOnly(started, next *config.Config) []string {
 		{"limits.max_body_bytes", started.Limits.MaxBodyBytes, next.Limits.MaxBodyBytes},
 		{"limits.max_depth", started.Limits.MaxDepth, next.Limits.MaxDepth},
 		{"limits.memory", started.Limits.Memory, next.Limits.Memory},
+		{"services", started.Services, next.Services},
+		{"decision_logs", started.DecisionLogs, next.DecisionLogs},
+		{"tracing", started.Tracing, next.Tracing},
 	} {
 		if !reflect.DeepEqual(f.was, f.now) {
 			out = append(out, f.name)

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/config"
@@ -31,6 +32,7 @@ import (
 	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tracing"
 )
 
 // Defaults.
@@ -68,6 +70,8 @@ type Options struct {
 	// ReloadDebounce is the quiet period before a reload
 	// (reload.DefaultDebounce when 0).
 	ReloadDebounce time.Duration
+	// Version is capgate's version, the service.version of its spans.
+	Version string
 }
 
 // Addrs are the bound listener addresses ("" when a server is not run).
@@ -117,7 +121,40 @@ func Run(ctx context.Context, opts Options) error {
 	debug.FreeOSMemory()
 	holder := revision.NewHolder(rev)
 	m.Revision.WithLabelValues(rev.ID()).Set(1)
-	dlog := decisionlog.New(dlogger)
+	tp, err := tracing.Setup(ctx, cfg.Tracing, opts.Version)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// After the servers drained: their last spans are exported too.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
+		defer cancel()
+		if err := tp.Shutdown(stopCtx); err != nil {
+			log.Warn("tracing: spans not exported at shutdown", zap.Error(err))
+		}
+	}()
+	if tp.Enabled() {
+		log.Info("tracing on", zap.String("otlp_endpoint", cfg.Tracing.OTLPEndpoint), zap.String("protocol", cfg.Tracing.Protocol), zap.Float64("sample_ratio", cfg.Tracing.SampleRatio))
+	}
+	dlog, err := decisionlog.Open(ctx, decisionlog.Options{
+		Services: cfg.Services, DecisionLogs: cfg.DecisionLogs, Console: dlogger, Logger: log,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		// Queued decisions are logged and buffered uploads sent, within
+		// the drain timeout.
+		stopCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.ShutdownTimeout)
+		defer cancel()
+		dlog.Stop(stopCtx)
+	}()
+	m.Registry.MustRegister(
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "capgate_decision_logs_dropped_total",
+			Help: "Decisions not logged because the decision-log queue was full."}, func() float64 { return float64(dlog.Dropped()) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "capgate_decision_logs_failed_total",
+			Help: "Decision events the decision-log plugin refused (a drop or mask policy failed)."}, func() float64 { return float64(dlog.Failed()) }),
+	)
 	ids := decisionlog.NewIDs()
 	limits := protocol.Limits{MaxBodyBytes: cfg.Limits.MaxBodyBytes, MaxDepth: cfg.Limits.MaxDepth}
 
@@ -182,6 +219,7 @@ func Run(ctx context.Context, opts Options) error {
 			extauthz.WithDecisionIDs(ids),
 			extauthz.WithMetrics(m),
 			extauthz.WithLimits(limits),
+			extauthz.WithGRPCOptions(tp.ServerOptions()...),
 		)
 		addrs.ExtAuthz = ln.Addr().String()
 		grpcCtx, stopGRPC := context.WithCancel(context.WithoutCancel(ctx))
@@ -192,7 +230,7 @@ func Run(ctx context.Context, opts Options) error {
 		log.Info("listening", zap.String("server", "extauthz"), zap.String("addr", addrs.ExtAuthz))
 	}
 	if opts.Gateway {
-		inv, err := newInvoker(ctx, cfg, minter, log)
+		inv, err := newInvoker(ctx, cfg, minter, log, tp)
 		if err != nil {
 			closeAll()
 			return err
@@ -225,13 +263,13 @@ func Run(ctx context.Context, opts Options) error {
 			gateway.WithOperations(ops),
 			gateway.WithOwners(store),
 		)
-		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, gw); err != nil {
+		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, tp.Handler(gw)); err != nil {
 			closeAll()
 			return err
 		}
 	}
 	reloadCtx, stopReload := context.WithCancel(ctx)
-	waitReload := runReload(reloadCtx, opts, holder, m, &live{started: cfg, invokers: invs, minter: minter, log: log})
+	waitReload := runReload(reloadCtx, opts, holder, m, &live{started: cfg, invokers: invs, minter: minter, log: log, tracing: tp})
 	adminH.SetReady(true)
 	log.Info("capgate serving", zap.String("policy_revision", rev.ID()), zap.Int("capabilities", rev.Registry().Len()))
 	if opts.OnReady != nil {

@@ -28,6 +28,7 @@ type Memory struct {
 	usage      map[string]*usageRecord
 	max        int
 	now        func() time.Time
+	started    time.Time // the start of usage observation
 }
 
 type ownerKey struct{ issuer, subject, tenant string }
@@ -54,6 +55,7 @@ func NewMemory(max int, opts ...Option) *Memory {
 		usage:    map[string]*usageRecord{},
 		max:      max,
 		now:      newOptions(opts).now,
+		started:  newOptions(opts).now().UTC(),
 	}
 }
 
@@ -250,7 +252,7 @@ func (m *Memory) RecordCall(_ context.Context, capability string, t time.Time) e
 func (m *Memory) Usage(_ context.Context, capability string, now time.Time) (Usage, error) {
 	m.mu.RLock()
 	defer m.mu.RUnlock()
-	out := Usage{Capability: capability}
+	out := Usage{Capability: capability, ObservedSince: m.started}
 	u := m.usage[capability]
 	if u == nil {
 		return out, nil

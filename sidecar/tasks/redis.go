@@ -53,6 +53,7 @@ const (
 //	<prefix>pending:<issuer>:<tenant>:<subject> sorted set of pending task ids, scored by expiry (unix ms)
 //	<prefix>usage:<capability>                  hash: total last (unix ns, zero-padded)
 //	<prefix>usage:<capability>:<day>            calls on that unix day, expires 32 days after it
+//	<prefix>usage-since                         when usage counting began (unix ns), set once
 type Redis struct {
 	rdb *redis.Client
 	options
@@ -84,7 +85,8 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 	r := NewRedis(redis.NewClient(ropt), append(own, opts...)...)
 	pctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
-	if err := r.rdb.Ping(pctx).Err(); err != nil {
+	// The first store opened on this Redis marks when usage counting began.
+	if err := r.rdb.SetNX(pctx, r.sinceKey(), time.Now().UnixNano(), 0).Err(); err != nil {
 		r.log.Warn("task store unreachable at start; task operations fail closed until it answers",
 			zap.String("addr", ropt.Addr), zap.Int("db", ropt.DB), zap.Error(err))
 	}
@@ -158,6 +160,8 @@ func ownerPath(o Owner) string {
 }
 
 func (r *Redis) usageKey(capability string) string { return r.prefix + "usage:" + capability }
+
+func (r *Redis) sinceKey() string { return r.prefix + "usage-since" }
 
 func (r *Redis) dayKey(capability string, d int64) string {
 	return r.usageKey(capability) + ":" + strconv.FormatInt(d, 10)
@@ -478,14 +482,22 @@ func (r *Redis) Usage(ctx context.Context, capability string, now time.Time) (Us
 	}
 	var hm *redis.SliceCmd
 	var days *redis.SliceCmd
+	var since *redis.StringCmd
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		since = p.Get(ctx, r.sinceKey())
 		hm = p.HMGet(ctx, r.usageKey(capability), "total", "last")
 		if len(keys) > 0 {
 			days = p.MGet(ctx, keys...)
 		}
 		return nil
-	}); err != nil {
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return out, unavailable("usage", err)
+	}
+	if err := hm.Err(); err != nil {
+		return out, unavailable("usage", err)
+	}
+	if ns, err := since.Int64(); err == nil && ns > 0 {
+		out.ObservedSince = time.Unix(0, ns).UTC()
 	}
 	v := hm.Val()
 	if s, ok := v[0].(string); ok {

@@ -425,6 +425,16 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 		require.Zero(t, u.Calls30d)
 		require.True(t, u.LastUsed.IsZero())
 	})
+
+	t.Run("usage says since when it counts", func(t *testing.T) {
+		before := time.Now().Add(-time.Second)
+		m := newStore(t)
+		u, err := m.Usage(t.Context(), "never", time.Now())
+		require.NoError(t, err)
+		require.False(t, u.ObservedSince.IsZero(), "a store knows when it began counting")
+		require.True(t, u.ObservedSince.After(before), "a new store began now, not %s", u.ObservedSince)
+		require.True(t, u.ObservedSince.Before(time.Now().Add(time.Second)))
+	})
 }
 
 // requireBinding compares bindings, times by instant.

@@ -78,6 +78,10 @@ type Usage struct {
 	Calls30d   int64     `json:"calls30d"`
 	Total      int64     `json:"total"`
 	LastUsed   time.Time `json:"lastUsed,omitzero"`
+	// ObservedSince is when the store began counting calls (the memory
+	// store: its process start); zero when unknown. A window shorter than
+	// Window cannot show that a capability is unused.
+	ObservedSince time.Time `json:"observedSince,omitzero"`
 }
 
 // ErrConflict is returned by Bind when the task id is already bound to

@@ -316,28 +316,26 @@ func (s *stack) jsonrpc(t *testing.T, body string, headers ...string) *response 
 	return s.do(t, http.MethodPost, "/", strings.NewReader(body), append([]string{"Content-Type", "application/json"}, headers...)...)
 }
 
-// decisions returns the decision-log entries (their "decision" object).
+// decisions returns the decision-log entries (flattened OPA events).
 func (s *stack) decisionEntries() []map[string]any {
-	var out []map[string]any
-	for _, e := range s.decisions.All() {
-		if m, ok := e.ContextMap()["decision"].(map[string]any); ok {
-			out = append(out, m)
-		}
-	}
-	return out
+	return testutil.FlatDecisions(s.decisions)
 }
 
 // decision returns the one entry with this id (and fails otherwise). The
-// ext_authz server logs before it answers, so no waiting is needed for it.
+// decision log is written off the decision path, so the entry is waited for.
 func (s *stack) decision(t *testing.T, id string) map[string]any {
 	t.Helper()
 	require.NotEmpty(t, id, "no decision id")
 	var got []map[string]any
-	for _, m := range s.decisionEntries() {
-		if m["decision_id"] == id {
-			got = append(got, m)
+	require.Eventually(t, func() bool {
+		got = got[:0]
+		for _, m := range s.decisionEntries() {
+			if m["decision_id"] == id {
+				got = append(got, m)
+			}
 		}
-	}
+		return len(got) > 0
+	}, 10*time.Second, 5*time.Millisecond, "decision %s not logged", id)
 	require.Len(t, got, 1, "decision %s", id)
 	return got[0]
 }

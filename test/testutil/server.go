@@ -3,6 +3,7 @@ package testutil
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"sync"
@@ -141,16 +142,69 @@ func (s *Server) Done() <-chan struct{} { return s.done }
 // Draining is closed when server.Run has logged that it is draining.
 func (s *Server) Draining() <-chan struct{} { return s.draining }
 
-// DecisionEntries returns the decision-log entries so far, each as the map of
-// its "decision" object (decision_id, principal, operation, result, ...).
+// DecisionEntries returns the decision-log entries so far, each flattened
+// by FlatDecision (decision_id, principal, operation, result, ...).
 func (s *Server) DecisionEntries() []map[string]any {
+	return FlatDecisions(s.Decisions)
+}
+
+// FlatDecisions flattens every OPA-format decision event of logs (see
+// FlatDecision).
+func FlatDecisions(logs *observer.ObservedLogs) []map[string]any {
 	var out []map[string]any
-	for _, e := range s.Decisions.All() {
-		if m, ok := e.ContextMap()["decision"].(map[string]any); ok {
+	for _, e := range logs.All() {
+		if m, ok := FlatDecision(e.ContextMap()); ok {
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// FlatDecision turns the fields of one OPA-format decision event (as the
+// console sink writes them) into one flat map for assertions: decision_id,
+// the input's fields (component, binding, a2a_version, operation,
+// principal, tenant, capability, layer, confidence), the result's (result,
+// code, reasons, rules), policy_revision (the capgate bundle's revision),
+// latency_us, trace_id and span_id. ok is false for anything else.
+func FlatDecision(fields map[string]any) (map[string]any, bool) {
+	if fields["type"] != "openpolicyagent.org/decision_logs" {
+		return nil, false
+	}
+	// The console sink's fields as they are written: JSON values.
+	var f map[string]any
+	b, err := json.Marshal(fields)
+	if err != nil || json.Unmarshal(b, &f) != nil {
+		return nil, false
+	}
+	out := map[string]any{"decision_id": f["decision_id"]}
+	for _, k := range []string{"trace_id", "span_id"} {
+		if v, ok := f[k]; ok {
+			out[k] = v
+		}
+	}
+	if in, ok := f["input"].(map[string]any); ok {
+		for k, v := range in {
+			out[k] = v
+		}
+	}
+	if res, ok := f["result"].(map[string]any); ok {
+		for k, v := range res {
+			if k != "allow" {
+				out[k] = v
+			}
+		}
+	}
+	if b, ok := f["bundles"].(map[string]any); ok {
+		if c, ok := b["capgate"].(map[string]any); ok {
+			out["policy_revision"] = c["revision"]
+		}
+	}
+	if m, ok := f["metrics"].(map[string]any); ok {
+		if ns, ok := m["timer_capgate_decision_ns"].(float64); ok {
+			out["latency_us"] = int64(ns) / 1000
+		}
+	}
+	return out, true
 }
 
 func (s *Server) notifyLogged() {

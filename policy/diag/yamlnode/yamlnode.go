@@ -56,7 +56,7 @@ func Parse(file string, data []byte, probs *diag.Set) (root *yaml.Node) {
 			probs.Add(file, 0, "", "empty file: want one document")
 			return nil
 		}
-		addSyntax(file, err, probs)
+		addSyntax(file, data, err, probs)
 		return nil
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
@@ -74,19 +74,79 @@ func Parse(file string, data []byte, probs *diag.Set) (root *yaml.Node) {
 		probs.Add(file, line, "", "more than one document: put one document in each file")
 	case errors.Is(err, io.EOF):
 	default:
-		addSyntax(file, err, probs)
+		addSyntax(file, data, err, probs)
 	}
 	return root
 }
 
-func addSyntax(file string, err error, probs *diag.Set) {
+func addSyntax(file string, data []byte, err error, probs *diag.Set) {
 	msg := err.Error()
-	if m := lineErr.FindStringSubmatch(msg); m != nil {
-		line, _ := strconv.Atoi(m[1])
-		probs.Add(file, line, "", "syntax error: %s", m[2])
+	m := lineErr.FindStringSubmatch(msg)
+	if m == nil {
+		probs.Add(file, 0, "", "syntax error: %s", strings.TrimPrefix(msg, "yaml: "))
 		return
 	}
-	probs.Add(file, 0, "", "syntax error: %s", strings.TrimPrefix(msg, "yaml: "))
+	line, _ := strconv.Atoi(m[1])
+	text := m[2]
+	// yaml.v3 reports the line where the enclosing block began; the line
+	// the parser stopped at is the first one whose prefix no longer parses.
+	stop := stopLine(data, line)
+	if indentation(text) {
+		hint := "likely an indentation problem: keys of one mapping and items of one list must line up, and tabs cannot indent"
+		if stop != line {
+			probs.Add(file, stop, "", "syntax error: %s (in the block from line %d); %s", text, line, hint)
+		} else {
+			probs.Add(file, stop, "", "syntax error: %s; %s", text, hint)
+		}
+		return
+	}
+	if stop != line {
+		probs.Add(file, stop, "", "syntax error: %s (in the block from line %d)", text, line)
+		return
+	}
+	probs.Add(file, line, "", "syntax error: %s", text)
+}
+
+// maxStopScan bounds how many lines past the reported one stopLine tries.
+const maxStopScan = 2000
+
+// stopLine finds the first line, from the reported one on, such that the
+// document cut after it fails with an error other than an early end (a cut
+// inside a quoted string or flow collection): the line the parser stopped
+// at. It is the reported line when no cut tells more.
+func stopLine(data []byte, reported int) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	for k := reported; k <= len(lines) && k < reported+maxStopScan; k++ {
+		var n yaml.Node
+		err := yaml.Unmarshal(bytes.Join(lines[:k], nil), &n)
+		if err != nil && !earlyEnd(err.Error()) {
+			return k
+		}
+	}
+	return reported
+}
+
+func earlyEnd(msg string) bool {
+	return strings.Contains(msg, "end of stream") || strings.Contains(msg, "did not find expected ',' or")
+}
+
+// indentation reports whether a yaml.v3 syntax error is most often caused
+// by a line indented too much, too little, or with a tab.
+func indentation(msg string) bool {
+	for _, s := range []string{
+		"did not find expected key",
+		"mapping values are not allowed in this context",
+		"did not find expected '-' indicator",
+		"tab character",
+		"found character that cannot start any token",
+		"block sequence entries are not allowed",
+		"did not find expected <document start>",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // Resolve follows an alias to the node it names.

@@ -9,6 +9,8 @@ import (
 	"github.com/capgate/capgate/policy/diag/yamlnode"
 )
 
+const indentHint = "likely an indentation problem: keys of one mapping and items of one list must line up, and tabs cannot indent"
+
 func TestParse(t *testing.T) {
 	tests := map[string]struct {
 		doc  string
@@ -19,8 +21,18 @@ func TestParse(t *testing.T) {
 		"empty":          {"", "f.yaml: empty file: want one document"},
 		"only a comment": {"# nothing\n", "f.yaml: empty file: want one document"},
 		"two documents":  {"a: 1\n---\nb: 2\n", "f.yaml:3: more than one document: put one document in each file"},
-		"tab indent":     {"a:\n\tb: 1\n", "f.yaml:2: syntax error: found character that cannot start any token"},
-		"bad utf-8":      {"a: \xff\n", "f.yaml: syntax error: invalid leading UTF-8 octet"},
+		"tab indent":     {"a:\n\tb: 1\n", "f.yaml:2: syntax error: found character that cannot start any token; " + indentHint},
+		"key indented less": {"agent:\n  name: x\n description: y\n",
+			"f.yaml:3: syntax error: did not find expected key (in the block from line 2); " + indentHint},
+		"key indented more": {"agent:\n  name: x\n    description: y\n",
+			"f.yaml:3: syntax error: mapping values are not allowed in this context; " + indentHint},
+		"list item in a mapping": {"auth:\n  issuers:\n    - issuer: x\n      audiences: [a]\n     jwks_file: y\n",
+			"f.yaml:5: syntax error: did not find expected '-' indicator (in the block from line 2); " + indentHint},
+		"tab after spaces": {"agent:\n  name: x\n\tdescription: y\n",
+			"f.yaml:3: syntax error: found a tab character that violates indentation (in the block from line 2); " + indentHint},
+		"unclosed flow list":   {"a: [b, c\n", "f.yaml:1: syntax error: did not find expected ',' or ']'"},
+		"flow list over lines": {"a: [b,\n  c]\nd: [\n", "f.yaml:3: syntax error: did not find expected node content"},
+		"bad utf-8":            {"a: \xff\n", "f.yaml: syntax error: invalid leading UTF-8 octet"},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

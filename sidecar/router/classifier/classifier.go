@@ -301,6 +301,12 @@ type query struct {
 	word, char sparse
 	logit      []float64  // linear model's logit per candidate; nil without a model
 	global     *allScored // every skill's score, when the candidates are a strict subset
+	// content says whether a word of the message other than a function
+	// word is in the vocabulary; when none is, over a small candidate set,
+	// the message says nothing about any skill ("what's the weather in
+	// Paris" among invoice skills matches on "what is the" only) and the
+	// result's confidence is 0.
+	content bool
 }
 
 // scores returns the cleaned candidates, their scores and the message's
@@ -321,6 +327,7 @@ func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query)
 	if len(q.word.ids) == 0 && len(q.char.ids) == 0 {
 		return nil, nil, query{}
 	}
+	q.content = ix.knowsContent(ts)
 	scores := make([]float64, len(candidates))
 	if len(candidates) > directLimit {
 		g := ix.allScores(q, ts)
@@ -428,6 +435,12 @@ func (ix *Index) result(cands []int, scores []float64, q query) Result {
 		Best:       ix.ids[cands[order[0]]],
 		Confidence: 1 / (1 + math.Exp(-z)),
 	}
+	if !q.content && len(cands) < refSize && ft[6] < outOfDomainExample {
+		// Over a small candidate set nothing but function words matched
+		// and no example is close: out of domain, whatever the features
+		// inflated by few candidates say (docs/routing.md).
+		res.Confidence = 0
+	}
 	n := min(RankedLen, len(order))
 	res.Ranked = make([]Score, n)
 	for i := range n {
@@ -435,6 +448,42 @@ func (ix *Index) result(cands []int, scores []float64, q query) Result {
 	}
 	return res
 }
+
+// outOfDomainExample is the best-example word cosine under which a message
+// whose content words are all unknown is out of domain (see result).
+const outOfDomainExample = 0.5
+
+// knowsContent reports whether the vocabulary holds the stem of a word of
+// ts that is not a function word (functionWords).
+func (ix *Index) knowsContent(ts []token) bool {
+	for _, t := range ts {
+		if functionWords[t.word] {
+			continue
+		}
+		if _, ok := ix.word.ids[fnv64('w', t.stem)]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// functionWords are English words that carry no topic: articles,
+// pronouns, prepositions, conjunctions, auxiliaries, question words (after
+// contraction expansion, so "what's" is "what is").
+var functionWords = func() map[string]bool {
+	m := map[string]bool{}
+	for w := range strings.FieldsSeq(`a an the and or but nor if so than then of in on at to for from by
+		with without about as into onto over under up down out off
+		i me my mine myself we us our ours you your yours he him his she her hers it its they them their theirs
+		this that these those there here
+		what which who whom whose when where why how
+		is are was were be been being am do does did doing done have has had having
+		can could would should will shall may might must not no
+		please just very too also some any all each every`) {
+		m[w] = true
+	}
+	return m
+}()
 
 // rankOrder returns the positions of the (at most RankedLen) best scores,
 // by descending score, ties by candidate position so that results are

@@ -440,7 +440,8 @@ func TestSmallSetTargets(t *testing.T) {
 func TestFinancePublicSkills(t *testing.T) {
 	ix := financeIndex(t)
 	pub := financePublic(t, ix)
-	for _, text := range []string{"hello there", "help me with this", "hello", "what can you do", "reconcile invoice INV-3 against its PO"} {
+	for _, text := range []string{"hello there", "help me with this", "hello", "what can you do", "reconcile invoice INV-3 against its PO",
+		"what's the weather in Paris", "what's the weather", "what is the weather like today", "who won the game last night"} {
 		res := ix.Classify(text, pub)
 		require.Less(t, res.Confidence, 0.6, "%q → %s %.3f", text, res.Best, res.Confidence)
 	}

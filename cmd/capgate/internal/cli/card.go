@@ -78,7 +78,7 @@ func runCardLock(ctx context.Context, env Env, args []string) error {
 func runCardCheck(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "card check", "card check [--config capgate.yaml] --lock public-card.lock.json")
 	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
-	lockPath := fs.String("lock", "", "lock file written by `card lock` at the last release")
+	lockPath := fs.String("lock", "", "lock file written by \"capgate card lock\" at the last release")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}

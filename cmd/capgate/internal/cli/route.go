@@ -60,6 +60,9 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 	dec, perr := ix.Route(msg, rights)
 	if perr != nil {
 		_, err = fmt.Fprintf(env.Stdout, "refused: %s (%d): %s\n", perr.Reason(), perr.JSONRPCCode(), perr.Message)
+		if err == nil && *claimsPath == "" {
+			_, err = fmt.Fprintln(env.Stdout, anonymousHint)
+		}
 		return err
 	}
 	if _, err := fmt.Fprintf(env.Stdout, "layer: %s\n", dec.Layer); err != nil {
@@ -92,6 +95,9 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 	}
 	return nil
 }
+
+// anonymousHint follows a refusal of `route` without --claims.
+const anonymousHint = `hint: routed as an anonymous caller (no --claims); pass the caller's JWT claims, e.g. --claims <(echo '{"sub":"partner-1","scope":"recon.run"}')`
 
 func runRouteEval(_ context.Context, env Env, args []string) error {
 	fs := newFlags(env, "route eval", "route eval --manifests FILE|DIR --cases FILE.jsonl [--threshold 0.6] [--json]")

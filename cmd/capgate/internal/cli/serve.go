@@ -36,7 +36,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return usageErr("--log-level: %v", err)
 	}
-	opts := server.Options{ShutdownTimeout: *drain}
+	version, _, _ := buildVersion()
+	opts := server.Options{ShutdownTimeout: *drain, Version: version}
 	switch *only {
 	case "":
 	case "gateway":

@@ -5,8 +5,12 @@ import (
 	"errors"
 	"fmt"
 
+	"go.uber.org/zap"
+
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/delegation"
 )
 
 func runValidate(ctx context.Context, env Env, args []string) error {
@@ -29,6 +33,17 @@ func runValidate(ctx context.Context, env Env, args []string) error {
 	// Preparing the engine compiles the policy with the data: part of validation.
 	if _, err := newEngine(ctx, d); err != nil {
 		return checkFailed("%v", err)
+	}
+	// The keys serve reads, through the constructors serve uses, so the
+	// messages are the same: the handler-token signing key and the token
+	// exchange client secret (the JWKS files are checked with the config).
+	if _, _, err := delegation.FromConfig(ctx, d.Config, zap.NewNop()); err != nil {
+		_, _ = fmt.Fprintln(env.Stdout, err)
+		return checkFailed("1 problem(s) found")
+	}
+	if err := decisionlog.Check(d.Config.Services, d.Config.DecisionLogs); err != nil {
+		_, _ = fmt.Fprintln(env.Stdout, err)
+		return checkFailed("1 problem(s) found")
 	}
 	for _, w := range d.Warnings {
 		_, _ = fmt.Fprintln(env.Stderr, "warning:", w)

@@ -1,0 +1,114 @@
+package decisionlog
+
+import (
+	"strings"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/metrics"
+	"github.com/open-policy-agent/opa/v1/server"
+)
+
+// BundleName names capgate's policy and data in an event's bundles: its
+// revision is the policy revision the decision was made at.
+const BundleName = "capgate"
+
+// Paths of the policy decisions an event records: the entitlement view
+// (cards, routing, ext_authz) or the full decision with its reasons (the
+// handler-call re-check).
+const (
+	PathView     = "capgate/authz/entitled"
+	PathDecision = "capgate/authz/decision"
+)
+
+// MetricLatency is the event metric holding the decision's latency, named
+// as OPA names its timers.
+const MetricLatency = "timer_capgate_decision_ns"
+
+// regoRules maps a reason's prefix to the Rego rule of the embedded policy
+// (rego/capgate/authz/authz.rego) that produces it.
+var regoRules = map[string]string{
+	"state":      "data.capgate.authz.state_reasons",
+	"scope":      "data.capgate.authz.scope_reasons",
+	"tenant":     "data.capgate.authz.tenant_reasons",
+	"auth":       "data.capgate.authz.entitled_auth_reasons",
+	"visibility": "data.capgate.authz.visibility_reasons",
+	"deny":       "data.capgate.authz.deny_reasons",
+	"capability": "data.capgate.authz.decision",
+}
+
+// RegoRule names the Rego rule behind a reason such as "scope.missing".
+func RegoRule(reason string) string {
+	prefix, _, _ := strings.Cut(reason, ".")
+	if r, ok := regoRules[prefix]; ok {
+		return r
+	}
+	return "data.capgate.authz"
+}
+
+// info turns an entry into the decision the OPA plugin logs. The input is
+// an allow-list of the entry's fields (never a header, token or text); the
+// result holds the outcome, the reason codes and the rules that decided.
+func (e *Entry) info(now func() time.Time) *server.Info {
+	input := map[string]any{}
+	put := func(k, v string) {
+		if v != "" {
+			input[k] = v
+		}
+	}
+	put("component", e.Component)
+	put("binding", e.Binding)
+	put("a2a_version", e.Version)
+	put("operation", e.Operation)
+	put("principal", e.Principal)
+	put("tenant", e.Tenant)
+	put("capability", e.Capability)
+	put("layer", e.Layer)
+	if e.Layer == "classifier" || e.Layer == "clarify" {
+		input["confidence"] = e.Confidence
+	}
+	result := map[string]any{"allow": e.Result == Allow, "result": e.Result}
+	if e.Code != "" {
+		result["code"] = e.Code
+	}
+	if len(e.Reasons) > 0 {
+		rs := make([]any, len(e.Reasons))
+		for i, r := range e.Reasons {
+			rs[i] = r
+		}
+		result["reasons"] = rs
+	}
+	path := PathView
+	if len(e.Rules) > 0 {
+		path = PathDecision
+		rules := make([]any, len(e.Rules))
+		for i, r := range e.Rules {
+			// The detail (scope names, a tenant) is left out: it comes from
+			// the caller's credential.
+			rules[i] = map[string]any{"reason": r.Rule, "effect": r.Effect, "rule": RegoRule(r.Rule)}
+		}
+		result["rules"] = rules
+	}
+	var in, res any = input, result
+	info := &server.Info{
+		DecisionID: e.DecisionID,
+		TraceID:    e.TraceID,
+		SpanID:     e.SpanID,
+		Path:       path,
+		Timestamp:  now(),
+		Input:      &in,
+		Results:    &res,
+		Metrics:    latency{Metrics: metrics.NoOp(), ns: e.Latency.Nanoseconds()},
+	}
+	if e.Revision != "" {
+		info.Bundles = map[string]server.BundleInfo{BundleName: {Revision: e.Revision}}
+	}
+	return info
+}
+
+// latency is the event's metrics: the decision latency only.
+type latency struct {
+	metrics.Metrics
+	ns int64
+}
+
+func (l latency) All() map[string]any { return map[string]any{MetricLatency: l.ns} }
