@@ -15,6 +15,7 @@ import (
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/audit"
+	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/delegation"
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
@@ -108,6 +109,9 @@ func New(store tasks.Store, invoker Invoker, tokens Tokens, opts ...Option) *Dis
 
 // Serve implements gateway.Operations.
 func (d *Dispatcher) Serve(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+	if call.Log == nil {
+		call.Log = &decisionlog.Entry{} // a call made without the gateway's entry (tests, embedders)
+	}
 	req := call.Request
 	switch req.Operation {
 	case protocol.SendMessage, protocol.SendStreamingMessage:
@@ -155,7 +159,9 @@ func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router
 	if err != nil {
 		return nil, nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
-	call.Log.Rules = dec.EntitledReasons // the rules that decided, for the decision log
+	if call.Log != nil {
+		call.Log.Rules = dec.EntitledReasons // the rules that decided, for the decision log
+	}
 	if !dec.Entitled {
 		if !call.Principal.Authenticated {
 			return nil, nil, protocol.MissingCredentials()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/audit"
+	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
@@ -122,7 +123,7 @@ func (f *fixture) call(t *testing.T, p identity.Principal, message string, task 
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + message + `}}`
 	req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json", []byte(body), protocol.Limits{})
 	require.Nil(t, perr)
-	return &gateway.Call{Rev: f.rev, Request: req, Principal: p, DecisionID: "d-1", Task: task}
+	return &gateway.Call{Rev: f.rev, Request: req, Principal: p, DecisionID: "d-1", Task: task, Log: &decisionlog.Entry{}}
 }
 
 const (
