@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/sidecar/enforce"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
@@ -128,8 +129,42 @@ func (a *Admitter) Admit(ctx context.Context, rev *revision.Revision, in Input) 
 			return refuse(v, protocol.Wrap(protocol.InvalidParams, err, err.Error()))
 		}
 	}
+	if err := a.limits(ctx, rev, r, p, v.Task); err != nil {
+		return refuse(v, err)
+	}
 	v.Allowed = true
 	return v
+}
+
+// limits enforces the capability's limits (max_body_bytes, max_parts, max_file_bytes) when the
+// request's capability is already known before routing: a message continuing a bound task, or a
+// method an extension adds. Then both doors refuse it alike; a new message's capability is the
+// router's choice, and the gateway enforces its limits after routing (enforce.Limits, the same
+// function).
+func (a *Admitter) limits(ctx context.Context, rev *revision.Revision, r *protocol.Request, p identity.Principal, task *tasks.Binding) *protocol.Error {
+	var capID string
+	switch {
+	case r.Operation.Message() && task != nil && !task.Pending && task.TaskID == r.TaskID:
+		capID = task.Capability
+	case r.Operation == protocol.ExtensionMethod && r.Extension != nil:
+		capID = r.Extension.Capability
+	default:
+		return nil
+	}
+	m, ok := rev.Registry().Get(capID)
+	if !ok || len(m.Limits) == 0 {
+		return nil // nothing to enforce here; the gateway's re-check answers for a missing capability
+	}
+	dec, err := rev.Engine.Decide(ctx, p.Caller(), capID)
+	if err != nil {
+		a.log.Error("policy evaluation failed", zap.Error(err))
+		return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+	}
+	params, perr := r.ForwardParams()
+	if perr != nil {
+		return perr
+	}
+	return enforce.Limits(capID, dec.Limits, r.Message, len(params))
 }
 
 func refuse(v Verdict, err *protocol.Error) Verdict {

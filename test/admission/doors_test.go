@@ -1,7 +1,9 @@
 package admission_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -146,4 +148,41 @@ func TestJSONRPCAuthStatusAtBothDoors(t *testing.T) {
 	send := `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`
 	gw, _ = e.door(t, http.MethodPost, "/", header("A2A-Version", "1.0", "Content-Type", "application/json"), send)
 	require.Equal(t, http.StatusUnauthorized, gw.status, "a streaming call gets the plain body with the status")
+}
+
+// TestLimitsOfAKnownCapabilityAtBothDoors: when a request's capability is known before routing —
+// a message continuing a bound task — its limits (here apply-remittance's max_parts: 4) are
+// refused alike at both doors, naming the limit; within them the message is served.
+func TestLimitsOfAKnownCapabilityAtBothDoors(t *testing.T) {
+	e := connect(t, testutil.Start(t, testutil.LoadDeployment(t, ""), testutil.StartOptions{ExtAuthz: true}))
+	tok := testutil.Token(t, testutil.TokenOptions{Subject: "alice", Tenant: "acme", Scopes: []string{"payments.apply"}})
+	h := header("A2A-Version", "1.0", "Content-Type", "application/json", "Authorization", "Bearer "+tok)
+	first := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER",` +
+		`"parts":[{"text":"apply this remittance advice"}],"metadata":{"skillId":"apply-remittance"}}}}`
+	r := e.srv.JSONRPC(t, first, "A2A-Version", "1.0", "Authorization", "Bearer "+tok)
+	var out struct {
+		Result struct {
+			Task struct {
+				ID string `json:"id"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(r.Body, &out), "%s", r.Body)
+	require.NotEmpty(t, out.Result.Task.ID, "%s", r.Body)
+	parts := func(n int) string {
+		ps := make([]string, n)
+		for i := range ps {
+			ps[i] = `{"text":"line ` + strconv.Itoa(i) + `"}`
+		}
+		return `{"jsonrpc":"2.0","id":2,"method":"SendMessage","params":{"message":{"messageId":"m-2","role":"ROLE_USER","taskId":"` +
+			out.Result.Task.ID + `","parts":[` + strings.Join(ps, ",") + `]}}}`
+	}
+	gw, _ := e.door(t, http.MethodPost, "/", h, parts(5))
+	require.False(t, gw.allowed)
+	require.Contains(t, gw.body, "max_parts", "the refusal names the limit")
+	// Within the limit: admitted at ext_authz, and forwarded by the gateway (the echo's task is
+	// complete, so the handler itself then refuses to continue it).
+	require.True(t, e.extauthz(t, http.MethodPost, "/", h.Clone(), []byte(parts(4))).allowed)
+	gw = e.gateway(t, http.MethodPost, "/", h.Clone(), []byte(parts(4)))
+	require.True(t, e.forwarded(gw.decision), "forwarded: %s", gw.body)
 }
