@@ -201,12 +201,4 @@ func contentLength(v string) (int64, bool) {
 	return n, true
 }
 
-func clipPath(p string) string {
-	const max = 128
-	if len(p) > max {
-		return p[:max] + "…"
-	}
-	return p
-}
-
 func panicType(r any) string { return fmt.Sprintf("%T", r) }

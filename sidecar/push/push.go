@@ -70,7 +70,8 @@ func normalize(u *url.URL) string {
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	if port := u.Port(); port != "" && !(scheme == "https" && port == "443") && !(scheme == "http" && port == "80") {
+	defaultPort := (scheme == "https" && port443(u)) || (scheme == "http" && u.Port() == "80")
+	if port := u.Port(); port != "" && !defaultPort {
 		host += ":" + port
 	}
 	path := u.EscapedPath()
@@ -157,3 +158,5 @@ func shown(s string) string {
 	}
 	return s[:maxShown] + "…"
 }
+
+func port443(u *url.URL) bool { return u.Port() == "443" }

@@ -24,7 +24,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -236,30 +235,6 @@ func reasonOf(body []byte) string {
 		return fmt.Sprintf("code %d", env.Error.Code)
 	}
 	return ""
-}
-
-// grpcReason maps an A2A reason to the gRPC status ext_authz answers a gRPC request with.
-func grpcReason(reason string) string {
-	return "grpc-status " + strconv.Itoa(int(grpcCodeOf(reason)))
-}
-
-func grpcCodeOf(reason string) codes.Code {
-	e := protocol.Errorf(protocol.Code(reason), "x")
-	switch e.StatusName() {
-	case "INVALID_ARGUMENT":
-		return codes.InvalidArgument
-	case "NOT_FOUND":
-		return codes.NotFound
-	case "UNAUTHENTICATED":
-		return codes.Unauthenticated
-	case "PERMISSION_DENIED":
-		return codes.PermissionDenied
-	case "UNIMPLEMENTED":
-		return codes.Unimplemented
-	case "FAILED_PRECONDITION":
-		return codes.FailedPrecondition
-	}
-	return codes.Internal
 }
 
 // forwarded reports whether the gateway called a handler for a decision: the audit stream has a

@@ -16,9 +16,6 @@ var jsSteps = []string{
 	"v03Card", "v03Send", "send", "stream", "clarify", "get", "getUnknown", "cancel", "cancelCompleted", "list", "subscribe",
 }
 
-// issue11 names the admission rewrite that fixes a skipped case.
-const issue11 = "fails until issue #11 (admission rewrite) lands: "
-
 // skipV03REST: the SDK's 0.3 HTTP+JSON transport sends 0.3 body shapes
 // (message.parts of kind/text) the gateway's parser refuses today (400
 // "message.parts must be a non-empty array").

@@ -55,7 +55,7 @@ func TestParserReadsEveryPosition(t *testing.T) {
 				if p.Kind == positions.Tenant {
 					same = ownTenant
 				}
-				r, perr = parse(t, p, same, ownTask)
+				_, perr = parse(t, p, same, ownTask)
 				require.Nil(t, perr, "%v", perr)
 				return
 			}
