@@ -166,13 +166,16 @@ func (s *sseWriter) event(result []byte) error {
 
 func (s *sseWriter) fail(e *protocol.Error) {
 	s.start()
-	var body []byte
+	// JSON-RPC: the stream's last event is a JSON-RPC error response. HTTP+JSON: an SSE event of
+	// type "error" whose data is the google.rpc.Status body, as the A2A JavaScript SDK reads it;
+	// clients that read only data lines (a2a-go) see the same error body.
+	var frame []byte
 	if s.jsonrpc {
-		body = e.MarshalJSONRPC(s.id)
+		frame = append([]byte("data: "), e.MarshalJSONRPC(s.id)...)
 	} else {
-		body = e.MarshalStatus()
+		frame = append([]byte("event: error\ndata: "), e.MarshalStatus()...)
 	}
-	_, _ = s.w.Write(append(append([]byte("data: "), body...), "\n\n"...))
+	_, _ = s.w.Write(append(frame, "\n\n"...))
 	if s.flusher != nil {
 		s.flusher.Flush()
 	}
