@@ -1,4 +1,4 @@
-package rego_test
+package authzpolicy_test
 
 import (
 	"testing"
@@ -92,7 +92,7 @@ func decide(t *testing.T, mods map[string]string, caller map[string]any) (visibl
 func TestDenyModuleEndToEnd(t *testing.T) {
 	partner := map[string]any{"authenticated": true, "subject": "orchestrator", "tenant": "acme", "scopes": []any{"recon.run"}}
 
-	builtin, err := rego.Modules()
+	builtin, err := authzpolicy.Modules()
 	require.NoError(t, err)
 	visible, entitled := decide(t, builtin, partner)
 	require.ElementsMatch(t, []any{"lookup-invoice", "reconcile-invoice"}, visible)
@@ -124,7 +124,7 @@ func TestDenyModuleEndToEnd(t *testing.T) {
 }
 
 func TestExtraModulesFileNameClash(t *testing.T) {
-	builtin, err := rego.Modules()
+	builtin, err := authzpolicy.Modules()
 	require.NoError(t, err)
 	for f := range builtin {
 		_, err := regocheck.Modules(map[string]string{f: secModule})

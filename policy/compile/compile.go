@@ -20,8 +20,10 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/manifest"
-	capgaterego "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/policy/regocheck"
+	"github.com/capgate/capgate/rego"
 )
 
 // Names inside the data document and the module set.
@@ -56,7 +58,7 @@ type Snapshot struct {
 	// Settings are the policy settings (data.capgate.settings).
 	Settings Settings
 	// Modules maps module path to Rego source: the embedded policy modules
-	// (rego.Modules paths) plus extra deny modules under ExtraDir.
+	// (authzpolicy.Modules paths) plus extra deny modules under ExtraDir.
 	Modules map[string]string
 	// Revision is the content hash over the bundle data document (Data plus
 	// the full manifests) and the modules.
@@ -79,7 +81,7 @@ func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string) (*
 	if reg == nil {
 		return nil, errors.New("build policy snapshot: nil registry")
 	}
-	builtin, err := capgaterego.Modules()
+	builtin, err := authzpolicy.Modules()
 	if err != nil {
 		return nil, fmt.Errorf("build policy snapshot: read embedded policy: %w", err)
 	}
@@ -581,53 +583,36 @@ func stateOf(fact any) string {
 	return s
 }
 
-// Compile parses the snapshot's modules (Rego v1, with annotations) and
-// compiles them in strict mode, type-checking input against the embedded
-// input schema (as schema.input and as the global input schema, so extra
-// modules are checked without annotations). Every module's package must lie under
-// data.capgate; modules under ExtraDir must use the deny package prefix, so
-// they can only add refusals. Each call returns a new compiler.
+// Compile parses the snapshot's modules and compiles them strictly with
+// the compiler setup `capgate policy check` uses (regocheck.NewCompiler:
+// Rego v1, the input schema as schema.input and as the global input schema,
+// so extra modules are checked without annotations). Every module's package
+// must lie under data.capgate; modules under ExtraDir must follow the rule
+// for deny modules (regocheck.CheckExtraModule), so they can only add
+// refusals. Each call returns a new compiler.
 func (s *Snapshot) Compile() (*ast.Compiler, error) {
-	schemaRaw, err := capgaterego.FS.ReadFile(capgaterego.InputSchema)
+	parsed, err := regocheck.Parse(s.Modules)
 	if err != nil {
-		return nil, fmt.Errorf("compile policy: read input schema: %w", err)
+		return nil, fmt.Errorf("compile policy: %w", err)
 	}
-	var schema any
-	if err := util.UnmarshalJSON(schemaRaw, &schema); err != nil {
-		return nil, fmt.Errorf("compile policy: input schema: %w", err)
-	}
-	schemas := ast.NewSchemaSet()
-	schemas.Put(ast.MustParseRef("schema.input"), schema) // named by the METADATA of authz.rego
-	schemas.Put(ast.SchemaRootRef, schema)                // the global input schema: checks extra modules too
-
-	parsed := make(map[string]*ast.Module, len(s.Modules))
-	var errs []error
-	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true}
-	for _, p := range slices.Sorted(maps.Keys(s.Modules)) {
-		m, err := ast.ParseModuleWithOpts(p, s.Modules[p], opts)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("module %s: %w", p, err))
-			continue
-		}
-		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+	var problems diag.Set
+	root := ast.MustParseRef("data." + Root)
+	for _, p := range slices.Sorted(maps.Keys(parsed)) {
+		m := parsed[p]
 		switch {
-		case strings.HasPrefix(p, ExtraDir) && !strings.HasPrefix(pkg, capgaterego.DenyPackagePrefix):
-			errs = append(errs, fmt.Errorf("module %s: package %s: extra modules must use package %s<name>", p, pkg, capgaterego.DenyPackagePrefix))
-		case pkg != Root && !strings.HasPrefix(pkg, Root+"."):
-			errs = append(errs, fmt.Errorf("module %s: package %s is outside the bundle root %s", p, pkg, Root))
+		case strings.HasPrefix(p, ExtraDir):
+			regocheck.CheckExtraModule(&problems, p, m)
+		case !m.Package.Path.HasPrefix(root):
+			problems.Add(p, m.Package.Location.Row, "package", "package %s is outside the bundle root %s",
+				strings.TrimPrefix(m.Package.Path.String(), "data."), Root)
 		}
-		parsed[p] = m
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("compile policy: %w", errors.Join(errs...))
+	if err := problems.ErrOrNil(); err != nil {
+		return nil, fmt.Errorf("compile policy: %w", err)
 	}
-	c := ast.NewCompiler().
-		WithStrict(true).
-		WithSchemas(schemas).
-		WithUseTypeCheckAnnotations(true)
-	c.Compile(parsed)
-	if c.Failed() {
-		return nil, fmt.Errorf("compile policy: %w", c.Errors)
+	c, err := regocheck.CompileParsed(parsed, true)
+	if err != nil {
+		return nil, fmt.Errorf("compile policy: %w", err)
 	}
 	return c, nil
 }
@@ -637,7 +622,7 @@ func (s *Snapshot) Compile() (*ast.Compiler, error) {
 // (extra deny modules may refuse by subject). The embedded policy never
 // reads the subject.
 func (s *Snapshot) SubjectSensitive() bool {
-	builtin, err := capgaterego.Modules()
+	builtin, err := authzpolicy.Modules()
 	if err != nil {
 		return true
 	}

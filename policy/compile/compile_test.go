@@ -149,19 +149,19 @@ func TestBuildRefuses(t *testing.T) {
 			name:    "extra module syntax error",
 			reg:     compiletest.Registry(),
 			extra:   map[string]string{"bad": "package capgate.deny.bad\n\ndeny contains x if {"},
-			wantErr: "module extra/bad.rego",
+			wantErr: "extra/bad.rego:3: rego_parse_error",
 		},
 		{
 			name:    "extra module outside the deny prefix",
 			reg:     compiletest.Registry(),
 			extra:   map[string]string{"widen": "package capgate.authz\n\nvisible contains \"audit-ledger\"\n"},
-			wantErr: "extra modules must use package capgate.deny.",
+			wantErr: "extra/widen.rego:1: package: package capgate.authz is not allowed",
 		},
 		{
 			name:    "extra module outside the root",
 			reg:     compiletest.Registry(),
 			extra:   map[string]string{"other": "package capgate_other.deny\n\nx := 1\n"},
-			wantErr: "extra modules must use package",
+			wantErr: "extra/other.rego:1: package: package capgate_other.deny is not allowed",
 		},
 		{
 			name:    "extra module fails strict mode",

@@ -26,25 +26,32 @@ const denyRule = "deny"
 // Every problem is reported, with file and line.
 func ValidateExtraModules(mods map[string]string) error {
 	var problems diag.Set
-	prefix := ast.MustParseRef("data." + strings.TrimSuffix(rego.DenyPackagePrefix, "."))
 	for _, file := range slices.Sorted(maps.Keys(mods)) {
-		m, err := ast.ParseModuleWithOpts(file, mods[file], parserOptions())
+		m, err := ast.ParseModuleWithOpts(file, mods[file], ParserOptions())
 		if err != nil {
 			addASTErrors(&problems, file, err)
 			continue
 		}
-		pkg := m.Package.Path
-		if !pkg.HasPrefix(prefix) || len(pkg) <= len(prefix) {
-			problems.Add(file, m.Package.Location.Row, "package",
-				"package %s is not allowed: extra modules must use a package under %s<name>; they may only add deny rules, never rules of %s or elsewhere",
-				packageName(pkg), rego.DenyPackagePrefix, rego.Package)
-			continue
-		}
-		for _, r := range m.Rules {
-			checkDenyRule(&problems, file, prefix, pkg, r)
-		}
+		CheckExtraModule(&problems, file, m)
 	}
 	return problems.ErrOrNil()
+}
+
+// CheckExtraModule records in problems why the parsed extra module m (from
+// file) breaks the rules of [ValidateExtraModules], if it does. The snapshot
+// build applies the same rule to the extra modules of a bundle.
+func CheckExtraModule(problems *diag.Set, file string, m *ast.Module) {
+	prefix := ast.MustParseRef("data." + strings.TrimSuffix(authzpolicy.DenyPackagePrefix, "."))
+	pkg := m.Package.Path
+	if !pkg.HasPrefix(prefix) || len(pkg) <= len(prefix) {
+		problems.Add(file, m.Package.Location.Row, "package",
+			"package %s is not allowed: extra modules must use a package under %s<name>; they may only add deny rules, never rules of %s or elsewhere",
+			packageName(pkg), authzpolicy.DenyPackagePrefix, authzpolicy.Package)
+		return
+	}
+	for _, r := range m.Rules {
+		checkDenyRule(problems, file, prefix, pkg, r)
+	}
 }
 
 // checkDenyRule refuses a rule named deny that the built-in policy would not
@@ -58,7 +65,7 @@ func checkDenyRule(problems *diag.Set, file string, prefix, pkg ast.Ref, r *ast.
 		switch {
 		case i != len(prefix)+1:
 			problems.Add(file, r.Location.Row, "rule",
-				"%s is never read: deny rules must be defined in package %s<name> itself", ruleName(path[:i+1]), rego.DenyPackagePrefix)
+				"%s is never read: deny rules must be defined in package %s<name> itself", ruleName(path[:i+1]), authzpolicy.DenyPackagePrefix)
 		case len(r.Head.Args) > 0:
 			problems.Add(file, r.Location.Row, "rule",
 				"%s must be a set of {\"capability\", \"reason\"} objects, not a function", ruleName(path[:i+1]))
@@ -82,7 +89,7 @@ func Modules(extra map[string]string) (map[string]string, error) {
 	if err := ValidateExtraModules(extra); err != nil {
 		return nil, err
 	}
-	out, err := rego.Modules()
+	out, err := authzpolicy.Modules()
 	if err != nil {
 		return nil, fmt.Errorf("read built-in policy: %w", err)
 	}
