@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/regocheck"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 // coverageThreshold is the share of the policy's lines the Rego tests must run.

@@ -23,7 +23,7 @@ import (
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/policy/regocheck"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 // Names inside the data document and the module set.

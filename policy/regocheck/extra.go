@@ -9,7 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/capgate/capgate/policy/diag"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 // denyRule is the only rule the built-in policy reads from an extra module:
@@ -52,6 +52,58 @@ func CheckExtraModule(problems *diag.Set, file string, m *ast.Module) {
 	for _, r := range m.Rules {
 		checkDenyRule(problems, file, prefix, pkg, r)
 	}
+	checkInternalRefs(problems, file, m)
+}
+
+// checkInternalRefs refuses a reference to a rule of the built-in policy
+// whose name starts with "_" (or is not known until evaluation): those are
+// its internal helpers, free to change, and no deny module may build on
+// them. References through imports are resolved first.
+func checkInternalRefs(problems *diag.Set, file string, m *ast.Module) {
+	authz := ast.MustParseRef("data." + authzpolicy.Package)
+	ast.WalkRefs(m, func(r ast.Ref) bool {
+		full := resolveImport(r, m.Imports)
+		if len(full) <= len(authz) || !full.HasPrefix(authz) {
+			return false
+		}
+		if name, ok := full[len(authz)].Value.(ast.String); ok && !strings.HasPrefix(string(name), "_") {
+			return false
+		}
+		line := 0
+		if r[0].Location != nil {
+			line = r[0].Location.Row
+		}
+		problems.Add(file, line, "rule", "%s reads an internal rule of %s: deny modules may read input, data.capgate.capabilities and rules of their own",
+			ruleName(full[:len(authz)+1]), authzpolicy.Package)
+		return false
+	})
+}
+
+// resolveImport expands a reference whose head is an import's name (its
+// alias or its last element) to the imported path.
+func resolveImport(r ast.Ref, imports []*ast.Import) ast.Ref {
+	head, ok := r[0].Value.(ast.Var)
+	if !ok || head.Equal(ast.DefaultRootDocument.Value) || head.Equal(ast.InputRootDocument.Value) {
+		return r
+	}
+	for _, imp := range imports {
+		path, ok := imp.Path.Value.(ast.Ref)
+		if !ok {
+			continue
+		}
+		name := imp.Alias
+		if name == "" {
+			last, ok := path[len(path)-1].Value.(ast.String)
+			if !ok {
+				continue
+			}
+			name = ast.Var(last)
+		}
+		if name.Equal(head) {
+			return path.Concat(r[1:])
+		}
+	}
+	return r
 }
 
 // checkDenyRule refuses a rule named deny that the built-in policy would not

@@ -11,7 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/capgate/capgate/policy/diag"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 // InputSchemaRef is the schema reference the policy's METADATA uses for its

@@ -15,7 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/capgate/capgate/policy/diag"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 // testTimeout bounds one Rego test. The truth-table tests evaluate thousands

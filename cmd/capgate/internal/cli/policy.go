@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/capgate/capgate/policy/regocheck"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 func runPolicy(ctx context.Context, env Env, args []string) error {
