@@ -6,7 +6,7 @@ REGO_COVERAGE ?= 95
 CONFIG        ?=
 VERSION       ?=
 
-.PHONY: all help build test test-go test-rego check fmt run bench e2e e2e-envoy fuzz clean interop-js
+.PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js
 
 ## all: build, test and check.
 all: build test check
@@ -19,9 +19,11 @@ help:
 build:
 	$(GO) build $(if $(VERSION),-ldflags "-X github.com/capgate/capgate/cmd/capgate/internal/cli.Version=$(VERSION)",) -o $(BIN) ./cmd/capgate
 
-## test: what CI runs — vet, all Go tests with the race detector, Rego tests with the coverage
-## threshold, and every parser's fuzz target for a short bounded time.
-test: test-go test-rego fuzz-short
+## test: what CI runs — vet, all Go tests with the race detector (the Rego tests with the coverage
+## threshold among them: rego.TestRegoUnitTests runs regocheck.RunTests, the runner of
+## `capgate policy test`, so the truth-table sweeps run once), and every parser's fuzz target for a
+## short bounded time. test-rego runs the same tests through the CLI on their own.
+test: test-go fuzz-short
 
 ## test-go: go vet, then every Go test with the race detector (needs a C compiler for -race).
 test-go:
@@ -44,7 +46,7 @@ check:
 	$(GO) run ./cmd/capgate policy fmt --fail
 	$(GO) run ./cmd/capgate policy check --strict
 
-## fmt: rewrite Go and Rego formatting.
+.PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 	$(GO) run ./cmd/capgate policy fmt --write
