@@ -74,8 +74,8 @@ type Snapshot struct {
 // Build compiles a validated registry, the deployment's auth settings and
 // extra deny modules (name -> source, already validated by the policy tool;
 // each lands at ExtraDir+name) into a snapshot. The output is checked before
-// it is returned: capability keys equal their ids, every replaced_by
-// resolves, every module compiles (Rego v1, strict, input schema) and the
+// it is returned: ids are non-empty and unique, every replaced_by resolves
+// (see check), every module compiles (Rego v1, strict, input schema) and the
 // policy evaluates over the data (see smoke).
 func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string) (*Snapshot, error) {
 	if reg == nil {
@@ -122,12 +122,12 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 	if settings.PreviewTenants == nil {
 		settings.PreviewTenants = []string{}
 	}
+	if err := check(reg); err != nil {
+		return nil, fmt.Errorf("build policy snapshot: %w", err)
+	}
 	s := &Snapshot{Registry: reg, Settings: settings, Modules: modules}
 	data, err := s.Data()
 	if err != nil {
-		return nil, fmt.Errorf("build policy snapshot: %w", err)
-	}
-	if err := s.check(data); err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
 	if s.Revision, err = s.revision(data); err != nil {
@@ -252,13 +252,6 @@ func (pr *profiler) of(c *manifest.Capability) (string, map[string]any) {
 	}
 	pr.seen[string(b)] = profile{key, facts}
 	return key, facts
-}
-
-// jsonEqual compares two values by their JSON encoding.
-func jsonEqual(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
 // fact is one field of what the policy knows of a capability: its value is
@@ -442,52 +435,43 @@ func (s *Snapshot) bundleDocument(data map[string]any) (map[string]any, error) {
 	return doc, nil
 }
 
-// check verifies the output graph (data, from Data) before anything is
-// published; checkPolicy then checks the policy over it.
-func (s *Snapshot) check(data map[string]any) error {
-	var errs []error
-	all := s.Registry.All()
-	caps, _ := data[keyCapabilities].(map[string]any)
-	if len(caps) != len(all) {
-		errs = append(errs, fmt.Errorf("data holds %d capabilities, the registry %d (duplicate ids?)", len(caps), len(all)))
-	}
-	for i, c := range all {
+// check verifies the registry before anything is derived from it: every id
+// is non-empty and unique (a registry built with manifest.NewRegistry, as
+// ReadBundle and tests build one, has not been through manifest.Load), and
+// every replaced_by resolves by manifest.ReplacedByProblem, the rule Load
+// applies. Problems carry the manifest's file and line when it has them.
+// The facts, profiles and data are then derived from the registry by one
+// function each (appendFacts, profiler), so they cannot disagree with it.
+func check(reg *manifest.Registry) error {
+	var problems diag.Set
+	all := reg.All()
+	for i := range all {
+		c := &all[i]
+		file, line := position(c)
 		if c.ID == "" {
-			errs = append(errs, errors.New("capability with an empty id"))
+			problems.Add(file, line, "id", "capability with an empty id")
 			continue
 		}
-		if s.Registry.Index(c.ID) != i {
-			errs = append(errs, fmt.Errorf("capability %s: duplicate id", c.ID))
+		if reg.Index(c.ID) != i {
+			problems.Add(file, line, "id", "%q is defined more than once", c.ID)
 		}
-	}
-	profiles, _ := data[keyProfiles].(map[string]any)
-	for _, key := range slices.Sorted(maps.Keys(caps)) {
-		f, _ := caps[key].(map[string]any)
-		if pk, _ := f["profile"].(string); profiles[pk] == nil {
-			errs = append(errs, fmt.Errorf("capability %s: profile %q does not exist", key, pk))
-		} else if c, ok := s.Registry.Get(key); ok {
-			if want, p := profileOf(c); want != pk || !jsonEqual(p, profiles[pk]) {
-				errs = append(errs, fmt.Errorf("capability %s: profile %q does not match its facts", key, pk))
-			}
-		}
-		if id, _ := f["id"].(string); id != key {
-			errs = append(errs, fmt.Errorf("capability %s: key and id %q differ", key, id))
-		}
-		if s.Registry.Index(key) < 0 {
-			errs = append(errs, fmt.Errorf("capability %s: not in the registry", key))
-		}
-		if rb, ok := f["replaced_by"].(string); ok {
-			switch {
-			case rb == key:
-				errs = append(errs, fmt.Errorf("capability %s: replaced_by names itself", key))
-			case caps[rb] == nil:
-				errs = append(errs, fmt.Errorf("capability %s: replaced_by %q does not exist", key, rb))
-			case stateOf(caps[rb]) == string(manifest.StateRemoved):
-				errs = append(errs, fmt.Errorf("capability %s: replaced_by %q is itself removed", key, rb))
+		if c.ReplacedBy != "" {
+			target, _ := reg.Get(c.ReplacedBy)
+			if problem := manifest.ReplacedByProblem(c, target); problem != "" {
+				problems.Add(file, line, "replaced_by", "%s", problem)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return problems.ErrOrNil()
+}
+
+// position is where problems about c are reported: its manifest's file and
+// line, or "capability <id>" for one that was not read from a file.
+func position(c *manifest.Capability) (string, int) {
+	if c.Source.File != "" {
+		return c.Source.File, c.Source.Line
+	}
+	return fmt.Sprintf("capability %q", c.ID), 0
 }
 
 // checkPolicy compiles the modules, builds the store and evaluates the
@@ -575,12 +559,6 @@ func smoke(reg *manifest.Registry, c *ast.Compiler, store storage.Store) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func stateOf(fact any) string {
-	f, _ := fact.(map[string]any)
-	s, _ := f["state"].(string)
-	return s
 }
 
 // Compile parses the snapshot's modules and compiles them strictly with

@@ -3,7 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +16,9 @@ import (
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/test/golden"
 	"github.com/capgate/capgate/test/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // result is one CLI run.
 type result struct {
@@ -144,13 +142,7 @@ func TestCard(t *testing.T) {
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
 		require.NoError(t, v.Validate([]byte(r.stdout)))
 		require.Equal(t, testutil.PublicSkills, skillIDs(t, r.stdout))
-		golden := filepath.Join("testdata", "card-public.golden.json")
-		if *update {
-			require.NoError(t, os.WriteFile(golden, []byte(r.stdout), 0o644))
-		}
-		want, err := os.ReadFile(golden)
-		require.NoError(t, err, "run go test -update to create the golden file")
-		require.JSONEq(t, string(want), r.stdout)
+		golden.JSONEq(t, filepath.Join("testdata", "card-public.golden.json"), []byte(r.stdout))
 	})
 
 	cases := []struct {
