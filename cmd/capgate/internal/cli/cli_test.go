@@ -425,3 +425,34 @@ func TestRouteStructured(t *testing.T) {
 	require.Equal(t, 1, m.Structured)
 	require.Equal(t, 1.0, m.InScopeAccuracy)
 }
+
+func TestRouteEvalSweep(t *testing.T) {
+	caps := filepath.Join("..", "..", "..", "..", "manifests", "finance", "capabilities")
+	cases := filepath.Join(t.TempDir(), "cases.jsonl")
+	require.NoError(t, os.WriteFile(cases, []byte(`{"text": "look up invoice INV-1", "expect": "lookup-invoice"}
+{"text": "extract the fields from this invoice", "expect": "extract-invoice-fields"}
+{"text": "what's the weather", "expect": null}
+`), 0o644))
+
+	r := run(t, "route", "eval", "--manifests", caps, "--cases", cases, "--sweep", "0.5, 0.6,0.99")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 2+3, r.stdout)
+	require.Equal(t, "| threshold | in-scope acc | OOS recall | clarification | misroute |", lines[0])
+	require.True(t, strings.HasPrefix(lines[2], "| 0.50 |"), lines[2])
+	require.True(t, strings.HasPrefix(lines[4], "| 0.99 |"), lines[4])
+
+	r = run(t, "route", "eval", "--manifests", caps, "--cases", cases, "--sweep", "0.5,0.6", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var figs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &figs))
+	require.Len(t, figs, 2)
+	require.InDelta(t, 0.6, figs[1]["threshold"], 1e-9)
+	require.InDelta(t, 3, figs[1]["cases"], 0)
+
+	for _, bad := range []string{"0.5,x", "1.5", "-0.1"} {
+		r = run(t, "route", "eval", "--manifests", caps, "--cases", cases, "--sweep", bad)
+		require.Equal(t, cli.ExitUsage, r.code, bad)
+		require.Contains(t, r.stderr, "--sweep", bad)
+	}
+}
