@@ -32,7 +32,7 @@ var financePublic = []string{"extract-invoice-fields", "lookup-invoice", "lookup
 func main() {
 	data := flag.String("data", filepath.Join("..", "shared", "data", "routing"), "folder holding manifests.json and dev.jsonl")
 	flag.Usage = func() {
-		fmt.Fprintln(flag.CommandLine.Output(), "usage: routetune [-data DIR] tune|calib|calib-cos|smallsets")
+		_, _ = fmt.Fprintln(flag.CommandLine.Output(), "usage: routetune [-data DIR] tune|calib|calib-cos|smallsets")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
