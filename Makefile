@@ -54,7 +54,12 @@ check:
 	$(GO) run ./cmd/capgate policy fmt --fail
 	$(GO) run ./cmd/capgate policy check --strict
 
-.PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js
+## card-check: the finance example's public card against its committed lock (docs/cards.md, "In CI").
+## After a deliberate change: go run ./cmd/capgate card lock --config manifests/finance/capgate.yaml --out manifests/finance/public-card.lock.json
+card-check:
+	$(GO) run ./cmd/capgate card check --config manifests/finance/capgate.yaml --lock manifests/finance/public-card.lock.json
+
+## fmt: rewrite Go and Rego formatting.
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 	$(GO) run ./cmd/capgate policy fmt --write
