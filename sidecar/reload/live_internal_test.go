@@ -1,9 +1,13 @@
 package reload
 
 import (
+	"context"
+	"os"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/handler"
@@ -42,4 +46,16 @@ func TestInvokersServeDroppedHandlerFromPrevious(t *testing.T) {
 	require.Same(t, second, x.pick("new"))
 	require.Same(t, first, x.pick("old"), "a request of the previous revision still reaches its handler")
 	require.Same(t, second, x.pick("never-configured"))
+}
+
+func TestOnSIGHUPRegistersBeforeReturning(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	triggered := make(chan struct{}, 1)
+	wait := OnSIGHUP(ctx, zap.NewNop(), func() { triggered <- struct{}{} })
+	// Sent at once: were the handler installed later, the default action
+	// would end the test binary.
+	require.NoError(t, syscall.Kill(os.Getpid(), syscall.SIGHUP))
+	<-triggered
+	cancel()
+	wait()
 }

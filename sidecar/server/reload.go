@@ -27,22 +27,17 @@ func runReload(ctx context.Context, opts Options, holder *revision.Holder, m *me
 		rl = reload.New(src, build, holder, ropts...)
 		trigger = rl.Trigger
 	}
-	done := make(chan struct{}, 2)
-	go func() {
-		defer func() { done <- struct{}{} }()
-		reload.OnSIGHUP(ctx, log, trigger)
-	}()
-	n := 1
-	if rl != nil {
-		n++
-		go func() {
-			defer func() { done <- struct{}{} }()
-			rl.Run(ctx)
-		}()
+	waitHUP := reload.OnSIGHUP(ctx, log, trigger)
+	if rl == nil {
+		return waitHUP
 	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rl.Run(ctx)
+	}()
 	return func() {
-		for range n {
-			<-done
-		}
+		waitHUP()
+		<-done
 	}
 }
