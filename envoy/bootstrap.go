@@ -54,9 +54,9 @@ const (
 	actionStopAcceptingReqs = "envoy.overload_actions.stop_accepting_requests"
 )
 
-// Parse reads an Envoy v3 bootstrap from YAML (or JSON) strictly: unknown
+// parseBootstrap reads an Envoy v3 bootstrap from YAML (or JSON) strictly: unknown
 // fields, unknown "@type"s and bad enum values are errors, as they are to Envoy.
-func Parse(data []byte) (*bootstrapv3.Bootstrap, error) {
+func parseBootstrap(data []byte) (*bootstrapv3.Bootstrap, error) {
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("parse bootstrap yaml: %w", err)
@@ -72,12 +72,12 @@ func Parse(data []byte) (*bootstrapv3.Bootstrap, error) {
 	return b, nil
 }
 
-// Validate runs Envoy's proto constraints (protoc-gen-validate) over the whole
+// validateBootstrap runs Envoy's proto constraints (protoc-gen-validate) over the whole
 // bootstrap. ValidateAll does not look inside google.protobuf.Any, so every
 // typed_config (and any Any nested in one, such as the HTTP filters inside the
 // HTTP connection manager) is unpacked and validated too. An Any whose type is
 // not linked in is an error: it could not be checked.
-func Validate(b *bootstrapv3.Bootstrap) error {
+func validateBootstrap(b *bootstrapv3.Bootstrap) error {
 	var errs []error
 	if err := b.ValidateAll(); err != nil {
 		errs = append(errs, fmt.Errorf("bootstrap: %w", err))
@@ -142,7 +142,7 @@ func validateMessage(m protoreflect.Message, path string) []error {
 	return append(errs, validateAnys(inner.ProtoReflect(), path)...)
 }
 
-// Check enforces what capgate needs from an Envoy bootstrap, beyond proto
+// checkBootstrap enforces what capgate needs from an Envoy bootstrap, beyond proto
 // validity, and returns every problem found (joined):
 //
 //   - every cluster a route or an ext_authz filter names is defined, and every
@@ -161,8 +161,8 @@ func validateMessage(m protoreflect.Message, path string) []error {
 //     cluster a route names has circuit breakers at least as large as that
 //     connection limit.
 //
-// Check expects a bootstrap that passed Validate.
-func Check(b *bootstrapv3.Bootstrap) error {
+// checkBootstrap expects a bootstrap that passed validateBootstrap.
+func checkBootstrap(b *bootstrapv3.Bootstrap) error {
 	c := checker{clusters: map[string]*clusterv3.Cluster{}}
 	c.maxConns = c.checkOverload(b)
 	for _, cl := range b.GetStaticResources().GetClusters() {

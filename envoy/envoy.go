@@ -17,11 +17,11 @@ func BootstrapYAML() []byte {
 
 // DefaultBootstrap parses and validates the sidecar bootstrap (bootstrap.yaml).
 func DefaultBootstrap() (*bootstrapv3.Bootstrap, error) {
-	b, err := Parse(bootstrapYAML)
+	b, err := parseBootstrap(bootstrapYAML)
 	if err != nil {
 		return nil, err
 	}
-	if err := Validate(b); err != nil {
+	if err := validateBootstrap(b); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -29,10 +29,10 @@ func TestBootstrapFiles(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			data, err := os.ReadFile(name)
 			require.NoError(t, err)
-			b, err := Parse(data)
+			b, err := parseBootstrap(data)
 			require.NoError(t, err)
-			require.NoError(t, Validate(b))
-			require.NoError(t, Check(b))
+			require.NoError(t, validateBootstrap(b))
+			require.NoError(t, checkBootstrap(b))
 		})
 	}
 }
@@ -40,7 +40,7 @@ func TestBootstrapFiles(t *testing.T) {
 func TestDefaultBootstrap(t *testing.T) {
 	b, err := DefaultBootstrap()
 	require.NoError(t, err)
-	require.NoError(t, Check(b))
+	require.NoError(t, checkBootstrap(b))
 
 	onDisk, err := os.ReadFile("bootstrap.yaml")
 	require.NoError(t, err)
@@ -134,13 +134,13 @@ func TestParseAndValidateRejects(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			require.Contains(t, string(bootstrapYAML), tt.old)
 			data := strings.Replace(string(bootstrapYAML), tt.old, tt.new, 1)
-			b, err := Parse([]byte(data))
+			b, err := parseBootstrap([]byte(data))
 			if tt.inParse {
 				require.ErrorContains(t, err, tt.wantErr)
 				return
 			}
 			require.NoError(t, err)
-			require.ErrorContains(t, Validate(b), tt.wantErr)
+			require.ErrorContains(t, validateBootstrap(b), tt.wantErr)
 		})
 	}
 }
@@ -149,11 +149,11 @@ func TestParseAndValidateRejects(t *testing.T) {
 // only in its listener (and its secrets), so a change to admin, clusters or
 // the overload manager must be made in both.
 func TestTLSVariantMatches(t *testing.T) {
-	plain, err := Parse(bootstrapYAML)
+	plain, err := parseBootstrap(bootstrapYAML)
 	require.NoError(t, err)
 	data, err := os.ReadFile("bootstrap-tls.yaml")
 	require.NoError(t, err)
-	tls, err := Parse(data)
+	tls, err := parseBootstrap(data)
 	require.NoError(t, err)
 	require.True(t, proto.Equal(plain.GetAdmin(), tls.GetAdmin()), "admin")
 	require.True(t, proto.Equal(plain.GetOverloadManager(), tls.GetOverloadManager()), "overload_manager")
@@ -169,7 +169,7 @@ func TestAdminIsAUnixSocket(t *testing.T) {
 	for _, name := range bootstrapFiles {
 		data, err := os.ReadFile(name)
 		require.NoError(t, err)
-		b, err := Parse(data)
+		b, err := parseBootstrap(data)
 		require.NoError(t, err)
 		pipe := b.GetAdmin().GetAddress().GetPipe()
 		require.NotNil(t, pipe, "%s: admin.address must be a pipe", name)
@@ -219,10 +219,10 @@ func TestRegexLanguage(t *testing.T) {
 func TestCheckTLSSecrets(t *testing.T) {
 	data, err := os.ReadFile("bootstrap-tls.yaml")
 	require.NoError(t, err)
-	b, err := Parse(data)
+	b, err := parseBootstrap(data)
 	require.NoError(t, err)
 	b.StaticResources.Secrets = b.StaticResources.Secrets[1:]
-	require.ErrorContains(t, Check(b), `SDS secret "capgate_server_cert" is not defined in static_resources.secrets`)
+	require.ErrorContains(t, checkBootstrap(b), `SDS secret "capgate_server_cert" is not defined in static_resources.secrets`)
 }
 
 // sidecar is the parsed bootstrap with its connection manager and ext_authz
@@ -235,7 +235,7 @@ type sidecar struct {
 
 func loadSidecar(t *testing.T) *sidecar {
 	t.Helper()
-	b, err := Parse(bootstrapYAML)
+	b, err := parseBootstrap(bootstrapYAML)
 	require.NoError(t, err)
 	s := &sidecar{b: b, hcm: &hcmv3.HttpConnectionManager{}, authz: &extauthzv3.ExtAuthz{}}
 	require.NoError(t, s.hcmFilter().GetTypedConfig().UnmarshalTo(s.hcm))
@@ -291,7 +291,7 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name    string
 		mutate  func(t *testing.T, s *sidecar)
-		wantErr []string // each must appear; nil means Check passes
+		wantErr []string // each must appear; nil means checkBootstrap passes
 	}{
 		{
 			name:   "as shipped",
@@ -558,7 +558,7 @@ func TestCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := loadSidecar(t)
 			tt.mutate(t, s)
-			err := Check(s.pack(t))
+			err := checkBootstrap(s.pack(t))
 			if tt.wantErr == nil {
 				require.NoError(t, err)
 				return
@@ -578,7 +578,7 @@ func TestCheck(t *testing.T) {
 func TestTLSVariantForwardsThePeer(t *testing.T) {
 	data, err := os.ReadFile("bootstrap-tls.yaml")
 	require.NoError(t, err)
-	b, err := Parse(data)
+	b, err := parseBootstrap(data)
 	require.NoError(t, err)
 	s := &sidecar{b: b, hcm: &hcmv3.HttpConnectionManager{}}
 	require.NoError(t, s.hcmFilter().GetTypedConfig().UnmarshalTo(s.hcm))

@@ -383,7 +383,7 @@ func TestKubernetesMatchesBootstrapAndConfig(t *testing.T) {
 	require.Equal(t, filepath.Join("kubernetes", "..", "bootstrap.yaml"), bootstrapFile)
 	data, err := os.ReadFile(bootstrapFile)
 	require.NoError(t, err)
-	b, err := Parse(data)
+	b, err := parseBootstrap(data)
 	require.NoError(t, err)
 	a2aPort := listenerPort(t, b, "a2a")
 

@@ -1,4 +1,4 @@
-package rego_test
+package authzpolicy_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/regocheck"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 const secModule = `package capgate.deny.sec
@@ -42,6 +42,11 @@ func TestExtraModulesValidation(t *testing.T) {
 		{"deny rule in a ref head", "package capgate.deny.sec\n\nsub.deny contains {\"capability\": \"*\"}\n", "capgate.deny.sec.sub.deny is never read"},
 		{"deny function", "package capgate.deny.sec\n\ndeny(x) := {{\"capability\": x}}\n", "x.rego:3: rule: capgate.deny.sec.deny must be a set"},
 		{"parse error", "package capgate.deny.sec\n\ndeny contains\n", "x.rego:4: rego_parse_error"},
+		{"internal helper of the policy", "package capgate.deny.sec\n\ndeny contains {\"capability\": \"*\"} if not data.capgate.authz._authenticated\n", "x.rego:3: rule: capgate.authz._authenticated reads an internal rule of capgate.authz"},
+		{"internal helper through an import", "package capgate.deny.sec\n\nimport data.capgate.authz\n\ndeny contains {\"capability\": \"*\"} if authz._caller.tenant == \"x\"\n", "x.rego:5: rule: capgate.authz._caller reads an internal rule"},
+		{"internal helper through an aliased import", "package capgate.deny.sec\n\nimport data.capgate.authz._settings as s\n\ndeny contains {\"capability\": \"*\"} if s.anonymous_public\n", "x.rego:3: rule: capgate.authz._settings reads an internal rule"},
+		{"policy rule by a dynamic name", "package capgate.deny.sec\n\ndeny contains {\"capability\": \"*\"} if data.capgate.authz[input.caller.tenant]\n", "x.rego:3: rule: capgate.authz[input.caller.tenant] reads an internal rule"},
+		{"helper of its own named like the policy's", "package capgate.deny.sec\n\n_authenticated if input.caller.authenticated\n\ndeny contains {\"capability\": \"*\"} if not _authenticated\n", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := regocheck.ValidateExtraModules(map[string]string{"x.rego": tc.src})
@@ -92,7 +97,7 @@ func decide(t *testing.T, mods map[string]string, caller map[string]any) (visibl
 func TestDenyModuleEndToEnd(t *testing.T) {
 	partner := map[string]any{"authenticated": true, "subject": "orchestrator", "tenant": "acme", "scopes": []any{"recon.run"}}
 
-	builtin, err := rego.Modules()
+	builtin, err := authzpolicy.Modules()
 	require.NoError(t, err)
 	visible, entitled := decide(t, builtin, partner)
 	require.ElementsMatch(t, []any{"lookup-invoice", "reconcile-invoice"}, visible)
@@ -124,7 +129,7 @@ func TestDenyModuleEndToEnd(t *testing.T) {
 }
 
 func TestExtraModulesFileNameClash(t *testing.T) {
-	builtin, err := rego.Modules()
+	builtin, err := authzpolicy.Modules()
 	require.NoError(t, err)
 	for f := range builtin {
 		_, err := regocheck.Modules(map[string]string{f: secModule})

@@ -1,6 +1,8 @@
-// Package rego embeds capgate's policy: the capgate.authz Rego modules, their
-// unit tests and the JSON schema of the policy input.
-package rego
+// Package authzpolicy embeds capgate's policy: the capgate.authz Rego
+// modules, their unit tests and the JSON schema of the policy input. It lives
+// in the directory rego but is not named rego, so it does not shadow OPA's
+// rego package where both are imported.
+package authzpolicy
 
 import (
 	"embed"

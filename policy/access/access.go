@@ -23,7 +23,7 @@ type Class struct {
 }
 
 // Who describes the class's caller: "anonymous", or "authenticated,
-// tenant acme, scopes [a b], preview".
+// tenant acme, scopes [a b]".
 func (c Class) Who() string {
 	if !c.Caller.Authenticated {
 		return "anonymous"
@@ -37,9 +37,6 @@ func (c Class) Who() string {
 	}
 	if len(c.Caller.Scopes) > 0 {
 		parts = append(parts, fmt.Sprintf("scopes [%s]", strings.Join(c.Caller.Scopes, " ")))
-	}
-	if c.Caller.Preview {
-		parts = append(parts, "preview")
 	}
 	return strings.Join(parts, ", ")
 }

@@ -3,9 +3,7 @@ package access_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,26 +12,19 @@ import (
 	"github.com/capgate/capgate/policy/access"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/test/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-// golden compares got with testdata/golden/name, or rewrites it with -update.
-// The policy revisions (content hashes, which change with every edit of the
-// embedded policy) are written as <base-revision> and <head-revision>.
-func golden(t *testing.T, name string, got []byte) {
+// requireGolden compares got with testdata/golden/name, or rewrites it with
+// -update. The policy revisions (content hashes, which change with every
+// edit of the embedded policy) are written as <base-revision> and
+// <head-revision>.
+func requireGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
 	for side, rev := range revisions {
 		got = bytes.ReplaceAll(got, []byte(rev), []byte("<"+side+"-revision>"))
 	}
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o755))
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "run with -update to create the golden file")
-	require.Equal(t, string(want), string(got), "golden %s differs; run with -update and review the change", name)
+	golden.Equal(t, filepath.Join("testdata", "golden", name), got)
 }
 
 type side struct {
@@ -73,9 +64,9 @@ func TestMatrixGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := load(t, name)
 			m := build(t, s, access.Derive(s.d.Snapshot))
-			golden(t, "matrix-"+name+".txt", render(t, func(w io.Writer) error { return access.WriteText(w, m) }))
-			golden(t, "matrix-"+name+".md", render(t, func(w io.Writer) error { return access.WriteMarkdown(w, m) }))
-			golden(t, "matrix-"+name+".json", render(t, func(w io.Writer) error { return access.WriteJSON(w, m) }))
+			requireGolden(t, "matrix-"+name+".txt", render(t, func(w io.Writer) error { return access.WriteText(w, m) }))
+			requireGolden(t, "matrix-"+name+".md", render(t, func(w io.Writer) error { return access.WriteMarkdown(w, m) }))
+			requireGolden(t, "matrix-"+name+".json", render(t, func(w io.Writer) error { return access.WriteJSON(w, m) }))
 		})
 	}
 }
@@ -106,9 +97,9 @@ func TestDiffGolden(t *testing.T) {
 	base, head := load(t, "base"), load(t, "head")
 	_, _, d := diff(t, base, head)
 
-	golden(t, "diff.txt", render(t, func(w io.Writer) error { return access.WriteDiffText(w, d) }))
-	golden(t, "diff.md", render(t, func(w io.Writer) error { return access.WriteDiffMarkdown(w, d) }))
-	golden(t, "diff.json", render(t, func(w io.Writer) error { return access.WriteDiffJSON(w, d) }))
+	requireGolden(t, "diff.txt", render(t, func(w io.Writer) error { return access.WriteDiffText(w, d) }))
+	requireGolden(t, "diff.md", render(t, func(w io.Writer) error { return access.WriteDiffMarkdown(w, d) }))
+	requireGolden(t, "diff.json", render(t, func(w io.Writer) error { return access.WriteDiffJSON(w, d) }))
 
 	t.Run("deny module in policy_dirs removes a grant", func(t *testing.T) {
 		c := find(t, d.Lost, "scopes:recon.run", "reconcile-invoice")

@@ -29,10 +29,20 @@ func benchClassList() []access.Class {
 		classes = append(classes, access.Class{
 			Name: "c" + string(rune('a'+i%26)) + compiletest.Tenant(i),
 			Caller: engine.Caller{Authenticated: true, Tenant: compiletest.Tenant(i % 6),
-				Scopes: []string{compiletest.Scope(i % 10), compiletest.Scope(i / 10 % 10)}, Preview: i%4 == 0},
+				Scopes: benchScopes(i)},
 		})
 	}
 	return classes
+}
+
+// benchScopes are two scopes, and for a quarter of the classes the preview
+// scope (opted in to previews).
+func benchScopes(i int) []string {
+	scopes := []string{compiletest.Scope(i % 10), compiletest.Scope(i / 10 % 10)}
+	if i%4 == 0 {
+		scopes = append(scopes, compiletest.PreviewScope)
+	}
+	return scopes
 }
 
 func benchEngine(b *testing.B, reg *manifest.Registry) *engine.Engine {

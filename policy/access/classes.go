@@ -30,7 +30,9 @@ const OtherTenant = "other-tenant"
 //   - tenant:T, one per tenant T that a manifest lists or that is a preview
 //     tenant, with all scopes;
 //   - other-tenant: all scopes and a tenant nothing lists;
-//   - preview: all scopes, no tenant, opted in to previews.
+//   - preview: all scopes and the preview scope (auth.preview_scope), no
+//     tenant: opted in to previews (only when a preview scope is set; a
+//     preview tenant opts in its tenant:T class).
 //
 // Subjects are not enumerated: deny modules that read the subject need a
 // callers file naming it.
@@ -38,7 +40,11 @@ func Derive(snaps ...*compile.Snapshot) []Class {
 	scopeSets := map[string][]string{}
 	all := map[string]bool{}
 	tenants := map[string]bool{}
+	previewScopes := map[string]bool{}
 	for _, s := range snaps {
+		if s.Settings.PreviewScope != "" {
+			previewScopes[s.Settings.PreviewScope] = true
+		}
 		for _, t := range s.Settings.PreviewTenants {
 			tenants[t] = true
 		}
@@ -88,9 +94,18 @@ func Derive(snaps ...*compile.Snapshot) []Class {
 	classes = append(classes,
 		Class{Name: "other-tenant", Description: "a tenant no manifest lists, with every scope",
 			Caller: engine.Caller{Authenticated: true, Tenant: other, Scopes: union}},
-		Class{Name: "preview", Description: "opted in to previews, with every scope, no tenant",
-			Caller: engine.Caller{Authenticated: true, Scopes: union, Preview: true}},
 	)
+	if len(previewScopes) > 0 {
+		opted := slices.Clone(union)
+		for sc := range previewScopes {
+			if !slices.Contains(opted, sc) {
+				opted = append(opted, sc)
+			}
+		}
+		slices.Sort(opted)
+		classes = append(classes, Class{Name: "preview", Description: "opted in to previews by the preview scope, with every scope, no tenant",
+			Caller: engine.Caller{Authenticated: true, Scopes: opted}})
+	}
 	return classes
 }
 

@@ -112,7 +112,6 @@ type callerJSON struct {
 	Subject       string   `json:"subject"`
 	Tenant        string   `json:"tenant"`
 	Scopes        []string `json:"scopes"`
-	Preview       bool     `json:"preview"`
 }
 
 type classJSON struct {
@@ -145,7 +144,7 @@ func classesJSON(cs []Class) []classJSON {
 	for i, c := range cs {
 		out[i] = classJSON{Name: c.Name, Description: c.Description, Caller: callerJSON{
 			Authenticated: c.Caller.Authenticated, Subject: c.Caller.Subject, Tenant: c.Caller.Tenant,
-			Scopes: append([]string{}, c.Caller.Scopes...), Preview: c.Caller.Preview,
+			Scopes: append([]string{}, c.Caller.Scopes...),
 		}}
 	}
 	return out

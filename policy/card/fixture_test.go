@@ -1,33 +1,23 @@
 package card_test
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/require"
-
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/test/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden.* from the current output")
-
-// requireGolden compares got with testdata/name, or rewrites the file under -update.
+// requireGolden compares got with testdata/name (as JSON when asJSON), or
+// rewrites the file under -update.
 func requireGolden(t *testing.T, name string, got []byte, asJSON bool) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test ./policy/card -update")
 	if asJSON {
-		require.JSONEq(t, string(want), string(got))
+		golden.JSONEq(t, filepath.Join("testdata", name), got)
 		return
 	}
-	require.Equal(t, string(want), string(got))
+	golden.Equal(t, filepath.Join("testdata", name), got)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -20,8 +20,10 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/manifest"
-	capgaterego "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/policy/regocheck"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 // Names inside the data document and the module set.
@@ -56,7 +58,7 @@ type Snapshot struct {
 	// Settings are the policy settings (data.capgate.settings).
 	Settings Settings
 	// Modules maps module path to Rego source: the embedded policy modules
-	// (rego.Modules paths) plus extra deny modules under ExtraDir.
+	// (authzpolicy.Modules paths) plus extra deny modules under ExtraDir.
 	Modules map[string]string
 	// Revision is the content hash over the bundle data document (Data plus
 	// the full manifests) and the modules.
@@ -72,14 +74,14 @@ type Snapshot struct {
 // Build compiles a validated registry, the deployment's auth settings and
 // extra deny modules (name -> source, already validated by the policy tool;
 // each lands at ExtraDir+name) into a snapshot. The output is checked before
-// it is returned: capability keys equal their ids, every replaced_by
-// resolves, every module compiles (Rego v1, strict, input schema) and the
+// it is returned: ids are non-empty and unique, every replaced_by resolves
+// (see check), every module compiles (Rego v1, strict, input schema) and the
 // policy evaluates over the data (see smoke).
 func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string) (*Snapshot, error) {
 	if reg == nil {
 		return nil, errors.New("build policy snapshot: nil registry")
 	}
-	builtin, err := capgaterego.Modules()
+	builtin, err := authzpolicy.Modules()
 	if err != nil {
 		return nil, fmt.Errorf("build policy snapshot: read embedded policy: %w", err)
 	}
@@ -120,12 +122,12 @@ func assemble(reg *manifest.Registry, settings Settings, modules map[string]stri
 	if settings.PreviewTenants == nil {
 		settings.PreviewTenants = []string{}
 	}
+	if err := check(reg); err != nil {
+		return nil, fmt.Errorf("build policy snapshot: %w", err)
+	}
 	s := &Snapshot{Registry: reg, Settings: settings, Modules: modules}
 	data, err := s.Data()
 	if err != nil {
-		return nil, fmt.Errorf("build policy snapshot: %w", err)
-	}
-	if err := s.check(data); err != nil {
 		return nil, fmt.Errorf("build policy snapshot: %w", err)
 	}
 	if s.Revision, err = s.revision(data); err != nil {
@@ -250,13 +252,6 @@ func (pr *profiler) of(c *manifest.Capability) (string, map[string]any) {
 	}
 	pr.seen[string(b)] = profile{key, facts}
 	return key, facts
-}
-
-// jsonEqual compares two values by their JSON encoding.
-func jsonEqual(a, b any) bool {
-	ja, err1 := json.Marshal(a)
-	jb, err2 := json.Marshal(b)
-	return err1 == nil && err2 == nil && string(ja) == string(jb)
 }
 
 // fact is one field of what the policy knows of a capability: its value is
@@ -440,52 +435,43 @@ func (s *Snapshot) bundleDocument(data map[string]any) (map[string]any, error) {
 	return doc, nil
 }
 
-// check verifies the output graph (data, from Data) before anything is
-// published; checkPolicy then checks the policy over it.
-func (s *Snapshot) check(data map[string]any) error {
-	var errs []error
-	all := s.Registry.All()
-	caps, _ := data[keyCapabilities].(map[string]any)
-	if len(caps) != len(all) {
-		errs = append(errs, fmt.Errorf("data holds %d capabilities, the registry %d (duplicate ids?)", len(caps), len(all)))
-	}
-	for i, c := range all {
+// check verifies the registry before anything is derived from it: every id
+// is non-empty and unique (a registry built with manifest.NewRegistry, as
+// ReadBundle and tests build one, has not been through manifest.Load), and
+// every replaced_by resolves by manifest.ReplacedByProblem, the rule Load
+// applies. Problems carry the manifest's file and line when it has them.
+// The facts, profiles and data are then derived from the registry by one
+// function each (appendFacts, profiler), so they cannot disagree with it.
+func check(reg *manifest.Registry) error {
+	var problems diag.Set
+	all := reg.All()
+	for i := range all {
+		c := &all[i]
+		file, line := position(c)
 		if c.ID == "" {
-			errs = append(errs, errors.New("capability with an empty id"))
+			problems.Add(file, line, "id", "capability with an empty id")
 			continue
 		}
-		if s.Registry.Index(c.ID) != i {
-			errs = append(errs, fmt.Errorf("capability %s: duplicate id", c.ID))
+		if reg.Index(c.ID) != i {
+			problems.Add(file, line, "id", "%q is defined more than once", c.ID)
 		}
-	}
-	profiles, _ := data[keyProfiles].(map[string]any)
-	for _, key := range slices.Sorted(maps.Keys(caps)) {
-		f, _ := caps[key].(map[string]any)
-		if pk, _ := f["profile"].(string); profiles[pk] == nil {
-			errs = append(errs, fmt.Errorf("capability %s: profile %q does not exist", key, pk))
-		} else if c, ok := s.Registry.Get(key); ok {
-			if want, p := profileOf(c); want != pk || !jsonEqual(p, profiles[pk]) {
-				errs = append(errs, fmt.Errorf("capability %s: profile %q does not match its facts", key, pk))
-			}
-		}
-		if id, _ := f["id"].(string); id != key {
-			errs = append(errs, fmt.Errorf("capability %s: key and id %q differ", key, id))
-		}
-		if s.Registry.Index(key) < 0 {
-			errs = append(errs, fmt.Errorf("capability %s: not in the registry", key))
-		}
-		if rb, ok := f["replaced_by"].(string); ok {
-			switch {
-			case rb == key:
-				errs = append(errs, fmt.Errorf("capability %s: replaced_by names itself", key))
-			case caps[rb] == nil:
-				errs = append(errs, fmt.Errorf("capability %s: replaced_by %q does not exist", key, rb))
-			case stateOf(caps[rb]) == string(manifest.StateRemoved):
-				errs = append(errs, fmt.Errorf("capability %s: replaced_by %q is itself removed", key, rb))
+		if c.ReplacedBy != "" {
+			target, _ := reg.Get(c.ReplacedBy)
+			if problem := manifest.ReplacedByProblem(c, target); problem != "" {
+				problems.Add(file, line, "replaced_by", "%s", problem)
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return problems.ErrOrNil()
+}
+
+// position is where problems about c are reported: its manifest's file and
+// line, or "capability <id>" for one that was not read from a file.
+func position(c *manifest.Capability) (string, int) {
+	if c.Source.File != "" {
+		return c.Source.File, c.Source.Line
+	}
+	return fmt.Sprintf("capability %q", c.ID), 0
 }
 
 // checkPolicy compiles the modules, builds the store and evaluates the
@@ -575,59 +561,36 @@ func smoke(reg *manifest.Registry, c *ast.Compiler, store storage.Store) error {
 	return errors.Join(errs...)
 }
 
-func stateOf(fact any) string {
-	f, _ := fact.(map[string]any)
-	s, _ := f["state"].(string)
-	return s
-}
-
-// Compile parses the snapshot's modules (Rego v1, with annotations) and
-// compiles them in strict mode, type-checking input against the embedded
-// input schema (as schema.input and as the global input schema, so extra
-// modules are checked without annotations). Every module's package must lie under
-// data.capgate; modules under ExtraDir must use the deny package prefix, so
-// they can only add refusals. Each call returns a new compiler.
+// Compile parses the snapshot's modules and compiles them strictly with
+// the compiler setup `capgate policy check` uses (regocheck.NewCompiler:
+// Rego v1, the input schema as schema.input and as the global input schema,
+// so extra modules are checked without annotations). Every module's package
+// must lie under data.capgate; modules under ExtraDir must follow the rule
+// for deny modules (regocheck.CheckExtraModule), so they can only add
+// refusals. Each call returns a new compiler.
 func (s *Snapshot) Compile() (*ast.Compiler, error) {
-	schemaRaw, err := capgaterego.FS.ReadFile(capgaterego.InputSchema)
+	parsed, err := regocheck.Parse(s.Modules)
 	if err != nil {
-		return nil, fmt.Errorf("compile policy: read input schema: %w", err)
+		return nil, fmt.Errorf("compile policy: %w", err)
 	}
-	var schema any
-	if err := util.UnmarshalJSON(schemaRaw, &schema); err != nil {
-		return nil, fmt.Errorf("compile policy: input schema: %w", err)
-	}
-	schemas := ast.NewSchemaSet()
-	schemas.Put(ast.MustParseRef("schema.input"), schema) // named by the METADATA of authz.rego
-	schemas.Put(ast.SchemaRootRef, schema)                // the global input schema: checks extra modules too
-
-	parsed := make(map[string]*ast.Module, len(s.Modules))
-	var errs []error
-	opts := ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true}
-	for _, p := range slices.Sorted(maps.Keys(s.Modules)) {
-		m, err := ast.ParseModuleWithOpts(p, s.Modules[p], opts)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("module %s: %w", p, err))
-			continue
-		}
-		pkg := strings.TrimPrefix(m.Package.Path.String(), "data.")
+	var problems diag.Set
+	root := ast.MustParseRef("data." + Root)
+	for _, p := range slices.Sorted(maps.Keys(parsed)) {
+		m := parsed[p]
 		switch {
-		case strings.HasPrefix(p, ExtraDir) && !strings.HasPrefix(pkg, capgaterego.DenyPackagePrefix):
-			errs = append(errs, fmt.Errorf("module %s: package %s: extra modules must use package %s<name>", p, pkg, capgaterego.DenyPackagePrefix))
-		case pkg != Root && !strings.HasPrefix(pkg, Root+"."):
-			errs = append(errs, fmt.Errorf("module %s: package %s is outside the bundle root %s", p, pkg, Root))
+		case strings.HasPrefix(p, ExtraDir):
+			regocheck.CheckExtraModule(&problems, p, m)
+		case !m.Package.Path.HasPrefix(root):
+			problems.Add(p, m.Package.Location.Row, "package", "package %s is outside the bundle root %s",
+				strings.TrimPrefix(m.Package.Path.String(), "data."), Root)
 		}
-		parsed[p] = m
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("compile policy: %w", errors.Join(errs...))
+	if err := problems.ErrOrNil(); err != nil {
+		return nil, fmt.Errorf("compile policy: %w", err)
 	}
-	c := ast.NewCompiler().
-		WithStrict(true).
-		WithSchemas(schemas).
-		WithUseTypeCheckAnnotations(true)
-	c.Compile(parsed)
-	if c.Failed() {
-		return nil, fmt.Errorf("compile policy: %w", c.Errors)
+	c, err := regocheck.CompileParsed(parsed, true)
+	if err != nil {
+		return nil, fmt.Errorf("compile policy: %w", err)
 	}
 	return c, nil
 }
@@ -637,7 +600,7 @@ func (s *Snapshot) Compile() (*ast.Compiler, error) {
 // (extra deny modules may refuse by subject). The embedded policy never
 // reads the subject.
 func (s *Snapshot) SubjectSensitive() bool {
-	builtin, err := capgaterego.Modules()
+	builtin, err := authzpolicy.Modules()
 	if err != nil {
 		return true
 	}

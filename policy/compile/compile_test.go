@@ -2,9 +2,13 @@ package compile_test
 
 import (
 	"encoding/json"
-	"flag"
+	"errors"
+	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,23 +17,16 @@ import (
 	"github.com/capgate/capgate/policy/compile/compiletest"
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/test/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the current output")
-
-// requireGoldenJSON compares got with testdata/name, or rewrites it under -update.
+// requireGoldenJSON compares got, as indented JSON, with testdata/name, or
+// rewrites the file under -update.
 func requireGoldenJSON(t *testing.T, name string, got any) {
 	t.Helper()
 	b, err := json.MarshalIndent(got, "", "  ")
 	require.NoError(t, err)
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.MkdirAll("testdata", 0o755))
-		require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test ./policy/compile -update")
-	require.JSONEq(t, string(want), string(b))
+	golden.JSONEq(t, filepath.Join("testdata", name), append(b, '\n'))
 }
 
 func TestBuildDataGolden(t *testing.T) {
@@ -95,98 +92,76 @@ func TestBuildExtraModules(t *testing.T) {
 	require.True(t, s.SubjectSensitive())
 }
 
+// TestBuildRefuses builds each case under testdata/refuse: the manifests of
+// testdata/refuse/base/capabilities with the case's capabilities/ files
+// added or put in their place (parsed one by one, without the registry-wide
+// checks of manifest.Load, as a bundle's registry is), plus the case's
+// extra/*.rego deny modules. The build must fail with the problems of the
+// case's want.golden.txt (run with -update to rewrite them).
 func TestBuildRefuses(t *testing.T) {
-	with := func(edit func(caps []manifest.Capability) []manifest.Capability) *manifest.Registry {
-		return manifest.NewRegistry(edit(compiletest.Capabilities()))
+	root := filepath.Join("testdata", "refuse")
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	cases := 0
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == "base" {
+			continue
+		}
+		cases++
+		t.Run(e.Name(), func(t *testing.T) {
+			dir := filepath.Join(root, e.Name())
+			files := readDir(t, filepath.Join(root, "base", "capabilities"))
+			maps.Copy(files, readDir(t, filepath.Join(dir, "capabilities")))
+			caps := make([]manifest.Capability, 0, len(files))
+			for _, name := range slices.Sorted(maps.Keys(files)) {
+				c, err := manifest.Parse(path.Join("capabilities", name), files[name])
+				require.NoError(t, err)
+				caps = append(caps, *c)
+			}
+			extra := map[string]string{}
+			for name, src := range readDir(t, filepath.Join(dir, "extra")) {
+				extra[name] = string(src)
+			}
+			s, err := compile.Build(manifest.NewRegistry(caps), compiletest.Auth(), extra)
+			require.Error(t, err)
+			require.Nil(t, s)
+			golden.Equal(t, filepath.Join(dir, "want.golden.txt"), []byte(err.Error()+"\n"))
+		})
 	}
+	require.NotZero(t, cases)
+}
+
+// readDir returns the files of dir by name; none when dir does not exist.
+func readDir(t *testing.T, dir string) map[string][]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	require.NoError(t, err)
+	out := make(map[string][]byte, len(entries))
+	for _, e := range entries {
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		out[e.Name()] = b
+	}
+	return out
+}
+
+// TestBuildRefusesInput covers what no manifest file can hold: a nil
+// registry, an empty id, a module name that escapes ExtraDir.
+func TestBuildRefusesInput(t *testing.T) {
+	emptyID := compiletest.Capabilities()
+	emptyID[0].ID = ""
 	tests := []struct {
 		name    string
 		reg     *manifest.Registry
 		extra   map[string]string
 		wantErr string
 	}{
-		{
-			name: "unresolved replaced_by",
-			reg: with(func(c []manifest.Capability) []manifest.Capability {
-				c[1].ReplacedBy = "nope"
-				return c
-			}),
-			wantErr: `replaced_by "nope" does not exist`,
-		},
-		{
-			name: "replaced_by names itself",
-			reg: with(func(c []manifest.Capability) []manifest.Capability {
-				c[1].ReplacedBy = c[1].ID
-				return c
-			}),
-			wantErr: "replaced_by names itself",
-		},
-		{
-			name: "replaced_by a removed capability",
-			reg: with(func(c []manifest.Capability) []manifest.Capability {
-				c[1].ReplacedBy = "reconcile-invoice-v0"
-				return c
-			}),
-			wantErr: "is itself removed",
-		},
-		{
-			name: "duplicate id",
-			reg: with(func(c []manifest.Capability) []manifest.Capability {
-				return append(c, c[0])
-			}),
-			wantErr: "duplicate",
-		},
-		{
-			name: "empty id",
-			reg: with(func(c []manifest.Capability) []manifest.Capability {
-				c[0].ID = ""
-				return c
-			}),
-			wantErr: "empty id",
-		},
 		{name: "nil registry", wantErr: "nil registry"},
-		{
-			name:    "extra module syntax error",
-			reg:     compiletest.Registry(),
-			extra:   map[string]string{"bad": "package capgate.deny.bad\n\ndeny contains x if {"},
-			wantErr: "module extra/bad.rego",
-		},
-		{
-			name:    "extra module outside the deny prefix",
-			reg:     compiletest.Registry(),
-			extra:   map[string]string{"widen": "package capgate.authz\n\nvisible contains \"audit-ledger\"\n"},
-			wantErr: "extra modules must use package capgate.deny.",
-		},
-		{
-			name:    "extra module outside the root",
-			reg:     compiletest.Registry(),
-			extra:   map[string]string{"other": "package capgate_other.deny\n\nx := 1\n"},
-			wantErr: "extra modules must use package",
-		},
-		{
-			name:    "extra module fails strict mode",
-			reg:     compiletest.Registry(),
-			extra:   map[string]string{"strict": "package capgate.deny.strict\n\nimport data.capgate.settings\n\ndeny contains {\"capability\": \"*\", \"reason\": \"x\"} if false\n"},
-			wantErr: "compile policy",
-		},
-		{
-			name:    "extra module fails the input schema",
-			reg:     compiletest.Registry(),
-			extra:   map[string]string{"schema": "package capgate.deny.schema\n\ndeny contains {\"capability\": \"*\", \"reason\": \"x\"} if input.caller.nickname == \"x\"\n"},
-			wantErr: "nickname",
-		},
-		{
-			name:    "extra module conflicts at evaluation",
-			reg:     compiletest.Registry(),
-			extra:   map[string]string{"conflict": "package capgate.deny.conflict\n\nx := 1\n\nx := 2 if true\n\ndeny contains {\"capability\": \"*\", \"reason\": sprintf(\"%v\", [x])}\n"},
-			wantErr: "evaluate policy over data",
-		},
-		{
-			name:    "extra module name escapes",
-			reg:     compiletest.Registry(),
-			extra:   map[string]string{"../x": denySec},
-			wantErr: "relative path",
-		},
+		{name: "empty id", reg: manifest.NewRegistry(emptyID), wantErr: `capability "": id: capability with an empty id`},
+		{name: "extra module name escapes", reg: compiletest.Registry(), extra: map[string]string{"../x": denySec}, wantErr: "relative path"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,6 @@ package config
 import (
 	"math"
 	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -183,26 +182,10 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		fp := yamlnode.Join(path, p.Key)
 		i, ok := index[p.Key]
 		if !ok {
-			msg := "unknown field; known fields are " + strings.Join(known, ", ")
-			if s := suggest(p.Key, known); s != "" {
-				msg = "unknown field; did you mean " + s + "?"
-			}
-			d.fail(p.KeyN.Line, fp, "%s", msg)
+			d.fail(p.KeyN.Line, fp, "%s", yamlnode.UnknownField(p.Key, known))
 			continue
 		}
 		d.lines[fp] = p.KeyN.Line
 		d.decode(p.Value, v.Field(i), fp)
 	}
-}
-
-// suggest finds a known key that differs from key only in case, '_' or '-'.
-func suggest(key string, known []string) string {
-	norm := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
-	}
-	i := slices.IndexFunc(known, func(k string) bool { return norm(k) == norm(key) })
-	if i < 0 {
-		return ""
-	}
-	return known[i]
 }

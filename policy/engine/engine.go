@@ -41,7 +41,6 @@ type Caller struct {
 	Subject       string
 	Tenant        string
 	Scopes        []string
-	Preview       bool
 }
 
 // Reason is one rule that fired, as the policy reports it.
@@ -278,7 +277,6 @@ func (e *Engine) class(c Caller) Caller {
 func classKey(c Caller) string {
 	b := make([]byte, 0, 64)
 	b = strconv.AppendBool(b, c.Authenticated)
-	b = strconv.AppendBool(b, c.Preview)
 	field := func(s string) {
 		b = strconv.AppendInt(b, int64(len(s)), 10)
 		b = append(b, ':')
@@ -396,7 +394,6 @@ func input(c Caller) ast.Object {
 		ast.Item(ast.StringTerm("subject"), ast.StringTerm(c.Subject)),
 		ast.Item(ast.StringTerm("tenant"), ast.StringTerm(c.Tenant)),
 		ast.Item(ast.StringTerm("scopes"), ast.ArrayTerm(scopes...)),
-		ast.Item(ast.StringTerm("preview"), ast.BooleanTerm(c.Preview)),
 	)
 	return ast.NewObject(ast.Item(ast.StringTerm("caller"), ast.NewTerm(caller)))
 }

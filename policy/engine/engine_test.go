@@ -59,7 +59,7 @@ var callers = []struct {
 	},
 	{
 		name:        "scopes but not authenticated",
-		caller:      engine.Caller{Tenant: "acme", Scopes: []string{"recon.run", "export.run", "finance.read"}, Preview: true},
+		caller:      engine.Caller{Tenant: "acme", Scopes: []string{"recon.run", "export.run", "finance.read", compiletest.PreviewScope}},
 		wantVisible: []string{"export-ledger", "lookup-invoice"},
 		wantEntitl:  []string{"lookup-invoice"},
 	},
@@ -78,12 +78,6 @@ var callers = []struct {
 	{
 		name:        "preview by tenant",
 		caller:      engine.Caller{Authenticated: true, Tenant: compiletest.PreviewTenant, Scopes: []string{"finance.read"}},
-		wantVisible: []string{"export-ledger", "forecast-cashflow", "lookup-invoice"},
-		wantEntitl:  []string{"forecast-cashflow", "lookup-invoice"},
-	},
-	{
-		name:        "preview by flag",
-		caller:      engine.Caller{Authenticated: true, Tenant: "acme", Scopes: []string{"finance.read"}, Preview: true},
 		wantVisible: []string{"export-ledger", "forecast-cashflow", "lookup-invoice"},
 		wantEntitl:  []string{"forecast-cashflow", "lookup-invoice"},
 	},
@@ -137,7 +131,7 @@ func TestViewAgreesWithDecide(t *testing.T) {
 	synthCallers := []engine.Caller{
 		{},
 		{Authenticated: true, Tenant: compiletest.Tenant(0), Scopes: []string{compiletest.Scope(1), compiletest.Scope(2)}},
-		{Authenticated: true, Tenant: compiletest.Tenant(3), Scopes: []string{compiletest.Scope(7)}, Preview: true},
+		{Authenticated: true, Tenant: compiletest.Tenant(3), Scopes: []string{compiletest.Scope(7), compiletest.PreviewScope}},
 		{Authenticated: true, Tenant: compiletest.PreviewTenant, Scopes: []string{compiletest.Scope(0), compiletest.Scope(5), compiletest.Scope(9)}},
 	}
 	for name, e := range engines {
@@ -286,7 +280,6 @@ func TestViewCache(t *testing.T) {
 	}{
 		{name: "tenant", c: engine.Caller{Authenticated: true, Tenant: "globex", Scopes: base.Scopes}},
 		{name: "scopes", c: engine.Caller{Authenticated: true, Tenant: "acme", Scopes: []string{"recon.run"}}},
-		{name: "preview", c: engine.Caller{Authenticated: true, Tenant: "acme", Scopes: base.Scopes, Preview: true}},
 		{name: "authentication", c: engine.Caller{Tenant: "acme", Scopes: base.Scopes}},
 		{name: "scope joined differently", c: engine.Caller{Authenticated: true, Tenant: "acme", Scopes: []string{"recon.runfinance.read"}}},
 	}

@@ -14,15 +14,17 @@ import (
 
 // reviewQuery asks the policy for one caller's reasons per profile (the
 // very reason functions the decisions use) and for the deny modules'
-// refusals by capability id ("*": every capability).
+// refusals by capability id ("*": every capability). It reads internal
+// (_-prefixed) rules of capgate.authz: the engine is part of the policy's
+// implementation, and the review tests fail to prepare if one is renamed.
 const reviewQuery = `profiles := {key: r |
-	some key, p in data.capgate.authz.profiles
+	some key, p in data.capgate.authz._profiles
 	r := {
-		"visible": data.capgate.authz.sort_reasons(data.capgate.authz.profile_visible_reasons(p)),
-		"entitled": data.capgate.authz.sort_reasons(data.capgate.authz.profile_entitled_reasons(p)),
+		"visible": data.capgate.authz._sort_reasons(data.capgate.authz._profile_visible_reasons(p)),
+		"entitled": data.capgate.authz._sort_reasons(data.capgate.authz._profile_entitled_reasons(p)),
 	}
 }
-denials := data.capgate.authz.denials`
+denials := data.capgate.authz._denials`
 
 // Review is one caller's decisions over the whole registry, with the same
 // reasons Explain gives, computed the way the visible and entitled sets

@@ -41,7 +41,7 @@ func TestReviewAgreesWithExplain(t *testing.T) {
 	cs := []engine.Caller{
 		{Authenticated: true, Subject: "mallory", Tenant: "acme", Scopes: []string{"recon.run"}},
 		{Authenticated: true, Tenant: "globex", Scopes: []string{"recon.run"}},
-		{Authenticated: true, Tenant: "initech", Scopes: []string{"recon.run", "finance.read"}, Preview: true},
+		{Authenticated: true, Tenant: "initech", Scopes: []string{"recon.run", "finance.read", compiletest.PreviewScope}},
 		{Authenticated: true, Tenant: compiletest.Tenant(1), Scopes: []string{compiletest.Scope(1), compiletest.Scope(4)}},
 		{Authenticated: true, Tenant: compiletest.Tenant(2), Scopes: []string{compiletest.Scope(2), compiletest.PreviewScope}},
 	}

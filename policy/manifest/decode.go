@@ -334,30 +334,13 @@ func (d *decoder) fields(n *yaml.Node, path string, known []string) map[string]y
 	for _, p := range yamlnode.Pairs(d.file, n, d.prefix+path, d.probs) {
 		field := yamlnode.Join(path, p.Key)
 		if !slices.Contains(known, p.Key) {
-			msg := "unknown field; known fields are " + strings.Join(known, ", ")
-			if s := suggest(p.Key, known); s != "" {
-				msg = "unknown field; did you mean " + s + "?"
-			}
-			d.add(p.KeyN.Line, field, "%s", msg)
+			d.add(p.KeyN.Line, field, "%s", yamlnode.UnknownField(p.Key, known))
 			continue
 		}
 		d.lines[field] = p.Value.Line
 		out[field] = p
 	}
 	return out
-}
-
-// suggest finds a known field that differs from key only in case, '_' or '-'.
-func suggest(key string, known []string) string {
-	norm := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
-	}
-	for _, k := range known {
-		if norm(k) == norm(key) {
-			return k
-		}
-	}
-	return ""
 }
 
 func (d *decoder) requiredString(fields map[string]yamlnode.Pair, line int, field, missing string) (string, bool) {

@@ -185,23 +185,40 @@ func checkRegistry(all []parsed, opts Options, probs *diag.Set) {
 	for i := range all {
 		p := &all[i]
 		c := &p.cap
-		if rb := c.ReplacedBy; rb != "" {
-			target, ok := byID[rb]
-			switch {
-			case rb == c.ID:
-				probs.Add(c.Source.File, p.replacedByLine, p.prefix+"replaced_by", "a capability cannot replace itself")
-			case !ok:
-				probs.Add(c.Source.File, p.replacedByLine, p.prefix+"replaced_by", "%q is not a capability id in this registry", rb)
-			case target.cap.State == StateRemoved:
-				probs.Add(c.Source.File, p.replacedByLine, p.prefix+"replaced_by", "%q is itself removed: name a capability callers can use", rb)
-			default:
-				c.ReplacedBy = target.cap.ID // the same string: share it rather than keep a copy
+		if c.ReplacedBy != "" {
+			var target *Capability
+			if t, ok := byID[c.ReplacedBy]; ok {
+				target = &t.cap
+			}
+			if problem := ReplacedByProblem(c, target); problem != "" {
+				probs.Add(c.Source.File, p.replacedByLine, p.prefix+"replaced_by", "%s", problem)
+			} else {
+				c.ReplacedBy = target.ID // the same string: share it rather than keep a copy
 			}
 		}
 		if opts.Handlers != nil && c.State != StateRemoved && c.Handler != "" && !opts.Handlers(c.Handler) {
 			probs.Add(c.Source.File, p.handlerLine, p.prefix+"handler", "%q is not defined in the deployment config (handlers)", c.Handler)
 		}
 	}
+}
+
+// ReplacedByProblem says what is wrong with c.ReplacedBy, given the
+// capability it names (nil when the registry has none), or "" when nothing
+// is (or c replaces nothing). It is the one replaced_by rule: Load applies
+// it with the manifest's position, and the policy compiler to registries
+// that did not come through Load (bundles, tests).
+func ReplacedByProblem(c, target *Capability) string {
+	switch rb := c.ReplacedBy; {
+	case rb == "":
+		return ""
+	case rb == c.ID:
+		return "a capability cannot replace itself"
+	case target == nil:
+		return fmt.Sprintf("%q is not a capability id in this registry", rb)
+	case target.State == StateRemoved:
+		return fmt.Sprintf("%q is itself removed: name a capability callers can use", rb)
+	}
+	return ""
 }
 
 // where names a manifest's position for messages about two manifests.

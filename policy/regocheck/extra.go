@@ -9,7 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/capgate/capgate/policy/diag"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 // denyRule is the only rule the built-in policy reads from an extra module:
@@ -26,25 +26,84 @@ const denyRule = "deny"
 // Every problem is reported, with file and line.
 func ValidateExtraModules(mods map[string]string) error {
 	var problems diag.Set
-	prefix := ast.MustParseRef("data." + strings.TrimSuffix(rego.DenyPackagePrefix, "."))
 	for _, file := range slices.Sorted(maps.Keys(mods)) {
-		m, err := ast.ParseModuleWithOpts(file, mods[file], parserOptions())
+		m, err := ast.ParseModuleWithOpts(file, mods[file], ParserOptions())
 		if err != nil {
 			addASTErrors(&problems, file, err)
 			continue
 		}
-		pkg := m.Package.Path
-		if !pkg.HasPrefix(prefix) || len(pkg) <= len(prefix) {
-			problems.Add(file, m.Package.Location.Row, "package",
-				"package %s is not allowed: extra modules must use a package under %s<name>; they may only add deny rules, never rules of %s or elsewhere",
-				packageName(pkg), rego.DenyPackagePrefix, rego.Package)
-			continue
-		}
-		for _, r := range m.Rules {
-			checkDenyRule(&problems, file, prefix, pkg, r)
-		}
+		CheckExtraModule(&problems, file, m)
 	}
 	return problems.ErrOrNil()
+}
+
+// CheckExtraModule records in problems why the parsed extra module m (from
+// file) breaks the rules of [ValidateExtraModules], if it does. The snapshot
+// build applies the same rule to the extra modules of a bundle.
+func CheckExtraModule(problems *diag.Set, file string, m *ast.Module) {
+	prefix := ast.MustParseRef("data." + strings.TrimSuffix(authzpolicy.DenyPackagePrefix, "."))
+	pkg := m.Package.Path
+	if !pkg.HasPrefix(prefix) || len(pkg) <= len(prefix) {
+		problems.Add(file, m.Package.Location.Row, "package",
+			"package %s is not allowed: extra modules must use a package under %s<name>; they may only add deny rules, never rules of %s or elsewhere",
+			packageName(pkg), authzpolicy.DenyPackagePrefix, authzpolicy.Package)
+		return
+	}
+	for _, r := range m.Rules {
+		checkDenyRule(problems, file, prefix, pkg, r)
+	}
+	checkInternalRefs(problems, file, m)
+}
+
+// checkInternalRefs refuses a reference to a rule of the built-in policy
+// whose name starts with "_" (or is not known until evaluation): those are
+// its internal helpers, free to change, and no deny module may build on
+// them. References through imports are resolved first.
+func checkInternalRefs(problems *diag.Set, file string, m *ast.Module) {
+	authz := ast.MustParseRef("data." + authzpolicy.Package)
+	ast.WalkRefs(m, func(r ast.Ref) bool {
+		full := resolveImport(r, m.Imports)
+		if len(full) <= len(authz) || !full.HasPrefix(authz) {
+			return false
+		}
+		if name, ok := full[len(authz)].Value.(ast.String); ok && !strings.HasPrefix(string(name), "_") {
+			return false
+		}
+		line := 0
+		if r[0].Location != nil {
+			line = r[0].Location.Row
+		}
+		problems.Add(file, line, "rule", "%s reads an internal rule of %s: deny modules may read input, data.capgate.capabilities and rules of their own",
+			ruleName(full[:len(authz)+1]), authzpolicy.Package)
+		return false
+	})
+}
+
+// resolveImport expands a reference whose head is an import's name (its
+// alias or its last element) to the imported path.
+func resolveImport(r ast.Ref, imports []*ast.Import) ast.Ref {
+	head, ok := r[0].Value.(ast.Var)
+	if !ok || head.Equal(ast.DefaultRootDocument.Value) || head.Equal(ast.InputRootDocument.Value) {
+		return r
+	}
+	for _, imp := range imports {
+		path, ok := imp.Path.Value.(ast.Ref)
+		if !ok {
+			continue
+		}
+		name := imp.Alias
+		if name == "" {
+			last, ok := path[len(path)-1].Value.(ast.String)
+			if !ok {
+				continue
+			}
+			name = ast.Var(last)
+		}
+		if name.Equal(head) {
+			return path.Concat(r[1:])
+		}
+	}
+	return r
 }
 
 // checkDenyRule refuses a rule named deny that the built-in policy would not
@@ -58,7 +117,7 @@ func checkDenyRule(problems *diag.Set, file string, prefix, pkg ast.Ref, r *ast.
 		switch {
 		case i != len(prefix)+1:
 			problems.Add(file, r.Location.Row, "rule",
-				"%s is never read: deny rules must be defined in package %s<name> itself", ruleName(path[:i+1]), rego.DenyPackagePrefix)
+				"%s is never read: deny rules must be defined in package %s<name> itself", ruleName(path[:i+1]), authzpolicy.DenyPackagePrefix)
 		case len(r.Head.Args) > 0:
 			problems.Add(file, r.Location.Row, "rule",
 				"%s must be a set of {\"capability\", \"reason\"} objects, not a function", ruleName(path[:i+1]))
@@ -82,7 +141,7 @@ func Modules(extra map[string]string) (map[string]string, error) {
 	if err := ValidateExtraModules(extra); err != nil {
 		return nil, err
 	}
-	out, err := rego.Modules()
+	out, err := authzpolicy.Modules()
 	if err != nil {
 		return nil, fmt.Errorf("read built-in policy: %w", err)
 	}

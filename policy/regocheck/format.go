@@ -14,9 +14,8 @@ import (
 // sorted, like `opa fmt -l`. A module that does not parse is an error.
 func Format(mods map[string]string) (changed []string, err error) {
 	var problems diag.Set
-	opts := format.Opts{RegoVersion: ast.RegoV1, ParserOptions: &ast.ParserOptions{RegoVersion: ast.RegoV1}}
 	for _, file := range slices.Sorted(maps.Keys(mods)) {
-		out, err := format.SourceWithOpts(file, []byte(mods[file]), opts)
+		out, err := format.SourceWithOpts(file, []byte(mods[file]), formatOpts())
 		if err != nil {
 			addASTErrors(&problems, file, err)
 			continue
@@ -29,4 +28,9 @@ func Format(mods map[string]string) (changed []string, err error) {
 		return nil, err
 	}
 	return changed, nil
+}
+
+// formatOpts format as `opa fmt` does for Rego v1 sources.
+func formatOpts() format.Opts {
+	return format.Opts{RegoVersion: ast.RegoV1, ParserOptions: &ast.ParserOptions{RegoVersion: ast.RegoV1}}
 }

@@ -11,32 +11,35 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/capgate/capgate/policy/diag"
-	"github.com/capgate/capgate/rego"
+	authzpolicy "github.com/capgate/capgate/rego"
 )
 
 // InputSchemaRef is the schema reference the policy's METADATA uses for its
 // input (`schemas: - input: schema.input`).
 const InputSchemaRef = "schema.input"
 
-// parserOptions parses every module as Rego v1 with METADATA annotations, so
+// ParserOptions parse every module as Rego v1 with METADATA annotations, so
 // that schema annotations reach the type checker.
-func parserOptions() ast.ParserOptions {
+func ParserOptions() ast.ParserOptions {
 	return ast.ParserOptions{RegoVersion: ast.RegoV1, ProcessAnnotation: true}
 }
 
-// Schemas returns the schema set of the embedded policy: schema.input is
-// rego/schemas/input.json.
+// Schemas returns the schema set of the embedded policy:
+// rego/schemas/input.json as schema.input (named by the METADATA of
+// authz.rego) and as the global input schema, so modules without
+// annotations (deny modules) are type-checked against it too.
 func Schemas() (*ast.SchemaSet, error) {
-	raw, err := rego.FS.ReadFile(rego.InputSchema)
+	raw, err := authzpolicy.FS.ReadFile(authzpolicy.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("read input schema: %w", err)
 	}
 	var schema any
 	if err := util.UnmarshalJSON(raw, &schema); err != nil {
-		return nil, fmt.Errorf("parse input schema %s: %w", rego.InputSchema, err)
+		return nil, fmt.Errorf("parse input schema %s: %w", authzpolicy.InputSchema, err)
 	}
 	ss := ast.NewSchemaSet()
 	ss.Put(ast.MustParseRef(InputSchemaRef), schema)
+	ss.Put(ast.SchemaRootRef, schema)
 	return ss, nil
 }
 
@@ -46,7 +49,7 @@ func Parse(mods map[string]string) (map[string]*ast.Module, error) {
 	var problems diag.Set
 	out := make(map[string]*ast.Module, len(mods))
 	for _, file := range slices.Sorted(maps.Keys(mods)) {
-		m, err := ast.ParseModuleWithOpts(file, mods[file], parserOptions())
+		m, err := ast.ParseModuleWithOpts(file, mods[file], ParserOptions())
 		if err != nil {
 			addASTErrors(&problems, file, err)
 			continue
@@ -59,9 +62,11 @@ func Parse(mods map[string]string) (map[string]*ast.Module, error) {
 	return out, nil
 }
 
-// newCompiler returns a compiler set up like `opa check`: the policy's schema
-// set, type checking by annotations, print statements kept.
-func newCompiler(strict bool) (*ast.Compiler, error) {
+// NewCompiler returns the one compiler setup capgate uses for its policy,
+// in `policy check`, `policy test` and the snapshot build alike: Rego v1,
+// the policy's schema set ([Schemas]), type checking by annotations. Print
+// statements are erased; the test runner turns them on.
+func NewCompiler(strict bool) (*ast.Compiler, error) {
 	ss, err := Schemas()
 	if err != nil {
 		return nil, err
@@ -71,7 +76,6 @@ func newCompiler(strict bool) (*ast.Compiler, error) {
 		WithCapabilities(ast.CapabilitiesForThisVersion()).
 		WithSchemas(ss).
 		WithUseTypeCheckAnnotations(true).
-		WithEnablePrintStatements(true).
 		WithStrict(strict), nil
 }
 
@@ -83,7 +87,13 @@ func Compile(mods map[string]string, strict bool) (*ast.Compiler, error) {
 	if err != nil {
 		return nil, err
 	}
-	c, err := newCompiler(strict)
+	return CompileParsed(parsed, strict)
+}
+
+// CompileParsed compiles modules [Parse] returned with [NewCompiler].
+// Errors carry file and line.
+func CompileParsed(parsed map[string]*ast.Module, strict bool) (*ast.Compiler, error) {
+	c, err := NewCompiler(strict)
 	if err != nil {
 		return nil, err
 	}

@@ -7,14 +7,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/format"
 )
 
 // FormatSource returns src formatted as `opa fmt` would write it.
 func FormatSource(file, src string) ([]byte, error) {
-	opts := format.Opts{RegoVersion: ast.RegoV1, ParserOptions: &ast.ParserOptions{RegoVersion: ast.RegoV1}}
-	return format.SourceWithOpts(file, []byte(src), opts)
+	return format.SourceWithOpts(file, []byte(src), formatOpts())
 }
 
 // ReadDir reads every .rego file under dir (tests included), keyed by path.

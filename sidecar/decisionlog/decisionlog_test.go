@@ -54,8 +54,8 @@ func TestConsoleEventIsOPAFormat(t *testing.T) {
 	require.Equal(t, map[string]any{
 		"allow": true, "result": "allow", "reasons": []any{"OK"},
 		"rules": []any{
-			map[string]any{"reason": "scope.held", "effect": "grant", "rule": "data.capgate.authz.scope_reasons"},
-			map[string]any{"reason": "state.ga", "effect": "grant", "rule": "data.capgate.authz.state_reasons"},
+			map[string]any{"reason": "scope.held", "effect": "grant", "rule": "data.capgate.authz._scope_reasons"},
+			map[string]any{"reason": "state.ga", "effect": "grant", "rule": "data.capgate.authz._state_reasons"},
 		},
 	}, f["result"], "the rules that decided, without the credential's details")
 	require.Equal(t, map[string]any{"capgate": map[string]any{"revision": "rev-1"}}, f["bundles"])
@@ -83,8 +83,8 @@ func TestNilLoggerDiscards(t *testing.T) {
 }
 
 func TestRegoRule(t *testing.T) {
-	require.Equal(t, "data.capgate.authz.tenant_reasons", decisionlog.RegoRule("tenant.not_listed"))
-	require.Equal(t, "data.capgate.authz.deny_reasons", decisionlog.RegoRule("deny.freeze"))
+	require.Equal(t, "data.capgate.authz._tenant_reasons", decisionlog.RegoRule("tenant.not_listed"))
+	require.Equal(t, "data.capgate.authz._deny_reasons", decisionlog.RegoRule("deny.freeze"))
 	require.Equal(t, "data.capgate.authz", decisionlog.RegoRule("something"))
 }
 

@@ -27,12 +27,12 @@ const MetricLatency = "timer_capgate_decision_ns"
 // regoRules maps a reason's prefix to the Rego rule of the embedded policy
 // (rego/capgate/authz/authz.rego) that produces it.
 var regoRules = map[string]string{
-	"state":      "data.capgate.authz.state_reasons",
-	"scope":      "data.capgate.authz.scope_reasons",
-	"tenant":     "data.capgate.authz.tenant_reasons",
-	"auth":       "data.capgate.authz.entitled_auth_reasons",
-	"visibility": "data.capgate.authz.visibility_reasons",
-	"deny":       "data.capgate.authz.deny_reasons",
+	"state":      "data.capgate.authz._state_reasons",
+	"scope":      "data.capgate.authz._scope_reasons",
+	"tenant":     "data.capgate.authz._tenant_reasons",
+	"auth":       "data.capgate.authz._entitled_auth_reasons",
+	"visibility": "data.capgate.authz._visibility_reasons",
+	"deny":       "data.capgate.authz._deny_reasons",
 	"capability": "data.capgate.authz.decision",
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/capgate/capgate/sidecar/dispatch"
 	"github.com/capgate/capgate/sidecar/extauthz"
 	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/reload"
@@ -206,7 +207,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	var grpcDone chan error
-	var invs *invokers
+	var invs *reload.Invokers
 	if opts.ExtAuthz {
 		ln, err := listenOn(cfg.Listen.ExtAuthz)
 		if err != nil {
@@ -235,7 +236,7 @@ func Run(ctx context.Context, opts Options) error {
 			closeAll()
 			return err
 		}
-		invs = newInvokers(inv, cfg)
+		invs = reload.NewInvokers(inv, cfg)
 		auditLog, auditClose, err := openAudit(cfg, opts.AuditWriter)
 		if err != nil {
 			closeAll()
@@ -269,7 +270,14 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	reloadCtx, stopReload := context.WithCancel(ctx)
-	waitReload := runReload(reloadCtx, opts, holder, m, &live{started: cfg, invokers: invs, minter: minter, log: log, tracing: tp})
+	waitReload := runReload(reloadCtx, opts, holder, m, &reload.Live{
+		Started:  cfg,
+		Invokers: invs,
+		NewInvoker: func(ctx context.Context, cfg *config.Config) (*handler.Invoker, error) {
+			return newInvoker(ctx, cfg, minter, log, tp)
+		},
+		Log: log,
+	})
 	adminH.SetReady(true)
 	log.Info("capgate serving", zap.String("policy_revision", rev.ID()), zap.Int("capabilities", rev.Registry().Len()))
 	if opts.OnReady != nil {

@@ -19,8 +19,8 @@ import (
 
 // Callers of the finance example.
 var (
-	partner = testutil.TokenOptions{Subject: "partner-1", Tenant: "acme", Scopes: []string{"recon.run"}}
-	rival   = testutil.TokenOptions{Subject: "partner-2", Tenant: "acme", Scopes: []string{"recon.run"}}
+	partner = testutil.Partner()
+	rival   = testutil.OtherPartner()
 )
 
 const pdfB64 = "JVBERi0xLjcKJSBhbiBpbnZvaWNlCg==" // "%PDF-1.7\n% an invoice\n"

@@ -147,7 +147,7 @@ decision_logs:
 	require.Equal(t, "capgate/authz/decision", e["path"], "the handler-call re-check evaluated the full decision")
 	res := e["result"].(map[string]any)
 	require.Equal(t, true, res["allow"])
-	require.Contains(t, res["rules"], map[string]any{"reason": "scope.held", "effect": "grant", "rule": "data.capgate.authz.scope_reasons"})
+	require.Contains(t, res["rules"], map[string]any{"reason": "scope.held", "effect": "grant", "rule": "data.capgate.authz._scope_reasons"})
 	require.NotEmpty(t, e["decision_id"])
 	require.NotEmpty(t, e["timestamp"])
 	require.Contains(t, e["labels"], "id")

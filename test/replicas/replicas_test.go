@@ -27,8 +27,8 @@ import (
 // Callers of the finance example: the partner owns the tasks; the intruder
 // is entitled to the same capability in the same tenant but owns nothing.
 var (
-	partner  = testutil.TokenOptions{Subject: "partner-1", Tenant: "acme", Scopes: []string{"recon.run"}}
-	intruder = testutil.TokenOptions{Subject: "partner-2", Tenant: "acme", Scopes: []string{"recon.run"}}
+	partner  = testutil.Partner()
+	intruder = testutil.OtherPartner()
 )
 
 // cluster is two capgate replicas (A and B) sharing one Redis and one

@@ -29,9 +29,9 @@ import (
 
 // Callers of the finance example. partner holds recon.run; public does not.
 var (
-	partner = testutil.TokenOptions{Subject: "partner-1", Tenant: "acme", Scopes: []string{"recon.run"}}
-	public  = testutil.TokenOptions{Subject: "partner-1", Tenant: "acme", Scopes: []string{"invoices.read"}}
-	other   = testutil.TokenOptions{Subject: "partner-2", Tenant: "acme", Scopes: []string{"recon.run"}}
+	partner = testutil.Partner()
+	public  = testutil.PublicCaller()
+	other   = testutil.OtherPartner()
 )
 
 // jsonrpc returns an a2a-go 1.0 JSON-RPC client of srv for the caller o.

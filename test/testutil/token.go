@@ -20,6 +20,24 @@ const (
 	KeyES256 = "demo-es256"
 )
 
+// Partner is the finance example's partner caller: tenant acme, recon.run
+// (it may reconcile invoices). The suites share it, and OtherPartner, as
+// their callers.
+func Partner() TokenOptions {
+	return TokenOptions{Subject: "partner-1", Tenant: "acme", Scopes: []string{"recon.run"}}
+}
+
+// OtherPartner has Partner's tenant and scopes but another subject: it may
+// call the same capabilities and must never reach Partner's tasks.
+func OtherPartner() TokenOptions {
+	return TokenOptions{Subject: "partner-2", Tenant: "acme", Scopes: []string{"recon.run"}}
+}
+
+// PublicCaller is Partner without recon.run: public skills only.
+func PublicCaller() TokenOptions {
+	return TokenOptions{Subject: "partner-1", Tenant: "acme", Scopes: []string{"invoices.read"}}
+}
+
 // TokenOptions describe a token. The zero value is a valid RS256 token of
 // the finance example's issuer and audience for subject "partner-1", valid
 // for an hour, without scopes or tenant.

@@ -82,3 +82,10 @@ func TestValue(t *testing.T) {
 		})
 	}
 }
+
+func TestUnknownField(t *testing.T) {
+	known := []string{"replaced_by", "state"}
+	require.Equal(t, "unknown field; did you mean replaced_by?", yamlnode.UnknownField("replacedBy", known))
+	require.Equal(t, "unknown field; did you mean replaced_by?", yamlnode.UnknownField("Replaced-By", known))
+	require.Equal(t, "unknown field; known fields are replaced_by, state", yamlnode.UnknownField("owner", known))
+}

@@ -10,41 +10,45 @@
 #   - input: schema.input
 package capgate.authz
 
-import rego.v1
+# Rules whose names start with "_" are internal: deny modules may not read
+# them (regocheck.CheckExtraModule refuses it), so they can change freely.
+# The interface is the four entrypoints below (visible, entitled, decision,
+# explain) and the documents under data.capgate.
 
-default caps := {}
+default _caps := {}
 
-caps := data.capgate.capabilities
+_caps := data.capgate.capabilities
 
-default_settings := {"preview_scope": "", "preview_tenants": [], "anonymous_public": false}
+_default_settings := {"preview_scope": "", "preview_tenants": [], "anonymous_public": false}
 
-default settings := {"preview_scope": "", "preview_tenants": [], "anonymous_public": false}
+_settings := object.union(_default_settings, _given_settings)
 
-settings := object.union(default_settings, data.capgate.settings)
+default _given_settings := {}
 
-default_caller := {"authenticated": false, "subject": "", "tenant": "", "scopes": [], "preview": false}
+_given_settings := data.capgate.settings
 
-caller := object.union(default_caller, object.get(input, "caller", {}))
+_default_caller := {"authenticated": false, "subject": "", "tenant": "", "scopes": []}
 
-caller_scopes := {s | some s in caller.scopes}
+_caller := object.union(_default_caller, object.get(input, "caller", {}))
 
-# Preview opt-in: only authenticated callers, by explicit flag, by holding
-# the deployment's preview scope, or by belonging to a preview tenant.
-opted_in if {
-	caller.authenticated == true
-	caller.preview == true
+_caller_scopes := {s | some s in _caller.scopes}
+
+# _authenticated holds for a caller that presented a verified credential;
+# only `true` counts (fail closed on any other value).
+_authenticated if _caller.authenticated == true
+
+# Preview opt-in: only authenticated callers, by holding the deployment's
+# preview scope or by belonging to a preview tenant.
+_opted_in if {
+	_authenticated
+	_settings.preview_scope != ""
+	_settings.preview_scope in _caller_scopes
 }
 
-opted_in if {
-	caller.authenticated == true
-	settings.preview_scope != ""
-	settings.preview_scope in caller_scopes
-}
-
-opted_in if {
-	caller.authenticated == true
-	caller.tenant != ""
-	caller.tenant in settings.preview_tenants
+_opted_in if {
+	_authenticated
+	_caller.tenant != ""
+	_caller.tenant in _settings.preview_tenants
 }
 
 # --- reasons -----------------------------------------------------------------
@@ -53,153 +57,153 @@ opted_in if {
 # one grant and no refusal; every reason function below is total, so a gap in
 # the rules can only refuse, never allow.
 
-grant(rule) := {"rule": rule, "effect": "grant"}
+_grant(rule) := {"rule": rule, "effect": "grant"}
 
-grant_detail(rule, detail) := {"rule": rule, "effect": "grant", "detail": detail}
+_grant_detail(rule, detail) := {"rule": rule, "effect": "grant", "detail": detail}
 
-refuse(rule) := {"rule": rule, "effect": "refuse"}
+_refuse(rule) := {"rule": rule, "effect": "refuse"}
 
-refuse_detail(rule, detail) := {"rule": rule, "effect": "refuse", "detail": detail}
+_refuse_detail(rule, detail) := {"rule": rule, "effect": "refuse", "detail": detail}
 
-known_states := {"preview", "ga", "deprecated", "removed"}
+_known_states := {"preview", "ga", "deprecated", "removed"}
 
-state_reasons(cap) := {refuse_detail("state.removed", object.get(cap, "replaced_by", ""))} if cap.state == "removed"
+_state_reasons(cap) := {_refuse_detail("state.removed", object.get(cap, "replaced_by", ""))} if cap.state == "removed"
 
-state_reasons(cap) := {grant("state.ga")} if cap.state == "ga"
+_state_reasons(cap) := {_grant("state.ga")} if cap.state == "ga"
 
-state_reasons(cap) := {grant_detail("state.deprecated", object.get(cap, "replaced_by", ""))} if cap.state == "deprecated"
+_state_reasons(cap) := {_grant_detail("state.deprecated", object.get(cap, "replaced_by", ""))} if cap.state == "deprecated"
 
-state_reasons(cap) := {grant("state.preview_opted_in")} if {
+_state_reasons(cap) := {_grant("state.preview_opted_in")} if {
 	cap.state == "preview"
-	opted_in
+	_opted_in
 }
 
-state_reasons(cap) := {refuse("state.preview_not_opted_in")} if {
+_state_reasons(cap) := {_refuse("state.preview_not_opted_in")} if {
 	cap.state == "preview"
-	not opted_in
+	not _opted_in
 }
 
-state_reasons(cap) := {refuse_detail("state.unknown", sprintf("%v", [object.get(cap, "state", null)]))} if {
-	not object.get(cap, "state", null) in known_states
+_state_reasons(cap) := {_refuse_detail("state.unknown", sprintf("%v", [object.get(cap, "state", null)]))} if {
+	not object.get(cap, "state", null) in _known_states
 }
 
 # requires_scopes may be absent or null (no scopes); anything but a list is
 # refused rather than read as "no scopes".
-declared_scopes(cap) := object.get(cap, "requires_scopes", null)
+_declared_scopes(cap) := object.get(cap, "requires_scopes", null)
 
-scopes_valid(cap) if declared_scopes(cap) == null
+_scopes_valid(cap) if _declared_scopes(cap) == null
 
-scopes_valid(cap) if is_array(declared_scopes(cap))
+_scopes_valid(cap) if is_array(_declared_scopes(cap))
 
-required_scopes(cap) := {s | some s in object.get(cap, "requires_scopes", [])} if scopes_valid(cap)
+_required_scopes(cap) := {s | some s in object.get(cap, "requires_scopes", [])} if _scopes_valid(cap)
 
-missing_scopes(cap) := required_scopes(cap) - caller_scopes
+_missing_scopes(cap) := _required_scopes(cap) - _caller_scopes
 
-scope_reasons(cap) := {grant("scope.none_required")} if count(required_scopes(cap)) == 0
+_scope_reasons(cap) := {_grant("scope.none_required")} if count(_required_scopes(cap)) == 0
 
-scope_reasons(cap) := {grant_detail("scope.held", concat(" ", sort(required_scopes(cap))))} if {
-	count(required_scopes(cap)) > 0
-	count(missing_scopes(cap)) == 0
+_scope_reasons(cap) := {_grant_detail("scope.held", concat(" ", sort(_required_scopes(cap))))} if {
+	count(_required_scopes(cap)) > 0
+	count(_missing_scopes(cap)) == 0
 }
 
-scope_reasons(cap) := {refuse_detail("scope.missing", s) | some s in missing_scopes(cap)} if {
-	count(missing_scopes(cap)) > 0
+_scope_reasons(cap) := {_refuse_detail("scope.missing", s) | some s in _missing_scopes(cap)} if {
+	count(_missing_scopes(cap)) > 0
 }
 
-scope_reasons(cap) := {refuse("scope.invalid")} if not scopes_valid(cap)
+_scope_reasons(cap) := {_refuse("scope.invalid")} if not _scopes_valid(cap)
 
-tenant_reasons(cap) := {grant("tenant.any")} if cap.tenants == "*"
+_tenant_reasons(cap) := {_grant("tenant.any")} if cap.tenants == "*"
 
-tenant_reasons(cap) := {grant_detail("tenant.listed", caller.tenant)} if {
+_tenant_reasons(cap) := {_grant_detail("tenant.listed", _caller.tenant)} if {
 	is_array(cap.tenants)
-	caller.tenant != ""
-	caller.tenant in cap.tenants
+	_caller.tenant != ""
+	_caller.tenant in cap.tenants
 }
 
-tenant_reasons(cap) := {refuse_detail("tenant.not_listed", caller.tenant)} if {
+_tenant_reasons(cap) := {_refuse_detail("tenant.not_listed", _caller.tenant)} if {
 	is_array(cap.tenants)
-	not tenant_listed(cap)
+	not _tenant_listed(cap)
 }
 
 # object.get, not cap.tenants: a missing field must refuse, not leave the
 # reasons (and so the report) undefined.
-tenant_reasons(cap) := {refuse("tenant.invalid")} if {
+_tenant_reasons(cap) := {_refuse("tenant.invalid")} if {
 	tenants := object.get(cap, "tenants", null)
 	tenants != "*"
 	not is_array(tenants)
 }
 
-tenant_listed(cap) if {
-	caller.tenant != ""
-	caller.tenant in cap.tenants
+_tenant_listed(cap) if {
+	_caller.tenant != ""
+	_caller.tenant in cap.tenants
 }
 
-authenticated_reasons := {grant("auth.authenticated")} if caller.authenticated == true
+_authenticated_reasons := {_grant("auth.authenticated")} if _authenticated
 
-authenticated_reasons := {refuse("auth.required")} if not caller.authenticated == true
+_authenticated_reasons := {_refuse("auth.required")} if not _authenticated
 
 # Deny rules from security teams' modules: package capgate.deny.<name>,
 # `deny contains {"capability": <id or "*">, "reason": <text>}`.
-denials[id] contains r if {
+_denials[id] contains r if {
 	some name
 	some d in data.capgate.deny[name].deny
 	id := d.capability
-	r := refuse_detail(concat(".", ["deny", name]), object.get(d, "reason", ""))
+	r := _refuse_detail(concat(".", ["deny", name]), object.get(d, "reason", ""))
 }
 
-deny_reasons(id) := object.get(denials, id, set()) | object.get(denials, "*", set())
+_deny_reasons(id) := object.get(_denials, id, set()) | object.get(_denials, "*", set())
 
 # --- visibility ----------------------------------------------------------------
 
-visibility_reasons(cap) := {grant("visibility.public")} if cap.visibility == "public"
+_visibility_reasons(cap) := {_grant("visibility.public")} if cap.visibility == "public"
 
-visibility_reasons(cap) := {refuse("visibility.internal")} if cap.visibility == "internal"
+_visibility_reasons(cap) := {_refuse("visibility.internal")} if cap.visibility == "internal"
 
-visibility_reasons(cap) := ({grant("visibility.extended")} | authenticated_reasons) | (scope_reasons(cap) | tenant_reasons(cap)) if {
+_visibility_reasons(cap) := ({_grant("visibility.extended")} | _authenticated_reasons) | (_scope_reasons(cap) | _tenant_reasons(cap)) if {
 	cap.visibility == "extended"
 }
 
-visibility_reasons(cap) := unknown_visibility_reasons(cap) if not known_visibility(cap)
+_visibility_reasons(cap) := _unknown_visibility_reasons(cap) if not _known_visibility(cap)
 
-known_visibilities := {"public", "extended", "internal"}
+_known_visibilities := {"public", "extended", "internal"}
 
-known_visibility(cap) if object.get(cap, "visibility", null) in known_visibilities
+_known_visibility(cap) if object.get(cap, "visibility", null) in _known_visibilities
 
 # Empty for a known visibility: entitlement does not depend on it, but an
 # unknown one refuses both projections (fail closed).
-default unknown_visibility_reasons(_) := set()
+default _unknown_visibility_reasons(_) := set()
 
-unknown_visibility_reasons(cap) := {refuse_detail("visibility.unknown", sprintf("%v", [object.get(cap, "visibility", null)]))} if {
-	not known_visibility(cap)
+_unknown_visibility_reasons(cap) := {_refuse_detail("visibility.unknown", sprintf("%v", [object.get(cap, "visibility", null)]))} if {
+	not _known_visibility(cap)
 }
 
-profile_visible_reasons(p) := state_reasons(p) | visibility_reasons(p)
+_profile_visible_reasons(p) := _state_reasons(p) | _visibility_reasons(p)
 
-visible_reasons(id, cap) := profile_visible_reasons(cap) | deny_reasons(id)
+_visible_reasons(id, cap) := _profile_visible_reasons(cap) | _deny_reasons(id)
 
 # --- entitlement ---------------------------------------------------------------
 
-anonymous_allowed(cap) if {
-	settings.anonymous_public == true
+_anonymous_allowed(cap) if {
+	_settings.anonymous_public == true
 	cap.visibility == "public"
-	count(required_scopes(cap)) == 0
+	count(_required_scopes(cap)) == 0
 }
 
-entitled_auth_reasons(_) := {grant("auth.authenticated")} if caller.authenticated == true
+_entitled_auth_reasons(_) := {_grant("auth.authenticated")} if _authenticated
 
-entitled_auth_reasons(cap) := {grant("auth.anonymous_public")} if {
-	not caller.authenticated == true
-	anonymous_allowed(cap)
+_entitled_auth_reasons(cap) := {_grant("auth.anonymous_public")} if {
+	not _authenticated
+	_anonymous_allowed(cap)
 }
 
-entitled_auth_reasons(cap) := {refuse("auth.required")} if {
-	not caller.authenticated == true
-	not anonymous_allowed(cap)
+_entitled_auth_reasons(cap) := {_refuse("auth.required")} if {
+	not _authenticated
+	not _anonymous_allowed(cap)
 }
 
-profile_entitled_reasons(p) := ((state_reasons(p) | entitled_auth_reasons(p)) | (scope_reasons(p) | tenant_reasons(p))) | unknown_visibility_reasons(p)
+_profile_entitled_reasons(p) := ((_state_reasons(p) | _entitled_auth_reasons(p)) | (_scope_reasons(p) | _tenant_reasons(p))) | _unknown_visibility_reasons(p)
 
-entitled_reasons(id, cap) := profile_entitled_reasons(cap) | deny_reasons(id)
+_entitled_reasons(id, cap) := _profile_entitled_reasons(cap) | _deny_reasons(id)
 
 # --- profiles ------------------------------------------------------------------
 # Capabilities that share state, visibility, requires_scopes and tenants get
@@ -211,111 +215,123 @@ entitled_reasons(id, cap) := profile_entitled_reasons(cap) | deny_reasons(id)
 # (hand-written data, tests) is decided on its own; a key that names no
 # profile decides nothing (fail closed).
 
-default profiles := {}
+default _profiles := {}
 
-profiles := data.capgate.profiles
+_profiles := data.capgate.profiles
 
-visible_profiles contains key if {
-	some key, p in profiles
-	granted(profile_visible_reasons(p))
+_visible_profiles contains key if {
+	some key, p in _profiles
+	_granted(_profile_visible_reasons(p))
 }
 
-entitled_profiles contains key if {
-	some key, p in profiles
-	granted(profile_entitled_reasons(p))
+_entitled_profiles contains key if {
+	some key, p in _profiles
+	_granted(_profile_entitled_reasons(p))
 }
 
-# profile_key is the capability's profile, null when it has none.
-profile_key(cap) := object.get(cap, "profile", null)
+# _profile_key is the capability's profile, null when it has none.
+_profile_key(cap) := object.get(cap, "profile", null)
 
-denied_ids := {id | some id, _ in denials}
+_denied_ids := {id | some id, _ in _denials}
 
-deny_free(id) if {
-	not id in denied_ids
-	not "*" in denied_ids
+_deny_free(id) if {
+	not id in _denied_ids
+	not "*" in _denied_ids
 }
 
 # --- decisions -----------------------------------------------------------------
 
-refused(reasons) if {
+_refused(reasons) if {
 	some r in reasons
 	r.effect == "refuse"
 }
 
-default granted(_) := false
+default _granted(_) := false
 
-granted(reasons) if {
+_granted(reasons) if {
 	count(reasons) > 0
-	not refused(reasons)
+	not _refused(reasons)
 }
 
 # METADATA
 # title: visible
-# description: Ids of the capabilities the caller may see in a card.
+# description: >-
+#   Ids of the capabilities the caller may see in a card. Two rules: the
+#   first is the fast path for a capability tagged with a profile key (the
+#   compiler tags every one), decided once per profile in _visible_profiles
+#   and then per id by deny rules only; the second decides a capability
+#   without a profile key (hand-written data, tests) on its own reasons. The
+#   two give the same answer for the same facts (test_profiles_design_*).
+# scope: document
 # entrypoint: true
 visible contains id if {
-	some id, cap in caps
-	is_string(profile_key(cap))
-	profile_key(cap) in visible_profiles
-	deny_free(id)
+	some id, cap in _caps
+	is_string(_profile_key(cap))
+	_profile_key(cap) in _visible_profiles
+	_deny_free(id)
 }
 
 visible contains id if {
-	some id, cap in caps
-	not is_string(profile_key(cap))
-	granted(visible_reasons(id, cap))
+	some id, cap in _caps
+	not is_string(_profile_key(cap))
+	_granted(_visible_reasons(id, cap))
 }
 
 # METADATA
 # title: entitled
-# description: Ids of the capabilities the caller may run now.
+# description: >-
+#   Ids of the capabilities the caller may run now. Two rules, as for
+#   visible: the per-profile fast path (_entitled_profiles, then deny rules
+#   per id) for a capability with a profile key, and the capability's own
+#   reasons for one without.
+# scope: document
 # entrypoint: true
 entitled contains id if {
-	some id, cap in caps
-	is_string(profile_key(cap))
-	profile_key(cap) in entitled_profiles
-	deny_free(id)
+	some id, cap in _caps
+	is_string(_profile_key(cap))
+	_profile_key(cap) in _entitled_profiles
+	_deny_free(id)
 }
 
 entitled contains id if {
-	some id, cap in caps
-	not is_string(profile_key(cap))
-	granted(entitled_reasons(id, cap))
+	some id, cap in _caps
+	not is_string(_profile_key(cap))
+	_granted(_entitled_reasons(id, cap))
 }
 
-report(id, cap) := {
+_report(id, cap) := {
 	"capability": id,
 	"exists": true,
 	"state": object.get(cap, "state", null),
 	"visibility": object.get(cap, "visibility", null),
-	"visible": granted(vr),
-	"entitled": granted(er),
-	"allow": granted(er),
-	"reasons": {"visible": sort_reasons(vr), "entitled": sort_reasons(er)},
-	"limits": limits(cap),
+	"visible": _granted(vr),
+	"entitled": _granted(er),
+	"allow": _granted(er),
+	"reasons": {"visible": _sort_reasons(vr), "entitled": _sort_reasons(er)},
+	"limits": _limits(cap),
 } if {
-	vr := visible_reasons(id, cap)
-	er := entitled_reasons(id, cap)
+	vr := _visible_reasons(id, cap)
+	er := _entitled_reasons(id, cap)
 }
 
-sort_reasons(rs) := [r |
-	some key in sort([k | some x in rs; k := reason_key(x)])
+_sort_reasons(rs) := [r |
+	some key in sort([k | some x in rs; k := _reason_key(x)])
 	some r in rs
-	reason_key(r) == key
+	_reason_key(r) == key
 ]
 
-reason_key(r) := concat("\u0000", [r.rule, object.get(r, "detail", "")])
+_reason_key(r) := concat("\u0000", [r.rule, object.get(r, "detail", "")])
 
 # The capability's limits (manifest `limits`, {} when none): part of every
 # decision, so they travel with it to ext_authz, the router and, inside the
 # handler token, to the handler. Deny modules read them as
 # data.capgate.capabilities[id].limits.
-limits(cap) := l if {
+_limits(cap) := l if {
 	l := object.get(cap, "limits", {})
 	is_object(l)
 }
 
-limits(cap) := {} if not is_object(object.get(cap, "limits", {}))
+_limits(cap) := {} if not is_object(object.get(cap, "limits", {}))
 
 # METADATA
 # title: decision
@@ -324,7 +340,7 @@ limits(cap) := {} if not is_object(object.get(cap, "limits", {}))
 #   the reasons for each and the capability's limits. An unknown id is
 #   refused.
 # entrypoint: true
-decision := report(input.capability, caps[input.capability])
+decision := _report(input.capability, _caps[input.capability])
 
 decision := {
 	"capability": input.capability,
@@ -333,18 +349,18 @@ decision := {
 	"entitled": false,
 	"allow": false,
 	"reasons": {
-		"visible": [refuse("capability.unknown")],
-		"entitled": [refuse("capability.unknown")],
+		"visible": [_refuse("capability.unknown")],
+		"entitled": [_refuse("capability.unknown")],
 	},
 	"limits": {},
 } if {
-	not caps[input.capability]
+	not _caps[input.capability]
 }
 
 # METADATA
 # title: explain
 # description: The decision for every capability, keyed by id.
 # entrypoint: true
-explain[id] := report(id, cap) if {
-	some id, cap in caps
+explain[id] := _report(id, cap) if {
+	some id, cap in _caps
 }

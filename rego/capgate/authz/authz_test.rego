@@ -36,9 +36,9 @@ capabilities := {
 
 settings := {"preview_scope": "preview.opt", "preview_tenants": ["beta"], "anonymous_public": false}
 
-anonymous := {"authenticated": false, "subject": "", "tenant": "", "scopes": [], "preview": false}
+anonymous := {"authenticated": false, "subject": "", "tenant": "", "scopes": []}
 
-partner := {"authenticated": true, "subject": "orchestrator", "tenant": "acme", "scopes": ["recon.run"], "preview": false}
+partner := {"authenticated": true, "subject": "orchestrator", "tenant": "acme", "scopes": ["recon.run"]}
 
 grant(rule) := {"rule": rule, "effect": "grant"}
 
@@ -138,10 +138,6 @@ test_entitled_internal_capability if {
 
 forecaster := object.union(partner, {"scopes": ["forecast.run"]})
 
-test_opted_in_by_flag if {
-	decision_for("forecast", object.union(forecaster, {"preview": true})).allow
-}
-
 test_opted_in_by_scope if {
 	decision_for("forecast", object.union(forecaster, {"scopes": ["forecast.run", "preview.opt"]})).allow
 }
@@ -160,7 +156,7 @@ test_opted_in_not_opted_in if {
 
 test_opted_in_anonymous_never if {
 	# Every opt-in route at once, but unauthenticated.
-	caller := {"authenticated": false, "tenant": "beta", "scopes": ["forecast.run", "preview.opt"], "preview": true}
+	caller := {"authenticated": false, "tenant": "beta", "scopes": ["forecast.run", "preview.opt"]}
 	d := decision_for("forecast", caller)
 	not d.visible
 	not d.allow
@@ -493,7 +489,7 @@ test_deny_unrelated_capability_untouched if {
 
 base := {"state": "ga", "visibility": "extended", "requires_scopes": ["a", "b"], "tenants": ["acme"]}
 
-member := {"authenticated": true, "subject": "s", "tenant": "acme", "scopes": ["a", "b"], "preview": false}
+member := {"authenticated": true, "subject": "s", "tenant": "acme", "scopes": ["a", "b"]}
 
 cases := [
 	{"note": "ga extended exact scopes listed tenant", "cap": {}, "caller": {}, "settings": {}, "want": [true, true]},
@@ -509,12 +505,11 @@ cases := [
 	{"note": "removed extended member", "cap": {"state": "removed"}, "caller": {}, "settings": {}, "want": [false, false]},
 	{"note": "removed public anonymous public on", "cap": {"state": "removed", "visibility": "public", "requires_scopes": [], "tenants": "*"}, "caller": {"authenticated": false, "tenant": ""}, "settings": {"anonymous_public": true}, "want": [false, false]},
 	{"note": "preview extended not opted in", "cap": {"state": "preview"}, "caller": {}, "settings": {}, "want": [false, false]},
-	{"note": "preview extended flag", "cap": {"state": "preview"}, "caller": {"preview": true}, "settings": {}, "want": [true, true]},
 	{"note": "preview extended preview scope", "cap": {"state": "preview"}, "caller": {"scopes": ["a", "b", "early"]}, "settings": {"preview_scope": "early"}, "want": [true, true]},
 	{"note": "preview extended preview tenant", "cap": {"state": "preview"}, "caller": {}, "settings": {"preview_tenants": ["acme"]}, "want": [true, true]},
-	{"note": "preview extended opted in missing scope", "cap": {"state": "preview"}, "caller": {"preview": true, "scopes": ["a"]}, "settings": {}, "want": [false, false]},
-	{"note": "preview public anonymous flag", "cap": {"state": "preview", "visibility": "public", "requires_scopes": [], "tenants": "*"}, "caller": {"authenticated": false, "preview": true}, "settings": {"anonymous_public": true}, "want": [false, false]},
-	{"note": "preview public opted in without scopes", "cap": {"state": "preview", "visibility": "public"}, "caller": {"preview": true, "scopes": []}, "settings": {}, "want": [true, false]},
+	{"note": "preview extended opted in missing scope", "cap": {"state": "preview"}, "caller": {"scopes": ["a"]}, "settings": {"preview_tenants": ["acme"]}, "want": [false, false]},
+	{"note": "preview public anonymous in a preview tenant", "cap": {"state": "preview", "visibility": "public", "requires_scopes": [], "tenants": "*"}, "caller": {"authenticated": false}, "settings": {"anonymous_public": true, "preview_tenants": ["acme"]}, "want": [false, false]},
+	{"note": "preview public opted in without scopes", "cap": {"state": "preview", "visibility": "public"}, "caller": {"scopes": []}, "settings": {"preview_tenants": ["acme"]}, "want": [true, false]},
 	{"note": "ga public anonymous", "cap": {"visibility": "public", "requires_scopes": [], "tenants": "*"}, "caller": {"authenticated": false, "tenant": ""}, "settings": {}, "want": [true, false]},
 	{"note": "ga public no scopes anonymous public on", "cap": {"visibility": "public", "requires_scopes": [], "tenants": "*"}, "caller": {"authenticated": false, "tenant": ""}, "settings": {"anonymous_public": true}, "want": [true, true]},
 	{"note": "ga public with scopes anonymous public on", "cap": {"visibility": "public", "tenants": "*"}, "caller": {"authenticated": false, "tenant": "", "scopes": ["a", "b"]}, "settings": {"anonymous_public": true}, "want": [true, false]},
@@ -525,7 +520,7 @@ cases := [
 	{"note": "ga internal member", "cap": {"visibility": "internal"}, "caller": {}, "settings": {}, "want": [false, true]},
 	{"note": "ga internal missing scope", "cap": {"visibility": "internal"}, "caller": {"scopes": ["b"]}, "settings": {}, "want": [false, false]},
 	{"note": "ga internal anonymous public on", "cap": {"visibility": "internal", "requires_scopes": [], "tenants": "*"}, "caller": {"authenticated": false}, "settings": {"anonymous_public": true}, "want": [false, false]},
-	{"note": "preview internal opted in", "cap": {"state": "preview", "visibility": "internal"}, "caller": {"preview": true}, "settings": {}, "want": [false, true]},
+	{"note": "preview internal opted in", "cap": {"state": "preview", "visibility": "internal"}, "caller": {}, "settings": {"preview_tenants": ["acme"]}, "want": [false, true]},
 	{"note": "removed internal member", "cap": {"state": "removed", "visibility": "internal"}, "caller": {}, "settings": {}, "want": [false, false]},
 	{"note": "unknown state member", "cap": {"state": "beta"}, "caller": {}, "settings": {}, "want": [false, false]},
 	{"note": "unknown visibility member", "cap": {"visibility": "partner"}, "caller": {}, "settings": {}, "want": [false, false]},
@@ -548,9 +543,9 @@ test_truth_table_cases[note] if {
 
 # --- truth table: every combination against the design ---------------------------
 # 48 capabilities (state x visibility x required scopes x tenants) are decided
-# for 144 callers (authenticated x scopes held x tenant x preview opt-in x
-# anonymous_public) and compared with the rules of DESIGN.md, restated below
-# without reasons.
+# for 108 callers (authenticated x scopes held x tenant x preview opt-in x
+# anonymous_public) and compared with the rules of docs/policy.md, restated
+# below without reasons.
 
 sweep_caps[id] := cap if {
 	some state in ["preview", "ga", "deprecated", "removed"]
@@ -565,9 +560,9 @@ sweep_caps[id] := cap if {
 # exactly those, and more.
 held_scopes := {"holds-a": ["a"], "holds-ab": ["a", "b"], "holds-abx": ["a", "b", "x"]}
 
-opt_in_scopes := {"none": [], "flag": [], "scope": ["preview.opt"], "tenant": []}
+opt_in_scopes := {"none": [], "scope": ["preview.opt"], "tenant": []}
 
-opt_in_tenants := {"none": ["other"], "flag": ["other"], "scope": ["other"], "tenant": ["acme", "zeta", ""]}
+opt_in_tenants := {"none": ["other"], "scope": ["other"], "tenant": ["acme", "zeta", ""]}
 
 sweep_contexts contains ctx if {
 	some authenticated in [true, false]
@@ -579,15 +574,10 @@ sweep_contexts contains ctx if {
 		"note": sprintf("authenticated=%v %s tenant=%q opt-in=%s anonymous_public=%v", [authenticated, held_name, tenant, opt_in, anonymous_public]),
 		"caller": {
 			"authenticated": authenticated, "subject": "s", "tenant": tenant,
-			"scopes": array.concat(held, extra), "preview": opt_in == "flag",
+			"scopes": array.concat(held, extra),
 		},
 		"settings": {"preview_scope": "preview.opt", "preview_tenants": opt_in_tenants[opt_in], "anonymous_public": anonymous_public},
 	}
-}
-
-spec_opted_in(caller, _) if {
-	caller.authenticated
-	caller.preview
 }
 
 spec_opted_in(caller, s) if {
@@ -680,7 +670,7 @@ test_truth_table_design_removed if no_diff("removed: [caller, diff]", design_fai
 
 test_truth_table_design_size if {
 	count(sweep_caps) == 48
-	count(sweep_contexts) == 144
+	count(sweep_contexts) == 108
 }
 
 # --- profiles ------------------------------------------------------------------

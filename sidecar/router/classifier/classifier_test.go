@@ -198,23 +198,6 @@ func TestDevTargets(t *testing.T) {
 	require.LessOrEqual(t, m.MisrouteRate, 0.07)
 }
 
-// TestDevSweep logs a threshold sweep (CLASSIFIER_TUNE=1 to print it).
-func TestDevSweep(t *testing.T) {
-	docs, cases := loadData(t)
-	if testing.Short() {
-		t.Skip("short")
-	}
-	ix := New(docs)
-	var b strings.Builder
-	fmt.Fprintln(&b, "| threshold | in-scope acc | OOS recall | clarification | misroute |")
-	fmt.Fprintln(&b, "|---|---|---|---|---|")
-	for _, th := range []float64{0.4, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8} {
-		m := Evaluate(ix, cases, th)
-		fmt.Fprintf(&b, "| %.2f | %.1f%% | %.0f%% | %.1f%% | %.1f%% |\n", th, 100*m.InScopeAccuracy, 100*m.OOSRecall, 100*m.ClarificationRate, 100*m.MisrouteRate)
-	}
-	t.Log("\n" + b.String())
-}
-
 func TestBuildLarge(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")

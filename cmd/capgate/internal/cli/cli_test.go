@@ -3,7 +3,6 @@ package cli_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,10 +16,9 @@ import (
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/test/golden"
 	"github.com/capgate/capgate/test/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // result is one CLI run.
 type result struct {
@@ -144,13 +142,7 @@ func TestCard(t *testing.T) {
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
 		require.NoError(t, v.Validate([]byte(r.stdout)))
 		require.Equal(t, testutil.PublicSkills, skillIDs(t, r.stdout))
-		golden := filepath.Join("testdata", "card-public.golden.json")
-		if *update {
-			require.NoError(t, os.WriteFile(golden, []byte(r.stdout), 0o644))
-		}
-		want, err := os.ReadFile(golden)
-		require.NoError(t, err, "run go test -update to create the golden file")
-		require.JSONEq(t, string(want), r.stdout)
+		golden.JSONEq(t, filepath.Join("testdata", "card-public.golden.json"), []byte(r.stdout))
 	})
 
 	cases := []struct {
@@ -432,4 +424,35 @@ func TestRouteStructured(t *testing.T) {
 	require.Equal(t, 2, m.Cases)
 	require.Equal(t, 1, m.Structured)
 	require.Equal(t, 1.0, m.InScopeAccuracy)
+}
+
+func TestRouteEvalSweep(t *testing.T) {
+	caps := filepath.Join("..", "..", "..", "..", "manifests", "finance", "capabilities")
+	cases := filepath.Join(t.TempDir(), "cases.jsonl")
+	require.NoError(t, os.WriteFile(cases, []byte(`{"text": "look up invoice INV-1", "expect": "lookup-invoice"}
+{"text": "extract the fields from this invoice", "expect": "extract-invoice-fields"}
+{"text": "what's the weather", "expect": null}
+`), 0o644))
+
+	r := run(t, "route", "eval", "--manifests", caps, "--cases", cases, "--sweep", "0.5, 0.6,0.99")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	require.Len(t, lines, 2+3, r.stdout)
+	require.Equal(t, "| threshold | in-scope acc | OOS recall | clarification | misroute |", lines[0])
+	require.True(t, strings.HasPrefix(lines[2], "| 0.50 |"), lines[2])
+	require.True(t, strings.HasPrefix(lines[4], "| 0.99 |"), lines[4])
+
+	r = run(t, "route", "eval", "--manifests", caps, "--cases", cases, "--sweep", "0.5,0.6", "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var figs []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &figs))
+	require.Len(t, figs, 2)
+	require.InDelta(t, 0.6, figs[1]["threshold"], 1e-9)
+	require.InDelta(t, 3, figs[1]["cases"], 0)
+
+	for _, bad := range []string{"0.5,x", "1.5", "-0.1"} {
+		r = run(t, "route", "eval", "--manifests", caps, "--cases", cases, "--sweep", bad)
+		require.Equal(t, cli.ExitUsage, r.code, bad)
+		require.Contains(t, r.stderr, "--sweep", bad)
+	}
 }

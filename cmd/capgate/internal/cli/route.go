@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -100,11 +101,12 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 const anonymousHint = `hint: routed as an anonymous caller (no --claims); pass the caller's JWT claims, e.g. --claims <(echo '{"sub":"partner-1","scope":"recon.run"}')`
 
 func runRouteEval(_ context.Context, env Env, args []string) error {
-	fs := newFlags(env, "route eval", "route eval --manifests FILE|DIR --cases FILE.jsonl [--threshold 0.6] [--json]")
+	fs := newFlags(env, "route eval", "route eval --manifests FILE|DIR --cases FILE.jsonl [--threshold 0.6 | --sweep 0.4,0.5,...] [--json]")
 	manifests := fs.String("manifests", "", "a JSON array of manifests, or a folder of manifest files")
 	casesPath := fs.String("cases", "", "JSON lines: {\"text\": ..., \"data\": [data part values] (optional), \"expect\": id or null}")
 	threshold := fs.Float64("threshold", config.DefaultRouterThreshold, "confidence below which the router asks for clarification")
-	asJSON := fs.Bool("json", false, "print one JSON object")
+	sweepArg := fs.String("sweep", "", "comma-separated thresholds: a table of the figures at each (to choose router.threshold)")
+	asJSON := fs.Bool("json", false, "print one JSON object (with --sweep, one per threshold, as a list)")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -113,6 +115,10 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 	}
 	if *threshold < 0 || *threshold > 1 {
 		return usageErr("--threshold must be in [0, 1]")
+	}
+	sweep, err := parseSweep(*sweepArg)
+	if err != nil {
+		return err
 	}
 	reg, err := loadManifestsArg(*manifests)
 	if err != nil {
@@ -143,25 +149,12 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 	for i, c := range cases {
 		plain[i] = c.Case
 	}
+	if len(sweep) > 0 {
+		return writeSweep(env.Stdout, ix.Classifier(), plain, sweep, structured, *asJSON)
+	}
 	m := classifier.Evaluate(ix.Classifier(), plain, *threshold)
 	if *asJSON {
-		out := map[string]any{
-			"in_scope_accuracy":  m.InScopeAccuracy,
-			"top1_accuracy":      m.Top1Accuracy,
-			"oos_recall":         m.OOSRecall,
-			"clarification_rate": m.ClarificationRate,
-			"misroute_rate":      m.MisrouteRate,
-			"p50_us":             float64(m.P50.Nanoseconds()) / 1e3,
-			"p99_us":             float64(m.P99.Nanoseconds()) / 1e3,
-			"cases":              m.N,
-			"structured":         structured,
-			"threshold":          *threshold,
-		}
-		if err := json.MarshalWrite(env.Stdout, out, json.Deterministic(true), jsontext.WithIndent("  ")); err != nil {
-			return err
-		}
-		_, err = fmt.Fprintln(env.Stdout)
-		return err
+		return writeJSON(env.Stdout, evalJSON(m, *threshold, structured))
 	}
 	_, err = fmt.Fprintf(env.Stdout, "cases: %d (%d skills), threshold %.2f, %d decided by the structured layer\n"+
 		"in-scope accuracy:      %6.2f%%\n"+
@@ -177,6 +170,66 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 		100*m.ClarificationRate,
 		100*m.MisrouteRate,
 		m.P50, m.P99)
+	return err
+}
+
+// parseSweep reads --sweep: thresholds in [0, 1], comma-separated.
+func parseSweep(arg string) ([]float64, error) {
+	if arg == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(arg, ",") {
+		th, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || th < 0 || th > 1 {
+			return nil, usageErr("--sweep: %q is not a threshold in [0, 1]", f)
+		}
+		out = append(out, th)
+	}
+	return out, nil
+}
+
+// writeSweep prints the figures at each threshold: a Markdown table (as
+// docs/routing.md shows them) or, as JSON, a list of eval objects.
+func writeSweep(w io.Writer, ix *classifier.Index, cases []classifier.Case, sweep []float64, structured int, asJSON bool) error {
+	if asJSON {
+		out := make([]map[string]any, len(sweep))
+		for i, th := range sweep {
+			out[i] = evalJSON(classifier.Evaluate(ix, cases, th), th, structured)
+		}
+		return writeJSON(w, out)
+	}
+	var b strings.Builder
+	fmt.Fprintln(&b, "| threshold | in-scope acc | OOS recall | clarification | misroute |")
+	fmt.Fprintln(&b, "|---|---|---|---|---|")
+	for _, th := range sweep {
+		m := classifier.Evaluate(ix, cases, th)
+		fmt.Fprintf(&b, "| %.2f | %.1f%% | %.0f%% | %.1f%% | %.1f%% |\n", th, 100*m.InScopeAccuracy, 100*m.OOSRecall, 100*m.ClarificationRate, 100*m.MisrouteRate)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func evalJSON(m classifier.Metrics, threshold float64, structured int) map[string]any {
+	return map[string]any{
+		"in_scope_accuracy":  m.InScopeAccuracy,
+		"top1_accuracy":      m.Top1Accuracy,
+		"oos_recall":         m.OOSRecall,
+		"clarification_rate": m.ClarificationRate,
+		"misroute_rate":      m.MisrouteRate,
+		"p50_us":             float64(m.P50.Nanoseconds()) / 1e3,
+		"p99_us":             float64(m.P99.Nanoseconds()) / 1e3,
+		"cases":              m.N,
+		"structured":         structured,
+		"threshold":          threshold,
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	if err := json.MarshalWrite(w, v, json.Deterministic(true), jsontext.WithIndent("  ")); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(w)
 	return err
 }
 

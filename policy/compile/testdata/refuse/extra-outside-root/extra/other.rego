@@ -1,0 +1,3 @@
+package capgate_other.deny
+
+x := 1

@@ -1,0 +1,3 @@
+package capgate.deny.internal
+
+deny contains {"capability": "*", "reason": "anonymous"} if not data.capgate.authz._authenticated

@@ -1,0 +1,3 @@
+package capgate.deny.bad
+
+deny contains x if {

@@ -1,0 +1,3 @@
+package capgate.authz
+
+visible contains "audit-ledger"
