@@ -1,7 +1,6 @@
 package extauthz
 
 import (
-	"strconv"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -145,8 +144,8 @@ func (s *Server) allow(d *decision) *authv3.CheckResponse {
 //   - JSON-RPC: HTTP 200, the JSON-RPC error echoing the request id;
 //   - HTTP+JSON: the mapped status, a google.rpc.Status body, and a Bearer
 //     challenge on 401 and 403;
-//   - gRPC: HTTP 200, content-type application/grpc, grpc-status and
-//     grpc-message (a trailers-only gRPC error).
+//   - gRPC: HTTP 200, content-type application/grpc, grpc-status,
+//     grpc-message and grpc-status-details-bin (a trailers-only gRPC error).
 func (s *Server) deny(d *decision) *authv3.CheckResponse {
 	e := d.err
 	code := codes.PermissionDenied
@@ -156,21 +155,15 @@ func (s *Server) deny(d *decision) *authv3.CheckResponse {
 	hs := make([]*corev3.HeaderValueOption, 0, 5)
 	hs = append(hs, headerOpt(HeaderDecisionID, d.id))
 	denied := &authv3.DeniedHttpResponse{}
-	if d.binding == protocol.GRPC {
-		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode_OK}
-		hs = append(hs,
-			headerOpt("content-type", "application/grpc"),
-			headerOpt("grpc-status", strconv.Itoa(int(grpcCode(e.StatusName())))),
-			headerOpt("grpc-message", grpcMessage(e.Message)))
-	} else {
-		// The same answer the gateway writes (protocol.Refuse).
-		authStatus := d.plan != nil && d.plan.rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
-		r := protocol.Refuse(d.binding, d.op.Streaming(), d.reqID, e, authStatus)
-		denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode(r.Status)}
+	// The same answer the gateway writes (protocol.Refuse).
+	authStatus := d.plan != nil && d.plan.rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
+	r := protocol.Refuse(d.binding, d.op.Streaming(), d.reqID, e, authStatus)
+	denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode(r.Status)}
+	if len(r.Body) > 0 {
 		denied.Body = string(r.Body)
-		for _, kv := range r.Header {
-			hs = append(hs, headerOpt(kv[0], kv[1]))
-		}
+	}
+	for _, kv := range r.Header {
+		hs = append(hs, headerOpt(kv[0], kv[1]))
 	}
 	denied.Headers = hs
 	md := &structpb.Struct{Fields: map[string]*structpb.Value{
@@ -192,52 +185,4 @@ func headerOpt(k, v string) *corev3.HeaderValueOption {
 		Header:       &corev3.HeaderValue{Key: k, Value: v},
 		AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD,
 	}
-}
-
-// grpcCode maps a google.rpc.Code name to its number.
-func grpcCode(name string) codes.Code {
-	switch name {
-	case "INVALID_ARGUMENT":
-		return codes.InvalidArgument
-	case "NOT_FOUND":
-		return codes.NotFound
-	case "FAILED_PRECONDITION":
-		return codes.FailedPrecondition
-	case "UNIMPLEMENTED":
-		return codes.Unimplemented
-	case "UNAUTHENTICATED":
-		return codes.Unauthenticated
-	case "PERMISSION_DENIED":
-		return codes.PermissionDenied
-	case "UNAVAILABLE":
-		return codes.Unavailable
-	default:
-		return codes.Internal
-	}
-}
-
-// grpcMessage percent-encodes a grpc-message value as the gRPC HTTP/2
-// protocol requires: bytes outside printable ASCII, and '%'.
-func grpcMessage(msg string) string {
-	const hex = "0123456789ABCDEF"
-	clean := true
-	for i := 0; i < len(msg); i++ {
-		if c := msg[i]; c < 0x20 || c > 0x7e || c == '%' {
-			clean = false
-			break
-		}
-	}
-	if clean {
-		return msg
-	}
-	b := make([]byte, 0, len(msg)+16)
-	for i := 0; i < len(msg); i++ {
-		c := msg[i]
-		if c < 0x20 || c > 0x7e || c == '%' {
-			b = append(b, '%', hex[c>>4], hex[c&0xf])
-			continue
-		}
-		b = append(b, c)
-	}
-	return string(b)
 }

@@ -98,3 +98,8 @@ func TestUnknownCodeIsInternal(t *testing.T) {
 	require.Equal(t, 500, e.HTTPStatus())
 	require.Equal(t, "INTERNAL_ERROR", e.Reason())
 }
+
+func TestGRPCMessageEncoding(t *testing.T) {
+	require.Equal(t, "task not found", GRPCMessage("task not found"))
+	require.Equal(t, "100%25 caf%C3%A9%0A", GRPCMessage("100% café\n"))
+}

@@ -10,7 +10,7 @@ import (
 // path bound written in under the JSON-RPC names, so a handler never has to read a path it is not
 // sent; for the 0.3 push config route the body, a PushNotificationConfig, is wrapped as 0.3's
 // TaskPushNotificationConfig. Fields already in the body agreed with the path when r was parsed
-// and are not written twice. gRPC requests are not forwarded: nil.
+// and are not written twice. For gRPC (A2A 1.0 only) it is the request message as ProtoJSON.
 func (r *Request) ForwardParams() (jsontext.Value, *Error) {
 	switch r.Binding {
 	case JSONRPC:
@@ -19,6 +19,8 @@ func (r *Request) ForwardParams() (jsontext.Value, *Error) {
 		}
 		return r.Params, nil
 	case HTTPJSON:
+	case GRPC:
+		return r.grpcForwardParams()
 	default:
 		return nil, nil
 	}

@@ -128,6 +128,7 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 		return r, Errorf(InvalidRequest, "exactly one gRPC request message is expected")
 	}
 	msg := body[grpcFrameHeader:]
+	r.grpcMsg = msg
 	var err error
 	if version == V1 {
 		err = grpcResources(op, msg, r)

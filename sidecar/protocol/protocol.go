@@ -112,7 +112,7 @@ type Request struct {
 	// and query bind (task id, config id, tenant, history length, ...) written in, and for the
 	// 0.3 push config route the body wrapped as 0.3's JSON-RPC params. Every resource in it is
 	// one the request model lists (Tasks, Tenant, Push), so a handler reads nothing admission did
-	// not see. Nil for gRPC, which capgate does not forward.
+	// not see. For gRPC it is the request message as ProtoJSON.
 	Forward jsontext.Value
 	// Tenant is the request's tenant: the HTTP+JSON /{tenant} prefix, params.tenant (1.0), or the
 	// tenant of a push config it carries; every position that names one agrees.
@@ -136,6 +136,8 @@ type Request struct {
 
 	// path holds what an HTTP+JSON path bound, for ForwardParams.
 	path pathValues
+	// grpcMsg is a gRPC request's message as read, for ForwardParams.
+	grpcMsg []byte
 }
 
 // pathValues are the identifiers an HTTP+JSON route binds.

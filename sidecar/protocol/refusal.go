@@ -6,7 +6,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 )
 
-// Refusal is the HTTP answer to a refused JSON-RPC or HTTP+JSON request: the same status,
+// Refusal is the HTTP answer to a refused request: the same status,
 // headers and body whichever door refuses it (the gateway writes it, ext_authz hands it to
 // Envoy as the denied response).
 type Refusal struct {
@@ -17,6 +17,8 @@ type Refusal struct {
 }
 
 // Refuse shapes e for a request of binding b:
+//   - gRPC: a trailers-only response: HTTP 200, content-type application/grpc and the status
+//     headers (Error.GRPCStatus), no body;
 //   - HTTP+JSON (and anything refused before its binding is known): the mapped HTTP status and a
 //     google.rpc.Status body, a Bearer challenge on 401 and 403, Allow on 405;
 //   - JSON-RPC: HTTP 200 with the JSON-RPC error echoing id — as one Server-Sent Event for a
@@ -26,6 +28,9 @@ type Refusal struct {
 //     client that checks the status does not read a 401 as a stream, so streaming calls get the
 //     plain body too.
 func Refuse(b Binding, streaming bool, id jsontext.Value, e *Error, authStatus bool) Refusal {
+	if b == GRPC {
+		return Refusal{Status: http.StatusOK, Header: append([][2]string{{"content-type", GRPCContentType}}, e.GRPCStatus()...)}
+	}
 	if b != JSONRPC {
 		r := Refusal{Status: e.HTTPStatus(), Header: [][2]string{{"content-type", "application/json"}}, Body: e.MarshalStatus()}
 		if c := e.WWWAuthenticate(); c != "" {

@@ -1,0 +1,189 @@
+package protocol
+
+import (
+	"encoding/base64"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+)
+
+// GRPCContentType is the content type of gRPC responses.
+const GRPCContentType = "application/grpc"
+
+// GRPCCodeOf maps a google.rpc.Code name (Error.StatusName) to its gRPC status code; an
+// unknown name is Internal.
+func GRPCCodeOf(name string) codes.Code {
+	switch name {
+	case "INVALID_ARGUMENT":
+		return codes.InvalidArgument
+	case "NOT_FOUND":
+		return codes.NotFound
+	case "FAILED_PRECONDITION":
+		return codes.FailedPrecondition
+	case "UNIMPLEMENTED":
+		return codes.Unimplemented
+	case "UNAUTHENTICATED":
+		return codes.Unauthenticated
+	case "PERMISSION_DENIED":
+		return codes.PermissionDenied
+	case "UNAVAILABLE":
+		return codes.Unavailable
+	default:
+		return codes.Internal
+	}
+}
+
+// GRPCCode is e's gRPC status code.
+func (e *Error) GRPCCode() codes.Code { return GRPCCodeOf(e.StatusName()) }
+
+// GRPCMessage percent-encodes a grpc-message value as the gRPC HTTP/2 protocol requires: bytes
+// outside printable ASCII, and '%'.
+func GRPCMessage(msg string) string {
+	const hex = "0123456789ABCDEF"
+	clean := true
+	for i := 0; i < len(msg); i++ {
+		if c := msg[i]; c < 0x20 || c > 0x7e || c == '%' {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return msg
+	}
+	b := make([]byte, 0, len(msg)+16)
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if c < 0x20 || c > 0x7e || c == '%' {
+			b = append(b, '%', hex[c>>4], hex[c&0xf])
+			continue
+		}
+		b = append(b, c)
+	}
+	return string(b)
+}
+
+// GRPCStatus is e as gRPC status headers (trailers): grpc-status, grpc-message, and
+// grpc-status-details-bin holding the google.rpc.Status with e's ErrorInfo, from which a2a-go's
+// gRPC client reads the A2A error (the status code alone does not tell TaskNotCancelable from
+// UnsupportedOperation).
+func (e *Error) GRPCStatus() [][2]string {
+	return GRPCStatusHeaders(e.StatusName(), e.Message, e.Reason(), e.Metadata)
+}
+
+// GRPCStatusHeaders builds the gRPC status headers of an error given by its google.rpc.Code
+// name, message and ErrorInfo reason and metadata.
+func GRPCStatusHeaders(status, message, reason string, metadata map[string]string) [][2]string {
+	code := GRPCCodeOf(status)
+	out := [][2]string{{"grpc-status", strconv.Itoa(int(code))}, {"grpc-message", GRPCMessage(message)}}
+	st := &rpcstatus.Status{Code: int32(code), Message: message}
+	if info, err := anypb.New(&errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: metadata}); err == nil {
+		st.Details = []*anypb.Any{info}
+	}
+	if b, err := proto.Marshal(st); err == nil {
+		out = append(out, [2]string{"grpc-status-details-bin", base64.RawStdEncoding.EncodeToString(b)})
+	}
+	return out
+}
+
+// grpcRequestMessage is a new A2A 1.0 request message of op.
+func grpcRequestMessage(op Operation) proto.Message {
+	switch op {
+	case SendMessage, SendStreamingMessage:
+		return &a2apb.SendMessageRequest{}
+	case GetTask:
+		return &a2apb.GetTaskRequest{}
+	case CancelTask:
+		return &a2apb.CancelTaskRequest{}
+	case SubscribeToTask:
+		return &a2apb.SubscribeToTaskRequest{}
+	case CreateTaskPushNotificationConfig:
+		return &a2apb.TaskPushNotificationConfig{}
+	case GetTaskPushNotificationConfig:
+		return &a2apb.GetTaskPushNotificationConfigRequest{}
+	case ListTaskPushNotificationConfigs:
+		return &a2apb.ListTaskPushNotificationConfigsRequest{}
+	case DeleteTaskPushNotificationConfig:
+		return &a2apb.DeleteTaskPushNotificationConfigRequest{}
+	case ListTasks:
+		return &a2apb.ListTasksRequest{}
+	case GetExtendedAgentCard:
+		return &a2apb.GetExtendedAgentCardRequest{}
+	}
+	return nil
+}
+
+// grpcResponseMessage is a new A2A 1.0 response message of op (one stream event for the
+// streaming operations).
+func grpcResponseMessage(op Operation) proto.Message {
+	switch op {
+	case SendMessage:
+		return &a2apb.SendMessageResponse{}
+	case SendStreamingMessage, SubscribeToTask:
+		return &a2apb.StreamResponse{}
+	case GetTask, CancelTask:
+		return &a2apb.Task{}
+	case CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig:
+		return &a2apb.TaskPushNotificationConfig{}
+	case ListTaskPushNotificationConfigs:
+		return &a2apb.ListTaskPushNotificationConfigsResponse{}
+	case DeleteTaskPushNotificationConfig:
+		return &emptypb.Empty{}
+	case ListTasks:
+		return &a2apb.ListTasksResponse{}
+	case GetExtendedAgentCard:
+		return &a2apb.AgentCard{}
+	}
+	return nil
+}
+
+// grpcForwardParams is the A2A 1.0 JSON-RPC params of a gRPC request: the request message as
+// ProtoJSON (lowerCamelCase names), the JSON form the 1.0 JSON-RPC binding uses for the same
+// message. It is read from the message bytes the parser read, so a handler is sent exactly
+// what admission saw.
+func (r *Request) grpcForwardParams() (jsontext.Value, *Error) {
+	if r.Version != V1 {
+		return nil, Errorf(VersionNotSupported, "A2A 0.3 gRPC requests are not served; use %s", GRPCService)
+	}
+	m := grpcRequestMessage(r.Operation)
+	if m == nil {
+		return nil, Errorf(UnsupportedOperation, "%s is not supported over gRPC", r.Operation)
+	}
+	if err := proto.Unmarshal(r.grpcMsg, m); err != nil {
+		return nil, Wrap(InvalidRequest, err, "the gRPC request message could not be decoded")
+	}
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return nil, Wrap(Internal, err, "the gRPC request could not be forwarded")
+	}
+	return jsontext.Value(b), nil
+}
+
+// GRPCResponse converts an A2A 1.0 JSON-RPC result of op (for a streaming operation: one
+// event) to the binary gRPC response message. Fields the proto does not define are refused
+// (InvalidAgentResponse), not dropped: a caller is never sent less than the handler said
+// without knowing it. A JSON null result is the empty message.
+func GRPCResponse(op Operation, result []byte) ([]byte, *Error) {
+	m := grpcResponseMessage(op)
+	if m == nil {
+		return nil, Errorf(UnsupportedOperation, "%s is not supported over gRPC", op)
+	}
+	if s := trimSpace(result); len(s) != 0 && string(s) != "null" {
+		if err := (protojson.UnmarshalOptions{DiscardUnknown: false}).Unmarshal(s, m); err != nil {
+			return nil, Wrap(InvalidAgentResponse, err, "the agent's response cannot be expressed as a gRPC message")
+		}
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, Wrap(Internal, err, "the gRPC response could not be encoded")
+	}
+	return b, nil
+}
