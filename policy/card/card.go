@@ -84,6 +84,11 @@ func Build(cfg *config.Config, caps []manifest.Capability, opts Options) *a2a.Ag
 		SecuritySchemes:    buildSecuritySchemes(cfg.Auth),
 		Skills:             skills,
 	}
+	if ag.ServesGRPC() {
+		// gRPC is served on the same listener, at the same URL (see docs/cards.md).
+		c.SupportedInterfaces = append(c.SupportedInterfaces,
+			&a2a.AgentInterface{URL: ag.URL, ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2a.Version})
+	}
 	if ag.Provider != nil {
 		c.Provider = &a2a.AgentProvider{Org: ag.Provider.Organization, URL: ag.Provider.URL}
 	}

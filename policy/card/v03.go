@@ -2,6 +2,7 @@ package card
 
 import (
 	"fmt"
+	"slices"
 
 	a2alegacy "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -19,7 +20,7 @@ import (
 // schemes and copies the first interface's protocol version (1.0), which
 // V03 sets here.
 func V03(c *a2a.AgentCard) *a2alegacy.AgentCard {
-	out := a2av0.FromV1AgentCard(c)
+	out := a2av0.FromV1AgentCard(withoutGRPC(c))
 	out.ProtocolVersion = string(a2alegacy.Version)
 	if len(c.SecuritySchemes) > 0 {
 		out.SecuritySchemes = make(a2alegacy.NamedSecuritySchemes, len(c.SecuritySchemes))
@@ -50,3 +51,16 @@ func MarshalV03Indent(c *a2a.AgentCard) ([]byte, error) {
 	}
 	return append(b, '\n'), nil
 }
+
+// withoutGRPC is c without its gRPC interface: capgate serves gRPC in A2A 1.0 only
+// (lf.a2a.v1.A2AService), so a 0.3 card does not offer it.
+func withoutGRPC(c *a2a.AgentCard) *a2a.AgentCard {
+	if !slices.ContainsFunc(c.SupportedInterfaces, isGRPC) {
+		return c
+	}
+	cp := *c
+	cp.SupportedInterfaces = slices.DeleteFunc(slices.Clone(c.SupportedInterfaces), isGRPC)
+	return &cp
+}
+
+func isGRPC(i *a2a.AgentInterface) bool { return i.ProtocolBinding == a2a.TransportProtocolGRPC }

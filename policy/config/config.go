@@ -102,7 +102,13 @@ type Agent struct {
 	Extensions       []Extension `yaml:"extensions"`
 	DocumentationURL string      `yaml:"documentation_url"`
 	Streaming        *bool       `yaml:"streaming"` // default true
+	// GRPC serves the A2A 1.0 gRPC binding (lf.a2a.v1.A2AService) on the A2A listener and
+	// advertises it in the card; default true. False refuses gRPC requests as unimplemented.
+	GRPC *bool `yaml:"grpc"`
 }
+
+// ServesGRPC reports whether the gateway serves the gRPC binding (agent.grpc, default true).
+func (a Agent) ServesGRPC() bool { return a.GRPC == nil || *a.GRPC }
 
 // Provider is the card's provider block.
 type Provider struct {

@@ -87,7 +87,9 @@ func writeRefusal(w http.ResponseWriter, r protocol.Refusal) {
 	for _, kv := range r.Header {
 		h.Set(kv[0], kv[1])
 	}
-	h.Set("Content-Length", strconv.Itoa(len(r.Body)))
+	if len(r.Body) > 0 { // a gRPC refusal is headers only
+		h.Set("Content-Length", strconv.Itoa(len(r.Body)))
+	}
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(r.Status)
 	_, _ = w.Write(r.Body)

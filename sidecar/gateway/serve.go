@@ -27,13 +27,16 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	w.Header().Set(HeaderDecisionID, id)
 	path := r.URL.EscapedPath()
 	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, basePath(rev))), Span: trace.SpanFromContext(r.Context())}
+	if protocol.IsGRPCContentType(r.Header.Get("Content-Type")) {
+		entry.Binding = string(protocol.GRPC) // refused before parsing: still a gRPC answer
+	}
 	req := &protocol.Request{Binding: protocol.Binding(entry.Binding)}
 	body, berr := readBody(r, g.limits.MaxBodyBytes)
 	if berr != nil {
 		g.refuse(w, rev, start, entry, req, berr)
 		return
 	}
-	env := protocol.Envelope{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: protocol.HTTPHeader(r.Header), Body: body, Methods: rev.Methods}
+	env := protocol.Envelope{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: protocol.HTTPHeader(r.Header), Body: body, GRPC: true, Methods: rev.Methods}
 	parsed, perr := protocol.Parse(env, basePath(rev), g.limits)
 	if parsed != nil {
 		req = parsed
@@ -44,6 +47,10 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 			req.ID = perr.ID
 		}
 		g.refuse(w, rev, start, entry, req, perr)
+		return
+	}
+	if req.Binding == protocol.GRPC && !rev.Config().Agent.ServesGRPC() {
+		g.refuse(w, rev, start, entry, req, protocol.Errorf(protocol.MethodNotFound, "this agent does not serve the gRPC binding"))
 		return
 	}
 	peer, perr := peerOf(r, rev)
@@ -62,8 +69,18 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		return
 	}
 	var resp Responder = &restResponder{w: w}
-	if req.Binding == protocol.JSONRPC {
+	var grpcResp *grpcResponder
+	switch req.Binding {
+	case protocol.JSONRPC:
 		resp = &jsonrpcResponder{w: w, id: req.ID}
+	case protocol.GRPC:
+		if req.Version != protocol.V1 {
+			g.refuse(w, rev, start, entry, req, protocol.Errorf(protocol.VersionNotSupported,
+				"the A2A 0.3 gRPC service is not served; use %s", protocol.GRPCService))
+			return
+		}
+		grpcResp = newGRPCResponder(w, req.Operation)
+		resp = grpcResp
 	}
 	if len(v.Extensions) > 0 {
 		list := strings.Join(v.Extensions, ", ")
@@ -74,7 +91,17 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	}
 	call := &Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
 		Header: r.Header, Log: entry, Task: v.Task}
-	if e := g.run(r.Context(), call, resp); e != nil {
+	e := g.run(r.Context(), call, resp)
+	if grpcResp != nil && (e == nil || grpcResp.written()) {
+		// The call has begun: its outcome travels in the trailers.
+		if e != nil {
+			g.finish(rev, start, entry, e)
+			grpcResp.end(e.GRPCStatus())
+			return
+		}
+		grpcResp.end(nil)
+	}
+	if e != nil {
 		g.refuse(w, rev, start, entry, req, e)
 		return
 	}

@@ -142,6 +142,11 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 		}
 		return r, Wrap(InvalidRequest, err, "the gRPC request message could not be decoded")
 	}
+	if version == V1 && r.Message != nil {
+		if perr := r.grpcMessageInfo(lim); perr != nil {
+			return r, perr
+		}
+	}
 	if needsTask(op) && r.TaskID == "" {
 		return r, Errorf(InvalidParams, "the task id is required")
 	}

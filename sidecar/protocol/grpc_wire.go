@@ -187,3 +187,31 @@ func GRPCResponse(op Operation, result []byte) ([]byte, *Error) {
 	}
 	return b, nil
 }
+
+// grpcMessageInfo fills r.Message from a 1.0 SendMessageRequest the way JSON-RPC's is filled:
+// the message is read as its ProtoJSON (the params ForwardParams sends) by the same reader, so
+// routing and limits see the same parts, media types, skill hint and accepted output modes
+// whichever binding carried them, and the same checks (message id, part shapes, depth) apply.
+func (r *Request) grpcMessageInfo(lim Limits) *Error {
+	params, perr := r.grpcForwardParams()
+	if perr != nil {
+		return perr
+	}
+	ps := newParser()
+	defer ps.release()
+	if err := ps.checkJSON(params, lim.MaxDepth); err != nil {
+		return err
+	}
+	p, err := ps.readObject(params)
+	if err != nil {
+		return err
+	}
+	scratch := &Request{Binding: GRPC, Version: V1}
+	if err := ps.readSend(V1, p, scratch); err != nil {
+		return err
+	}
+	info := scratch.Message
+	info.MessageID, info.TaskID, info.ContextID = r.Message.MessageID, r.Message.TaskID, r.Message.ContextID
+	r.Message = info
+	return nil
+}

@@ -178,7 +178,7 @@ func Run(ctx context.Context, opts Options) error {
 	stopExtAuthz := func() {}
 	errc := make(chan error, 3)
 
-	listen := func(name, addr string, h http.Handler) (string, error) {
+	listen := func(name, addr string, h http.Handler, configure ...func(*http.Server)) (string, error) {
 		ln, err := listenOn(addr)
 		if err != nil {
 			return "", fmt.Errorf("listen %s on %s: %w", name, addr, err)
@@ -188,6 +188,9 @@ func Run(ctx context.Context, opts Options) error {
 		// bounded by limits.stream_idle_timeout instead of a write timeout.
 		srv := &http.Server{Handler: h, ReadHeaderTimeout: DefaultReadHeaderTimeout, ErrorLog: zap.NewStdLog(log.Named(name)),
 			ReadTimeout: cfg.Limits.ReadTimeout, WriteTimeout: cfg.Limits.WriteTimeout, IdleTimeout: cfg.Limits.IdleTimeout}
+		for _, c := range configure {
+			c(srv)
+		}
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -264,7 +267,7 @@ func Run(ctx context.Context, opts Options) error {
 			gateway.WithOperations(ops),
 			gateway.WithOwners(store),
 		)
-		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, tp.Handler(gw)); err != nil {
+		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, tp.Handler(gw), servePlainHTTP2); err != nil {
 			closeAll()
 			return err
 		}
@@ -357,4 +360,15 @@ func publishedKeys(minted func() []byte, holder *revision.Holder, log *zap.Logge
 		}
 		return withCard
 	}
+}
+
+// servePlainHTTP2 lets the A2A listener speak unencrypted HTTP/2 (h2c, with prior knowledge)
+// besides HTTP/1.1, and HTTP/2 over TLS: the gRPC binding is served on the same listener as
+// JSON-RPC and HTTP+JSON, and gRPC clients without TLS connect with prior knowledge.
+func servePlainHTTP2(srv *http.Server) {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	srv.Protocols = &p
 }

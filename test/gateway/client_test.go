@@ -4,6 +4,7 @@
 package gateway_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func TestClientCards(t *testing.T) {
 			got = append(got, iface.ProtocolBinding)
 			require.Equal(t, a2a.ProtocolVersion("1.0"), iface.ProtocolVersion)
 		}
-		require.ElementsMatch(t, bindings, got)
+		require.ElementsMatch(t, append(slices.Clone(bindings), a2a.TransportProtocolGRPC), got)
 	})
 
 	unknown := testutil.UnknownKey(t)

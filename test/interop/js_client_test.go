@@ -78,7 +78,7 @@ func jsCases() []jsCase {
 				result(t, s, &r)
 				require.Equal(t, "Finance Agent", r.Name)
 				require.Equal(t, testutil.PublicSkills, r.Skills)
-				require.Equal(t, []string{"JSONRPC", "HTTP+JSON"}, r.Bindings)
+				require.Equal(t, []string{"JSONRPC", "HTTP+JSON", "GRPC"}, r.Bindings)
 				require.True(t, r.ExtendedAgentCard)
 				require.True(t, r.Signed)
 			}},

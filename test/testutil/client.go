@@ -3,13 +3,17 @@ package testutil
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"sync"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
+	a2agrpc "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // ClientOption configures a client built by Server.Client.
@@ -78,7 +82,7 @@ func (s *Server) PublicCard(t testing.TB) *a2a.AgentCard {
 }
 
 // Client returns an official a2a-go client for binding
-// (a2a.TransportProtocolJSONRPC or a2a.TransportProtocolHTTPJSON), built
+// (a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON or a2a.TransportProtocolGRPC), built
 // from the resolved public card with its interface URLs pointed at the bound
 // address. The test fails if the card does not advertise the binding.
 func (s *Server) Client(t testing.TB, binding a2a.TransportProtocol, opts ...ClientOption) *a2aclient.Client {
@@ -107,6 +111,7 @@ func (s *Server) Client(t testing.TB, binding a2a.TransportProtocol, opts ...Cli
 	fopts := []a2aclient.FactoryOption{
 		a2aclient.WithJSONRPCTransport(hc),
 		a2aclient.WithRESTTransport(hc),
+		a2aclient.WithTransport(a2a.TransportProtocolGRPC, grpcTransport{}),
 		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{binding}}),
 	}
 	if len(o.headers) > 0 {
@@ -140,3 +145,20 @@ func (h headerInterceptor) Before(ctx context.Context, req *a2aclient.Request) (
 func (headerInterceptor) After(context.Context, *a2aclient.Response) error { return nil }
 
 var _ a2aclient.CallInterceptor = headerInterceptor(nil)
+
+// grpcTransport is a2a-go's gRPC transport over a plaintext HTTP/2 (h2c) connection to the
+// interface URL's host: a2a-go's own factory (a2agrpc.WithGRPCTransport) passes the card's URL
+// to grpc.NewClient as a target, which an http:// URL is not (see docs/interop.md).
+type grpcTransport struct{}
+
+func (grpcTransport) Create(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
+	u, err := url.Parse(iface.URL)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	return a2agrpc.NewGRPCTransport(conn), nil
+}

@@ -1,0 +1,259 @@
+package gateway_test
+
+import (
+	"bytes"
+	"crypto/tls"
+	"encoding/binary"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/sidecar/handler/echo"
+	"github.com/capgate/capgate/test/testutil"
+)
+
+// grpcCaller is partner-1@acme with recon.run: entitled to reconcile-invoice.
+var grpcCaller = testutil.TokenOptions{Subject: "partner-1", Tenant: "acme", Scopes: []string{"recon.run"}}
+
+func grpcClient(t *testing.T, srv *testutil.Server, tok testutil.TokenOptions, opts ...testutil.ClientOption) *a2aclient.Client {
+	t.Helper()
+	return srv.Client(t, a2a.TransportProtocolGRPC, append([]testutil.ClientOption{testutil.Bearer(testutil.Token(t, tok))}, opts...)...)
+}
+
+// reconcileMessage is the design's reference example: a PDF and a request to reconcile it.
+func reconcileMessage() *a2a.Message {
+	p := a2a.NewRawPart([]byte("%PDF-1.7\n% an invoice\n"))
+	p.MediaType = "application/pdf"
+	return a2a.NewMessage(a2a.MessageRoleUser, p, a2a.NewTextPart("reconcile this against the PO"))
+}
+
+func echoReport(t *testing.T, task *a2a.Task) echo.Report {
+	t.Helper()
+	require.Equal(t, a2a.TaskStateCompleted, task.Status.State)
+	require.Len(t, task.Artifacts, 1)
+	require.Len(t, task.Artifacts[0].Parts, 1)
+	data, ok := task.Artifacts[0].Parts[0].Content.(a2a.Data)
+	require.True(t, ok, "want a data part, got %T", task.Artifacts[0].Parts[0].Content)
+	b, err := json.Marshal(data.Value)
+	require.NoError(t, err)
+	var r echo.Report
+	require.NoError(t, json.Unmarshal(b, &r))
+	return r
+}
+
+// TestGRPCClient drives every A2A 1.0 operation through the official a2a-go v2 gRPC client
+// (a2agrpc over h2c) against capgate with the builtin echo behind it.
+func TestGRPCClient(t *testing.T) {
+	d := testutil.LoadDeployment(t, "")
+	d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
+	srv := testutil.Start(t, d)
+	c := grpcClient(t, srv, grpcCaller)
+
+	t.Run("the card advertises gRPC at the agent URL", func(t *testing.T) {
+		card := srv.PublicCard(t)
+		var urls []string
+		for _, iface := range card.SupportedInterfaces {
+			if iface.ProtocolBinding == a2a.TransportProtocolGRPC {
+				require.Equal(t, a2a.ProtocolVersion("1.0"), iface.ProtocolVersion)
+				urls = append(urls, iface.URL)
+			}
+		}
+		require.Equal(t, []string{card.SupportedInterfaces[0].URL}, urls)
+	})
+
+	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: reconcileMessage()})
+	require.NoError(t, err)
+	task, ok := res.(*a2a.Task)
+	require.True(t, ok, "want a task, got %T", res)
+
+	t.Run("SendMessage is routed, and the handler gets the message", func(t *testing.T) {
+		r := echoReport(t, task)
+		require.Equal(t, "reconcile-invoice", r.Capability)
+		require.Equal(t, "partner-1", r.Principal)
+		require.Equal(t, "acme", r.Tenant)
+		require.Equal(t, []string{"application/pdf", "text/plain"}, r.MediaTypes, "the parts the caller sent reach the handler")
+	})
+	t.Run("GetTask", func(t *testing.T) {
+		got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+		require.NoError(t, err)
+		require.Equal(t, task.ID, got.ID)
+		require.Equal(t, a2a.TaskStateCompleted, got.Status.State)
+	})
+	t.Run("CancelTask on a completed task is TaskNotCancelable", func(t *testing.T) {
+		_, err := c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
+		require.ErrorIs(t, err, a2a.ErrTaskNotCancelable)
+	})
+	t.Run("SendStreamingMessage", func(t *testing.T) {
+		var events []a2a.Event
+		for ev, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: reconcileMessage()}) {
+			require.NoError(t, err)
+			events = append(events, ev)
+		}
+		require.NotEmpty(t, events)
+		var last *a2a.TaskStatusUpdateEvent
+		for _, ev := range events {
+			if s, ok := ev.(*a2a.TaskStatusUpdateEvent); ok {
+				last = s
+			}
+		}
+		require.NotNil(t, last, "want a status update, got %v", events)
+		require.Equal(t, a2a.TaskStateCompleted, last.Status.State)
+	})
+	t.Run("SubscribeToTask on a task awaiting clarification", func(t *testing.T) {
+		res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("hello there"))})
+		require.NoError(t, err)
+		clar, ok := res.(*a2a.Task)
+		require.True(t, ok, "want a task, got %T", res)
+		require.Equal(t, a2a.TaskStateInputRequired, clar.Status.State)
+		var events []a2a.Event
+		for ev, err := range c.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: clar.ID}) {
+			require.NoError(t, err)
+			events = append(events, ev)
+		}
+		require.Len(t, events, 1)
+		sub, ok := events[0].(*a2a.Task)
+		require.True(t, ok, "want a task, got %T", events[0])
+		require.Equal(t, clar.ID, sub.ID)
+	})
+	t.Run("SubscribeToTask on another caller's task is TaskNotFound", func(t *testing.T) {
+		other := grpcClient(t, srv, testutil.TokenOptions{Subject: "partner-2", Tenant: "acme", Scopes: []string{"recon.run"}})
+		for _, err := range other.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: task.ID}) {
+			require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+			break
+		}
+	})
+	t.Run("GetExtendedAgentCard", func(t *testing.T) {
+		card, err := c.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+		require.NoError(t, err)
+		require.Contains(t, skillIDs(card), "reconcile-invoice")
+	})
+	t.Run("ListTasks", func(t *testing.T) {
+		list, err := c.ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 1})
+		require.NoError(t, err)
+		require.Len(t, list.Tasks, 1)
+		require.NotEmpty(t, list.NextPageToken)
+	})
+	t.Run("push config create, get, list, delete", func(t *testing.T) {
+		cfg := &a2a.PushConfig{TaskID: task.ID, ID: "cfg-1", URL: "https://hooks.example.com/a2a"}
+		created, err := c.CreateTaskPushConfig(t.Context(), cfg)
+		require.NoError(t, err)
+		require.Equal(t, cfg.URL, created.URL)
+		got, err := c.GetTaskPushConfig(t.Context(), &a2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "cfg-1"})
+		require.NoError(t, err)
+		require.Equal(t, cfg.URL, got.URL)
+		all, err := c.ListTaskPushConfigs(t.Context(), &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+		require.NoError(t, err)
+		require.Len(t, all, 1)
+		require.NoError(t, c.DeleteTaskPushConfig(t.Context(), &a2a.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "cfg-1"}))
+		all, err = c.ListTaskPushConfigs(t.Context(), &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+		require.NoError(t, err)
+		require.Empty(t, all)
+	})
+	t.Run("a push URL outside push.allowed_urls is refused", func(t *testing.T) {
+		_, err := c.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: task.ID, URL: "https://evil.example.com/a2a"})
+		require.ErrorIs(t, err, a2a.ErrInvalidParams)
+	})
+	t.Run("another caller's task is TaskNotFound", func(t *testing.T) {
+		other := grpcClient(t, srv, testutil.TokenOptions{Subject: "partner-2", Tenant: "acme", Scopes: []string{"recon.run"}})
+		_, err := other.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+		require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+		_, unknown := other.GetTask(t.Context(), &a2a.GetTaskRequest{ID: "no-such-task"})
+		require.ErrorIs(t, unknown, a2a.ErrTaskNotFound)
+	})
+	t.Run("anonymous is Unauthenticated", func(t *testing.T) {
+		anon := srv.Client(t, a2a.TransportProtocolGRPC)
+		_, err := anon.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+		require.ErrorIs(t, err, a2a.ErrUnauthenticated)
+		_, err = anon.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+		require.ErrorIs(t, err, a2a.ErrUnauthenticated)
+	})
+}
+
+// TestGRPCRequiredExtension: a required extension the gRPC call did not activate (a2a-extensions
+// metadata) is refused as over the other bindings.
+func TestGRPCRequiredExtension(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+		return replaceOnce(t, s, "description: Trace ids, required: false}", "description: Trace ids, required: true}")
+	})
+	srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
+	_, err := grpcClient(t, srv, grpcCaller).GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+	require.ErrorIs(t, err, a2a.ErrExtensionSupportRequired)
+	var ae *a2a.Error
+	require.ErrorAs(t, err, &ae)
+	require.Contains(t, ae.Message, testutil.TraceExtension)
+
+	card, err := grpcClient(t, srv, grpcCaller, testutil.Header("A2A-Extensions", testutil.TraceExtension)).
+		GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+	require.NoError(t, err)
+	require.Contains(t, skillIDs(card), "reconcile-invoice")
+}
+
+// grpcCall sends one raw gRPC request over h2c and returns the response status, headers,
+// trailers and body.
+func grpcCall(t *testing.T, srv *testutil.Server, path string, body []byte, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	tr := &http2.Transport{AllowHTTP: true}
+	tr.DialTLS = func(network, addr string, _ *tls.Config) (net.Conn, error) { return net.Dial(network, addr) }
+	u, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+u.Host+path, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("TE", "trailers")
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	_, err = out.ReadFrom(resp.Body)
+	require.NoError(t, err)
+	return resp, out.Bytes()
+}
+
+func frame(msg []byte) []byte {
+	b := make([]byte, 5, 5+len(msg))
+	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
+	return append(b, msg...)
+}
+
+// TestGRPCRawRefusals: refusals are trailers-only gRPC responses, whoever refuses.
+func TestGRPCRawRefusals(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	cases := []struct {
+		name, path string
+		body       []byte
+		code       string
+	}{
+		{"unknown method", "/lf.a2a.v1.A2AService/Nope", frame(nil), "12"},
+		{"truncated message", "/lf.a2a.v1.A2AService/GetTask", []byte{0, 0, 0, 0, 9, 1}, "3"},
+		{"compressed message", "/lf.a2a.v1.A2AService/GetTask", []byte{1, 0, 0, 0, 0}, "3"},
+		{"the 0.3 service", "/a2a.v1.A2AService/GetAgentCard", frame(nil), "16"}, // anonymous: authentication first
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := grpcCall(t, srv, tc.path, tc.body)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.Equal(t, "application/grpc", resp.Header.Get("Content-Type"))
+			require.Equal(t, tc.code, resp.Header.Get("Grpc-Status"), "trailers-only: the status is in the headers")
+			require.NotEmpty(t, resp.Header.Get("Grpc-Status-Details-Bin"))
+			require.Empty(t, body)
+		})
+	}
+	t.Run("the 0.3 service is not served", func(t *testing.T) {
+		resp, _ := grpcCall(t, srv, "/a2a.v1.A2AService/GetAgentCard", frame(nil),
+			"Authorization", "Bearer "+testutil.Token(t, grpcCaller))
+		require.Equal(t, "12", resp.Header.Get("Grpc-Status"))
+		require.Contains(t, resp.Header.Get("Grpc-Message"), "lf.a2a.v1.A2AService")
+	})
+}
