@@ -8,9 +8,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -20,9 +23,13 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -148,9 +155,13 @@ func (o outcome) String() string {
 	return "refused " + o.reason
 }
 
-// gateway sends the request to the gateway and reads the whole answer.
+// gateway sends the request to the gateway and reads the whole answer; a gRPC request goes
+// over h2c (see gatewayGRPC).
 func (e *env) gateway(t *testing.T, method, target string, h http.Header, body []byte) outcome {
 	t.Helper()
+	if strings.HasPrefix(h.Get("Content-Type"), "application/grpc") {
+		return e.gatewayGRPC(t, method, target, h, body)
+	}
 	req, err := http.NewRequestWithContext(t.Context(), method, e.srv.URL+target, bytes.NewReader(body))
 	require.NoError(t, err)
 	req.Header = h
@@ -192,12 +203,69 @@ func (e *env) extauthz(t *testing.T, method, target string, h http.Header, body 
 	d := resp.GetDeniedResponse()
 	require.NotNil(t, d)
 	o := outcome{reason: reasonOf([]byte(d.GetBody())), status: int(d.GetStatus().GetCode()), body: d.GetBody()}
+	grpcStatus := http.Header{}
 	for _, hv := range d.GetHeaders() {
-		if hv.GetHeader().GetKey() == "grpc-status" {
-			o.reason = "grpc-status " + hv.GetHeader().GetValue()
-		}
+		grpcStatus.Set(hv.GetHeader().GetKey(), hv.GetHeader().GetValue())
+	}
+	if grpcStatus.Get("grpc-status") != "" {
+		o.reason, o.status = grpcReason(t, grpcStatus)
 	}
 	return o
+}
+
+// gatewayGRPC sends a gRPC request to the gateway over h2c (HTTP/2 with prior knowledge) and
+// reads the answer: admitted when the call ends with grpc-status 0.
+func (e *env) gatewayGRPC(t *testing.T, method, target string, h http.Header, body []byte) outcome {
+	t.Helper()
+	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}}
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(t.Context(), method, e.srv.URL+target, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header = h
+	req.Header.Set("TE", "trailers")
+	resp, err := tr.RoundTrip(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	require.NoError(t, err)
+	st := resp.Header.Clone() // trailers-only: the status is in the headers
+	for k, vs := range resp.Trailer {
+		st[k] = vs
+	}
+	o := outcome{status: http.StatusOK, body: string(b), decision: resp.Header.Get("X-Capgate-Decision-Id")}
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.NotEmpty(t, st.Get("grpc-status"), "a gRPC answer without grpc-status")
+	if st.Get("grpc-status") == "0" {
+		o.allowed = true
+		return o
+	}
+	o.reason, o.status = grpcReason(t, st)
+	return o
+}
+
+// grpcReason reads a gRPC error: the A2A ErrorInfo reason in grpc-status-details-bin, and the
+// gRPC status code (which must agree with the details').
+func grpcReason(t *testing.T, h http.Header) (string, int) {
+	t.Helper()
+	code, err := strconv.Atoi(h.Get("grpc-status"))
+	require.NoError(t, err)
+	raw := h.Get("grpc-status-details-bin")
+	require.NotEmpty(t, raw, "a gRPC error without google.rpc.Status details")
+	b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(raw, "="))
+	require.NoError(t, err)
+	var st spb.Status
+	require.NoError(t, proto.Unmarshal(b, &st))
+	require.Equal(t, int32(code), st.GetCode(), "grpc-status and its details disagree")
+	for _, d := range st.GetDetails() {
+		var info errdetails.ErrorInfo
+		if d.UnmarshalTo(&info) == nil {
+			return info.GetReason(), code
+		}
+	}
+	return fmt.Sprintf("grpc-status %d", code), code
 }
 
 // reasonOf reads the A2A error reason of a JSON-RPC or HTTP+JSON answer, or of the first error

@@ -16,8 +16,9 @@ import (
 // another tenant; the same subject and tenant from another trusted issuer; anonymous. The value
 // at the position is the owner's task (or tenant); anything else the request needs is the
 // caller's own. Both doors must give the same verdict, and only a caller to whom everything the
-// request names belongs gets through. gRPC is swept at ext_authz only: the gateway serves
-// JSON-RPC and HTTP+JSON.
+// request names belongs gets through. gRPC requests go to the gateway over h2c; the gateway
+// serves the A2A 1.0 gRPC service only, so an admitted 0.3 gRPC request is answered
+// VERSION_NOT_SUPPORTED there (after the same admission) and reaches no handler.
 func TestSweep(t *testing.T) {
 	e := startBoth(t)
 	cs := classes(t, e)
@@ -49,14 +50,11 @@ func TestSweep(t *testing.T) {
 				az := e.extauthz(t, method, target, h.Clone(), body)
 				require.Equal(t, want, az.allowed, "ext_authz: %s\n%s %s\n%s", az, method, target, az.body)
 				counts["extauthz"]++
-				if p.Binding == protocol.GRPC {
-					if c.anonymous {
-						require.Equal(t, "grpc-status 16", az.reason, "an anonymous caller is asked for a credential")
-					}
-					return
-				}
 				gw := e.gateway(t, method, target, h.Clone(), body)
 				counts["gateway"]++
+				if p.Binding == protocol.GRPC {
+					counts["gateway/grpc"]++
+				}
 				if !want {
 					require.False(t, gw.allowed, "gateway admitted what ext_authz refused: %s %s\n%s", method, target, gw.body)
 					require.Equal(t, az.reason, gw.reason, "the doors disagree on why: %s %s", method, target)
@@ -65,6 +63,11 @@ func TestSweep(t *testing.T) {
 						require.Equal(t, "UNAUTHENTICATED", gw.reason, "an anonymous caller is asked for a credential")
 					}
 					require.False(t, e.forwarded(gw.decision), "a refused request reached a handler")
+					return
+				}
+				if p.Binding == protocol.GRPC && p.Version == protocol.V03 {
+					require.Equal(t, "VERSION_NOT_SUPPORTED", gw.reason, "%s %s: %s", method, target, gw.body)
+					require.False(t, e.forwarded(gw.decision), "a 0.3 gRPC request reached a handler")
 					return
 				}
 				requireServed(t, e, p, gw, method, target)
@@ -100,7 +103,7 @@ func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, metho
 			protocol.SendMessage:          "INVALID_PARAMS",
 			protocol.SendStreamingMessage: "INVALID_PARAMS",
 		}
-		continuing := p.Kind == positions.Task && strings.HasSuffix(p.Where, "message.taskId")
+		continuing := p.Kind == positions.Task && (strings.HasSuffix(p.Where, "message.taskId") || strings.HasSuffix(p.Where, "message.task_id"))
 		ok := handlerAnswers[p.Operation] == gw.reason &&
 			(p.Operation == protocol.CancelTask || p.Operation == protocol.SubscribeToTask || continuing)
 		require.True(t, ok, "the owner was not served: %s %s: %s\n%s", method, target, gw, gw.body)

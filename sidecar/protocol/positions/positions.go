@@ -313,7 +313,7 @@ func grpc10() []Position {
 		out = append(out, Position{Binding: protocol.GRPC, Version: v, Operation: op, Kind: k, Where: where,
 			Method: "POST", Target: "/" + protocol.GRPCService + "/" + string(op), Body: body})
 	}
-	m := `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]%s}`
+	m := `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"look up invoice INV-1"}]%s}`
 	withMsg := func(extra string) string { return strings.Replace(m, "%s", extra, 1) }
 	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
 		add(op, Task, "message.task_id", `{"message":`+withMsg(`,"taskId":"`+Swept+`"`)+`}`)
@@ -348,7 +348,7 @@ func grpc03() []Position {
 		out = append(out, Position{Binding: protocol.GRPC, Version: v, Operation: op, Kind: Task, Where: where, MustAgree: agree,
 			Method: "POST", Target: "/" + protocol.GRPCServiceV03 + "/" + method, Body: body})
 	}
-	m := `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hi"}]%s}`
+	m := `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"look up invoice INV-1"}]%s}`
 	withMsg := func(extra string) string { return strings.Replace(m, "%s", extra, 1) }
 	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
 		add(string(op), op, "request.task_id", `{"request":`+withMsg(`,"taskId":"`+Swept+`"`)+`}`, false)
