@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"testing"
 
@@ -256,4 +258,64 @@ func TestGRPCRawRefusals(t *testing.T) {
 		require.Equal(t, "12", resp.Header.Get("Grpc-Status"))
 		require.Contains(t, resp.Header.Get("Grpc-Message"), "lf.a2a.v1.A2AService")
 	})
+}
+
+// failingStreamHandler is a skill handler whose stream sends one task event and then fails with
+// a JSON-RPC error.
+type failingStreamHandler struct{}
+
+func (failingStreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	_ = json.Unmarshal(body, &req)
+	w.Header().Set("Content-Type", "text/event-stream")
+	_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(req.ID)+
+		`,"result":{"task":{"id":"fail-task-1","contextId":"fail-ctx-1","status":{"state":"TASK_STATE_WORKING"}}}}`+"\n\n")
+	_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(req.ID)+
+		`,"error":{"code":-32001,"message":"task not found"}}`+"\n\n")
+}
+
+// TestGRPCMidStreamError: an error after a stream's first event reaches the a2a-go gRPC client
+// as a typed error after that event (the call's trailers), not as a normal end.
+func TestGRPCMidStreamError(t *testing.T) {
+	up := httptest.NewServer(failingStreamHandler{})
+	t.Cleanup(up.Close)
+	d := testutil.LoadDeployment(t, "")
+	d.Config.Handlers["invoices.lookup.v1"] = up.URL + "/"
+	srv := testutil.Start(t, d)
+	c := grpcClient(t, srv, testutil.TokenOptions{Scopes: []string{"invoices.read"}})
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Show me invoice INV-20931"))
+	msg.Metadata = map[string]any{"skillId": "lookup-invoice-v1"}
+	var events []a2a.Event
+	var got error
+	for ev, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: msg}) {
+		if err != nil {
+			got = err
+			break
+		}
+		events = append(events, ev)
+	}
+	require.Len(t, events, 1)
+	task, ok := events[0].(*a2a.Task)
+	require.True(t, ok, "want a task, got %T", events[0])
+	require.Equal(t, a2a.TaskID("fail-task-1"), task.ID)
+	require.ErrorIs(t, got, a2a.ErrTaskNotFound)
+}
+
+// TestGRPCOff: agent.grpc: false takes gRPC out of the card, and a gRPC call is unimplemented.
+func TestGRPCOff(t *testing.T) {
+	d := testutil.LoadDeployment(t, "")
+	off := false
+	d.Config.Agent.GRPC = &off
+	srv := testutil.Start(t, d)
+	for _, iface := range srv.PublicCard(t).SupportedInterfaces {
+		require.NotEqual(t, a2a.TransportProtocolGRPC, iface.ProtocolBinding)
+	}
+	resp, body := grpcCall(t, srv, "/lf.a2a.v1.A2AService/GetExtendedAgentCard", frame(nil),
+		"Authorization", "Bearer "+testutil.Token(t, grpcCaller))
+	require.Equal(t, "12", resp.Header.Get("Grpc-Status"))
+	require.Equal(t, "this agent does not serve the gRPC binding", resp.Header.Get("Grpc-Message"))
+	require.Empty(t, body)
 }
