@@ -288,3 +288,28 @@ func TestNeedsExtendedCard(t *testing.T) {
 		})
 	}
 }
+
+// TestBuildGRPCInterface: the GRPC interface is in the 1.0 card unless agent.grpc is false, and
+// never in the 0.3 card (the gateway serves gRPC in 1.0 only).
+func TestBuildGRPCInterface(t *testing.T) {
+	bindings := func(c *a2a.AgentCard) []a2a.TransportProtocol {
+		var out []a2a.TransportProtocol
+		for _, i := range c.SupportedInterfaces {
+			out = append(out, i.ProtocolBinding)
+		}
+		return out
+	}
+	cfg := fixtureConfig()
+	on := card.Build(cfg, nil, card.Options{})
+	require.Equal(t, []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC}, bindings(on))
+	v03 := card.V03(on).AdditionalInterfaces
+	require.Len(t, v03, 2)
+	for _, i := range v03 {
+		require.NotEqual(t, "GRPC", string(i.Transport))
+	}
+	require.Len(t, on.SupportedInterfaces, 3, "V03 does not change the 1.0 card")
+
+	off := false
+	cfg.Agent.GRPC = &off
+	require.Equal(t, []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}, bindings(card.Build(cfg, nil, card.Options{})))
+}

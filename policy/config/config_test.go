@@ -475,3 +475,17 @@ func TestTracing(t *testing.T) {
 		require.ErrorContains(t, err, want, in)
 	}
 }
+
+func TestAgentGRPC(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want bool
+	}{{"", true}, {"  grpc: true\n", true}, {"  grpc: false\n", false}} {
+		cfg := "agent:\n  name: A\n  description: B\n  version: 0.1.0\n  url: https://a.example.com\n" + tc.line + "manifests: [capabilities]\n"
+		c, err := config.LoadFS(fsWith(cfg), "capgate.yaml")
+		require.NoError(t, err, tc.line)
+		require.Equal(t, tc.want, c.Agent.ServesGRPC(), tc.line)
+	}
+	_, err := config.LoadFS(fsWith("agent:\n  name: A\n  description: B\n  version: 0.1.0\n  url: https://a.example.com\n  grpc: maybe\nmanifests: [capabilities]\n"), "capgate.yaml")
+	require.ErrorContains(t, err, "agent.grpc")
+}
