@@ -125,8 +125,12 @@ func TestCheck(t *testing.T) {
 			want{allow: true, headers: map[string]string{HeaderPrincipal: "alice"}, remove: []string{"x-capgate-scopes"}}},
 		{"gRPC extended card without token", grpcCheck("/lf.a2a.v1.A2AService/GetExtendedAgentCard", &a2apb.GetExtendedAgentCardRequest{}, nil),
 			want{grpc: codes.Unauthenticated, http: 200, grpcStatus: strconv.Itoa(int(codes.Unauthenticated))}},
-		{"gRPC send message", grpcCheck("/lf.a2a.v1.A2AService/SendMessage", &a2apb.SendMessageRequest{Message: &a2apb.Message{MessageId: "m", Role: a2apb.Role_ROLE_USER}}, map[string]string{"authorization": alice}),
+		{"gRPC send message", grpcCheck("/lf.a2a.v1.A2AService/SendMessage", &a2apb.SendMessageRequest{Message: &a2apb.Message{MessageId: "m", Role: a2apb.Role_ROLE_USER,
+			Parts: []*a2apb.Part{{Content: &a2apb.Part_Text{Text: "hi"}}}}}, map[string]string{"authorization": alice}),
 			want{allow: true}},
+		// A gRPC message is held to the JSON-RPC message rules (the same reader): parts are required.
+		{"gRPC send message without parts", grpcCheck("/lf.a2a.v1.A2AService/SendMessage", &a2apb.SendMessageRequest{Message: &a2apb.Message{MessageId: "m", Role: a2apb.Role_ROLE_USER}}, map[string]string{"authorization": alice}),
+			want{grpc: codes.PermissionDenied, http: 200, grpcStatus: strconv.Itoa(int(codes.InvalidArgument)), contains: "parts"}},
 		{"gRPC get another's task", grpcCheck("/lf.a2a.v1.A2AService/GetTask", &a2apb.GetTaskRequest{Id: "task-alice"}, map[string]string{"authorization": bob}),
 			want{grpc: codes.PermissionDenied, http: 200, grpcStatus: strconv.Itoa(int(codes.NotFound)), contains: "task not found"}},
 		{"gRPC get own task", grpcCheck("/lf.a2a.v1.A2AService/GetTask", &a2apb.GetTaskRequest{Id: "task-alice"}, map[string]string{"authorization": alice}),
