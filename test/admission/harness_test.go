@@ -8,12 +8,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,7 +21,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/net/http2"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -217,10 +214,9 @@ func (e *env) extauthz(t *testing.T, method, target string, h http.Header, body 
 // reads the answer: admitted when the call ends with grpc-status 0.
 func (e *env) gatewayGRPC(t *testing.T, method, target string, h http.Header, body []byte) outcome {
 	t.Helper()
-	tr := &http2.Transport{AllowHTTP: true, DialTLSContext: func(ctx context.Context, network, addr string, _ *tls.Config) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}}
+	var h2c http.Protocols
+	h2c.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &h2c}
 	defer tr.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(t.Context(), method, e.srv.URL+target, bytes.NewReader(body))
 	require.NoError(t, err)

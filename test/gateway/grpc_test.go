@@ -2,11 +2,9 @@ package gateway_test
 
 import (
 	"bytes"
-	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -15,7 +13,6 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/net/http2"
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/handler/echo"
@@ -203,8 +200,10 @@ func TestGRPCRequiredExtension(t *testing.T) {
 // trailers and body.
 func grpcCall(t *testing.T, srv *testutil.Server, path string, body []byte, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	tr := &http2.Transport{AllowHTTP: true}
-	tr.DialTLS = func(network, addr string, _ *tls.Config) (net.Conn, error) { return net.Dial(network, addr) }
+	var h2c http.Protocols
+	h2c.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &h2c}
+	defer tr.CloseIdleConnections()
 	u, err := url.Parse(srv.URL)
 	require.NoError(t, err)
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+u.Host+path, bytes.NewReader(body))
@@ -216,7 +215,7 @@ func grpcCall(t *testing.T, srv *testutil.Server, path string, body []byte, head
 	}
 	resp, err := tr.RoundTrip(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var out bytes.Buffer
 	_, err = out.ReadFrom(resp.Body)
 	require.NoError(t, err)
