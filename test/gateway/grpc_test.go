@@ -12,7 +12,9 @@ import (
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/handler/echo"
@@ -317,4 +319,24 @@ func TestGRPCOff(t *testing.T) {
 	require.Equal(t, "12", resp.Header.Get("Grpc-Status"))
 	require.Equal(t, "this agent does not serve the gRPC binding", resp.Header.Get("Grpc-Message"))
 	require.Empty(t, body)
+}
+
+// TestGRPCStatusMappingA2AGo pins where a2a-go v2.3.1's gRPC client and the A2A 1.0 error mapping
+// disagree (docs/interop.md): capgate answers PushNotificationNotSupported as the spec maps it,
+// UNIMPLEMENTED with its ErrorInfo reason; a2a-go expects FAILED_PRECONDITION for that reason
+// and, finding no match, reports an internal error — with capgate's message intact.
+func TestGRPCStatusMappingA2AGo(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, "")) // push.enabled is false
+	c := grpcClient(t, srv, grpcCaller)
+	_, err := c.CreateTaskPushConfig(t.Context(), &a2a.PushConfig{TaskID: "t-1", URL: "https://hooks.example.com/a2a"})
+	require.Error(t, err)
+	require.ErrorIs(t, err, a2a.ErrInternalError, "a2a-go types this reason only with FAILED_PRECONDITION")
+	require.NotErrorIs(t, err, a2a.ErrPushNotificationNotSupported)
+	require.Contains(t, err.Error(), "push notifications are not supported by this agent")
+
+	msg, err := proto.Marshal(&a2apb.TaskPushNotificationConfig{TaskId: "t-1", Url: "https://hooks.example.com/a2a"})
+	require.NoError(t, err)
+	resp, _ := grpcCall(t, srv, "/lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig", frame(msg),
+		"Authorization", "Bearer "+testutil.Token(t, grpcCaller))
+	require.Equal(t, "12", resp.Header.Get("Grpc-Status"), "UNIMPLEMENTED, as the A2A 1.0 mapping says")
 }
