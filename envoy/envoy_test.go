@@ -12,6 +12,7 @@ import (
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	upstreamhttpv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"
 	matcherv3 "github.com/envoyproxy/go-control-plane/envoy/type/matcher/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -592,4 +593,28 @@ func TestTLSVariantForwardsThePeer(t *testing.T) {
 	}
 	require.NotNil(t, secret, "the checked route sends the proxy secret")
 	require.Equal(t, corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD, secret.GetAppendAction(), "a client-sent value is overwritten")
+}
+
+// TestGatewayClusterCarriesGRPC: the gateway's cluster forwards HTTP/2 requests (every gRPC call
+// of the A2A gRPC binding) over HTTP/2 and HTTP/1.1 ones over HTTP/1.1, in both bootstraps.
+func TestGatewayClusterCarriesGRPC(t *testing.T) {
+	for _, name := range bootstrapFiles {
+		data, err := os.ReadFile(name)
+		require.NoError(t, err)
+		b, err := parseBootstrap(data)
+		require.NoError(t, err)
+		var found bool
+		for _, c := range b.GetStaticResources().GetClusters() {
+			if c.GetName() != "capgate_gateway" {
+				continue
+			}
+			found = true
+			var opts upstreamhttpv3.HttpProtocolOptions
+			require.NoError(t, c.GetTypedExtensionProtocolOptions()["envoy.extensions.upstreams.http.v3.HttpProtocolOptions"].UnmarshalTo(&opts))
+			d := opts.GetUseDownstreamProtocolConfig()
+			require.NotNil(t, d.GetHttp2ProtocolOptions(), "%s: HTTP/2 requests go on over HTTP/2", name)
+			require.NotNil(t, d.GetHttpProtocolOptions(), "%s: HTTP/1.1 requests go on over HTTP/1.1", name)
+		}
+		require.True(t, found, name)
+	}
 }
