@@ -14,7 +14,7 @@ import (
 	"github.com/capgate/capgate/sidecar/enforce"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -74,7 +74,7 @@ const (
 // Admit decides one request at rev. The order is fixed: credentials, extension negotiation,
 // push availability, what the operation requires of the caller, the request's tenant,
 // entitlement, ownership of every named task, then every push webhook URL.
-func (a *Admitter) Admit(ctx context.Context, rev *revision.Revision, in Input) Verdict {
+func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verdict {
 	r := in.Request
 	if r.Operation == protocol.GetAgentCard {
 		return Verdict{Allowed: true} // the public card: anyone
@@ -141,7 +141,7 @@ func (a *Admitter) Admit(ctx context.Context, rev *revision.Revision, in Input) 
 // method an extension adds. Then both doors refuse it alike; a new message's capability is the
 // router's choice, and the gateway enforces its limits after routing (enforce.Limits, the same
 // function).
-func (a *Admitter) limits(ctx context.Context, rev *revision.Revision, r *protocol.Request, p identity.Principal, task *tasks.Binding) *protocol.Error {
+func (a *Admitter) limits(ctx context.Context, rev *serving.State, r *protocol.Request, p identity.Principal, task *tasks.Binding) *protocol.Error {
 	var capID string
 	switch {
 	case r.Operation.Message() && task != nil && !task.Pending && task.TaskID == r.TaskID:
@@ -174,7 +174,7 @@ func refuse(v Verdict, err *protocol.Error) Verdict {
 
 // authenticate finds the caller: the bearer token when one is sent (it wins over a client
 // certificate), else the mTLS peer when the revision maps it, else anonymous.
-func authenticate(ctx context.Context, rev *revision.Revision, in Input) (identity.Principal, *protocol.Error) {
+func authenticate(ctx context.Context, rev *serving.State, in Input) (identity.Principal, *protocol.Error) {
 	authz, err := protocol.Credentials(in.Header)
 	if err != nil {
 		return identity.Principal{}, err
@@ -198,7 +198,7 @@ func authenticate(ctx context.Context, rev *revision.Revision, in Input) (identi
 // looked at. Only an authenticated caller owns tasks (even with anonymous_public, a task bound
 // to nobody would be every anonymous caller's), so a request naming any task needs a
 // credential.
-func requireCaller(rev *revision.Revision, r *protocol.Request, p identity.Principal) *protocol.Error {
+func requireCaller(rev *serving.State, r *protocol.Request, p identity.Principal) *protocol.Error {
 	if p.Authenticated {
 		return nil
 	}
@@ -226,8 +226,8 @@ func checkTenant(r *protocol.Request, p identity.Principal) *protocol.Error {
 
 // OwnerOf is the task owner a principal is: issuer, subject and tenant. Bindings written before
 // issuers were recorded belong to it only when the revision names the one issuer that could
-// have written them (revision.Revision.LegacyIssuer).
-func OwnerOf(rev *revision.Revision, p identity.Principal) tasks.Owner {
+// have written them (serving.State.LegacyIssuer).
+func OwnerOf(rev *serving.State, p identity.Principal) tasks.Owner {
 	return tasks.Owner{
 		Issuer:  p.Issuer,
 		Subject: p.Subject,
@@ -256,7 +256,7 @@ func (a *Admitter) owned(ctx context.Context, o tasks.Owner, taskID string) (tas
 // extensionMethod admits a method an extension adds: only when the caller activated that
 // extension (otherwise the method does not exist for it), and only when the caller is entitled
 // to the capability that serves it.
-func (a *Admitter) extensionMethod(ctx context.Context, rev *revision.Revision, r *protocol.Request, p identity.Principal, activated []string) *protocol.Error {
+func (a *Admitter) extensionMethod(ctx context.Context, rev *serving.State, r *protocol.Request, p identity.Principal, activated []string) *protocol.Error {
 	x := r.Extension
 	if x == nil {
 		return protocol.Errorf(protocol.Internal, "the method's extension is not known")

@@ -17,8 +17,8 @@ import (
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/router"
+	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -76,7 +76,7 @@ type failingDelete struct{ *tasks.Memory }
 func (failingDelete) Delete(context.Context, string) error { return tasks.ErrUnavailable }
 
 type fixture struct {
-	rev    *revision.Revision
+	rev    *serving.State
 	store  tasks.Store
 	inv    *fakeInvoker
 	tokens *fakeTokens
@@ -87,7 +87,7 @@ type fixture struct {
 
 var (
 	revOnce sync.Once
-	finance *revision.Revision
+	finance *serving.State
 )
 
 func newFixture(t *testing.T, store tasks.Store) *fixture {
@@ -97,7 +97,7 @@ func newFixture(t *testing.T, store tasks.Store) *fixture {
 		if err != nil {
 			panic(err)
 		}
-		if finance, err = revision.Build(context.Background(), dep, revision.Options{}); err != nil {
+		if finance, err = serving.Build(context.Background(), dep, serving.Options{}); err != nil {
 			panic(err)
 		}
 	})

@@ -16,7 +16,7 @@ import (
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/serving"
 )
 
 // Envoy headers read by Check.
@@ -40,12 +40,12 @@ const (
 
 // plan is what Check derives from one revision, computed once per revision.
 type plan struct {
-	rev  *revision.Revision
+	rev  *serving.State
 	id   string
 	base string // path of agent.url without a trailing slash; "" at the root
 }
 
-func (s *Server) planFor(rev *revision.Revision) *plan {
+func (s *Server) planFor(rev *serving.State) *plan {
 	if p := s.plan.Load(); p != nil && p.rev == rev {
 		return p
 	}

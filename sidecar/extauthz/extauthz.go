@@ -24,7 +24,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/serving"
 )
 
 // component is the decision-log and metrics label of this server.
@@ -46,7 +46,7 @@ const (
 // Server implements authv3.AuthorizationServer. It is safe for concurrent
 // use and holds no per-request state.
 type Server struct {
-	holder     *revision.Holder
+	holder     *serving.Holder
 	admit      *admission.Admitter
 	log        *zap.Logger
 	dlog       *decisionlog.Logger
@@ -100,7 +100,7 @@ func WithGRPCOptions(opts ...grpc.ServerOption) Option {
 // every request naming a task (fail closed). mTLS peers (Envoy's
 // attributes.source.principal) are mapped by the revision's
 // auth.mtls_principals, so a reload changes them.
-func New(h *revision.Holder, owners admission.Owners, opts ...Option) *Server {
+func New(h *serving.Holder, owners admission.Owners, opts ...Option) *Server {
 	s := &Server{holder: h}
 	for _, o := range opts {
 		o(s)

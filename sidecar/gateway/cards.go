@@ -13,7 +13,7 @@ import (
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/serving"
 )
 
 // servePublicCard serves the public projection to anyone, with a strong ETag
@@ -22,7 +22,7 @@ import (
 // other request the 1.0 card. A missing A2A-Version means 1.0 here, unlike
 // on the A2A endpoints: the card is where a client learns which versions
 // exist, and the 1.0 card lists them.
-func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *revision.Revision) {
+func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *serving.State) {
 	body, etag := rev.PublicCard, rev.PublicETag
 	if r.URL.EscapedPath() == PublicCardPathV03 || wantsV03(r.Header) {
 		body, etag = rev.PublicCardV03, rev.PublicETagV03
@@ -56,7 +56,7 @@ func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *r
 }
 
 // publicCardFor is the public card in the shape of protocol version v.
-func publicCardFor(rev *revision.Revision, v protocol.Version) []byte {
+func publicCardFor(rev *serving.State, v protocol.Version) []byte {
 	if v == protocol.V03 {
 		return rev.PublicCardV03
 	}
@@ -110,7 +110,7 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *deci
 	h := resp.Writer().Header()
 	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
 	h.Set("Vary", "Authorization, A2A-Version")
-	b, etag, err := revision.SignCard(rev.CardSigner, b)
+	b, etag, err := serving.SignCard(rev.CardSigner, b)
 	if err != nil {
 		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be signed")
 	}

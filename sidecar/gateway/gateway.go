@@ -16,7 +16,7 @@ import (
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -36,7 +36,7 @@ const (
 
 // Call is one authenticated, parsed A2A request on its way to an operation.
 type Call struct {
-	Rev        *revision.Revision
+	Rev        *serving.State
 	Request    *protocol.Request
 	Principal  identity.Principal
 	Extensions []string // activated extension URIs
@@ -59,7 +59,7 @@ type Operations interface {
 
 // Gateway is the A2A HTTP handler.
 type Gateway struct {
-	holder *revision.Holder
+	holder *serving.Holder
 	log    *zap.Logger
 	dlog   *decisionlog.Logger
 	ids    *decisionlog.IDs
@@ -100,7 +100,7 @@ func WithOwners(o admission.Owners) Option { return func(g *Gateway) { g.owners 
 func WithDecisionIDs(ids *decisionlog.IDs) Option { return func(g *Gateway) { g.ids = ids } }
 
 // New returns a gateway serving the holder's current revision.
-func New(h *revision.Holder, opts ...Option) *Gateway {
+func New(h *serving.Holder, opts ...Option) *Gateway {
 	g := &Gateway{holder: h, now: time.Now}
 	for _, o := range opts {
 		o(g)
@@ -135,6 +135,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // basePath is the path of the advertised interface URL, without a trailing slash.
-func basePath(rev *revision.Revision) string {
+func basePath(rev *serving.State) string {
 	return rev.Deployment.BasePath()
 }

@@ -31,7 +31,7 @@ import (
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/reload"
-	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/sidecar/tracing"
 )
@@ -82,8 +82,8 @@ type Addrs struct {
 
 // revisionOptions are the options every revision of this server is built
 // with: no routing index or public card unless the gateway is served.
-func revisionOptions(opts Options, log *zap.Logger) revision.Options {
-	return revision.Options{Logger: log, NoGateway: !opts.Gateway}
+func revisionOptions(opts Options, log *zap.Logger) serving.Options {
+	return serving.Options{Logger: log, NoGateway: !opts.Gateway}
 }
 
 // Run serves until ctx is done, then shuts down gracefully.
@@ -113,14 +113,14 @@ func Run(ctx context.Context, opts Options) error {
 	ApplyMemoryLimit(cfg)
 	logMemoryLimit(cfg, log)
 	m := metrics.New()
-	rev, err := revision.Build(ctx, opts.Deployment, revisionOptions(opts, log))
+	rev, err := serving.Build(ctx, opts.Deployment, revisionOptions(opts, log))
 	if err != nil {
 		return err
 	}
 	// Loading parses every manifest and compiles the policy: most of what it
 	// allocated is garbage now. Give it back before serving.
 	debug.FreeOSMemory()
-	holder := revision.NewHolder(rev)
+	holder := serving.NewHolder(rev)
 	m.Revision.WithLabelValues(rev.ID()).Set(1)
 	tp, err := tracing.Setup(ctx, cfg.Tracing, opts.Version)
 	if err != nil {
@@ -346,7 +346,7 @@ func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (tasks.S
 // publishedKeys is the admin JWKS: the token minter's key and, when cards
 // are signed, the current revision's card-signing key (it can change on
 // reload).
-func publishedKeys(minted func() []byte, holder *revision.Holder, log *zap.Logger) func() []byte {
+func publishedKeys(minted func() []byte, holder *serving.Holder, log *zap.Logger) func() []byte {
 	return func() []byte {
 		set := minted()
 		s := holder.Load().CardSigner

@@ -1,8 +1,8 @@
-// Package revision holds one compiled revision of a deployment — config,
-// registry, prepared policy engine, verifier and pre-rendered public card —
-// and the holder through which servers read the current one. A revision is
-// immutable; a reload builds a new one off the request path and swaps it in.
-package revision
+// Package serving holds the state capgate serves requests from — one compiled deployment:
+// config, registry, prepared policy engine, verifier, router and pre-rendered cards, at one policy
+// revision (the content hash, State.ID) — and the holder through which servers read the current
+// one.
+package serving
 
 import (
 	"context"
@@ -26,8 +26,11 @@ import (
 	"github.com/capgate/capgate/sidecar/router"
 )
 
-// Revision is everything a request needs, at one policy revision.
-type Revision struct {
+// State is everything a request needs at one policy revision: the compiled deployment, its
+// prepared engine, verifier, router and pre-rendered cards. It is immutable; a reload builds a new
+// one off the request path and swaps it in. (A revision, elsewhere in capgate, is the content hash
+// of the policy and data: State.ID.)
+type State struct {
 	Deployment *deployment.Deployment
 	Engine     *engine.Engine
 	Verifier   *identity.Verifier
@@ -66,13 +69,13 @@ type Revision struct {
 }
 
 // Config is the deployment's configuration.
-func (r *Revision) Config() *config.Config { return r.Deployment.Config }
+func (r *State) Config() *config.Config { return r.Deployment.Config }
 
 // Registry is the deployment's capability registry.
-func (r *Revision) Registry() *manifest.Registry { return r.Deployment.Registry() }
+func (r *State) Registry() *manifest.Registry { return r.Deployment.Registry() }
 
 // ID is the policy revision (content hash of data and modules).
-func (r *Revision) ID() string { return r.Engine.Revision() }
+func (r *State) ID() string { return r.Engine.Revision() }
 
 // Options tune Build.
 type Options struct {
@@ -89,7 +92,7 @@ type Options struct {
 // Build prepares a revision: it compiles the policy, builds the verifier and,
 // for the gateway, renders the public card and the routing index. Nothing is
 // served from a revision that failed.
-func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revision, error) {
+func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*State, error) {
 	e, err := engine.New(ctx, d.Snapshot, opts.EngineOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("prepare policy: %w", err)
@@ -106,7 +109,7 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*Revisi
 	if err != nil {
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
-	r := &Revision{
+	r := &State{
 		Deployment:   d,
 		Engine:       e,
 		Verifier:     v,
@@ -205,18 +208,18 @@ func SignCard(s *cardsig.Signer, b []byte) (signed []byte, etag string, err erro
 
 // Holder publishes the current revision to concurrent readers.
 type Holder struct {
-	p atomic.Pointer[Revision]
+	p atomic.Pointer[State]
 }
 
 // NewHolder returns a holder serving r.
-func NewHolder(r *Revision) *Holder {
+func NewHolder(r *State) *Holder {
 	h := &Holder{}
 	h.p.Store(r)
 	return h
 }
 
 // Load returns the current revision; a request keeps the one it loaded.
-func (h *Holder) Load() *Revision { return h.p.Load() }
+func (h *Holder) Load() *State { return h.p.Load() }
 
 // Store swaps in a new revision.
-func (h *Holder) Store(r *Revision) { h.p.Store(r) }
+func (h *Holder) Store(r *State) { h.p.Store(r) }

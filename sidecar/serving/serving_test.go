@@ -1,4 +1,4 @@
-package revision_test
+package serving_test
 
 import (
 	"testing"
@@ -6,14 +6,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/deployment"
-	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/serving"
 )
 
 func TestBuild(t *testing.T) {
 	d, err := deployment.Load("") // the embedded finance example
 	require.NoError(t, err)
 
-	full, err := revision.Build(t.Context(), d, revision.Options{})
+	full, err := serving.Build(t.Context(), d, serving.Options{})
 	require.NoError(t, err)
 	require.NotNil(t, full.Router, "the gateway routes with the index")
 	require.Equal(t, d.Config.Router.Threshold, full.Router.Threshold())
@@ -21,7 +21,7 @@ func TestBuild(t *testing.T) {
 	require.Regexp(t, `^"[0-9a-f]{32}"$`, full.PublicETag)
 	require.Equal(t, d.Snapshot.Revision, full.ID())
 
-	authzOnly, err := revision.Build(t.Context(), d, revision.Options{NoGateway: true})
+	authzOnly, err := serving.Build(t.Context(), d, serving.Options{NoGateway: true})
 	require.NoError(t, err)
 	require.Nil(t, authzOnly.Router, "an ext_authz-only revision carries no routing index")
 	require.Nil(t, authzOnly.Model)
