@@ -72,8 +72,9 @@ const (
 )
 
 // Admit decides one request at rev. The order is fixed: credentials, extension negotiation,
-// push availability, what the operation requires of the caller, the request's tenant,
-// entitlement, ownership of every named task, then every push webhook URL.
+// push availability, what the operation requires of the caller, the request's tenant, an
+// extension method's extension and capability, entitlement (messages), ownership of every named
+// task, every push webhook URL, and the limits of a capability known before routing.
 func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verdict {
 	r := in.Request
 	if r.Operation == protocol.GetAgentCard {
