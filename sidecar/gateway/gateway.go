@@ -22,13 +22,13 @@ import (
 
 // Header names.
 const (
-	HeaderVersion    = "A2A-Version"
-	HeaderExtensions = "A2A-Extensions"
+	HeaderVersion    = protocol.VersionHeader
+	HeaderExtensions = protocol.ExtensionsHeader
 	// HeaderExtensionsV03 is the A2A 0.3 name of HeaderExtensions, read
 	// and echoed for 0.3 requests only.
-	HeaderExtensionsV03 = "X-A2A-Extensions"
+	HeaderExtensionsV03 = protocol.ExtensionsHeaderV03
 	HeaderDecisionID    = "X-Capgate-Decision-Id"
-	PublicCardPath      = "/.well-known/agent-card.json"
+	PublicCardPath      = protocol.AgentCardPath
 	// PublicCardPathV03 is where A2A 0.3 clients look for the card; it
 	// serves the 0.3 shape.
 	PublicCardPathV03 = "/.well-known/agent.json"

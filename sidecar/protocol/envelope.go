@@ -50,7 +50,7 @@ func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
 	if path == AgentCardPath && (method == http.MethodGet || method == http.MethodHead) {
 		return &Request{Binding: HTTPJSON, Version: V1, Operation: GetAgentCard, Method: method + " " + AgentCardPath}, nil
 	}
-	ct, cerr := single(env.Header, headerContentType)
+	ct, cerr := contentType(env.Header)
 	if env.GRPC && isGRPCContentType(ct) {
 		if cerr != nil {
 			return &Request{Binding: GRPC}, cerr
@@ -126,30 +126,36 @@ func RequestVersion(h Header) (Version, *Error) {
 	return ParseVersion(vs[0])
 }
 
-// single returns the one value of a header that must not repeat: given on two lines, or as a
-// comma-joined list (a proxy's join of two lines), it is InvalidRequest.
-func single(h Header, name string) (string, *Error) {
+// single returns the one value of a header that must not repeat; repeated reports it given on
+// two lines, or as a comma-joined list (a proxy's join of two lines). Both doors read it so.
+func single(h Header, name string) (value string, repeated bool) {
 	vs := h.Values(name)
 	switch {
 	case len(vs) == 0:
-		return "", nil
+		return "", false
 	case len(vs) > 1 || strings.Contains(vs[0], ","):
-		return "", Errorf(InvalidRequest, "the %s header must be given once", name)
+		return "", true
 	}
-	return vs[0], nil
+	return vs[0], false
+}
+
+// contentType returns the Content-Type; given more than once it is InvalidRequest.
+func contentType(h Header) (string, *Error) {
+	ct, repeated := single(h, headerContentType)
+	if repeated {
+		return "", Errorf(InvalidRequest, "the %s header must be given once", headerContentType)
+	}
+	return ct, nil
 }
 
 // Credentials returns the Authorization header: "" when absent; given more than once it is
 // Unauthenticated, never read one way here and another way elsewhere.
 func Credentials(h Header) (string, *Error) {
-	vs := h.Values("Authorization")
-	switch {
-	case len(vs) == 0:
-		return "", nil
-	case len(vs) > 1 || strings.Contains(vs[0], ","):
+	authz, repeated := single(h, "Authorization")
+	if repeated {
 		return "", Errorf(Unauthenticated, "the Authorization header is given more than once")
 	}
-	return vs[0], nil
+	return authz, nil
 }
 
 // ExtensionsHeaderV03 is A2A 0.3's name of the extensions header.

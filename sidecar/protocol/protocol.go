@@ -332,8 +332,10 @@ func lookupMethod(v Version, method string) (Operation, *Error) {
 }
 
 // clip shortens client-supplied text echoed in messages.
-func clip(s string) string {
-	const max = 64
+func clip(s string) string { return cut(s, 64) }
+
+// cut shortens s to at most max bytes, at a rune boundary, with "…" appended when it cut.
+func cut(s string, max int) string {
 	if len(s) <= max {
 		return s
 	}
@@ -351,14 +353,4 @@ const MaxLoggedBytes = 128
 
 // ForLog shortens client-supplied text for a log line to at most MaxLoggedBytes (cut at a rune
 // boundary, "…" appended) with invalid UTF-8 replaced.
-func ForLog(s string) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= MaxLoggedBytes {
-		return s
-	}
-	i := MaxLoggedBytes
-	for i > 0 && !utf8RuneStart(s[i]) {
-		i--
-	}
-	return s[:i] + "…"
-}
+func ForLog(s string) string { return cut(strings.ToValidUTF8(s, "\uFFFD"), MaxLoggedBytes) }
