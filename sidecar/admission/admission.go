@@ -100,8 +100,11 @@ func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verd
 	if err := checkTenant(r, p); err != nil {
 		return refuse(v, err)
 	}
+	// decided holds the limits of an extension method's capability, as the decision that
+	// admitted the caller to it carries them.
+	var decided map[string]any
 	if r.Operation == protocol.ExtensionMethod {
-		if err := a.extensionMethod(ctx, rev, r, p, v.Extensions); err != nil {
+		if decided, err = a.extensionMethod(ctx, rev, r, p, v.Extensions); err != nil {
 			return refuse(v, err)
 		}
 	}
@@ -130,7 +133,7 @@ func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verd
 			return refuse(v, protocol.Wrap(protocol.InvalidParams, err, err.Error()))
 		}
 	}
-	if err := a.limits(ctx, rev, r, p, v.Task); err != nil {
+	if err := a.limits(ctx, rev, r, p, v.Task, decided); err != nil {
 		return refuse(v, err)
 	}
 	v.Allowed = true
@@ -141,31 +144,37 @@ func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verd
 // request's capability is already known before routing: a message continuing a bound task, or a
 // method an extension adds. Then both doors refuse it alike; a new message's capability is the
 // router's choice, and the gateway enforces its limits after routing (enforce.Limits, the same
-// function).
-func (a *Admitter) limits(ctx context.Context, rev *serving.State, r *protocol.Request, p identity.Principal, task *tasks.Binding) *protocol.Error {
+// function). decided are the limits of an extension method's capability, from the decision that
+// admitted it (not decided again).
+func (a *Admitter) limits(ctx context.Context, rev *serving.State, r *protocol.Request, p identity.Principal, task *tasks.Binding, decided map[string]any) *protocol.Error {
 	var capID string
+	limits := decided
 	switch {
-	case r.Operation.Message() && task != nil && !task.Pending && task.TaskID == r.TaskID:
-		capID = task.Capability
 	case r.Operation == protocol.ExtensionMethod && r.Extension != nil:
 		capID = r.Extension.Capability
+	case r.Operation.Message() && task != nil && !task.Pending && task.TaskID == r.TaskID:
+		capID = task.Capability
+		m, ok := rev.Registry().Get(capID)
+		if !ok || len(m.Limits) == 0 {
+			return nil // nothing to enforce here; the gateway's re-check answers for a missing capability
+		}
+		dec, err := rev.Engine.Decide(ctx, p.Caller(), capID)
+		if err != nil {
+			a.log.Error("policy evaluation failed", zap.Error(err))
+			return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+		}
+		limits = dec.Limits
 	default:
 		return nil
 	}
-	m, ok := rev.Registry().Get(capID)
-	if !ok || len(m.Limits) == 0 {
-		return nil // nothing to enforce here; the gateway's re-check answers for a missing capability
-	}
-	dec, err := rev.Engine.Decide(ctx, p.Caller(), capID)
-	if err != nil {
-		a.log.Error("policy evaluation failed", zap.Error(err))
-		return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+	if len(limits) == 0 {
+		return nil
 	}
 	params, perr := r.ForwardParams()
 	if perr != nil {
 		return perr
 	}
-	return enforce.Limits(capID, dec.Limits, r.Message, len(params))
+	return enforce.Limits(capID, limits, r.Message, len(params))
 }
 
 func refuse(v Verdict, err *protocol.Error) Verdict {
@@ -256,27 +265,27 @@ func (a *Admitter) owned(ctx context.Context, o tasks.Owner, taskID string) (tas
 
 // extensionMethod admits a method an extension adds: only when the caller activated that
 // extension (otherwise the method does not exist for it), and only when the caller is entitled
-// to the capability that serves it.
-func (a *Admitter) extensionMethod(ctx context.Context, rev *serving.State, r *protocol.Request, p identity.Principal, activated []string) *protocol.Error {
+// to the capability that serves it. It returns the limits that decision carries.
+func (a *Admitter) extensionMethod(ctx context.Context, rev *serving.State, r *protocol.Request, p identity.Principal, activated []string) (map[string]any, *protocol.Error) {
 	x := r.Extension
 	if x == nil {
-		return protocol.Errorf(protocol.Internal, "the method's extension is not known")
+		return nil, protocol.Errorf(protocol.Internal, "the method's extension is not known")
 	}
 	if !slices.Contains(activated, x.URI) {
-		return protocol.Errorf(protocol.MethodNotFound, "method %q is added by extension %s; activate it in %s", protocol.ForLog(r.Method), x.URI, protocol.ExtensionsHeader)
+		return nil, protocol.Errorf(protocol.MethodNotFound, "method %q is added by extension %s; activate it in %s", protocol.ForLog(r.Method), x.URI, protocol.ExtensionsHeader)
 	}
 	dec, err := rev.Engine.Decide(ctx, p.Caller(), x.Capability)
 	if err != nil {
 		a.log.Error("policy evaluation failed", zap.Error(err))
-		return protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+		return nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
 	if !dec.Entitled {
 		if !p.Authenticated {
-			return protocol.MissingCredentials()
+			return nil, protocol.MissingCredentials()
 		}
-		return protocol.Errorf(protocol.Unauthorized, "the caller may not use method %q", protocol.ForLog(r.Method))
+		return nil, protocol.Errorf(protocol.Unauthorized, "the caller may not use method %q", protocol.ForLog(r.Method))
 	}
-	return nil
+	return dec.Limits, nil
 }
 
 func isPushOperation(op protocol.Operation) bool {
