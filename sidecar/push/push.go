@@ -70,8 +70,8 @@ func normalize(u *url.URL) string {
 	if strings.Contains(host, ":") {
 		host = "[" + host + "]"
 	}
-	defaultPort := (scheme == "https" && port443(u)) || (scheme == "http" && u.Port() == "80")
-	if port := u.Port(); port != "" && !defaultPort {
+	port := u.Port()
+	if defaultPort := port == "" || (scheme == "https" && port == "443") || (scheme == "http" && port == "80"); !defaultPort {
 		host += ":" + port
 	}
 	path := u.EscapedPath()
@@ -158,5 +158,3 @@ func shown(s string) string {
 	}
 	return s[:maxShown] + "…"
 }
-
-func port443(u *url.URL) bool { return u.Port() == "443" }
