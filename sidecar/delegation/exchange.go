@@ -212,8 +212,13 @@ func (e *Exchange) Token(ctx context.Context, s Subject, t Target) (string, erro
 
 	// Identical concurrent requests share one exchange. It runs under its
 	// own timeout, so one caller hanging up does not fail the others; each
-	// caller still stops waiting when its own ctx ends.
+	// caller still stops waiting when its own ctx ends. The cache is read
+	// again inside the flight: a caller that missed it just before another
+	// flight stored its token and ended must not start a second exchange.
 	ch := e.flight.DoChan(string(key[:]), func() (any, error) {
+		if c, ok := e.cache.Get(key); ok && e.now().Before(c.deadline) {
+			return c.token, nil
+		}
 		xctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.timeout)
 		defer cancel()
 		return e.exchange(xctx, s, t.Handler, scopes, key)
