@@ -224,7 +224,13 @@ func Problems(err error) []string {
 // Run serves reload requests until ctx ends: triggers (Trigger, file
 // changes of a Watched source, a Poller's news) are debounced, then Reload
 // runs. A watcher that cannot start is logged; triggers still work.
-func (r *Reloader) Run(ctx context.Context) {
+func (r *Reloader) Run(ctx context.Context) { r.Start(ctx)() }
+
+// Start is Run in the background: the source's file watcher is in place
+// when Start returns, so a file changed after it (once capgate reports
+// ready, say) is never missed. The returned function waits for the loop
+// to end, which it does when ctx ends.
+func (r *Reloader) Start(ctx context.Context) (wait func()) {
 	var w *watcher
 	ws, watched := r.src.(Watched)
 	if watched {
@@ -232,7 +238,6 @@ func (r *Reloader) Run(ctx context.Context) {
 		if w, err = newWatcher(r.log.Named("watch")); err != nil {
 			r.log.Warn("cannot watch files; reload on SIGHUP only", zap.Error(err))
 		} else {
-			defer w.close()
 			w.sync(ws.Watches())
 			go w.run(ctx, r.Trigger)
 		}
@@ -240,6 +245,19 @@ func (r *Reloader) Run(ctx context.Context) {
 	if p, ok := r.src.(Poller); ok {
 		go p.Poll(ctx, r.Trigger, r.Reject)
 	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if w != nil {
+			defer w.close()
+		}
+		r.loop(ctx, w, ws)
+	}()
+	return func() { <-done }
+}
+
+// loop debounces triggers and reloads until ctx ends.
+func (r *Reloader) loop(ctx context.Context, w *watcher, ws Watched) {
 	// Go 1.23 timers: Stop and Reset never leave a stale tick behind.
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()

@@ -285,12 +285,11 @@ func TestFileChangesReload(t *testing.T) {
 	f := newFixture(t)
 	r := f.reloader(reload.NewFiles(f.cfg), reload.WithDebounce(50*time.Millisecond))
 	ctx, cancel := context.WithCancel(t.Context())
-	var wg sync.WaitGroup
-	wg.Go(func() { r.Run(ctx) })
-	defer func() { cancel(); wg.Wait() }()
-	time.Sleep(100 * time.Millisecond) // let the watcher start
+	wait := r.Start(ctx)
+	defer func() { cancel(); wait() }()
 
-	// A new manifest is served.
+	// A new manifest is served: the watcher is in place when Start returns,
+	// so a change made right after it is not missed.
 	put(t, f.cfg, "status-check.yaml", statusCheck)
 	require.Eventually(t, func() bool { return has(f.holder.Load(), "status-check") }, 5*time.Second, 10*time.Millisecond)
 

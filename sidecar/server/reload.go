@@ -31,13 +31,9 @@ func runReload(ctx context.Context, opts Options, holder *serving.Holder, m *met
 	if rl == nil {
 		return waitHUP
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rl.Run(ctx)
-	}()
+	waitRun := rl.Start(ctx)
 	return func() {
 		waitHUP()
-		<-done
+		waitRun()
 	}
 }
