@@ -128,19 +128,27 @@ func TestRedisKeys(t *testing.T) {
 func TestRedisBindingTTL(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
-	r := openTestRedis(t, srv, WithBindingTTL(300*time.Millisecond))
+	const ttl = 2 * time.Second
+	r := openTestRedis(t, srv, WithKeyPrefix("ttl:"), WithBindingTTL(ttl))
+	raw := rawClient(t, srv)
 	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
-	time.Sleep(150 * time.Millisecond)
-	// A Bind renews the TTL.
+	// A Bind renews the TTL: read Redis's own clock of the key rather than
+	// sleeping close to the expiry, which a loaded machine overshoots.
+	require.Eventually(t, func() bool {
+		left, err := raw.PTTL(ctx, "ttl:task:t1").Result()
+		return err == nil && left > 0 && left < ttl-time.Second
+	}, 5*time.Second, 20*time.Millisecond)
 	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
-	time.Sleep(200 * time.Millisecond)
+	left, err := raw.PTTL(ctx, "ttl:task:t1").Result()
+	require.NoError(t, err)
+	require.Greater(t, left, ttl-time.Second, "renewed by the second Bind")
 	_, ok, err := r.Lookup(ctx, "t1")
 	require.NoError(t, err)
-	require.True(t, ok, "renewed by the second Bind")
+	require.True(t, ok)
 	require.Eventually(t, func() bool {
 		_, ok, err := r.Lookup(ctx, "t1")
 		return err == nil && !ok
-	}, 2*time.Second, 20*time.Millisecond)
+	}, 10*time.Second, 20*time.Millisecond)
 	owned, err := r.Owned(ctx, Owner{Subject: "alice", Tenant: "acme"})
 	require.NoError(t, err)
 	require.Empty(t, owned)
