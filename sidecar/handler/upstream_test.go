@@ -464,7 +464,7 @@ func TestStreamStops(t *testing.T) {
 		require.NotNil(t, perr)
 		require.Equal(t, "the call to the skill's handler was cancelled", perr.Message)
 		require.Equal(t, 3, n)
-		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return served == 1 }, 2*time.Second, 5*time.Millisecond,
+		require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return served == 1 }, 5*time.Second, 5*time.Millisecond,
 			"the upstream saw the client go away")
 	})
 
