@@ -1,0 +1,139 @@
+// The official A2A JavaScript SDK (@a2a-js/sdk, pinned in package.json) as an
+// upstream skill handler behind capgate: its server side (DefaultRequestHandler,
+// InMemoryTaskStore, an AgentExecutor) served with its express JSON-RPC and
+// HTTP+JSON handlers on 127.0.0.1. test/interop runs it:
+//
+//   node handler.mjs <calls file>
+//
+// It listens on a port the kernel chooses and prints one line,
+// '@@handler {"jsonrpc": <URL>, "rest": <URL>}'. Every request it receives is
+// appended to <calls file> as one JSON line before the SDK handles it:
+// {binding, method, path, authorization, version, decisionId}, so the test can
+// verify the token capgate sent with every call.
+//
+// The executor does what the message's text asks:
+//   "mode:input"      a task in TASK_STATE_INPUT_REQUIRED (its execution stays
+//                     open: subscribe and cancel reach it)
+//   "mode:fail-first" an artifact update before any task: the SDK refuses the
+//                     stream before it starts (UnsupportedOperationError)
+//   "mode:fail-mid"   a task, an artifact, then a second task event: the SDK
+//                     ends the stream with an error after those events
+//   anything else     a task, one artifact, TASK_STATE_COMPLETED
+import { appendFileSync } from 'node:fs';
+import express from 'express';
+import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
+
+const callsFile = process.argv[2];
+if (!callsFile) {
+  console.error('usage: node handler.mjs <calls file>');
+  process.exit(2);
+}
+
+// The test reads only the '@@handler' line; the SDK logs executor and stream
+// failures with console.error, which go to stderr.
+console.log = () => {};
+
+const text = (parts) => parts.filter((p) => p.content?.$case === 'text').map((p) => p.content.value).join(' ');
+
+const part = (value) => ({ content: { $case: 'text', value }, mediaType: 'text/plain', filename: '', metadata: {} });
+
+function status(state, taskId, contextId) {
+  return { taskId, contextId, status: { state, timestamp: new Date().toISOString() }, metadata: {} };
+}
+
+// contexts: task id → context id, for the cancel event.
+const contexts = new Map();
+
+const executor = {
+  async execute(ctx, bus) {
+    const { taskId, contextId } = ctx;
+    contexts.set(taskId, contextId);
+    const said = text(ctx.userMessage.parts);
+    const task = (state) => ({
+      id: taskId,
+      contextId,
+      status: { state, timestamp: new Date().toISOString() },
+      history: [ctx.userMessage],
+      artifacts: [],
+      metadata: {},
+    });
+    const artifact = {
+      taskId,
+      contextId,
+      artifact: { artifactId: `a-${taskId}`, name: 'answer', description: '', parts: [part(`@a2a-js/sdk handled: ${said}`)], metadata: {}, extensions: [] },
+      append: false,
+      lastChunk: true,
+      metadata: {},
+    };
+    if (said.includes('mode:fail-first')) {
+      bus.publish(AgentEvent.artifactUpdate(artifact));
+      bus.finished();
+      return;
+    }
+    if (said.includes('mode:input')) {
+      // A blocking SendMessage returns at INPUT_REQUIRED only on a status
+      // update; the execution (the event bus) stays open for subscribers.
+      bus.publish(AgentEvent.task(task(2 /* TASK_STATE_WORKING */)));
+      bus.publish(AgentEvent.statusUpdate(status(6 /* TASK_STATE_INPUT_REQUIRED */, taskId, contextId)));
+      return;
+    }
+    bus.publish(AgentEvent.task(task(2 /* TASK_STATE_WORKING */)));
+    bus.publish(AgentEvent.artifactUpdate(artifact));
+    if (said.includes('mode:fail-mid')) {
+      bus.publish(AgentEvent.task(task(2)));
+      bus.finished();
+      return;
+    }
+    bus.publish(AgentEvent.statusUpdate(status(3 /* TASK_STATE_COMPLETED */, taskId, contextId)));
+    bus.finished();
+  },
+  async cancelTask(taskId, bus) {
+    bus.publish(AgentEvent.statusUpdate(status(5 /* TASK_STATE_CANCELED */, taskId, contexts.get(taskId) ?? '')));
+    bus.finished();
+  },
+};
+
+const app = express();
+const server = app.listen(0, '127.0.0.1', () => {
+  const base = `http://127.0.0.1:${server.address().port}`;
+  const card = {
+    name: 'JS handler',
+    description: '@a2a-js/sdk behind capgate',
+    version: '1.0.0',
+    supportedInterfaces: [
+      { url: `${base}/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
+      { url: `${base}/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' },
+    ],
+    provider: undefined,
+    capabilities: { streaming: true, pushNotifications: true, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [],
+    signatures: [],
+  };
+  // No push notification is ever delivered: the test registers configs for
+  // webhooks that do not exist.
+  const sender = { send: async () => {} };
+  const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, undefined, undefined, sender);
+  const record = (binding) => (req, _res, next) => {
+    const line = {
+      binding,
+      method: binding === 'JSONRPC' ? req.body?.method ?? '' : `${req.method} ${req.path}`,
+      authorization: req.get('authorization') ?? '',
+      version: req.get('a2a-version') ?? '',
+      decisionId: req.get('x-capgate-decision-id') ?? '',
+    };
+    appendFileSync(callsFile, `${JSON.stringify(line)}\n`);
+    next();
+  };
+  app.use('/jsonrpc', express.json(), record('JSONRPC'), jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/rest', record('HTTP+JSON'), restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  process.stdout.write(`@@handler ${JSON.stringify({ jsonrpc: `${base}/jsonrpc`, rest: `${base}/rest` })}\n`);
+});
+
+// The test closes stdin when it is done (or dies): stop then.
+process.stdin.on('end', () => server.close(() => process.exit(0)));
+process.stdin.resume();

@@ -1,0 +1,455 @@
+package interop
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/sidecar/handlerauth"
+	"github.com/capgate/capgate/test/testutil"
+)
+
+// jsHandler is @a2a-js/sdk's server side (js/handler.mjs) listening on
+// 127.0.0.1 until the test ends.
+type jsHandler struct {
+	// JSONRPC and REST are the SDK's JSON-RPC and HTTP+JSON endpoints.
+	JSONRPC, REST string
+	calls         string // the file handler.mjs appends every request to
+	read          int    // how many calls Next has returned
+}
+
+// handlerCall is one request the JS handler received.
+type handlerCall struct {
+	Binding       string `json:"binding"`
+	Method        string `json:"method"`
+	Authorization string `json:"authorization"`
+	Version       string `json:"version"`
+	DecisionID    string `json:"decisionId"`
+}
+
+// startJSHandler runs handler.mjs and waits for the line naming its address.
+func startJSHandler(t *testing.T, node string) *jsHandler {
+	t.Helper()
+	h := &jsHandler{calls: filepath.Join(t.TempDir(), "calls.jsonl")}
+	cmd := exec.Command(node, "handler.mjs", h.calls)
+	cmd.Dir = jsDir
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &testutil.SyncBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	copied := make(chan struct{})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			_ = stdin.Close() // handler.mjs exits when its stdin ends
+			<-copied          // and its stdout with it
+			_ = cmd.Wait()
+		})
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			for _, l := range stderr.Lines() {
+				t.Logf("handler.mjs: %s", l)
+			}
+		}
+	})
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line, ok := bytes.CutPrefix(sc.Bytes(), []byte("@@handler "))
+		if !ok {
+			continue
+		}
+		require.NoError(t, json.Unmarshal(line, &struct {
+			JSONRPC *string `json:"jsonrpc"`
+			REST    *string `json:"rest"`
+		}{&h.JSONRPC, &h.REST}))
+		go func() {
+			_, _ = io.Copy(io.Discard, stdout)
+			close(copied)
+		}()
+		return h
+	}
+	close(copied) // stdout ended: the script exited
+	stop()
+	require.FailNow(t, "handler.mjs did not start", "%s", strings.Join(stderr.Lines(), "\n"))
+	return nil
+}
+
+// Next returns the calls the handler received since the last Next.
+func (h *jsHandler) Next(t *testing.T) []handlerCall {
+	t.Helper()
+	b, err := os.ReadFile(h.calls)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	var all []handlerCall
+	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if len(l) == 0 {
+			continue
+		}
+		var c handlerCall
+		require.NoError(t, json.Unmarshal(l, &c), "%s", l)
+		all = append(all, c)
+	}
+	out := all[h.read:]
+	h.read = len(all)
+	return out
+}
+
+// jsHandlerEnv is one capgate whose every handler is the JS handler, and the
+// caller of one binding.
+type jsHandlerEnv struct {
+	h       *jsHandler
+	srv     *testutil.Server
+	c       *a2aclient.Client
+	verify  *handlerauth.Verifier
+	binding a2a.TransportProtocol
+	subject string
+	// tasks the steps create, by name.
+	tasks map[string]*a2a.Task
+}
+
+// The capability the caller reaches, its handler name and its limits
+// (manifests/finance/capabilities/reconcile-invoice.yaml).
+const (
+	jsCapability = "reconcile-invoice"
+	jsAudience   = "recon.v3.reconcile"
+)
+
+var jsLimits = handlerauth.Limits{"max_pdf_pages": float64(200), "max_file_bytes": float64(524288), "cost_class": "medium"}
+
+// expectCalls checks the calls the handler received since the last check:
+// their methods, in order, and the token of each, verified against
+// capgate's admin JWKS: audience this handler, the caller, the caller's
+// scopes narrowed to the capability's, the capability's limits, the decision
+// id capgate sent alongside.
+func (e *jsHandlerEnv) expectCalls(t *testing.T, methods ...string) {
+	t.Helper()
+	calls := e.h.Next(t)
+	got := make([]string, 0, len(calls))
+	for _, c := range calls {
+		got = append(got, c.Method)
+	}
+	require.Equal(t, append([]string{}, methods...), got, "the calls that reached the JS handler")
+	for _, c := range calls {
+		require.Equal(t, "JSONRPC", c.Binding, "capgate calls handlers over JSON-RPC")
+		require.Equal(t, "1.0", c.Version)
+		claims, err := e.verify.Verify(t.Context(), c.Authorization)
+		require.NoError(t, err, "%s: the token the handler received", c.Method)
+		require.Equal(t, jsAudience, claims.Audience)
+		require.Equal(t, e.subject, claims.Subject)
+		require.Equal(t, "acme", claims.Tenant)
+		require.Equal(t, []string{"recon.run"}, claims.Scopes, "invoices.read is narrowed away")
+		require.Equal(t, jsCapability, claims.Capability)
+		require.Equal(t, jsLimits, claims.Limits)
+		require.NotEmpty(t, claims.DecisionID)
+		require.Equal(t, c.DecisionID, claims.DecisionID, "X-Capgate-Decision-Id names the token's decision")
+	}
+}
+
+func jsMessage(text string) *a2a.SendMessageRequest {
+	msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("Reconcile invoice INV-1 against PO-2 "+text))
+	msg.Metadata = map[string]any{"skillId": jsCapability}
+	return &a2a.SendMessageRequest{Message: msg}
+}
+
+// drain collects a stream's events and the error that ended it.
+func drain(seq func(func(a2a.Event, error) bool)) ([]a2a.Event, error) {
+	var events []a2a.Event
+	for ev, err := range seq {
+		if err != nil {
+			return events, err
+		}
+		events = append(events, ev)
+	}
+	return events, nil
+}
+
+func eventKinds(events []a2a.Event) []string {
+	out := make([]string, 0, len(events))
+	for _, ev := range events {
+		switch ev := ev.(type) {
+		case *a2a.Task:
+			out = append(out, "task "+string(ev.Status.State))
+		case *a2a.TaskStatusUpdateEvent:
+			out = append(out, "status "+string(ev.Status.State))
+		case *a2a.TaskArtifactUpdateEvent:
+			out = append(out, "artifact")
+		case *a2a.Message:
+			out = append(out, "message")
+		}
+	}
+	return out
+}
+
+func artifactText(t *testing.T, a *a2a.Artifact) string {
+	t.Helper()
+	require.NotEmpty(t, a.Parts)
+	return a.Parts[0].Text()
+}
+
+// jsUnsupported checks the SDK's UnsupportedOperationError as the caller gets it:
+// typed on JSON-RPC and HTTP+JSON; on gRPC capgate sends UNIMPLEMENTED (the A2A
+// mapping), which a2a-go v2.3.1 types only with FAILED_PRECONDITION, so it
+// reports an internal error with the message kept (docs/interop.md).
+func (e *jsHandlerEnv) jsUnsupported(t *testing.T, err error, msg string) {
+	t.Helper()
+	require.Error(t, err)
+	if e.binding == a2a.TransportProtocolGRPC {
+		require.ErrorIs(t, err, a2a.ErrInternalError)
+	} else {
+		require.ErrorIs(t, err, a2a.ErrUnsupportedOperation)
+	}
+	require.ErrorContains(t, err, msg)
+}
+
+// jsHandlerSteps are docs/interop.md's "@a2a-js/sdk as an upstream handler"
+// table, in order: later steps use the tasks earlier ones created.
+var jsHandlerSteps = []struct {
+	name string
+	run  func(t *testing.T, e *jsHandlerEnv)
+}{
+	{"send", func(t *testing.T, e *jsHandlerEnv) {
+		res, err := e.c.SendMessage(t.Context(), jsMessage("hello"))
+		require.NoError(t, err)
+		task, ok := res.(*a2a.Task)
+		require.True(t, ok, "%T", res)
+		require.Equal(t, a2a.TaskStateCompleted, task.Status.State)
+		require.Len(t, task.Artifacts, 1)
+		require.Contains(t, artifactText(t, task.Artifacts[0]), "@a2a-js/sdk handled: Reconcile invoice INV-1 against PO-2 hello")
+		e.tasks["completed"] = task
+		e.expectCalls(t, "SendMessage")
+	}},
+	{"stream", func(t *testing.T, e *jsHandlerEnv) {
+		events, err := drain(e.c.SendStreamingMessage(t.Context(), jsMessage("streamed")))
+		require.NoError(t, err)
+		require.Equal(t, []string{"task TASK_STATE_WORKING", "artifact", "status TASK_STATE_COMPLETED"}, eventKinds(events))
+		e.tasks["streamed"] = events[0].(*a2a.Task)
+		e.expectCalls(t, "SendStreamingMessage")
+	}},
+	{"get", func(t *testing.T, e *jsHandlerEnv) {
+		task, err := e.c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: e.tasks["streamed"].ID})
+		require.NoError(t, err)
+		require.Equal(t, e.tasks["streamed"].ID, task.ID)
+		require.Equal(t, a2a.TaskStateCompleted, task.Status.State, "the SDK's task store kept the stream's updates")
+		require.Len(t, task.Artifacts, 1)
+		e.expectCalls(t, "GetTask")
+	}},
+	{"list, pageSize 1", func(t *testing.T, e *jsHandlerEnv) {
+		// capgate answers ListTasks itself, reading each of the caller's
+		// tasks from its handler with GetTask (docs/handlers.md).
+		var ids []string
+		token := ""
+		for page := 0; ; page++ {
+			require.Less(t, page, 3, "the two tasks take two pages")
+			res, err := e.c.ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 1, PageToken: token})
+			require.NoError(t, err)
+			require.Len(t, res.Tasks, 1)
+			require.Equal(t, 2, res.TotalSize)
+			ids = append(ids, string(res.Tasks[0].ID))
+			e.expectCalls(t, "GetTask")
+			if token = res.NextPageToken; token == "" {
+				break
+			}
+		}
+		require.Equal(t, []string{string(e.tasks["streamed"].ID), string(e.tasks["completed"].ID)}, ids, "newest first")
+	}},
+	{"subscribe and cancel", func(t *testing.T, e *jsHandlerEnv) {
+		res, err := e.c.SendMessage(t.Context(), jsMessage("mode:input"))
+		require.NoError(t, err)
+		open, ok := res.(*a2a.Task)
+		require.True(t, ok, "%T", res)
+		require.Equal(t, a2a.TaskStateInputRequired, open.Status.State)
+		e.expectCalls(t, "SendMessage")
+
+		var events []a2a.Event
+		for ev, err := range e.c.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: open.ID}) {
+			require.NoError(t, err)
+			events = append(events, ev)
+			if len(events) == 1 {
+				// The subscription is open at the handler: cancel the task
+				// through capgate; the subscriber sees it end.
+				e.expectCalls(t, "SubscribeToTask")
+				canceled, err := e.c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: open.ID})
+				require.NoError(t, err)
+				require.Equal(t, a2a.TaskStateCanceled, canceled.Status.State)
+				e.expectCalls(t, "CancelTask")
+			}
+		}
+		require.Equal(t, []string{"task TASK_STATE_INPUT_REQUIRED", "status TASK_STATE_CANCELED"}, eventKinds(events))
+	}},
+	{"cancel a completed task", func(t *testing.T, e *jsHandlerEnv) {
+		_, err := e.c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: e.tasks["completed"].ID})
+		require.ErrorIs(t, err, a2a.ErrTaskNotCancelable)
+		e.expectCalls(t, "CancelTask")
+	}},
+	{"subscribe to a completed task", func(t *testing.T, e *jsHandlerEnv) {
+		// The SDK answers as the spec asks (UnsupportedOperationError), before
+		// the stream starts; capgate relays it.
+		events, err := drain(e.c.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: e.tasks["completed"].ID}))
+		require.Empty(t, events)
+		e.jsUnsupported(t, err, "terminal state")
+		e.expectCalls(t, "SubscribeToTask")
+	}},
+	{"push config", func(t *testing.T, e *jsHandlerEnv) {
+		ctx := t.Context()
+		id := e.tasks["completed"].ID
+		cfg, err := e.c.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: id, ID: "c-1", URL: "https://hooks.example.com/a2a"})
+		require.NoError(t, err)
+		require.Equal(t, id, cfg.TaskID)
+		one, err := e.c.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: id, ID: "c-1"})
+		require.NoError(t, err)
+		require.Equal(t, "https://hooks.example.com/a2a", one.URL)
+		list, err := e.c.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: id})
+		require.NoError(t, err)
+		require.Len(t, list, 1)
+		require.NoError(t, e.c.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigRequest{TaskID: id, ID: "c-1"}))
+		e.expectCalls(t, "CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig",
+			"ListTaskPushNotificationConfigs", "DeleteTaskPushNotificationConfig")
+
+		// A webhook outside push.allowed_urls never reaches the handler.
+		_, err = e.c.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: id, ID: "c-2", URL: "https://evil.example.net/a2a"})
+		require.ErrorIs(t, err, a2a.ErrInvalidParams)
+		e.expectCalls(t)
+	}},
+	{"extended card", func(t *testing.T, e *jsHandlerEnv) {
+		card, err := e.c.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
+		require.NoError(t, err)
+		var skills []string
+		for _, s := range card.Skills {
+			skills = append(skills, s.ID)
+		}
+		require.Contains(t, skills, jsCapability)
+		e.expectCalls(t) // capgate composes the card from manifests: no handler is asked
+	}},
+	{"error before a result", func(t *testing.T, e *jsHandlerEnv) {
+		// The SDK's unary path does not check the events' order as its
+		// stream does: it finds no task and answers an internal error.
+		_, err := e.c.SendMessage(t.Context(), jsMessage("mode:fail-first"))
+		require.ErrorIs(t, err, a2a.ErrInternalError)
+		require.ErrorContains(t, err, "Agent execution finished without a result, and no task context found.")
+		e.expectCalls(t, "SendMessage")
+	}},
+	{"error before a stream", func(t *testing.T, e *jsHandlerEnv) {
+		events, err := drain(e.c.SendStreamingMessage(t.Context(), jsMessage("mode:fail-first")))
+		require.Empty(t, events)
+		e.jsUnsupported(t, err, "Received artifactUpdate before initial 'Message'/'Task' event.")
+		e.expectCalls(t, "SendStreamingMessage")
+	}},
+	{"error in the middle of a stream", func(t *testing.T, e *jsHandlerEnv) {
+		events, err := drain(e.c.SendStreamingMessage(t.Context(), jsMessage("mode:fail-mid")))
+		require.Equal(t, []string{"task TASK_STATE_WORKING", "artifact"}, eventKinds(events), "the events before the error")
+		e.jsUnsupported(t, err, "Stream ordering violation")
+		e.expectCalls(t, "SendStreamingMessage")
+	}},
+}
+
+// TestJSHandler puts @a2a-js/sdk's server behind capgate as the handler of
+// every capability and drives capgate with the a2a-go v2 client over each
+// caller binding. capgate calls handlers over JSON-RPC (sidecar/handler),
+// whatever the caller's binding.
+func TestJSHandler(t *testing.T) {
+	node := requireNode(t)
+	h := startJSHandler(t, node)
+	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+	d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
+	for name := range d.Config.Handlers {
+		d.Config.Handlers[name] = h.JSONRPC
+	}
+	srv := testutil.Start(t, d)
+	verify, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
+		Issuer: d.Config.Identity.Issuer, Audience: jsAudience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
+	})
+	require.NoError(t, err)
+
+	for _, b := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC} {
+		// One caller per binding, so each lists only its own tasks.
+		subject := "js-handler-" + strings.ToLower(strings.ReplaceAll(string(b), "+", "-"))
+		tok := testutil.Token(t, testutil.TokenOptions{Subject: subject, Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
+		e := &jsHandlerEnv{h: h, srv: srv, c: srv.Client(t, b, testutil.Bearer(tok)), verify: verify, binding: b, subject: subject, tasks: map[string]*a2a.Task{}}
+		for _, s := range jsHandlerSteps {
+			if !t.Run(string(b)+"/"+s.name, func(t *testing.T) { s.run(t, e) }) {
+				h.Next(t) // a failed step's calls do not count against the next
+			}
+		}
+	}
+}
+
+// TestJSHandlerToken: the token a JS handler receives is for that handler
+// only. A verifier configured as another handler (audience invoices.lookup)
+// refuses it, and so does one trusting another issuer.
+func TestJSHandlerToken(t *testing.T) {
+	node := requireNode(t)
+	h := startJSHandler(t, node)
+	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+	for name := range d.Config.Handlers {
+		d.Config.Handlers[name] = h.JSONRPC
+	}
+	srv := testutil.Start(t, d)
+	tok := testutil.Token(t, testutil.TokenOptions{Subject: "js-token", Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
+	_, err := srv.Client(t, a2a.TransportProtocolJSONRPC, testutil.Bearer(tok)).SendMessage(t.Context(), jsMessage("hello"))
+	require.NoError(t, err)
+	calls := h.Next(t)
+	require.Len(t, calls, 1)
+
+	for _, tc := range []struct {
+		name             string
+		issuer, audience string
+		ok               bool
+	}{
+		{"this handler", d.Config.Identity.Issuer, jsAudience, true},
+		{"another handler", d.Config.Identity.Issuer, "invoices.lookup", false},
+		{"another issuer", "https://other.example.com", jsAudience, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
+				Issuer: tc.issuer, Audience: tc.audience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
+			})
+			require.NoError(t, err)
+			_, err = v.Verify(t.Context(), calls[0].Authorization)
+			if tc.ok {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorIs(t, err, handlerauth.ErrInvalidToken)
+		})
+	}
+}
+
+// TestJSHandlerRESTEndpoint: capgate calls every handler over JSON-RPC
+// (docs/handlers.md). Pointed at the SDK's HTTP+JSON endpoint, its JSON-RPC
+// POST is no HTTP+JSON call; the SDK's answer is no JSON-RPC response, and
+// the caller gets InvalidAgentResponse.
+func TestJSHandlerRESTEndpoint(t *testing.T) {
+	node := requireNode(t)
+	h := startJSHandler(t, node)
+	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+	for name := range d.Config.Handlers {
+		d.Config.Handlers[name] = h.REST
+	}
+	srv := testutil.Start(t, d)
+	tok := testutil.Token(t, testutil.TokenOptions{Subject: "js-rest", Tenant: "acme", Scopes: []string{"recon.run"}})
+	_, err := srv.Client(t, a2a.TransportProtocolJSONRPC, testutil.Bearer(tok)).SendMessage(t.Context(), jsMessage("hello"))
+	require.ErrorIs(t, err, a2a.ErrInvalidAgentResponse)
+	calls := h.Next(t)
+	require.Len(t, calls, 1)
+	require.Equal(t, "HTTP+JSON", calls[0].Binding)
+	require.Equal(t, "POST /", calls[0].Method)
+}
