@@ -122,6 +122,7 @@ type jsHandlerEnv struct {
 	verify  *handlerauth.Verifier
 	binding a2a.TransportProtocol
 	subject string
+	version string // the A2A version capgate speaks to the handler
 	// tasks the steps create, by name.
 	tasks map[string]*a2a.Task
 }
@@ -150,7 +151,7 @@ func (e *jsHandlerEnv) expectCalls(t *testing.T, methods ...string) {
 	require.Equal(t, append([]string{}, methods...), got, "the calls that reached the JS handler")
 	for _, c := range calls {
 		require.Equal(t, "JSONRPC", c.Binding, "capgate calls handlers over JSON-RPC")
-		require.Equal(t, "1.0", c.Version)
+		require.Equal(t, e.version, c.Version, "capgate speaks the caller's A2A version")
 		claims, err := e.verify.Verify(t.Context(), c.Authorization)
 		require.NoError(t, err, "%s: the token the handler received", c.Method)
 		require.Equal(t, jsAudience, claims.Audience)
@@ -383,7 +384,7 @@ func TestJSHandler(t *testing.T) {
 		// One caller per binding, so each lists only its own tasks.
 		subject := "js-handler-" + strings.ToLower(strings.ReplaceAll(string(b), "+", "-"))
 		tok := testutil.Token(t, testutil.TokenOptions{Subject: subject, Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
-		e := &jsHandlerEnv{h: h, srv: srv, c: srv.Client(t, b, testutil.Bearer(tok)), verify: verify, binding: b, subject: subject, tasks: map[string]*a2a.Task{}}
+		e := &jsHandlerEnv{h: h, srv: srv, c: srv.Client(t, b, testutil.Bearer(tok)), verify: verify, binding: b, subject: subject, version: "1.0", tasks: map[string]*a2a.Task{}}
 		for _, s := range jsHandlerSteps {
 			if !t.Run(string(b)+"/"+s.name, func(t *testing.T) { s.run(t, e) }) {
 				h.Next(t) // a failed step's calls do not count against the next
@@ -452,4 +453,101 @@ func TestJSHandlerRESTEndpoint(t *testing.T) {
 	require.Len(t, calls, 1)
 	require.Equal(t, "HTTP+JSON", calls[0].Binding)
 	require.Equal(t, "POST /", calls[0].Method)
+}
+
+// TestJSHandlerV03: a 0.3 caller's calls reach the handler in 0.3 (method
+// names, params, A2A-Version: 0.3): the SDK's 0.3 compatibility layer
+// (legacyCompat) answers them, and capgate relays its 0.3 answers.
+func TestJSHandlerV03(t *testing.T) {
+	node := requireNode(t)
+	h := startJSHandler(t, node)
+	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+	for name := range d.Config.Handlers {
+		d.Config.Handlers[name] = h.JSONRPC
+	}
+	srv := testutil.Start(t, d)
+	verify, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
+		Issuer: d.Config.Identity.Issuer, Audience: jsAudience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
+	})
+	require.NoError(t, err)
+	e := &jsHandlerEnv{h: h, srv: srv, verify: verify, subject: "js-handler-v03", version: "0.3"}
+	auth := "Bearer " + testutil.Token(t, testutil.TokenOptions{Subject: e.subject, Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
+	send := func(method, text string) string {
+		return `{"jsonrpc":"2.0","id":"v03","method":"` + method + `","params":{"message":{"kind":"message","messageId":"m-` + text +
+			`","role":"user","parts":[{"kind":"text","text":"Reconcile invoice INV-1 against PO-2 ` + text + `"}],"metadata":{"skillId":"` + jsCapability + `"}}}}`
+	}
+	type v03Task struct {
+		Kind   string `json:"kind"`
+		ID     string `json:"id"`
+		Status struct {
+			State string `json:"state"`
+		} `json:"status"`
+		Artifacts []struct {
+			Parts []struct{ Kind, Text string } `json:"parts"`
+		} `json:"artifacts"`
+	}
+	var rpc struct {
+		Result v03Task `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	call := func(t *testing.T, body string) {
+		t.Helper()
+		rpc.Result, rpc.Error = v03Task{}, nil
+		r := srv.JSONRPC(t, body, "Authorization", auth) // no A2A-Version: 0.3
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		require.NoError(t, json.Unmarshal(r.Body, &rpc), "%s", r.Body)
+	}
+
+	var taskID string
+	t.Run("message/send", func(t *testing.T) {
+		call(t, send("message/send", "hello"))
+		require.Nil(t, rpc.Error)
+		require.Equal(t, "task", rpc.Result.Kind)
+		require.Equal(t, "completed", rpc.Result.Status.State)
+		require.Len(t, rpc.Result.Artifacts, 1)
+		require.Equal(t, "text", rpc.Result.Artifacts[0].Parts[0].Kind)
+		require.Contains(t, rpc.Result.Artifacts[0].Parts[0].Text, "@a2a-js/sdk handled")
+		taskID = rpc.Result.ID
+		e.expectCalls(t, "message/send")
+	})
+	t.Run("tasks/get", func(t *testing.T) {
+		call(t, `{"jsonrpc":"2.0","id":"v03","method":"tasks/get","params":{"id":"`+taskID+`"}}`)
+		require.Nil(t, rpc.Error)
+		require.Equal(t, taskID, rpc.Result.ID)
+		require.Equal(t, "completed", rpc.Result.Status.State)
+		e.expectCalls(t, "tasks/get")
+	})
+	t.Run("tasks/cancel a completed task", func(t *testing.T) {
+		call(t, `{"jsonrpc":"2.0","id":"v03","method":"tasks/cancel","params":{"id":"`+taskID+`"}}`)
+		require.NotNil(t, rpc.Error)
+		require.Equal(t, -32002, rpc.Error.Code, "TaskNotCancelableError")
+		e.expectCalls(t, "tasks/cancel")
+	})
+	t.Run("message/stream", func(t *testing.T) {
+		r := srv.JSONRPC(t, send("message/stream", "streamed"), "Authorization", auth, "Accept", "text/event-stream")
+		require.Equal(t, 200, r.Status, "%s", r.Body)
+		var kinds []string
+		for _, l := range strings.Split(string(r.Body), "\n") {
+			data, ok := strings.CutPrefix(l, "data: ")
+			if !ok {
+				continue
+			}
+			var ev struct {
+				Result struct {
+					Kind   string `json:"kind"`
+					Final  bool   `json:"final"`
+					Status struct {
+						State string `json:"state"`
+					} `json:"status"`
+				} `json:"result"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(data), &ev), "%s", data)
+			kinds = append(kinds, strings.TrimSpace(ev.Result.Kind+" "+ev.Result.Status.State))
+		}
+		require.Equal(t, []string{"task working", "artifact-update", "status-update completed"}, kinds)
+		e.expectCalls(t, "message/stream")
+	})
 }

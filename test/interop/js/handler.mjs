@@ -103,6 +103,9 @@ const server = app.listen(0, '127.0.0.1', () => {
     version: '1.0.0',
     supportedInterfaces: [
       { url: `${base}/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0', tenant: '' },
+      // capgate calls a handler in its caller's A2A version: 0.3 callers'
+      // calls reach the SDK's 0.3 compatibility layer (legacyCompat).
+      { url: `${base}/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '0.3', tenant: '' },
       { url: `${base}/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0', tenant: '' },
     ],
     provider: undefined,
@@ -129,7 +132,7 @@ const server = app.listen(0, '127.0.0.1', () => {
     appendFileSync(callsFile, `${JSON.stringify(line)}\n`);
     next();
   };
-  app.use('/jsonrpc', express.json(), record('JSONRPC'), jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/jsonrpc', express.json(), record('JSONRPC'), jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
   app.use('/rest', record('HTTP+JSON'), restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   process.stdout.write(`@@handler ${JSON.stringify({ jsonrpc: `${base}/jsonrpc`, rest: `${base}/rest` })}\n`);
 });
