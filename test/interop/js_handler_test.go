@@ -340,6 +340,21 @@ var jsHandlerSteps = []struct {
 		require.Contains(t, skills, jsCapability)
 		e.expectCalls(t) // capgate composes the card from manifests: no handler is asked
 	}},
+	{"executor exception", func(t *testing.T, e *jsHandlerEnv) {
+		// Not an A2A error: the SDK fails the task with the exception's
+		// message, on both paths.
+		res, err := e.c.SendMessage(t.Context(), jsMessage("mode:throw"))
+		require.NoError(t, err)
+		task, ok := res.(*a2a.Task)
+		require.True(t, ok, "%T", res)
+		require.Equal(t, a2a.TaskStateFailed, task.Status.State)
+		require.NotNil(t, task.Status.Message)
+		require.Contains(t, task.Status.Message.Parts[0].Text(), "the executor gave up")
+		events, err := drain(e.c.SendStreamingMessage(t.Context(), jsMessage("mode:throw")))
+		require.NoError(t, err)
+		require.Equal(t, []string{"task TASK_STATE_FAILED", "status TASK_STATE_FAILED"}, eventKinds(events))
+		e.expectCalls(t, "SendMessage", "SendStreamingMessage")
+	}},
 	{"error before a result", func(t *testing.T, e *jsHandlerEnv) {
 		// The SDK's unary path does not check the events' order as its
 		// stream does: it finds no task and answers an internal error.

@@ -18,6 +18,8 @@
 //                     stream before it starts (UnsupportedOperationError)
 //   "mode:fail-mid"   a task, an artifact, then a second task event: the SDK
 //                     ends the stream with an error after those events
+//   "mode:throw"      throws before publishing anything (the SDK turns it into a
+//                     TASK_STATE_FAILED task)
 //   anything else     a task, one artifact, TASK_STATE_COMPLETED
 import { appendFileSync } from 'node:fs';
 import express from 'express';
@@ -66,6 +68,9 @@ const executor = {
       lastChunk: true,
       metadata: {},
     };
+    if (said.includes('mode:throw')) {
+      throw new Error('the executor gave up');
+    }
     if (said.includes('mode:fail-first')) {
       bus.publish(AgentEvent.artifactUpdate(artifact));
       bus.finished();
