@@ -238,6 +238,37 @@ var jsHandlerSteps = []struct {
 		e.tasks["completed"] = task
 		e.expectCalls(t, "SendMessage")
 	}},
+	{"send, a message answer", func(t *testing.T, e *jsHandlerEnv) {
+		res, err := e.c.SendMessage(t.Context(), jsMessage("mode:message"))
+		require.NoError(t, err)
+		msg, ok := res.(*a2a.Message)
+		require.True(t, ok, "%T", res)
+		require.Equal(t, a2a.MessageRoleAgent, msg.Role)
+		require.Contains(t, msg.Parts[0].Text(), "@a2a-js/sdk says")
+		e.expectCalls(t, "SendMessage")
+	}},
+	{"continue a task awaiting input", func(t *testing.T, e *jsHandlerEnv) {
+		res, err := e.c.SendMessage(t.Context(), jsMessage("mode:input"))
+		require.NoError(t, err)
+		open, ok := res.(*a2a.Task)
+		require.True(t, ok, "%T", res)
+		require.Equal(t, a2a.TaskStateInputRequired, open.Status.State)
+		next := jsMessage("PO-2 it is")
+		next.Message.TaskID, next.Message.ContextID = open.ID, open.ContextID
+		res, err = e.c.SendMessage(t.Context(), next)
+		require.NoError(t, err)
+		done, ok := res.(*a2a.Task)
+		require.True(t, ok, "%T", res)
+		require.Equal(t, open.ID, done.ID, "the follow-up reached the same task at the handler")
+		require.Equal(t, a2a.TaskStateCompleted, done.Status.State)
+		var turns []string
+		for _, m := range done.History {
+			turns = append(turns, string(m.ID))
+		}
+		require.Equal(t, []string{string(open.History[0].ID), string(next.Message.ID)}, turns, "the SDK kept both turns")
+		e.expectCalls(t, "SendMessage", "SendMessage")
+		e.tasks["continued"] = done
+	}},
 	{"stream", func(t *testing.T, e *jsHandlerEnv) {
 		events, err := drain(e.c.SendStreamingMessage(t.Context(), jsMessage("streamed")))
 		require.NoError(t, err)
@@ -259,18 +290,18 @@ var jsHandlerSteps = []struct {
 		var ids []string
 		token := ""
 		for page := 0; ; page++ {
-			require.Less(t, page, 3, "the two tasks take two pages")
+			require.Less(t, page, 4, "the three tasks take three pages")
 			res, err := e.c.ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 1, PageToken: token})
 			require.NoError(t, err)
 			require.Len(t, res.Tasks, 1)
-			require.Equal(t, 2, res.TotalSize)
+			require.Equal(t, 3, res.TotalSize)
 			ids = append(ids, string(res.Tasks[0].ID))
 			e.expectCalls(t, "GetTask")
 			if token = res.NextPageToken; token == "" {
 				break
 			}
 		}
-		require.Equal(t, []string{string(e.tasks["streamed"].ID), string(e.tasks["completed"].ID)}, ids, "newest first")
+		require.Equal(t, []string{string(e.tasks["streamed"].ID), string(e.tasks["continued"].ID), string(e.tasks["completed"].ID)}, ids, "newest first")
 	}},
 	{"subscribe and cancel", func(t *testing.T, e *jsHandlerEnv) {
 		res, err := e.c.SendMessage(t.Context(), jsMessage("mode:input"))
@@ -295,6 +326,22 @@ var jsHandlerSteps = []struct {
 			}
 		}
 		require.Equal(t, []string{"task TASK_STATE_INPUT_REQUIRED", "status TASK_STATE_CANCELED"}, eventKinds(events))
+		e.tasks["canceled"] = open
+	}},
+	{"list, status and contextId filters", func(t *testing.T, e *jsHandlerEnv) {
+		// status is the state the handler answers now: capgate asks it
+		// about each of the caller's four tasks.
+		res, err := e.c.ListTasks(t.Context(), &a2a.ListTasksRequest{Status: a2a.TaskStateCanceled})
+		require.NoError(t, err)
+		require.Len(t, res.Tasks, 1)
+		require.Equal(t, e.tasks["canceled"].ID, res.Tasks[0].ID)
+		e.expectCalls(t, "GetTask", "GetTask", "GetTask", "GetTask")
+
+		res, err = e.c.ListTasks(t.Context(), &a2a.ListTasksRequest{ContextID: e.tasks["completed"].ContextID})
+		require.NoError(t, err)
+		require.Len(t, res.Tasks, 1)
+		require.Equal(t, e.tasks["completed"].ID, res.Tasks[0].ID)
+		e.expectCalls(t, "GetTask") // the store answers contextId: one task to read
 	}},
 	{"cancel a completed task", func(t *testing.T, e *jsHandlerEnv) {
 		_, err := e.c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: e.tasks["completed"].ID})

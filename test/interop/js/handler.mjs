@@ -20,7 +20,9 @@
 //                     ends the stream with an error after those events
 //   "mode:throw"      throws before publishing anything (the SDK turns it into a
 //                     TASK_STATE_FAILED task)
-//   anything else     a task, one artifact, TASK_STATE_COMPLETED
+//   "mode:message"    a message, no task
+//   anything else     a task, one artifact, TASK_STATE_COMPLETED (on a task
+//                     awaiting input too: the follow-up completes it)
 import { appendFileSync } from 'node:fs';
 import express from 'express';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
@@ -56,7 +58,7 @@ const executor = {
       id: taskId,
       contextId,
       status: { state, timestamp: new Date().toISOString() },
-      history: [ctx.userMessage],
+      history: ctx.task?.history ?? [ctx.userMessage], // the SDK has added the follow-up to a known task's history
       artifacts: [],
       metadata: {},
     });
@@ -68,6 +70,14 @@ const executor = {
       lastChunk: true,
       metadata: {},
     };
+    if (said.includes('mode:message')) {
+      bus.publish(AgentEvent.message({
+        messageId: `m-${taskId}`, contextId, taskId: '', role: 2 /* ROLE_AGENT */,
+        parts: [part(`@a2a-js/sdk says: ${said}`)], metadata: {}, extensions: [], referenceTaskIds: [],
+      }));
+      bus.finished();
+      return;
+    }
     if (said.includes('mode:throw')) {
       throw new Error('the executor gave up');
     }
