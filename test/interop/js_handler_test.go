@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/handlerauth"
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -28,6 +29,8 @@ type jsHandler struct {
 	JSONRPC, REST string
 	calls         string // the file handler.mjs appends every request to
 	read          int    // how many calls Next has returned
+	stdin         io.Writer
+	configured    chan struct{} // one value per '@@configured' line
 }
 
 // handlerCall is one request the JS handler received.
@@ -37,12 +40,19 @@ type handlerCall struct {
 	Authorization string `json:"authorization"`
 	Version       string `json:"version"`
 	DecisionID    string `json:"decisionId"`
+	// Jose is the handler's own check of the token (jose, against capgate's
+	// JWKS), once Verify has configured it.
+	Jose *struct {
+		OK                                    bool
+		Sub, Tenant, Scope, Capability, Error string
+		Aud                                   any
+	} `json:"jose"`
 }
 
 // startJSHandler runs handler.mjs and waits for the line naming its address.
 func startJSHandler(t *testing.T, node string) *jsHandler {
 	t.Helper()
-	h := &jsHandler{calls: filepath.Join(t.TempDir(), "calls.jsonl")}
+	h := &jsHandler{calls: filepath.Join(t.TempDir(), "calls.jsonl"), configured: make(chan struct{})}
 	cmd := exec.Command(node, "handler.mjs", h.calls)
 	cmd.Dir = jsDir
 	stdin, err := cmd.StdinPipe()
@@ -52,6 +62,7 @@ func startJSHandler(t *testing.T, node string) *jsHandler {
 	stderr := &testutil.SyncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
+	h.stdin = stdin
 	copied := make(chan struct{})
 	var once sync.Once
 	stop := func() {
@@ -80,8 +91,14 @@ func startJSHandler(t *testing.T, node string) *jsHandler {
 			REST    *string `json:"rest"`
 		}{&h.JSONRPC, &h.REST}))
 		go func() {
-			_, _ = io.Copy(io.Discard, stdout)
-			close(copied)
+			defer close(copied)
+			defer close(h.configured)
+			for sc.Scan() {
+				if bytes.Equal(sc.Bytes(), []byte("@@configured")) {
+					h.configured <- struct{}{}
+				}
+			}
+			_, _ = io.Copy(io.Discard, stdout) // a line too long for the scanner
 		}()
 		return h
 	}
@@ -89,6 +106,18 @@ func startJSHandler(t *testing.T, node string) *jsHandler {
 	stop()
 	require.FailNow(t, "handler.mjs did not start", "%s", strings.Join(stderr.Lines(), "\n"))
 	return nil
+}
+
+// Verify makes the handler check every token itself, with jose against
+// jwksURL (issuer and one of audiences), and refuse the others with -31401.
+func (h *jsHandler) Verify(t *testing.T, jwksURL, issuer string, audiences ...string) {
+	t.Helper()
+	b, err := json.Marshal(map[string]any{"jwks": jwksURL, "issuer": issuer, "audiences": audiences})
+	require.NoError(t, err)
+	_, err = h.stdin.Write(append(b, '\n'))
+	require.NoError(t, err)
+	_, ok := <-h.configured
+	require.True(t, ok, "handler.mjs exited")
 }
 
 // Next returns the calls the handler received since the last Next.
@@ -162,6 +191,14 @@ func (e *jsHandlerEnv) expectCalls(t *testing.T, methods ...string) {
 		require.Equal(t, jsLimits, claims.Limits)
 		require.NotEmpty(t, claims.DecisionID)
 		require.Equal(t, c.DecisionID, claims.DecisionID, "X-Capgate-Decision-Id names the token's decision")
+		// The handler's own verifier (jose) agrees.
+		require.NotNil(t, c.Jose, "the handler verified the token")
+		require.True(t, c.Jose.OK, "jose: %s", c.Jose.Error)
+		require.Equal(t, e.subject, c.Jose.Sub)
+		require.Equal(t, "acme", c.Jose.Tenant)
+		require.Equal(t, "recon.run", c.Jose.Scope)
+		require.Equal(t, jsCapability, c.Jose.Capability)
+		require.Equal(t, jsAudience, c.Jose.Aud)
 	}
 }
 
@@ -424,6 +461,17 @@ var jsHandlerSteps = []struct {
 	}},
 }
 
+// jsBehind makes the JS handler the handler of every capability of d and
+// returns the handler names.
+func jsBehind(d *deployment.Deployment, url string) []string {
+	names := make([]string, 0, len(d.Config.Handlers))
+	for name := range d.Config.Handlers {
+		d.Config.Handlers[name] = url
+		names = append(names, name)
+	}
+	return names
+}
+
 // TestJSHandler puts @a2a-js/sdk's server behind capgate as the handler of
 // every capability and drives capgate with the a2a-go v2 client over each
 // caller binding. capgate calls handlers over JSON-RPC (sidecar/handler),
@@ -433,10 +481,9 @@ func TestJSHandler(t *testing.T) {
 	h := startJSHandler(t, node)
 	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
 	d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
-	for name := range d.Config.Handlers {
-		d.Config.Handlers[name] = h.JSONRPC
-	}
+	names := jsBehind(d, h.JSONRPC)
 	srv := testutil.Start(t, d)
+	h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, names...)
 	verify, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
 		Issuer: d.Config.Identity.Issuer, Audience: jsAudience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
 	})
@@ -457,14 +504,13 @@ func TestJSHandler(t *testing.T) {
 
 // TestJSHandlerToken: the token a JS handler receives is for that handler
 // only. A verifier configured as another handler (audience invoices.lookup)
-// refuses it, and so does one trusting another issuer.
+// refuses it, and so does one trusting another issuer; the JS handler
+// verifying as another handler refuses the call.
 func TestJSHandlerToken(t *testing.T) {
 	node := requireNode(t)
 	h := startJSHandler(t, node)
 	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	for name := range d.Config.Handlers {
-		d.Config.Handlers[name] = h.JSONRPC
-	}
+	jsBehind(d, h.JSONRPC)
 	srv := testutil.Start(t, d)
 	tok := testutil.Token(t, testutil.TokenOptions{Subject: "js-token", Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
 	_, err := srv.Client(t, a2a.TransportProtocolJSONRPC, testutil.Bearer(tok)).SendMessage(t.Context(), jsMessage("hello"))
@@ -494,6 +540,20 @@ func TestJSHandlerToken(t *testing.T) {
 			require.ErrorIs(t, err, handlerauth.ErrInvalidToken)
 		})
 	}
+
+	t.Run("the handler refuses it", func(t *testing.T) {
+		// A handler that verifies as another handler answers -31401; capgate
+		// tells the caller its own credential was not at fault.
+		h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, "invoices.lookup")
+		_, err := srv.Client(t, a2a.TransportProtocolJSONRPC, testutil.Bearer(tok)).SendMessage(t.Context(), jsMessage("hello"))
+		require.ErrorIs(t, err, a2a.ErrInternalError)
+		require.ErrorContains(t, err, "the skill's handler refused capgate's credential")
+		calls := h.Next(t)
+		require.Len(t, calls, 1)
+		require.NotNil(t, calls[0].Jose)
+		require.False(t, calls[0].Jose.OK)
+		require.Equal(t, "ERR_JWT_CLAIM_VALIDATION_FAILED", calls[0].Jose.Error, "jose: the audience")
+	})
 }
 
 // TestJSHandlerRESTEndpoint: capgate calls every handler over JSON-RPC
@@ -504,9 +564,7 @@ func TestJSHandlerRESTEndpoint(t *testing.T) {
 	node := requireNode(t)
 	h := startJSHandler(t, node)
 	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	for name := range d.Config.Handlers {
-		d.Config.Handlers[name] = h.REST
-	}
+	jsBehind(d, h.REST)
 	srv := testutil.Start(t, d)
 	tok := testutil.Token(t, testutil.TokenOptions{Subject: "js-rest", Tenant: "acme", Scopes: []string{"recon.run"}})
 	_, err := srv.Client(t, a2a.TransportProtocolJSONRPC, testutil.Bearer(tok)).SendMessage(t.Context(), jsMessage("hello"))
@@ -524,10 +582,9 @@ func TestJSHandlerV03(t *testing.T) {
 	node := requireNode(t)
 	h := startJSHandler(t, node)
 	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	for name := range d.Config.Handlers {
-		d.Config.Handlers[name] = h.JSONRPC
-	}
+	names := jsBehind(d, h.JSONRPC)
 	srv := testutil.Start(t, d)
+	h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, names...)
 	verify, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
 		Issuer: d.Config.Identity.Issuer, Audience: jsAudience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
 	})

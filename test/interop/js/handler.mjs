@@ -8,8 +8,16 @@
 // It listens on a port the kernel chooses and prints one line,
 // '@@handler {"jsonrpc": <URL>, "rest": <URL>}'. Every request it receives is
 // appended to <calls file> as one JSON line before the SDK handles it:
-// {binding, method, path, authorization, version, decisionId}, so the test can
+// {binding, method, authorization, version, decisionId, jose}, so the test can
 // verify the token capgate sent with every call.
+//
+// Each line the test writes on stdin, {"jwks": <URL>, "issuer": ..., "audiences": [...]},
+// makes the handler verify capgate's token as a handler would, with jose (a
+// verifier capgate does not share) against capgate's JWKS; it answers
+// '@@configured'. A verified token is the SDK's user (tenant/subject: the SDK's
+// task store scopes tasks by it) and its claims are recorded as "jose"; a
+// refused one is answered HTTP 401 with JSON-RPC error -31401 without reaching
+// the SDK. Before the first such line every request is let through.
 //
 // The executor does what the message's text asks:
 //   "mode:input"      a task in TASK_STATE_INPUT_REQUIRED (its execution stays
@@ -24,7 +32,9 @@
 //   anything else     a task, one artifact, TASK_STATE_COMPLETED (on a task
 //                     awaiting input too: the follow-up completes it)
 import { appendFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import express from 'express';
+import * as jose from 'jose';
 import { AgentEvent, DefaultRequestHandler, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { jsonRpcHandler, restHandler, UserBuilder } from '@a2a-js/sdk/server/express';
 
@@ -136,7 +146,9 @@ const server = app.listen(0, '127.0.0.1', () => {
   // webhooks that do not exist.
   const sender = { send: async () => {} };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, undefined, undefined, sender);
-  const record = (binding) => (req, _res, next) => {
+  // verify records each request, checking its token once the test has
+  // configured a verifier.
+  const verify = (binding) => async (req, res, next) => {
     const line = {
       binding,
       method: binding === 'JSONRPC' ? req.body?.method ?? '' : `${req.method} ${req.path}`,
@@ -144,14 +156,38 @@ const server = app.listen(0, '127.0.0.1', () => {
       version: req.get('a2a-version') ?? '',
       decisionId: req.get('x-capgate-decision-id') ?? '',
     };
+    const v = verifier;
+    if (v) {
+      try {
+        const token = line.authorization.replace(/^Bearer /i, '');
+        const { payload } = await jose.jwtVerify(token, v.jwks, { issuer: v.issuer, audience: v.audiences, algorithms: ['ES256', 'RS256'] });
+        req.capgate = payload;
+        line.jose = { ok: true, sub: payload.sub, tenant: payload.tenant, aud: payload.aud, scope: payload.scope, capability: payload.capability };
+      } catch (e) {
+        line.jose = { ok: false, error: e.code ?? e.name };
+      }
+    }
     appendFileSync(callsFile, `${JSON.stringify(line)}\n`);
+    if (line.jose && !line.jose.ok) {
+      res.status(401).json({ jsonrpc: '2.0', id: req.body?.id ?? null, error: { code: -31401, message: 'capgate token refused' } });
+      return;
+    }
     next();
   };
-  app.use('/jsonrpc', express.json(), record('JSONRPC'), jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
-  app.use('/rest', record('HTTP+JSON'), restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  const userBuilder = async (req) =>
+    req.capgate ? { isAuthenticated: true, userName: `${req.capgate.tenant ?? ''}/${req.capgate.sub}` } : UserBuilder.noAuthentication();
+  app.use('/jsonrpc', express.json(), verify('JSONRPC'), jsonRpcHandler({ requestHandler: handler, userBuilder, legacyCompat: { enabled: true } }));
+  app.use('/rest', verify('HTTP+JSON'), restHandler({ requestHandler: handler, userBuilder }));
   process.stdout.write(`@@handler ${JSON.stringify({ jsonrpc: `${base}/jsonrpc`, rest: `${base}/rest` })}\n`);
 });
 
+// verifier checks capgate's tokens once the test has said where its JWKS is.
+let verifier;
+const lines = createInterface({ input: process.stdin });
+lines.on('line', (l) => {
+  const cfg = JSON.parse(l);
+  verifier = { jwks: jose.createRemoteJWKSet(new URL(cfg.jwks)), issuer: cfg.issuer, audiences: cfg.audiences };
+  process.stdout.write('@@configured\n');
+});
 // The test closes stdin when it is done (or dies): stop then.
-process.stdin.on('end', () => server.close(() => process.exit(0)));
-process.stdin.resume();
+lines.on('close', () => process.exit(0));
