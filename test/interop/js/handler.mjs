@@ -23,7 +23,8 @@
 //   "mode:input"      a task in TASK_STATE_INPUT_REQUIRED (its execution stays
 //                     open: subscribe and cancel reach it)
 //   "mode:fail-first" an artifact update before any task: the SDK refuses the
-//                     stream before it starts (UnsupportedOperationError)
+//                     stream before it starts (UnsupportedOperationError); a
+//                     unary call gets an internal error (no result)
 //   "mode:fail-mid"   a task, an artifact, then a second task event: the SDK
 //                     ends the stream with an error after those events
 //   "mode:throw"      throws before publishing anything (the SDK turns it into a
@@ -44,8 +45,8 @@ if (!callsFile) {
   process.exit(2);
 }
 
-// The test reads only the '@@handler' line; the SDK logs executor and stream
-// failures with console.error, which go to stderr.
+// The test reads only the '@@' lines on stdout; the SDK logs executor and
+// stream failures with console.error, on stderr (the test shows it when it fails).
 console.log = () => {};
 
 const text = (parts) => parts.filter((p) => p.content?.$case === 'text').map((p) => p.content.value).join(' ');
