@@ -299,3 +299,30 @@ func TestTaskOpsUseTheAdmittedBinding(t *testing.T) {
 	require.Equal(t, protocol.Internal, perr.Code)
 	require.Len(t, f.inv.calls, 1)
 }
+
+// TestListSendsTheTenant: the GetTask calls behind ListTasks carry the
+// list's tenant, as the caller's own GetTask would, so a handler that keeps
+// tasks apart by tenant finds a task created naming it; a list naming none
+// sends none.
+func TestListSendsTheTenant(t *testing.T) {
+	for _, tc := range []struct{ name, params, want string }{
+		{"tenant", `{"tenant":"acme"}`, `{"id":"t-1","historyLength":0,"tenant":"acme"}`},
+		{"no tenant", `{}`, `{"id":"t-1","historyLength":0}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, nil)
+			f.inv.result = jsontext.Value(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)
+			require.NoError(t, f.store.Bind(t.Context(), tasks.Binding{TaskID: "t-1", Capability: "reconcile-invoice", Handler: "recon.v3.reconcile",
+				Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}))
+			req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json",
+				[]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":`+tc.params+`}`), protocol.Limits{})
+			require.Nil(t, perr)
+			w := &fakeResponder{}
+			require.Nil(t, f.d.Serve(t.Context(), &gateway.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-3"}, w))
+			require.Len(t, f.inv.calls, 1)
+			require.Equal(t, "GetTask", f.inv.calls[0].Method)
+			require.JSONEq(t, tc.want, string(f.inv.calls[0].Params))
+			require.Contains(t, string(w.raw), `"id":"t-1"`, "the task is listed")
+		})
+	}
+}

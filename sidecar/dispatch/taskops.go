@@ -199,13 +199,21 @@ func (d *Dispatcher) collect(ctx context.Context, lc *listCall, cands []listEntr
 }
 
 // fetchTask reads one bound task from its handler (GetTask with the list's
-// historyLength, 0 when not given), as chk allows.
+// historyLength, 0 when not given, and the list's tenant), as chk allows.
+// A handler may keep tasks apart by the request's tenant (A2A 1.0's tenant
+// field; @a2a-js/sdk's task store does): a task created naming a tenant is
+// found only by a GetTask naming it, so the list's tenant is sent as a
+// GetTask of the caller's would send it.
 func (d *Dispatcher) fetchTask(ctx context.Context, lc *listCall, b tasks.Binding, chk capCheck) (jsontext.Value, *protocol.Error) {
 	hist := 0
 	if lc.q.historyLength != nil {
 		hist = *lc.q.historyLength
 	}
-	params, err := stdjson.Marshal(map[string]any{"id": b.TaskID, "historyLength": hist})
+	get := map[string]any{"id": b.TaskID, "historyLength": hist}
+	if t := lc.call.Request.Tenant; t != "" && lc.call.Request.Version == protocol.V1 {
+		get["tenant"] = t
+	}
+	params, err := stdjson.Marshal(get)
 	if err != nil {
 		return nil, protocol.Wrap(protocol.Internal, err, "internal")
 	}

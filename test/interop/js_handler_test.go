@@ -670,3 +670,53 @@ func TestJSHandlerV03(t *testing.T) {
 		e.expectCalls(t, "message/stream")
 	})
 }
+
+// TestJSHandlerTenant: the SDK keeps tasks apart by the request's tenant
+// (A2A 1.0's tenant field, the HTTP+JSON /{tenant} prefix). A task created
+// naming the caller's tenant is found by the operations naming it, capgate's
+// ListTasks included (its GetTask calls carry the list's tenant), and not by
+// those naming none: capgate forwards the tenant the caller names.
+func TestJSHandlerTenant(t *testing.T) {
+	node := requireNode(t)
+	h := startJSHandler(t, node)
+	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+	names := jsBehind(d, h.JSONRPC)
+	srv := testutil.Start(t, d)
+	h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, names...)
+	for _, b := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC} {
+		t.Run(string(b), func(t *testing.T) {
+			ctx := t.Context()
+			subject := "js-tenant-" + strings.ToLower(strings.ReplaceAll(string(b), "+", "-"))
+			c := srv.Client(t, b, testutil.Bearer(testutil.Token(t, testutil.TokenOptions{Subject: subject, Tenant: "acme", Scopes: []string{"recon.run"}})))
+			req := jsMessage("hello")
+			req.Tenant = "acme"
+			res, err := c.SendMessage(ctx, req)
+			require.NoError(t, err)
+			task, ok := res.(*a2a.Task)
+			require.True(t, ok, "%T", res)
+
+			got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, Tenant: "acme"})
+			require.NoError(t, err)
+			require.Equal(t, task.ID, got.ID)
+			_, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+			require.ErrorIs(t, err, a2a.ErrTaskNotFound, "the SDK's store has no such task outside the tenant")
+
+			list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{Tenant: "acme"})
+			require.NoError(t, err)
+			require.Equal(t, []a2a.TaskID{task.ID}, taskIDs(list))
+			list, err = c.ListTasks(ctx, &a2a.ListTasksRequest{})
+			require.NoError(t, err)
+			require.Empty(t, list.Tasks, "the handler does not find it without the tenant: left out (and logged)")
+			require.Equal(t, 1, list.TotalSize, "capgate's store counts it")
+			h.Next(t)
+		})
+	}
+}
+
+func taskIDs(l *a2a.ListTasksResponse) []a2a.TaskID {
+	out := []a2a.TaskID{}
+	for _, task := range l.Tasks {
+		out = append(out, task.ID)
+	}
+	return out
+}
