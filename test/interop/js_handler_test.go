@@ -414,6 +414,25 @@ var jsHandlerSteps = []struct {
 		require.ErrorIs(t, err, a2a.ErrInvalidParams)
 		e.expectCalls(t)
 	}},
+	{"send with a push config", func(t *testing.T, e *jsHandlerEnv) {
+		ctx := t.Context()
+		req := jsMessage("hello")
+		req.Config = &a2a.SendMessageConfig{PushConfig: &a2a.PushConfig{ID: "inline", URL: "https://hooks.example.com/inline"}}
+		res, err := e.c.SendMessage(ctx, req)
+		require.NoError(t, err)
+		task, ok := res.(*a2a.Task)
+		require.True(t, ok, "%T", res)
+		list, err := e.c.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+		require.NoError(t, err)
+		require.Len(t, list, 1, "the SDK stored the config the message carried")
+		require.Equal(t, "https://hooks.example.com/inline", list[0].URL)
+		e.expectCalls(t, "SendMessage", "ListTaskPushNotificationConfigs")
+
+		req.Config.PushConfig.URL = "https://evil.example.net/inline"
+		_, err = e.c.SendMessage(ctx, req)
+		require.ErrorIs(t, err, a2a.ErrInvalidParams)
+		e.expectCalls(t)
+	}},
 	{"extended card", func(t *testing.T, e *jsHandlerEnv) {
 		card, err := e.c.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
 		require.NoError(t, err)
