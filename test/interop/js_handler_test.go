@@ -433,6 +433,17 @@ var jsHandlerSteps = []struct {
 		require.ErrorIs(t, err, a2a.ErrInvalidParams)
 		e.expectCalls(t)
 	}},
+	{"output outside acceptedOutputModes", func(t *testing.T, e *jsHandlerEnv) {
+		// The manifest says application/json; the SDK's artifact is
+		// text/plain, which this caller does not accept: capgate refuses
+		// the answer (docs/handlers.md, output modes).
+		req := jsMessage("hello")
+		req.Config = &a2a.SendMessageConfig{AcceptedOutputModes: []string{"application/json"}}
+		_, err := e.c.SendMessage(t.Context(), req)
+		require.ErrorIs(t, err, a2a.ErrUnsupportedContentType)
+		require.ErrorContains(t, err, "text/plain")
+		e.expectCalls(t, "SendMessage")
+	}},
 	{"extended card", func(t *testing.T, e *jsHandlerEnv) {
 		card, err := e.c.GetExtendedAgentCard(t.Context(), &a2a.GetExtendedAgentCardRequest{})
 		require.NoError(t, err)
