@@ -146,7 +146,6 @@ func (h *jsHandler) Next(t *testing.T) []handlerCall {
 // caller of one binding.
 type jsHandlerEnv struct {
 	h       *jsHandler
-	srv     *testutil.Server
 	c       *a2aclient.Client
 	verify  *handlerauth.Verifier
 	binding a2a.TransportProtocol
@@ -523,7 +522,7 @@ func TestJSHandler(t *testing.T) {
 		// One caller per binding, so each lists only its own tasks.
 		subject := "js-handler-" + strings.ToLower(strings.ReplaceAll(string(b), "+", "-"))
 		tok := testutil.Token(t, testutil.TokenOptions{Subject: subject, Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
-		e := &jsHandlerEnv{h: h, srv: srv, c: srv.Client(t, b, testutil.Bearer(tok)), verify: verify, binding: b, subject: subject, version: "1.0", tasks: map[string]*a2a.Task{}}
+		e := &jsHandlerEnv{h: h, c: srv.Client(t, b, testutil.Bearer(tok)), verify: verify, binding: b, subject: subject, version: "1.0", tasks: map[string]*a2a.Task{}}
 		for _, s := range jsHandlerSteps {
 			if !t.Run(string(b)+"/"+s.name, func(t *testing.T) { s.run(t, e) }) {
 				h.Next(t) // a failed step's calls do not count against the next
@@ -619,7 +618,7 @@ func TestJSHandlerV03(t *testing.T) {
 		Issuer: d.Config.Identity.Issuer, Audience: jsAudience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
 	})
 	require.NoError(t, err)
-	e := &jsHandlerEnv{h: h, srv: srv, verify: verify, subject: "js-handler-v03", version: "0.3"}
+	e := &jsHandlerEnv{h: h, verify: verify, subject: "js-handler-v03", version: "0.3"}
 	auth := "Bearer " + testutil.Token(t, testutil.TokenOptions{Subject: e.subject, Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
 	send := func(method, text string) string {
 		return `{"jsonrpc":"2.0","id":"v03","method":"` + method + `","params":{"message":{"kind":"message","messageId":"m-` + text +
