@@ -40,6 +40,9 @@ type handlerCall struct {
 	Authorization string `json:"authorization"`
 	Version       string `json:"version"`
 	DecisionID    string `json:"decisionId"`
+	// CallerAuthorization is X-Capgate-Caller-Authorization (absent unless
+	// identity.forward_caller_token).
+	CallerAuthorization string `json:"callerAuthorization"`
 	// Jose is the handler's own check of the token (jose, against capgate's
 	// JWKS), once Verify has configured it.
 	Jose *struct {
@@ -180,6 +183,7 @@ func (e *jsHandlerEnv) expectCalls(t *testing.T, methods ...string) {
 	for _, c := range calls {
 		require.Equal(t, "JSONRPC", c.Binding, "capgate calls handlers over JSON-RPC")
 		require.Equal(t, e.version, c.Version, "capgate speaks the caller's A2A version")
+		require.Empty(t, c.CallerAuthorization, "the caller's own credential never reaches the handler")
 		claims, err := e.verify.Verify(t.Context(), c.Authorization)
 		require.NoError(t, err, "%s: the token the handler received", c.Method)
 		require.Equal(t, jsAudience, claims.Audience)

@@ -8,7 +8,7 @@
 // It listens on a port the kernel chooses and prints one line,
 // '@@handler {"jsonrpc": <URL>, "rest": <URL>}'. Every request it receives is
 // appended to <calls file> as one JSON line before the SDK handles it:
-// {binding, method, authorization, version, decisionId, jose}, so the test can
+// {binding, method, authorization, version, decisionId, callerAuthorization, jose}, so the test can
 // verify the token capgate sent with every call.
 //
 // Each line the test writes on stdin, {"jwks": <URL>, "issuer": ..., "audiences": [...]},
@@ -156,6 +156,9 @@ const server = app.listen(0, '127.0.0.1', () => {
       authorization: req.get('authorization') ?? '',
       version: req.get('a2a-version') ?? '',
       decisionId: req.get('x-capgate-decision-id') ?? '',
+      // capgate sends the caller's own credential only when configured to
+      // (identity.forward_caller_token).
+      callerAuthorization: req.get('x-capgate-caller-authorization') ?? '',
     };
     const v = verifier;
     if (v) {
