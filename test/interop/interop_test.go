@@ -1,8 +1,9 @@
-// Package interop runs clients nobody here wrote against a real capgate on
+// Package interop runs software nobody here wrote against a real capgate on
 // 127.0.0.1: the official A2A JavaScript SDK (@a2a-js/sdk, pinned in
-// js/package.json and installed by `npm ci` from js/package-lock.json).
-// docs/interop.md tabulates what each client does with each binding and
-// operation; the cases below are that table.
+// js/package.json and installed by `npm ci` from js/package-lock.json) as a
+// client of capgate and as an upstream handler behind it.
+// docs/interop.md tabulates what each does with each binding and
+// operation; the cases below are those tables.
 package interop
 
 import (
