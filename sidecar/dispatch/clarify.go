@@ -147,6 +147,10 @@ func renderTask(task *a2a.Task, v protocol.Version, v1 any) []byte {
 
 func writeResult(w gateway.Responder, result []byte) *protocol.Error {
 	if err := w.RawResult(result); err != nil {
+		var perr *protocol.Error
+		if errors.As(err, &perr) { // the responder's own refusal (a result it cannot express)
+			return perr
+		}
 		return protocol.Wrap(protocol.Internal, err, "the response could not be written")
 	}
 	return nil

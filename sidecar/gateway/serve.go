@@ -71,6 +71,10 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.
 	var resp Responder = &restResponder{w: w}
 	var grpcResp *grpcResponder
 	switch req.Binding {
+	case protocol.HTTPJSON:
+		if req.ProtoJSON03() {
+			resp = &protoJSON03Responder{restResponder: restResponder{w: w}, op: req.Operation}
+		}
 	case protocol.JSONRPC:
 		resp = &jsonrpcResponder{w: w, id: req.ID}
 	case protocol.GRPC:

@@ -62,7 +62,9 @@ func (r *Request) ForwardParams() (jsontext.Value, *Error) {
 	case CreateTaskPushNotificationConfig:
 		if body.get("pushNotificationConfig") != nil { // already 0.3's JSON-RPC shape
 			put("taskId", pv.task)
-			break
+			// The 0.3 ProtoJSON form's name repeats the task and config id (they agreed when
+			// r was parsed); 0.3's JSON-RPC TaskPushNotificationConfig has no such field.
+			return withMembers(jsontext.Value(withoutMember(body, "name")), add), nil
 		}
 		// The body is the PushNotificationConfig; a taskId in it agreed with the path and is
 		// not part of that object, so it is dropped.

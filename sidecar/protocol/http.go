@@ -92,6 +92,22 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 	if rt.op == GetAgentCard {
 		return r, nil
 	}
+	if r.ProtoJSON03() && rt.op.Message() && r.Params != nil {
+		// The 0.3 specification's binding: the body may be the SendMessageRequest in ProtoJSON,
+		// read as the 0.3 JSON-RPC params it stands for (rest03.go).
+		proto, err := p.isProtoSend03(r.Params)
+		if err != nil {
+			return nil, err
+		}
+		if proto {
+			if r.Params, err = sendParams03(r.Params); err != nil {
+				return nil, err
+			}
+			if err := p.checkJSON(r.Params, lim.MaxDepth); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := p.readParams(v, rt.op, r.Params, r, true); err != nil {
 		return nil, err
 	}

@@ -101,6 +101,10 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		if err := target("taskId"); err != nil {
 			return err
 		}
+		nameConfig, err := configName03(p, r)
+		if err != nil {
+			return err
+		}
 		cfgRaw := p.get("pushNotificationConfig")
 		if cfgRaw == nil || cfgRaw.Kind() != '{' {
 			return Errorf(InvalidParams, "pushNotificationConfig must be an object")
@@ -111,6 +115,9 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		}
 		if err := field(cfg, "id", false, &r.ConfigID); err != nil {
 			return err
+		}
+		if nameConfig != "" && nameConfig != r.ConfigID {
+			return Errorf(InvalidParams, "name does not name pushNotificationConfig.id")
 		}
 		if err := noTaskField(cfg, "pushNotificationConfig"); err != nil {
 			return err
@@ -125,6 +132,29 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		return target("id")
 	}
 	return nil
+}
+
+// configName03 reads the name of a 0.3 TaskPushNotificationConfig, as the 0.3 specification's
+// HTTP+JSON binding sends it ("tasks/{id}/pushNotificationConfigs/{configId}"): it names the
+// task again, which must be the one the path or taskId names, and the config, which must be
+// pushNotificationConfig.id when that is given.
+func configName03(p object, r *Request) (config string, perr *Error) {
+	name, err := optString(p, "name")
+	if err != nil || name == "" {
+		return "", err
+	}
+	task, ok := taskFromName(name)
+	if !ok {
+		return "", Errorf(InvalidParams, "name must be tasks/{id}/pushNotificationConfigs/{configId}")
+	}
+	if err := checkIdentifier("name", name); err != nil {
+		return "", err
+	}
+	if task != r.TaskID {
+		return "", Errorf(InvalidParams, "name does not name the task the request names")
+	}
+	_, config, _ = strings.Cut(strings.TrimPrefix(name, "tasks/"+task), "/pushNotificationConfigs/")
+	return config, nil
 }
 
 // noTaskField refuses a taskId inside an object where the protocol has none: a handler that

@@ -16,16 +16,6 @@ var jsSteps = []string{
 	"v03Card", "v03Send", "send", "stream", "clarify", "get", "getUnknown", "cancel", "cancelCompleted", "list", "subscribe",
 }
 
-// skipV03REST: the SDK's 0.3 HTTP+JSON transport sends 0.3 body shapes
-// (message.parts of kind/text) the gateway's parser refuses today (400
-// "message.parts must be a non-empty array").
-func skipV03REST(rest bool) string {
-	if rest {
-		return "fails until the admission rewrite accepts the 0.3 HTTP+JSON body shapes (issue #12 item 2, with issue #11)"
-	}
-	return ""
-}
-
 // jsCase is the expected outcome of one step on one binding.
 type jsCase struct {
 	binding, step string
@@ -129,7 +119,7 @@ func jsCases() []jsCase {
 				require.Contains(t, r.Interfaces, "JSONRPC 0.3.0")
 				require.Contains(t, r.Interfaces, "HTTP+JSON 0.3")
 			}},
-			jsCase{b, "v03Send", skipV03REST(rest), func(t *testing.T, s step) {
+			jsCase{b, "v03Send", "", func(t *testing.T, s step) {
 				var r taskResult
 				result(t, s, &r)
 				require.Equal(t, "TASK_STATE_COMPLETED", r.State)

@@ -299,11 +299,34 @@ func rest03() []Position {
 		add(protocol.CreateTaskPushNotificationConfig, "params.taskId", "POST", own, `{"taskId":"`+Swept+`","url":"`+URL+`"}`, true)
 		add(protocol.CreateTaskPushNotificationConfig, "params.taskId", "POST", own,
 			`{"taskId":"`+Swept+`","pushNotificationConfig":{"url":"`+URL+`"}}`, true)
+		// The 0.3 ProtoJSON form of a TaskPushNotificationConfig names the task again in name.
+		add(protocol.CreateTaskPushNotificationConfig, "params.name", "POST", own,
+			`{"name":"tasks/`+Swept+`/pushNotificationConfigs/c-1","pushNotificationConfig":{"id":"c-1","url":"`+URL+`"}}`, true)
 		add(protocol.ListTaskPushNotificationConfigs, "path", "GET", t+"/pushNotificationConfigs", "", false)
 		add(protocol.GetTaskPushNotificationConfig, "path", "GET", t+"/pushNotificationConfigs/c-1", "", false)
 		add(protocol.DeleteTaskPushNotificationConfig, "path", "DELETE", t+"/pushNotificationConfigs/c-1", "", false)
 	}
+	// The 0.3 specification's binding (/v1 routes) also takes SendMessageRequest in ProtoJSON
+	// (message.content, ROLE_USER), in either spelling of each field name; it is read as the
+	// JSON-RPC params it stands for, so its tasks are reported at the same positions.
+	for _, p := range protoSend03() {
+		add(protocol.SendMessage, p.where, "POST", "/v1/message:send", p.body, false)
+		add(protocol.SendStreamingMessage, p.where, "POST", "/v1/message:stream", p.body, false)
+	}
 	return out
+}
+
+// msgProto03 is a 0.3 Message in ProtoJSON (0.3.0's field names), with a slot.
+const msgProto03 = `{"messageId":"m-1","role":"ROLE_USER","content":[{"text":"look up invoice INV-1"}]%s}`
+
+func protoSend03() []struct{ where, body string } {
+	m := func(extra string) string { return strings.Replace(msgProto03, "%s", extra, 1) }
+	return []struct{ where, body string }{
+		{"params.message.taskId", `{"message":` + m(`,"taskId":"`+Swept+`"`) + `}`},
+		{"params.message.taskId", `{"request":` + m(`,"task_id":"`+Swept+`"`) + `}`},
+		{"params.message.referenceTaskIds[0]", `{"message":` + m(`,"referenceTaskIds":["`+Swept+`"]`) + `}`},
+		{"params.message.referenceTaskIds[1]", `{"message":` + m(`,"reference_task_ids":["`+OwnTask+`","`+Swept+`"]`) + `}`},
+	}
 }
 
 func grpc10() []Position {

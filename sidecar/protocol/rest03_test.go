@@ -1,0 +1,139 @@
+package protocol
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// jsV03Send is the body @a2a-js/sdk 1.3.0's 0.3 HTTP+JSON transport (legacyCompat) sends for
+// a message with text, URL, inline and data parts, a task id, a push config and metadata
+// (captured from the SDK; test/interop runs the SDK itself).
+const jsV03Send = `{"message":{"messageId":"m1","taskId":"t0","role":"ROLE_USER","content":[{"text":"hi"},` +
+	`{"file":{"fileWithUri":"https://f/x.pdf","mimeType":"application/pdf"}},{"file":{"fileWithBytes":"AAEC","mimeType":"image/png"}},` +
+	`{"data":{"data":{"a":1}}}],"metadata":{"skillId":"s"}},"configuration":{"acceptedOutputModes":["text/plain"],` +
+	`"pushNotification":{"id":"pc","url":"https://p/x","token":"tok"},"historyLength":2,"blocking":true},"metadata":{"m":1}}`
+
+func TestProtoJSON03Send(t *testing.T) {
+	r, perr := ParseHTTP(V03, "POST", "/v1/message:send", "application/json", []byte(jsV03Send), Limits{})
+	require.Nil(t, perr, "%v", perr)
+	require.True(t, r.ProtoJSON03())
+	require.Equal(t, SendMessage, r.Operation)
+	require.Equal(t, []TaskRef{{ID: "t0", Where: "params.message.taskId"}}, r.Tasks)
+	require.Equal(t, []PushRef{{URL: "https://p/x", Where: "params.configuration.pushNotificationConfig.url"}}, r.Push)
+	require.Equal(t, &MessageInfo{MessageID: "m1", TaskID: "t0", SkillHint: "s", AcceptedOutputModes: []string{"text/plain"}, Parts: []PartInfo{
+		{Kind: PartText, MediaType: "text/plain", Text: "hi"},
+		{Kind: PartURL, MediaType: "application/pdf"},
+		{Kind: PartRaw, MediaType: "image/png", InlineBytes: 3},
+		{Kind: PartData, MediaType: "application/json", Data: []byte(`{"a":1}`)},
+	}}, r.Message)
+
+	// The handler is sent 0.3's JSON-RPC params: what the routing and limits saw.
+	fwd, perr := r.ForwardParams()
+	require.Nil(t, perr)
+	require.JSONEq(t, `{"message":{"kind":"message","messageId":"m1","taskId":"t0","role":"user","parts":[`+
+		`{"kind":"text","text":"hi"},{"kind":"file","file":{"mimeType":"application/pdf","uri":"https://f/x.pdf"}},`+
+		`{"kind":"file","file":{"mimeType":"image/png","bytes":"AAEC"}},{"kind":"data","data":{"a":1}}],"metadata":{"skillId":"s"}},`+
+		`"configuration":{"acceptedOutputModes":["text/plain"],"blocking":true,"historyLength":2,`+
+		`"pushNotificationConfig":{"id":"pc","url":"https://p/x","token":"tok"}},"metadata":{"m":1}}`, string(fwd))
+
+	// The JSON-RPC shape is still accepted on /v1, and is not the proto form.
+	r, perr = ParseHTTP(V03, "POST", "/v1/message:send", "application/json",
+		[]byte(`{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}`), Limits{})
+	require.Nil(t, perr, "%v", perr)
+	require.True(t, r.ProtoJSON03(), "answered in ProtoJSON: the route is the 0.3 specification's")
+
+	// Un-prefixed 0.3 routes (a2a-go's 0.3 compatibility) keep the JSON-RPC shapes.
+	r, perr = ParseHTTP(V03, "GET", "/tasks/t1", "", nil, Limits{})
+	require.Nil(t, perr)
+	require.False(t, r.ProtoJSON03())
+	_, perr = ParseHTTP(V03, "POST", "/message:send", "application/json", []byte(jsV03Send), Limits{})
+	require.NotNil(t, perr)
+	require.Equal(t, InvalidParams, perr.Code)
+}
+
+func TestProtoJSON03SendRefused(t *testing.T) {
+	for name, body := range map[string]string{
+		"unknown field":       `{"message":{"messageId":"m1","content":[{"text":"hi"}],"kind":"message"}}`,
+		"both names":          `{"message":{"messageId":"m1","taskId":"a","task_id":"b","content":[{"text":"hi"}]}}`,
+		"message and request": `{"message":{"messageId":"m1","content":[{"text":"hi"}]},"request":{"messageId":"m1","content":[{"text":"hi"}]}}`,
+		"wrong type":          `{"message":{"messageId":"m1","content":{"text":"hi"}}}`,
+		"bad role":            `{"message":{"messageId":"m1","role":"ROLE_KING","content":[{"text":"hi"}]}}`,
+		"no parts":            `{"message":{"messageId":"m1","content":[]}}`,
+		"bad base64":          `{"message":{"messageId":"m1","content":[{"file":{"fileWithBytes":"!!"}}]}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, perr := ParseHTTP(V03, "POST", "/v1/message:send", "application/json", []byte(body), Limits{})
+			require.NotNil(t, perr)
+			require.Contains(t, []Code{InvalidParams, ParseError}, perr.Code, perr.Message)
+			require.NotContains(t, perr.Message, "proto:", "no parser text prefix")
+		})
+	}
+}
+
+func TestProtoJSON03PushName(t *testing.T) {
+	body := `{"name":"tasks/t1/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`
+	r, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(body), Limits{})
+	require.Nil(t, perr, "%v", perr)
+	require.Equal(t, []TaskRef{{ID: "t1", Where: "path"}}, r.Tasks)
+	fwd, perr := r.ForwardParams()
+	require.Nil(t, perr)
+	require.JSONEq(t, `{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`, string(fwd), "name is not a 0.3 JSON-RPC field")
+
+	for name, b := range map[string]string{
+		"another task":   `{"name":"tasks/t2/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
+		"another config": `{"name":"tasks/t1/pushNotificationConfigs/c2","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
+		"not a name":     `{"name":"t1","pushNotificationConfig":{"url":"https://hook"}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(b), Limits{})
+			require.NotNil(t, perr)
+			require.Equal(t, InvalidParams, perr.Code)
+		})
+	}
+}
+
+func TestProtoJSON03Response(t *testing.T) {
+	task := `{"kind":"task","id":"t1","contextId":"c1","status":{"state":"canceled","message":{"kind":"message","messageId":"m2","role":"agent",` +
+		`"parts":[{"kind":"text","text":"bye"}]}},"artifacts":[{"artifactId":"a1","parts":[{"kind":"file","file":{"bytes":"AAEC","mimeType":"image/png"}}]}]}`
+	wantTask := `{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_CANCELLED","message":{"messageId":"m2","role":"ROLE_AGENT",` +
+		`"content":[{"text":"bye"}]}},"artifacts":[{"artifactId":"a1","parts":[{"file":{"fileWithBytes":"AAEC","mimeType":"image/png"}}]}]}`
+	for _, tc := range []struct {
+		op       Operation
+		in, want string
+	}{
+		{SendMessage, task, `{"task":` + wantTask + `}`},
+		{SendMessage, `{"kind":"message","messageId":"m3","role":"agent","parts":[{"kind":"data","data":{"a":1}}]}`,
+			`{"message":{"messageId":"m3","role":"ROLE_AGENT","content":[{"data":{"data":{"a":1}}}]}}`},
+		{GetTask, task, wantTask},
+		{CancelTask, task, wantTask},
+		{CreateTaskPushNotificationConfig, `{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
+			`{"name":"tasks/t1/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`},
+		{ListTaskPushNotificationConfigs, `[{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}]`,
+			`{"configs":[{"name":"tasks/t1/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}]}`},
+		{ListTaskPushNotificationConfigs, `null`, `{}`},
+		{DeleteTaskPushNotificationConfig, `{}`, `{}`},
+		{GetExtendedAgentCard, `{"name":"x"}`, `{"name":"x"}`},
+	} {
+		t.Run(string(tc.op), func(t *testing.T) {
+			got, perr := ProtoJSON03Response(tc.op, []byte(tc.in))
+			require.Nil(t, perr, "%v", perr)
+			require.JSONEq(t, tc.want, string(got))
+		})
+	}
+	_, perr := ProtoJSON03Response(GetTask, []byte(`[1]`))
+	require.NotNil(t, perr)
+	require.Equal(t, InvalidAgentResponse, perr.Code)
+}
+
+func TestProtoJSON03Event(t *testing.T) {
+	got, perr := ProtoJSON03Event([]byte(`{"kind":"status-update","taskId":"t1","contextId":"c1","final":true,"status":{"state":"completed"}}`))
+	require.Nil(t, perr)
+	require.JSONEq(t, `{"statusUpdate":{"taskId":"t1","contextId":"c1","final":true,"status":{"state":"TASK_STATE_COMPLETED"}}}`, string(got))
+	got, perr = ProtoJSON03Event([]byte(`{"kind":"artifact-update","taskId":"t1","contextId":"c1","artifact":{"artifactId":"a","parts":[{"kind":"text","text":"x"}]}}`))
+	require.Nil(t, perr)
+	require.JSONEq(t, `{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a","parts":[{"text":"x"}]}}}`, string(got))
+	_, perr = ProtoJSON03Event([]byte(`{"kind":"nope"}`))
+	require.NotNil(t, perr)
+	require.Equal(t, InvalidAgentResponse, perr.Code)
+}
