@@ -64,11 +64,13 @@ type step struct {
 
 // plan is what the client script runs.
 type plan struct {
-	Base      string   `json:"base"`
-	JWKS      string   `json:"jwks"`
-	Token     string   `json:"token"`
-	Transport string   `json:"transport"`
-	Steps     []string `json:"steps"`
+	Base       string   `json:"base"`
+	JWKS       string   `json:"jwks"`
+	Token      string   `json:"token"`
+	OtherToken string   `json:"otherToken,omitempty"` // another caller's, for client.mjs
+	GRPC       string   `json:"grpc,omitempty"`       // host:port of the gRPC binding, for client.mjs
+	Transport  string   `json:"transport"`
+	Steps      []string `json:"steps"`
 }
 
 // runJS runs client.mjs with p and returns its steps by name.
@@ -100,8 +102,9 @@ func runJS(t *testing.T, node string, p plan) map[string]step {
 }
 
 // signingServer starts the finance example with signed cards (kid card-1)
-// and, when jsonrpcStatus is not 0, that auth.jsonrpc_http_status.
-func signingServer(t *testing.T, jsonrpcStatus int) *testutil.Server {
+// and, when jsonrpcStatus is not 0, that auth.jsonrpc_http_status; extra
+// lines are appended to capgate.yaml.
+func signingServer(t *testing.T, jsonrpcStatus int, extra ...string) *testutil.Server {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
@@ -113,7 +116,7 @@ func signingServer(t *testing.T, jsonrpcStatus int) *testutil.Server {
 		if jsonrpcStatus != 0 {
 			s = strings.Replace(s, "\nauth:\n", "\nauth:\n  jsonrpc_http_status: "+strconv.Itoa(jsonrpcStatus)+"\n", 1)
 		}
-		return s + "cards: {signing_key_file: keys/card.pem, signing_kid: card-1}\n"
+		return s + "cards: {signing_key_file: keys/card.pem, signing_kid: card-1}\n" + strings.Join(extra, "")
 	})
 	return testutil.Start(t, testutil.LoadDeployment(t, cfg))
 }

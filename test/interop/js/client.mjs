@@ -3,7 +3,8 @@
 //
 //   node client.mjs '<plan JSON>'
 //
-// plan: {base, jwks, token, transport: "JSONRPC" | "HTTP+JSON", steps: [...]}
+// plan: {base, jwks, token, otherToken, grpc, transport: "JSONRPC" | "HTTP+JSON" | "GRPC",
+// steps: [...]}. grpc is the gRPC target (host:port) of capgate's A2A listener.
 // It prints one line per step, '@@interop ' and {step, ok, result?, error?}. A failing
 // step does not stop the others; later steps that need an earlier result
 // (a task id) report that they could not run.
@@ -16,6 +17,7 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
+import { GrpcTransportFactory } from '@a2a-js/sdk/client/grpc';
 import * as jose from 'jose';
 
 const plan = JSON.parse(process.argv[2]);
@@ -26,9 +28,11 @@ console.debug = () => {};
 
 // The server's card names agent.url from its config; the test's capgate
 // listens on a port the kernel chose, so the interfaces are pointed there
-// (as the Go tests do for a2a-go).
+// (as the Go tests do for a2a-go). The SDK's gRPC transport hands the
+// interface URL to grpc-js as a target, which an http:// URL is not: the
+// gRPC interface gets host:port (docs/interop.md, "gRPC interface URL").
 function pointAt(card) {
-  for (const i of card.supportedInterfaces ?? []) i.url = plan.base;
+  for (const i of card.supportedInterfaces ?? []) i.url = i.protocolBinding === 'GRPC' ? plan.grpc : plan.base;
   return card;
 }
 
@@ -40,20 +44,49 @@ function withToken(token) {
   };
 }
 
-async function client(token) {
-  const fetchImpl = withToken(token);
-  const card = pointAt(await new DefaultAgentCardResolver().resolve(plan.base));
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-      preferredTransports: [plan.transport],
-    }),
-  );
-  return factory.createFromAgentCard(card);
+// bearer sets the credential as a service parameter: an HTTP header for
+// JSON-RPC and HTTP+JSON, gRPC metadata for gRPC (whose transport has no
+// fetch to wrap).
+function bearer(token) {
+  return {
+    async before(args) {
+      if (token) args.options.serviceParameters.authorization = `Bearer ${token}`;
+    },
+    async after() {},
+  };
 }
 
-function v03Resolver() {
-  return new DefaultAgentCardResolver({ path: '/.well-known/agent.json', legacyCompat: { enabled: true } });
+function resolver(legacy) {
+  return legacy
+    ? new DefaultAgentCardResolver({ path: '/.well-known/agent.json', legacyCompat: { enabled: true } })
+    : new DefaultAgentCardResolver();
+}
+
+// client is the SDK's client for plan.transport, from the 1.0 card or, with
+// legacy, the 0.3 card and the SDK's 0.3 transports (legacyCompat).
+async function client(token, { legacy = false, fetchImpl = withToken(token) } = {}) {
+  const card = pointAt(await resolver(legacy).resolve(plan.base));
+  const compat = legacy ? { legacyCompat: { enabled: true } } : {};
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [
+        new JsonRpcTransportFactory({ fetchImpl, ...compat }),
+        new RestTransportFactory({ fetchImpl, ...compat }),
+        new GrpcTransportFactory({ ...compat }),
+      ],
+      preferredTransports: [plan.transport],
+      clientConfig: plan.transport === 'GRPC' ? { interceptors: [bearer(token)] } : undefined,
+    }),
+  );
+  const c = await factory.createFromAgentCard(card);
+  if (c.transport.protocolName !== plan.transport) {
+    throw new Error(`the SDK chose ${c.transport.protocolName}, not ${plan.transport}`);
+  }
+  return c;
+}
+
+function stateOf(task) {
+  return Task.toJSON(task).status.state;
 }
 
 function message(text, skillId) {
@@ -142,14 +175,7 @@ const steps = {
         return { Authorization: `Bearer ${plan.token}` };
       },
     });
-    const card = pointAt(await new DefaultAgentCardResolver().resolve(plan.base));
-    const factory = new ClientFactory(
-      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-        transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
-        preferredTransports: [plan.transport],
-      }),
-    );
-    const c = await factory.createFromAgentCard(card);
+    const c = await client('', { fetchImpl });
     try {
       const ext = await c.getAgentCard();
       return { retried, skills: ext.skills.map((s) => s.id) };
@@ -157,47 +183,15 @@ const steps = {
       return { retried, error: describeError(e) };
     }
   },
-  async v03Card() {
-    // The SDK's 0.3 compatibility: the 0.3 card path, translated to 1.0.
-    const card = await v03Resolver().resolve(plan.base);
-    return {
-      skills: card.skills.map((s) => s.id),
-      interfaces: card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`),
-    };
-  },
-  async v03Send() {
-    const fetchImpl = withToken(plan.token);
-    const card = pointAt(await v03Resolver().resolve(plan.base));
-    const factory = new ClientFactory(
-      ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-        transports: [
-          new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
-          new RestTransportFactory({ fetchImpl, legacyCompat: { enabled: true } }),
-        ],
-        preferredTransports: [plan.transport],
-      }),
-    );
-    const c = await factory.createFromAgentCard(card);
-    const res = await c.sendMessage({ message: message('What is the status of invoice INV-20931?', 'lookup-invoice') });
-    return { version: c.protocolVersion, kind: res.status ? 'task' : 'message', state: res.status ? Task.toJSON(res).status.state : '' };
-  },
   async send() {
     const c = await client(plan.token);
     const res = await c.sendMessage({ message: message('What is the status of invoice INV-20931?', 'lookup-invoice') });
     if (!res.status) return { kind: 'message' };
     state.completed = res.id;
-    return { kind: 'task', state: Task.toJSON(res).status.state, artifacts: res.artifacts.length };
+    return { kind: 'task', state: stateOf(res), artifacts: res.artifacts.length };
   },
   async stream() {
-    const c = await client(plan.token);
-    const kinds = [];
-    let last;
-    for await (const ev of c.sendMessageStream({ message: message('What is the status of invoice INV-20931?', 'lookup-invoice') })) {
-      kinds.push(ev.payload?.$case);
-      if (ev.payload?.$case === 'task') last = Task.toJSON(ev.payload.value).status.state;
-      if (ev.payload?.$case === 'statusUpdate') last = Task.toJSON({ id: '', status: ev.payload.value.status }).status.state;
-    }
-    return { events: kinds, final: last };
+    return streamed(await client(plan.token));
   },
   async clarify() {
     // No hint and an ambiguous request: capgate asks which capability is
@@ -205,29 +199,37 @@ const steps = {
     const c = await client(plan.token);
     const res = await c.sendMessage({ message: message('hello there') });
     state.open = res.id;
-    return { state: res.status ? Task.toJSON(res).status.state : 'message' };
+    return { state: res.status ? stateOf(res) : 'message' };
   },
   async get() {
-    if (!state.completed) throw new Error('no task from send');
     const c = await client(plan.token);
-    const t = await c.getTask({ id: state.completed });
-    return { id: t.id === state.completed, state: Task.toJSON(t).status.state };
+    const t = await c.getTask({ id: need('completed'), tenant: '' });
+    return { id: t.id === state.completed, state: stateOf(t) };
   },
   async getUnknown() {
     const c = await client(plan.token);
-    await c.getTask({ id: 'no-such-task' });
+    await c.getTask({ id: 'no-such-task', tenant: '' });
+    return {};
+  },
+  async getOther() {
+    // Another caller (same tenant and scopes) asks for this caller's task.
+    const c = await client(plan.otherToken);
+    await c.getTask({ id: need('completed'), tenant: '' });
+    return {};
+  },
+  async getNoAuth() {
+    const c = await client('');
+    await c.getTask({ id: need('completed'), tenant: '' });
     return {};
   },
   async cancel() {
-    if (!state.open) throw new Error('no open task from clarify');
     const c = await client(plan.token);
-    const t = await c.cancelTask({ id: state.open });
-    return { state: Task.toJSON(t).status.state };
+    const t = await c.cancelTask({ id: need('open'), tenant: '' });
+    return { state: stateOf(t) };
   },
   async cancelCompleted() {
-    if (!state.completed) throw new Error('no task from send');
     const c = await client(plan.token);
-    await c.cancelTask({ id: state.completed });
+    await c.cancelTask({ id: need('completed'), tenant: '' });
     return {};
   },
   async list() {
@@ -235,16 +237,147 @@ const steps = {
     // A full request: the SDK's JSON-RPC encoder sends an unset status as
     // "UNRECOGNIZED" (it compares to 0), which capgate rightly refuses.
     const res = await c.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 1, pageToken: '' });
-    return { tasks: res.tasks.length, nextPageToken: res.nextPageToken !== '' };
+    const next = await c.listTasks({ tenant: '', contextId: '', status: 0, pageSize: 1, pageToken: res.nextPageToken });
+    return {
+      tasks: res.tasks.length,
+      nextPageToken: res.nextPageToken !== '',
+      secondPage: next.tasks.length,
+      distinct: next.tasks[0]?.id !== res.tasks[0]?.id,
+    };
   },
   async subscribe() {
-    if (!state.completed) throw new Error('no task from send');
     const c = await client(plan.token);
     const kinds = [];
-    for await (const ev of c.resubscribeTask({ id: state.completed })) kinds.push(ev.payload?.$case);
+    for await (const ev of c.resubscribeTask({ id: need('completed'), tenant: '' })) kinds.push(ev.payload?.$case);
     return { events: kinds };
   },
+  async subscribeOpen() {
+    // The clarification task capgate holds: one task event.
+    const c = await client(plan.token);
+    const kinds = [];
+    for await (const ev of c.resubscribeTask({ id: need('open'), tenant: '' })) kinds.push(ev.payload?.$case);
+    return { events: kinds };
+  },
+  async push() {
+    return pushConfigs(await client(plan.token), need('completed'));
+  },
+  async pushRefused() {
+    const c = await client(plan.token);
+    await c.createTaskPushNotificationConfig(pushConfig(need('completed'), 'cfg-evil', 'https://evil.example.com/a2a'));
+    return {};
+  },
+  async streamError() {
+    // The handler (the test's) sends one event, then fails.
+    return streamed(await client(plan.token), 'Reconcile invoice INV-1', 'reconcile-invoice');
+  },
+
+  // The SDK's 0.3 compatibility (legacyCompat): the 0.3 card path, read and
+  // translated to 1.0, and its 0.3 transports.
+  async v03Card() {
+    const card = await resolver(true).resolve(plan.base);
+    return {
+      skills: card.skills.map((s) => s.id),
+      interfaces: card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`),
+    };
+  },
+  async v03Send() {
+    const c = await client(plan.token, { legacy: true });
+    const res = await c.sendMessage({ message: message('What is the status of invoice INV-20931?', 'lookup-invoice') });
+    if (res.status) state.v03Completed = res.id;
+    return { version: c.transport.protocolVersion, kind: res.status ? 'task' : 'message', state: res.status ? stateOf(res) : '', artifacts: res.artifacts?.length };
+  },
+  async v03Stream() {
+    return streamed(await client(plan.token, { legacy: true }));
+  },
+  async v03Get() {
+    const c = await client(plan.token, { legacy: true });
+    const t = await c.getTask({ id: need('v03Completed'), historyLength: 1 });
+    return { id: t.id === state.v03Completed, state: stateOf(t), artifacts: t.artifacts.length };
+  },
+  async v03GetUnknown() {
+    const c = await client(plan.token, { legacy: true });
+    await c.getTask({ id: 'no-such-task' });
+    return {};
+  },
+  async v03Clarify() {
+    const c = await client(plan.token, { legacy: true });
+    const res = await c.sendMessage({ message: message('hello there') });
+    state.v03Open = res.id;
+    return { state: res.status ? stateOf(res) : 'message' };
+  },
+  async v03Cancel() {
+    const c = await client(plan.token, { legacy: true });
+    const t = await c.cancelTask({ id: need('v03Open') });
+    return { state: stateOf(t) };
+  },
+  async v03Subscribe() {
+    // The clarification task capgate holds, through the 0.3 transport.
+    const c = await client(plan.token, { legacy: true });
+    const kinds = [];
+    for await (const ev of c.resubscribeTask({ id: need('v03Open') })) kinds.push(ev.payload?.$case);
+    return { events: kinds };
+  },
+  async v03PushRefused() {
+    const c = await client(plan.token, { legacy: true });
+    await c.createTaskPushNotificationConfig(pushConfig(need('v03Completed'), 'cfg-evil', 'https://evil.example.com/a2a'));
+    return {};
+  },
+  async v03Push() {
+    return pushConfigs(await client(plan.token, { legacy: true }), need('v03Completed'));
+  },
+  async v03StreamError() {
+    return streamed(await client(plan.token, { legacy: true }), 'Reconcile invoice INV-1', 'reconcile-invoice');
+  },
 };
+
+// need returns a task id an earlier step stored.
+function need(key) {
+  if (!state[key]) throw new Error(`no ${key} task from an earlier step`);
+  return state[key];
+}
+
+// streamed sends a streaming message and reports the events' kinds, the last
+// state seen and, when the stream fails, the error after them.
+async function streamed(c, text = 'What is the status of invoice INV-20931?', skill = 'lookup-invoice') {
+  const kinds = [];
+  let last;
+  try {
+    for await (const ev of c.sendMessageStream({ message: message(text, skill) })) {
+      kinds.push(ev.payload?.$case);
+      if (ev.payload?.$case === 'task') last = stateOf(ev.payload.value);
+      if (ev.payload?.$case === 'statusUpdate') last = stateOf({ id: '', status: ev.payload.value.status });
+    }
+  } catch (e) {
+    return { events: kinds, final: last, error: describeError(e) };
+  }
+  return { events: kinds, final: last };
+}
+
+function pushConfig(taskId, id, url) {
+  return { tenant: '', taskId, id, url, token: 'hook-token', authentication: undefined };
+}
+
+// pushConfigs creates, reads, lists and deletes a push notification config
+// on the task, and lists again.
+async function pushConfigs(c, taskId) {
+  const url = 'https://hooks.example.com/a2a';
+  const created = await c.createTaskPushNotificationConfig(pushConfig(taskId, 'cfg-1', url));
+  const got = await c.getTaskPushNotificationConfig({ tenant: '', taskId, id: 'cfg-1' });
+  const listed = await c.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' });
+  await c.deleteTaskPushNotificationConfig({ tenant: '', taskId, id: 'cfg-1' });
+  let afterDelete;
+  try {
+    afterDelete = (await c.listTaskPushNotificationConfig({ tenant: '', taskId, pageSize: 0, pageToken: '' })).configs.length;
+  } catch (e) {
+    afterDelete = describeError(e);
+  }
+  return {
+    created: { id: created.id, taskId: created.taskId === taskId, url: created.url },
+    got: { id: got.id, url: got.url },
+    listed: listed.configs.map((x) => x.id),
+    afterDelete,
+  };
+}
 
 for (const name of plan.steps) {
   const fn = steps[name];
