@@ -105,6 +105,12 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *deci
 	if err != nil {
 		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
 	}
+	if call.Request.ProtoJSON03() { // GET /v1/card: the 0.3 proto's AgentCard, signed as served
+		var perr *protocol.Error
+		if b, perr = protocol.ProtoJSON03Card(b); perr != nil {
+			return perr
+		}
+	}
 	// The card is per caller: never cached by a shared cache, and a
 	// private cache keys it on the credential.
 	h := resp.Writer().Header()

@@ -230,6 +230,22 @@ func ProtoJSON03Response(op Operation, result []byte) ([]byte, *Error) {
 	return protoJSON03(m)
 }
 
+// ProtoJSON03Card turns a 0.3 agent card (the JSON-RPC binding's shape) into the 0.3 proto's
+// AgentCard in ProtoJSON, as the 0.3 HTTP+JSON binding answers GET /v1/card: security schemes as
+// the proto's oneof ({"httpAuthSecurityScheme": …}), requirements as {"schemes": {name:
+// {"list": […]}}}. Sign the result, not its input: a signature covers the bytes served.
+func ProtoJSON03Card(card []byte) ([]byte, *Error) {
+	var c a2a03.AgentCard
+	if err := json.Unmarshal(card, &c); err != nil {
+		return nil, Wrap(Internal, err, "the 0.3 agent card could not be read")
+	}
+	m, err := pbconv.ToProtoAgentCard(&c)
+	if err != nil {
+		return nil, Wrap(Internal, err, "the 0.3 agent card could not be converted")
+	}
+	return protoJSON03(m)
+}
+
 // ProtoJSON03Event turns one 0.3 JSON-RPC stream event (a task, message, status-update or
 // artifact-update) into the 0.3 ProtoJSON StreamResponse.
 func ProtoJSON03Event(result []byte) ([]byte, *Error) {

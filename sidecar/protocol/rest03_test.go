@@ -137,3 +137,16 @@ func TestProtoJSON03Event(t *testing.T) {
 	require.NotNil(t, perr)
 	require.Equal(t, InvalidAgentResponse, perr.Code)
 }
+
+func TestProtoJSON03Card(t *testing.T) {
+	in := `{"protocolVersion":"0.3.0","name":"A","description":"d","url":"https://a.example.com","preferredTransport":"JSONRPC",` +
+		`"additionalInterfaces":[{"url":"https://a.example.com","transport":"HTTP+JSON"}],"version":"1","capabilities":{"streaming":true},` +
+		`"securitySchemes":{"bearer":{"type":"http","scheme":"Bearer","bearerFormat":"JWT"}},"defaultInputModes":["text/plain"],` +
+		`"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}],"supportsAuthenticatedExtendedCard":true}`
+	got, perr := ProtoJSON03Card([]byte(in))
+	require.Nil(t, perr, "%v", perr)
+	require.JSONEq(t, `{"protocolVersion":"0.3.0","name":"A","description":"d","url":"https://a.example.com","preferredTransport":"JSONRPC",`+
+		`"additionalInterfaces":[{"url":"https://a.example.com","transport":"HTTP+JSON"}],"version":"1","capabilities":{"streaming":true},`+
+		`"securitySchemes":{"bearer":{"httpAuthSecurityScheme":{"scheme":"Bearer","bearerFormat":"JWT"}}},"defaultInputModes":["text/plain"],`+
+		`"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}],"supportsAuthenticatedExtendedCard":true}`, string(got))
+}

@@ -19,7 +19,7 @@ import (
 // and its 0.3 card lists no gRPC interface.
 var (
 	jsCardSteps = []string{"publicCard", "verifyCard", "verifyParsedCard", "extendedCard", "extendedCardNoAuth"}
-	jsV03Steps  = []string{"v03Card", "v03Send", "v03Stream", "v03Get", "v03GetUnknown", "v03Clarify", "v03Subscribe", "v03Cancel",
+	jsV03Steps  = []string{"v03Card", "v03ExtendedCard", "v03Send", "v03Stream", "v03Get", "v03GetUnknown", "v03Clarify", "v03Subscribe", "v03Cancel",
 		"v03Push", "v03PushRefused"}
 	jsTaskSteps = []string{"send", "stream", "clarify", "subscribeOpen", "get", "getUnknown", "getOther", "getNoAuth", "cancel",
 		"cancelCompleted", "list", "subscribe", "push", "pushRefused"}
@@ -260,6 +260,13 @@ func jsV03Cases(b string) []jsCase {
 		require.Equal(t, testutil.PublicSkills, r.Skills)
 		require.Contains(t, r.Interfaces, "JSONRPC 0.3.0")
 		require.Contains(t, r.Interfaces, "HTTP+JSON 0.3")
+	})
+	add("v03ExtendedCard", func(t *testing.T, s step) {
+		// Over HTTP+JSON: GET /v1/card, the 0.3 proto's AgentCard in
+		// ProtoJSON (security schemes as the proto's oneof), signed as served.
+		var r taskResult
+		result(t, s, &r)
+		require.Contains(t, r.Skills, "reconcile-invoice")
 	})
 	add("v03Send", func(t *testing.T, s step) {
 		// Over HTTP+JSON: the 0.3 specification's binding, ProtoJSON

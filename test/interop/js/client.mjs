@@ -310,6 +310,11 @@ const steps = {
     const t = await c.cancelTask({ id: need('v03Open') });
     return { state: stateOf(t) };
   },
+  async v03ExtendedCard() {
+    const c = await client(plan.token, { legacy: true });
+    const card = await c.getAgentCard();
+    return { skills: card.skills.map((s) => s.id) };
+  },
   async v03Subscribe() {
     // The clarification task capgate holds, through the 0.3 transport.
     const c = await client(plan.token, { legacy: true });
