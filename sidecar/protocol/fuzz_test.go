@@ -78,6 +78,8 @@ func FuzzParseHTTP(f *testing.F) {
 		f.Add("1.0", s.method, s.target, s.body)
 		f.Add("0.3", s.method, "/v1"+s.target, s.body)
 	}
+	f.Add("0.3", "POST", "/v1/message:send", jsV03Send) // the 0.3 ProtoJSON form (rest03.go)
+	f.Add("0.3", "POST", "/v1/tasks/t1/pushNotificationConfigs", `{"name":"tasks/t1/pushNotificationConfigs/c","pushNotificationConfig":{"id":"c","url":"https://h"}}`)
 	f.Fuzz(func(t *testing.T, version, method, target, body string) {
 		v, verr := ParseVersion(version)
 		if verr != nil {
