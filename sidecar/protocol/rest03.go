@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -92,7 +93,7 @@ func sendParams03(body []byte) (jsontext.Value, *Error) {
 		return nil, Errorf(InvalidParams, "message is required")
 	}
 	// pbconv keeps file bytes as the raw bytes; the JSON-RPC shape carries them in base64.
-	params.Message.Parts = mapFileBytes(params.Message.Parts, func(b string) (string, error) {
+	_ = mapFileBytes(params.Message.Parts, func(b string) (string, error) {
 		return base64.StdEncoding.EncodeToString([]byte(b)), nil
 	})
 	b, err := json.Marshal(params)
@@ -134,21 +135,23 @@ func wireCopy(src, dst proto.Message) error {
 }
 
 // mapFileBytes rewrites the inline content of every file part.
-func mapFileBytes(parts a2a03.ContentParts, f func(string) (string, error)) a2a03.ContentParts {
+func mapFileBytes(parts a2a03.ContentParts, f func(string) (string, error)) error {
 	for i, p := range parts {
 		fp, ok := p.(a2a03.FilePart)
 		if !ok {
 			continue
 		}
 		if fb, ok := fp.File.(a2a03.FileBytes); ok {
-			if b, err := f(fb.Bytes); err == nil {
-				fb.Bytes = b
-				fp.File = fb
-				parts[i] = fp
+			b, err := f(fb.Bytes)
+			if err != nil {
+				return err
 			}
+			fb.Bytes = b
+			fp.File = fb
+			parts[i] = fp
 		}
 	}
-	return parts
+	return nil
 }
 
 // decodedBytes turns base64 file content back into the raw bytes pbconv expects.
@@ -157,22 +160,45 @@ func decodedBytes(s string) (string, error) {
 	return string(b), err
 }
 
-func rawMessage(m *a2a03.Message) {
-	if m != nil {
-		m.Parts = mapFileBytes(m.Parts, decodedBytes)
+func rawMessage(m *a2a03.Message) error {
+	if m == nil {
+		return nil
 	}
+	return mapFileBytes(m.Parts, decodedBytes)
 }
 
-func rawTask(t *a2a03.Task) {
-	rawMessage(t.Status.Message)
+func rawArtifact(a *a2a03.Artifact) error {
+	if a == nil {
+		return nil
+	}
+	return mapFileBytes(a.Parts, decodedBytes)
+}
+
+// rawTask decodes the file content of every message and artifact of t.
+func rawTask(t *a2a03.Task) error {
+	errs := []error{rawMessage(t.Status.Message)}
 	for _, m := range t.History {
-		rawMessage(m)
+		errs = append(errs, rawMessage(m))
 	}
 	for _, a := range t.Artifacts {
-		if a != nil {
-			a.Parts = mapFileBytes(a.Parts, decodedBytes)
-		}
+		errs = append(errs, rawArtifact(a))
 	}
+	return errors.Join(errs...)
+}
+
+// rawEvent decodes the file content of a stream event or SendMessage result.
+func rawEvent(ev a2a03.Event) error {
+	switch e := ev.(type) {
+	case *a2a03.Task:
+		return rawTask(e)
+	case *a2a03.Message:
+		return rawMessage(e)
+	case *a2a03.TaskStatusUpdateEvent:
+		return rawMessage(e.Status.Message)
+	case *a2a03.TaskArtifactUpdateEvent:
+		return rawArtifact(e.Artifact)
+	}
+	return nil
 }
 
 // ProtoJSON03Response turns a handler's 0.3 JSON-RPC result for op into the 0.3 ProtoJSON
@@ -189,13 +215,11 @@ func ProtoJSON03Response(op Operation, result []byte) ([]byte, *Error) {
 	case SendMessage:
 		var ev a2a03.Event
 		if ev, err = a2a03.UnmarshalEventJSON(result); err == nil {
-			switch e := ev.(type) {
-			case *a2a03.Task:
-				rawTask(e)
-				m, err = pbconv.ToProtoSendMessageResponse(e)
-			case *a2a03.Message:
-				rawMessage(e)
-				m, err = pbconv.ToProtoSendMessageResponse(e)
+			switch res := ev.(type) {
+			case a2a03.SendMessageResult:
+				if err = rawEvent(ev); err == nil {
+					m, err = pbconv.ToProtoSendMessageResponse(res)
+				}
 			default:
 				err = fmt.Errorf("a %T is not a SendMessage result", ev)
 			}
@@ -203,8 +227,9 @@ func ProtoJSON03Response(op Operation, result []byte) ([]byte, *Error) {
 	case GetTask, CancelTask:
 		var t a2a03.Task
 		if err = json.Unmarshal(result, &t); err == nil {
-			rawTask(&t)
-			m, err = pbconv.ToProtoTask(&t)
+			if err = rawTask(&t); err == nil {
+				m, err = pbconv.ToProtoTask(&t)
+			}
 		}
 	case CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig:
 		var c a2a03.TaskPushConfig
@@ -253,17 +278,8 @@ func ProtoJSON03Event(result []byte) ([]byte, *Error) {
 	if err != nil {
 		return nil, Wrap(InvalidAgentResponse, err, "the agent's 0.3 stream event cannot be read")
 	}
-	switch e := ev.(type) {
-	case *a2a03.Task:
-		rawTask(e)
-	case *a2a03.Message:
-		rawMessage(e)
-	case *a2a03.TaskStatusUpdateEvent:
-		rawMessage(e.Status.Message)
-	case *a2a03.TaskArtifactUpdateEvent:
-		if e.Artifact != nil {
-			e.Artifact.Parts = mapFileBytes(e.Artifact.Parts, decodedBytes)
-		}
+	if err := rawEvent(ev); err != nil {
+		return nil, Wrap(InvalidAgentResponse, err, "the agent's 0.3 stream event has file content that is not base64")
 	}
 	m, err := pbconv.ToProtoStreamResponse(ev)
 	if err != nil {

@@ -121,9 +121,12 @@ func TestProtoJSON03Response(t *testing.T) {
 			require.JSONEq(t, tc.want, string(got))
 		})
 	}
-	_, perr := ProtoJSON03Response(GetTask, []byte(`[1]`))
-	require.NotNil(t, perr)
-	require.Equal(t, InvalidAgentResponse, perr.Code)
+	for _, bad := range []string{`[1]`, `{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"},` +
+		`"artifacts":[{"artifactId":"a1","parts":[{"kind":"file","file":{"bytes":"not base64!"}}]}]}`} {
+		_, perr := ProtoJSON03Response(GetTask, []byte(bad))
+		require.NotNil(t, perr, bad)
+		require.Equal(t, InvalidAgentResponse, perr.Code)
+	}
 }
 
 func TestProtoJSON03Event(t *testing.T) {
