@@ -39,7 +39,8 @@ var lineErr = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // Parse reads exactly one document from data and returns its root node
 // (never a DocumentNode). Problems (syntax errors, an empty file, a second
 // document) are added to probs under file; the root is nil when there is
-// nothing usable.
+// nothing usable. A JSON object or array is read by a faster JSON parser
+// into the same tree yaml.v3 builds (see parseJSON).
 func Parse(file string, data []byte, probs *diag.Set) (root *yaml.Node) {
 	defer func() {
 		// The parser is third-party code: a panic on hostile input must
@@ -49,6 +50,14 @@ func Parse(file string, data []byte, probs *diag.Set) (root *yaml.Node) {
 			root = nil
 		}
 	}()
+	if root, ok := parseJSON(data); ok {
+		return root
+	}
+	return parseYAML(file, data, probs)
+}
+
+// parseYAML is Parse with yaml.v3 alone, for every document.
+func parseYAML(file string, data []byte, probs *diag.Set) (root *yaml.Node) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
