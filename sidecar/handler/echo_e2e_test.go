@@ -167,7 +167,7 @@ func TestEchoEndToEnd(t *testing.T) {
 		var events []jsontext.Value
 		perr := f.inv.Stream(ctx, handler.Request{Handler: reconHandler, Version: protocol.V1, Method: "SendStreamingMessage",
 			Params: jsontext.Value(send10), Token: tok}, func(r jsontext.Value) error {
-			events = append(events, r)
+			events = append(events, r.Clone()) // r is valid only during the call
 			return nil
 		})
 		require.Nil(t, perr)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 )
@@ -26,7 +27,8 @@ func sseEvents(id string, n int) []byte {
 }
 
 // BenchmarkRelayEvents reads and checks one event of a handler's stream,
-// as Invoker.Stream does for every event it relays.
+// as Invoker.Stream does for every event it relays: into one reused buffer,
+// the result left in it.
 func BenchmarkRelayEvents(b *testing.B) {
 	const n = 1000
 	stream := sseEvents("capgate-x", n)
@@ -34,16 +36,18 @@ func BenchmarkRelayEvents(b *testing.B) {
 	b.ReportAllocs()
 	br := bufio.NewReaderSize(bytes.NewReader(stream), 64<<10)
 	i := 0
+	var data []byte
 	for b.Loop() {
 		if i%n == 0 {
 			br.Reset(bytes.NewReader(stream))
 		}
 		i++
-		data, err := nextEvent(br)
+		var err error
+		data, err = nextEvent(br, data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, why := parseResponse(data, "capgate-x", false); why != "" {
+		if _, why := parseEvent(data, "capgate-x", false); why != "" {
 			b.Fatal(why)
 		}
 	}
@@ -154,17 +158,89 @@ func TestNextEventMatchesPlain(t *testing.T) {
 					continue
 				}
 				want := readAll([]byte(s), bufSize, oneByte, nextEventPlain)
-				got := readAll([]byte(s), bufSize, oneByte, nextEvent)
+				var buf []byte // reused from event to event, as Stream does
+				got := readAll([]byte(s), bufSize, oneByte, func(br *bufio.Reader) ([]byte, error) {
+					data, err := nextEvent(br, buf)
+					buf = data
+					return data, err
+				})
 				require.Equal(t, want, got, "%s, buffer %d, one byte at a time %v", name, bufSize, oneByte)
 			}
 		}
 	}
 }
 
-// TestParseResponsePooled: parseResponse with a pooled decoder gives what a
-// fresh decoder gives (the plain parse), for a run of good and bad
+// parseResponsePlain is parseResponse as it was before it reused decoders
+// and stopped copying each member: a fresh decoder, every value cloned,
+// strings decoded before they are compared. TestParseResponsePooled
+// compares parseResponse and parseEvent with it.
+func parseResponsePlain(body []byte, id string, emptyOK bool) (resp response, why string) {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	tok, err := dec.ReadToken()
+	if err != nil || tok.Kind() != '{' {
+		return response{}, "not a JSON object"
+	}
+	var version, gotID, result, errObj jsontext.Value
+	for dec.PeekKind() == '"' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return response{}, "malformed JSON"
+		}
+		name := tok.String()
+		v, err := dec.ReadValue()
+		if err != nil {
+			return response{}, "malformed JSON"
+		}
+		v = v.Clone()
+		switch name {
+		case "jsonrpc":
+			version = v
+		case "id":
+			gotID = v
+		case "result":
+			result = v
+		case "error":
+			errObj = v
+		}
+	}
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '}' {
+		return response{}, "malformed JSON"
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return response{}, "data after the JSON value"
+	}
+	if s, ok := jsonString(version); !ok || s != "2.0" {
+		return response{}, `jsonrpc is not "2.0"`
+	}
+	if result == nil && errObj == nil && emptyOK {
+		result = jsontext.Value("null")
+	}
+	if (result == nil) == (errObj == nil) {
+		return response{}, "not exactly one of result and error"
+	}
+	s, isString := jsonString(gotID)
+	idOK := isString && s == id
+	if errObj != nil {
+		if !idOK && (gotID == nil || gotID.Kind() != 'n') {
+			return response{}, "id does not match the request"
+		}
+		var e rpcError
+		if err := json.Unmarshal(errObj, &e, json.RejectUnknownMembers(false)); err != nil || e.Code == nil || e.Message == nil {
+			return response{}, "malformed error object"
+		}
+		return response{rpcErr: &e}, ""
+	}
+	if !idOK {
+		return response{}, "id does not match the request"
+	}
+	return response{result: result}, ""
+}
+
+// TestParseResponsePooled: parseResponse and parseEvent, with pooled
+// decoders, give what the plain parse gives, for a run of good and bad
 // responses in which each reuses a decoder the one before may have left
-// mid-value, and keeps nothing of the body it read.
+// mid-value. parseResponse keeps nothing of the body it read; parseEvent's
+// result is the body's own bytes.
 func TestParseResponsePooled(t *testing.T) {
 	bodies := []string{
 		`{"jsonrpc":"2.0","id":"capgate-x","result":{"kind":"task","id":"t1"}}`,
@@ -183,6 +259,17 @@ func TestParseResponsePooled(t *testing.T) {
 		``,
 		`{"jsonrpc":"2.0","id":"capgate-x","result":` + strings.Repeat(`[`, 200) + strings.Repeat(`]`, 200) + `}`,
 		`{"jsonrpc":"2.0","id":"capgate-x","extra":{"deep":[1,{"a":"b"}]},"result":{"k":"\u00e9\ud83d\ude00"}}`,
+		// Escaped strings: compared decoded, not as written.
+		`{"jsonrpc":"2\u002e0","id":"capgate\u002dx","result":{}}`,
+		`{"jsonrpc":"2.0","id":"capgate\u002dy","result":{}}`,
+		`{"jsonrpc":"2.0\u0000","id":"capgate-x","result":{}}`,
+		`{"jsonrpc":"2.0","id":"capgate-x\"","result":{}}`,
+		`{"jsonrpc":"2.0","id":"","result":{}}`,
+		`{"jsonrpc":2.0,"id":"capgate-x","result":{}}`,
+		`{"jsonrpc":"2.0","id":["capgate-x"],"result":{}}`,
+		`{"jsonrpc":"2.0","id":"capgate-x","error":{"code":-32001,"message":"m","data":[{"@type":"x"}]},"result":null}`,
+		`{"jsonrpc":"2.0","id":"capgate-x","error":{"code":-32001,"message":"m","data":[{"@type":"x"}]}}`,
+		"{ \"jsonrpc\" : \"2.0\" ,\n \"id\" : \"capgate-x\" , \"result\" : [ 1 , 2 ] }",
 	}
 	for _, b := range strings.Split(string(sseEvents("capgate-x", 5)), "\n\n") {
 		if d, ok := strings.CutPrefix(b, "data: "); ok {
@@ -192,16 +279,37 @@ func TestParseResponsePooled(t *testing.T) {
 	for round := range 3 {
 		for i, b := range bodies {
 			for _, emptyOK := range []bool{false, true} {
-				wantResp, wantWhy := parseResponseFrom(jsontext.NewDecoder(bytes.NewReader([]byte(b))), "capgate-x", emptyOK)
+				wantResp, wantWhy := parseResponsePlain([]byte(b), "capgate-x", emptyOK)
+
 				body := []byte(b)
 				gotResp, gotWhy := parseResponse(body, "capgate-x", emptyOK)
 				require.Equal(t, wantWhy, gotWhy, "round %d body %d", round, i)
 				require.Equal(t, wantResp, gotResp, "round %d body %d", round, i)
+
+				event := []byte(b)
+				eventResp, eventWhy := parseEvent(event, "capgate-x", emptyOK)
+				require.Equal(t, wantWhy, eventWhy, "round %d body %d", round, i)
+				require.Equal(t, wantResp, eventResp, "round %d body %d", round, i)
+
 				for k := range body {
-					body[k] = 'X' // what was parsed must not alias the body
+					body[k] = 'X' // what parseResponse returns must not alias the body
+					event[k] = 'X'
 				}
 				require.Equal(t, wantResp, gotResp, "round %d body %d after the body changed", round, i)
+				if wantWhy == "" && wantResp.rpcErr != nil {
+					require.Equal(t, wantResp, eventResp, "round %d body %d: an error keeps nothing of the body", round, i)
+				}
+				if wantWhy == "" && wantResp.result != nil && !emptyOKNull(wantResp, b) {
+					require.Equal(t, strings.Repeat("X", len(wantResp.result)), string(eventResp.result),
+						"round %d body %d: the event's result is its body's bytes", round, i)
+				}
 			}
 		}
 	}
+}
+
+// emptyOKNull reports whether resp's result is the null parseResponse
+// supplies for a body without one.
+func emptyOKNull(resp response, body string) bool {
+	return string(resp.result) == "null" && !strings.Contains(body, `"result"`)
 }

@@ -78,29 +78,46 @@ type rpcError struct {
 // of a method whose result is google.protobuf.Empty
 // (DeleteTaskPushNotificationConfig), which a2a-go writes without one.
 func parseResponse(body []byte, id string, emptyOK bool) (resp response, why string) {
-	dec := decoders.Get().(*jsontext.Decoder)
-	defer func() {
-		dec.Reset(noInput) // keeps no reference to body
-		decoders.Put(dec)
-	}()
-	// A decoder reading a bytes.Buffer parses body in place; the values
-	// kept are cloned.
-	dec.Reset(bytes.NewBuffer(body))
-	return parseResponseFrom(dec, id, emptyOK)
+	resp, why = parseEvent(body, id, emptyOK)
+	resp.result = resp.result.Clone() // nil stays nil
+	return resp, why
 }
 
-// decoders are the JSON decoders parseResponse reuses: a stream's every
-// event is a response, and a new decoder per event was most of what
+// parseEvent is parseResponse without copying the result: it is a slice of
+// body, valid as long as body is. Stream reads every event into one buffer
+// and relays each before reading the next, so that relaying an event
+// allocates nothing (BenchmarkRelayEvents).
+func parseEvent(body []byte, id string, emptyOK bool) (resp response, why string) {
+	p := parsers.Get().(*parser)
+	defer func() {
+		p.dec.Reset(noInput) // keeps no reference to body
+		p.in = bytes.Buffer{}
+		parsers.Put(p)
+	}()
+	// A decoder reading a bytes.Buffer parses body in place.
+	p.in = *bytes.NewBuffer(body)
+	p.dec.Reset(&p.in)
+	return parseResponseFrom(&p.dec, body, id, emptyOK)
+}
+
+// parser is a JSON decoder and its input, reused by parseEvent: a stream's
+// every event is a response, and a new decoder per event was most of what
 // relaying it allocated (BenchmarkRelayEvents; TestParseResponsePooled
 // checks the reuse against fresh decoders).
-var decoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+type parser struct {
+	dec jsontext.Decoder
+	in  bytes.Buffer
+}
+
+var parsers = sync.Pool{New: func() any { return new(parser) }}
 
 // noInput is what a pooled decoder is left reading.
 var noInput = bytes.NewReader(nil)
 
-// parseResponseFrom is parseResponse reading from dec, a decoder with the
-// default options (duplicate names and invalid UTF-8 are errors).
-func parseResponseFrom(dec *jsontext.Decoder, id string, emptyOK bool) (resp response, why string) {
+// parseResponseFrom is parseEvent reading body from dec, a decoder with the
+// default options (duplicate names and invalid UTF-8 are errors) at the
+// start of body. The values it returns are slices of body.
+func parseResponseFrom(dec *jsontext.Decoder, body []byte, id string, emptyOK bool) (resp response, why string) {
 	tok, err := dec.ReadToken()
 	if err != nil || tok.Kind() != '{' {
 		return response{}, "not a JSON object"
@@ -116,7 +133,10 @@ func parseResponseFrom(dec *jsontext.Decoder, id string, emptyOK bool) (resp res
 		if err != nil {
 			return response{}, "malformed JSON"
 		}
-		v = v.Clone()
+		// The value as it stands in body (the decoder's own may be a
+		// buffer it reuses).
+		end := int(dec.InputOffset())
+		v = body[end-len(v) : end : end]
 		switch name {
 		case "jsonrpc":
 			version = v
@@ -134,7 +154,7 @@ func parseResponseFrom(dec *jsontext.Decoder, id string, emptyOK bool) (resp res
 	if _, err := dec.ReadToken(); err != io.EOF {
 		return response{}, "data after the JSON value"
 	}
-	if s, ok := jsonString(version); !ok || s != "2.0" {
+	if !isJSONString(version, "2.0") {
 		return response{}, `jsonrpc is not "2.0"`
 	}
 	if result == nil && errObj == nil && emptyOK {
@@ -143,8 +163,7 @@ func parseResponseFrom(dec *jsontext.Decoder, id string, emptyOK bool) (resp res
 	if (result == nil) == (errObj == nil) {
 		return response{}, "not exactly one of result and error"
 	}
-	s, isString := jsonString(gotID)
-	idOK := isString && s == id
+	idOK := isJSONString(gotID, id)
 	if errObj != nil {
 		if !idOK && (gotID == nil || gotID.Kind() != 'n') {
 			return response{}, "id does not match the request"
@@ -153,12 +172,23 @@ func parseResponseFrom(dec *jsontext.Decoder, id string, emptyOK bool) (resp res
 		if err := json.Unmarshal(errObj, &e, json.RejectUnknownMembers(false)); err != nil || e.Code == nil || e.Message == nil {
 			return response{}, "malformed error object"
 		}
+		e.Data = e.Data.Clone() // not a slice of body
 		return response{rpcErr: &e}, ""
 	}
 	if !idOK {
 		return response{}, "id does not match the request"
 	}
 	return response{result: result}, ""
+}
+
+// isJSONString reports whether v is a JSON string holding want. A string
+// without escapes is compared as it stands, without decoding it.
+func isJSONString(v jsontext.Value, want string) bool {
+	if n := len(v); n >= 2 && v[0] == '"' && bytes.IndexByte(v, '\\') < 0 {
+		return string(v[1:n-1]) == want
+	}
+	s, ok := jsonString(v)
+	return ok && s == want
 }
 
 func jsonString(v jsontext.Value) (string, bool) {

@@ -19,7 +19,9 @@ import (
 var errEventTooLarge = errors.New("event larger than the limit")
 
 // Stream sends a streaming req (SendStreamingMessage, SubscribeToTask) and
-// calls yield with each event's JSON-RPC result as it arrives. It returns
+// calls yield with each event's JSON-RPC result as it arrives; the result
+// is valid only until yield returns (the next event is read into the same
+// buffer), so yield copies what it keeps. It returns
 // nil when the handler ends the stream after at least one event; an error
 // event ends the stream with that error. The stream is cancelled when ctx
 // is, when the handler stays silent for the idle timeout, or when yield
@@ -82,8 +84,9 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 
 	br := bufio.NewReaderSize(body, 64<<10)
 	events := 0
+	var data []byte // every event's data, in turn
 	for {
-		data, err := nextEvent(br)
+		data, err = nextEvent(br, data[:0])
 		if cause := context.Cause(sctx); cause != nil {
 			// Cancelled, idle, or the caller went away: whatever was read
 			// after that is not relayed.
@@ -100,7 +103,7 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 		case err != nil:
 			return i.failure(sctx, t, req, err, errIdle, idleMsg)
 		}
-		r, why := parseResponse(data, id, false)
+		r, why := parseEvent(data, id, false)
 		if why != "" {
 			return i.invalid(t, req, fmt.Sprintf("event %d: %s", events+1, why))
 		}
@@ -115,11 +118,12 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 }
 
 // nextEvent returns the data of the next Server-Sent Event: its data lines
-// joined with "\n". Comments and other fields are skipped; an event
+// joined with "\n", appended to data (a buffer the caller reuses from one
+// event to the next). Comments and other fields are skipped; an event
 // without data is no event. io.EOF ends the stream (an unterminated last
 // event is dropped, as the SSE specification says).
-func nextEvent(br *bufio.Reader) ([]byte, error) {
-	var data []byte
+func nextEvent(br *bufio.Reader, data []byte) ([]byte, error) {
+	data = data[:0]
 	has := false
 	for {
 		line, err := readLine(br)
