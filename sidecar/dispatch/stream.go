@@ -63,6 +63,7 @@ type sseWriter struct {
 	id      jsontext.Value
 
 	mu      sync.Mutex // writes: events and keep-alives come from two goroutines
+	buf     []byte     // the frame being written, reused from event to event
 	started bool
 	every   time.Duration
 	timer   *time.Timer // nil: no keep-alives
@@ -143,8 +144,7 @@ func (s *sseWriter) event(result []byte) error {
 		s.timer.Reset(s.every)
 	}
 	s.start()
-	buf := make([]byte, 0, len(result)+64)
-	buf = append(buf, "data: "...)
+	buf := append(s.buf[:0], "data: "...)
 	if s.jsonrpc {
 		buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 		buf = append(buf, s.id...)
@@ -155,6 +155,9 @@ func (s *sseWriter) event(result []byte) error {
 		buf = append(buf, result...)
 	}
 	buf = append(buf, "\n\n"...)
+	if cap(buf) <= maxKeptFrame {
+		s.buf = buf // the next event reuses it; a rare large one is not kept
+	}
 	if _, err := s.w.Write(buf); err != nil {
 		return err
 	}
@@ -163,6 +166,10 @@ func (s *sseWriter) event(result []byte) error {
 	}
 	return nil
 }
+
+// maxKeptFrame is the largest frame buffer a stream keeps for its next
+// event.
+const maxKeptFrame = 64 << 10
 
 func (s *sseWriter) fail(e *protocol.Error) {
 	s.start()
