@@ -240,6 +240,9 @@ func gatewayBench(ctx context.Context, o options) error {
 	type pair struct{ proxy, gw *gwPhase }
 	results := make([]pair, len(bindings))
 	for bi, b := range bindings {
+		if o.streamOnly {
+			break
+		}
 		bodies := make([][]byte, len(texts))
 		for i, s := range texts {
 			bodies[i] = b.body(s, i)
@@ -284,7 +287,9 @@ func gatewayBench(ctx context.Context, o options) error {
 	}
 	fmt.Println()
 	for bi, b := range bindings {
-		printGatewayTable(b.name, results[bi].proxy, results[bi].gw)
+		if !o.streamOnly {
+			printGatewayTable(b.name, results[bi].proxy, results[bi].gw)
+		}
 	}
 	printStreamTable(o.events, streams)
 	return nil

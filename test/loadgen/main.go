@@ -28,6 +28,7 @@ func main() {
 	flag.StringVar(&o.upstream, "upstream", "", "internal: the upstream URL of the proxy child")
 	flag.StringVar(&o.routing, "routing-manifests", "../shared/data/routing/manifests.json", "gateway: the registry (a JSON list of manifests, CLINC150 routing data)")
 	flag.IntVar(&o.events, "events", 10_000, "gateway: events in the streamed answer")
+	flag.BoolVar(&o.streamOnly, "stream-only", false, "gateway: only the streaming case (no throughput or latency phases)")
 	flag.StringVar(&o.config, "config", "", "internal: deployment config of the capgate child (empty: the embedded finance example)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured phase")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each phase")
@@ -71,6 +72,7 @@ type options struct {
 	memory                 string
 	upstream, routing      string
 	events                 int
+	streamOnly             bool
 	set                    map[string]bool // flags given on the command line
 }
 
