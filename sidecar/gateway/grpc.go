@@ -21,8 +21,9 @@ type grpcResponder struct {
 	w       http.ResponseWriter
 	flusher http.Flusher
 	op      protocol.Operation
-	started bool // response headers written
-	ended   bool // trailers set: nothing more is written
+	frame   []byte // the message being written, reused from message to message
+	started bool   // response headers written
+	ended   bool   // trailers set: nothing more is written
 }
 
 var _ Responder = (*grpcResponder)(nil)
@@ -75,9 +76,13 @@ func (g *grpcResponder) message(msg []byte) error {
 		return errEnded
 	}
 	g.start()
-	frame := make([]byte, 5, 5+len(msg))
+	frame := append(g.frame[:0], 0, 0, 0, 0, 0)
 	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
-	if _, err := g.w.Write(append(frame, msg...)); err != nil {
+	frame = append(frame, msg...)
+	if cap(frame) <= maxKeptBuffer {
+		g.frame = frame // a stream's next message reuses it; a rare large one is not kept
+	}
+	if _, err := g.w.Write(frame); err != nil {
 		return err
 	}
 	if g.flusher != nil {
@@ -118,8 +123,12 @@ var errEnded error = endedError{}
 type grpcEvents struct {
 	r      *grpcResponder
 	header http.Header
-	buf    []byte
+	buf    []byte // written, not yet a whole event
+	data   []byte // the event's data, reused from event to event
 }
+
+// maxKeptBuffer is the largest buffer a stream keeps for its next event.
+const maxKeptBuffer = 64 << 10
 
 var (
 	_ http.ResponseWriter = (*grpcEvents)(nil)
@@ -132,22 +141,26 @@ func (e *grpcEvents) Flush()              {} // every message is flushed as writ
 
 func (e *grpcEvents) Write(p []byte) (int, error) {
 	e.buf = append(e.buf, p...)
+	rest := e.buf
 	for {
-		i := bytes.Index(e.buf, []byte("\n\n"))
+		i := bytes.Index(rest, []byte("\n\n"))
 		if i < 0 {
-			return len(p), nil
+			break
 		}
-		block := bytes.Clone(e.buf[:i])
-		e.buf = append(e.buf[:0], e.buf[i+2:]...)
+		block := rest[:i] // event copies what it keeps
+		rest = rest[i+2:]
 		if err := e.event(block); err != nil {
+			e.buf = append(e.buf[:0], rest...)
 			return 0, err
 		}
 	}
+	e.buf = append(e.buf[:0], rest...)
+	return len(p), nil
 }
 
 func (e *grpcEvents) event(block []byte) error {
 	var kind string
-	var data []byte
+	data, has := e.data[:0], false
 	for line := range bytes.SplitSeq(block, []byte("\n")) {
 		line = bytes.TrimSuffix(line, []byte("\r"))
 		switch {
@@ -156,13 +169,17 @@ func (e *grpcEvents) event(block []byte) error {
 			kind = string(bytes.TrimSpace(line[len("event:"):]))
 		case bytes.HasPrefix(line, []byte("data:")):
 			d := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
-			if data != nil {
+			if has {
 				data = append(data, '\n')
 			}
 			data = append(data, d...)
+			has = len(data) > 0 // empty data lines before the first text add nothing
 		}
 	}
-	if data == nil {
+	if cap(data) <= maxKeptBuffer {
+		e.data = data
+	}
+	if !has {
 		return nil
 	}
 	if kind == "error" || bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {

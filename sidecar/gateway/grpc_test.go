@@ -1,9 +1,12 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -118,4 +121,142 @@ func TestGRPCUnary(t *testing.T) {
 	err := r.RawResult([]byte(`{"id":"t-1","secret":"x"}`))
 	require.True(t, protocol.IsCode(err, protocol.InvalidAgentResponse))
 	require.False(t, r.written(), "nothing is written: the gateway answers with the error")
+}
+
+// discardWriter is an http.ResponseWriter and Flusher that drops the body.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) Flush()                      {}
+
+// BenchmarkGRPCEvents is what the gRPC binding adds to each relayed event:
+// the SSE frame the dispatcher writes read back and turned into a
+// length-prefixed StreamResponse.
+func BenchmarkGRPCEvents(b *testing.B) {
+	frame := []byte(`data: {"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}` + "\n\n")
+	w := newGRPCResponder(&discardWriter{h: http.Header{}}, protocol.SendStreamingMessage).Writer()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := w.Write(frame); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// grpcEventsPlain is grpcEvents as it was before it reused its buffers: the
+// reference TestGRPCEventsMatchPlain compares with.
+type grpcEventsPlain struct {
+	r   *grpcResponder
+	buf []byte
+}
+
+func (e *grpcEventsPlain) Write(p []byte) (int, error) {
+	e.buf = append(e.buf, p...)
+	for {
+		i := bytes.Index(e.buf, []byte("\n\n"))
+		if i < 0 {
+			return len(p), nil
+		}
+		block := bytes.Clone(e.buf[:i])
+		e.buf = append(e.buf[:0], e.buf[i+2:]...)
+		if err := e.event(block); err != nil {
+			return 0, err
+		}
+	}
+}
+
+func (e *grpcEventsPlain) event(block []byte) error {
+	var kind string
+	var data []byte
+	for line := range bytes.SplitSeq(block, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
+		switch {
+		case len(line) == 0 || line[0] == ':':
+		case bytes.HasPrefix(line, []byte("event:")):
+			kind = string(bytes.TrimSpace(line[len("event:"):]))
+		case bytes.HasPrefix(line, []byte("data:")):
+			d := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, d...)
+		}
+	}
+	if data == nil {
+		return nil
+	}
+	if kind == "error" || bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
+		e.r.end(statusOf(data))
+		return errEnded
+	}
+	msg, perr := protocol.GRPCResponse(e.r.op, data)
+	if perr != nil {
+		e.r.end(perr.GRPCStatus())
+		return perr
+	}
+	if e.r.ended {
+		return errEnded
+	}
+	e.r.start()
+	frame := make([]byte, 5, 5+len(msg))
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+	_, err := e.r.w.Write(append(frame, msg...))
+	return err
+}
+
+// TestGRPCEventsMatchPlain: the gRPC stream written from reused buffers is
+// byte for byte (messages and trailers) the one written as before, for
+// streams of events, keep-alives, empty and multi-line data, error frames
+// and events too large to keep a buffer for, written whole, byte by byte
+// and in chunks of every size up to 9.
+func TestGRPCEventsMatchPlain(t *testing.T) {
+	const task = `{"task":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`
+	const update = `{"statusUpdate":{"taskId":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`
+	big := `{"artifactUpdate":{"taskId":"t-1","contextId":"c-1","artifact":{"artifactId":"a","parts":[{"text":"` + strings.Repeat("x", maxKeptBuffer+10) + `"}]}}}`
+	notFound := string(protocol.Errorf(protocol.TaskNotFound, "task not found").MarshalStatus())
+	streams := map[string]string{
+		"events":          strings.Repeat("data: "+update+"\n\n", 5),
+		"keep-alives":     ": keep-alive\n\ndata: " + task + "\n\n: keep-alive\n\ndata: " + update + "\n\n",
+		"crlf":            "data: " + task + "\r\n\n",
+		"empty data":      "data:\n\ndata: \n\ndata: " + update + "\n\n",
+		"empty then text": "data:\ndata: " + update + "\n\n",
+		"multi-line data": "data: {\"statusUpdate\":\ndata: {\"taskId\":\"t\"}}\n\n",
+		"large event":     "data: " + big + "\n\ndata: " + update + "\n\ndata: " + big + "\n\n",
+		"error event":     "data: " + update + "\n\nevent: error\ndata: " + notFound + "\n\ndata: " + update + "\n\n",
+		"error body":      "data: " + notFound + "\n\n",
+		"bad event":       "data: {\"task\":{\"extra\":1}}\n\ndata: " + update + "\n\n",
+		"unfinished":      "data: " + update + "\n\ndata: " + task,
+	}
+	type writer interface{ Write([]byte) (int, error) }
+	run := func(s string, chunk int, plain bool) (string, http.Header) {
+		rec := httptest.NewRecorder()
+		r := newGRPCResponder(rec, protocol.SubscribeToTask)
+		var w writer = r.Writer()
+		if plain {
+			w = &grpcEventsPlain{r: r}
+		}
+		for b := []byte(s); len(b) > 0; {
+			n := min(chunk, len(b))
+			if _, err := w.Write(b[:n]); err != nil {
+				break
+			}
+			b = b[n:]
+		}
+		r.end(nil)
+		res := rec.Result()
+		return rec.Body.String(), res.Trailer
+	}
+	for name, s := range streams {
+		for _, chunk := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, len(s)} {
+			if chunk < 10 && len(s) > 10_000 {
+				continue
+			}
+			wantBody, wantTrailer := run(s, chunk, true)
+			gotBody, gotTrailer := run(s, chunk, false)
+			require.Equal(t, wantBody, gotBody, "%s, chunks of %d", name, chunk)
+			require.Equal(t, wantTrailer, gotTrailer, "%s, chunks of %d", name, chunk)
+		}
+	}
 }
