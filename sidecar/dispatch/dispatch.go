@@ -25,7 +25,9 @@ import (
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
-// Invoker calls a skill handler (builtin or upstream).
+// Invoker calls a skill handler (builtin or upstream). Stream's yield gets
+// each event's result for the duration of the call only (the invoker reads
+// the next event into the same buffer).
 type Invoker interface {
 	Call(ctx context.Context, req handler.Request) (jsontext.Value, *protocol.Error)
 	Stream(ctx context.Context, req handler.Request, yield func(result jsontext.Value) error) *protocol.Error
