@@ -313,3 +313,23 @@ func TestParseResponsePooled(t *testing.T) {
 func emptyOKNull(resp response, body string) bool {
 	return string(resp.result) == "null" && !strings.Contains(body, `"result"`)
 }
+
+// FuzzParseEvent: for any body, parseEvent and parseResponse agree with the
+// plain parse.
+func FuzzParseEvent(f *testing.F) {
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"capgate-x","result":{"kind":"task","id":"t1"}}`))
+	f.Add([]byte(`{"jsonrpc":"2\u002e0","id":"capgate\u002dx","result":[1]}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"parse","data":[{"@type":"x"}]}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"capgate-x"}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, emptyOK := range []bool{false, true} {
+			want, wantWhy := parseResponsePlain(body, "capgate-x", emptyOK)
+			got, gotWhy := parseEvent(bytes.Clone(body), "capgate-x", emptyOK)
+			require.Equal(t, wantWhy, gotWhy)
+			require.Equal(t, want, got)
+			got, gotWhy = parseResponse(bytes.Clone(body), "capgate-x", emptyOK)
+			require.Equal(t, wantWhy, gotWhy)
+			require.Equal(t, want, got)
+		}
+	})
+}
