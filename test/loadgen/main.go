@@ -9,6 +9,7 @@
 //	go run ./test/loadgen                 # throughput, ratio, latency at half load (~40 s)
 //	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
 //	go run ./test/loadgen -mode gateway   # capgate's gateway against a bare reverse proxy, both bindings, streaming (~1.5 min)
+//	go run ./test/loadgen -mode gateway -stream-only  # only the 10,000-event stream: RSS growth while relaying
 package main
 
 import (
