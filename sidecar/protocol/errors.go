@@ -108,6 +108,16 @@ func (c Code) info() codeInfo {
 	}
 }
 
+// CodeOfReason is the A2A code whose google.rpc.ErrorInfo reason is reason (TASK_NOT_FOUND,
+// INTERNAL_ERROR...); false for any other reason, among them the HTTP-level refusals' own.
+func CodeOfReason(reason string) (Code, bool) {
+	c := Code(reason)
+	if c.info().reason != reason {
+		return "", false
+	}
+	return c, true
+}
+
 // Valid reports whether c is one of the codes above.
 func (c Code) Valid() bool { return c == Internal || c.info().reason != "INTERNAL_ERROR" }
 

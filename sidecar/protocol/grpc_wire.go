@@ -215,3 +215,44 @@ func (r *Request) grpcMessageInfo(lim Limits) *Error {
 	r.Message = info
 	return nil
 }
+
+// GRPCRequest converts A2A 1.0 JSON-RPC params of op to the binary gRPC request message: the
+// inverse of what ForwardParams reads from a gRPC request. Fields the proto does not define are
+// refused (InvalidParams), not dropped: a handler is never sent less than admission saw.
+func GRPCRequest(op Operation, params []byte) ([]byte, *Error) {
+	m := grpcRequestMessage(op)
+	if m == nil {
+		return nil, Errorf(UnsupportedOperation, "%s is not supported over gRPC", op)
+	}
+	if s := trimSpace(params); len(s) != 0 && string(s) != "null" {
+		if err := protojson.Unmarshal(s, m); err != nil {
+			return nil, Wrap(InvalidParams, err, "the request cannot be expressed as a gRPC message")
+		}
+	}
+	b, err := proto.Marshal(m)
+	if err != nil {
+		return nil, Wrap(Internal, err, "the gRPC request could not be encoded")
+	}
+	return b, nil
+}
+
+// GRPCResult converts a binary gRPC response message of op (for a streaming operation: one
+// event) to its A2A 1.0 JSON-RPC result, the message as ProtoJSON: the inverse of
+// GRPCResponse. google.protobuf.Empty is the JSON null result.
+func GRPCResult(op Operation, msg []byte) (jsontext.Value, *Error) {
+	m := grpcResponseMessage(op)
+	if m == nil {
+		return nil, Errorf(UnsupportedOperation, "%s is not supported over gRPC", op)
+	}
+	if err := proto.Unmarshal(msg, m); err != nil {
+		return nil, Wrap(InvalidAgentResponse, err, "the agent's gRPC response could not be decoded")
+	}
+	if _, empty := m.(*emptypb.Empty); empty {
+		return jsontext.Value("null"), nil
+	}
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return nil, Wrap(InvalidAgentResponse, err, "the agent's gRPC response has no JSON form")
+	}
+	return jsontext.Value(b), nil
+}

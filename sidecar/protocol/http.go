@@ -160,54 +160,134 @@ func matchRoute(v Version, path string) (route, string, *Error) {
 	return route{}, "", notFound
 }
 
-// matchSegments matches escaped path segments against the routes. Literal segments must match
-// exactly as sent; identifiers are unescaped and must be non-empty, not . or .., and free of
-// / \ : and control characters.
-func matchSegments(segs []string) (route, bool) {
-	get, post, del := http.MethodGet, http.MethodPost, http.MethodDelete
-	switch len(segs) {
-	case 1:
-		switch segs[0] {
-		case "message:send":
-			return route{op: SendMessage, template: "/message:send", methods: []string{post}}, true
-		case "message:stream":
-			return route{op: SendStreamingMessage, template: "/message:stream", methods: []string{post}}, true
-		case "tasks":
-			return route{op: ListTasks, template: "/tasks", methods: []string{get}}, true
-		case "extendedAgentCard":
-			return route{op: GetExtendedAgentCard, template: "/extendedAgentCard", methods: []string{get}}, true
+// httpRoute is one route of the HTTP+JSON binding: an HTTP method and a path template (tenant
+// prefix aside). In a template, {id} is the task id, or the push config id when the template
+// also has {taskId}; a segment may carry a literal suffix after its variable (":cancel").
+type httpRoute struct {
+	op       Operation
+	method   string
+	template string
+	// call marks the route capgate uses to call a handler for op.
+	call bool
+}
+
+// httpRoutes are the routes of the A2A 1.0 proto's google.api.http annotations, the one table
+// both directions read: ParseHTTP matches requests against it, HTTPCall builds the requests
+// capgate sends to an HTTP+JSON handler. SubscribeToTask is also served (and called) with POST,
+// which a2a-go sends and its server and the JS SDK's accept; a2a-go's server accepts no GET.
+var httpRoutes = []httpRoute{
+	{SendMessage, http.MethodPost, "/message:send", true},
+	{SendStreamingMessage, http.MethodPost, "/message:stream", true},
+	{ListTasks, http.MethodGet, "/tasks", true},
+	{GetExtendedAgentCard, http.MethodGet, "/extendedAgentCard", true},
+	{GetTask, http.MethodGet, "/tasks/{id}", true},
+	{CancelTask, http.MethodPost, "/tasks/{id}:cancel", true},
+	{SubscribeToTask, http.MethodGet, "/tasks/{id}:subscribe", false},
+	{SubscribeToTask, http.MethodPost, "/tasks/{id}:subscribe", true},
+	{CreateTaskPushNotificationConfig, http.MethodPost, "/tasks/{taskId}/pushNotificationConfigs", true},
+	{ListTaskPushNotificationConfigs, http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs", true},
+	{GetTaskPushNotificationConfig, http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs/{id}", true},
+	{DeleteTaskPushNotificationConfig, http.MethodDelete, "/tasks/{taskId}/pushNotificationConfigs/{id}", true},
+}
+
+// match matches escaped path segments against the route's template, returning the task and
+// config ids its variables bind.
+func (r httpRoute) match(segs []string) (task, config string, ok bool) {
+	tsegs := strings.Split(r.template[1:], "/")
+	if len(tsegs) != len(segs) {
+		return "", "", false
+	}
+	hasTaskID := strings.Contains(r.template, "{taskId}")
+	for i, ts := range tsegs {
+		if !strings.HasPrefix(ts, "{") {
+			if segs[i] != ts {
+				return "", "", false
+			}
+			continue
 		}
-	case 2:
-		if segs[0] != "tasks" {
-			return route{}, false
-		}
-		rt := route{op: GetTask, template: "/tasks/{id}", methods: []string{get}}
-		raw := segs[1]
-		if id, ok := strings.CutSuffix(raw, ":cancel"); ok {
-			rt, raw = route{op: CancelTask, template: "/tasks/{id}:cancel", methods: []string{post}}, id
-		} else if id, ok := strings.CutSuffix(raw, ":subscribe"); ok {
-			rt, raw = route{op: SubscribeToTask, template: "/tasks/{id}:subscribe", methods: []string{get, post}}, id
+		name, suffix, _ := strings.Cut(ts[1:], "}")
+		raw, found := strings.CutSuffix(segs[i], suffix)
+		if !found {
+			return "", "", false
 		}
 		id, ok := pathID(raw)
-		rt.taskID = id
-		return rt, ok
-	case 3, 4:
-		if segs[0] != "tasks" || segs[2] != "pushNotificationConfigs" {
-			return route{}, false
-		}
-		id, ok := pathID(segs[1])
 		if !ok {
-			return route{}, false
+			return "", "", false
 		}
-		if len(segs) == 3 {
-			return route{template: "/tasks/{taskId}/pushNotificationConfigs", methods: []string{post, get},
-				ops: []Operation{CreateTaskPushNotificationConfig, ListTaskPushNotificationConfigs}, taskID: id}, true
+		if name == "id" && hasTaskID {
+			config = id
+		} else {
+			task = id
 		}
-		cfg, ok := pathID(segs[3])
-		return route{template: "/tasks/{taskId}/pushNotificationConfigs/{id}", methods: []string{get, del},
-			ops: []Operation{GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig}, taskID: id, configID: cfg}, ok
 	}
-	return route{}, false
+	return task, config, true
+}
+
+// matchSegments matches escaped path segments against the routes. Literal segments must match
+// exactly as sent; identifiers are unescaped and must be non-empty, not . or .., and free of
+// / \ : and control characters (so one path matches one template).
+func matchSegments(segs []string) (route, bool) {
+	var rt route
+	for _, r := range httpRoutes {
+		task, config, ok := r.match(segs)
+		if !ok {
+			continue
+		}
+		if rt.template == "" {
+			rt = route{op: r.op, template: r.template, taskID: task, configID: config}
+		}
+		rt.methods = append(rt.methods, r.method)
+		rt.ops = append(rt.ops, r.op)
+	}
+	return rt, rt.template != ""
+}
+
+// HTTPCall is the HTTP method and escaped path capgate calls an HTTP+JSON handler with for op
+// (A2A 1.0), its variables filled from taskID and configID, under /{tenant} when tenant is
+// set. ok is false for an operation without a route, or ids a path cannot carry.
+func HTTPCall(op Operation, tenant, taskID, configID string) (method, path string, ok bool) {
+	for _, r := range httpRoutes {
+		if r.op != op || !r.call {
+			continue
+		}
+		var b strings.Builder
+		if tenant != "" {
+			if !validTenant(tenant) {
+				return "", "", false
+			}
+			b.WriteString("/" + tenant)
+		}
+		for _, ts := range strings.Split(r.template[1:], "/") {
+			b.WriteByte('/')
+			if !strings.HasPrefix(ts, "{") {
+				b.WriteString(ts)
+				continue
+			}
+			name, suffix, _ := strings.Cut(ts[1:], "}")
+			id := taskID
+			if name == "id" && strings.Contains(r.template, "{taskId}") {
+				id = configID
+			}
+			if _, ok := pathID(url.PathEscape(id)); !ok {
+				return "", "", false
+			}
+			b.WriteString(url.PathEscape(id) + suffix)
+		}
+		return r.method, b.String(), true
+	}
+	return "", "", false
+}
+
+// HTTPQueryFields lists the params fields op takes in the query string of a GET route, by name.
+func HTTPQueryFields(op Operation) []string {
+	var out []string
+	for name, qp := range queryParamsOf(op) {
+		if name == qp.field {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // pathID unescapes one identifier segment.

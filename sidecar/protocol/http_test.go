@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -266,4 +267,55 @@ func TestMethodName(t *testing.T) {
 	require.Equal(t, "tasks/resubscribe", MethodName(V03, SubscribeToTask))
 	require.Equal(t, "", MethodName(V1, GetAgentCard))
 	require.Equal(t, "", MethodName(V03, ListTasks))
+}
+
+// TestHTTPCallRoundTrips: the request capgate builds for each operation is
+// the one the same table parses back, with its ids and tenant.
+func TestHTTPCallRoundTrips(t *testing.T) {
+	ops := map[Operation]bool{}
+	for _, r := range httpRoutes {
+		ops[r.op] = true
+	}
+	require.Len(t, ops, 11)
+	for op := range ops {
+		for _, tenant := range []string{"", "acme"} {
+			method, path, ok := HTTPCall(op, tenant, "t 1", "c-1")
+			require.True(t, ok, op)
+			rt, gotTenant, perr := matchRoute(V1, path)
+			require.Nil(t, perr, path)
+			require.Equal(t, tenant, gotTenant)
+			i := slices.Index(rt.methods, method)
+			require.GreaterOrEqual(t, i, 0, "%s %s", method, path)
+			require.Equal(t, op, rt.ops[i], path)
+			switch op {
+			case GetTask, CancelTask, SubscribeToTask, CreateTaskPushNotificationConfig, ListTaskPushNotificationConfigs:
+				require.Equal(t, "t 1", rt.taskID, path)
+			case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
+				require.Equal(t, "t 1", rt.taskID, path)
+				require.Equal(t, "c-1", rt.configID, path)
+			}
+		}
+	}
+	_, _, ok := HTTPCall(GetTask, "", "a/b", "")
+	require.False(t, ok)
+	_, _, ok = HTTPCall(GetTask, "bad tenant", "t", "")
+	require.False(t, ok)
+	_, _, ok = HTTPCall(GetAgentCard, "", "", "")
+	require.False(t, ok)
+	method, path, _ := HTTPCall(SubscribeToTask, "", "t", "")
+	require.Equal(t, "POST /tasks/t:subscribe", method+" "+path)
+	require.Empty(t, HTTPQueryFields(SendMessage))
+	require.Equal(t, []string{"contextId", "historyLength", "includeArtifacts", "pageSize", "pageToken", "status", "statusTimestampAfter"}, HTTPQueryFields(ListTasks))
+}
+
+func TestCodeOfReason(t *testing.T) {
+	for _, c := range []Code{TaskNotFound, Internal, Unauthorized, VersionNotSupported, InvalidParams} {
+		got, ok := CodeOfReason(string(c))
+		require.True(t, ok, c)
+		require.Equal(t, c, got)
+	}
+	for _, r := range []string{"NOT_FOUND", "METHOD_NOT_ALLOWED", "", "task_not_found"} {
+		_, ok := CodeOfReason(r)
+		require.False(t, ok, r)
+	}
 }
