@@ -64,7 +64,7 @@ type Config struct {
 	Manifests  []string          `yaml:"manifests"`   // relative to the config file
 	PolicyDirs []string          `yaml:"policy_dirs"` // relative to the config file
 	Auth       Auth              `yaml:"auth"`
-	Handlers   map[string]string `yaml:"handlers"` // handler name -> "builtin:echo" or http(s) URL
+	Handlers   map[string]string `yaml:"handlers"` // handler name -> "builtin:echo" or http(s) URL (url of the object form)
 	Listen     Listen            `yaml:"listen"`
 	Router     Router            `yaml:"router"`
 	Store      string            `yaml:"store"` // "memory" or redis://host:port/db
@@ -84,6 +84,11 @@ type Config struct {
 	// Dir is the directory of the config file; relative paths resolve against it.
 	// For a config read from an fs.FS it is a path inside that FS.
 	Dir string `yaml:"-"`
+
+	// HandlerBindings is the binding of each handler declared in the object
+	// form of handlers ({url, binding}): JSONRPC, HTTP+JSON or GRPC. A
+	// handler not in it is called over JSON-RPC (see HandlerBinding).
+	HandlerBindings map[string]string `yaml:"-"`
 
 	fsys    fs.FS          // nil: the config was read from disk
 	file    string         // display path of the config file

@@ -489,3 +489,49 @@ func TestAgentGRPC(t *testing.T) {
 	_, err := config.LoadFS(fsWith("agent:\n  name: A\n  description: B\n  version: 0.1.0\n  url: https://a.example.com\n  grpc: maybe\nmanifests: [capabilities]\n"), "capgate.yaml")
 	require.ErrorContains(t, err, "agent.grpc")
 }
+
+func TestHandlerBindings(t *testing.T) {
+	const old = "invoices.lookup: builtin:echo\n"
+	c, err := config.LoadFS(fsWith(strings.Replace(base, old, old+
+		"  recon: {url: \"http://127.0.0.1:9001/a2a\", binding: HTTP+JSON}\n"+
+		"  ledger:\n    url: http://127.0.0.1:9002\n    binding: GRPC\n"+
+		"  plain: {url: \"https://plain.example.com/\"}\n", 1)), "capgate.yaml")
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"invoices.lookup": "builtin:echo", "recon": "http://127.0.0.1:9001/a2a",
+		"ledger": "http://127.0.0.1:9002", "plain": "https://plain.example.com/"}, c.Handlers)
+	require.Equal(t, config.BindingHTTPJSON, c.HandlerBinding("recon"))
+	require.Equal(t, config.BindingGRPC, c.HandlerBinding("ledger"))
+	require.Equal(t, config.BindingJSONRPC, c.HandlerBinding("plain"))
+	require.Equal(t, config.BindingJSONRPC, c.HandlerBinding("invoices.lookup"))
+	require.True(t, c.HasHandler("recon"))
+
+	tests := []struct {
+		name, entry, want string
+	}{
+		{"unknown key", "  recon: {url: \"http://127.0.0.1:9001\", bindng: GRPC}\n",
+			"capgate.yaml:20: handlers.recon.bindng: unknown field; known fields are url, binding"},
+		{"bad binding", "  recon: {url: \"http://127.0.0.1:9001\", binding: REST}\n",
+			`capgate.yaml:20: handlers.recon.binding: "REST" is not a binding (want JSONRPC, HTTP+JSON or GRPC)`},
+		{"binding not a string", "  recon: {url: \"http://127.0.0.1:9001\", binding: [GRPC]}\n",
+			"capgate.yaml:20: handlers.recon.binding: want a string, got a list"},
+		{"no url", "  recon: {binding: GRPC}\n",
+			"capgate.yaml:20: handlers.recon.url: required"},
+		{"grpc with a path", "  recon: {url: \"http://127.0.0.1:9001/a2a\", binding: GRPC}\n",
+			`capgate.yaml:20: handlers.recon.url: "http://127.0.0.1:9001/a2a": a GRPC handler is http://host:port (h2c) or https://host:port, with no path or query`},
+		{"grpc without a port", "  recon: {url: \"https://ledger.example.com\", binding: GRPC}\n",
+			`capgate.yaml:20: handlers.recon.url: "https://ledger.example.com": a GRPC handler is http://host:port (h2c) or https://host:port, with no path or query`},
+		{"http+json with a query", "  recon: {url: \"http://127.0.0.1:9001/a2a?x=1\", binding: HTTP+JSON}\n",
+			`capgate.yaml:20: handlers.recon.url: "http://127.0.0.1:9001/a2a?x=1": an HTTP+JSON handler's base URL has no query or fragment`},
+		{"builtin over grpc", "  recon: {url: \"builtin:echo\", binding: GRPC}\n",
+			"capgate.yaml:20: handlers.recon.binding: builtin handlers are called over JSONRPC only"},
+		{"object url not a URL", "  recon: {url: \"ledger:9001\", binding: JSONRPC}\n",
+			`capgate.yaml:20: handlers.recon.url: "ledger:9001" is neither a builtin handler (builtin:echo) nor an absolute http(s) URL`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := config.LoadFS(fsWith(strings.Replace(base, old, old+tt.entry, 1)), "capgate.yaml")
+			require.Nil(t, c)
+			require.EqualError(t, err, tt.want)
+		})
+	}
+}

@@ -25,6 +25,8 @@ type decoder struct {
 	probs *diag.Set
 	lines map[string]int
 	bad   map[string]bool
+	// bindings are the handlers' declared bindings (handlers.<name>.binding).
+	bindings map[string]string
 }
 
 func (d *decoder) fail(line int, path, format string, args ...any) {
@@ -83,6 +85,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 	if v.Type() == memoryLimitType {
 		d.memoryLimit(n, v, path)
+		return
+	}
+	if path == "handlers" && v.Kind() == reflect.Map {
+		d.handlers(n, v, path)
 		return
 	}
 	switch v.Kind() {
@@ -188,4 +194,42 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		d.lines[fp] = p.KeyN.Line
 		d.decode(p.Value, v.Field(i), fp)
 	}
+}
+
+// handlers decodes the handlers mapping: each value is a target string
+// (called over JSON-RPC) or a mapping {url, binding}.
+func (d *decoder) handlers(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n.Line, path, "want a mapping, got %s", yamlnode.KindName(n))
+		return
+	}
+	m := make(map[string]string, len(n.Content)/2)
+	for _, p := range yamlnode.Pairs(d.file, n, path, d.probs) {
+		fp := yamlnode.Join(path, p.Key)
+		d.lines[fp] = p.KeyN.Line
+		val := yamlnode.Resolve(p.Value)
+		if val == nil || val.Kind != yaml.MappingNode {
+			var target string
+			d.decode(p.Value, reflect.ValueOf(&target).Elem(), fp)
+			m[p.Key] = target
+			continue
+		}
+		var e struct {
+			URL     string `yaml:"url"`
+			Binding string `yaml:"binding"`
+		}
+		d.structure(val, reflect.ValueOf(&e).Elem(), fp)
+		if _, ok := d.lines[yamlnode.Join(fp, "url")]; !ok {
+			d.fail(val.Line, yamlnode.Join(fp, "url"), "required")
+			d.bad[fp] = true
+		}
+		m[p.Key] = e.URL
+		if _, ok := d.lines[yamlnode.Join(fp, "binding")]; ok {
+			if d.bindings == nil {
+				d.bindings = map[string]string{}
+			}
+			d.bindings[p.Key] = e.Binding
+		}
+	}
+	v.Set(reflect.ValueOf(m))
 }

@@ -87,6 +87,7 @@ func parse(file string, data []byte) (*Config, error) {
 	d := &decoder{file: file, probs: &probs, lines: map[string]int{}, bad: map[string]bool{}}
 	d.decode(root, reflect.ValueOf(c).Elem(), "")
 	c.lines, c.bad = d.lines, d.bad
+	c.HandlerBindings = d.bindings
 	c.applyDefaults()
 	return c, probs.ErrOrNil()
 }
@@ -193,6 +194,22 @@ func (c *Config) File() string {
 		return "config"
 	}
 	return c.file
+}
+
+// Handler bindings, as the A2A specification names them (AgentInterface.protocolBinding).
+const (
+	BindingJSONRPC  = "JSONRPC"
+	BindingHTTPJSON = "HTTP+JSON"
+	BindingGRPC     = "GRPC"
+)
+
+// HandlerBinding is the binding handler name is called over: its declared
+// binding, JSONRPC by default.
+func (c *Config) HandlerBinding(name string) string {
+	if b := c.HandlerBindings[name]; b != "" {
+		return b
+	}
+	return BindingJSONRPC
 }
 
 // HasHandler reports whether the config defines a handler of that name.

@@ -267,6 +267,9 @@ func (v *validator) handlers() {
 	for _, name := range names {
 		target := v.c.Handlers[name]
 		field := "handlers." + name
+		if v.c.present(field + ".url") {
+			field += ".url" // the object form
+		}
 		switch {
 		case strings.TrimSpace(name) == "":
 			v.add("handlers", "empty handler name")
@@ -276,6 +279,47 @@ func (v *validator) handlers() {
 		case !httpURL(target):
 			v.add(field, "%q is neither a builtin handler (%s) nor an absolute http(s) URL", target, strings.Join(BuiltinHandlers, ", "))
 		}
+		v.handlerBinding(name, target)
+	}
+	for name := range v.c.HandlerBindings {
+		if _, ok := v.c.Handlers[name]; !ok {
+			v.add("handlers."+name, "a binding without a handler")
+		}
+	}
+}
+
+// handlerBinding checks handlers.<name>.binding against the target: a
+// builtin is served in process over JSON-RPC; a gRPC handler is reached at
+// http://host:port (h2c) or https://host:port, with no path (gRPC routes by
+// the service's own path) and no query.
+func (v *validator) handlerBinding(name, target string) {
+	b, declared := v.c.HandlerBindings[name]
+	if !declared {
+		return
+	}
+	field := "handlers." + name + ".binding"
+	switch b {
+	case BindingJSONRPC, BindingHTTPJSON, BindingGRPC:
+	default:
+		v.add(field, "%q is not a binding (want %s, %s or %s)", b, BindingJSONRPC, BindingHTTPJSON, BindingGRPC)
+		return
+	}
+	urlField := "handlers." + name + ".url"
+	if strings.HasPrefix(target, "builtin:") {
+		if b != BindingJSONRPC {
+			v.add(field, "builtin handlers are called over %s only", BindingJSONRPC)
+		}
+		return
+	}
+	u, err := url.Parse(target)
+	if err != nil || !httpURL(target) {
+		return // reported above
+	}
+	switch {
+	case b == BindingGRPC && (u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != ""):
+		v.add(urlField, "%q: a %s handler is http://host:port (h2c) or https://host:port, with no path or query", target, BindingGRPC)
+	case b == BindingHTTPJSON && (u.RawQuery != "" || u.Fragment != ""):
+		v.add(urlField, "%q: an %s handler's base URL has no query or fragment", target, BindingHTTPJSON)
 	}
 }
 
