@@ -35,9 +35,9 @@ func (i *Invoker) Call(ctx context.Context, req Request) (jsontext.Value, *proto
 	defer cancel()
 	timeoutMsg := fmt.Sprintf("the skill's handler did not answer within %s", i.timeout)
 
-	hr, err := newHTTPRequest(cctx, t, req, id, false)
-	if err != nil {
-		return nil, protocol.Wrap(protocol.Internal, err, "the call to the skill's handler could not be built")
+	hr, perr := newRequest(cctx, t, req, id, false)
+	if perr != nil {
+		return nil, perr
 	}
 	resp, err := t.client.Do(hr)
 	if err != nil {
@@ -51,10 +51,36 @@ func (i *Invoker) Call(ctx context.Context, req Request) (jsontext.Value, *proto
 	if len(body) > MaxResponseBytes {
 		return nil, i.invalid(t, req, "response larger than 16 MiB")
 	}
-	result, perr := i.unary(t, req, resp, body, id)
+	result, perr := i.unaryOf(t, req, resp, body, id)
 	i.log.Debug("handler called", zap.String("handler", t.name), zap.String("decision_id", req.DecisionID),
 		zap.Duration("latency", time.Since(start)), zap.Bool("ok", perr == nil))
 	return result, perr
+}
+
+// newRequest builds the call of req over t's binding.
+func newRequest(ctx context.Context, t target, req Request, id string, stream bool) (*http.Request, *protocol.Error) {
+	switch t.binding {
+	case protocol.HTTPJSON:
+		return newRESTRequest(ctx, t, req, stream)
+	case protocol.GRPC:
+		return newGRPCRequest(ctx, t, req)
+	}
+	hr, err := newHTTPRequest(ctx, t, req, id, stream)
+	if err != nil {
+		return nil, protocol.Wrap(protocol.Internal, err, "the call to the skill's handler could not be built")
+	}
+	return hr, nil
+}
+
+// unaryOf checks a whole answer of t's binding.
+func (i *Invoker) unaryOf(t target, req Request, resp *http.Response, body []byte, id string) (jsontext.Value, *protocol.Error) {
+	switch t.binding {
+	case protocol.HTTPJSON:
+		return i.restUnary(t, req, resp, body)
+	case protocol.GRPC:
+		return i.grpcUnary(t, req, resp, body)
+	}
+	return i.unary(t, req, resp, body, id)
 }
 
 // unary checks a whole JSON-RPC response body. An error response is

@@ -1,4 +1,4 @@
-// Package handler calls skill handlers (builtin or upstream A2A servers) over JSON-RPC, unary or streamed, and checks what they answer.
+// Package handler calls skill handlers (builtin or upstream A2A servers) over the handler's own binding (JSON-RPC, HTTP+JSON or gRPC), unary or streamed, and checks what they answer.
 package handler
 
 import (
@@ -67,6 +67,13 @@ type options struct {
 	log      *zap.Logger
 	builtins map[string]http.Handler
 	wrap     func(http.RoundTripper) http.RoundTripper
+	bindings map[string]protocol.Binding
+}
+
+// WithBindings sets the binding each named upstream handler is called
+// over; a handler not named is called over JSON-RPC, as every builtin is.
+func WithBindings(b map[string]protocol.Binding) Option {
+	return func(o *options) { o.bindings = b }
 }
 
 // WithHTTPClient sets the client for upstream (http/https) handlers. Its
@@ -101,11 +108,12 @@ func WithBuiltin(name string, h http.Handler) Option {
 	}
 }
 
-// target is where one handler name is served.
+// target is where one handler name is served, and over which binding.
 type target struct {
-	name   string
-	url    string
-	client *http.Client
+	name    string
+	url     string
+	binding protocol.Binding
+	client  *http.Client
 }
 
 // Invoker calls handlers. It is safe for concurrent use.
@@ -152,14 +160,33 @@ func NewInvoker(handlers map[string]string, opts ...Option) (*Invoker, error) {
 		upstream.Transport = http.DefaultTransport
 	}
 	upstream.Transport = wrap(upstream.Transport)
+	var h2 *http.Client // gRPC handlers' client, made on first use
 	builtinClients := map[string]*http.Client{}
+	for name, b := range o.bindings {
+		if _, ok := handlers[name]; !ok {
+			errs = append(errs, fmt.Errorf("handler %q has a binding but no target", name))
+		}
+		switch b {
+		case protocol.JSONRPC, protocol.HTTPJSON, protocol.GRPC:
+		default:
+			errs = append(errs, fmt.Errorf("handler %q: %q is not a binding", name, b))
+		}
+	}
 	for _, name := range sortedKeys(handlers) {
 		raw := handlers[name]
 		if name == "" {
 			errs = append(errs, errors.New("a handler has an empty name"))
 			continue
 		}
+		binding := o.bindings[name]
+		if binding == "" {
+			binding = protocol.JSONRPC
+		}
 		if b, ok := strings.CutPrefix(raw, BuiltinPrefix); ok {
+			if binding != protocol.JSONRPC {
+				errs = append(errs, fmt.Errorf("handler %q: builtin handlers are called over JSON-RPC only", name))
+				continue
+			}
 			h := o.builtins[b]
 			if h == nil {
 				errs = append(errs, fmt.Errorf("handler %q: %q is not a registered builtin", name, raw))
@@ -170,14 +197,22 @@ func NewInvoker(handlers map[string]string, opts ...Option) (*Invoker, error) {
 				c = &http.Client{Transport: wrap(inProcess{h: h}), CheckRedirect: noRedirect}
 				builtinClients[b] = c
 			}
-			i.targets[name] = target{name: name, url: "http://" + b + ".builtin.invalid/", client: c}
+			i.targets[name] = target{name: name, url: "http://" + b + ".builtin.invalid/", binding: protocol.JSONRPC, client: c}
 			continue
 		}
-		if err := checkURL(raw); err != nil {
+		if err := checkURL(raw, binding); err != nil {
 			errs = append(errs, fmt.Errorf("handler %q: %w", name, err))
 			continue
 		}
-		i.targets[name] = target{name: name, url: raw, client: upstream}
+		t := target{name: name, url: raw, binding: binding, client: upstream}
+		if binding == protocol.GRPC {
+			if h2 == nil {
+				h2 = &http.Client{Transport: wrap(http2Transport(o.client)), CheckRedirect: noRedirect}
+				i.clients = append(i.clients, h2)
+			}
+			t.client = h2
+		}
+		i.targets[name] = t
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("handler: %w", err)
@@ -203,7 +238,7 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-func checkURL(raw string) error {
+func checkURL(raw string, binding protocol.Binding) error {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return fmt.Errorf("%q is not a URL", raw)
@@ -217,8 +252,35 @@ func checkURL(raw string) error {
 		return fmt.Errorf("%q carries credentials; handlers get capgate's token instead", u.Redacted())
 	case u.Fragment != "":
 		return fmt.Errorf("%q has a fragment", raw)
+	case binding == protocol.GRPC && (u.Port() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != ""):
+		return fmt.Errorf("%q: a gRPC handler is http://host:port (h2c) or https://host:port, without path or query", raw)
+	case binding == protocol.HTTPJSON && u.RawQuery != "":
+		return fmt.Errorf("%q: an HTTP+JSON handler's base URL has no query", raw)
 	}
 	return nil
+}
+
+// http2Transport is the transport of gRPC handlers: c's transport (or the
+// default one) speaking HTTP/2 only, with prior knowledge (h2c) for http://.
+func http2Transport(c *http.Client) http.RoundTripper {
+	base, ok := http.DefaultTransport.(*http.Transport)
+	if c != nil {
+		if tr, isTr := c.Transport.(*http.Transport); isTr {
+			base, ok = tr, true
+		}
+	}
+	var t *http.Transport
+	if ok {
+		t = base.Clone()
+	} else {
+		t = &http.Transport{}
+	}
+	var p http.Protocols
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	t.Protocols = &p
+	t.ResponseHeaderTimeout = 0 // bounded by the call's context
+	return t
 }
 
 // upstreamClient copies c (or builds a client) that never follows redirects.
@@ -257,7 +319,54 @@ func (i *Invoker) lookup(req Request) (target, *protocol.Error) {
 	case len(req.Params) > 0 && !req.Params.IsValid():
 		return target{}, protocol.Errorf(protocol.Internal, "the call to the skill's handler has malformed params")
 	}
+	if t.binding == protocol.JSONRPC {
+		return t, nil
+	}
+	if _, ok := operation(req); !ok {
+		if protocol.IsA2AMethod(req.Method) && req.Version != protocol.V1 {
+			return target{}, protocol.Errorf(protocol.VersionNotSupported,
+				"this skill's handler is called over %s, which capgate speaks in A2A 1.0 only; send A2A-Version: 1.0", bindingName(t.binding))
+		}
+		return target{}, protocol.Errorf(protocol.UnsupportedOperation,
+			"this skill's handler is called over %s; extension methods reach handlers over JSON-RPC only", bindingName(t.binding))
+	}
 	return t, nil
+}
+
+// operation is the A2A 1.0 operation req calls; false for a 0.3 method or
+// an extension's own.
+func operation(req Request) (protocol.Operation, bool) {
+	if req.Version != protocol.V1 || !protocol.IsA2AMethod(req.Method) {
+		return "", false
+	}
+	op := protocol.Operation(req.Method)
+	return op, protocol.MethodName(protocol.V1, op) == req.Method
+}
+
+// ParseBinding reads a binding as the A2A specification (and capgate's
+// config) names it: JSONRPC, HTTP+JSON or GRPC.
+func ParseBinding(name string) (protocol.Binding, bool) {
+	switch name {
+	case "JSONRPC":
+		return protocol.JSONRPC, true
+	case "HTTP+JSON":
+		return protocol.HTTPJSON, true
+	case "GRPC":
+		return protocol.GRPC, true
+	}
+	return "", false
+}
+
+// bindingName is a binding as the A2A specification names it.
+func bindingName(b protocol.Binding) string {
+	switch b {
+	case protocol.HTTPJSON:
+		return "HTTP+JSON"
+	case protocol.GRPC:
+		return "GRPC"
+	default:
+		return "JSONRPC"
+	}
 }
 
 // newHTTPRequest builds the JSON-RPC POST for req with a fresh id.
@@ -270,8 +379,15 @@ func newHTTPRequest(ctx context.Context, t target, req Request, id string, strea
 	if err != nil {
 		return nil, err
 	}
-	h := hr.Header
-	h.Set("Content-Type", "application/json")
+	hr.Header.Set("Content-Type", "application/json")
+	setHeaders(hr.Header, req, stream)
+	return hr, nil
+}
+
+// setHeaders sets what every call carries, on every binding (gRPC sends
+// them as metadata): the A2A service parameters, capgate's credential, the
+// decision id and, when forwarded, the caller's own credential.
+func setHeaders(h http.Header, req Request, stream bool) {
 	if stream {
 		h.Set("Accept", "text/event-stream")
 	} else {
@@ -293,7 +409,6 @@ func newHTTPRequest(ctx context.Context, t target, req Request, id string, strea
 		h.Set(DecisionIDHeader, req.DecisionID)
 	}
 	h.Set("User-Agent", "capgate")
-	return hr, nil
 }
 
 // failure classifies a transport error: the caller's cancellation, our

@@ -248,23 +248,31 @@ func upstreamCode(code int64) (protocol.Code, bool) {
 // handler refusing capgate's own credential is not the caller's
 // authentication problem: it becomes an internal error. ok is false for a
 // code outside A2A and JSON-RPC.
-func toProtocol(name string, e *rpcError) (*protocol.Error, bool) {
+func toProtocol(_ string, e *rpcError) (*protocol.Error, bool) {
 	code, ok := upstreamCode(*e.Code)
 	if !ok {
 		return nil, false
 	}
+	return fromUpstream(code, *e.Message, errorInfoMetadata(e.Data)), true
+}
+
+// fromUpstream is the client's error for a handler's error of code, on any
+// binding: the handler's message cleaned and clipped, ErrorInfo metadata
+// kept. A handler refusing capgate's own credential is not the caller's
+// authentication problem: it becomes an internal error.
+func fromUpstream(code protocol.Code, message string, metadata map[string]string) *protocol.Error {
 	if code == protocol.Unauthenticated {
-		return protocol.Errorf(protocol.Internal, "the skill's handler refused capgate's credential"), true
+		return protocol.Errorf(protocol.Internal, "the skill's handler refused capgate's credential")
 	}
-	msg := clean(*e.Message, maxErrorMessage)
+	msg := clean(message, maxErrorMessage)
 	if msg == "" {
 		msg = "the skill's handler failed"
 	}
 	out := protocol.Errorf(code, "%s", msg)
-	for k, v := range errorInfoMetadata(e.Data) {
+	for k, v := range metadata {
 		out = out.WithMetadata(k, v)
 	}
-	return out, true
+	return out
 }
 
 // errorInfoMetadata reads the string metadata of a google.rpc.ErrorInfo in

@@ -39,9 +39,9 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 	defer idle.stop()
 	idleMsg := fmt.Sprintf("the skill's handler sent nothing for %s", i.idle)
 
-	hr, err := newHTTPRequest(sctx, t, req, id, true)
-	if err != nil {
-		return protocol.Wrap(protocol.Internal, err, "the call to the skill's handler could not be built")
+	hr, perr := newRequest(sctx, t, req, id, true)
+	if perr != nil {
+		return perr
 	}
 	resp, err := t.client.Do(hr)
 	if err != nil {
@@ -63,6 +63,9 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 	}
 
 	body := &activityReader{r: resp.Body, idle: idle}
+	if t.binding == protocol.GRPC {
+		return i.grpcStream(sctx, t, req, resp, body, emit, idleMsg)
+	}
 	if mt := mediaType(resp.Header); mt != "text/event-stream" {
 		// Not a stream: a plain JSON-RPC answer, usually an error.
 		data, err := io.ReadAll(io.LimitReader(body, MaxResponseBytes+1))
@@ -72,7 +75,7 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 		if len(data) > MaxResponseBytes {
 			return i.invalid(t, req, "response larger than 16 MiB")
 		}
-		result, perr := i.unary(t, req, resp, data, id)
+		result, perr := i.unaryOf(t, req, resp, data, id)
 		if perr != nil {
 			return perr
 		}
@@ -85,8 +88,9 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 	br := bufio.NewReaderSize(body, 64<<10)
 	events := 0
 	var data []byte // every event's data, in turn
+	var name string
 	for {
-		data, err = nextEvent(br, data[:0])
+		name, data, err = nextNamedEvent(br, data[:0])
 		if cause := context.Cause(sctx); cause != nil {
 			// Cancelled, idle, or the caller went away: whatever was read
 			// after that is not relayed.
@@ -103,15 +107,64 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 		case err != nil:
 			return i.failure(sctx, t, req, err, errIdle, idleMsg)
 		}
-		r, why := parseEvent(data, id, false)
-		if why != "" {
-			return i.invalid(t, req, fmt.Sprintf("event %d: %s", events+1, why))
-		}
-		if r.rpcErr != nil {
-			return i.upstreamError(t, req, r.rpcErr)
+		var result jsontext.Value
+		if t.binding == protocol.HTTPJSON {
+			if result, perr = i.restEvent(t, req, name, data, events+1); perr != nil {
+				return perr
+			}
+		} else {
+			r, why := parseEvent(data, id, false)
+			if why != "" {
+				return i.invalid(t, req, fmt.Sprintf("event %d: %s", events+1, why))
+			}
+			if r.rpcErr != nil {
+				return i.upstreamError(t, req, r.rpcErr)
+			}
+			result = r.result
 		}
 		events++
-		if perr := emit(r.result); perr != nil {
+		if perr := emit(result); perr != nil {
+			return perr
+		}
+	}
+}
+
+// grpcStream relays a server-streaming gRPC answer: each message is one
+// event; the trailers' status ends the stream.
+func (i *Invoker) grpcStream(ctx context.Context, t target, req Request, resp *http.Response, body io.Reader,
+	emit func(jsontext.Value) *protocol.Error, idleMsg string) *protocol.Error {
+	if perr := i.grpcStart(t, req, resp); perr != nil {
+		return perr
+	}
+	op, _ := operation(req)
+	events := 0
+	for {
+		msg, err := nextFrame(body, MaxEventBytes)
+		if cause := context.Cause(ctx); cause != nil {
+			return i.failure(ctx, t, req, cause, errIdle, idleMsg)
+		}
+		switch {
+		case err == io.EOF:
+			if perr := i.grpcEnd(t, req, resp); perr != nil {
+				return perr
+			}
+			if events == 0 {
+				return i.invalid(t, req, "stream ended without an event")
+			}
+			return nil
+		case errors.Is(err, errFrameTooLarge):
+			return i.invalid(t, req, "event larger than 1 MiB")
+		case errors.Is(err, errCompressed):
+			return i.invalid(t, req, "a compressed gRPC message")
+		case err != nil:
+			return i.failure(ctx, t, req, err, errIdle, idleMsg)
+		}
+		result, perr := protocol.GRPCResult(op, msg)
+		if perr != nil {
+			return i.invalid(t, req, fmt.Sprintf("event %d: %s", events+1, perr.Error()))
+		}
+		events++
+		if perr := emit(result); perr != nil {
 			return perr
 		}
 	}
@@ -123,28 +176,41 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 // without data is no event. io.EOF ends the stream (an unterminated last
 // event is dropped, as the SSE specification says).
 func nextEvent(br *bufio.Reader, data []byte) ([]byte, error) {
+	_, data, err := nextNamedEvent(br, data)
+	return data, err
+}
+
+// nextNamedEvent is nextEvent with the event's type (its last event field,
+// "" when none): an HTTP+JSON stream's errors are "error" events.
+func nextNamedEvent(br *bufio.Reader, data []byte) (string, []byte, error) {
 	data = data[:0]
+	var name string
 	has := false
 	for {
 		line, err := readLine(br)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		if len(line) == 0 {
 			if has {
-				return data, nil
+				return name, data, nil
 			}
+			name = ""
 			continue
 		}
 		if line[0] == ':' {
 			continue
 		}
-		name, value, found := bytes.Cut(line, []byte(":"))
+		field, value, found := bytes.Cut(line, []byte(":"))
 		if found && len(value) > 0 && value[0] == ' ' {
 			value = value[1:]
 		}
-		if string(name) != "data" {
-			continue // event, id, retry and unknown fields
+		if string(field) == "event" {
+			name = clip(string(value), 64)
+			continue
+		}
+		if string(field) != "data" {
+			continue // id, retry and unknown fields
 		}
 		if has {
 			data = append(data, '\n')
@@ -152,7 +218,7 @@ func nextEvent(br *bufio.Reader, data []byte) ([]byte, error) {
 		data = append(data, value...)
 		has = true
 		if len(data) > MaxEventBytes {
-			return nil, errEventTooLarge
+			return "", nil, errEventTooLarge
 		}
 	}
 }

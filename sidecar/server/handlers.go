@@ -14,6 +14,7 @@ import (
 	"github.com/capgate/capgate/sidecar/handler/echo"
 	"github.com/capgate/capgate/sidecar/handlerauth"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/tracing"
 )
 
@@ -48,6 +49,17 @@ func newInvoker(ctx context.Context, cfg *config.Config, m *identity.Minter, log
 			return nil, fmt.Errorf("builtin echo: %w", err)
 		}
 		opts = append(opts, handler.WithBuiltin("echo", echo.New(v.Verify, echo.WithLogger(log.Named("echo")))))
+	}
+	if len(cfg.HandlerBindings) > 0 {
+		bindings := map[string]protocol.Binding{}
+		for name, b := range cfg.HandlerBindings {
+			pb, ok := handler.ParseBinding(b)
+			if !ok {
+				return nil, fmt.Errorf("handlers.%s.binding: %q is not a binding", name, b)
+			}
+			bindings[name] = pb
+		}
+		opts = append(opts, handler.WithBindings(bindings))
 	}
 	inv, err := handler.NewInvoker(cfg.Handlers, opts...)
 	if err != nil {

@@ -1,0 +1,207 @@
+package handler
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+// This file is the gRPC binding (A2A 1.0, lf.a2a.v1.A2AService) over
+// net/http's HTTP/2 client, so that a gRPC call passes through the same
+// transport wrapping (tracing), limits and timeouts as the others: the
+// params are converted to the request message (protocol.GRPCRequest), each
+// response message back to ProtoJSON (protocol.GRPCResult), and a non-OK
+// grpc-status with its google.rpc.Status details to the A2A error.
+
+// grpcFrameHeader is a length-prefixed message's header: a compressed flag
+// and a big-endian uint32 length.
+const grpcFrameHeader = 5
+
+// newGRPCRequest builds the gRPC call for req: POST /lf.a2a.v1.A2AService/<op>
+// with one uncompressed message; the A2A headers travel as metadata.
+func newGRPCRequest(ctx context.Context, t target, req Request) (*http.Request, *protocol.Error) {
+	op, _ := operation(req)
+	msg, perr := protocol.GRPCRequest(op, req.Params)
+	if perr != nil {
+		return nil, perr
+	}
+	frame := make([]byte, grpcFrameHeader, grpcFrameHeader+len(msg))
+	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
+	frame = append(frame, msg...)
+	u := strings.TrimSuffix(t.url, "/") + "/" + protocol.GRPCService + "/" + string(op)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(frame))
+	if err != nil {
+		return nil, protocol.Wrap(protocol.Internal, err, "the call to the skill's handler could not be built")
+	}
+	setHeaders(hr.Header, req, false)
+	hr.Header.Del("Accept")
+	hr.Header.Set("Content-Type", protocol.GRPCContentType)
+	hr.Header.Set("Te", "trailers")
+	return hr, nil
+}
+
+// grpcStart checks a gRPC response's headers. A trailers-only response (an
+// error before any message) carries its status in the headers.
+func (i *Invoker) grpcStart(t target, req Request, resp *http.Response) *protocol.Error {
+	if resp.Header.Get("Grpc-Status") != "" {
+		return i.grpcStatus(t, req, resp.Header)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return i.invalid(t, req, fmt.Sprintf("a gRPC answer with HTTP %d", resp.StatusCode))
+	}
+	if !protocol.IsGRPCContentType(resp.Header.Get("Content-Type")) {
+		return i.invalid(t, req, fmt.Sprintf("a gRPC answer with content type %q", clip(mediaType(resp.Header), 64)))
+	}
+	return nil
+}
+
+// errNoStatus is a gRPC answer that ended without a grpc-status.
+var errNoStatus = errors.New("no grpc-status")
+
+// grpcEnd reads the status a gRPC call ended with: nil for OK.
+func (i *Invoker) grpcEnd(t target, req Request, resp *http.Response) *protocol.Error {
+	if resp.Trailer.Get("Grpc-Status") == "" {
+		return i.invalid(t, req, errNoStatus.Error())
+	}
+	return i.grpcStatus(t, req, resp.Trailer)
+}
+
+// grpcStatus turns grpc-status, grpc-message and grpc-status-details-bin into
+// the client's error (nil for OK), as statusError does for HTTP+JSON.
+func (i *Invoker) grpcStatus(t target, req Request, h http.Header) *protocol.Error {
+	n, err := strconv.Atoi(h.Get("Grpc-Status"))
+	if err != nil || n < 0 || n > 16 {
+		return i.invalid(t, req, "a malformed grpc-status")
+	}
+	if n == 0 {
+		return nil
+	}
+	msg, err := url.PathUnescape(h.Get("Grpc-Message"))
+	if err != nil {
+		msg = ""
+	}
+	s := upstreamStatus{status: grpcStatusName(codes.Code(n)), message: msg}
+	if raw := h.Get("Grpc-Status-Details-Bin"); raw != "" {
+		b, err := base64.RawStdEncoding.DecodeString(strings.TrimRight(raw, "="))
+		var st rpcstatus.Status
+		if err == nil && proto.Unmarshal(b, &st) == nil {
+			if st.GetMessage() != "" {
+				s.message = st.GetMessage()
+			}
+			for _, d := range st.GetDetails() {
+				var info errdetails.ErrorInfo
+				if d.MessageIs(&info) && d.UnmarshalTo(&info) == nil && (info.GetDomain() == "" || info.GetDomain() == protocol.Domain) {
+					s.reason, s.metadata = info.GetReason(), clippedMetadata(info.GetMetadata())
+					break
+				}
+			}
+		}
+	}
+	return i.statusError(t, req, s)
+}
+
+// grpcStatusName is the google.rpc.Code name of a gRPC status code (the
+// names statusError reads).
+func grpcStatusName(c codes.Code) string {
+	if c == codes.Unauthenticated {
+		return "UNAUTHENTICATED"
+	}
+	return strings.ToUpper(c.String())
+}
+
+// clippedMetadata cleans ErrorInfo metadata as errorInfoMetadata does.
+func clippedMetadata(m map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if k = clean(k, 64); k == "" {
+			continue
+		}
+		out[k] = clean(v, 256)
+		if len(out) == maxErrorMetadata {
+			break
+		}
+	}
+	return out
+}
+
+// errFrameTooLarge is a gRPC message over the limit.
+var errFrameTooLarge = errors.New("gRPC message larger than the limit")
+
+// errCompressed is a compressed gRPC message: capgate asks for none.
+var errCompressed = errors.New("compressed gRPC message")
+
+// nextFrame reads one length-prefixed message of at most max bytes; io.EOF
+// at a message boundary ends the stream.
+func nextFrame(r io.Reader, max int) ([]byte, error) {
+	var hdr [grpcFrameHeader]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("truncated gRPC message: %w", err)
+		}
+		return nil, err
+	}
+	if hdr[0] != 0 {
+		return nil, errCompressed
+	}
+	n := binary.BigEndian.Uint32(hdr[1:])
+	if int64(n) > int64(max) {
+		return nil, errFrameTooLarge
+	}
+	msg := make([]byte, n)
+	if _, err := io.ReadFull(r, msg); err != nil {
+		return nil, fmt.Errorf("truncated gRPC message: %w", err)
+	}
+	return msg, nil
+}
+
+// grpcUnary reads a whole unary gRPC answer: exactly one message, then OK.
+func (i *Invoker) grpcUnary(t target, req Request, resp *http.Response, body []byte) (jsontext.Value, *protocol.Error) {
+	if perr := i.grpcStart(t, req, resp); perr != nil {
+		return nil, perr
+	}
+	if perr := i.grpcEnd(t, req, resp); perr != nil {
+		return nil, perr
+	}
+	r := bytes.NewReader(body)
+	msg, err := nextFrame(r, MaxResponseBytes)
+	if err != nil {
+		return nil, i.invalid(t, req, "gRPC response: "+frameProblem(err))
+	}
+	if r.Len() != 0 {
+		return nil, i.invalid(t, req, "more than one gRPC response message")
+	}
+	op, _ := operation(req)
+	result, perr := protocol.GRPCResult(op, msg)
+	if perr != nil {
+		return nil, i.invalid(t, req, perr.Error())
+	}
+	return result, nil
+}
+
+// frameProblem says what was wrong with a frame, for logs.
+func frameProblem(err error) string {
+	switch {
+	case errors.Is(err, io.EOF):
+		return "no message"
+	case errors.Is(err, errFrameTooLarge):
+		return "message larger than the limit"
+	default:
+		return err.Error()
+	}
+}
