@@ -63,6 +63,24 @@ type Report struct {
 // for their owner (tenant and subject): GetTask, ListTasks, CancelTask and
 // SubscribeToTask work on them.
 func New(verify func(ctx context.Context, bearer string) (handlerauth.Claims, error), opts ...Option) http.Handler {
+	auth, rh, panics := build(verify, opts)
+	return &server{
+		auth: auth,
+		v1:   a2asrv.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
+		v03:  a2av0.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
+	}
+}
+
+// NewRequestHandler is the echo's a2a-go request handler, for serving it over
+// another binding (a2asrv.NewRESTHandler, a2agrpc's handler): the same
+// verification, tasks and report as New's, without the extension methods.
+func NewRequestHandler(verify func(ctx context.Context, bearer string) (handlerauth.Claims, error), opts ...Option) a2asrv.RequestHandler {
+	_, rh, _ := build(verify, opts)
+	return rh
+}
+
+// build makes the echo's authenticator and request handler.
+func build(verify func(ctx context.Context, bearer string) (handlerauth.Claims, error), opts []Option) (handlerauth.Authenticator, a2asrv.RequestHandler, func(any) error) {
 	o := options{}
 	for _, opt := range opts {
 		opt(&o)
@@ -102,11 +120,7 @@ func New(verify func(ctx context.Context, bearer string) (handlerauth.Claims, er
 		// end to end; the echo never calls a webhook back.
 		a2asrv.WithPushNotifications(push.NewInMemoryStore(), noCallbacks{}),
 	)
-	return &server{
-		auth: auth,
-		v1:   a2asrv.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
-		v03:  a2av0.NewJSONRPCHandler(rh, a2asrv.WithTransportPanicHandler(panics)),
-	}
+	return auth, rh, panics
 }
 
 type server struct {
@@ -240,13 +254,15 @@ func (executor) Execute(ctx context.Context, execCtx *a2asrv.ExecutorContext) it
 			}
 		}
 		report := ReportOf(c, execCtx.Message)
+		// JSON-shaped values ([]any, not []string), so that the part
+		// converts to a protobuf Struct when served over gRPC.
 		data := map[string]any{
 			"capability": report.Capability,
 			"handler":    report.Handler,
 			"principal":  report.Principal,
 			"tenant":     report.Tenant,
-			"scopes":     report.Scopes,
-			"mediaTypes": report.MediaTypes,
+			"scopes":     anys(report.Scopes),
+			"mediaTypes": anys(report.MediaTypes),
 		}
 		if len(report.Limits) > 0 {
 			data["limits"] = report.Limits
@@ -264,6 +280,14 @@ func (executor) Cancel(_ context.Context, execCtx *a2asrv.ExecutorContext) iter.
 	return func(yield func(a2a.Event, error) bool) {
 		yield(a2a.NewStatusUpdateEvent(execCtx, a2a.TaskStateCanceled, nil), nil)
 	}
+}
+
+func anys(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }
 
 // ReportOf is what the echo reports for a call with claims c carrying msg.

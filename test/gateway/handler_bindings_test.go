@@ -1,0 +1,139 @@
+package gateway_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	grpcv1 "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
+	"github.com/a2aproject/a2a-go/v2/a2asrv"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/handler/echo"
+	"github.com/capgate/capgate/sidecar/handlerauth"
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/test/testutil"
+)
+
+// bindingUpstream serves the echo (a2a-go v2's request handler, verifying
+// capgate's handler tokens for handler) over one binding on 127.0.0.1, signs
+// d's handler tokens with its key, and points handler at it with that
+// binding. calls counts the requests it served.
+func bindingUpstream(t *testing.T, d *deployment.Deployment, handler, binding string) *sync.Map {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	keyFile := filepath.Join(t.TempDir(), "capgate-signing.pem")
+	require.NoError(t, os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), 0o600))
+	d.Config.Identity.SigningKeyFile = keyFile
+	minter, err := identity.NewMinter(d.Config.Identity.Issuer, key)
+	require.NoError(t, err)
+	v, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{Issuer: minter.Issuer(), Audience: handler, JWKS: minter.JWKS()})
+	require.NoError(t, err)
+	rh := echo.NewRequestHandler(v.Verify)
+
+	var seen sync.Map // binding → true once a call arrived over it
+	var url string
+	switch binding {
+	case config.BindingGRPC:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		s := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next grpc.UnaryHandler) (any, error) {
+			seen.Store(binding, true)
+			return next(ctx, req)
+		}), grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, next grpc.StreamHandler) error {
+			seen.Store(binding, true)
+			return next(srv, ss)
+		}))
+		grpcv1.NewHandler(rh).RegisterWith(s)
+		go func() { _ = s.Serve(ln) }()
+		t.Cleanup(s.Stop)
+		url = "http://" + ln.Addr().String()
+	case config.BindingHTTPJSON:
+		h := a2asrv.NewRESTHandler(rh)
+		srv := httptest.NewServer(http.StripPrefix("/a2a", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Store(binding, true)
+			h.ServeHTTP(w, r)
+		})))
+		t.Cleanup(srv.Close)
+		url = srv.URL + "/a2a"
+	default:
+		h := echo.New(v.Verify)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			seen.Store(binding, true)
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		url = srv.URL + "/"
+	}
+	d.Config.Handlers[handler] = url
+	d.Config.HandlerBindings = map[string]string{handler: binding}
+	return &seen
+}
+
+// TestHandlerBindings: capgate fronts an a2a-go v2 upstream over each of the
+// handler's bindings, and an a2a-go v2 client calls capgate over each of its
+// own (3 × 3). The upstream verifies capgate's downscoped token and reports
+// its claims: the caller, the tenant, the capability and the narrowed scopes.
+func TestHandlerBindings(t *testing.T) {
+	const handler = "recon.v3.reconcile"
+	for _, upstream := range []string{config.BindingJSONRPC, config.BindingHTTPJSON, config.BindingGRPC} {
+		t.Run("handler over "+upstream, func(t *testing.T) {
+			d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+			seen := bindingUpstream(t, d, handler, upstream)
+			srv := testutil.Start(t, d)
+			for _, caller := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC} {
+				t.Run("caller over "+string(caller), func(t *testing.T) {
+					c := srv.Client(t, caller, testutil.Bearer(testutil.Token(t, grpcCaller)))
+					res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: reconcileMessage()})
+					require.NoError(t, err)
+					task, ok := res.(*a2a.Task)
+					require.True(t, ok, "want a task, got %T", res)
+					r := echoReport(t, task)
+					require.Equal(t, "reconcile-invoice", r.Capability)
+					require.Equal(t, handler, r.Handler)
+					require.Equal(t, "partner-1", r.Principal)
+					require.Equal(t, "acme", r.Tenant)
+					require.Equal(t, []string{"recon.run"}, r.Scopes)
+					require.Equal(t, []string{"application/pdf", "text/plain"}, r.MediaTypes)
+					_, ok = seen.Load(upstream)
+					require.True(t, ok, "the handler was not called over %s", upstream)
+
+					got, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
+					require.NoError(t, err)
+					require.Equal(t, task.ID, got.ID)
+					require.Equal(t, a2a.TaskStateCompleted, got.Status.State)
+
+					_, err = c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
+					require.ErrorIs(t, err, a2a.ErrTaskNotCancelable)
+
+					var last *a2a.TaskStatusUpdateEvent
+					for ev, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: reconcileMessage()}) {
+						require.NoError(t, err)
+						if s, ok := ev.(*a2a.TaskStatusUpdateEvent); ok {
+							last = s
+						}
+					}
+					require.NotNil(t, last)
+					require.Equal(t, a2a.TaskStateCompleted, last.Status.State)
+				})
+			}
+		})
+	}
+}
