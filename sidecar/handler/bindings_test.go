@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"iter"
@@ -11,9 +12,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	grpcv1 "github.com/a2aproject/a2a-go/v2/a2agrpc/v1"
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/a2aproject/a2a-go/v2/a2asrv"
 	"github.com/a2aproject/a2a-go/v2/a2asrv/push"
 	"github.com/go-json-experiment/json"
@@ -22,6 +25,7 @@ import (
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/handlerauth"
@@ -547,4 +551,194 @@ func TestHTTPJSONRequestShape(t *testing.T) {
 	_, perr := inv.Call(t.Context(), req("GetTask", `{"id":"t1","metadata":{"a":1}}`))
 	require.NotNil(t, perr)
 	require.Equal(t, protocol.InvalidParams, perr.Code)
+}
+
+// h2cServer is a hand-written gRPC server (cleartext HTTP/2) for answers
+// a2a-go's server never gives.
+func h2cServer(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	srv.Config.Protocols = &p
+	srv.Start()
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func grpcFrame(flag byte, msg []byte) []byte {
+	b := []byte{flag, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
+	return append(b, msg...)
+}
+
+// TestGRPCAnswers: what a gRPC handler answers is checked as a JSON-RPC
+// answer is.
+func TestGRPCAnswers(t *testing.T) {
+	task, err := proto.Marshal(&a2apb.Task{Id: "t1", ContextId: "c1", Status: &a2apb.TaskStatus{State: a2apb.TaskState_TASK_STATE_WORKING}})
+	require.NoError(t, err)
+	event, err := proto.Marshal(&a2apb.StreamResponse{Payload: &a2apb.StreamResponse_Task{Task: &a2apb.Task{Id: "t1", ContextId: "c1"}}})
+	require.NoError(t, err)
+	status := func(w http.ResponseWriter, trailer bool) {
+		prefix := ""
+		if trailer {
+			prefix = http.TrailerPrefix
+		}
+		for _, kv := range protocol.Errorf(protocol.TaskNotFound, "no task t1 \u00e9").WithMetadata("k", "v").GRPCStatus() {
+			w.Header().Set(prefix+kv[0], kv[1])
+		}
+	}
+	ok := func(w http.ResponseWriter) { w.Header().Set(http.TrailerPrefix+"Grpc-Status", "0") }
+	for _, tc := range []struct {
+		name     string
+		stream   bool
+		serve    func(w http.ResponseWriter)
+		events   int
+		wantCode protocol.Code
+		wantMsg  string
+	}{
+		{name: "one message and OK", serve: func(w http.ResponseWriter) {
+			_, _ = w.Write(grpcFrame(0, task))
+			ok(w)
+		}},
+		{name: "trailers-only error", serve: func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/grpc")
+			status(w, false)
+			w.WriteHeader(http.StatusOK)
+		}, wantCode: protocol.TaskNotFound, wantMsg: "no task t1 \u00e9"},
+		{name: "error in the trailers", serve: func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusOK)
+			status(w, true)
+		}, wantCode: protocol.TaskNotFound, wantMsg: "no task t1 \u00e9"},
+		{name: "status without details", serve: func(w http.ResponseWriter) {
+			w.Header().Set(http.TrailerPrefix+"Grpc-Status", "14")
+			w.Header().Set(http.TrailerPrefix+"Grpc-Message", "down%20for%20maintenance")
+		}, wantCode: protocol.Internal, wantMsg: "down for maintenance"},
+		{name: "unauthenticated is capgate's credential refused", serve: func(w http.ResponseWriter) {
+			w.Header().Set(http.TrailerPrefix+"Grpc-Status", "16")
+		}, wantCode: protocol.Internal, wantMsg: "the skill's handler refused capgate's credential"},
+		{name: "no status", serve: func(w http.ResponseWriter) {
+			_, _ = w.Write(grpcFrame(0, task))
+		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
+		{name: "two messages", serve: func(w http.ResponseWriter) {
+			_, _ = w.Write(append(grpcFrame(0, task), grpcFrame(0, task)...))
+			ok(w)
+		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
+		{name: "compressed message", serve: func(w http.ResponseWriter) {
+			_, _ = w.Write(grpcFrame(1, task))
+			ok(w)
+		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
+		{name: "not a Task", serve: func(w http.ResponseWriter) {
+			_, _ = w.Write(grpcFrame(0, []byte{0xff, 0xff, 0xff}))
+			ok(w)
+		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
+		{name: "stream, then OK", stream: true, serve: func(w http.ResponseWriter) {
+			_, _ = w.Write(append(grpcFrame(0, event), grpcFrame(0, event)...))
+			ok(w)
+		}, events: 2},
+		{name: "stream, then an error", stream: true, serve: func(w http.ResponseWriter) {
+			_, _ = w.Write(grpcFrame(0, event))
+			status(w, true)
+		}, events: 1, wantCode: protocol.TaskNotFound, wantMsg: "no task t1 \u00e9"},
+		{name: "stream event larger than the limit", stream: true, serve: func(w http.ResponseWriter) {
+			_, _ = w.Write(grpcFrame(0, make([]byte, handler.MaxEventBytes+1)))
+			ok(w)
+		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
+		{name: "stream without an event", stream: true, serve: func(w http.ResponseWriter) {
+			ok(w)
+		}, wantCode: protocol.InvalidAgentResponse, wantMsg: invalidMsg},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got *http.Request
+			var body []byte
+			url := h2cServer(t, func(w http.ResponseWriter, r *http.Request) {
+				got = r.Clone(context.Background())
+				body, _ = io.ReadAll(r.Body)
+				if w.Header().Get("Content-Type") == "" {
+					w.Header().Set("Content-Type", "application/grpc")
+				}
+				tc.serve(w)
+			})
+			inv, err := handler.NewInvoker(map[string]string{"up": url}, handler.WithLogger(zaptest.NewLogger(t)),
+				handler.WithBindings(map[string]protocol.Binding{"up": protocol.GRPC}))
+			require.NoError(t, err)
+			defer func() { _ = inv.Close() }()
+			var perr *protocol.Error
+			n := 0
+			if tc.stream {
+				var events []jsontext.Value
+				events, perr = collect(t, inv, req("SubscribeToTask", `{"id":"t1","tenant":"acme"}`))
+				n = len(events)
+				require.Equal(t, "/lf.a2a.v1.A2AService/SubscribeToTask", got.URL.Path)
+			} else {
+				var res jsontext.Value
+				res, perr = inv.Call(t.Context(), req("GetTask", `{"id":"t1","historyLength":3}`))
+				require.Equal(t, "/lf.a2a.v1.A2AService/GetTask", got.URL.Path)
+				var m a2apb.GetTaskRequest
+				require.NoError(t, proto.Unmarshal(body[5:], &m))
+				require.Equal(t, "t1", m.GetId())
+				require.Equal(t, int32(3), m.GetHistoryLength())
+				if perr == nil {
+					require.Equal(t, "t1", field(t, res, "id"))
+					require.Equal(t, "TASK_STATE_WORKING", field(t, res, "status", "state"))
+				}
+			}
+			require.Equal(t, 2, got.ProtoMajor)
+			require.Equal(t, "application/grpc", got.Header.Get("Content-Type"))
+			require.Equal(t, "trailers", got.Header.Get("Te"))
+			require.Equal(t, "Bearer tok-123", got.Header.Get("Authorization"))
+			require.Equal(t, "1.0", got.Header.Get("A2A-Version"))
+			require.Equal(t, "dec-9", got.Header.Get(handler.DecisionIDHeader))
+			require.Equal(t, tc.events, n)
+			if tc.wantCode == "" {
+				require.Nil(t, perr)
+				return
+			}
+			require.NotNil(t, perr)
+			require.Equal(t, tc.wantCode, perr.Code, perr.Error())
+			require.Equal(t, tc.wantMsg, perr.Message)
+			if tc.wantCode == protocol.TaskNotFound {
+				require.Equal(t, map[string]string{"k": "v"}, perr.Metadata)
+			}
+		})
+	}
+}
+
+// TestBindingIdleTimeout: a silent HTTP+JSON or gRPC stream is ended by
+// the idle timeout, as a JSON-RPC one is.
+func TestBindingIdleTimeout(t *testing.T) {
+	silent := func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}
+	for _, b := range []protocol.Binding{protocol.HTTPJSON, protocol.GRPC} {
+		t.Run(string(b), func(t *testing.T) {
+			h := func(w http.ResponseWriter, r *http.Request) {
+				if b == protocol.GRPC {
+					w.Header().Set("Content-Type", "application/grpc")
+				} else {
+					w.Header().Set("Content-Type", "text/event-stream")
+				}
+				silent(w, r)
+			}
+			var url string
+			if b == protocol.GRPC {
+				url = h2cServer(t, h)
+			} else {
+				srv := httptest.NewServer(http.HandlerFunc(h))
+				defer srv.Close()
+				url = srv.URL
+			}
+			inv, err := handler.NewInvoker(map[string]string{"up": url}, handler.WithStreamIdleTimeout(100*time.Millisecond),
+				handler.WithBindings(map[string]protocol.Binding{"up": b}))
+			require.NoError(t, err)
+			defer func() { _ = inv.Close() }()
+			events, perr := collect(t, inv, req("SubscribeToTask", `{"id":"t1"}`))
+			require.Empty(t, events)
+			require.NotNil(t, perr)
+			require.Equal(t, protocol.Internal, perr.Code)
+			require.Equal(t, "the skill's handler sent nothing for 100ms", perr.Message)
+		})
+	}
 }
