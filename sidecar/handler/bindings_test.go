@@ -348,7 +348,10 @@ func TestBindingsAgainstA2AGo(t *testing.T) {
 						} `json:"task"`
 					}
 					if json.Unmarshal(v, &e, json.RejectUnknownMembers(false)) == nil && e.Task != nil {
-						first <- e.Task.ID
+						select {
+						case first <- e.Task.ID:
+						default:
+						}
 					}
 					return nil
 				})
@@ -373,6 +376,30 @@ func TestBindingsAgainstA2AGo(t *testing.T) {
 			require.Nil(t, <-subDone)
 			require.GreaterOrEqual(t, len(sub), 2)
 			require.Equal(t, "TASK_STATE_COMPLETED", field(t, sub[len(sub)-1], "statusUpdate", "status", "state"))
+
+			// CancelTask of a running task.
+			first = make(chan string, 1)
+			go func() {
+				done <- inv.Stream(t.Context(), req("SendStreamingMessage", sendParams("slow", "")), func(v jsontext.Value) error {
+					var e struct {
+						Task *struct {
+							ID string `json:"id"`
+						} `json:"task"`
+					}
+					if json.Unmarshal(v, &e, json.RejectUnknownMembers(false)) == nil && e.Task != nil {
+						select {
+						case first <- e.Task.ID:
+						default:
+						}
+					}
+					return nil
+				})
+			}()
+			slowID = <-first
+			res, perr = inv.Call(t.Context(), req("CancelTask", `{"id":"`+slowID+`"}`))
+			require.Nil(t, perr)
+			require.Equal(t, "TASK_STATE_CANCELED", field(t, res, "status", "state"))
+			require.Nil(t, <-done)
 
 			// SubscribeToTask of an unknown task: an error before any event.
 			events, perr = collect(t, inv, req("SubscribeToTask", `{"id":"no-such-task"}`))

@@ -116,13 +116,17 @@ func (i *Invoker) grpcStatus(t target, req Request, h http.Header) *protocol.Err
 	return i.statusError(t, req, s)
 }
 
-// grpcStatusName is the google.rpc.Code name of a gRPC status code (the
-// names statusError reads).
+// grpcStatusName is the google.rpc.Code name of a gRPC status code, as
+// statusError reads it: NotFound → NOT_FOUND.
 func grpcStatusName(c codes.Code) string {
-	if c == codes.Unauthenticated {
-		return "UNAUTHENTICATED"
+	var b strings.Builder
+	for i, r := range c.String() {
+		if i > 0 && r >= 'A' && r <= 'Z' {
+			b.WriteByte('_')
+		}
+		b.WriteRune(r)
 	}
-	return strings.ToUpper(c.String())
+	return strings.ToUpper(b.String())
 }
 
 // clippedMetadata cleans ErrorInfo metadata as errorInfoMetadata does.

@@ -87,18 +87,17 @@ func newRESTRequest(ctx context.Context, t target, req Request, stream bool) (*h
 	var tenant, taskID, configID string
 	rest := ms[:0:0]
 	for _, m := range ms {
-		key := fieldKey(m.name)
 		var dst *string
-		switch key {
-		case "tenant":
+		switch key := fieldKey(m.name); {
+		case key == "tenant":
 			dst = &tenant
-		case taskField:
+		case taskField != "" && key == taskField:
 			dst = &taskID
-		case configField:
+		case configField != "" && key == configField:
 			dst = &configID
-		}
-		// CreateTaskPushNotificationConfig's own id stays in the body.
-		if dst == nil || (key == "id" && configField == "" && taskField != "id") {
+		default:
+			// Not bound by the path (CreateTaskPushNotificationConfig's
+			// own id among them): body or query.
 			rest = append(rest, m)
 			continue
 		}
