@@ -39,7 +39,7 @@ const BuiltinPrefix = "builtin:"
 type Request struct {
 	Handler    string           // handler name (key of config handlers)
 	Version    protocol.Version // A2A version to speak upstream (passed as A2A-Version header)
-	Method     string           // JSON-RPC method name in that version ("SendMessage" / "message/send", ...)
+	Method     string           // JSON-RPC method name in that version ("SendMessage" / "message/send", ...); over HTTP+JSON and gRPC, the 1.0 operation
 	Params     jsontext.Value   // JSON-RPC params to send
 	Token      string           // bearer token for the handler: sent as Authorization: Bearer <Token>
 	Extensions []string         // activated extension URIs: sent as A2A-Extensions
@@ -78,7 +78,9 @@ func WithBindings(b map[string]protocol.Binding) Option {
 
 // WithHTTPClient sets the client for upstream (http/https) handlers. Its
 // redirect policy is replaced: redirects are never followed, so a token is
-// only ever sent to the configured URL.
+// only ever sent to the configured URL. gRPC handlers are called through a
+// clone of its *http.Transport (the default transport when it has another
+// kind) that speaks HTTP/2 only.
 func WithHTTPClient(c *http.Client) Option { return func(o *options) { o.client = c } }
 
 // WithRoundTripper wraps the transport of every handler call, upstream and
