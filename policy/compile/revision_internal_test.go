@@ -37,8 +37,8 @@ func TestRevisionMatchesPlain(t *testing.T) {
 	}
 	regs["synthetic"] = compiletest.Synthetic(n)
 	for name, dir := range map[string]string{
-		"finance":         "../../manifests/finance/capabilities",
-		"manifest valid":  "../manifest/testdata/valid",
+		"finance":        "../../manifests/finance/capabilities",
+		"manifest valid": "../manifest/testdata/valid",
 	} {
 		reg, err := manifest.Load([]manifest.Dir{{FS: os.DirFS(dir), Name: name}}, manifest.Options{})
 		require.NoError(t, err, name)
