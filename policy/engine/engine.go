@@ -27,6 +27,10 @@ import (
 // DefaultCacheSize is how many entitlement classes' views an engine keeps.
 const DefaultCacheSize = 4096
 
+// DefaultDecisionCacheSize is how many decisions (entitlement class ×
+// capability) an engine keeps.
+const DefaultDecisionCacheSize = 4096
+
 // The prepared queries. The view query asks for both sets in one
 // evaluation so they share the rule cache.
 const (
@@ -71,9 +75,10 @@ type Decision struct {
 type Option func(*options)
 
 type options struct {
-	log       *zap.Logger
-	cacheSize int
-	evals     int
+	log          *zap.Logger
+	cacheSize    int
+	decisionSize int
+	evals        int
 }
 
 // WithLogger sets the logger (default: none).
@@ -82,6 +87,11 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 // WithCacheSize bounds the view cache to n entitlement classes
 // (DefaultCacheSize by default; n must be positive).
 func WithCacheSize(n int) Option { return func(o *options) { o.cacheSize = n } }
+
+// WithDecisionCacheSize bounds the decision cache to n decisions, one per
+// entitlement class and capability (DefaultDecisionCacheSize by default;
+// n must be positive).
+func WithDecisionCacheSize(n int) Option { return func(o *options) { o.decisionSize = n } }
 
 // WithConcurrentEvaluations bounds how many views are evaluated at once
 // (default GOMAXPROCS; n must be positive). A view evaluation is CPU-bound
@@ -97,6 +107,9 @@ type Engine struct {
 	log       *zap.Logger
 	bySubject bool
 	views     *lru.Cache[string, *View]
+	// decisions holds Decide's answers by class and capability (existing
+	// capabilities only: an unknown id is never a key).
+	decisions *lru.Cache[string, Decision]
 	flight    singleflight.Group
 	// evalSlots holds one token per view evaluation that may run now.
 	evalSlots chan struct{}
@@ -120,7 +133,7 @@ type Engine struct {
 // data store (Snapshot.Policy: for a built snapshot, the ones its policy
 // check evaluated); requests only evaluate.
 func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, error) {
-	o := options{cacheSize: DefaultCacheSize, evals: runtime.GOMAXPROCS(0)}
+	o := options{cacheSize: DefaultCacheSize, decisionSize: DefaultDecisionCacheSize, evals: runtime.GOMAXPROCS(0)}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -132,6 +145,9 @@ func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, err
 	}
 	if o.cacheSize < 1 {
 		return nil, fmt.Errorf("new policy engine: cache size %d: must be positive", o.cacheSize)
+	}
+	if o.decisionSize < 1 {
+		return nil, fmt.Errorf("new policy engine: decision cache size %d: must be positive", o.decisionSize)
 	}
 	if o.evals < 1 {
 		return nil, fmt.Errorf("new policy engine: concurrent evaluations %d: must be positive", o.evals)
@@ -148,11 +164,16 @@ func New(ctx context.Context, s *compile.Snapshot, opts ...Option) (*Engine, err
 	if err != nil {
 		return nil, fmt.Errorf("new policy engine: %w", err)
 	}
+	decisions, err := lru.New[string, Decision](o.decisionSize)
+	if err != nil {
+		return nil, fmt.Errorf("new policy engine: %w", err)
+	}
 	e := &Engine{
 		snap:      s,
 		log:       o.log.Named("engine"),
 		bySubject: s.SubjectSensitive(),
 		views:     views,
+		decisions: decisions,
 		evalSlots: make(chan struct{}, o.evals),
 		compiler:  compiler,
 		store:     store,
@@ -274,21 +295,29 @@ func (e *Engine) class(c Caller) Caller {
 }
 
 // classKey encodes a normalised caller unambiguously (length-prefixed).
-func classKey(c Caller) string {
-	b := make([]byte, 0, 64)
+func classKey(c Caller) string { return string(appendClassKey(make([]byte, 0, 64), c)) }
+
+// decisionKey encodes a normalised caller and a capability id
+// unambiguously: the class key, then the id length-prefixed.
+func decisionKey(c Caller, capability string) string {
+	return string(appendField(appendClassKey(make([]byte, 0, 96), c), capability))
+}
+
+func appendClassKey(b []byte, c Caller) []byte {
 	b = strconv.AppendBool(b, c.Authenticated)
-	field := func(s string) {
-		b = strconv.AppendInt(b, int64(len(s)), 10)
-		b = append(b, ':')
-		b = append(b, s...)
-	}
-	field(c.Tenant)
-	field(c.Subject)
+	b = appendField(b, c.Tenant)
+	b = appendField(b, c.Subject)
 	b = strconv.AppendInt(b, int64(len(c.Scopes)), 10)
 	for _, s := range c.Scopes {
-		field(s)
+		b = appendField(b, s)
 	}
-	return string(b)
+	return b
+}
+
+func appendField(b []byte, s string) []byte {
+	b = strconv.AppendInt(b, int64(len(s)), 10)
+	b = append(b, ':')
+	return append(b, s...)
 }
 
 func (e *Engine) evalView(ctx context.Context, c Caller) (*View, error) {
@@ -323,6 +352,11 @@ func (e *Engine) evalView(ctx context.Context, c Caller) (*View, error) {
 
 // Decide returns the decision and its reasons for one capability. An
 // unknown id is a refusal with reason capability.unknown, not an error.
+//
+// Decisions are cached like views: by the caller's entitlement class (see
+// View) and the capability, for this revision (a new revision is a new
+// Engine), and only for capabilities of the registry. The decision's
+// slices and map are shared by every caller of the class: read only.
 func (e *Engine) Decide(ctx context.Context, c Caller, capability string) (d Decision, err error) {
 	if err := ctx.Err(); err != nil {
 		return Decision{}, fmt.Errorf("evaluate policy: %w", err)
@@ -334,6 +368,26 @@ func (e *Engine) Decide(ctx context.Context, c Caller, capability string) (d Dec
 			endPolicySpan(span, err)
 		}()
 	}
+	c = e.class(c)
+	if e.snap.Registry.Index(capability) < 0 {
+		return e.decide(ctx, c, capability) // not cached: the id may be anything a client sent
+	}
+	key := decisionKey(c, capability)
+	if d, ok := e.decisions.Get(key); ok {
+		return d, nil
+	}
+	if d, err = e.decide(ctx, c, capability); err != nil {
+		return Decision{}, err
+	}
+	e.decisions.Add(key, d)
+	return d, nil
+}
+
+// CachedDecisions is how many decisions are cached now.
+func (e *Engine) CachedDecisions() int { return e.decisions.Len() }
+
+// decide evaluates the decision query: Decide without the cache.
+func (e *Engine) decide(ctx context.Context, c Caller, capability string) (Decision, error) {
 	in := input(c)
 	in.Insert(ast.StringTerm("capability"), ast.StringTerm(capability))
 	rs, err := e.decisionQ.Eval(ctx, rego.EvalParsedInput(in))
@@ -343,7 +397,7 @@ func (e *Engine) Decide(ctx context.Context, c Caller, capability string) (d Dec
 	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
 		return Decision{}, errors.New("evaluate policy: decision is undefined")
 	}
-	d, err = parseDecision(rs[0].Expressions[0].Value)
+	d, err := parseDecision(rs[0].Expressions[0].Value)
 	if err != nil {
 		return Decision{}, fmt.Errorf("evaluate policy: %w", err)
 	}

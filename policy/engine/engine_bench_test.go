@@ -119,3 +119,27 @@ func BenchmarkReady10k(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDecide150 is the gateway's per-message re-check: one caller
+// (a class seen before) and the capabilities of a 150-skill registry.
+func BenchmarkDecide150(b *testing.B) {
+	e := newEngine(b, compiletest.Synthetic(150), nil)
+	ctx := context.Background()
+	c := benchCaller(1)
+	ids := make([]string, 150)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("cap-%05d", i)
+		if _, err := e.Decide(ctx, c, ids[i]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := e.Decide(ctx, c, ids[i%len(ids)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

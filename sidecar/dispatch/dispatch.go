@@ -146,7 +146,8 @@ func ownerOf(call *gateway.Call) tasks.Owner {
 
 func storeError(err error) *protocol.Error { return admission.StoreError(err) }
 
-// recheck re-decides entitlement for a capability at the moment of the call,
+// recheck re-decides entitlement for a capability at the moment of the call
+// (at the revision served now; the engine caches the decision per class),
 // with reasons for the decision log. It returns the capability and the
 // limits the decision carries.
 func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router.Index, capID string) (*manifest.Capability, map[string]any, *protocol.Error) {
