@@ -145,8 +145,9 @@ type Index struct {
 	examples           []sparse    // examples, word space
 	exStart            []int32     // skill → its first example; contiguous
 	lin                *linear     // nil when not trained
+	all                []int       // every position, in order; read only
 
-	scratch sync.Pool // *[]float32 pairs sized to the index
+	scratch sync.Pool // *scratch (query.go)
 }
 
 // New builds an index over docs; doc i is candidate i in Classify. A later
@@ -222,10 +223,9 @@ func newIndex(docs []Doc, cfg config) *Index {
 	ix.postWord = postings(ix.skillWord, len(ix.word.idf))
 	ix.postChar = postings(ix.skillChar, len(ix.char.idf))
 	ix.lin = ix.train(exToks, nameToks, wordBags, charBags)
-	n := len(docs)
-	ix.scratch.New = func() any {
-		s := make([]float32, 2*n)
-		return &s
+	ix.all = make([]int, len(docs))
+	for i := range ix.all {
+		ix.all[i] = i
 	}
 	return ix
 }
@@ -289,7 +289,16 @@ const directLimit = 16
 // ranking is over the candidates only; the confidence also compares the best
 // candidate with every indexed skill.
 func (ix *Index) Classify(text string, candidates []int) Result {
-	cands, scores, q := ix.scores(text, candidates)
+	sc := ix.getScratch()
+	defer ix.putScratch(sc)
+	return ix.classify(text, candidates, sc)
+}
+
+// classify is Classify with sc as working memory; a nil sc is the plain
+// path, which allocates its vectors (and builds the message's bags as maps)
+// as the index build does: the differential tests compare the two.
+func (ix *Index) classify(text string, candidates []int, sc *scratch) Result {
+	cands, scores, q := ix.scores(text, candidates, sc)
 	if scores == nil {
 		return Result{}
 	}
@@ -313,24 +322,29 @@ type query struct {
 // vectors, or nil scores when there is nothing to rank. When the candidates
 // are a strict subset of the index, q.global holds every skill's score too
 // (the confidence compares the best candidate with the whole registry).
-func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query) {
+func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []float64, query) {
 	if candidates == nil {
-		candidates = ix.everyone()
+		candidates = ix.all
 	} else {
-		candidates = ix.clean(candidates)
+		candidates = ix.clean(candidates, sc)
 	}
 	if len(candidates) == 0 || strings.TrimSpace(text) == "" {
 		return nil, nil, query{}
 	}
 	ts := tokens(text, nil)
-	q := ix.vectorize(ts)
+	var q query
+	if sc == nil {
+		q = ix.vectorize(ts)
+	} else {
+		q = ix.vectorizeInto(ts, sc)
+	}
 	if len(q.word.ids) == 0 && len(q.char.ids) == 0 {
 		return nil, nil, query{}
 	}
 	q.content = ix.knowsContent(ts)
 	scores := make([]float64, len(candidates))
 	if len(candidates) > directLimit {
-		g := ix.allScores(q, ts)
+		g := ix.allScores(q, ts, sc)
 		for k, c := range candidates {
 			scores[k] = g.scores[c]
 		}
@@ -349,22 +363,16 @@ func (ix *Index) scores(text string, candidates []int) ([]int, []float64, query)
 		scores[k] = ix.cfg.word*float64(q.word.dot(ix.skillWord[c])) +
 			ix.cfg.char*float64(q.char.dot(ix.skillChar[c]))
 	}
-	q.logit = ix.addLogits(q, ts, candidates, scores)
+	q.logit = ix.addLogits(q, ts, candidates, scores, sc)
 	if ix.cfg.global && len(candidates) < len(ix.ids) {
-		g := ix.allScores(q, ts)
+		g := ix.allScores(q, ts, sc)
 		q.global = &g
 	}
 	return candidates, scores, q
 }
 
-// everyone returns every position of the index.
-func (ix *Index) everyone() []int {
-	all := make([]int, len(ix.ids))
-	for i := range all {
-		all[i] = i
-	}
-	return all
-}
+// everyone returns every position of the index (shared: read only).
+func (ix *Index) everyone() []int { return ix.all }
 
 // allScored is every skill's score for a message, by position.
 type allScored struct {
@@ -373,18 +381,22 @@ type allScored struct {
 }
 
 // allScores scores every skill through the postings lists.
-func (ix *Index) allScores(q query, ts []token) allScored {
-	buf := ix.scratch.Get().(*[]float32)
-	defer ix.scratch.Put(buf)
-	clear(*buf)
-	accW, accC := (*buf)[:len(ix.ids)], (*buf)[len(ix.ids):]
+func (ix *Index) allScores(q query, ts []token, sc *scratch) allScored {
+	var buf []float32
+	if sc == nil {
+		buf = make([]float32, 2*len(ix.ids))
+	} else {
+		buf = sc.acc
+		clear(buf)
+	}
+	accW, accC := buf[:len(ix.ids)], buf[len(ix.ids):]
 	accumulate(ix.postWord, q.word, accW)
 	accumulate(ix.postChar, q.char, accC)
 	g := allScored{scores: make([]float64, len(ix.ids))}
 	for c := range g.scores {
 		g.scores[c] = ix.cfg.word*float64(accW[c]) + ix.cfg.char*float64(accC[c])
 	}
-	g.logit = ix.addLogits(q, ts, ix.everyone(), g.scores)
+	g.logit = ix.addLogits(q, ts, ix.all, g.scores, sc)
 	return g
 }
 
@@ -398,9 +410,19 @@ func (ix *Index) vectorize(ts []token) query {
 }
 
 // clean drops out-of-range positions and repeats, keeping order.
-func (ix *Index) clean(cands []int) []int {
+func (ix *Index) clean(cands []int, sc *scratch) []int {
 	out := make([]int, 0, len(cands))
-	seen := make(map[int]bool, len(cands))
+	var seen []bool
+	if sc == nil {
+		seen = make([]bool, len(ix.ids))
+	} else {
+		seen = sc.seen
+		defer func() {
+			for _, c := range out {
+				seen[c] = false
+			}
+		}()
+	}
 	for _, c := range cands {
 		if c < 0 || c >= len(ix.ids) || seen[c] {
 			continue
@@ -548,7 +570,7 @@ func (ix *Index) features(cands []int, scores []float64, order []int, q query) c
 	for e := ix.exStart[best]; e < ix.exStart[best+1]; e++ {
 		ex = max(ex, q.word.dot(ix.examples[e]))
 	}
-	name := q.word.ones().dot(ix.names[best])
+	name := q.word.dotOnes(ix.names[best])
 	var lp, lm float64
 	if q.logit != nil {
 		l1 := q.logit[order[0]]

@@ -47,22 +47,29 @@ func addBigrams(b bag, ts []token, weight float64) {
 
 // linFeatures returns the linear model's features for a message.
 func (ix *Index) linFeatures(m *linear, q query, ts []token) sparse {
-	n := len(q.word.ids) + len(q.char.ids)
-	x := sparse{ids: make([]int32, 0, n+len(ts)+1), w: make([]float32, 0, n+len(ts)+1)}
+	var bi sparse
+	if ix.cfg.lrBigram > 0 {
+		bb := bag{}
+		addBigrams(bb, ts, 1)
+		bi = m.bi.vector(bb, true)
+	}
+	return ix.appendLinFeatures(sparse{}, m, q, bi)
+}
+
+// appendLinFeatures concatenates the message's word, char n-gram and
+// bigram vectors into the linear model's feature space, into dst's backing
+// arrays.
+func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse) sparse {
+	x := sparse{ids: dst.ids[:0], w: dst.w[:0]}
 	x.ids = append(x.ids, q.word.ids...)
 	x.w = append(x.w, q.word.w...)
 	for i, id := range q.char.ids {
 		x.ids = append(x.ids, m.offChar+id)
 		x.w = append(x.w, q.char.w[i]*float32(ix.cfg.char))
 	}
-	if ix.cfg.lrBigram > 0 {
-		bb := bag{}
-		addBigrams(bb, ts, 1)
-		v := m.bi.vector(bb, true)
-		for i, id := range v.ids {
-			x.ids = append(x.ids, m.offBi+id)
-			x.w = append(x.w, v.w[i]*float32(ix.cfg.lrBigram))
-		}
+	for i, id := range bi.ids {
+		x.ids = append(x.ids, m.offBi+id)
+		x.w = append(x.w, bi.w[i]*float32(ix.cfg.lrBigram))
 	}
 	return x
 }
@@ -228,13 +235,18 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat int) []float32 {
 }
 
 // addLogits adds lr × the linear model's logit of each candidate to scores
-// and returns the logits (nil without a model).
-func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64) []float64 {
+// and returns the logits (nil without a model). A nil sc is the plain path.
+func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64, sc *scratch) []float64 {
 	m := ix.lin
 	if m == nil {
 		return nil
 	}
-	x := ix.linFeatures(m, q, ts)
+	var x sparse
+	if sc == nil {
+		x = ix.linFeatures(m, q, ts)
+	} else {
+		x = ix.linFeaturesInto(m, q, ts, sc)
+	}
 	out := make([]float64, len(cands))
 	if len(cands) <= directLimit {
 		for k, c := range cands {
@@ -245,7 +257,13 @@ func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64) [
 			out[k] = s
 		}
 	} else {
-		acc := make([]float64, m.classes)
+		var acc []float64
+		if sc == nil {
+			acc = make([]float64, m.classes)
+		} else {
+			acc = sc.logits
+			clear(acc)
+		}
 		for i, f := range x.ids {
 			xf := float64(x.w[i])
 			row := m.w[int(f)*m.classes : int(f+1)*m.classes]

@@ -1,6 +1,7 @@
 package classifier
 
 import (
+	"cmp"
 	"math"
 	"slices"
 )
@@ -33,13 +34,24 @@ func (a sparse) dot(b sparse) float32 {
 	return s
 }
 
-// ones returns v with every weight set to 1.
-func (a sparse) ones() sparse {
-	w := make([]float32, len(a.ids))
-	for i := range w {
-		w[i] = 1
+// dotOnes returns the inner product of a with every weight set to 1 and b:
+// the sum of b's weights on a's terms.
+func (a sparse) dotOnes(b sparse) float32 {
+	var s float32
+	i, j := 0, 0
+	for i < len(a.ids) && j < len(b.ids) {
+		switch {
+		case a.ids[i] < b.ids[j]:
+			i++
+		case a.ids[i] > b.ids[j]:
+			j++
+		default:
+			s += b.w[j]
+			i++
+			j++
+		}
 	}
-	return sparse{ids: a.ids, w: w}
+	return s
 }
 
 // sorted returns a with its entries sorted by id.
@@ -156,14 +168,25 @@ func sortedKeys(bg bag) []uint64 {
 // weighted by unknown, so that a message mostly about something else scores
 // low everywhere.
 func (sp *space) vector(bg bag, query bool) sparse {
-	var v sparse
+	var entries []entry
+	v := sp.vectorOf(bagTerms(bg), query, sparse{}, &entries)
+	if len(v.ids) == 0 {
+		return sparse{}
+	}
+	return v
+}
+
+// vectorOf is vector over a bag given as merged terms (sorted by hash, one
+// per hash), into dst's backing arrays, with entries as the sorting buffer.
+func (sp *space) vectorOf(terms []term, query bool, dst sparse, entries *[]entry) sparse {
+	es := (*entries)[:0]
 	var norm float64
-	for _, h := range sortedKeys(bg) {
-		tf := bg[h]
+	for _, t := range terms {
+		tf := t.w
 		if tf >= 1 {
 			tf = 1 + math.Log(tf)
 		}
-		id, ok := sp.ids[h]
+		id, ok := sp.ids[t.h]
 		if !ok {
 			if query {
 				w := sp.unknown * tf * float64(sp.unknownIDF)
@@ -176,17 +199,24 @@ func (sp *space) vector(bg bag, query bool) sparse {
 			continue
 		}
 		norm += w * w
-		v.ids = append(v.ids, id)
-		v.w = append(v.w, float32(w))
+		es = append(es, entry{id: id, w: float32(w)})
 	}
+	*entries = es
+	v := sparse{ids: dst.ids[:0], w: dst.w[:0]}
 	if norm == 0 {
-		return sparse{}
+		return v
 	}
 	inv := float32(1 / math.Sqrt(norm))
-	for i := range v.w {
-		v.w[i] *= inv
+	for i := range es {
+		es[i].w *= inv
 	}
-	return v.sorted()
+	// Ids are distinct (one per hash): any sort gives the same order.
+	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.id, b.id) })
+	for _, e := range es {
+		v.ids = append(v.ids, e.id)
+		v.w = append(v.w, e.w)
+	}
+	return v
 }
 
 // coverage weighs the terms of a bag by idf over their total, so that its
@@ -210,15 +240,40 @@ func (sp *space) coverage(bg bag) sparse {
 	return v.sorted()
 }
 
+const fnvOffset, fnvPrime = 14695981039346656037, 1099511628211
+
 // fnv64 is FNV-1a over a namespace byte and s.
 func fnv64(ns byte, s string) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	h ^= uint64(ns)
-	h *= prime
+	h := (fnvOffset ^ uint64(ns)) * fnvPrime
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
-		h *= prime
+		h *= fnvPrime
+	}
+	return h
+}
+
+// fnv64Bytes is fnv64 over bytes.
+func fnv64Bytes(ns byte, s []byte) uint64 {
+	h := (fnvOffset ^ uint64(ns)) * fnvPrime
+	for _, c := range s {
+		h ^= uint64(c)
+		h *= fnvPrime
+	}
+	return h
+}
+
+// fnv64Pair is fnv64(ns, a+" "+b) without building the string.
+func fnv64Pair(ns byte, a, b string) uint64 {
+	h := (fnvOffset ^ uint64(ns)) * fnvPrime
+	for i := 0; i < len(a); i++ {
+		h ^= uint64(a[i])
+		h *= fnvPrime
+	}
+	h ^= ' '
+	h *= fnvPrime
+	for i := 0; i < len(b); i++ {
+		h ^= uint64(b[i])
+		h *= fnvPrime
 	}
 	return h
 }

@@ -31,9 +31,9 @@ func words(text string) []string {
 		if w == "" {
 			return
 		}
-		out = append(out, expand(strings.ToLower(w))...)
+		out = appendExpanded(out, strings.ToLower(w))
 	}
-	text = strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u02bc", "'").Replace(text)
+	text = apostrophes.Replace(text)
 	for i, r := range text {
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
@@ -49,6 +49,9 @@ func words(text string) []string {
 	flush(len(text))
 	return out
 }
+
+// apostrophes maps the typographic apostrophes to the ASCII one.
+var apostrophes = strings.NewReplacer("\u2019", "'", "\u2018", "'", "\u02bc", "'")
 
 // tokens returns the words of text with their stems. A non-nil memo
 // caches stems across calls (index builds stem the same words many times).
@@ -113,36 +116,37 @@ var isReaders = map[string]bool{
 	"this": true, "which": true,
 }
 
-// expand expands one lower-case word that may be a contraction.
-func expand(w string) []string {
+// appendExpanded appends one lower-case word that may be a contraction,
+// expanded, to out.
+func appendExpanded(out []string, w string) []string {
 	if e, ok := contractions[w]; ok {
-		return e
+		return append(out, e...)
 	}
 	i := strings.LastIndexByte(w, '\'')
 	if i < 0 {
-		return []string{w}
+		return append(out, w)
 	}
 	head, tail := w[:i], w[i+1:]
 	switch tail {
 	case "t":
 		if strings.HasSuffix(head, "n") {
-			return []string{head[:len(head)-1], "not"}
+			return append(out, head[:len(head)-1], "not")
 		}
 	case "re":
-		return []string{head, "are"}
+		return append(out, head, "are")
 	case "ve":
-		return []string{head, "have"}
+		return append(out, head, "have")
 	case "ll":
-		return []string{head, "will"}
+		return append(out, head, "will")
 	case "d":
-		return []string{head, "would"}
+		return append(out, head, "would")
 	case "m":
-		return []string{head, "am"}
+		return append(out, head, "am")
 	case "s":
 		if isReaders[head] {
-			return []string{head, "is"}
+			return append(out, head, "is")
 		}
-		return []string{head}
+		return append(out, head)
 	}
-	return []string{strings.ReplaceAll(w, "'", "")}
+	return append(out, strings.ReplaceAll(w, "'", ""))
 }

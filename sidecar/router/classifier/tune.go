@@ -22,7 +22,7 @@ type sample struct {
 func samples(ix *Index, cases []Case) []sample {
 	out := make([]sample, len(cases))
 	for i, c := range cases {
-		cands, scores, q := ix.scores(c.Text, nil)
+		cands, scores, q := ix.scores(c.Text, nil, nil)
 		if scores == nil {
 			continue
 		}
@@ -243,7 +243,7 @@ func setSamples(scs []setCase) []sample {
 	out := make([]sample, len(scs))
 	for i, c := range scs {
 		ix := c.ix
-		cands, scores, q := ix.scores(c.text, c.cands)
+		cands, scores, q := ix.scores(c.text, c.cands, nil)
 		out[i].inScope = c.expect != ""
 		if scores == nil {
 			continue
@@ -352,7 +352,7 @@ func TuneSmallSets(w io.Writer, docs []Doc, cases []Case, finance []Doc, publicI
 		}
 		printf("  finance:")
 		for _, text := range finTexts {
-			cands, scores, q := fin.scores(text, pub)
+			cands, scores, q := fin.scores(text, pub, nil)
 			order := rankOrder(cands, scores)
 			printf(" %q %s %.2f;", text, fin.ids[cands[order[0]]], conf(sample{ft: fin.features(cands, scores, order, q)}))
 		}
