@@ -303,23 +303,20 @@ func (ix *Index) tombstoneCheck(d Decision) *protocol.Error {
 // entitled to that fit too.
 func (ix *Index) candidates(msg *protocol.MessageInfo, c Caller) (live, tomb []int, err *protocol.Error) {
 	sent := sentTypes(msg)
+	acceptable := normalizeAll(msg.AcceptedOutputModes)
 	all := ix.reg.All()
 	anyEntitled := false
-	accepted := map[string]bool{}
 	for i := range all {
 		m := &all[i]
 		removed := m.State == manifest.StateRemoved
 		switch {
 		case !removed && c.Entitled(m.ID):
 			anyEntitled = true
-			for _, t := range ix.in[i] {
-				accepted[t] = true
-			}
 		case removed && c.WouldBeEntitled(m.ID):
 		default:
 			continue
 		}
-		if !covers(ix.in[i], sent) || !meets(ix.out[i], msg.AcceptedOutputModes) {
+		if !covers(ix.in[i], sent) || !meets(ix.out[i], acceptable) {
 			continue
 		}
 		if removed {
@@ -332,6 +329,15 @@ func (ix *Index) candidates(msg *protocol.MessageInfo, c Caller) (live, tomb []i
 		return nil, nil, protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller")
 	}
 	if len(live) == 0 && len(tomb) == 0 {
+		// The input types the caller's capabilities accept, for the error.
+		accepted := map[string]bool{}
+		for i := range all {
+			if all[i].State != manifest.StateRemoved && c.Entitled(all[i].ID) {
+				for _, t := range ix.in[i] {
+					accepted[t] = true
+				}
+			}
+		}
 		return nil, nil, contentTypeError(sent, msg.AcceptedOutputModes, accepted)
 	}
 	return live, tomb, nil
@@ -434,13 +440,12 @@ func covers(accepted, sent []string) bool {
 }
 
 // meets reports whether the capability produces one of the types the client
-// accepts (no preference given: anything).
+// accepts (normalised; no preference given: anything).
 func meets(produced, acceptable []string) bool {
 	if len(acceptable) == 0 {
 		return true
 	}
 	for _, a := range acceptable {
-		a = normalizeType(a)
 		for _, p := range produced {
 			if match(a, p) || match(p, a) {
 				return true
@@ -448,6 +453,19 @@ func meets(produced, acceptable []string) bool {
 		}
 	}
 	return false
+}
+
+// normalizeAll normalises each media type (normalizeType), keeping every
+// entry: once per message, not once per capability.
+func normalizeAll(types []string) []string {
+	if len(types) == 0 {
+		return nil
+	}
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = normalizeType(t)
+	}
+	return out
 }
 
 func matchAny(patterns []string, t string) bool {

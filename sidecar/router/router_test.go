@@ -63,6 +63,7 @@ func TestRoute(t *testing.T) {
 		code      protocol.Code
 		ignored   string
 		candidate []string
+		accepted  string // the error's accepted input types
 	}{
 		{name: "reference example: pdf + reconcile text", caller: partner,
 			msg:   protocol.MessageInfo{Parts: []protocol.PartInfo{pdf(), text("reconcile this against the PO")}},
@@ -84,10 +85,17 @@ func TestRoute(t *testing.T) {
 			layer: LayerSingle, capID: "extract-invoice-fields", ignored: "reconcile-invoice-v0"},
 		{name: "no capability accepts the media type", caller: partner,
 			msg:  protocol.MessageInfo{Parts: []protocol.PartInfo{{Kind: "raw", MediaType: "image/png"}}},
-			code: protocol.ContentTypeNotSupported},
+			code: protocol.ContentTypeNotSupported, accepted: "application/pdf,text/plain"},
 		{name: "accepted output modes that nothing produces", caller: partner,
 			msg:  protocol.MessageInfo{AcceptedOutputModes: []string{"image/png"}, Parts: []protocol.PartInfo{text("reconcile")}},
-			code: protocol.ContentTypeNotSupported},
+			code: protocol.ContentTypeNotSupported, accepted: "application/pdf,text/plain"},
+		{name: "the input types named are the caller's capabilities'", caller: rights{entitled: set("lookup-invoice")},
+			msg:  protocol.MessageInfo{Parts: []protocol.PartInfo{pdf()}},
+			code: protocol.ContentTypeNotSupported, accepted: "text/plain"},
+		{name: "accepted output modes are normalised", caller: public,
+			msg: protocol.MessageInfo{AcceptedOutputModes: []string{"IMAGE/PNG", "Application/JSON; charset=utf-8"},
+				Parts: []protocol.PartInfo{text("status of invoice INV-1001")}},
+			layer: LayerClassifier, capID: "lookup-invoice"},
 		{name: "nothing entitled", caller: nobody,
 			msg:  protocol.MessageInfo{Parts: []protocol.PartInfo{text("hello")}},
 			code: protocol.Unauthorized},
@@ -102,6 +110,9 @@ func TestRoute(t *testing.T) {
 			if tt.code != "" {
 				require.NotNil(t, err)
 				require.Equal(t, tt.code, err.Code, err.Message)
+				if tt.accepted != "" {
+					require.Equal(t, tt.accepted, err.Metadata["accepted"])
+				}
 				return
 			}
 			require.Nil(t, err)
