@@ -146,6 +146,9 @@ type Index struct {
 	exStart            []int32     // skill → its first example; contiguous
 	lin                *linear     // nil when not trained
 	all                []int       // every position, in order; read only
+	// stems are the stems of every word of the skill documents (the
+	// build's memo), read only: a message's words are mostly among them.
+	stems map[string]string
 
 	scratch sync.Pool // *scratch (query.go)
 }
@@ -223,6 +226,7 @@ func newIndex(docs []Doc, cfg config) *Index {
 	ix.postWord = postings(ix.skillWord, len(ix.word.idf))
 	ix.postChar = postings(ix.skillChar, len(ix.char.idf))
 	ix.lin = ix.train(exToks, nameToks, wordBags, charBags)
+	ix.stems = memo
 	ix.all = make([]int, len(docs))
 	for i := range ix.all {
 		ix.all[i] = i
@@ -331,11 +335,13 @@ func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []fl
 	if len(candidates) == 0 || strings.TrimSpace(text) == "" {
 		return nil, nil, query{}
 	}
-	ts := tokens(text, nil)
+	var ts []token
 	var q query
 	if sc == nil {
+		ts = tokens(text, nil)
 		q = ix.vectorize(ts)
 	} else {
+		ts = tokensKnown(text, ix.stems)
 		q = ix.vectorizeInto(ts, sc)
 	}
 	if len(q.word.ids) == 0 && len(q.char.ids) == 0 {

@@ -34,6 +34,7 @@ func TestQueryMatchesPlain(t *testing.T) {
 	}
 	for _, text := range texts {
 		ts := tokens(text, nil)
+		require.Equal(t, ts, tokensKnown(text, ix.stems), "tokens of %q", text)
 		plain := ix.vectorize(ts)
 		fast := ix.vectorizeInto(ts, sc)
 		requireSameVector(t, plain.word, fast.word, "word vector of %q", text)

@@ -71,6 +71,21 @@ func tokens(text string, memo map[string]string) []token {
 	return out
 }
 
+// tokensKnown is tokens with the stems of known words looked up rather
+// than computed; known is only read (the index's build memo, shared).
+func tokensKnown(text string, known map[string]string) []token {
+	ws := words(text)
+	out := make([]token, len(ws))
+	for i, w := range ws {
+		s, ok := known[w]
+		if !ok {
+			s = stem(w)
+		}
+		out[i] = token{word: w, stem: s}
+	}
+	return out
+}
+
 // stem returns the Porter2 (Snowball English) stem of a lower-case word.
 // Words made only of digits are kept as they are.
 func stem(w string) string {
