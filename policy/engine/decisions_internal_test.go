@@ -116,7 +116,11 @@ func TestDecideCacheMatchesPlain(t *testing.T) {
 		t.Run(rev.name, func(t *testing.T) {
 			s, err := compile.Build(rev.reg, compiletest.Auth(), rev.extra)
 			require.NoError(t, err)
-			for _, size := range []int{DefaultDecisionCacheSize, 3} {
+			sizes := []int{DefaultDecisionCacheSize, 3} // 3: evicted all the time
+			if rev.reg.Len() > 10 {
+				sizes = sizes[:1] // the synthetic registries: the default only, for time
+			}
+			for _, size := range sizes {
 				e, err := New(ctx, s, WithDecisionCacheSize(size))
 				require.NoError(t, err)
 				ids := append([]string{"no-such-capability", ""}, regIDs(rev.reg)...)
