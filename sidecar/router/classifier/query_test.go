@@ -2,7 +2,9 @@ package classifier
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -96,4 +98,33 @@ func BenchmarkClassify150Plain(b *testing.B) {
 		ix.classify(cases[i%len(cases)].Text, nil, nil)
 		i++
 	}
+}
+
+// TestClassifyPooledConcurrent classifies different messages over
+// different candidate sets at once: pooled scratch never leaks between
+// calls (each result equals the plain path's). Run with -race.
+func TestClassifyPooledConcurrent(t *testing.T) {
+	ix := New(synthDocs(100, 5))
+	texts := synthQueries(synthDocs(100, 5), 40, 6)
+	sets := [][]int{nil, {1, 2, 3, 4, 5}, {7, 7, 99, 150, -1, 42}}
+	want := make([][]Result, len(texts))
+	for i, text := range texts {
+		for _, cands := range sets {
+			want[i] = append(want[i], ix.classify(text, cands, nil))
+		}
+	}
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for k := range 3 * len(texts) {
+				i := (k*7 + g) % len(texts)
+				s := (k + g) % len(sets)
+				if got := ix.Classify(texts[i], sets[s]); !reflect.DeepEqual(want[i][s], got) {
+					t.Errorf("%q over %v: got %+v, want %+v", texts[i], sets[s], got, want[i][s])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
 }
