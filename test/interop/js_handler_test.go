@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -25,17 +26,32 @@ import (
 // jsHandler is @a2a-js/sdk's server side (js/handler.mjs) listening on
 // 127.0.0.1 until the test ends.
 type jsHandler struct {
-	// JSONRPC and REST are the SDK's JSON-RPC and HTTP+JSON endpoints.
-	JSONRPC, REST string
-	calls         string // the file handler.mjs appends every request to
-	read          int    // how many calls Next has returned
-	stdin         io.Writer
-	configured    chan struct{} // one value per '@@configured' line
+	// JSONRPC and REST are the SDK's JSON-RPC and HTTP+JSON endpoints, GRPC
+	// its gRPC server (http://127.0.0.1:port).
+	JSONRPC, REST, GRPC string
+	calls               string // the file handler.mjs appends every request to
+	read                int    // how many calls Next has returned
+	stdin               io.Writer
+	configured          chan struct{} // one value per '@@configured' line
+}
+
+// URL is the endpoint of the handler's binding b (config.Binding*).
+func (h *jsHandler) URL(b string) string {
+	switch b {
+	case config.BindingHTTPJSON:
+		return h.REST
+	case config.BindingGRPC:
+		return h.GRPC
+	}
+	return h.JSONRPC
 }
 
 // handlerCall is one request the JS handler received.
 type handlerCall struct {
-	Binding       string `json:"binding"`
+	// Binding is the endpoint it reached: JSONRPC, HTTP+JSON or GRPC.
+	Binding string `json:"binding"`
+	// Method is the JSON-RPC method, the gRPC method or the HTTP method and
+	// path of an HTTP+JSON call (see A2AMethod).
 	Method        string `json:"method"`
 	Authorization string `json:"authorization"`
 	Version       string `json:"version"`
@@ -92,7 +108,8 @@ func startJSHandler(t *testing.T, node string) *jsHandler {
 		require.NoError(t, json.Unmarshal(line, &struct {
 			JSONRPC *string `json:"jsonrpc"`
 			REST    *string `json:"rest"`
-		}{&h.JSONRPC, &h.REST}))
+			GRPC    *string `json:"grpc"`
+		}{&h.JSONRPC, &h.REST, &h.GRPC}))
 		go func() {
 			defer close(copied)
 			defer close(h.configured)
@@ -145,13 +162,50 @@ func (h *jsHandler) Next(t *testing.T) []handlerCall {
 	return out
 }
 
-// jsHandlerEnv is one capgate whose every handler is the JS handler, and the
-// caller of one binding.
+// restRoutes name the A2A 1.0 method of an HTTP+JSON call by its HTTP method
+// and path (the proto's google.api.http annotations, optionally under
+// /{tenant}); written out here, not taken from capgate's route table, which
+// builds the calls under test.
+var restRoutes = []struct {
+	route  *regexp.Regexp
+	method string
+}{
+	{regexp.MustCompile(`^POST (/[^/]+)?/message:send$`), "SendMessage"},
+	{regexp.MustCompile(`^POST (/[^/]+)?/message:stream$`), "SendStreamingMessage"},
+	{regexp.MustCompile(`^GET (/[^/]+)?/tasks/[^/]+$`), "GetTask"},
+	{regexp.MustCompile(`^GET (/[^/]+)?/tasks$`), "ListTasks"},
+	{regexp.MustCompile(`^POST (/[^/]+)?/tasks/[^/]+:cancel$`), "CancelTask"},
+	{regexp.MustCompile(`^(GET|POST) (/[^/]+)?/tasks/[^/]+:subscribe$`), "SubscribeToTask"},
+	{regexp.MustCompile(`^POST (/[^/]+)?/tasks/[^/]+/pushNotificationConfigs$`), "CreateTaskPushNotificationConfig"},
+	{regexp.MustCompile(`^GET (/[^/]+)?/tasks/[^/]+/pushNotificationConfigs/[^/]+$`), "GetTaskPushNotificationConfig"},
+	{regexp.MustCompile(`^GET (/[^/]+)?/tasks/[^/]+/pushNotificationConfigs$`), "ListTaskPushNotificationConfigs"},
+	{regexp.MustCompile(`^DELETE (/[^/]+)?/tasks/[^/]+/pushNotificationConfigs/[^/]+$`), "DeleteTaskPushNotificationConfig"},
+	{regexp.MustCompile(`^GET (/[^/]+)?/extendedAgentCard$`), "GetExtendedAgentCard"},
+}
+
+// A2AMethod is the call's A2A method: the JSON-RPC and gRPC method names are
+// the same; an HTTP+JSON call is named by its route (its Method otherwise).
+func (c handlerCall) A2AMethod() string {
+	if c.Binding != config.BindingHTTPJSON {
+		return c.Method
+	}
+	for _, r := range restRoutes {
+		if r.route.MatchString(c.Method) {
+			return r.method
+		}
+	}
+	return c.Method
+}
+
+// jsHandlerEnv is one capgate whose every handler is the JS handler, called
+// over one handler binding, and the caller of one binding.
 type jsHandlerEnv struct {
 	h       *jsHandler
 	c       *a2aclient.Client
 	verify  *handlerauth.Verifier
 	binding a2a.TransportProtocol
+	// handler is the binding capgate calls the JS handler over (config.Binding*).
+	handler string
 	subject string
 	version string // the A2A version capgate speaks to the handler
 	// tasks the steps create, by name.
@@ -177,11 +231,11 @@ func (e *jsHandlerEnv) expectCalls(t *testing.T, methods ...string) {
 	calls := e.h.Next(t)
 	got := make([]string, 0, len(calls))
 	for _, c := range calls {
-		got = append(got, c.Method)
+		got = append(got, c.A2AMethod())
 	}
 	require.Equal(t, append([]string{}, methods...), got, "the calls that reached the JS handler")
 	for _, c := range calls {
-		require.Equal(t, "JSONRPC", c.Binding, "capgate calls handlers over JSON-RPC")
+		require.Equal(t, e.handler, c.Binding, "capgate calls the handler over its configured binding")
 		require.Equal(t, e.version, c.Version, "capgate speaks the caller's A2A version")
 		require.Empty(t, c.CallerAuthorization, "the caller's own credential never reaches the handler")
 		claims, err := e.verify.Verify(t.Context(), c.Authorization)
@@ -494,44 +548,80 @@ var jsHandlerSteps = []struct {
 	}},
 }
 
-// jsBehind makes the JS handler the handler of every capability of d and
-// returns the handler names.
-func jsBehind(d *deployment.Deployment, url string) []string {
+// jsBehind makes url, called over binding (config.Binding*), the handler of
+// every capability of d and returns the handler names.
+func jsBehind(d *deployment.Deployment, url, binding string) []string {
 	names := make([]string, 0, len(d.Config.Handlers))
+	d.Config.HandlerBindings = map[string]string{}
 	for name := range d.Config.Handlers {
 		d.Config.Handlers[name] = url
+		d.Config.HandlerBindings[name] = binding
 		names = append(names, name)
 	}
 	return names
 }
 
+// handlerBindings are the bindings capgate calls the JS handler over.
+var handlerBindings = []string{config.BindingJSONRPC, config.BindingHTTPJSON, config.BindingGRPC}
+
+// callerBindings are the bindings the a2a-go client calls capgate over.
+var callerBindings = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC}
+
 // TestJSHandler puts @a2a-js/sdk's server behind capgate as the handler of
-// every capability and drives capgate with the a2a-go v2 client over each
-// caller binding. capgate calls handlers over JSON-RPC (sidecar/handler),
-// whatever the caller's binding.
+// every capability, called over each handler binding (the SDK's JSON-RPC,
+// HTTP+JSON and gRPC transports; one handler process and one capgate per
+// handler binding), and drives capgate with the a2a-go v2 client over each
+// caller binding: 3 × 3, the steps of docs/interop.md's table in each. Last,
+// per handler binding, the handler refuses capgate's token.
 func TestJSHandler(t *testing.T) {
 	node := requireNode(t)
-	h := startJSHandler(t, node)
-	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
-	names := jsBehind(d, h.JSONRPC)
-	srv := testutil.Start(t, d)
-	h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, names...)
-	verify, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
-		Issuer: d.Config.Identity.Issuer, Audience: jsAudience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
-	})
-	require.NoError(t, err)
+	for _, hb := range handlerBindings {
+		t.Run("handler "+hb, func(t *testing.T) {
+			h := startJSHandler(t, node)
+			d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+			d.Config.Push = config.Push{Enabled: true, AllowedURLs: []string{"https://hooks.example.com/"}}
+			names := jsBehind(d, h.URL(hb), hb)
+			srv := testutil.Start(t, d)
+			h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, names...)
+			verify, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
+				Issuer: d.Config.Identity.Issuer, Audience: jsAudience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
+			})
+			require.NoError(t, err)
 
-	for _, b := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC} {
-		// One caller per binding, so each lists only its own tasks.
-		subject := "js-handler-" + strings.ToLower(strings.ReplaceAll(string(b), "+", "-"))
-		tok := testutil.Token(t, testutil.TokenOptions{Subject: subject, Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
-		e := &jsHandlerEnv{h: h, c: srv.Client(t, b, testutil.Bearer(tok)), verify: verify, binding: b, subject: subject, version: "1.0", tasks: map[string]*a2a.Task{}}
-		for _, s := range jsHandlerSteps {
-			if !t.Run(string(b)+"/"+s.name, func(t *testing.T) { s.run(t, e) }) {
-				h.Next(t) // a failed step's calls do not count against the next
+			for _, b := range callerBindings {
+				// One caller per binding, so each lists only its own tasks.
+				subject := "js-handler-" + strings.ToLower(strings.ReplaceAll(string(b), "+", "-"))
+				tok := testutil.Token(t, testutil.TokenOptions{Subject: subject, Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
+				e := &jsHandlerEnv{h: h, c: srv.Client(t, b, testutil.Bearer(tok)), verify: verify, binding: b, handler: hb,
+					subject: subject, version: "1.0", tasks: map[string]*a2a.Task{}}
+				for _, s := range jsHandlerSteps {
+					if !t.Run("caller "+string(b)+"/"+s.name, func(t *testing.T) { s.run(t, e) }) {
+						h.Next(t) // a failed step's calls do not count against the next
+					}
+				}
 			}
-		}
+
+			t.Run("the handler refuses the token", func(t *testing.T) {
+				// A handler that verifies as another handler refuses the
+				// token in its binding's shape (-31401, HTTP+JSON or gRPC
+				// UNAUTHENTICATED); capgate tells the caller its own
+				// credential was not at fault.
+				h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, "invoices.lookup")
+				tok := testutil.Token(t, testutil.TokenOptions{Subject: "js-refused", Tenant: "acme", Scopes: []string{"recon.run"}})
+				for _, b := range callerBindings {
+					_, err := srv.Client(t, b, testutil.Bearer(tok)).SendMessage(t.Context(), jsMessage("hello"))
+					require.ErrorIs(t, err, a2a.ErrInternalError, "caller %s", b)
+					require.ErrorContains(t, err, "the skill's handler refused capgate's credential", "caller %s", b)
+					calls := h.Next(t)
+					require.Len(t, calls, 1)
+					require.Equal(t, hb, calls[0].Binding)
+					require.Equal(t, "SendMessage", calls[0].A2AMethod())
+					require.NotNil(t, calls[0].Jose)
+					require.False(t, calls[0].Jose.OK)
+					require.Equal(t, "ERR_JWT_CLAIM_VALIDATION_FAILED", calls[0].Jose.Error, "jose: the audience")
+				}
+			})
+		})
 	}
 }
 
@@ -543,7 +633,7 @@ func TestJSHandlerToken(t *testing.T) {
 	node := requireNode(t)
 	h := startJSHandler(t, node)
 	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	jsBehind(d, h.JSONRPC)
+	jsBehind(d, h.JSONRPC, config.BindingJSONRPC)
 	srv := testutil.Start(t, d)
 	tok := testutil.Token(t, testutil.TokenOptions{Subject: "js-token", Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
 	_, err := srv.Client(t, a2a.TransportProtocolJSONRPC, testutil.Bearer(tok)).SendMessage(t.Context(), jsMessage("hello"))
@@ -597,7 +687,7 @@ func TestJSHandlerRESTEndpoint(t *testing.T) {
 	node := requireNode(t)
 	h := startJSHandler(t, node)
 	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	jsBehind(d, h.REST)
+	jsBehind(d, h.REST, config.BindingJSONRPC)
 	srv := testutil.Start(t, d)
 	tok := testutil.Token(t, testutil.TokenOptions{Subject: "js-rest", Tenant: "acme", Scopes: []string{"recon.run"}})
 	_, err := srv.Client(t, a2a.TransportProtocolJSONRPC, testutil.Bearer(tok)).SendMessage(t.Context(), jsMessage("hello"))
@@ -615,14 +705,14 @@ func TestJSHandlerV03(t *testing.T) {
 	node := requireNode(t)
 	h := startJSHandler(t, node)
 	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	names := jsBehind(d, h.JSONRPC)
+	names := jsBehind(d, h.JSONRPC, config.BindingJSONRPC)
 	srv := testutil.Start(t, d)
 	h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, names...)
 	verify, err := handlerauth.NewVerifier(t.Context(), handlerauth.Config{
 		Issuer: d.Config.Identity.Issuer, Audience: jsAudience, JWKSURL: srv.Admin("/.well-known/jwks.json"),
 	})
 	require.NoError(t, err)
-	e := &jsHandlerEnv{h: h, verify: verify, subject: "js-handler-v03", version: "0.3"}
+	e := &jsHandlerEnv{h: h, verify: verify, handler: config.BindingJSONRPC, subject: "js-handler-v03", version: "0.3"}
 	auth := "Bearer " + testutil.Token(t, testutil.TokenOptions{Subject: e.subject, Tenant: "acme", Scopes: []string{"invoices.read", "recon.run"}})
 	send := func(method, text string) string {
 		return `{"jsonrpc":"2.0","id":"v03","method":"` + method + `","params":{"message":{"kind":"message","messageId":"m-` + text +
@@ -708,40 +798,51 @@ func TestJSHandlerV03(t *testing.T) {
 // (A2A 1.0's tenant field, the HTTP+JSON /{tenant} prefix). A task created
 // naming the caller's tenant is found by the operations naming it, capgate's
 // ListTasks included (its GetTask calls carry the list's tenant), and not by
-// those naming none: capgate forwards the tenant the caller names.
+// those naming none: capgate forwards the tenant the caller names, over each
+// handler binding (an HTTP+JSON handler gets it as the path's prefix).
 func TestJSHandlerTenant(t *testing.T) {
 	node := requireNode(t)
-	h := startJSHandler(t, node)
-	d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
-	names := jsBehind(d, h.JSONRPC)
-	srv := testutil.Start(t, d)
-	h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, names...)
-	for _, b := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC} {
-		t.Run(string(b), func(t *testing.T) {
-			ctx := t.Context()
-			subject := "js-tenant-" + strings.ToLower(strings.ReplaceAll(string(b), "+", "-"))
-			c := srv.Client(t, b, testutil.Bearer(testutil.Token(t, testutil.TokenOptions{Subject: subject, Tenant: "acme", Scopes: []string{"recon.run"}})))
-			req := jsMessage("hello")
-			req.Tenant = "acme"
-			res, err := c.SendMessage(ctx, req)
-			require.NoError(t, err)
-			task, ok := res.(*a2a.Task)
-			require.True(t, ok, "%T", res)
+	for _, hb := range handlerBindings {
+		t.Run("handler "+hb, func(t *testing.T) {
+			h := startJSHandler(t, node)
+			d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+			names := jsBehind(d, h.URL(hb), hb)
+			srv := testutil.Start(t, d)
+			h.Verify(t, srv.Admin("/.well-known/jwks.json"), d.Config.Identity.Issuer, names...)
+			for _, b := range callerBindings {
+				t.Run("caller "+string(b), func(t *testing.T) {
+					ctx := t.Context()
+					subject := "js-tenant-" + strings.ToLower(strings.ReplaceAll(string(b), "+", "-"))
+					c := srv.Client(t, b, testutil.Bearer(testutil.Token(t, testutil.TokenOptions{Subject: subject, Tenant: "acme", Scopes: []string{"recon.run"}})))
+					req := jsMessage("hello")
+					req.Tenant = "acme"
+					res, err := c.SendMessage(ctx, req)
+					require.NoError(t, err)
+					task, ok := res.(*a2a.Task)
+					require.True(t, ok, "%T", res)
+					calls := h.Next(t)
+					require.Len(t, calls, 1)
+					require.Equal(t, hb, calls[0].Binding)
+					if hb == config.BindingHTTPJSON {
+						require.Equal(t, "POST /acme/message:send", calls[0].Method)
+					}
 
-			got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, Tenant: "acme"})
-			require.NoError(t, err)
-			require.Equal(t, task.ID, got.ID)
-			_, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
-			require.ErrorIs(t, err, a2a.ErrTaskNotFound, "the SDK's store has no such task outside the tenant")
+					got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID, Tenant: "acme"})
+					require.NoError(t, err)
+					require.Equal(t, task.ID, got.ID)
+					_, err = c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
+					require.ErrorIs(t, err, a2a.ErrTaskNotFound, "the SDK's store has no such task outside the tenant")
 
-			list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{Tenant: "acme"})
-			require.NoError(t, err)
-			require.Equal(t, []a2a.TaskID{task.ID}, taskIDs(list))
-			list, err = c.ListTasks(ctx, &a2a.ListTasksRequest{})
-			require.NoError(t, err)
-			require.Empty(t, list.Tasks, "the handler does not find it without the tenant: left out (and logged)")
-			require.Equal(t, 1, list.TotalSize, "capgate's store counts it")
-			h.Next(t)
+					list, err := c.ListTasks(ctx, &a2a.ListTasksRequest{Tenant: "acme"})
+					require.NoError(t, err)
+					require.Equal(t, []a2a.TaskID{task.ID}, taskIDs(list))
+					list, err = c.ListTasks(ctx, &a2a.ListTasksRequest{})
+					require.NoError(t, err)
+					require.Empty(t, list.Tasks, "the handler does not find it without the tenant: left out (and logged)")
+					require.Equal(t, 1, list.TotalSize, "capgate's store counts it")
+					h.Next(t)
+				})
+			}
 		})
 	}
 }
