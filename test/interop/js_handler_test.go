@@ -64,6 +64,7 @@ type handlerCall struct {
 	Authorization string `json:"authorization"`
 	Version       string `json:"version"`
 	DecisionID    string `json:"decisionId"`
+	Extensions    string `json:"extensions"` // A2A-Extensions
 	// CallerAuthorization is X-Capgate-Caller-Authorization (absent unless
 	// identity.forward_caller_token).
 	CallerAuthorization string `json:"callerAuthorization"`
@@ -225,6 +226,8 @@ type jsHandlerEnv struct {
 const (
 	jsCapability = "reconcile-invoice"
 	jsAudience   = "recon.v3.reconcile"
+	// jsExtension is an extension of the finance agent (capgate.yaml).
+	jsExtension = "https://example.com/ext/trace/v1"
 )
 
 var jsLimits = handlerauth.Limits{"max_pdf_pages": float64(200), "max_file_bytes": float64(524288), "cost_class": "medium"}
@@ -234,7 +237,7 @@ var jsLimits = handlerauth.Limits{"max_pdf_pages": float64(200), "max_file_bytes
 // capgate's admin JWKS: audience this handler, the caller, the caller's
 // scopes narrowed to the capability's, the capability's limits, the decision
 // id capgate sent alongside.
-func (e *jsHandlerEnv) expectCalls(t *testing.T, methods ...string) {
+func (e *jsHandlerEnv) expectCalls(t *testing.T, methods ...string) []handlerCall {
 	t.Helper()
 	calls := e.h.Next(t)
 	got := make([]string, 0, len(calls))
@@ -265,6 +268,7 @@ func (e *jsHandlerEnv) expectCalls(t *testing.T, methods ...string) {
 		require.Equal(t, jsCapability, c.Jose.Capability)
 		require.Equal(t, jsAudience, c.Jose.Aud)
 	}
+	return calls
 }
 
 func jsMessage(text string) *a2a.SendMessageRequest {
@@ -386,6 +390,20 @@ var jsHandlerSteps = []struct {
 		require.Len(t, task.Artifacts, 1)
 		e.expectCalls(t, "GetTask")
 	}},
+	{"get, historyLength", func(t *testing.T, e *jsHandlerEnv) {
+		// historyLength reaches the SDK on each handler binding (the
+		// HTTP+JSON query, the gRPC field): it keeps the last turns.
+		continued := e.tasks["continued"]
+		for _, n := range []int{1, 0} {
+			task, err := e.c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: continued.ID, HistoryLength: &n})
+			require.NoError(t, err)
+			require.Len(t, task.History, n, "historyLength %d", n)
+			if n == 1 {
+				require.Equal(t, continued.History[1].ID, task.History[0].ID, "the last turn")
+			}
+		}
+		e.expectCalls(t, "GetTask", "GetTask")
+	}},
 	{"list, pageSize 1", func(t *testing.T, e *jsHandlerEnv) {
 		// capgate answers ListTasks itself, reading each of the caller's
 		// tasks from its handler with GetTask (docs/handlers.md).
@@ -497,6 +515,15 @@ var jsHandlerSteps = []struct {
 		_, err = e.c.SendMessage(ctx, req)
 		require.ErrorIs(t, err, a2a.ErrInvalidParams)
 		e.expectCalls(t)
+	}},
+	{"send activating an extension", func(t *testing.T, e *jsHandlerEnv) {
+		// The caller's A2A-Extensions (an extension the agent declares)
+		// reach the handler: a header, or gRPC metadata.
+		ctx := a2aclient.AttachServiceParams(t.Context(), a2aclient.ServiceParams{"a2a-extensions": {jsExtension}})
+		_, err := e.c.SendMessage(ctx, jsMessage("hello"))
+		require.NoError(t, err)
+		calls := e.expectCalls(t, "SendMessage")
+		require.Equal(t, jsExtension, calls[0].Extensions)
 	}},
 	{"output outside acceptedOutputModes", func(t *testing.T, e *jsHandlerEnv) {
 		// The manifest says application/json; the SDK's artifact is

@@ -12,7 +12,7 @@
 // http://127.0.0.1:<port>, the form capgate's handler config takes). Every
 // request it receives is appended to <calls file> as one JSON line before the
 // SDK handles it: {binding, method, authorization, version, decisionId,
-// callerAuthorization, jose}, so the test can verify the token capgate sent
+// extensions, callerAuthorization, jose}, so the test can verify the token capgate sent
 // with every call. method is the JSON-RPC method, the gRPC method name, or
 // the HTTP method and path of an HTTP+JSON call ("GET /tasks/t-1"). On gRPC
 // the headers are the call's metadata.
@@ -152,6 +152,7 @@ async function check(binding, method, header, id) {
     authorization: header('authorization'),
     version: header('a2a-version'),
     decisionId: header('x-capgate-decision-id'),
+    extensions: header('a2a-extensions'),
     // capgate sends the caller's own credential only when configured to
     // (identity.forward_caller_token).
     callerAuthorization: header('x-capgate-caller-authorization'),
