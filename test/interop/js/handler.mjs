@@ -12,8 +12,8 @@
 // http://127.0.0.1:<port>, the form capgate's handler config takes). Every
 // request it receives is appended to <calls file> as one JSON line before the
 // SDK handles it: {binding, method, authorization, version, decisionId,
-// extensions, callerAuthorization, jose}, so the test can verify the token capgate sent
-// with every call. method is the JSON-RPC method, the gRPC method name, or
+// extensions, callerAuthorization, jose}, so the test can verify the token
+// capgate sent with every call. method is the JSON-RPC method, the gRPC method name, or
 // the HTTP method and path of an HTTP+JSON call ("GET /tasks/t-1"). On gRPC
 // the headers are the call's metadata.
 //
@@ -141,11 +141,11 @@ lines.on('line', (l) => {
 // The test closes stdin when it is done (or dies): stop then.
 lines.on('close', () => process.exit(0));
 
-// check records one request (line, from the headers header(name) reads) and
-// verifies its token once the test has configured a verifier. It returns the
-// token's claims, or undefined when there is no verifier; it throws when the
-// token is refused.
-async function check(binding, method, header, id) {
+// check appends one request to the calls file (header(name) reads its
+// headers or metadata) and verifies its token once the test has configured a
+// verifier. It returns the token's claims, or undefined when there is no
+// verifier; it throws when the token is refused.
+async function check(binding, method, header) {
   const line = {
     binding,
     method,
