@@ -584,13 +584,16 @@ var jsHandlerSteps = []struct {
 }
 
 // jsBehind makes url, called over binding (config.Binding*), the handler of
-// every capability of d and returns the handler names.
+// every capability of d and returns the handler names. A JSON-RPC handler is
+// configured in the plain string form, the others in the object form.
 func jsBehind(d *deployment.Deployment, url, binding string) []string {
 	names := make([]string, 0, len(d.Config.Handlers))
 	d.Config.HandlerBindings = map[string]string{}
 	for name := range d.Config.Handlers {
 		d.Config.Handlers[name] = url
-		d.Config.HandlerBindings[name] = binding
+		if binding != config.BindingJSONRPC {
+			d.Config.HandlerBindings[name] = binding
+		}
 		names = append(names, name)
 	}
 	return names
