@@ -2,6 +2,7 @@ package compile
 
 import (
 	"encoding/json"
+	"math"
 	"os"
 	"testing"
 
@@ -53,7 +54,7 @@ func TestRevisionMatchesPlain(t *testing.T) {
 		}
 		return manifest.NewRegistry(caps)
 	}
-	regs["numbers"] = edge(map[string]any{"max_calls_per_minute": int64(60), "big": 1e21, "small": 1.5e-7, "neg": -0.0, "int": 7, "num": json.Number("1.50")})
+	regs["numbers"] = edge(map[string]any{"max_calls_per_minute": int64(60), "big": 1e21, "small": 1.5e-7, "neg": math.Copysign(0, -1), "int": 7, "num": json.Number("1.50")})
 	regs["nested"] = edge(map[string]any{"window": map[string]any{"z": []any{int64(1), "two", nil, true, map[string]any{}}, "a": "b"}})
 	regs["escaped strings"] = edge(map[string]any{"html": "<a&b>", "ls": "x\u2028y", "quote": "\"\\", "ctl": "\x01", "uni": "é😀"}, "<tag>", "t\u2029")
 	regs["invalid utf-8 in a limit"] = edge(map[string]any{"bad": "a\xffb"})
