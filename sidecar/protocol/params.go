@@ -396,6 +396,11 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	if raw.Kind() != '{' {
 		return Errorf(InvalidParams, "message must be an object")
 	}
+	// request is the proto's name of message (0.3 ProtoJSON): a reader that takes either would
+	// see a second message, never read here.
+	if p.get("request") != nil {
+		return Errorf(InvalidParams, "request is not a field beside message; send the message once, as message")
+	}
 	msg, err := ps.readObject(raw)
 	if err != nil {
 		return err
@@ -479,8 +484,13 @@ func (ps *parser) sendPushConfig(v Version, c object, r *Request) *Error {
 	if v == V03 {
 		name, other = other, name
 	}
-	if c.get(other) != nil {
-		return Errorf(InvalidParams, "configuration.%s is not an A2A %s field; use configuration.%s", other, v, name)
+	// pushNotification is 0.3 ProtoJSON's name of the push config (rest03.go reads that form
+	// before it gets here): a ProtoJSON reader takes it from any body, so it is refused, not
+	// skipped.
+	for _, o := range [...]string{other, "pushNotification"} {
+		if c.get(o) != nil {
+			return Errorf(InvalidParams, "configuration.%s is not an A2A %s field; use configuration.%s", o, v, name)
+		}
 	}
 	raw := c.get(name)
 	if raw == nil {
