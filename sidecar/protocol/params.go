@@ -60,6 +60,11 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		if err := target("id"); err != nil {
 			return err
 		}
+		if v == V03 && restBody {
+			if err := taskName03(p, r); err != nil {
+				return err
+			}
+		}
 		return checkHistoryLength(p)
 	case ListTasks:
 		return ps.readList(p, r)
@@ -88,7 +93,11 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 	case CreateTaskPushNotificationConfig:
 		if restBody && p.get("pushNotificationConfig") == nil {
 			// 0.3 HTTP+JSON: the body is the PushNotificationConfig itself. A taskId in it
-			// names a task too: it must be the path's.
+			// names a task too: it must be the path's. It has no name: a ProtoJSON reader
+			// would take the task from one.
+			if p.get("name") != nil {
+				return Errorf(InvalidParams, "name is a field of TaskPushNotificationConfig, beside pushNotificationConfig; not of the config")
+			}
 			if err := field(p, "taskId", false, &r.TaskID); err != nil {
 				return err
 			}
@@ -155,6 +164,20 @@ func configName03(p object, r *Request) (config string, perr *Error) {
 	}
 	_, config, _ = strings.Cut(strings.TrimPrefix(name, "tasks/"+task), "/pushNotificationConfigs/")
 	return config, nil
+}
+
+// taskName03 reads the name a 0.3 HTTP+JSON body may give its task ("tasks/{id}": the 0.3
+// proto's CancelTaskRequest and TaskSubscriptionRequest, which the 0.3 Python client sends as
+// the body): it must be the task the path names.
+func taskName03(p object, r *Request) *Error {
+	name, err := optString(p, "name")
+	if err != nil || name == "" {
+		return err
+	}
+	if id, ok := strings.CutPrefix(name, "tasks/"); !ok || id != r.TaskID {
+		return Errorf(InvalidParams, "name must be tasks/{id}, naming the task the path names")
+	}
+	return nil
 }
 
 // noTaskField refuses a taskId inside an object where the protocol has none: a handler that

@@ -84,6 +84,10 @@ func TestProtoJSON03PushName(t *testing.T) {
 		"another task":   `{"name":"tasks/t2/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
 		"another config": `{"name":"tasks/t1/pushNotificationConfigs/c2","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
 		"not a name":     `{"name":"t1","pushNotificationConfig":{"url":"https://hook"}}`,
+		// The bare config shape (a2a-go's 0.3 REST) has no name; a ProtoJSON reader takes the
+		// task from it all the same.
+		"name beside a bare config": `{"name":"tasks/t2/pushNotificationConfigs/c1","url":"https://hook"}`,
+		"its own name, bare":        `{"name":"tasks/t1/pushNotificationConfigs/c1","id":"c1","url":"https://hook"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(b), Limits{})
