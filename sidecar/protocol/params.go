@@ -60,6 +60,11 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		if err := target("id"); err != nil {
 			return err
 		}
+		if v == V03 && restBody {
+			if err := taskName03(p, r); err != nil {
+				return err
+			}
+		}
 		return checkHistoryLength(p)
 	case ListTasks:
 		return ps.readList(p, r)
@@ -88,7 +93,11 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 	case CreateTaskPushNotificationConfig:
 		if restBody && p.get("pushNotificationConfig") == nil {
 			// 0.3 HTTP+JSON: the body is the PushNotificationConfig itself. A taskId in it
-			// names a task too: it must be the path's.
+			// names a task too: it must be the path's. It has no name: a ProtoJSON reader
+			// would take the task from one.
+			if p.get("name") != nil {
+				return Errorf(InvalidParams, "name is a field of TaskPushNotificationConfig, beside pushNotificationConfig; not of the config")
+			}
 			if err := field(p, "taskId", false, &r.TaskID); err != nil {
 				return err
 			}
@@ -155,6 +164,20 @@ func configName03(p object, r *Request) (config string, perr *Error) {
 	}
 	_, config, _ = strings.Cut(strings.TrimPrefix(name, "tasks/"+task), "/pushNotificationConfigs/")
 	return config, nil
+}
+
+// taskName03 reads the name a 0.3 HTTP+JSON body may give its task ("tasks/{id}": the 0.3
+// proto's CancelTaskRequest and TaskSubscriptionRequest, which the 0.3 Python client sends as
+// the body): it must be the task the path names.
+func taskName03(p object, r *Request) *Error {
+	name, err := optString(p, "name")
+	if err != nil || name == "" {
+		return err
+	}
+	if id, ok := strings.CutPrefix(name, "tasks/"); !ok || id != r.TaskID {
+		return Errorf(InvalidParams, "name must be tasks/{id}, naming the task the path names")
+	}
+	return nil
 }
 
 // noTaskField refuses a taskId inside an object where the protocol has none: a handler that
@@ -396,6 +419,11 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	if raw.Kind() != '{' {
 		return Errorf(InvalidParams, "message must be an object")
 	}
+	// request is the proto's name of message (0.3 ProtoJSON): a reader that takes either would
+	// see a second message, never read here.
+	if p.get("request") != nil {
+		return Errorf(InvalidParams, "request is not a field beside message; send the message once, as message")
+	}
 	msg, err := ps.readObject(raw)
 	if err != nil {
 		return err
@@ -479,8 +507,13 @@ func (ps *parser) sendPushConfig(v Version, c object, r *Request) *Error {
 	if v == V03 {
 		name, other = other, name
 	}
-	if c.get(other) != nil {
-		return Errorf(InvalidParams, "configuration.%s is not an A2A %s field; use configuration.%s", other, v, name)
+	// pushNotification is 0.3 ProtoJSON's name of the push config (rest03.go reads that form
+	// before it gets here): a ProtoJSON reader takes it from any body, so it is refused, not
+	// skipped.
+	for _, o := range [...]string{other, "pushNotification"} {
+		if c.get(o) != nil {
+			return Errorf(InvalidParams, "configuration.%s is not an A2A %s field; use configuration.%s", o, v, name)
+		}
 	}
 	raw := c.get(name)
 	if raw == nil {

@@ -84,6 +84,10 @@ func TestProtoJSON03PushName(t *testing.T) {
 		"another task":   `{"name":"tasks/t2/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
 		"another config": `{"name":"tasks/t1/pushNotificationConfigs/c2","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
 		"not a name":     `{"name":"t1","pushNotificationConfig":{"url":"https://hook"}}`,
+		// The bare config shape (a2a-go's 0.3 REST) has no name; a ProtoJSON reader takes the
+		// task from it all the same.
+		"name beside a bare config": `{"name":"tasks/t2/pushNotificationConfigs/c1","url":"https://hook"}`,
+		"its own name, bare":        `{"name":"tasks/t1/pushNotificationConfigs/c1","id":"c1","url":"https://hook"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(b), Limits{})
@@ -152,4 +156,54 @@ func TestProtoJSON03Card(t *testing.T) {
 		`"additionalInterfaces":[{"url":"https://a.example.com","transport":"HTTP+JSON"}],"version":"1","capabilities":{"streaming":true},`+
 		`"securitySchemes":{"bearer":{"httpAuthSecurityScheme":{"scheme":"Bearer","bearerFormat":"JWT"}}},"defaultInputModes":["text/plain"],`+
 		`"defaultOutputModes":["text/plain"],"skills":[{"id":"s","name":"S","description":"d","tags":["t"]}],"supportsAuthenticatedExtendedCard":true}`, string(got))
+}
+
+// TestSendFieldsOfTheOtherShapeRefused: a SendMessage body in one shape that carries a field
+// under the name another shape gives it is refused, on every binding and version: the 0.3
+// ProtoJSON reader of @a2a-js/sdk's legacy HTTP+JSON server reads configuration.pushNotification
+// (or push_notification) and request (when message is absent) from any body, and behind
+// ext_authz it reads the client's own bytes — a webhook or task it read there was never checked.
+func TestSendFieldsOfTheOtherShapeRefused(t *testing.T) {
+	msg03 := `{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}`
+	msg10 := `{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}`
+	extras := map[string]string{
+		"pushNotification":           `"configuration":{"pushNotification":{"url":"https://evil.example.net/h"}}`,
+		"push_notification":          `"configuration":{"push_notification":{"url":"https://evil.example.net/h"}}`,
+		"request beside message":     `"request":{"messageId":"m2","taskId":"other","content":[{"text":"hi"}]}`,
+		"Request (folded) beside it": `"Request":{"messageId":"m2","taskId":"other"}`,
+	}
+	for name, extra := range extras {
+		for _, tc := range []struct {
+			shape  string
+			parse  func(body string) *Error
+			params string
+		}{
+			{"0.3 /v1", func(b string) *Error {
+				_, perr := ParseHTTP(V03, "POST", "/v1/message:send", "application/json", []byte(b), Limits{})
+				return perr
+			}, `{"message":` + msg03 + `,` + extra + `}`},
+			{"0.3 un-prefixed", func(b string) *Error {
+				_, perr := ParseHTTP(V03, "POST", "/message:send", "application/json", []byte(b), Limits{})
+				return perr
+			}, `{"message":` + msg03 + `,` + extra + `}`},
+			{"0.3 JSON-RPC", func(b string) *Error {
+				_, perr := ParseJSONRPC(V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":`+b+`}`), Limits{})
+				return perr
+			}, `{"message":` + msg03 + `,` + extra + `}`},
+			{"1.0 HTTP+JSON", func(b string) *Error {
+				_, perr := ParseHTTP(V1, "POST", "/message:send", "application/json", []byte(b), Limits{})
+				return perr
+			}, `{"message":` + msg10 + `,` + extra + `}`},
+			{"1.0 JSON-RPC", func(b string) *Error {
+				_, perr := ParseJSONRPC(V1, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+b+`}`), Limits{})
+				return perr
+			}, `{"message":` + msg10 + `,` + extra + `}`},
+		} {
+			t.Run(name+"/"+tc.shape, func(t *testing.T) {
+				perr := tc.parse(tc.params)
+				require.NotNil(t, perr, "a field another shape reads was not read or refused")
+				require.Equal(t, InvalidParams, perr.Code, perr.Message)
+			})
+		}
+	}
 }

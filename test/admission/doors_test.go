@@ -119,6 +119,7 @@ func TestPushURLPolicyAtBothDoors(t *testing.T) {
 	cs := classes(t, e)
 	owner := cs[0]
 	h := header("A2A-Version", "1.0", "Content-Type", "application/json", "Authorization", "Bearer "+owner.token)
+	h03 := header("Content-Type", "application/json", "Authorization", "Bearer "+owner.token)
 	for _, u := range []string{"https://evil.example.net/hook", "http://hooks.example.com/a2a", "https://127.0.0.1/hook",
 		"https://169.254.169.254/latest/meta-data", "https://[::1]/x", "https://2130706433/x", "ftp://hooks.example.com/a2a",
 		"https://hooks.example.com.evil.net/a2a", "https://user@hooks.example.com/a2a"} {
@@ -127,6 +128,13 @@ func TestPushURLPolicyAtBothDoors(t *testing.T) {
 			require.Equal(t, "INVALID_PARAMS", gw.reason, "%s", gw.body)
 			gw, _ = e.door(t, http.MethodPost, "/", h, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-9","role":"ROLE_USER","parts":[{"text":"look up invoice INV-1"}]},"configuration":{"taskPushNotificationConfig":{"url":"`+u+`"}}}}`)
 			require.Equal(t, "INVALID_PARAMS", gw.reason, "%s", gw.body)
+			// 0.3's HTTP+JSON binding: the JSON-RPC-shaped message with the push config under its
+			// ProtoJSON name, which a ProtoJSON reader behind ext_authz takes from the same bytes.
+			for _, name := range []string{"pushNotification", "push_notification"} {
+				gw, _ = e.door(t, http.MethodPost, "/v1/message:send", h03, `{"message":{"kind":"message","messageId":"m-9","role":"user",`+
+					`"parts":[{"kind":"text","text":"look up invoice INV-1"}]},"configuration":{"`+name+`":{"url":"`+u+`"}}}`)
+				require.Equal(t, "INVALID_PARAMS", gw.reason, "%s", gw.body)
+			}
 		})
 	}
 	gw, _ := e.door(t, http.MethodPost, "/", h, `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"`+owner.task+`","url":"`+hook+`/sub"}}`)

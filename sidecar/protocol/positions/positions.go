@@ -293,6 +293,11 @@ func rest03() []Position {
 		add(protocol.CancelTask, "path", "POST", t+":cancel", "", false)
 		add(protocol.SubscribeToTask, "path", "GET", t+":subscribe", "", false)
 		add(protocol.SubscribeToTask, "path", "POST", t+":subscribe", "", false)
+		// The 0.3 proto's CancelTaskRequest and TaskSubscriptionRequest name the task in the
+		// body too (name "tasks/{id}", what the 0.3 Python client sends): it must be the path's.
+		ownTask := base + "/tasks/" + OwnTask
+		add(protocol.CancelTask, "params.name", "POST", ownTask+":cancel", `{"name":"tasks/`+Swept+`"}`, true)
+		add(protocol.SubscribeToTask, "params.name", "POST", ownTask+":subscribe", `{"name":"tasks/`+Swept+`"}`, true)
 		add(protocol.CreateTaskPushNotificationConfig, "path", "POST", t+"/pushNotificationConfigs", `{"url":"`+URL+`"}`, false)
 		own := base + "/tasks/" + OwnTask + "/pushNotificationConfigs"
 		// A taskId in the body, in the config's shape or 0.3's JSON-RPC shape, must be the path's.
