@@ -290,7 +290,7 @@ func appendJSONValue(b []byte, v any) ([]byte, error) {
 }
 
 // appendJSONString appends s quoted as encoding/json quotes it: printable
-// ASCII other than ", \\, <, > and & as is, anything else by encoding/json.
+// ASCII other than ", \, <, > and & as is, anything else by encoding/json.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
