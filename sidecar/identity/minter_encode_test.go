@@ -23,7 +23,7 @@ func mintCases() []MintClaims {
 			Actor: "agent&", PriorAct: map[string]any{"sub": "orchestrator<", "act": map[string]any{"sub": "planner", "iss": "é"}},
 			TenantClaim: "org<id>", ScopesClaim: "scp",
 			Extra: map[string]any{
-				"limits": map[string]any{"max": 1000, "f": 1.5, "big": 1e21, "neg": -0.0, "list": []any{"a", 2, true, nil}, "empty": map[string]any{}},
+				"limits": map[string]any{"max": 1000, "f": 1.5, "big": 1e21, "neg": math.Copysign(0, -1), "list": []any{"a", 2, true, nil}, "empty": map[string]any{}},
 				"flag":   false, "none": nil, "num": json.Number("12.50"), "ints": []int{1, 2}, "nilmap": map[string]any(nil),
 				"z<&>": "\u00e9\u0301", "": "empty name",
 			}},
