@@ -149,10 +149,10 @@ func (s *sseWriter) event(result []byte) error {
 		buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 		buf = append(buf, s.id...)
 		buf = append(buf, `,"result":`...)
-		buf = append(buf, result...)
+		buf = appendOneLine(buf, result)
 		buf = append(buf, '}')
 	} else {
-		buf = append(buf, result...)
+		buf = appendOneLine(buf, result)
 	}
 	buf = append(buf, "\n\n"...)
 	if cap(buf) <= maxKeptFrame {
@@ -165,6 +165,23 @@ func (s *sseWriter) event(result []byte) error {
 		s.flusher.Flush()
 	}
 	return nil
+}
+
+// appendOneLine appends the JSON value v on one line. A handler may split
+// an event's JSON over several data: lines, which the reader joins with a
+// line feed; JSON strings hold no raw line breaks, so every CR or LF in v is
+// whitespace between tokens and becomes a space. Written as it came, the
+// second line would start a field of its own and the caller would read a
+// truncated event.
+func appendOneLine(buf, v []byte) []byte {
+	start := len(buf)
+	buf = append(buf, v...)
+	for i := start; i < len(buf); i++ {
+		if buf[i] == '\n' || buf[i] == '\r' {
+			buf[i] = ' '
+		}
+	}
+	return buf
 }
 
 // maxKeptFrame is the largest frame buffer a stream keeps for its next

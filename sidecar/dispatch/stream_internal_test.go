@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -70,6 +71,38 @@ func TestSSEFramesMatchPlain(t *testing.T) {
 				require.Equal(t, string(want), rec.Body.String())
 				require.Equal(t, "text/event-stream", rec.Header().Get("Content-Type"))
 			})
+		}
+	}
+}
+
+// TestSSEFrameIsOneDataLine: an event whose JSON a handler split over
+// several data: lines (joined with line feeds by the reader; CR too) is
+// relayed as one data: line on both bindings, the same JSON value.
+func TestSSEFrameIsOneDataLine(t *testing.T) {
+	for _, binding := range []protocol.Binding{protocol.JSONRPC, protocol.HTTPJSON} {
+		for _, result := range []string{"{\n\"task\": {\"id\": \"t1\"}\n}", "{\r\n\"a\":\r\"b\\n\"}", "\n[1,\n2]\n"} {
+			rec := httptest.NewRecorder()
+			call := &gateway.Call{Request: &protocol.Request{ID: jsontext.Value(`1`)}}
+			sse := newSSE(call, &streamResponder{w: rec, binding: binding})
+			require.NoError(t, sse.event([]byte(result)))
+			body := rec.Body.String()
+			require.True(t, strings.HasSuffix(body, "\n\n"))
+			line, ok := strings.CutPrefix(strings.TrimSuffix(body, "\n\n"), "data: ")
+			require.True(t, ok, body)
+			require.NotContains(t, line, "\n")
+			require.NotContains(t, line, "\r")
+			got := jsontext.Value(line)
+			if binding == protocol.JSONRPC {
+				var env struct {
+					Result jsontext.Value `json:"result"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(line), &env))
+				got = env.Result
+			}
+			want := jsontext.Value(result)
+			require.NoError(t, want.Compact())
+			require.NoError(t, got.Compact())
+			require.Equal(t, string(want), string(got))
 		}
 	}
 }
