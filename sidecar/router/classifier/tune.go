@@ -47,7 +47,7 @@ func fitLogistic(ss []sample, negWeight float64, use []bool) confFeatures {
 	var b confFeatures
 	for range 50 {
 		var g confFeatures
-		var h [len(confFeatures{})][len(confFeatures{})]float64
+		h := squareMatrix(len(g))
 		for _, s := range ss {
 			x := s.ft
 			if !s.ok {
@@ -81,7 +81,7 @@ func fitLogistic(ss []sample, negWeight float64, use []bool) confFeatures {
 			g[k] += 1e-3 * b[k]
 			h[k][k] += 1e-3
 		}
-		d := solve(h, g)
+		d := solve(h, g[:])
 		for k := range b {
 			b[k] -= d[k]
 		}
@@ -89,7 +89,18 @@ func fitLogistic(ss []sample, negWeight float64, use []bool) confFeatures {
 	return b
 }
 
-func solve(a [len(confFeatures{})][len(confFeatures{})]float64, y confFeatures) confFeatures {
+// squareMatrix is an n×n matrix of zeros.
+func squareMatrix(n int) [][]float64 {
+	m := make([][]float64, n)
+	for i := range m {
+		m[i] = make([]float64, n)
+	}
+	return m
+}
+
+// solve returns x with a·x = y, by Gaussian elimination with partial
+// pivoting. It overwrites a and y.
+func solve(a [][]float64, y []float64) []float64 {
 	n := len(y)
 	for c := range n {
 		p := c
@@ -108,7 +119,7 @@ func solve(a [len(confFeatures{})][len(confFeatures{})]float64, y confFeatures) 
 			y[r] -= f * y[c]
 		}
 	}
-	var x confFeatures
+	x := make([]float64, n)
 	for r := n - 1; r >= 0; r-- {
 		s := y[r]
 		for k := r + 1; k < n; k++ {
@@ -384,7 +395,7 @@ func fitCorrection(ss []sample, b confFeatures, negWeight, setNeg float64) corrF
 	var c corrFeatures
 	for range 30 {
 		var g corrFeatures
-		var h [n][n]float64
+		h := squareMatrix(n)
 		for _, s := range ss {
 			if !s.ok {
 				continue
@@ -416,33 +427,7 @@ func fitCorrection(ss []sample, b confFeatures, negWeight, setNeg float64) corrF
 			g[k] += 1e-2 * c[k]
 			h[k][k] += 1e-2
 		}
-		// Gaussian elimination
-		a, y := h, g
-		for col := range n {
-			p := col
-			for r := col + 1; r < n; r++ {
-				if math.Abs(a[r][col]) > math.Abs(a[p][col]) {
-					p = r
-				}
-			}
-			a[col], a[p] = a[p], a[col]
-			y[col], y[p] = y[p], y[col]
-			for r := col + 1; r < n; r++ {
-				f := a[r][col] / a[col][col]
-				for k := col; k < n; k++ {
-					a[r][k] -= f * a[col][k]
-				}
-				y[r] -= f * y[col]
-			}
-		}
-		var x corrFeatures
-		for r := n - 1; r >= 0; r-- {
-			v := y[r]
-			for k := r + 1; k < n; k++ {
-				v -= a[r][k] * x[k]
-			}
-			x[r] = v / a[r][r]
-		}
+		x := solve(h, g[:])
 		for k := range c {
 			c[k] -= x[k]
 		}
