@@ -90,7 +90,7 @@ func (e *Entry) input(enc zapcore.ObjectEncoder) error {
 	put("binding", e.Binding)
 	put("capability", e.Capability)
 	put("component", e.Component)
-	if e.Layer == "classifier" || e.Layer == "clarify" {
+	if e.hasConfidence() {
 		enc.AddFloat64("confidence", e.Confidence)
 	}
 	put("layer", e.Layer)

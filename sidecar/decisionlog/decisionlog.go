@@ -56,6 +56,11 @@ type Entry struct {
 	Span trace.Span
 }
 
+// hasConfidence reports whether Confidence is part of the decision: the
+// classifier decided, or its score sent the caller to clarify. Every sink
+// writes the confidence on that rule.
+func (e *Entry) hasConfidence() bool { return e.Layer == "classifier" || e.Layer == "clarify" }
+
 // IDs mints decision ids: a random per-process prefix and a counter, cheap
 // enough for the ext_authz hot path and unique across replicas.
 type IDs struct {

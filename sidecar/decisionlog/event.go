@@ -63,7 +63,7 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	put("tenant", e.Tenant)
 	put("capability", e.Capability)
 	put("layer", e.Layer)
-	if e.Layer == "classifier" || e.Layer == "clarify" {
+	if e.hasConfidence() {
 		input["confidence"] = e.Confidence
 	}
 	result := map[string]any{"allow": e.Result == Allow, "result": e.Result}

@@ -283,7 +283,7 @@ func annotate(e *Entry) {
 	add("capgate.policy.revision", e.Revision)
 	add("capgate.code", e.Code)
 	add("capgate.routing.layer", e.Layer)
-	if e.Layer == "classifier" || e.Layer == "clarify" {
+	if e.hasConfidence() {
 		attrs = append(attrs, attribute.Float64("capgate.routing.confidence", e.Confidence))
 	}
 	e.Span.SetAttributes(attrs...)
