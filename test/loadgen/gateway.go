@@ -5,9 +5,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/capgate/capgate/sidecar/identity"
 )
 
 // The gateway benchmark's defaults (used unless the flags are given) and
@@ -149,12 +144,8 @@ func gatewayBench(ctx context.Context, o options) error {
 	defer up.stop()
 	upstreamURL := "http://" + up.addr + "/"
 
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
 	const kid = "gateway-es256"
-	jwks, err := identity.MarshalJWKS(identity.PublicJWK{Key: &key.PublicKey, Alg: "ES256", Kid: kid})
+	key, jwks, err := callerKey(kid)
 	if err != nil {
 		return err
 	}

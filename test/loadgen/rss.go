@@ -53,12 +53,8 @@ func rss(ctx context.Context, o options) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
 	const kid = "rss-es256"
-	jwks, err := identity.MarshalJWKS(identity.PublicJWK{Key: &key.PublicKey, Alg: "ES256", Kid: kid})
+	key, jwks, err := callerKey(kid)
 	if err != nil {
 		return err
 	}
@@ -210,3 +206,17 @@ func readyCPU(c *child) string {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// callerKey is the P-256 key the load's caller tokens are signed with, and
+// the JWKS capgate's issuer config reads to verify them (key id kid).
+func callerKey(kid string) (*ecdsa.PrivateKey, []byte, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	jwks, err := identity.MarshalJWKS(identity.PublicJWK{Key: &key.PublicKey, Alg: "ES256", Kid: kid})
+	if err != nil {
+		return nil, nil, err
+	}
+	return key, jwks, nil
+}
