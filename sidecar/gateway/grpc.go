@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"encoding/binary"
 	"net/http"
 
 	"github.com/go-json-experiment/json"
@@ -76,9 +75,7 @@ func (g *grpcResponder) message(msg []byte) error {
 		return errEnded
 	}
 	g.start()
-	frame := append(g.frame[:0], 0, 0, 0, 0, 0)
-	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
-	frame = append(frame, msg...)
+	frame := protocol.AppendGRPCFrame(g.frame[:0], msg)
 	if cap(frame) <= maxKeptBuffer {
 		g.frame = frame // a stream's next message reuses it; a rare large one is not kept
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -29,10 +28,6 @@ import (
 // response message back to ProtoJSON (protocol.GRPCResult), and a non-OK
 // grpc-status with its google.rpc.Status details to the A2A error.
 
-// grpcFrameHeader is a length-prefixed message's header: a compressed flag
-// and a big-endian uint32 length.
-const grpcFrameHeader = 5
-
 // newGRPCRequest builds the gRPC call for req: POST /lf.a2a.v1.A2AService/<op>
 // with one uncompressed message; the A2A headers travel as metadata.
 func newGRPCRequest(ctx context.Context, t target, req Request) (*http.Request, *protocol.Error) {
@@ -41,9 +36,7 @@ func newGRPCRequest(ctx context.Context, t target, req Request) (*http.Request, 
 	if perr != nil {
 		return nil, perr
 	}
-	frame := make([]byte, grpcFrameHeader, grpcFrameHeader+len(msg))
-	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
-	frame = append(frame, msg...)
+	frame := protocol.AppendGRPCFrame(make([]byte, 0, protocol.GRPCFrameHeader+len(msg)), msg)
 	u := strings.TrimSuffix(t.url, "/") + "/" + protocol.GRPCService + "/" + string(op)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(frame))
 	if err != nil {
@@ -153,7 +146,7 @@ var errCompressed = errors.New("compressed gRPC message")
 // nextFrame reads one length-prefixed message of at most max bytes; io.EOF
 // at a message boundary ends the stream.
 func nextFrame(r io.Reader, max int) ([]byte, error) {
-	var hdr [grpcFrameHeader]byte
+	var hdr [protocol.GRPCFrameHeader]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("truncated gRPC message: %w", err)
@@ -163,8 +156,8 @@ func nextFrame(r io.Reader, max int) ([]byte, error) {
 	if hdr[0] != 0 {
 		return nil, errCompressed
 	}
-	n := binary.BigEndian.Uint32(hdr[1:])
-	if int64(n) > int64(max) {
+	n, _ := protocol.GRPCMessageLength(hdr[:])
+	if n > int64(max) {
 		return nil, errFrameTooLarge
 	}
 	msg := make([]byte, n)

@@ -74,10 +74,6 @@ func grpcV03Operation(method string) (Operation, bool) {
 	}
 }
 
-// grpcFrameHeader is the length-prefixed message header: a compressed flag byte and a
-// big-endian uint32 length.
-const grpcFrameHeader = 5
-
 // isGRPCContentType reports whether a content type is gRPC (application/grpc,
 // application/grpc+proto, application/grpc-web...).
 func isGRPCContentType(ct string) bool {
@@ -87,13 +83,25 @@ func isGRPCContentType(ct string) bool {
 // IsGRPCContentType reports whether a content type selects the gRPC binding.
 func IsGRPCContentType(ct string) bool { return isGRPCContentType(ct) }
 
+// GRPCFrameHeader is the length of a gRPC message's prefix: a compressed
+// flag and the message's length, four bytes big-endian.
+const GRPCFrameHeader = 5
+
+// AppendGRPCFrame appends msg to dst as one uncompressed, length-prefixed
+// gRPC message.
+func AppendGRPCFrame(dst, msg []byte) []byte {
+	dst = append(dst, 0, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(dst[len(dst)-4:], uint32(len(msg)))
+	return append(dst, msg...)
+}
+
 // GRPCMessageLength returns the length the first gRPC frame header of body declares, and
 // whether body holds a whole header.
 func GRPCMessageLength(body []byte) (int64, bool) {
-	if len(body) < grpcFrameHeader {
+	if len(body) < GRPCFrameHeader {
 		return 0, false
 	}
-	return int64(binary.BigEndian.Uint32(body[1:grpcFrameHeader])), true
+	return int64(binary.BigEndian.Uint32(body[1:GRPCFrameHeader])), true
 }
 
 // parseGRPC reads a gRPC request: the operation and version from the :path, every resource
@@ -112,14 +120,14 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 	if strings.HasPrefix(strings.ToLower(ct), "application/grpc-web-text") {
 		return r, Errorf(UnsupportedMediaType, "grpc-web-text requests cannot be authorized; use binary gRPC or grpc-web")
 	}
-	if len(body) < grpcFrameHeader {
+	if len(body) < GRPCFrameHeader {
 		return r, Errorf(InvalidRequest, "the gRPC request message is malformed")
 	}
 	if body[0] != 0 {
 		return r, Errorf(InvalidRequest, "compressed gRPC request messages cannot be authorized; send requests to this agent uncompressed")
 	}
 	n, _ := GRPCMessageLength(body)
-	switch rest := int64(len(body) - grpcFrameHeader); {
+	switch rest := int64(len(body) - GRPCFrameHeader); {
 	case n > lim.MaxBodyBytes:
 		return r, Errorf(PayloadTooLarge, "request message is larger than the limit of %d bytes", lim.MaxBodyBytes)
 	case n > rest:
@@ -127,7 +135,7 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 	case n < rest:
 		return r, Errorf(InvalidRequest, "exactly one gRPC request message is expected")
 	}
-	msg := body[grpcFrameHeader:]
+	msg := body[GRPCFrameHeader:]
 	r.grpcMsg = msg
 	var err error
 	if version == V1 {
