@@ -57,21 +57,16 @@ func members(obj jsontext.Value) ([]member, error) {
 	return out, nil
 }
 
-// fieldKey folds a ProtoJSON field name's spellings (taskId, task_id).
-func fieldKey(name string) string {
-	return strings.ToLower(strings.ReplaceAll(name, "_", ""))
-}
-
-// restPathFields are the params fields an operation's path binds, by
-// fieldKey: the task id's and the push config id's.
+// restPathFields are the params fields an operation's path binds (matched
+// with protocol.SameField): the task id's and the push config id's.
 func restPathFields(op protocol.Operation) (task, config string) {
 	switch op {
 	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask:
 		return "id", ""
 	case protocol.CreateTaskPushNotificationConfig, protocol.ListTaskPushNotificationConfigs:
-		return "taskid", ""
+		return "taskId", ""
 	case protocol.GetTaskPushNotificationConfig, protocol.DeleteTaskPushNotificationConfig:
-		return "taskid", "id"
+		return "taskId", "id"
 	}
 	return "", ""
 }
@@ -88,12 +83,12 @@ func newRESTRequest(ctx context.Context, t target, req Request, stream bool) (*h
 	rest := ms[:0:0]
 	for _, m := range ms {
 		var dst *string
-		switch key := fieldKey(m.name); {
-		case key == "tenant":
+		switch {
+		case protocol.SameField(m.name, "tenant"):
 			dst = &tenant
-		case taskField != "" && key == taskField:
+		case taskField != "" && protocol.SameField(m.name, taskField):
 			dst = &taskID
-		case configField != "" && key == configField:
+		case configField != "" && protocol.SameField(m.name, configField):
 			dst = &configID
 		default:
 			// Not bound by the path (CreateTaskPushNotificationConfig's
@@ -150,7 +145,7 @@ func restQuery(op protocol.Operation, rest []member) (string, *protocol.Error) {
 	fields := protocol.HTTPQueryFields(op)
 	q := url.Values{}
 	for _, m := range rest {
-		i := slices.IndexFunc(fields, func(f string) bool { return fieldKey(f) == fieldKey(m.name) })
+		i := slices.IndexFunc(fields, func(f string) bool { return protocol.SameField(f, m.name) })
 		if i < 0 {
 			return "", protocol.Errorf(protocol.InvalidParams, "params.%s cannot be sent to this skill's handler over HTTP+JSON (%s takes no such query parameter)",
 				clip(m.name, 64), op)

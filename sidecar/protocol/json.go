@@ -334,6 +334,11 @@ func fieldKey[T text](name T) string {
 	return string(b)
 }
 
+// SameField reports whether two JSON member names are one field to the
+// parser (case folded, underscores ignored: taskId, task_id, TASKID): the
+// rule a handler call's params are split by too.
+func SameField(a, b string) bool { return sameField(a, b) }
+
 // sameField reports fieldKey(a) == fieldKey(b) without allocating.
 func sameField[A, B text](a A, b B) bool {
 	// Most names of an object differ from the field looked up in their first, ASCII, letter.
