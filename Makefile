@@ -47,8 +47,9 @@ interop-js:
 test-rego:
 	$(GO) run ./cmd/capgate policy test --coverage --threshold $(REGO_COVERAGE)
 
-## check: formatting and linters (gofmt, golangci-lint v2 pinned, opa fmt / opa check --strict through the embedded OPA).
+## check: no merge-conflict markers in tracked files, formatting and linters (gofmt, golangci-lint v2 pinned, opa fmt / opa check --strict through the embedded OPA).
 check:
+	@markers=$$(git grep -nE '^(<<<<<<<|>>>>>>>)( |$$)|^=======$$' -- . || true); if [ -n "$$markers" ]; then echo "merge-conflict markers:"; echo "$$markers"; exit 1; fi
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) run $(GOLANGCI_LINT) run ./...
 	$(GO) run ./cmd/capgate policy fmt --fail
