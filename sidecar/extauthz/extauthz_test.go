@@ -340,7 +340,7 @@ func TestDeniedStatusesAreEnvoyStatusCodes(t *testing.T) {
 		protocol.TaskNotFound, protocol.TaskNotCancelable, protocol.PushNotificationNotSupported, protocol.UnsupportedOperation,
 		protocol.ContentTypeNotSupported, protocol.InvalidAgentResponse, protocol.ExtendedAgentCardNotConfigured,
 		protocol.ExtensionSupportRequired, protocol.VersionNotSupported, protocol.Unauthenticated, protocol.Unauthorized,
-		protocol.NotFound, protocol.MethodNotAllowed, protocol.PayloadTooLarge, protocol.UnsupportedMediaType,
+		protocol.NotFound, protocol.MethodNotAllowed, protocol.PayloadTooLarge,
 	} {
 		e := protocol.Errorf(c, "x")
 		_, ok := typev3.StatusCode_name[int32(e.HTTPStatus())]

@@ -41,7 +41,6 @@ var codeSentinels = []struct {
 	{NotFound, a2a.ErrMethodNotFound, -32601, 404, "NOT_FOUND"},
 	{MethodNotAllowed, a2a.ErrMethodNotFound, -32601, 405, "UNIMPLEMENTED"},
 	{PayloadTooLarge, a2a.ErrInvalidRequest, -32600, 413, "INVALID_ARGUMENT"},
-	{UnsupportedMediaType, a2a.ErrInvalidRequest, -32600, 415, "INVALID_ARGUMENT"},
 }
 
 func TestErrorsDecodeWithA2AGoClients(t *testing.T) {

@@ -13,7 +13,7 @@ import (
 )
 
 // Code names one kind of protocol error. The A2A codes follow the specification's error names;
-// NotFound, MethodNotAllowed, PayloadTooLarge and UnsupportedMediaType are HTTP-level refusals
+// NotFound, MethodNotAllowed and PayloadTooLarge are HTTP-level refusals
 // that are reported to A2A clients as the closest standard error (see [Error.Reason]).
 type Code string
 
@@ -43,8 +43,6 @@ const (
 	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
 	// PayloadTooLarge is a body over [Limits.MaxBodyBytes] (HTTP 413, reason INVALID_REQUEST).
 	PayloadTooLarge Code = "PAYLOAD_TOO_LARGE"
-	// UnsupportedMediaType is a request Content-Type other than JSON (HTTP 415, reason INVALID_REQUEST).
-	UnsupportedMediaType Code = "UNSUPPORTED_MEDIA_TYPE"
 )
 
 // ErrorInfoType is the @type of a google.rpc.ErrorInfo detail, as a2a-go decodes it.
@@ -101,8 +99,6 @@ func (c Code) info() codeInfo {
 		return codeInfo{-32601, "METHOD_NOT_FOUND", http.StatusMethodNotAllowed, "UNIMPLEMENTED"}
 	case PayloadTooLarge:
 		return codeInfo{-32600, "INVALID_REQUEST", http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"}
-	case UnsupportedMediaType:
-		return codeInfo{-32600, "INVALID_REQUEST", http.StatusUnsupportedMediaType, "INVALID_ARGUMENT"}
 	default:
 		return codeInfo{-32603, "INTERNAL_ERROR", http.StatusInternalServerError, "INTERNAL"}
 	}

@@ -20,6 +20,14 @@ const (
 	GRPCServiceV03 = "a2a.v1.A2AService"
 )
 
+// grpcServiceOf is the gRPC service of A2A version v.
+func grpcServiceOf(v Version) string {
+	if v == V03 {
+		return GRPCServiceV03
+	}
+	return GRPCService
+}
+
 // ParseGRPCPath maps a gRPC :path ("/lf.a2a.v1.A2AService/SendMessage") to its operation; the
 // service's package gives the version. Method names are matched exactly.
 func ParseGRPCPath(path string) (Operation, Version, *Error) {
@@ -118,7 +126,7 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 		return r, Errorf(MethodNotAllowed, "gRPC requests must use POST")
 	}
 	if strings.HasPrefix(strings.ToLower(ct), "application/grpc-web-text") {
-		return r, Errorf(UnsupportedMediaType, "grpc-web-text requests cannot be authorized; use binary gRPC or grpc-web")
+		return r, Errorf(ContentTypeNotSupported, "grpc-web-text requests cannot be authorized; use binary gRPC or grpc-web")
 	}
 	if len(body) < GRPCFrameHeader {
 		return r, Errorf(InvalidRequest, "the gRPC request message is malformed")

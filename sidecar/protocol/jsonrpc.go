@@ -92,14 +92,14 @@ func checkContentType(ct string) *Error {
 		return nil // what mime.ParseMediaType would accept below, without its allocations
 	}
 	if ct == "" {
-		return Errorf(UnsupportedMediaType, "Content-Type must be application/json")
+		return Errorf(ContentTypeNotSupported, "Content-Type is not supported; use application/json")
 	}
 	mt, params, err := mime.ParseMediaType(ct)
 	if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
-		return Errorf(UnsupportedMediaType, "Content-Type must be application/json")
+		return Errorf(ContentTypeNotSupported, "Content-Type is not supported; use application/json")
 	}
 	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return Errorf(UnsupportedMediaType, "Content-Type charset must be utf-8")
+		return Errorf(ContentTypeNotSupported, "Content-Type charset is not supported; use utf-8")
 	}
 	return nil
 }
