@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 )
 
@@ -55,7 +56,11 @@ func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
 		if cerr != nil {
 			return &Request{Binding: GRPC}, cerr
 		}
-		return parseGRPC(method, path, ct, env.Body, lim)
+		r, perr := parseGRPC(method, path, ct, env.Body, lim)
+		if perr == nil {
+			perr = grpcVersion(env.Header, r.Version)
+		}
+		return r, perr
 	}
 	rel, ok := strings.CutPrefix(path, base)
 	if !ok || (rel != "" && rel[0] != '/') {
@@ -66,7 +71,7 @@ func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
 		// Refused at the HTTP level, as 405 with Allow: not a JSON-RPC call.
 		return &Request{Binding: HTTPJSON}, Errorf(MethodNotAllowed, "the JSON-RPC endpoint accepts POST only").WithMetadata("allow", http.MethodPost)
 	}
-	version, verr := RequestVersion(env.Header)
+	version, query, verr := RequestVersion(env.Header, env.Query)
 	if jsonrpc {
 		parseAs := version
 		if verr != nil {
@@ -90,8 +95,8 @@ func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
 		return &Request{Binding: HTTPJSON, Version: version}, cerr
 	}
 	target := rel
-	if env.Query != "" {
-		target += "?" + env.Query
+	if query != "" {
+		target += "?" + query
 	}
 	r, perr := ParseHTTP(version, method, target, ct, env.Body, lim)
 	if perr != nil {
@@ -113,17 +118,87 @@ func echo(r *Request, perr, err *Error) (*Request, *Error) {
 	return out, err.WithID(out.ID)
 }
 
-// RequestVersion reads A2A-Version: absent is 0.3; given more than once (or as a
-// comma-joined list) is RepeatedVersion.
-func RequestVersion(h Header) (Version, *Error) {
+// VersionParam is the request parameter a client may name the A2A version with instead of the
+// A2A-Version header (A2A 1.0 §3.6.1: `GET /tasks/t?A2A-Version=1.0`). Its name is matched
+// case-insensitively, like the header's.
+const VersionParam = "A2A-Version"
+
+// RequestVersion is the one rule for the A2A version of a JSON-RPC or HTTP+JSON request: the
+// A2A-Version header, or the A2A-Version request parameter of the raw query; neither is 0.3
+// (§3.6.2). Given more than once — two header lines, a comma-joined list, the parameter twice,
+// or header and parameter with different values — it is RepeatedVersion: readers disagree
+// about which copy wins. It returns the query without the version parameter, the query the
+// binding reads. gRPC requests carry the version in metadata, read by [grpcVersion].
+func RequestVersion(h Header, query string) (Version, string, *Error) {
 	vs := h.Values(VersionHeader)
 	if len(vs) > 1 {
-		return "", RepeatedVersion()
+		return "", query, RepeatedVersion()
 	}
-	if len(vs) == 0 {
-		return ParseVersion("")
+	params, rest := versionParams(query)
+	switch {
+	case len(params) > 1:
+		return "", rest, RepeatedVersion()
+	case len(params) == 1 && len(vs) == 1 && strings.TrimSpace(params[0]) != strings.TrimSpace(vs[0]):
+		return "", rest, RepeatedVersion()
+	case len(vs) == 1:
+		v, err := ParseVersion(vs[0])
+		return v, rest, err
+	case len(params) == 1:
+		v, err := ParseVersion(params[0])
+		return v, rest, err
 	}
-	return ParseVersion(vs[0])
+	v, err := ParseVersion("")
+	return v, rest, err
+}
+
+// versionParams takes the A2A-Version parameters out of a raw query: their values (unescaped),
+// and the query's other parameters as they were sent. A parameter whose name does not unescape
+// stays in the query, for the binding's own reader to refuse.
+func versionParams(query string) (values []string, rest string) {
+	if query == "" {
+		return nil, ""
+	}
+	kept := make([]string, 0, 4)
+	for piece := range strings.SplitSeq(query, "&") {
+		name, value, _ := strings.Cut(piece, "=")
+		if n, err := url.QueryUnescape(name); err == nil && strings.EqualFold(n, VersionParam) {
+			if v, err := url.QueryUnescape(value); err == nil {
+				values = append(values, v)
+			} else {
+				values = append(values, value) // not a version ParseVersion knows: refused there
+			}
+			continue
+		}
+		kept = append(kept, piece)
+	}
+	return values, strings.Join(kept, "&")
+}
+
+// grpcVersion checks the a2a-version metadata of a gRPC request against the version its
+// service serves (the :path's package: lf.a2a.v1 is 1.0). Absent, the service's version
+// holds; given, it must be one capgate supports (else VersionNotSupported, as on the other
+// bindings) and the service's (a 0.3 request to the 1.0 service is VersionNotSupported, not
+// served as 1.0); given more than once it is RepeatedVersion.
+func grpcVersion(h Header, service Version) *Error {
+	vs := h.Values(VersionHeader)
+	switch {
+	case len(vs) == 0:
+		return nil
+	case len(vs) > 1:
+		return RepeatedVersion()
+	}
+	v, err := ParseVersion(vs[0])
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(vs[0]) == "" {
+		return nil // an empty value is no value: the service's version
+	}
+	if v != service {
+		return Errorf(VersionNotSupported, "A2A version %s is not served by %s; use %s for A2A %s",
+			v, grpcServiceOf(service), grpcServiceOf(v), v).WithMetadata("supportedVersions", string(service))
+	}
+	return nil
 }
 
 // single returns the one value of a header that must not repeat; repeated reports it given on

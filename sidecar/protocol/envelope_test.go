@@ -16,7 +16,7 @@ func TestRequestVersionRefusesRepeatedHeader(t *testing.T) {
 			for _, v := range vals {
 				h.Add(protocol.VersionHeader, v)
 			}
-			_, err := protocol.RequestVersion(protocol.HTTPHeader(h))
+			_, _, err := protocol.RequestVersion(protocol.HTTPHeader(h), "")
 			require.NotNil(t, err)
 			require.Equal(t, protocol.InvalidRequest, err.Code)
 			require.Equal(t, protocol.RepeatedVersion().Message, err.Message)
@@ -24,10 +24,10 @@ func TestRequestVersionRefusesRepeatedHeader(t *testing.T) {
 	}
 	h := http.Header{}
 	h.Set(protocol.VersionHeader, "1.0")
-	v, err := protocol.RequestVersion(protocol.HTTPHeader(h))
+	v, _, err := protocol.RequestVersion(protocol.HTTPHeader(h), "")
 	require.Nil(t, err)
 	require.Equal(t, protocol.V1, v)
-	v, err = protocol.RequestVersion(protocol.HTTPHeader(http.Header{}))
+	v, _, err = protocol.RequestVersion(protocol.HTTPHeader(http.Header{}), "")
 	require.Nil(t, err)
 	require.Equal(t, protocol.V03, v, "no header is 0.3 (spec rule)")
 }
