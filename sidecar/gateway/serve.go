@@ -31,6 +31,15 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.
 		entry.Binding = string(protocol.GRPC) // refused before parsing: still a gRPC answer
 	}
 	req := &protocol.Request{Binding: protocol.Binding(entry.Binding)}
+	if req.Binding == protocol.GRPC {
+		// A gRPC method capgate does not serve is refused before the body is read: a client- or
+		// bidi-streaming call (a reflection client's, say) half-closes only when it hears back,
+		// so reading its body first would hold the stream until the caller's deadline.
+		if _, _, perr := protocol.ParseGRPCPath(path); perr != nil {
+			g.refuse(w, rev, start, entry, req, perr)
+			return
+		}
+	}
 	body, berr := readBody(r, g.limits.MaxBodyBytes)
 	if berr != nil {
 		g.refuse(w, rev, start, entry, req, berr)

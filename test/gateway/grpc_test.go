@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -9,11 +10,16 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/capgate/capgate/policy/config"
@@ -339,4 +345,32 @@ func TestGRPCStatusMappingA2AGo(t *testing.T) {
 	resp, _ := grpcCall(t, srv, "/lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig", frame(msg),
 		"Authorization", "Bearer "+testutil.Token(t, grpcCaller))
 	require.Equal(t, "12", resp.Header.Get("Grpc-Status"), "UNIMPLEMENTED, as the A2A 1.0 mapping says")
+}
+
+// TestGRPCUnservedStreamingMethod: a client- or bidi-streaming call to a method capgate does not
+// serve (a reflection client's first call) hears UNIMPLEMENTED at once, while the client has not
+// half-closed — it does not wait for the end of a request body that never comes.
+func TestGRPCUnservedStreamingMethod(t *testing.T) {
+	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
+	conn, err := grpc.NewClient(srv.Addrs.A2A, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	for _, method := range []string{
+		"/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
+		"/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+		"/lf.a2a.v1.A2AService/NoSuchMethod",
+	} {
+		t.Run(method, func(t *testing.T) {
+			// The deadline only stops a regression from hanging the suite; the call must end
+			// with UNIMPLEMENTED, never DEADLINE_EXCEEDED.
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			s, err := conn.NewStream(ctx, &grpc.StreamDesc{ClientStreams: true, ServerStreams: true}, method)
+			require.NoError(t, err)
+			require.NoError(t, s.SendMsg(&a2apb.GetTaskRequest{Id: "t-1"}))
+			// No CloseSend: the client keeps its half open, as a streaming client does.
+			err = s.RecvMsg(&a2apb.Task{})
+			require.Equal(t, codes.Unimplemented, status.Code(err), "%v", err)
+		})
+	}
 }
