@@ -36,8 +36,10 @@ import (
 
 // Names and limits the sidecar configuration is checked against.
 const (
-	// PublicCardPath is the one path served without an ext_authz check (GET/HEAD only).
-	PublicCardPath = "/.well-known/agent-card.json"
+	// PublicCardPath is the public card's path, served without an ext_authz check (GET/HEAD
+	// only), like PublicCardPathV03, where A2A 0.3 clients look for it.
+	PublicCardPath    = "/.well-known/agent-card.json"
+	PublicCardPathV03 = "/.well-known/agent.json"
 	// MinRequestBodyBytes is the least body ext_authz must buffer for capgate:
 	// capgate's own maximum request body (config.DefaultMaxBodyBytes).
 	MinRequestBodyBytes = 1 << 20
@@ -349,7 +351,7 @@ func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {
 		c.addf("%s: no inline route_config (RDS and scoped routes cannot be checked)", where)
 		return
 	}
-	cardRoutes := 0
+	cardRoutes := map[string]bool{}
 	for _, vh := range rc.GetVirtualHosts() {
 		vwhere := fmt.Sprintf("%s: virtual host %q", where, vh.GetName())
 		if authzName != "" {
@@ -373,11 +375,11 @@ func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {
 			isCard := isPublicCardRoute(r)
 			switch {
 			case disabled && !isCard:
-				c.addf("%s: disables ext_authz, but only the public card route (exact path %s, GET/HEAD only) may", rwhere, PublicCardPath)
+				c.addf("%s: disables ext_authz, but only the public card routes (exact path %s or %s, GET/HEAD only) may", rwhere, PublicCardPath, PublicCardPathV03)
 			case isCard && !disabled:
 				c.addf("%s: the public card route does not disable ext_authz (typed_per_filter_config %q: ExtAuthzPerRoute{disabled: true})", rwhere, authzName)
 			case isCard:
-				cardRoutes++
+				cardRoutes[r.GetMatch().GetPath()] = true
 			}
 			for _, wc := range r.GetRoute().GetWeightedClusters().GetClusters() {
 				if disabled, problem := perRouteAuthz(wc.GetTypedPerFilterConfig()[authzName]); disabled || problem != "" {
@@ -386,8 +388,10 @@ func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {
 			}
 		}
 	}
-	if authzName != "" && cardRoutes == 0 {
-		c.addf("%s: no route serves %s (GET/HEAD) without the ext_authz check: the public card would need a credential", where, PublicCardPath)
+	for _, p := range []string{PublicCardPath, PublicCardPathV03} {
+		if authzName != "" && !cardRoutes[p] {
+			c.addf("%s: no route serves %s (GET/HEAD) without the ext_authz check: the public card would need a credential", where, p)
+		}
 	}
 }
 
@@ -537,13 +541,13 @@ func perRouteAuthz(a *anypb.Any) (disabled bool, problem string) {
 	return false, ""
 }
 
-// isPublicCardRoute reports whether r matches exactly the public card path,
+// isPublicCardRoute reports whether r matches exactly a public card path,
 // case-sensitively, and only the methods GET and HEAD: one of its :method
 // matchers (headers are ANDed) is an exact GET or HEAD, or a regular
 // expression whose every match is GET or HEAD.
 func isPublicCardRoute(r *routev3.Route) bool {
 	m := r.GetMatch()
-	if m.GetPath() != PublicCardPath || (m.GetCaseSensitive() != nil && !m.GetCaseSensitive().GetValue()) {
+	if (m.GetPath() != PublicCardPath && m.GetPath() != PublicCardPathV03) || (m.GetCaseSensitive() != nil && !m.GetCaseSensitive().GetValue()) {
 		return false
 	}
 	for _, h := range m.GetHeaders() {

@@ -337,7 +337,7 @@ func TestCheck(t *testing.T) {
 			mutate: func(_ *testing.T, s *sidecar) {
 				s.b.StaticResources.Clusters = s.b.StaticResources.Clusters[:1]
 			},
-			wantErr: []string{`route "public-agent-card" (routes[0]): cluster "capgate_gateway" is not defined`, `route "a2a" (routes[1]): cluster "capgate_gateway" is not defined`},
+			wantErr: []string{`route "public-agent-card" (routes[0]): cluster "capgate_gateway" is not defined`, `route "a2a" (routes[2]): cluster "capgate_gateway" is not defined`},
 		},
 		{
 			name: "ext_authz cluster speaks HTTP/1.1",
@@ -374,11 +374,18 @@ func TestCheck(t *testing.T) {
 			wantErr: []string{"the public card route does not disable ext_authz", "no route serves /.well-known/agent-card.json"},
 		},
 		{
+			name: "0.3 card route checked",
+			mutate: func(_ *testing.T, s *sidecar) {
+				s.route("public-agent-card-v03").TypedPerFilterConfig = nil
+			},
+			wantErr: []string{"the public card route does not disable ext_authz", "no route serves /.well-known/agent.json"},
+		},
+		{
 			name: "catch-all route skips the check",
 			mutate: func(t *testing.T, s *sidecar) {
 				s.route("a2a").TypedPerFilterConfig = disabled(t)
 			},
-			wantErr: []string{`route "a2a" (routes[1]): disables ext_authz, but only the public card route`},
+			wantErr: []string{`route "a2a" (routes[2]): disables ext_authz, but only the public card route`},
 		},
 		{
 			name: "catch-all route skips the check through FilterConfig",
@@ -387,7 +394,7 @@ func TestCheck(t *testing.T) {
 					"envoy.filters.http.ext_authz": mustAny(t, &routev3.FilterConfig{Disabled: true}),
 				}
 			},
-			wantErr: []string{`route "a2a" (routes[1]): disables ext_authz`},
+			wantErr: []string{`route "a2a" (routes[2]): disables ext_authz`},
 		},
 		{
 			name: "virtual host skips the check",
@@ -446,14 +453,14 @@ func TestCheck(t *testing.T) {
 			mutate: func(_ *testing.T, s *sidecar) {
 				s.route("a2a").GetRoute().IdleTimeout = durationpb.New(300 * time.Second)
 			},
-			wantErr: []string{`route "a2a" (routes[1]): streams (timeout 0s) are cut after 5m0s of silence (idle_timeout)`},
+			wantErr: []string{`route "a2a" (routes[2]): streams (timeout 0s) are cut after 5m0s of silence (idle_timeout)`},
 		},
 		{
 			name: "streams cut by the connection manager's idle timeout",
 			mutate: func(_ *testing.T, s *sidecar) {
 				s.route("a2a").GetRoute().IdleTimeout = nil
 			},
-			wantErr: []string{`route "a2a" (routes[1]): streams (timeout 0s) are cut after 5m0s of silence (the connection manager's stream_idle_timeout)`},
+			wantErr: []string{`route "a2a" (routes[2]): streams (timeout 0s) are cut after 5m0s of silence (the connection manager's stream_idle_timeout)`},
 		},
 		{
 			name: "streams without an idle timeout",
@@ -467,7 +474,7 @@ func TestCheck(t *testing.T) {
 				s.b.StaticResources.Clusters[1].CircuitBreakers = nil
 			},
 			wantErr: []string{
-				`route "a2a" (routes[1]): cluster "capgate_gateway": circuit_breakers (DEFAULT priority) max_connections is 1024, below the 10000 downstream connections`,
+				`route "a2a" (routes[2]): cluster "capgate_gateway": circuit_breakers (DEFAULT priority) max_connections is 1024, below the 10000 downstream connections`,
 				`max_pending_requests is 1024`, `max_requests is 1024`,
 			},
 		},

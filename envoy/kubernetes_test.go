@@ -578,7 +578,8 @@ func TestIstio(t *testing.T) {
 		{"body as bytes", at(grpc, "includeRequestBodyInCheck", "packAsBytes"), true},
 		{"body up to 1 MiB", num(grpc, "includeRequestBodyInCheck", "maxRequestBytes") >= MinRequestBodyBytes, true},
 		{"policy selects the agent", str(policy, "spec", "selector", "matchLabels", "app.kubernetes.io/name"), str(agentSvc, "spec", "selector", "app.kubernetes.io/name")},
-		{"only the card skips the check", list(policy, "spec", "rules", 0, "to", 0, "operation", "notPaths"), []any{PublicCardPath}},
+		{"only the card paths skip the check", list(policy, "spec", "rules", 0, "to", 0, "operation", "notPaths"), []any{PublicCardPath, PublicCardPathV03}},
+		{"POST to the card paths is checked", list(policy, "spec", "rules", 1, "to", 0, "operation", "paths"), []any{PublicCardPath, PublicCardPathV03}},
 		{"POST to the card is checked", list(policy, "spec", "rules", 1, "to", 0, "operation", "notMethods"), []any{"GET", "HEAD"}},
 	}
 	for _, tt := range tests {

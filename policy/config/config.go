@@ -33,6 +33,7 @@ const (
 	JSONRPCStatusOK          = 200
 	JSONRPCStatusAuth        = 401
 	DefaultExtendedCard      = "auto"
+	DefaultCardVersion       = "1.0"
 	DefaultMaxBodyBytes      = 1 << 20
 	DefaultMaxDepth          = 64
 	DefaultIdentityTTL       = 60 * time.Second
@@ -479,6 +480,10 @@ type Cards struct {
 	// ExtendedCard: "auto" (default: advertised when any non-removed
 	// capability is extended or preview), "on" or "off".
 	ExtendedCard string `yaml:"extended_card"`
+	// DefaultVersion is the card shape served at /.well-known/agent-card.json to a request
+	// that names no A2A-Version: "1.0" (default) or "0.3", for fleets of 0.3 clients that
+	// fetch that path without the header.
+	DefaultVersion string `yaml:"default_version"`
 	// SigningKeyFile is a PEM private key (P-256 → ES256, RSA ≥ 2048 bits →
 	// RS256), read relative to the config file. When set, the public and
 	// extended cards carry a JWS in signatures (see docs/cards.md).

@@ -288,6 +288,8 @@ func TestLoadFSInvalid(t *testing.T) {
 			`capgate.yaml:19: handlers.invoices.lookup: "builtin:sleep" is not a builtin handler (known: builtin:echo)`},
 		{"extended card mode", "store: memory\n", "store: memory\ncards: {extended_card: maybe}\n",
 			`capgate.yaml:23: cards.extended_card: "maybe" is not one of auto, on, off`},
+		{"card default version", "store: memory\n", "store: memory\ncards: {default_version: \"0.4\"}\n",
+			`capgate.yaml:23: cards.default_version: "0.4" is not one of 1.0, 0.3`},
 		{"duration not a string", "store: memory\n", "store: memory\ncards: {max_age: 300}\n",
 			`capgate.yaml:23: cards.max_age: want a duration such as "30s", got an integer`},
 		{"unknown key at the end", "store: memory\n", "store: memory\nauth2: 1\n",

@@ -109,6 +109,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.Auth.TenantClaim, DefaultTenantClaim)
 	setDefault(&c.Store, DefaultStore)
 	setDefault(&c.Cards.ExtendedCard, DefaultExtendedCard)
+	setDefault(&c.Cards.DefaultVersion, DefaultCardVersion)
 	if !c.present("router.threshold") {
 		c.Router.Threshold = DefaultRouterThreshold
 	}

@@ -79,6 +79,9 @@ func (c *Config) Validate() error {
 			v.add("store", `%q is neither "memory" nor a redis:// or rediss:// URL`, s)
 		}
 	}
+	if c.Cards.DefaultVersion != "1.0" && c.Cards.DefaultVersion != "0.3" {
+		v.add("cards.default_version", "%q is not one of 1.0, 0.3", c.Cards.DefaultVersion)
+	}
 	if !slices.Contains(ExtendedCardModes, c.Cards.ExtendedCard) {
 		v.add("cards.extended_card", "%q is not one of %s", c.Cards.ExtendedCard, strings.Join(ExtendedCardModes, ", "))
 	}

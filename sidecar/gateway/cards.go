@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"go.opentelemetry.io/otel/trace"
@@ -17,14 +18,16 @@ import (
 )
 
 // servePublicCard serves the public projection to anyone, with a strong ETag
-// over the bytes and Cache-Control from the config. A 0.3 caller (the 0.3
-// card path, or A2A-Version: 0.3) gets the card in the 0.3 shape; every
-// other request the 1.0 card. A missing A2A-Version means 1.0 here, unlike
-// on the A2A endpoints: the card is where a client learns which versions
-// exist, and the 1.0 card lists them.
+// over the bytes, Last-Modified, and Cache-Control from the config. A 0.3
+// caller (the 0.3 card path, or A2A-Version: 0.3) gets the card in the 0.3
+// shape; a 1.0 caller (A2A-Version: 1.0) the 1.0 card. A request that names
+// no version gets cards.default_version's shape: 1.0 by default, unlike on
+// the A2A endpoints, since the card is where a client learns which versions
+// exist and the 1.0 card lists them; "0.3" for fleets of 0.3 clients that
+// fetch this path without the header.
 func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *serving.State) {
 	body, etag := rev.PublicCard, rev.PublicETag
-	if r.URL.EscapedPath() == PublicCardPathV03 || wantsV03(r.Header) {
+	if publicCardV03(r, rev.Config().Cards.DefaultVersion) {
 		body, etag = rev.PublicCardV03, rev.PublicETagV03
 	}
 	start := g.now()
@@ -40,9 +43,10 @@ func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *s
 	g.finish(rev, start, entry, nil)
 	h := w.Header()
 	h.Set("ETag", etag)
+	h.Set("Last-Modified", rev.CardsModified.UTC().Format(http.TimeFormat))
 	h.Set("Cache-Control", "public, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
 	h.Set("Vary", "Accept-Encoding, A2A-Version")
-	if etagMatch(r.Header.Get("If-None-Match"), etag) {
+	if notModified(r.Header, etag, rev.CardsModified) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
@@ -63,11 +67,28 @@ func publicCardFor(rev *serving.State, v protocol.Version) []byte {
 	return rev.PublicCard
 }
 
-// wantsV03 reports whether the caller asked for A2A 0.3 by A2A-Version
-// (given once, exactly 0.3).
-func wantsV03(h http.Header) bool {
-	v := h.Values(HeaderVersion)
+// publicCardV03 reports whether a public card request gets the 0.3 shape: at the 0.3 path;
+// by A2A-Version (given once, exactly 0.3); or, naming no version, when cards.default_version
+// is 0.3.
+func publicCardV03(r *http.Request, defaultVersion string) bool {
+	if r.URL.EscapedPath() == PublicCardPathV03 {
+		return true
+	}
+	v := r.Header.Values(HeaderVersion)
+	if len(v) == 0 {
+		return defaultVersion == string(protocol.V03)
+	}
 	return len(v) == 1 && strings.TrimSpace(v[0]) == string(protocol.V03)
+}
+
+// notModified applies a card request's conditional headers (RFC 9110 13.2.2): If-None-Match
+// when given, else If-Modified-Since against the card's Last-Modified.
+func notModified(h http.Header, etag string, modified time.Time) bool {
+	if inm := h.Get("If-None-Match"); inm != "" {
+		return etagMatch(inm, etag)
+	}
+	ims, err := http.ParseTime(h.Get("If-Modified-Since"))
+	return err == nil && !modified.Truncate(time.Second).After(ims)
 }
 
 // etagMatch implements If-None-Match's weak comparison over a list of tags.
@@ -124,7 +145,8 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *deci
 		// A GET: the body is the card, so it has a validator and can be
 		// revalidated. (A JSON-RPC POST answer is not cacheable.)
 		h.Set("ETag", etag)
-		if etagMatch(call.Header.Get("If-None-Match"), etag) {
+		h.Set("Last-Modified", rev.CardsModified.UTC().Format(http.TimeFormat))
+		if notModified(call.Header, etag, rev.CardsModified) {
 			resp.Writer().WriteHeader(http.StatusNotModified)
 			return nil
 		}

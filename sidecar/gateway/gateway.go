@@ -31,7 +31,7 @@ const (
 	PublicCardPath      = protocol.AgentCardPath
 	// PublicCardPathV03 is where A2A 0.3 clients look for the card; it
 	// serves the 0.3 shape.
-	PublicCardPathV03 = "/.well-known/agent.json"
+	PublicCardPathV03 = protocol.AgentCardPathV03
 )
 
 // Call is one authenticated, parsed A2A request on its way to an operation.

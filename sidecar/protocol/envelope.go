@@ -48,8 +48,12 @@ const (
 // readers disagree about which copy wins.
 func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
 	path, method := env.Path, env.Method
-	if path == AgentCardPath && (method == http.MethodGet || method == http.MethodHead) {
-		return &Request{Binding: HTTPJSON, Version: V1, Operation: GetAgentCard, Method: method + " " + AgentCardPath}, nil
+	if (path == AgentCardPath || path == AgentCardPathV03) && (method == http.MethodGet || method == http.MethodHead) {
+		v := V1
+		if path == AgentCardPathV03 {
+			v = V03
+		}
+		return &Request{Binding: HTTPJSON, Version: v, Operation: GetAgentCard, Method: method + " " + path}, nil
 	}
 	ct, cerr := contentType(env.Header)
 	if env.GRPC && isGRPCContentType(ct) {

@@ -14,6 +14,10 @@ import (
 // AgentCardPath is the well-known path of the public agent card.
 const AgentCardPath = "/.well-known/agent-card.json"
 
+// AgentCardPathV03 is where A2A 0.3 clients look for the public card (the 0.3 shape is served
+// there). Like AgentCardPath it is public: read with GET or HEAD and no credential.
+const AgentCardPathV03 = "/.well-known/agent.json"
+
 // route is one HTTP+JSON route matched by a path.
 type route struct {
 	op       Operation
@@ -126,8 +130,8 @@ func allowed(methods []string, m string) bool {
 // matchRoute finds the route of an escaped path, with its tenant.
 func matchRoute(v Version, path string) (route, string, *Error) {
 	notFound := Errorf(NotFound, "no A2A route matches %q", clip(path))
-	if path == AgentCardPath {
-		return route{op: GetAgentCard, template: AgentCardPath, methods: []string{http.MethodGet, http.MethodHead}}, "", nil
+	if path == AgentCardPath || path == AgentCardPathV03 {
+		return route{op: GetAgentCard, template: path, methods: []string{http.MethodGet, http.MethodHead}}, "", nil
 	}
 	if !strings.HasPrefix(path, "/") {
 		return route{}, "", notFound

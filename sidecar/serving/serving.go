@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -48,6 +49,10 @@ type State struct {
 	// served to 0.3 callers; PublicETagV03 its ETag.
 	PublicCardV03 []byte
 	PublicETagV03 string
+	// CardsModified is when the cards last changed: the cards' Last-Modified. Build sets it to
+	// the time of the build; Holder.Store keeps the previous revision's when the revision and
+	// the public cards are unchanged (a reload that changed nothing).
+	CardsModified time.Time
 	// CardSigner signs the cards when cards.signing_key_file is set (nil
 	// otherwise); the public cards above are signed already.
 	CardSigner *cardsig.Signer
@@ -110,14 +115,15 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*State,
 		return nil, fmt.Errorf("authentication: %w", err)
 	}
 	r := &State{
-		Deployment:   d,
-		Engine:       e,
-		Verifier:     v,
-		ExtendedCard: card.NeedsExtendedCard(d.Config, d.Registry().All()),
-		Peers:        identity.PeerPrincipals(d.Config.Auth),
-		LegacyIssuer: identity.LegacyTaskIssuer(d.Config.Auth),
-		Proxy:        proxy,
-		Push:         push.Policy{Enabled: d.Config.Push.Enabled, Allowed: d.Config.Push.AllowedURLs},
+		CardsModified: time.Now().UTC().Truncate(time.Second),
+		Deployment:    d,
+		Engine:        e,
+		Verifier:      v,
+		ExtendedCard:  card.NeedsExtendedCard(d.Config, d.Registry().All()),
+		Peers:         identity.PeerPrincipals(d.Config.Auth),
+		LegacyIssuer:  identity.LegacyTaskIssuer(d.Config.Auth),
+		Proxy:         proxy,
+		Push:          push.Policy{Enabled: d.Config.Push.Enabled, Allowed: d.Config.Push.AllowedURLs},
 	}
 	if !opts.NoGateway {
 		if cs := d.Config.Cards; cs.SigningKeyFile != "" {
@@ -221,5 +227,13 @@ func NewHolder(r *State) *Holder {
 // Load returns the current revision; a request keeps the one it loaded.
 func (h *Holder) Load() *State { return h.p.Load() }
 
-// Store swaps in a new revision.
-func (h *Holder) Store(r *State) { h.p.Store(r) }
+// Store swaps in a new revision. A revision whose policy and public cards are those of the one
+// it replaces keeps that one's CardsModified, so a reload that changed nothing does not make
+// every cached card stale.
+func (h *Holder) Store(r *State) {
+	if old := h.p.Load(); old != nil && old != r && old.ID() == r.ID() &&
+		old.PublicETag == r.PublicETag && old.PublicETagV03 == r.PublicETagV03 {
+		r.CardsModified = old.CardsModified
+	}
+	h.p.Store(r)
+}

@@ -2,6 +2,7 @@ package serving_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -30,4 +31,30 @@ func TestBuild(t *testing.T) {
 	require.Equal(t, full.ExtendedCard, authzOnly.ExtendedCard)
 	require.Equal(t, full.Extensions, authzOnly.Extensions)
 	require.Equal(t, full.ID(), authzOnly.ID())
+}
+
+// TestCardsModifiedSurvivesAnUnchangedReload: the cards' Last-Modified is the build time of the
+// revision that changed them; a reload that rebuilds the same revision keeps it, and a changed
+// revision takes its own.
+func TestCardsModifiedSurvivesAnUnchangedReload(t *testing.T) {
+	d, err := deployment.Load("")
+	require.NoError(t, err)
+	first, err := serving.Build(t.Context(), d, serving.Options{})
+	require.NoError(t, err)
+	first.CardsModified = first.CardsModified.Add(-time.Hour) // as if built an hour ago
+	h := serving.NewHolder(first)
+
+	same, err := serving.Build(t.Context(), d, serving.Options{})
+	require.NoError(t, err)
+	h.Store(same)
+	require.Equal(t, first.CardsModified, h.Load().CardsModified, "nothing changed: the cards keep their date")
+
+	changed, err := deployment.Load("")
+	require.NoError(t, err)
+	changed.Config.Agent.Name += " (renamed)" // the public card changes
+	next, err := serving.Build(t.Context(), changed, serving.Options{})
+	require.NoError(t, err)
+	require.NotEqual(t, first.PublicETag, next.PublicETag)
+	h.Store(next)
+	require.True(t, h.Load().CardsModified.After(first.CardsModified), "a changed card has a new date")
 }

@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"net/http"
 	"net/url"
 	"testing"
 
@@ -117,5 +118,24 @@ func TestGRPCVersionMetadata(t *testing.T) {
 			})
 		}
 		break
+	}
+}
+
+// TestPublicCardPathsAtBothDoors: the public card's two paths — /.well-known/agent-card.json and
+// /.well-known/agent.json, where A2A 0.3 clients look — are read by anyone with GET or HEAD at
+// both doors (the Envoy configs skip the check for both; ext_authz admits both if asked), and
+// any other method there is refused alike.
+func TestPublicCardPathsAtBothDoors(t *testing.T) {
+	e := startBoth(t)
+	for _, path := range []string{protocol.AgentCardPath, protocol.AgentCardPathV03} {
+		for _, tc := range []struct {
+			method string
+			allow  bool
+		}{{http.MethodGet, true}, {http.MethodHead, true}, {http.MethodPost, false}, {http.MethodDelete, false}} {
+			t.Run(tc.method+" "+path, func(t *testing.T) {
+				gw, _ := e.door(t, tc.method, path, header(), "")
+				require.Equal(t, tc.allow, gw.allowed, "%s", gw.body)
+			})
+		}
 	}
 }

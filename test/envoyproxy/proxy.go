@@ -44,8 +44,10 @@ const (
 	MaxRequestHeaderBytes = 60 << 10
 	// RequestHeadersTimeout is the connection manager's request_headers_timeout.
 	RequestHeadersTimeout = 10 * time.Second
-	// PublicCardPath skips the check for GET and HEAD (ExtAuthzPerRoute disabled).
-	PublicCardPath = "/.well-known/agent-card.json"
+	// PublicCardPath and PublicCardPathV03 (where 0.3 clients look) skip the check for GET
+	// and HEAD (ExtAuthzPerRoute disabled).
+	PublicCardPath    = "/.well-known/agent-card.json"
+	PublicCardPathV03 = "/.well-known/agent.json"
 	// HeaderPartialBody is the header Envoy adds to the check request when it
 	// sends a body: "true" when the body was cut at max_request_bytes.
 	HeaderPartialBody = "x-envoy-auth-partial-body"
@@ -216,7 +218,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	// Route: the public card skips ext_authz (GET/HEAD on the exact path;
 	// Envoy's path match ignores the query).
-	if path == PublicCardPath && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+	if (path == PublicCardPath || path == PublicCardPathV03) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
 		if p.observe != nil {
 			p.observe(Check{Skipped: true})
 		}

@@ -313,6 +313,10 @@ func TestPublicCardRoute(t *testing.T) {
 		method, path string
 		checked      bool
 	}{
+		{http.MethodGet, "/.well-known/agent.json", false}, // where 0.3 clients look
+		{http.MethodHead, "/.well-known/agent.json", false},
+		{http.MethodPost, "/.well-known/agent.json", true},
+		{http.MethodGet, "/.well-known/agent.jsonx", true},
 		{http.MethodGet, "/.well-known/agent-card.json", false},
 		{http.MethodHead, "/.well-known/agent-card.json", false},
 		{http.MethodGet, "/.well-known/agent-card.json?v=1", false},
@@ -330,7 +334,11 @@ func TestPublicCardRoute(t *testing.T) {
 			require.Equal(t, http.StatusOK, resp.StatusCode)
 			require.True(t, f.lastCheck(t).Skipped)
 			up, _ := f.up.last()
-			require.Equal(t, "/.well-known/agent-card.json", up.URL.Path)
+			want := "/.well-known/agent-card.json"
+			if strings.Contains(tc.path, "agent.json") {
+				want = "/.well-known/agent.json"
+			}
+			require.Equal(t, want, up.URL.Path)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	legacycard "github.com/a2aproject/a2a-go/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -62,6 +63,34 @@ func TestPublicCardHTTP(t *testing.T) {
 		require.Equal(t, "public, max-age=300", get.Header.Get("Cache-Control"))
 		require.Equal(t, "application/json", get.Header.Get("Content-Type"))
 		require.Equal(t, "nosniff", get.Header.Get("X-Content-Type-Options"))
+		lm, err := http.ParseTime(get.Header.Get("Last-Modified"))
+		require.NoError(t, err, "Last-Modified in HTTP date form")
+		require.WithinDuration(t, time.Now(), lm, time.Hour, "the revision's build time")
+	})
+	t.Run("If-Modified-Since", func(t *testing.T) {
+		lm := get.Header.Get("Last-Modified")
+		at, err := http.ParseTime(lm)
+		require.NoError(t, err)
+		for _, tc := range []struct {
+			name    string
+			headers []string
+			status  int
+		}{
+			{"the card's own date", []string{"If-Modified-Since", lm}, http.StatusNotModified},
+			{"a later date", []string{"If-Modified-Since", at.Add(time.Hour).Format(http.TimeFormat)}, http.StatusNotModified},
+			{"an earlier date", []string{"If-Modified-Since", at.Add(-time.Second).Format(http.TimeFormat)}, http.StatusOK},
+			{"not a date", []string{"If-Modified-Since", "yesterday"}, http.StatusOK},
+			{"If-None-Match wins over it", []string{"If-Modified-Since", lm, "If-None-Match", `"other"`}, http.StatusOK},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := srv.Do(t, http.MethodGet, cardPath, "", tc.headers...)
+				require.Equal(t, tc.status, r.Status)
+				require.Equal(t, lm, r.Header.Get("Last-Modified"))
+				if tc.status == http.StatusNotModified {
+					require.Empty(t, r.Body)
+				}
+			})
+		}
 	})
 	t.Run("stable across requests", func(t *testing.T) {
 		again := srv.Do(t, http.MethodGet, cardPath, "")
@@ -346,6 +375,7 @@ func TestPublicCardV03(t *testing.T) {
 		{"A2A-Version 1.0", cardPath, []string{"A2A-Version", "1.0"}, false},
 		{"no A2A-Version", cardPath, nil, false},
 		{"A2A-Version unknown", cardPath, []string{"A2A-Version", "9.9"}, false},
+		{"0.3 card path, A2A-Version 1.0", "/.well-known/agent.json", []string{"A2A-Version", "1.0"}, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -393,6 +423,44 @@ func TestPublicCardV03(t *testing.T) {
 			}
 			require.Equal(t, testutil.PublicSkills, ids)
 		}
+	})
+}
+
+// TestPublicCardDefaultVersion: cards.default_version: "0.3" serves the 0.3 card at
+// /.well-known/agent-card.json to a request that names no version (0.3 clients that fetch that
+// path without the header), while a 1.0 client that sends A2A-Version still gets the 1.0 card.
+func TestPublicCardDefaultVersion(t *testing.T) {
+	d := testutil.LoadDeployment(t, "")
+	d.Config.Cards.DefaultVersion = "0.3"
+	srv := testutil.Start(t, d)
+	v03 := srv.Do(t, http.MethodGet, "/.well-known/agent.json", "")
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		v03     bool
+	}{
+		{"no A2A-Version", nil, true},
+		{"A2A-Version 0.3", []string{"A2A-Version", "0.3"}, true},
+		{"A2A-Version 1.0", []string{"A2A-Version", "1.0"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := srv.Do(t, http.MethodGet, cardPath, "", tc.headers...)
+			require.Equal(t, http.StatusOK, r.Status)
+			var doc map[string]any
+			require.NoError(t, json.Unmarshal(r.Body, &doc))
+			if tc.v03 {
+				require.Equal(t, v03.Body, r.Body)
+				require.Equal(t, "0.3.0", doc["protocolVersion"])
+				return
+			}
+			require.NotContains(t, doc, "protocolVersion")
+			require.Contains(t, doc, "supportedInterfaces")
+		})
+	}
+	t.Run("a2a-go 0.3 resolver at its default path", func(t *testing.T) {
+		c, err := legacycard.DefaultResolver.Resolve(t.Context(), srv.URL, legacycard.WithPath(cardPath))
+		require.NoError(t, err)
+		require.Equal(t, "0.3.0", c.ProtocolVersion)
 	})
 }
 
