@@ -65,8 +65,13 @@ func New(owners Owners, log *zap.Logger) *Admitter {
 // Messages of refusals. They name no resource the caller did not send and hint at no other
 // tenant's existence.
 const (
-	msgTaskNotFound  = "task not found"
-	msgTenant        = "the request's tenant is not the caller's"
+	msgTaskNotFound = "task not found"
+	// msgTenant names the tenant the request carried (validated and bounded by the parser:
+	// at most 128 characters of A-Z a-z 0-9 . _ -), never the caller's or another's, so a
+	// client that sends a tenant by mistake (@a2a-js/sdk 1.3.0's gRPC transport writes an
+	// omitted tenant as "undefined") sees what it sent.
+	msgTenant        = "the request names tenant %q, which is not the caller's"
+	msgTenantNoneOK  = "the request names tenant %q, but the caller has no tenant: send none"
 	msgNoEntitlement = "no capability of this agent is available to the caller"
 	msgPushOff       = "push notifications are not supported by this agent"
 )
@@ -231,7 +236,10 @@ func checkTenant(r *protocol.Request, p identity.Principal) *protocol.Error {
 	if len(r.Tasks) > 0 && !r.Operation.Message() {
 		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
 	}
-	return protocol.Errorf(protocol.Unauthorized, msgTenant)
+	if p.Tenant == "" {
+		return protocol.Errorf(protocol.Unauthorized, msgTenantNoneOK, r.Tenant)
+	}
+	return protocol.Errorf(protocol.Unauthorized, msgTenant, r.Tenant)
 }
 
 // OwnerOf is the task owner a principal is: issuer, subject and tenant. Bindings written before

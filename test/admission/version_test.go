@@ -139,3 +139,28 @@ func TestPublicCardPathsAtBothDoors(t *testing.T) {
 		}
 	}
 }
+
+// TestTenantRefusalNamesTheRequestsTenant: a message naming a tenant that is not the caller's is
+// refused (Unauthorized, at both doors) with a message that names the tenant the request carried,
+// so a client that sends one by mistake sees it: @a2a-js/sdk 1.3.0's gRPC transport writes an
+// omitted tenant as "undefined" (docs/interop.md).
+func TestTenantRefusalNamesTheRequestsTenant(t *testing.T) {
+	e := startBoth(t)
+	owner := classes(t, e)[0]
+	n := 0
+	for _, p := range positions.All() {
+		if p.Version != protocol.V1 || p.Operation != protocol.SendMessage || p.Kind != positions.Tenant || p.MustAgree || p.Binding == protocol.GRPC {
+			continue
+		}
+		t.Run(p.Name(), func(t *testing.T) {
+			method, target, h, body, err := positions.Request(p, "undefined", owner.task, "undefined", hook)
+			require.NoError(t, err)
+			h.Set("Authorization", "Bearer "+owner.token)
+			gw, _ := e.door(t, method, target, h, string(body))
+			require.Equal(t, "UNAUTHORIZED", gw.reason, "%s", gw.body)
+			require.Contains(t, gw.body, `names tenant \"undefined\", which is not the caller's`)
+		})
+		n++
+	}
+	require.Positive(t, n)
+}
