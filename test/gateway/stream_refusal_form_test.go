@@ -1,0 +1,77 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/test/testutil"
+)
+
+// TestStreamingRefusalsHaveOneForm: every refusal of a streaming call before its first event has
+// one form per binding, whatever refused it — the parser (params), admission (credentials,
+// entitlement) or the handler (an error answer instead of a stream):
+//   - JSON-RPC: once the method is read as streaming, HTTP 200, text/event-stream and one event
+//     whose data is the JSON-RPC error response, as a2a-go's server answers and as the A2A 0.3
+//     JavaScript client (which reads only SSE on streaming methods) needs; before the method is
+//     read (a body that is not JSON-RPC), a plain JSON-RPC error, as for any method;
+//   - HTTP+JSON: the error's HTTP status and a google.rpc.Status JSON body.
+func TestStreamingRefusalsHaveOneForm(t *testing.T) {
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &req)
+		w.Header().Set("Content-Type", "application/json") // an error answer, not a stream
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":{"code":-32001,"message":"task not found"}}`)
+	}))
+	t.Cleanup(up.Close)
+	d := testutil.LoadDeployment(t, "")
+	d.Config.Handlers["recon.v3.reconcile"] = up.URL + "/"
+	srv := testutil.Start(t, d)
+	tok := "Bearer " + testutil.Token(t, testutil.TokenOptions{Scopes: []string{"recon.run"}})
+	msg := `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"reconcile INV-1"}],"metadata":{"skillId":"reconcile-invoice"}}}`
+	badParams := `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":"not a list"}}`
+	cases := []struct {
+		name, auth, params, reason string
+	}{
+		{"params refused by the parser", tok, badParams, "INVALID_PARAMS"},
+		{"no credential", "", msg, "UNAUTHENTICATED"},
+		{"handler error before the first event", tok, msg, "TASK_NOT_FOUND"},
+	}
+	for _, tc := range cases {
+		t.Run("JSON-RPC/"+tc.name, func(t *testing.T) {
+			h := []string{"A2A-Version", "1.0"}
+			if tc.auth != "" {
+				h = append(h, "Authorization", tc.auth)
+			}
+			r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":`+tc.params+`}`, h...)
+			require.Equal(t, http.StatusOK, r.Status)
+			require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"), "%s", r.Body)
+			body := string(r.Body)
+			require.True(t, strings.HasPrefix(body, `data: {"jsonrpc":"2.0","id":7,"error":`), "%q", body)
+			require.Equal(t, 1, strings.Count(body, "data: "), "one event: %q", body)
+			require.Contains(t, body, `"reason":"`+tc.reason+`"`)
+		})
+		t.Run("HTTP+JSON/"+tc.name, func(t *testing.T) {
+			h := []string{"A2A-Version", "1.0", "Content-Type", "application/json"}
+			if tc.auth != "" {
+				h = append(h, "Authorization", tc.auth)
+			}
+			r := srv.Do(t, http.MethodPost, "/message:stream", tc.params, h...)
+			require.GreaterOrEqual(t, r.Status, 400, "%s", r.Body)
+			require.Equal(t, "application/json", r.Header.Get("Content-Type"), "%s", r.Body)
+			require.Contains(t, string(r.Body), `"reason":"`+tc.reason+`"`)
+		})
+	}
+	t.Run("JSON-RPC/not a JSON-RPC request", func(t *testing.T) {
+		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":7}`, "A2A-Version", "1.0", "Authorization", tok)
+		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+	})
+}
