@@ -14,7 +14,9 @@ import (
 
 // stream forwards a streaming call and relays each event to the client as
 // soon as it arrives (Server-Sent Events, unbuffered). The first event that
-// names a task binds it.
+// names a task binds it. Every event must be a task, a message or a task
+// update in the request's version (0.3: kind-discriminated), as a unary
+// answer must: anything else is InvalidAgentResponse, on every binding.
 func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.Responder, inv invocation, bind func(taskID, contextID string) *protocol.Error) *protocol.Error {
 	sse := newSSE(call, w)
 	sse.keepAlive(d.keepAlive)
@@ -22,13 +24,15 @@ func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.R
 	bound := bind == nil
 	start := d.now()
 	err := d.invoker.Stream(ctx, inv.req, func(result jsontext.Value) error {
-		if !bound {
-			if taskID, contextID, ok := taskOf(result, call.Request.Version); ok && taskID != "" {
-				if perr := bind(taskID, contextID); perr != nil {
-					return perr
-				}
-				bound = true
+		taskID, contextID, ok := taskOf(result, call.Request.Version)
+		if !ok {
+			return protocol.Errorf(protocol.InvalidAgentResponse, "the handler's stream event is not a task, message or task update")
+		}
+		if !bound && taskID != "" {
+			if perr := bind(taskID, contextID); perr != nil {
+				return perr
 			}
+			bound = true
 		}
 		return sse.event(result)
 	})

@@ -75,3 +75,43 @@ func TestStreamingRefusalsHaveOneForm(t *testing.T) {
 		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
 	})
 }
+
+// TestStreamEventsCheckedLikeUnaryAnswers: a handler stream event that is not a task, message or
+// task update in the request's version is InvalidAgentResponse, as a unary answer is — for a 0.3
+// JSON-RPC message/stream behind a handler whose events lack kind, and for a 1.0 stream whose
+// event has no event member — never relayed as a task the caller then cannot read.
+func TestStreamEventsCheckedLikeUnaryAnswers(t *testing.T) {
+	event := map[string]string{
+		"0.3": `{"id":"t-x","contextId":"c-x","status":{"state":"working"}}`, // a task without kind
+		"1.0": `{"id":"t-x","contextId":"c-x","status":{"state":"TASK_STATE_WORKING"}}`,
+	}
+	for _, v := range []string{"0.3", "1.0"} {
+		t.Run(v, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var req struct {
+					ID json.RawMessage `json:"id"`
+				}
+				b, _ := io.ReadAll(r.Body)
+				_ = json.Unmarshal(b, &req)
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+event[v]+"}\n\n")
+			}))
+			t.Cleanup(up.Close)
+			d := testutil.LoadDeployment(t, "")
+			d.Config.Handlers["recon.v3.reconcile"] = up.URL + "/"
+			srv := testutil.Start(t, d)
+			tok := "Bearer " + testutil.Token(t, testutil.TokenOptions{Scopes: []string{"recon.run"}})
+			body := `{"jsonrpc":"2.0","id":3,"method":"SendStreamingMessage","params":{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"reconcile INV-1"}],"metadata":{"skillId":"reconcile-invoice"}}}}`
+			h := []string{"A2A-Version", "1.0", "Authorization", tok}
+			if v == "0.3" {
+				body = `{"jsonrpc":"2.0","id":3,"method":"message/stream","params":{"message":{"kind":"message","messageId":"m-1","role":"user","parts":[{"kind":"text","text":"reconcile INV-1"}],"metadata":{"skillId":"reconcile-invoice"}}}}`
+				h = []string{"A2A-Version", "0.3", "Authorization", tok}
+			}
+			r := srv.JSONRPC(t, body, h...)
+			require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"))
+			require.Equal(t, 1, strings.Count(string(r.Body), "data: "), "%s", r.Body)
+			require.Contains(t, string(r.Body), `"reason":"INVALID_AGENT_RESPONSE"`, "%s", r.Body)
+			require.NotContains(t, string(r.Body), "t-x", "the invalid event is not relayed")
+		})
+	}
+}
