@@ -71,19 +71,29 @@ type plan struct {
 	GRPC       string   `json:"grpc,omitempty"`       // host:port of the gRPC binding, for client.mjs
 	Transport  string   `json:"transport"`
 	Steps      []string `json:"steps"`
+	// CardURL is the URL the served card names (the config's agent.url) and Path the card path
+	// to discover at ("" for the SDK's default), for client03.mjs.
+	CardURL string `json:"cardURL,omitempty"`
+	Path    string `json:"path,omitempty"`
 }
 
 // runJS runs client.mjs with p and returns its steps by name.
 func runJS(t *testing.T, node string, p plan) map[string]step {
 	t.Helper()
+	return runScript(t, node, "client.mjs", p)
+}
+
+// runScript runs a client script of test/interop/js with p and returns its steps by name.
+func runScript(t *testing.T, node, script string, p plan) map[string]step {
+	t.Helper()
 	b, err := json.Marshal(p)
 	require.NoError(t, err)
-	cmd := exec.CommandContext(t.Context(), node, "client.mjs", string(b))
+	cmd := exec.CommandContext(t.Context(), node, script, string(b))
 	cmd.Dir = jsDir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(t, err, "node client.mjs: %s", stderr.String())
+	require.NoError(t, err, "node %s: %s", script, stderr.String())
 	steps := map[string]step{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
