@@ -10,9 +10,13 @@ import (
 	"slices"
 	"strings"
 
+	"time"
+
 	"golang.org/x/sync/errgroup"
 
+	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/policy/manifest"
 )
 
 // Class is a named caller class: one row of the matrix.
@@ -46,6 +50,9 @@ type Capability struct {
 	ID         string `json:"id"`
 	State      string `json:"state"`
 	Visibility string `json:"visibility"`
+	// Owner is the manifest's owner (for reviewers), when the engine
+	// exposes its snapshot.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Level is what a cell grants.
@@ -121,8 +128,41 @@ var absent = Cell{
 type Matrix struct {
 	Revision     string
 	Classes      []Class
-	Capabilities []Capability     // id order
-	rows         []*engine.Review // per class
+	Capabilities []Capability // id order
+	// Facts are the deployment's fields a diff names as causes (nil when
+	// the engine does not expose its snapshot); the caller adds the auth
+	// fields the snapshot lacks with Facts.AddAuth.
+	Facts *Facts
+	// Provenance says where the report came from; reports print it when
+	// set.
+	Provenance Provenance
+	rows       []*engine.Review // per class
+}
+
+// Provenance is the header of a report: when and by which capgate it was
+// generated, and from which config. The policy revision is the matrix's
+// (or the diff's two).
+type Provenance struct {
+	GeneratedAt time.Time
+	Version     string // capgate's
+	Commit      string // the commit capgate was built from, "" when unknown
+	Config      string // the config path (or source) reviewed
+}
+
+// Lines is the provenance as "name: value" lines, empty when unset.
+func (p Provenance) Lines() []string {
+	if p == (Provenance{}) {
+		return nil
+	}
+	commit := p.Commit
+	if commit == "" {
+		commit = "unknown"
+	}
+	return []string{
+		"generated at: " + p.GeneratedAt.UTC().Format(time.RFC3339),
+		"capgate: " + p.Version + " (commit " + commit + ")",
+		"config: " + p.Config,
+	}
 }
 
 // Cell returns class i's cell for capability j.
@@ -165,9 +205,19 @@ func Build(ctx context.Context, e Decider, classes []Class) (*Matrix, error) {
 	}
 	r := m.rows[0] // every review covers the same registry
 	m.Capabilities = make([]Capability, r.Len())
+	var reg *manifest.Registry
+	if s, ok := e.(interface{ Snapshot() *compile.Snapshot }); ok {
+		m.Facts = FactsOf(s.Snapshot())
+		reg = s.Snapshot().Registry
+	}
 	for j := range m.Capabilities {
 		c := &m.Capabilities[j]
 		c.ID, c.State, c.Visibility = r.Capability(j)
+		if reg != nil {
+			if mc, ok := reg.Get(c.ID); ok {
+				c.Owner = mc.Owner
+			}
+		}
 	}
 	return m, nil
 }
