@@ -137,6 +137,7 @@ type Matrix struct {
 	// set.
 	Provenance Provenance
 	rows       []*engine.Review // per class
+	cols       []int            // the review index of each column; nil: the identity
 }
 
 // Provenance is the header of a report: when and by which capgate it was
@@ -165,9 +166,68 @@ func (p Provenance) Lines() []string {
 	}
 }
 
+// col is the review index of column j.
+func (m *Matrix) col(j int) int {
+	if m.cols == nil {
+		return j
+	}
+	return m.cols[j]
+}
+
+// Select returns the matrix of only the named classes and capabilities
+// (all of them when a list is empty), in the matrix's order: "who can
+// run book-flight?" is Select(nil, []string{"book-flight"}). An unknown
+// name is an error that lists the known ones.
+func (m *Matrix) Select(classes, capabilities []string) (*Matrix, error) {
+	out := *m
+	if len(classes) > 0 {
+		out.Classes, out.rows = nil, nil
+		for i, c := range m.Classes {
+			if slices.Contains(classes, c.Name) {
+				out.Classes = append(out.Classes, c)
+				out.rows = append(out.rows, m.rows[i])
+			}
+		}
+		if err := unknown("caller class", classes, len(out.Classes), func(i int) string { return m.Classes[i].Name }, len(m.Classes)); err != nil {
+			return nil, err
+		}
+	}
+	if len(capabilities) > 0 {
+		out.Capabilities, out.cols = nil, []int{}
+		for j, c := range m.Capabilities {
+			if slices.Contains(capabilities, c.ID) {
+				out.Capabilities = append(out.Capabilities, c)
+				out.cols = append(out.cols, m.col(j))
+			}
+		}
+		if err := unknown("capability", capabilities, len(out.Capabilities), func(j int) string { return m.Capabilities[j].ID }, len(m.Capabilities)); err != nil {
+			return nil, err
+		}
+	}
+	return &out, nil
+}
+
+// unknown names the wanted names that are not among the n known ones.
+func unknown(what string, wanted []string, found int, name func(int) string, n int) error {
+	if found == len(slices.Compact(slices.Sorted(slices.Values(wanted)))) {
+		return nil
+	}
+	known := make([]string, n)
+	for i := range known {
+		known[i] = name(i)
+	}
+	var missing []string
+	for _, w := range wanted {
+		if !slices.Contains(known, w) {
+			missing = append(missing, w)
+		}
+	}
+	return fmt.Errorf("unknown %s %s (known: %s)", what, strings.Join(missing, ", "), strings.Join(known, ", "))
+}
+
 // Cell returns class i's cell for capability j.
 func (m *Matrix) Cell(i, j int) Cell {
-	d := m.rows[i].Decision(j)
+	d := m.rows[i].Decision(m.col(j))
 	return Cell{Visible: d.Visible, Entitled: d.Entitled, VisibleReasons: d.VisibleReasons, EntitledReasons: d.EntitledReasons}
 }
 

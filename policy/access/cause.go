@@ -30,6 +30,19 @@ type Field struct {
 type Facts struct {
 	Capabilities map[string][]Field
 	Config       []Field
+	auth         bool // AddAuth was called
+}
+
+// authFields are the fields AddAuth adds: compared only when both sides
+// have them (a bundle carries no issuers or claim names).
+var authFields = []string{fieldIssuers, fieldScopesClaim, fieldTenantClaim}
+
+// config is the config fields to compare with other's.
+func (f *Facts) config(other *Facts) []Field {
+	if f.auth && other.auth {
+		return f.Config
+	}
+	return slices.DeleteFunc(slices.Clone(f.Config), func(x Field) bool { return slices.Contains(authFields, x.Name) })
 }
 
 // Manifest field names, as in the manifest format. A new access-relevant
@@ -124,7 +137,12 @@ func FactsOf(s *compile.Snapshot) *Facts {
 
 // AddAuth adds the auth fields of a config the snapshot does not carry:
 // issuers (with their audiences, tenants and scopes) and claim names.
+// A nil Facts stays nil.
 func (f *Facts) AddAuth(a config.Auth) {
+	if f == nil {
+		return
+	}
+	f.auth = true
 	issuers := make([]string, 0, len(a.Issuers))
 	for _, i := range a.Issuers {
 		s := i.Issuer + " audiences " + list(i.Audiences)

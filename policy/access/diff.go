@@ -83,7 +83,7 @@ func Compare(base, head *Matrix) (*Diff, error) {
 	d := &Diff{BaseRevision: base.Revision, HeadRevision: head.Revision, Classes: head.Classes, owners: map[string]string{}}
 	facts := base.Facts != nil && head.Facts != nil
 	if facts {
-		d.Config = compareFields("", base.Facts.Config, head.Facts.Config)
+		d.Config = compareFields("", base.Facts.config(head.Facts), head.Facts.config(base.Facts))
 	}
 	classOrder := make(map[string]int, len(head.Classes))
 	for i, c := range head.Classes {
@@ -178,6 +178,6 @@ func granted(m *Matrix, class, col int) [2]bool {
 	if col < 0 {
 		return [2]bool{}
 	}
-	r := m.rows[class]
-	return [2]bool{r.Visible(col), r.Entitled(col)}
+	r, c := m.rows[class], m.col(col)
+	return [2]bool{r.Visible(c), r.Entitled(c)}
 }

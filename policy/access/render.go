@@ -25,7 +25,9 @@ func WriteText(w io.Writer, m *Matrix) error {
 	for _, l := range m.Provenance.Lines() {
 		_, _ = fmt.Fprintln(bw, l)
 	}
-	_, _ = fmt.Fprintf(bw, "policy revision: %s\n\ncaller classes:\n", m.Revision)
+	_, _ = fmt.Fprintf(bw, "policy revision: %s\n", m.Revision)
+	writeAnswer(bw, m)
+	_, _ = fmt.Fprintln(bw, "\ncaller classes:")
 	writeClasses(bw, m.Classes)
 	_, _ = fmt.Fprintln(bw, "\ncapabilities:")
 	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
@@ -59,6 +61,44 @@ func WriteText(w io.Writer, m *Matrix) error {
 		_ = tw.Flush()
 	}
 	return bw.Flush()
+}
+
+// writeAnswer answers the question of a matrix of one capability (who can
+// run it, who can only see it) or of one class (what it can run, what it
+// can only see).
+func writeAnswer(w io.Writer, m *Matrix) {
+	names := func(ss []string) string {
+		if len(ss) == 0 {
+			return "nobody"
+		}
+		return strings.Join(ss, ", ")
+	}
+	switch {
+	case len(m.Capabilities) == 1:
+		var run, see []string
+		for i, c := range m.Classes {
+			switch cell := m.Cell(i, 0); {
+			case cell.Entitled:
+				run = append(run, c.Name)
+			case cell.Visible:
+				see = append(see, c.Name)
+			}
+		}
+		id := m.Capabilities[0].ID
+		_, _ = fmt.Fprintf(w, "\nwho can run %s: %s\nwho can see %s but not run it: %s\n", id, names(run), id, names(see))
+	case len(m.Classes) == 1:
+		var run, see []string
+		for j, c := range m.Capabilities {
+			switch cell := m.Cell(0, j); {
+			case cell.Entitled:
+				run = append(run, c.ID)
+			case cell.Visible:
+				see = append(see, c.ID)
+			}
+		}
+		name := m.Classes[0].Name
+		_, _ = fmt.Fprintf(w, "\nwhat %s can run: %s\nwhat %s can see but not run: %s\n", name, names(run), name, names(see))
+	}
 }
 
 func writeClasses(w io.Writer, classes []Class) {
