@@ -26,12 +26,18 @@ import (
 // CI (CI=true; .ci/run installs it) and is skipped, loudly, elsewhere.
 func chromium(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("chromium")
+	return tool(t, "chromium", "chromium is not installed: the HTML report was NOT rendered in a browser "+
+		"(apt-get install chromium; .ci/run installs it)")
+}
+
+// tool finds a program the browser test needs: failing on CI without it,
+// skipped loudly elsewhere with msg.
+func tool(t *testing.T, name, msg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
 	if err == nil {
 		return p
 	}
-	const msg = "chromium is not installed: the HTML report was NOT rendered in a browser " +
-		"(apt-get install chromium; .ci/run installs it)"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
@@ -232,22 +238,11 @@ func colours(img image.Image) int {
 	return len(seen)
 }
 
-// poppler finds one of poppler-utils' tools, like chromium: failing on
-// CI, skipped loudly elsewhere.
+// poppler finds one of poppler-utils' tools, like chromium.
 func poppler(t *testing.T, name string) string {
 	t.Helper()
-	p, err := exec.LookPath(name)
-	if err == nil {
-		return p
-	}
-	msg := name + " is not installed: the report's print-to-PDF render was NOT checked " +
-		"(apt-get install poppler-utils; .ci/run installs it)"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(msg)
-	}
-	t.Log("!!! " + msg)
-	t.Skip(msg)
-	return ""
+	return tool(t, name, name+" is not installed: the report's print-to-PDF render was NOT checked "+
+		"(apt-get install poppler-utils; .ci/run installs it)")
 }
 
 func elements(n *html.Node, tag string) []*html.Node {

@@ -73,31 +73,29 @@ func writeAnswer(w io.Writer, m *Matrix) {
 		}
 		return strings.Join(ss, ", ")
 	}
+	// split sorts the n cells of one row or column into runnable and
+	// only visible, by name.
+	split := func(n int, cell func(k int) Cell, name func(k int) string) (run, see string) {
+		var r, s []string
+		for k := range n {
+			switch c := cell(k); {
+			case c.Entitled:
+				r = append(r, name(k))
+			case c.Visible:
+				s = append(s, name(k))
+			}
+		}
+		return names(r), names(s)
+	}
 	switch {
 	case len(m.Capabilities) == 1:
-		var run, see []string
-		for i, c := range m.Classes {
-			switch cell := m.Cell(i, 0); {
-			case cell.Entitled:
-				run = append(run, c.Name)
-			case cell.Visible:
-				see = append(see, c.Name)
-			}
-		}
+		run, see := split(len(m.Classes), func(i int) Cell { return m.Cell(i, 0) }, func(i int) string { return m.Classes[i].Name })
 		id := m.Capabilities[0].ID
-		_, _ = fmt.Fprintf(w, "\nwho can run %s: %s\nwho can see %s but not run it: %s\n", id, names(run), id, names(see))
+		_, _ = fmt.Fprintf(w, "\nwho can run %s: %s\nwho can see %s but not run it: %s\n", id, run, id, see)
 	case len(m.Classes) == 1:
-		var run, see []string
-		for j, c := range m.Capabilities {
-			switch cell := m.Cell(0, j); {
-			case cell.Entitled:
-				run = append(run, c.ID)
-			case cell.Visible:
-				see = append(see, c.ID)
-			}
-		}
+		run, see := split(len(m.Capabilities), func(j int) Cell { return m.Cell(0, j) }, func(j int) string { return m.Capabilities[j].ID })
 		name := m.Classes[0].Name
-		_, _ = fmt.Fprintf(w, "\nwhat %s can run: %s\nwhat %s can see but not run: %s\n", name, names(run), name, names(see))
+		_, _ = fmt.Fprintf(w, "\nwhat %s can run: %s\nwhat %s can see but not run: %s\n", name, run, name, see)
 	}
 }
 
