@@ -240,7 +240,7 @@ func TestParseCallers(t *testing.T) {
 func TestDiffNamesCausesAndRanksRisk(t *testing.T) {
 	base := loadPath(t, "finance", filepath.Join("..", "..", "manifests", "finance", "capgate.yaml"))
 	head := loadPath(t, "widen", filepath.Join("testdata", "widen", "capgate.yaml"))
-	bm, hm, d := diff(t, base, head)
+	bm, hm, _ := diff(t, base, head)
 	for _, m := range []*access.Matrix{bm, hm} {
 		m.Facts.AddAuth(base.d.Config.Auth)
 	}
