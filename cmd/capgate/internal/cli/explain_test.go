@@ -76,10 +76,10 @@ const (
 		`"decision_id":"6f1c0d2e-8c3b-4d5e-9f00-1a2b3c4d5e6f","input":{"binding":"jsonrpc","capability":"reconcile-invoice","component":"gateway",` +
 		`"operation":"message/send","principal":"partner-2","tenant":"globex"},"labels":{"id":"x","version":"dev"},` +
 		`"metrics":{"timer_capgate_decision_ns":1000},"path":"capgate/authz/decision","result":{"allow":false,"code":"-31403",` +
-		`"reasons":["scope.missing"],"result":"refused","rules":[{"effect":"refuse","reason":"scope.missing","rule":"data.capgate.authz._scope_reasons"},` +
+		`"reasons":["scope.missing"],"result":"deny","rules":[{"effect":"refuse","reason":"scope.missing","rule":"data.capgate.authz._scope_reasons"},` +
 		`{"effect":"grant","reason":"state.ga","rule":"data.capgate.authz._state_reasons"}]},"timestamp":"2026-12-03T15:00:00Z","type":"openpolicyagent.org/decision_logs"}`
 	loggedAllow = `{"decision_id":"0a0a0a0a-0000-4000-8000-000000000001","input":{"capability":"lookup-invoice","principal":"alice"},` +
-		`"path":"capgate/authz/entitled","result":{"allow":true,"result":"allowed"},"timestamp":"2026-12-03T15:00:01Z"}`
+		`"path":"capgate/authz/entitled","result":{"allow":true,"result":"allow"},"timestamp":"2026-12-03T15:00:01Z"}`
 )
 
 func TestExplainDecisionID(t *testing.T) {
