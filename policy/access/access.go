@@ -10,9 +10,13 @@ import (
 	"slices"
 	"strings"
 
+	"time"
+
 	"golang.org/x/sync/errgroup"
 
+	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/policy/manifest"
 )
 
 // Class is a named caller class: one row of the matrix.
@@ -46,6 +50,9 @@ type Capability struct {
 	ID         string `json:"id"`
 	State      string `json:"state"`
 	Visibility string `json:"visibility"`
+	// Owner is the manifest's owner (for reviewers), when the engine
+	// exposes its snapshot.
+	Owner string `json:"owner,omitempty"`
 }
 
 // Level is what a cell grants.
@@ -121,13 +128,106 @@ var absent = Cell{
 type Matrix struct {
 	Revision     string
 	Classes      []Class
-	Capabilities []Capability     // id order
-	rows         []*engine.Review // per class
+	Capabilities []Capability // id order
+	// Facts are the deployment's fields a diff names as causes (nil when
+	// the engine does not expose its snapshot); the caller adds the auth
+	// fields the snapshot lacks with Facts.AddAuth.
+	Facts *Facts
+	// Provenance says where the report came from; reports print it when
+	// set.
+	Provenance Provenance
+	rows       []*engine.Review // per class
+	cols       []int            // the review index of each column; nil: the identity
+}
+
+// Provenance is the header of a report: when and by which capgate it was
+// generated, and from which config. The policy revision is the matrix's
+// (or the diff's two).
+type Provenance struct {
+	GeneratedAt time.Time
+	Version     string // capgate's
+	Commit      string // the commit capgate was built from, "" when unknown
+	Config      string // the config path (or source) reviewed
+}
+
+// Lines is the provenance as "name: value" lines, empty when unset.
+func (p Provenance) Lines() []string {
+	if p == (Provenance{}) {
+		return nil
+	}
+	commit := p.Commit
+	if commit == "" {
+		commit = "unknown"
+	}
+	return []string{
+		"generated at: " + p.GeneratedAt.UTC().Format(time.RFC3339),
+		"capgate: " + p.Version + " (commit " + commit + ")",
+		"config: " + p.Config,
+	}
+}
+
+// col is the review index of column j.
+func (m *Matrix) col(j int) int {
+	if m.cols == nil {
+		return j
+	}
+	return m.cols[j]
+}
+
+// Select returns the matrix of only the named classes and capabilities
+// (all of them when a list is empty), in the matrix's order: "who can
+// run book-flight?" is Select(nil, []string{"book-flight"}). An unknown
+// name is an error that lists the known ones.
+func (m *Matrix) Select(classes, capabilities []string) (*Matrix, error) {
+	out := *m
+	if len(classes) > 0 {
+		out.Classes, out.rows = nil, nil
+		for i, c := range m.Classes {
+			if slices.Contains(classes, c.Name) {
+				out.Classes = append(out.Classes, c)
+				out.rows = append(out.rows, m.rows[i])
+			}
+		}
+		if err := unknown("caller class", classes, len(out.Classes), func(i int) string { return m.Classes[i].Name }, len(m.Classes)); err != nil {
+			return nil, err
+		}
+	}
+	if len(capabilities) > 0 {
+		out.Capabilities, out.cols = nil, []int{}
+		for j, c := range m.Capabilities {
+			if slices.Contains(capabilities, c.ID) {
+				out.Capabilities = append(out.Capabilities, c)
+				out.cols = append(out.cols, m.col(j))
+			}
+		}
+		if err := unknown("capability", capabilities, len(out.Capabilities), func(j int) string { return m.Capabilities[j].ID }, len(m.Capabilities)); err != nil {
+			return nil, err
+		}
+	}
+	return &out, nil
+}
+
+// unknown names the wanted names that are not among the n known ones.
+func unknown(what string, wanted []string, found int, name func(int) string, n int) error {
+	if found == len(slices.Compact(slices.Sorted(slices.Values(wanted)))) {
+		return nil
+	}
+	known := make([]string, n)
+	for i := range known {
+		known[i] = name(i)
+	}
+	var missing []string
+	for _, w := range wanted {
+		if !slices.Contains(known, w) {
+			missing = append(missing, w)
+		}
+	}
+	return fmt.Errorf("unknown %s %s (known: %s)", what, strings.Join(missing, ", "), strings.Join(known, ", "))
 }
 
 // Cell returns class i's cell for capability j.
 func (m *Matrix) Cell(i, j int) Cell {
-	d := m.rows[i].Decision(j)
+	d := m.rows[i].Decision(m.col(j))
 	return Cell{Visible: d.Visible, Entitled: d.Entitled, VisibleReasons: d.VisibleReasons, EntitledReasons: d.EntitledReasons}
 }
 
@@ -165,9 +265,19 @@ func Build(ctx context.Context, e Decider, classes []Class) (*Matrix, error) {
 	}
 	r := m.rows[0] // every review covers the same registry
 	m.Capabilities = make([]Capability, r.Len())
+	var reg *manifest.Registry
+	if s, ok := e.(interface{ Snapshot() *compile.Snapshot }); ok {
+		m.Facts = FactsOf(s.Snapshot())
+		reg = s.Snapshot().Registry
+	}
 	for j := range m.Capabilities {
 		c := &m.Capabilities[j]
 		c.ID, c.State, c.Visibility = r.Capability(j)
+		if reg != nil {
+			if mc, ok := reg.Get(c.ID); ok {
+				c.Owner = mc.Owner
+			}
+		}
 	}
 	return m, nil
 }

@@ -5,7 +5,9 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -37,12 +39,7 @@ var revisions = map[string]string{}
 
 func load(t testing.TB, name string) side {
 	t.Helper()
-	d, err := deployment.Load(filepath.Join("testdata", name, "capgate.yaml"))
-	require.NoError(t, err)
-	revisions[name] = d.Snapshot.Revision
-	e, err := engine.New(context.Background(), d.Snapshot)
-	require.NoError(t, err)
-	return side{d, e}
+	return loadPath(t, name, filepath.Join("testdata", name, "capgate.yaml"))
 }
 
 func build(t testing.TB, s side, classes []access.Class) *access.Matrix {
@@ -103,6 +100,9 @@ func TestDiffGolden(t *testing.T) {
 
 	t.Run("deny module in policy_dirs removes a grant", func(t *testing.T) {
 		c := find(t, d.Lost, "scopes:recon.run", "reconcile-invoice")
+		require.Len(t, c.Causes, 1)
+		require.Equal(t, "deny module sec", c.Causes[0].Field, "the loss is attributed to the new deny module")
+		require.Contains(t, c.Causes[0].Cause(), "config: deny module sec added")
 		require.Equal(t, access.Entitled, c.Base.Level())
 		require.Equal(t, access.None, c.Head.Level())
 		require.Contains(t, c.Head.EntitledReasons, engine.Reason{Rule: "deny.sec", Effect: "refuse", Detail: "incident 42"})
@@ -119,8 +119,10 @@ func TestDiffGolden(t *testing.T) {
 		require.Equal(t, access.None, c.Base.Level())
 		require.Equal(t, access.Visible, c.Head.Level(), "public shows it to everyone, running still needs the scope")
 		require.Contains(t, d.Capabilities, access.CapabilityChange{Kind: access.Changed, ID: "export-ledger",
-			Base: &access.Capability{ID: "export-ledger", State: "ga", Visibility: "extended"},
-			Head: &access.Capability{ID: "export-ledger", State: "ga", Visibility: "public"}})
+			Base:   &access.Capability{ID: "export-ledger", State: "ga", Visibility: "extended"},
+			Head:   &access.Capability{ID: "export-ledger", State: "ga", Visibility: "public"},
+			Fields: []access.FieldChange{{Capability: "export-ledger", Field: "visibility", Base: "extended", Head: "public"}}})
+		require.Equal(t, []access.FieldChange{{Capability: "export-ledger", Field: "visibility", Base: "extended", Head: "public"}}, c.Causes)
 	})
 	t.Run("preview promoted to ga", func(t *testing.T) {
 		c := find(t, d.Gained, "all-scopes", "forecast-cashflow")
@@ -136,6 +138,7 @@ func TestDiffGolden(t *testing.T) {
 		require.Equal(t, access.Entitled, c.Head.Level())
 		require.Contains(t, d.Capabilities, access.CapabilityChange{Kind: access.Added, ID: "match-payments",
 			Head: &access.Capability{ID: "match-payments", State: "ga", Visibility: "extended"}})
+		require.Equal(t, "match-payments: capability added (extended, ga)", c.Causes[0].Cause())
 	})
 	t.Run("removed capability", func(t *testing.T) {
 		c := find(t, d.Lost, "anonymous", "lookup-invoice-v1")
@@ -226,4 +229,68 @@ func TestParseCallers(t *testing.T) {
 			require.Equal(t, tt.want, got)
 		})
 	}
+}
+
+// TestDiffNamesCausesAndRanksRisk is the widening change of issue 26: the
+// finance example (base) against a copy where purge-invoice-cache no
+// longer requires ops.admin and apply-remittance is public. The scope
+// change is named as the cause of every authenticated class's gain, and
+// those runnable gains of an internal capability come before the visible
+// ones of a public capability, in every output form.
+func TestDiffNamesCausesAndRanksRisk(t *testing.T) {
+	base := loadPath(t, "finance", filepath.Join("..", "..", "manifests", "finance", "capgate.yaml"))
+	head := loadPath(t, "widen", filepath.Join("testdata", "widen", "capgate.yaml"))
+	bm, hm, _ := diff(t, base, head)
+	for _, m := range []*access.Matrix{bm, hm} {
+		m.Facts.AddAuth(base.d.Config.Auth)
+	}
+	d, err := access.Compare(bm, hm)
+	require.NoError(t, err)
+	d.BaseName, d.HeadName = "manifests/finance/capgate.yaml", "testdata/widen/capgate.yaml"
+	d.Provenance = access.Provenance{GeneratedAt: time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC), Version: "v0.0.0-test", Commit: "0123456789ab", Config: "testdata/widen/capgate.yaml"}
+
+	scope := access.FieldChange{Capability: "purge-invoice-cache", Field: "requires_scopes", Base: "[ops.admin]", Head: "[]"}
+	require.Equal(t, "purge-invoice-cache: requires_scopes [ops.admin] → []", scope.Cause())
+	visibility := access.FieldChange{Capability: "apply-remittance", Field: "visibility", Base: "extended", Head: "public"}
+
+	groups := d.GainGroups()
+	require.Len(t, groups, 2)
+	require.Equal(t, "purge-invoice-cache", groups[0].Capability, "runnable gains of an internal capability first")
+	require.Equal(t, "finance-platform-team", groups[0].Owner)
+	require.Equal(t, []access.FieldChange{scope}, groups[0].Causes)
+	require.Equal(t, "apply-remittance", groups[1].Capability)
+	require.Equal(t, []access.FieldChange{visibility}, groups[1].Causes)
+	for _, c := range groups[0].Gains {
+		require.Equal(t, []access.FieldChange{scope}, c.Causes, c.Class)
+		require.True(t, c.Risk.Runs)
+		require.Equal(t, "internal", c.Risk.Visibility)
+	}
+	require.Equal(t, "authenticated", groups[0].Gains[0].Class, "the class of every authenticated caller first")
+	require.Equal(t, "every authenticated caller", groups[0].Gains[0].Risk.Callers)
+	require.Equal(t, "anonymous", groups[1].Gains[0].Class, "then anonymous before narrower classes")
+	require.False(t, groups[1].Gains[0].Risk.Runs)
+	// Every form carries the cause and the order.
+	for name, write := range map[string]func(io.Writer) error{
+		"widen.txt":  func(w io.Writer) error { return access.WriteDiffText(w, d) },
+		"widen.md":   func(w io.Writer) error { return access.WriteDiffMarkdown(w, d) },
+		"widen.json": func(w io.Writer) error { return access.WriteDiffJSON(w, d) },
+		"widen.html": func(w io.Writer) error { return access.WriteDiffHTML(w, bm, hm, d) },
+	} {
+		got := render(t, write)
+		requireGolden(t, name, got)
+		s := string(got)
+		require.Contains(t, s, "purge-invoice-cache: requires_scopes [ops.admin] → []", name)
+		require.Less(t, strings.Index(s, "purge-invoice-cache (internal"), strings.Index(s, "apply-remittance (public"), name)
+		require.NotContains(t, s, "&gt;", name)
+	}
+}
+
+func loadPath(t testing.TB, name, path string) side {
+	t.Helper()
+	d, err := deployment.Load(path)
+	require.NoError(t, err)
+	revisions[name] = d.Snapshot.Revision
+	e, err := engine.New(context.Background(), d.Snapshot)
+	require.NoError(t, err)
+	return side{d, e}
 }

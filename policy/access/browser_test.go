@@ -3,6 +3,7 @@ package access_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,12 +26,18 @@ import (
 // CI (CI=true; .ci/run installs it) and is skipped, loudly, elsewhere.
 func chromium(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("chromium")
+	return tool(t, "chromium", "chromium is not installed: the HTML report was NOT rendered in a browser "+
+		"(apt-get install chromium; .ci/run installs it)")
+}
+
+// tool finds a program the browser test needs: failing on CI without it,
+// skipped loudly elsewhere with msg.
+func tool(t *testing.T, name, msg string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
 	if err == nil {
 		return p
 	}
-	const msg = "chromium is not installed: the HTML report was NOT rendered in a browser " +
-		"(apt-get install chromium; .ci/run installs it)"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
@@ -63,6 +71,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 	bin := chromium(t)
 	base, head := load(t, "base"), load(t, "head")
 	bm, hm, d := diff(t, base, head)
+	d.Provenance = access.Provenance{GeneratedAt: time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC), Version: "v0.0.0-test", Commit: "0123456789ab", Config: "testdata/head/capgate.yaml"}
 	dir := t.TempDir()
 	page := filepath.Join(dir, "diff.html")
 	var buf bytes.Buffer
@@ -83,14 +92,7 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		img, err := png.Decode(f)
 		require.NoError(t, err)
 		require.Equal(t, image.Rect(0, 0, 1400, 900), img.Bounds())
-		colours := map[uint32]bool{}
-		for y := 0; y < 900; y += 7 {
-			for x := 0; x < 1400; x += 7 {
-				r, g, b, _ := img.At(x, y).RGBA()
-				colours[r>>8<<16|g>>8<<8|b>>8] = true
-			}
-		}
-		require.Greater(t, len(colours), 8, "a rendered page, not a blank one")
+		require.Greater(t, colours(img), 8, "a rendered page, not a blank one")
 		if keep := os.Getenv("CAPGATE_KEEP_SCREENSHOT"); keep != "" {
 			b, err := os.ReadFile(shot)
 			require.NoError(t, err)
@@ -112,9 +114,35 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		}
 		require.NotNil(t, hit, "the gained cell is in the page")
 		require.Contains(t, strings.Fields(attr(hit, "class")), "gained")
-		require.Equal(t, "·→run", text(hit))
+		note := attr(hit, "data-note")
+		require.Equal(t, "none → entitled["+note+"]", text(hit), "the cell says its levels in the CLI's words, and its note")
 		require.Contains(t, attr(hit, "title"), "head: entitled")
 		require.Contains(t, attr(hit, "title"), "grant tenant.listed(globex)")
+		// The reasons are in the page, not only on hover: the cell's note.
+		reasons := text(byID(t, doc, "note-"+note))
+		require.Contains(t, reasons, "base none: tenant.not_listed(globex)")
+		require.Contains(t, reasons, "head entitled: auth.authenticated scope.held(recon.run) state.ga tenant.listed(globex)")
+		for _, td := range tds {
+			require.NotEmpty(t, text(byID(t, doc, "note-"+attr(td, "data-note"))), "every cell has its note")
+		}
+		// One vocabulary: every cell's label is made of the CLI's level words.
+		for _, td := range tds {
+			label, _, _ := strings.Cut(text(td), "[")
+			for _, w := range strings.Fields(label) {
+				if w != "→" {
+					require.Contains(t, []string{"none", "visible", "entitled", "entitled-hidden"}, w)
+				}
+			}
+		}
+		// Provenance, owners, what changed and the ranked gains with their causes.
+		prov := text(byID(t, doc, "provenance"))
+		for _, want := range []string{"generated at: 2026-12-03T15:00:00Z", "capgate: v0.0.0-test (commit 0123456789ab)", "config: testdata/head/capgate.yaml"} {
+			require.Contains(t, prov, want)
+		}
+		require.Contains(t, text(doc), "testdata/base (revision ", "the subtitle names both policy revisions")
+		require.Contains(t, text(doc), "owner ")
+		require.Contains(t, text(byID(t, doc, "changed")), "reconcile-invoice-v2: changed: tenants [acme] → [acme globex]")
+		require.Contains(t, text(byID(t, doc, "gains")), "caused by reconcile-invoice-v2: tenants [acme] → [acme globex]")
 		marked := 0
 		for _, td := range tds {
 			if strings.Contains(attr(td, "data-change"), "gained") {
@@ -123,6 +151,62 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		}
 		require.Equal(t, len(d.Gained), marked, "every gained cell is highlighted")
 		require.Equal(t, fmt.Sprintf("showing %d of %d cells", cells, cells), text(byID(t, doc, "shown")), "the page's script ran")
+	})
+
+	t.Run("print to PDF", func(t *testing.T) {
+		pdftoppm, pdftotext := poppler(t, "pdftoppm"), poppler(t, "pdftotext")
+		pdf := filepath.Join(dir, "diff.pdf")
+		runChromium(t, bin, "--no-pdf-header-footer", "--print-to-pdf="+pdf, url)
+		// The images: landscape pages (the print rules' @page), each a
+		// rendered page, the matrix's with its cells' colours.
+		prefix := filepath.Join(dir, "page")
+		out, err := exec.CommandContext(t.Context(), pdftoppm, "-png", "-r", "60", pdf, prefix).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		pages, err := filepath.Glob(prefix + "*.png")
+		require.NoError(t, err)
+		require.NotEmpty(t, pages)
+		most := 0
+		for i, p := range pages {
+			f, err := os.Open(p)
+			require.NoError(t, err)
+			img, err := png.Decode(f)
+			require.NoError(t, errors.Join(err, f.Close()))
+			require.Greater(t, img.Bounds().Dx(), img.Bounds().Dy(), "A4 landscape")
+			most = max(most, colours(img))
+			if keep := os.Getenv("CAPGATE_KEEP_PRINT"); keep != "" {
+				b, err := os.ReadFile(p)
+				require.NoError(t, err)
+				require.NoError(t, os.WriteFile(fmt.Sprintf("%s-%d.png", keep, i+1), b, 0o644))
+			}
+		}
+		require.Greater(t, most, 8, "a page with the coloured matrix, not blank ones")
+		// The text: the reasons are on paper, and no word of the matrix
+		// runs off the page's right edge (the matrix wraps).
+		out, err = exec.CommandContext(t.Context(), pdftotext, "-bbox", pdf, "-").Output()
+		require.NoError(t, err)
+		doc, err := html.Parse(bytes.NewReader(out))
+		require.NoError(t, err)
+		var words []string
+		for _, page := range elements(doc, "page") {
+			width, err := strconv.ParseFloat(attr(page, "width"), 64)
+			require.NoError(t, err)
+			for _, w := range elements(page, "word") {
+				xMax, err := strconv.ParseFloat(attr(w, "xmax"), 64)
+				require.NoError(t, err)
+				require.LessOrEqual(t, xMax, width, "%q runs off the page", text(w))
+				words = append(words, text(w))
+			}
+		}
+		all := strings.Join(words, " ")
+		for _, want := range []string{"tenant.not_listed(globex)", "tenant.listed(globex)", "deny.sec(incident", "Deciding", "generated"} {
+			require.Contains(t, all, want, "printed")
+		}
+		for _, col := range access.Columns(bm, hm) {
+			// A long id may be broken across lines: its first part is printed.
+			first, _, _ := strings.Cut(col.ID, "-")
+			require.Contains(t, all, first, "every column is on the page")
+		}
+		require.Contains(t, all, "reconcile-", "the last column is on the page")
 	})
 
 	t.Run("filters from the address", func(t *testing.T) {
@@ -139,6 +223,26 @@ func TestHTMLReportInBrowser(t *testing.T) {
 		}, shown)
 		require.Equal(t, fmt.Sprintf("showing 3 of %d cells", cells), text(byID(t, doc, "shown")))
 	})
+}
+
+// colours counts the distinct colours of a sample of the image's pixels.
+func colours(img image.Image) int {
+	seen := map[uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 7 {
+		for x := b.Min.X; x < b.Max.X; x += 7 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			seen[r>>8<<16|g>>8<<8|bl>>8] = true
+		}
+	}
+	return len(seen)
+}
+
+// poppler finds one of poppler-utils' tools, like chromium.
+func poppler(t *testing.T, name string) string {
+	t.Helper()
+	return tool(t, name, name+" is not installed: the report's print-to-PDF render was NOT checked "+
+		"(apt-get install poppler-utils; .ci/run installs it)")
 }
 
 func elements(n *html.Node, tag string) []*html.Node {

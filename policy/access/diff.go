@@ -12,15 +12,18 @@ type ChangeKind string
 const (
 	Added   ChangeKind = "added"
 	Removed ChangeKind = "removed"
-	Changed ChangeKind = "changed" // state or visibility
+	Changed ChangeKind = "changed" // a manifest field (state, visibility, scopes, ...)
 )
 
-// CapabilityChange is a capability added, removed, or whose state or
-// visibility changed. Base or Head is nil when the side lacks it.
+// CapabilityChange is a capability added, removed, or whose manifest
+// fields changed. Base or Head is nil when the side lacks it.
 type CapabilityChange struct {
 	Kind       ChangeKind
 	ID         string
 	Base, Head *Capability
+	// Fields are the manifest fields that changed (Changed only; both
+	// matrices need Facts).
+	Fields []FieldChange
 }
 
 // CellChange is one class's cell for one capability that differs in what
@@ -28,6 +31,11 @@ type CapabilityChange struct {
 type CellChange struct {
 	Class, Capability string
 	Base, Head        Cell
+	// Causes are the changes of the capability or the config that moved
+	// the cell (see attribute).
+	Causes []FieldChange
+	// Risk ranks a gain (set for gained cells).
+	Risk Risk
 }
 
 // Gained reports whether the head grants something the base did not.
@@ -49,12 +57,21 @@ type Diff struct {
 	BaseRevision, HeadRevision string
 	Classes                    []Class // the head's
 	Capabilities               []CapabilityChange
-	Gained, Lost               []CellChange
+	// Config are the config fields that changed (issuers, claim names,
+	// preview settings, deny modules).
+	Config []FieldChange
+	// Gained is in risk order: grouped by capability, the capability
+	// with the riskiest gain first (see GainGroups).
+	Gained, Lost []CellChange
+	// Provenance says where the report came from; reports print it when
+	// set.
+	Provenance Provenance
+	owners     map[string]string
 }
 
 // Empty reports whether nothing changed.
 func (d *Diff) Empty() bool {
-	return len(d.Capabilities) == 0 && len(d.Gained) == 0 && len(d.Lost) == 0
+	return len(d.Capabilities) == 0 && len(d.Config) == 0 && len(d.Gained) == 0 && len(d.Lost) == 0
 }
 
 // Compare diffs two matrices of the same classes (matched by name). A
@@ -63,15 +80,42 @@ func Compare(base, head *Matrix) (*Diff, error) {
 	if !slices.EqualFunc(base.Classes, head.Classes, func(a, b Class) bool { return a.Name == b.Name }) {
 		return nil, fmt.Errorf("the two sides were reviewed for different caller classes")
 	}
-	d := &Diff{BaseRevision: base.Revision, HeadRevision: head.Revision, Classes: head.Classes}
+	d := &Diff{BaseRevision: base.Revision, HeadRevision: head.Revision, Classes: head.Classes, owners: map[string]string{}}
+	facts := base.Facts != nil && head.Facts != nil
+	if facts {
+		d.Config = compareFields("", base.Facts.config(head.Facts), head.Facts.config(base.Facts))
+	}
+	classOrder := make(map[string]int, len(head.Classes))
+	for i, c := range head.Classes {
+		classOrder[c.Name] = i
+	}
 	for _, col := range Columns(base, head) {
+		var capChange *CapabilityChange
+		var fields []FieldChange
+		visibility := ""
 		switch {
 		case col.Base < 0:
-			d.Capabilities = append(d.Capabilities, CapabilityChange{Kind: Added, ID: col.ID, Head: &head.Capabilities[col.Head]})
+			capChange = &CapabilityChange{Kind: Added, ID: col.ID, Head: &head.Capabilities[col.Head]}
 		case col.Head < 0:
-			d.Capabilities = append(d.Capabilities, CapabilityChange{Kind: Removed, ID: col.ID, Base: &base.Capabilities[col.Base]})
-		case base.Capabilities[col.Base] != head.Capabilities[col.Head]:
-			d.Capabilities = append(d.Capabilities, CapabilityChange{Kind: Changed, ID: col.ID, Base: &base.Capabilities[col.Base], Head: &head.Capabilities[col.Head]})
+			capChange = &CapabilityChange{Kind: Removed, ID: col.ID, Base: &base.Capabilities[col.Base]}
+		default:
+			b, h := &base.Capabilities[col.Base], &head.Capabilities[col.Head]
+			if facts {
+				fields = compareFields(col.ID, base.Facts.Capabilities[col.ID], head.Facts.Capabilities[col.ID])
+			}
+			if *b != *h || len(fields) > 0 {
+				capChange = &CapabilityChange{Kind: Changed, ID: col.ID, Base: b, Head: h, Fields: fields}
+			}
+		}
+		if col.Head >= 0 {
+			visibility = head.Capabilities[col.Head].Visibility
+			d.owners[col.ID] = head.Capabilities[col.Head].Owner
+		} else {
+			visibility = base.Capabilities[col.Base].Visibility
+			d.owners[col.ID] = base.Capabilities[col.Base].Owner
+		}
+		if capChange != nil {
+			d.Capabilities = append(d.Capabilities, *capChange)
 		}
 		for i, class := range head.Classes {
 			if granted(base, i, col.Base) == granted(head, i, col.Head) {
@@ -79,13 +123,19 @@ func Compare(base, head *Matrix) (*Diff, error) {
 			}
 			ch := CellChange{Class: class.Name, Capability: col.ID, Base: cellAt(base, i, col.Base), Head: cellAt(head, i, col.Head)}
 			if ch.Gained() {
-				d.Gained = append(d.Gained, ch)
+				g := ch
+				g.Causes = attribute(ch.Base, ch.Head, capChange, fields, d.Config)
+				g.Risk = riskOf(ch, class, visibility)
+				d.Gained = append(d.Gained, g)
 			}
 			if ch.Lost() {
-				d.Lost = append(d.Lost, ch)
+				l := ch
+				l.Causes = attribute(ch.Head, ch.Base, capChange, fields, d.Config)
+				d.Lost = append(d.Lost, l)
 			}
 		}
 	}
+	rankGains(d.Gained, classOrder)
 	return d, nil
 }
 
@@ -128,6 +178,6 @@ func granted(m *Matrix, class, col int) [2]bool {
 	if col < 0 {
 		return [2]bool{}
 	}
-	r := m.rows[class]
-	return [2]bool{r.Visible(col), r.Entitled(col)}
+	r, c := m.rows[class], m.col(col)
+	return [2]bool{r.Visible(c), r.Entitled(c)}
 }

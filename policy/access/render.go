@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -21,15 +22,20 @@ import (
 // cell.
 func WriteText(w io.Writer, m *Matrix) error {
 	bw := bufio.NewWriter(w)
-	_, _ = fmt.Fprintf(bw, "policy revision: %s\n\ncaller classes:\n", m.Revision)
+	for _, l := range m.Provenance.Lines() {
+		_, _ = fmt.Fprintln(bw, l)
+	}
+	_, _ = fmt.Fprintf(bw, "policy revision: %s\n", m.Revision)
+	writeAnswer(bw, m)
+	_, _ = fmt.Fprintln(bw, "\ncaller classes:")
 	writeClasses(bw, m.Classes)
 	_, _ = fmt.Fprintln(bw, "\ncapabilities:")
 	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	for _, c := range m.Capabilities {
-		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.ID, c.Visibility, c.State)
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\towner %s\n", c.ID, c.Visibility, c.State, orNone(c.Owner))
 	}
 	_ = tw.Flush()
-	_, _ = fmt.Fprintln(bw, "\nmatrix (none | visible | entitled | entitled-hidden):")
+	_, _ = fmt.Fprintf(bw, "\nmatrix (%s):\n", Legend)
 	tw = tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	_, _ = fmt.Fprint(tw, "  class")
 	for _, c := range m.Capabilities {
@@ -57,6 +63,42 @@ func WriteText(w io.Writer, m *Matrix) error {
 	return bw.Flush()
 }
 
+// writeAnswer answers the question of a matrix of one capability (who can
+// run it, who can only see it) or of one class (what it can run, what it
+// can only see).
+func writeAnswer(w io.Writer, m *Matrix) {
+	names := func(ss []string) string {
+		if len(ss) == 0 {
+			return "nobody"
+		}
+		return strings.Join(ss, ", ")
+	}
+	// split sorts the n cells of one row or column into runnable and
+	// only visible, by name.
+	split := func(n int, cell func(k int) Cell, name func(k int) string) (run, see string) {
+		var r, s []string
+		for k := range n {
+			switch c := cell(k); {
+			case c.Entitled:
+				r = append(r, name(k))
+			case c.Visible:
+				s = append(s, name(k))
+			}
+		}
+		return names(r), names(s)
+	}
+	switch {
+	case len(m.Capabilities) == 1:
+		run, see := split(len(m.Classes), func(i int) Cell { return m.Cell(i, 0) }, func(i int) string { return m.Classes[i].Name })
+		id := m.Capabilities[0].ID
+		_, _ = fmt.Fprintf(w, "\nwho can run %s: %s\nwho can see %s but not run it: %s\n", id, run, id, see)
+	case len(m.Classes) == 1:
+		run, see := split(len(m.Capabilities), func(j int) Cell { return m.Cell(0, j) }, func(j int) string { return m.Capabilities[j].ID })
+		name := m.Classes[0].Name
+		_, _ = fmt.Fprintf(w, "\nwhat %s can run: %s\nwhat %s can see but not run: %s\n", name, run, name, see)
+	}
+}
+
 func writeClasses(w io.Writer, classes []Class) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range classes {
@@ -65,11 +107,19 @@ func writeClasses(w io.Writer, classes []Class) {
 	_ = tw.Flush()
 }
 
+// Legend says what each level means, in the words every report uses.
+const Legend = "none: neither in the card nor runnable; visible: in the card, not runnable; " +
+	"entitled: in the card and runnable; entitled-hidden: runnable, never in a card (internal)"
+
 // WriteMarkdown writes the matrix as a Markdown table, each cell its level
 // and deciding rule.
 func WriteMarkdown(w io.Writer, m *Matrix) error {
 	bw := bufio.NewWriter(w)
 	_, _ = fmt.Fprintf(bw, "### Access matrix (policy revision `%s`)\n\n", m.Revision)
+	for _, l := range m.Provenance.Lines() {
+		_, _ = fmt.Fprintf(bw, "%s  \n", mdCell(l))
+	}
+	_, _ = fmt.Fprintf(bw, "Levels: %s.\n\n", Legend)
 	_, _ = fmt.Fprintln(bw, "| class | caller |")
 	_, _ = fmt.Fprintln(bw, "|---|---|")
 	for _, c := range m.Classes {
@@ -77,7 +127,7 @@ func WriteMarkdown(w io.Writer, m *Matrix) error {
 	}
 	_, _ = fmt.Fprint(bw, "\n| class |")
 	for _, c := range m.Capabilities {
-		_, _ = fmt.Fprintf(bw, " %s<br>%s, %s |", mdCell(c.ID), c.Visibility, c.State)
+		_, _ = fmt.Fprintf(bw, " %s<br>%s, %s<br>owner %s |", mdCell(c.ID), c.Visibility, c.State, mdCell(orNone(c.Owner)))
 	}
 	_, _ = fmt.Fprint(bw, "\n|---|")
 	_, _ = fmt.Fprint(bw, strings.Repeat("---|", len(m.Capabilities)))
@@ -93,9 +143,10 @@ func WriteMarkdown(w io.Writer, m *Matrix) error {
 	return bw.Flush()
 }
 
-// mdCell makes text safe in a Markdown table cell.
+// mdCell makes text safe in a Markdown table cell with backslash escapes
+// (which Markdown renders as the character itself), not HTML entities.
 func mdCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", "&lt;", ">", "&gt;").Replace(s)
+	return strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ", "<", `\<`, ">", `\>`, "*", `\*`, "_", `\_`, "`", "\\`").Replace(s)
 }
 
 func mdCode(s string) string {
@@ -167,11 +218,12 @@ func nonNil(rs []engine.Reason) []engine.Reason {
 // reason lists.
 func WriteJSON(w io.Writer, m *Matrix) error {
 	out := struct {
-		Revision     string       `json:"revision"`
-		Classes      []classJSON  `json:"classes"`
-		Capabilities []Capability `json:"capabilities"`
-		Rows         []rowJSON    `json:"rows"`
-	}{Revision: m.Revision, Classes: classesJSON(m.Classes), Capabilities: m.Capabilities, Rows: make([]rowJSON, len(m.Classes))}
+		Provenance   *provenanceJSON `json:"provenance,omitempty"`
+		Revision     string          `json:"revision"`
+		Classes      []classJSON     `json:"classes"`
+		Capabilities []Capability    `json:"capabilities"`
+		Rows         []rowJSON       `json:"rows"`
+	}{Provenance: m.Provenance.json(), Revision: m.Revision, Classes: classesJSON(m.Classes), Capabilities: m.Capabilities, Rows: make([]rowJSON, len(m.Classes))}
 	for i, class := range m.Classes {
 		row := rowJSON{Class: class.Name, Cells: make([]cellJSON, len(m.Capabilities))}
 		for j, c := range m.Capabilities {
@@ -190,43 +242,103 @@ func writeJSON(w io.Writer, v any) error {
 	return err
 }
 
-// WriteDiffText writes what changed: capabilities, then gained and lost
-// cells with the rules on both sides.
+// WriteDiffText writes what changed: the capabilities' and the config's
+// fields, then the gained cells grouped by capability, riskiest first,
+// each with its causes and the rules on both sides, then the lost cells.
 func WriteDiffText(w io.Writer, d *Diff) error {
 	bw := bufio.NewWriter(w)
+	for _, l := range d.Provenance.Lines() {
+		_, _ = fmt.Fprintln(bw, l)
+	}
 	_, _ = fmt.Fprintf(bw, "base: %s\nhead: %s\n", sideName(d.BaseName, d.BaseRevision), sideName(d.HeadName, d.HeadRevision))
 	if d.Empty() {
 		_, _ = fmt.Fprintln(bw, "\nno change in access")
 		return bw.Flush()
 	}
-	_, _ = fmt.Fprintf(bw, "\n%d gained, %d lost, %d capabilities changed\n", len(d.Gained), len(d.Lost), len(d.Capabilities))
-	if len(d.Capabilities) > 0 {
-		_, _ = fmt.Fprintln(bw, "\ncapabilities:")
+	_, _ = fmt.Fprintf(bw, "\n%s\n", d.counts())
+	if len(d.Capabilities) > 0 || len(d.Config) > 0 {
+		_, _ = fmt.Fprintln(bw, "\nwhat changed:")
 		tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 		for _, c := range d.Capabilities {
-			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.Kind, c.ID, c.summary())
+			_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.ID, c.Kind, c.summary())
+		}
+		for _, c := range d.Config {
+			_, _ = fmt.Fprintf(tw, "  config\tchanged\t%s\n", c)
 		}
 		_ = tw.Flush()
 	}
-	d.eachGroup("gained", "lost", func(title string, changes []CellChange) {
-		_, _ = fmt.Fprintf(bw, "\n%s:\n", title)
-		for _, c := range changes {
-			_, _ = fmt.Fprintf(bw, "  %s × %s: %s -> %s\n", c.Class, c.Capability, c.Base.Level(), c.Head.Level())
+	if len(d.Gained) > 0 {
+		_, _ = fmt.Fprintln(bw, "\ngained, by capability, riskiest first:")
+		for _, g := range d.GainGroups() {
+			_, _ = fmt.Fprintf(bw, "\n  %s\n", g.heading())
+			for _, c := range g.Causes {
+				_, _ = fmt.Fprintf(bw, "    caused by %s\n", c.Cause())
+			}
+			for _, c := range g.Gains {
+				_, _ = fmt.Fprintf(bw, "    %s: %s → %s (%s)\n", c.Class, c.Base.Level(), c.Head.Level(), c.Risk)
+				_, _ = fmt.Fprintf(bw, "        base: %s\n        head: %s\n", c.Base.Rule(), c.Head.Rule())
+			}
+		}
+	}
+	if len(d.Lost) > 0 {
+		_, _ = fmt.Fprintln(bw, "\nlost:")
+		for _, c := range d.Lost {
+			_, _ = fmt.Fprintf(bw, "  %s × %s: %s → %s, caused by %s\n", c.Class, c.Capability, c.Base.Level(), c.Head.Level(), causes(c.Causes))
 			_, _ = fmt.Fprintf(bw, "      base: %s\n      head: %s\n", c.Base.Rule(), c.Head.Rule())
 		}
-	})
+	}
 	return bw.Flush()
 }
 
-// eachGroup calls f with the gained, then the lost cells, under the
-// given titles, skipping an empty group.
-func (d *Diff) eachGroup(gained, lost string, f func(title string, changes []CellChange)) {
-	if len(d.Gained) > 0 {
-		f(gained, d.Gained)
+func (d *Diff) counts() string {
+	return fmt.Sprintf("%d gained, %d lost, %d capabilities and %d config fields changed", len(d.Gained), len(d.Lost), len(d.Capabilities), len(d.Config))
+}
+
+// heading is "purge-invoice-cache (internal, ga; owner finance-platform-team):
+// 4 classes can now run it, 1 can now see it".
+func (g GainGroup) heading() string {
+	s := g.Capability
+	var about []string
+	if g.Change != nil && g.Change.Head != nil {
+		about = append(about, g.Change.Head.Visibility+", "+g.Change.Head.State)
+	} else if len(g.Gains) > 0 {
+		about = append(about, g.Gains[0].Risk.Visibility)
 	}
-	if len(d.Lost) > 0 {
-		f(lost, d.Lost)
+	if g.Owner != "" {
+		about = append(about, "owner "+g.Owner)
 	}
+	if len(about) > 0 {
+		s += " (" + strings.Join(about, "; ") + ")"
+	}
+	runs, sees := g.Runs(), len(g.Gains)-g.Runs()
+	var what []string
+	if runs > 0 {
+		what = append(what, fmt.Sprintf("%d %s can now run it", runs, plural(runs, "class", "classes")))
+	}
+	if sees > 0 {
+		what = append(what, fmt.Sprintf("%d %s can now see it", sees, plural(sees, "class", "classes")))
+	}
+	return s + ": " + strings.Join(what, ", ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// causes joins the causes of a cell: "a; b", or "no field change found"
+// (a callers file read with changed claim names on a bundle side).
+func causes(cs []FieldChange) string {
+	if len(cs) == 0 {
+		return "no field change found"
+	}
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = c.Cause()
+	}
+	return strings.Join(parts, "; ")
 }
 
 func sideName(name, rev string) string {
@@ -244,76 +356,167 @@ func (c CapabilityChange) summary() string {
 		return "was " + c.Base.Visibility + ", " + c.Base.State
 	}
 	var parts []string
-	if c.Base.State != c.Head.State {
-		parts = append(parts, "state "+c.Base.State+" -> "+c.Head.State)
+	for _, f := range c.Fields {
+		parts = append(parts, f.String())
 	}
-	if c.Base.Visibility != c.Head.Visibility {
-		parts = append(parts, "visibility "+c.Base.Visibility+" -> "+c.Head.Visibility)
+	if len(c.Fields) == 0 { // no facts: what the matrices hold
+		if c.Base.State != c.Head.State {
+			parts = append(parts, "state "+c.Base.State+" → "+c.Head.State)
+		}
+		if c.Base.Visibility != c.Head.Visibility {
+			parts = append(parts, "visibility "+c.Base.Visibility+" → "+c.Head.Visibility)
+		}
+		if c.Base.Owner != c.Head.Owner {
+			parts = append(parts, "owner "+orNone(c.Base.Owner)+" → "+orNone(c.Head.Owner))
+		}
 	}
 	return strings.Join(parts, ", ")
 }
 
-// WriteDiffMarkdown writes a summary fit for a pull-request comment.
+// WriteDiffMarkdown writes a summary fit for a pull-request comment: what
+// changed, the gains by capability, riskiest first, with their causes,
+// then the losses.
 func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 	bw := bufio.NewWriter(w)
 	_, _ = fmt.Fprintln(bw, "### capgate access review")
-	_, _ = fmt.Fprintf(bw, "\nbase %s → head %s\n\n", mdCode(sideName(d.BaseName, d.BaseRevision)), mdCode(sideName(d.HeadName, d.HeadRevision)))
+	_, _ = fmt.Fprintln(bw)
+	for _, l := range d.Provenance.Lines() {
+		_, _ = fmt.Fprintf(bw, "%s  \n", mdCell(l))
+	}
+	_, _ = fmt.Fprintf(bw, "base %s → head %s\n\n", mdCode(sideName(d.BaseName, d.BaseRevision)), mdCode(sideName(d.HeadName, d.HeadRevision)))
 	if d.Empty() {
 		_, _ = fmt.Fprintln(bw, "No change in who can see or run what.")
 		return bw.Flush()
 	}
-	_, _ = fmt.Fprintf(bw, "**%d gained**, %d lost, %d capabilities changed.\n", len(d.Gained), len(d.Lost), len(d.Capabilities))
-	if len(d.Capabilities) > 0 {
-		_, _ = fmt.Fprintln(bw, "\n| capability | change |\n|---|---|")
+	_, _ = fmt.Fprintf(bw, "**%d gained**, %d lost, %d capabilities and %d config fields changed.\n", len(d.Gained), len(d.Lost), len(d.Capabilities), len(d.Config))
+	if len(d.Capabilities) > 0 || len(d.Config) > 0 {
+		_, _ = fmt.Fprintln(bw, "\n#### What changed\n\n| where | change |\n|---|---|")
 		for _, c := range d.Capabilities {
-			_, _ = fmt.Fprintf(bw, "| %s | %s: %s |\n", mdCode(c.ID), c.Kind, mdCell(c.summary()))
+			_, _ = fmt.Fprintf(bw, "| %s | %s: %s |\n", mdCode(c.ID), c.Kind, mdCode(c.summary()))
+		}
+		for _, c := range d.Config {
+			_, _ = fmt.Fprintf(bw, "| config | %s |\n", mdCode(c.String()))
 		}
 	}
-	d.eachGroup("Gained (a caller can now see or run something it could not)", "Lost", func(title string, changes []CellChange) {
-		_, _ = fmt.Fprintf(bw, "\n#### %s\n\n| class | capability | base | head |\n|---|---|---|---|\n", title)
-		for _, c := range changes {
-			_, _ = fmt.Fprintf(bw, "| %s | %s | %s %s | **%s** %s |\n", mdCell(c.Class), mdCode(c.Capability),
-				c.Base.Level(), mdCode(c.Base.Rule()), c.Head.Level(), mdCode(c.Head.Rule()))
+	if len(d.Gained) > 0 {
+		_, _ = fmt.Fprintln(bw, "\n#### Gained (a caller can now see or run something it could not), riskiest first")
+		for _, g := range d.GainGroups() {
+			_, _ = fmt.Fprintf(bw, "\n**%s**\n\n", mdCell(g.heading()))
+			for _, c := range g.Causes {
+				_, _ = fmt.Fprintf(bw, "- caused by %s\n", mdCode(c.Cause()))
+			}
+			_, _ = fmt.Fprintln(bw, "\n| class | risk | base | head |\n|---|---|---|---|")
+			for _, c := range g.Gains {
+				_, _ = fmt.Fprintf(bw, "| %s | %s | %s %s | **%s** %s |\n", mdCell(c.Class), mdCell(c.Risk.String()),
+					c.Base.Level(), mdCode(c.Base.Rule()), c.Head.Level(), mdCode(c.Head.Rule()))
+			}
 		}
-	})
+	}
+	if len(d.Lost) > 0 {
+		_, _ = fmt.Fprintln(bw, "\n#### Lost\n\n| class | capability | base | head | caused by |\n|---|---|---|---|---|")
+		for _, c := range d.Lost {
+			_, _ = fmt.Fprintf(bw, "| %s | %s | %s %s | **%s** %s | %s |\n", mdCell(c.Class), mdCode(c.Capability),
+				c.Base.Level(), mdCode(c.Base.Rule()), c.Head.Level(), mdCode(c.Head.Rule()), mdCode(causes(c.Causes)))
+		}
+	}
 	return bw.Flush()
 }
 
 type capChangeJSON struct {
-	Kind ChangeKind  `json:"kind"`
-	ID   string      `json:"id"`
-	Base *Capability `json:"base"`
-	Head *Capability `json:"head"`
+	Kind   ChangeKind  `json:"kind"`
+	ID     string      `json:"id"`
+	Base   *Capability `json:"base"`
+	Head   *Capability `json:"head"`
+	Fields []fieldJSON `json:"fields"`
 }
 
 type cellChangeJSON struct {
-	Class      string   `json:"class"`
-	Capability string   `json:"capability"`
-	Base       cellJSON `json:"base"`
-	Head       cellJSON `json:"head"`
+	Class      string      `json:"class"`
+	Capability string      `json:"capability"`
+	Base       cellJSON    `json:"base"`
+	Head       cellJSON    `json:"head"`
+	Causes     []fieldJSON `json:"causes"`
+	Risk       *Risk       `json:"risk,omitempty"`
 }
 
-// WriteDiffJSON writes the diff as JSON.
+type gainGroupJSON struct {
+	Capability string           `json:"capability"`
+	Owner      string           `json:"owner,omitempty"`
+	Summary    string           `json:"summary"`
+	Causes     []fieldJSON      `json:"causes"`
+	Gains      []cellChangeJSON `json:"gains"`
+}
+
+type provenanceJSON struct {
+	GeneratedAt string `json:"generated_at"`
+	Version     string `json:"capgate_version"`
+	Commit      string `json:"commit"`
+	Config      string `json:"config"`
+}
+
+func (p Provenance) json() *provenanceJSON {
+	if p == (Provenance{}) {
+		return nil
+	}
+	return &provenanceJSON{p.GeneratedAt.UTC().Format(time.RFC3339), p.Version, p.Commit, p.Config}
+}
+
+// fieldJSON is a FieldChange with its sentence ("purge-invoice-cache:
+// requires_scopes [ops.admin] → []").
+type fieldJSON struct {
+	Capability string `json:"capability,omitempty"`
+	Field      string `json:"field"`
+	Base       string `json:"base"`
+	Head       string `json:"head"`
+	Summary    string `json:"summary"`
+}
+
+func nonNilFields(fs []FieldChange) []fieldJSON {
+	out := make([]fieldJSON, len(fs))
+	for i, f := range fs {
+		out[i] = fieldJSON{f.Capability, f.Field, f.Base, f.Head, f.Cause()}
+	}
+	return out
+}
+
+// WriteDiffJSON writes the diff as JSON: the changed fields, the gained
+// cells in risk order (each with its causes and risk), the same grouped
+// by capability (gained_by_capability), and the lost cells.
 func WriteDiffJSON(w io.Writer, d *Diff) error {
-	changes := func(cs []CellChange) []cellChangeJSON {
+	change := func(c CellChange, gained bool) cellChangeJSON {
+		out := cellChangeJSON{Class: c.Class, Capability: c.Capability, Base: toCellJSON(c.Capability, c.Base), Head: toCellJSON(c.Capability, c.Head), Causes: nonNilFields(c.Causes)}
+		if gained {
+			r := c.Risk
+			out.Risk = &r
+		}
+		return out
+	}
+	changes := func(cs []CellChange, gained bool) []cellChangeJSON {
 		out := make([]cellChangeJSON, len(cs))
 		for i, c := range cs {
-			out[i] = cellChangeJSON{Class: c.Class, Capability: c.Capability, Base: toCellJSON(c.Capability, c.Base), Head: toCellJSON(c.Capability, c.Head)}
+			out[i] = change(c, gained)
 		}
 		return out
 	}
 	caps := make([]capChangeJSON, len(d.Capabilities))
 	for i, c := range d.Capabilities {
-		caps[i] = capChangeJSON(c)
+		caps[i] = capChangeJSON{Kind: c.Kind, ID: c.ID, Base: c.Base, Head: c.Head, Fields: nonNilFields(c.Fields)}
+	}
+	groups := []gainGroupJSON{}
+	for _, g := range d.GainGroups() {
+		groups = append(groups, gainGroupJSON{Capability: g.Capability, Owner: g.Owner, Summary: g.heading(), Causes: nonNilFields(g.Causes), Gains: changes(g.Gains, true)})
 	}
 	return writeJSON(w, struct {
+		Provenance   *provenanceJSON  `json:"provenance,omitempty"`
 		Base         string           `json:"base"`
 		Head         string           `json:"head"`
 		BaseRevision string           `json:"base_revision"`
 		HeadRevision string           `json:"head_revision"`
 		Classes      []classJSON      `json:"classes"`
 		Capabilities []capChangeJSON  `json:"capabilities"`
+		Config       []fieldJSON      `json:"config"`
 		Gained       []cellChangeJSON `json:"gained"`
+		GainGroups   []gainGroupJSON  `json:"gained_by_capability"`
 		Lost         []cellChangeJSON `json:"lost"`
-	}{d.BaseName, d.HeadName, d.BaseRevision, d.HeadRevision, classesJSON(d.Classes), caps, changes(d.Gained), changes(d.Lost)})
+	}{d.Provenance.json(), d.BaseName, d.HeadName, d.BaseRevision, d.HeadRevision, classesJSON(d.Classes), caps, nonNilFields(d.Config), changes(d.Gained, true), groups, changes(d.Lost, false)})
 }

@@ -15,6 +15,7 @@ import (
 	"path"
 	"strings"
 	"testing/fstest"
+	"time"
 
 	"github.com/capgate/capgate/policy/access"
 	"github.com/capgate/capgate/policy/compile"
@@ -48,8 +49,18 @@ func addAccessFlags(fs *flag.FlagSet) accessFlags {
 		callers:    fs.String("callers", "", "caller classes: a YAML file of named claim sets (default: derived from the registry, see docs/policy.md)"),
 		asJSON:     fs.Bool("json", false, "print JSON"),
 		asMarkdown: fs.Bool("markdown", false, "print Markdown"),
-		html:       fs.String("html", "", "also write a self-contained HTML report to this file"),
+		html:       fs.String("html", "", "write a self-contained HTML report to this file (stdout then says only where, unless --json or --markdown)"),
 	}
+}
+
+// provenance is the header of a report made now by this capgate from
+// config.
+func provenance(config string) access.Provenance {
+	version, commit, _ := buildVersion()
+	if config == "" {
+		config = "(the embedded finance example)"
+	}
+	return access.Provenance{GeneratedAt: time.Now(), Version: version, Commit: commit, Config: config}
 }
 
 func (f accessFlags) check() error {
@@ -67,9 +78,13 @@ func (f accessFlags) write(env Env, text, markdown, asJSON, html func(io.Writer)
 		out = asJSON
 	case *f.asMarkdown:
 		out = markdown
+	case *f.html != "":
+		out = nil // quiet: the report is the file
 	}
-	if err := out(env.Stdout); err != nil {
-		return err
+	if out != nil {
+		if err := out(env.Stdout); err != nil {
+			return err
+		}
 	}
 	if *f.html == "" {
 		return nil
@@ -82,12 +97,18 @@ func (f accessFlags) write(env Env, text, markdown, asJSON, html func(io.Writer)
 	if err := errors.Join(html(w), w.Flush(), file.Close()); err != nil {
 		return usageErr("write HTML report: %v", err)
 	}
-	return nil
+	if out == nil {
+		_, err = fmt.Fprintf(env.Stdout, "wrote the HTML report to %s\n", *f.html)
+	}
+	return err
 }
 
 func runAccessMatrix(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "access matrix", "access matrix [--config capgate.yaml] [--callers callers.yaml] [--json|--markdown] [--html report.html]")
+	fs := newFlags(env, "access matrix", "access matrix [--config capgate.yaml] [--callers callers.yaml] [--capability ID]... [--caller CLASS]... [--json|--markdown] [--html report.html]")
 	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
+	var capIDs, callerNames listFlag
+	fs.Var(&capIDs, "capability", "only this capability (who can see or run it?); repeatable")
+	fs.Var(&callerNames, "caller", "only this caller class (what can it see or run?); repeatable")
 	f := addAccessFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
@@ -108,6 +129,11 @@ func runAccessMatrix(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if m, err = m.Select(callerNames, capIDs); err != nil {
+		return usageErr("%v", err)
+	}
+	s.addAuth(m)
+	m.Provenance = provenance(*cfgPath)
 	return f.write(env,
 		func(w io.Writer) error { return access.WriteText(w, m) },
 		func(w io.Writer) error { return access.WriteMarkdown(w, m) },
@@ -169,11 +195,14 @@ func runAccessDiff(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	base.addAuth(bm)
+	head.addAuth(hm)
 	d, err := access.Compare(bm, hm)
 	if err != nil {
 		return err
 	}
 	d.BaseName, d.HeadName = *baseSpec, *headSpec
+	d.Provenance = provenance(*headSpec)
 	if err := f.write(env,
 		func(w io.Writer) error { return access.WriteDiffText(w, d) },
 		func(w io.Writer) error { return access.WriteDiffMarkdown(w, d) },
@@ -190,8 +219,16 @@ func runAccessDiff(ctx context.Context, env Env, args []string) error {
 // side is one deployment under review: its snapshot and the claim names
 // its callers' tokens are read with.
 type side struct {
-	snap *compile.Snapshot
-	auth config.Auth
+	snap   *compile.Snapshot
+	auth   config.Auth
+	bundle bool // auth is borrowed from --config: not the side's own
+}
+
+// addAuth adds the side's own auth fields to the matrix's facts.
+func (s side) addAuth(m *access.Matrix) {
+	if !s.bundle {
+		m.Facts.AddAuth(s.auth)
+	}
 }
 
 func (s side) matrix(ctx context.Context, classes []access.Class) (*access.Matrix, error) {
@@ -253,7 +290,7 @@ func loadSide(ctx context.Context, spec string, runtimeAuth func() (config.Auth,
 	if err != nil {
 		return side{}, err
 	}
-	return side{snap: snap, auth: auth}, nil
+	return side{snap: snap, auth: auth, bundle: true}, nil
 }
 
 // maxGitTree bounds what is read from `git archive`.
@@ -264,12 +301,12 @@ const maxGitTree = 256 << 20
 // archive` into memory and the config loaded from it, so paths it names
 // resolve inside that tree. Symbolic links are not followed.
 func loadGitSide(ctx context.Context, spec string) (side, error) {
-	rev, cfgPath, _ := strings.Cut(spec, ":")
+	rev, cfgPath, named := strings.Cut(spec, ":")
 	if cfgPath == "" {
 		cfgPath = "capgate.yaml"
 	}
 	if rev == "" || strings.HasPrefix(rev, "-") {
-		return side{}, usageErr("git:%s: want git:REV[:path/to/capgate.yaml]", spec)
+		return side{}, usageErr("git:%s: want git:REV[:path/to/capgate.yaml], a revision of the repository in the working directory and the config's path in it", spec)
 	}
 	cfgPath = path.Clean(strings.TrimPrefix(cfgPath, "/"))
 	var stderr bytes.Buffer
@@ -289,6 +326,14 @@ func loadGitSide(ctx context.Context, spec string) (side, error) {
 	}
 	if readErr != nil {
 		return side{}, usageErr("git archive %s: %v", rev, readErr)
+	}
+	if _, ok := tree[cfgPath]; !ok {
+		if !named {
+			return side{}, usageErr("git:%s: no path given, and the default capgate.yaml is not at the root of %s's tree: "+
+				"name the config, git:%s:path/to/capgate.yaml (relative to the repository root)", spec, rev, rev)
+		}
+		return side{}, usageErr("git:%s: %s is not in %s's tree: the path is relative to the repository root (git:%s:path/to/capgate.yaml), "+
+			"and the file must be committed in that revision", spec, cfgPath, rev, rev)
 	}
 	cfg, err := config.LoadFS(tree, cfgPath)
 	if err != nil {
@@ -331,4 +376,14 @@ func readTar(r io.Reader) (fstest.MapFS, error) {
 		}
 		tree[name] = &fstest.MapFile{Data: b, Mode: 0o644}
 	}
+}
+
+// listFlag is a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, v)
+	return nil
 }

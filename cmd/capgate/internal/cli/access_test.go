@@ -78,7 +78,7 @@ func TestAccessDiff(t *testing.T) {
 	t.Run("gains fail the check unless allowed", func(t *testing.T) {
 		r := run(t, "access", "diff", "--base", baseCfg, "--head", headCfg)
 		require.Equal(t, cli.ExitCheck, r.code, r.stderr)
-		require.Contains(t, r.stdout, "12 gained, 23 lost, 5 capabilities changed")
+		require.Contains(t, r.stdout, "12 gained, 23 lost, 6 capabilities and 1 config fields changed")
 		require.Contains(t, r.stderr, "12 cell(s) gained access")
 		r = run(t, "access", "diff", "--base", baseCfg, "--head", headCfg, "--allow-gain", "--markdown")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
@@ -101,8 +101,9 @@ func TestAccessDiff(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "policies", "kill.rego"), []byte(kill), 0o644))
 		r := run(t, "access", "diff", "--base", headCfg, "--head", filepath.Join(dir, "capgate.yaml"))
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-		require.Contains(t, r.stdout, "0 gained, 29 lost, 0 capabilities changed")
+		require.Contains(t, r.stdout, "0 gained, 29 lost, 0 capabilities and 1 config fields changed")
 		require.Contains(t, r.stdout, "deny.kill(kill switch)")
+		require.Contains(t, r.stdout, "caused by config: deny module kill added", "the losses name the new module")
 	})
 	t.Run("a deployment against itself, and against its own bundle", func(t *testing.T) {
 		r := run(t, "access", "diff", "--base", headCfg, "--head", headCfg)
@@ -145,7 +146,7 @@ func TestAccessDiffGit(t *testing.T) {
 	t.Chdir(repo)
 	r := run(t, "access", "diff", "--base", "git:HEAD~1:deploy/capgate.yaml", "--head", "git:HEAD:deploy/capgate.yaml")
 	require.Equal(t, cli.ExitCheck, r.code, r.stderr)
-	require.Contains(t, r.stdout, "12 gained, 23 lost, 5 capabilities changed")
+	require.Contains(t, r.stdout, "12 gained, 23 lost, 6 capabilities and 1 config fields changed")
 	r = run(t, "access", "diff", "--base", "git:HEAD:deploy/capgate.yaml", "--head", "deploy/capgate.yaml")
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.Contains(t, r.stdout, "no change in access", "the working tree equals HEAD")
@@ -154,10 +155,79 @@ func TestAccessDiffGit(t *testing.T) {
 	require.Contains(t, r.stderr, "git archive no-such-rev")
 	r = run(t, "access", "diff", "--base", "git:HEAD", "--head", "deploy/capgate.yaml")
 	require.Equal(t, cli.ExitUsage, r.code)
-	require.Contains(t, r.stderr, "capgate.yaml", "the default path is capgate.yaml at the root")
+	require.Contains(t, r.stderr, "git:HEAD: no path given, and the default capgate.yaml is not at the root of HEAD's tree: "+
+		"name the config, git:HEAD:path/to/capgate.yaml (relative to the repository root)")
+	r = run(t, "access", "diff", "--base", "git:HEAD:capgate.yaml", "--head", "deploy/capgate.yaml")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Contains(t, r.stderr, "capgate.yaml is not in HEAD's tree: the path is relative to the repository root")
 }
 
 func copyTree(t *testing.T, from, to string) {
 	t.Helper()
 	require.NoError(t, os.CopyFS(to, os.DirFS(from)))
+}
+
+var widenCfg = filepath.Join(accessData, "widen", "capgate.yaml")
+
+func TestAccessMatrixSelectAndQuietHTML(t *testing.T) {
+	t.Run("who can run a capability", func(t *testing.T) {
+		r := run(t, "access", "matrix", "--capability", "purge-invoice-cache")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Contains(t, r.stdout, "who can run purge-invoice-cache: scopes:ops.admin, all-scopes, other-tenant, preview\n")
+		require.Contains(t, r.stdout, "who can see purge-invoice-cache but not run it: nobody\n")
+		require.Contains(t, r.stdout, "purge-invoice-cache  internal  ga  owner finance-platform-team")
+		require.NotContains(t, r.stdout, "lookup-invoice", "only the asked capability")
+		require.Contains(t, r.stdout, "generated at: ")
+		require.Contains(t, r.stdout, "config: (the embedded finance example)")
+	})
+	t.Run("what a class can run", func(t *testing.T) {
+		r := run(t, "access", "matrix", "--callers", callers, "--caller", "employee", "--json")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		var out struct {
+			Rows []struct{ Class string }
+		}
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
+		require.Len(t, out.Rows, 1)
+		require.Equal(t, "employee", out.Rows[0].Class)
+		r = run(t, "access", "matrix", "--callers", callers, "--caller", "employee")
+		require.Contains(t, r.stdout, "what employee can run: extract-invoice-fields, lookup-invoice, lookup-invoice-v1\n")
+	})
+	t.Run("unknown names list the known ones", func(t *testing.T) {
+		r := run(t, "access", "matrix", "--capability", "book-flight")
+		require.Equal(t, cli.ExitUsage, r.code)
+		require.Contains(t, r.stderr, "unknown capability book-flight (known: apply-remittance, ")
+		r = run(t, "access", "matrix", "--callers", callers, "--caller", "authenticated")
+		require.Equal(t, cli.ExitUsage, r.code)
+		require.Contains(t, r.stderr, "unknown caller class authenticated (known: anonymous, employee, ")
+	})
+	t.Run("--html writes the file and says only where", func(t *testing.T) {
+		html := filepath.Join(t.TempDir(), "m.html")
+		r := run(t, "access", "matrix", "--html", html)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Equal(t, "wrote the HTML report to "+html+"\n", r.stdout)
+		b, err := os.ReadFile(html)
+		require.NoError(t, err)
+		require.Contains(t, string(b), "generated at: ")
+		d := filepath.Join(t.TempDir(), "d.html")
+		r = run(t, "access", "diff", "--base", baseCfg, "--head", headCfg, "--html", d, "--allow-gain")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		require.Equal(t, "wrote the HTML report to "+d+"\n", r.stdout)
+	})
+}
+
+// TestAccessDiffNamesTheCause is the widening change through the
+// CLI: the scope change is named as the cause, first, in every form.
+func TestAccessDiffNamesTheCause(t *testing.T) {
+	finance := filepath.Join("..", "..", "..", "..", "manifests", "finance", "capgate.yaml")
+	for _, form := range []string{"", "--markdown", "--json"} {
+		args := []string{"access", "diff", "--base", finance, "--head", widenCfg}
+		if form != "" {
+			args = append(args, form)
+		}
+		r := run(t, args...)
+		require.Equal(t, cli.ExitCheck, r.code, r.stderr)
+		require.Contains(t, r.stdout, "purge-invoice-cache: requires_scopes [ops.admin] → []", form)
+		require.Less(t, strings.Index(r.stdout, "purge-invoice-cache (internal"), strings.Index(r.stdout, "apply-remittance (public"), form)
+		require.NotContains(t, r.stdout, "auth.issuers", "same issuers on both sides")
+	}
 }

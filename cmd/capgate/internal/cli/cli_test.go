@@ -187,8 +187,8 @@ func TestExplain(t *testing.T) {
 		r := run(t, "explain", "--claims", claims)
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
 		require.Contains(t, r.stdout, `caller: subject "p1", tenant "", scopes [invoices.read]`)
-		require.Contains(t, r.stdout, "\nreconcile-invoice (extended, ga)\n  visible:  no  refused by scope.missing(recon.run)")
-		require.Contains(t, r.stdout, "\nlookup-invoice (public, ga)\n  visible:  yes granted by state.ga, visibility.public")
+		require.Contains(t, r.stdout, "\nreconcile-invoice (extended, ga)\n  visible:  no  because scope.missing(recon.run) refused it")
+		require.Contains(t, r.stdout, "\nlookup-invoice (public, ga)\n  visible:  yes because state.ga, visibility.public granted it")
 		require.Contains(t, r.stdout, "\n  limits:   cost_class=\"medium\" max_file_bytes=524288 max_pdf_pages=200\n", "reconcile-invoice's limits")
 	})
 	t.Run("one capability", func(t *testing.T) {

@@ -15,17 +15,39 @@ import (
 )
 
 func runExplain(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "explain", "explain [--config capgate.yaml] --claims claims.json [--capability ID] [--json]")
+	fs := newFlags(env, "explain", "explain [--config capgate.yaml] [--claims claims.json | --token JWT [--verify]] [--capability ID] [--json]\n"+
+		"       explain --decision-id ID --decisions FILE [--json]")
 	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
 	claimsPath := fs.String("claims", "", "JWT claims of the caller (JSON object; - for stdin); omit for an anonymous caller")
+	token := fs.String("token", "", "the caller's JWT (compact form; - for stdin): its claims are read without checking the signature, unless --verify")
+	verify := fs.Bool("verify", false, "with --token: verify the token against the config's issuers (signature, issuer, audience, expiry) first")
 	capID := fs.String("capability", "", "explain only this capability")
+	decisionID := fs.String("decision-id", "", "explain this logged decision (with --decisions)")
+	logPath := fs.String("decisions", "", "a decision log: capgate's console log (JSON lines) or OPA decision-log uploads (gzip'd JSON arrays)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	if *decisionID != "" || *logPath != "" {
+		if *decisionID == "" || *logPath == "" {
+			return usageErr("--decision-id and --decisions go together")
+		}
+		return explainLogged(env, *decisionID, *logPath, *asJSON)
+	}
+	if *claimsPath != "" && *token != "" {
+		return usageErr("--claims and --token exclude each other")
+	}
+	if *verify && *token == "" {
+		return usageErr("--verify needs --token")
+	}
 	d, e, caller, err := loadForCaller(ctx, env, *cfgPath, *claimsPath)
 	if err != nil {
 		return err
+	}
+	if *token != "" {
+		if caller, err = tokenCaller(ctx, env, d, *token, *verify); err != nil {
+			return err
+		}
 	}
 	var decisions []engine.Decision
 	if *capID != "" {
@@ -132,7 +154,11 @@ func yesNo(b bool) string {
 	return "no"
 }
 
-// reasonLine lists refusals first (they decide), then grants.
+// reasonLine says why: for a yes, the grants; for a no, the refusals
+// that decided it, then the grants that a refusal overrides (so a grant
+// is never read as the answer): "because scope.missing(recon.run)
+// refused it (a refusal overrides the grants state.ga,
+// visibility.extended)".
 func reasonLine(rs []engine.Reason) string {
 	var refused, granted []string
 	for _, r := range rs {
@@ -143,14 +169,15 @@ func reasonLine(rs []engine.Reason) string {
 			granted = append(granted, s)
 		}
 	}
-	var parts []string
-	if len(refused) > 0 {
-		parts = append(parts, "refused by "+strings.Join(refused, ", "))
+	switch {
+	case len(refused) == 0 && len(granted) == 0:
+		return "because nothing granted it"
+	case len(refused) == 0:
+		return "because " + strings.Join(granted, ", ") + " granted it"
+	case len(granted) == 0:
+		return "because " + strings.Join(refused, ", ") + " refused it"
 	}
-	if len(granted) > 0 {
-		parts = append(parts, "granted by "+strings.Join(granted, ", "))
-	}
-	return strings.Join(parts, "; ")
+	return "because " + strings.Join(refused, ", ") + " refused it (a refusal overrides the grants " + strings.Join(granted, ", ") + ")"
 }
 
 // limitsLine writes limits as name=value pairs in name order, values as

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/sidecar/identity"
+)
+
+// tokenCaller reads the caller from a compact JWT: its claims as they
+// are (the signature unchecked), or, with verify, as the gateway would
+// after verifying it against the config's issuers. Neither the token nor
+// its text is ever printed.
+func tokenCaller(ctx context.Context, env Env, d *deployment.Deployment, tok string, verify bool) (engine.Caller, error) {
+	if tok == "-" {
+		b, err := readAllLimited(env.Stdin, 1<<20)
+		if err != nil {
+			return engine.Caller{}, usageErr("read token: %v", err)
+		}
+		tok = string(b)
+	}
+	tok = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(tok), "Bearer "))
+	if !verify {
+		claims := jwt.MapClaims{}
+		if _, _, err := jwt.NewParser().ParseUnverified(tok, claims); err != nil {
+			return engine.Caller{}, usageErr("--token: not a compact JWT (header.payload.signature, base64url): its claims cannot be read")
+		}
+		return callerFor(d.Config.Auth, claims), nil
+	}
+	v, err := identity.NewVerifier(ctx, d.Config.Auth, d.Config.ReadFile)
+	if err != nil {
+		return engine.Caller{}, fmt.Errorf("prepare the config's issuers: %w", err)
+	}
+	p, err := v.Verify(ctx, "Bearer "+tok)
+	if err != nil {
+		return engine.Caller{}, checkFailed("--token does not verify against the config's issuers: %v", err)
+	}
+	return p.Caller(), nil
+}
+
+// loggedDecision is a decision-log event as capgate writes it (console
+// JSON lines) and OPA uploads it (gzip'd JSON arrays): the fields explain
+// reads.
+type loggedDecision struct {
+	DecisionID string `json:"decision_id"`
+	Timestamp  string `json:"timestamp"`
+	Path       string `json:"path"`
+	Bundles    map[string]struct {
+		Revision string `json:"revision"`
+	} `json:"bundles"`
+	Input  map[string]any `json:"input"`
+	Result struct {
+		Allow   bool     `json:"allow"`
+		Result  string   `json:"result"`
+		Code    string   `json:"code"`
+		Reasons []string `json:"reasons"`
+		Rules   []struct {
+			Effect string `json:"effect"`
+			Reason string `json:"reason"`
+			Rule   string `json:"rule"`
+		} `json:"rules"`
+	} `json:"result"`
+}
+
+// maxDecisionLog bounds what is read from a decision-log file
+// (decompressed).
+const maxDecisionLog = 1 << 30
+
+// findDecision reads a decision log, gzip'd or not, as a stream of JSON
+// values (each an event or an array of events); lines that are not JSON
+// (a console log's other lines) are skipped.
+func findDecision(r io.Reader, id string) (*loggedDecision, error) {
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, err
+		}
+		br = bufio.NewReader(io.LimitReader(zr, maxDecisionLog))
+	}
+	sc := bufio.NewScanner(br)
+	sc.Buffer(make([]byte, 64<<10), 64<<20)
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 || (line[0] != '{' && line[0] != '[') {
+			continue
+		}
+		dec := jsontext.NewDecoder(bytes.NewReader(line))
+		var events []loggedDecision
+		if line[0] == '[' {
+			if err := json.UnmarshalDecode(dec, &events, json.RejectUnknownMembers(false)); err != nil {
+				continue
+			}
+		} else {
+			var e loggedDecision
+			if err := json.UnmarshalDecode(dec, &e, json.RejectUnknownMembers(false)); err != nil {
+				continue
+			}
+			events = []loggedDecision{e}
+		}
+		for i := range events {
+			if events[i].DecisionID == id {
+				return &events[i], nil
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// explainLogged finds decision id in the log at path and explains it:
+// who asked for what, the outcome, and each reason with the Rego rule
+// behind it.
+func explainLogged(env Env, id, path string, asJSON bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return usageErr("read decisions: %v", err)
+	}
+	defer func() { _ = f.Close() }()
+	e, err := findDecision(f, id)
+	if err != nil {
+		return usageErr("%s: %v", path, err)
+	}
+	if e == nil {
+		return checkFailed("decision %s is not in %s (console JSON lines or OPA's gzip'd JSON arrays)", id, path)
+	}
+	if asJSON {
+		return errors.Join(json.MarshalWrite(env.Stdout, e, jsontext.WithIndent("  "), json.Deterministic(true)), func() error {
+			_, err := io.WriteString(env.Stdout, "\n")
+			return err
+		}())
+	}
+	in := func(k string) string {
+		if v, ok := e.Input[k].(string); ok && v != "" {
+			return v
+		}
+		return "-"
+	}
+	outcome := "refused"
+	if e.Result.Allow {
+		outcome = "allowed"
+	}
+	if e.Result.Code != "" {
+		outcome += " (" + e.Result.Code + ")"
+	}
+	w := bufio.NewWriter(env.Stdout)
+	_, _ = fmt.Fprintf(w, "decision %s at %s\n", e.DecisionID, e.Timestamp)
+	if b, ok := e.Bundles["capgate"]; ok {
+		_, _ = fmt.Fprintf(w, "policy revision: %s\n", b.Revision)
+	}
+	_, _ = fmt.Fprintf(w, "caller: principal %s, tenant %s\n", in("principal"), in("tenant"))
+	_, _ = fmt.Fprintf(w, "asked: %s %s via %s (%s)\n", in("operation"), in("capability"), in("component"), e.Path)
+	_, _ = fmt.Fprintf(w, "outcome: %s\n", outcome)
+	if len(e.Result.Rules) > 0 {
+		_, _ = fmt.Fprintln(w, "because:")
+		for _, r := range e.Result.Rules {
+			_, _ = fmt.Fprintf(w, "  %-7s %s  (rule %s)\n", r.Effect, r.Reason, r.Rule)
+		}
+	} else if len(e.Result.Reasons) > 0 {
+		_, _ = fmt.Fprintf(w, "because: %s\n", strings.Join(e.Result.Reasons, ", "))
+	}
+	return w.Flush()
+}
