@@ -129,7 +129,7 @@ func (k keys) key(kind, slot string, rest ...string) string {
 	b.WriteByte(':')
 	if k.tagged {
 		b.WriteByte('{')
-		b.WriteString(slot)
+		b.WriteString(tag(slot))
 		b.WriteByte('}')
 	} else {
 		b.WriteString(slot)
@@ -139,6 +139,20 @@ func (k keys) key(kind, slot string, rest ...string) string {
 		b.WriteString(r)
 	}
 	return b.String()
+}
+
+// tagEscaper keeps braces out of a hash tag (a } would end it early, and
+// the text between would not be the whole slot part).
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+// tag is the content of the hash tag of slot part s: s with %, { and }
+// escaped, or "%" for an empty s (an empty tag, {}, is no tag to Redis,
+// which would then hash the whole key). No escaped part is "%" alone.
+func tag(s string) string {
+	if s == "" {
+		return "%"
+	}
+	return tagEscaper.Replace(s)
 }
 
 // task is a binding's hash.
