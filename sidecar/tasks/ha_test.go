@@ -174,4 +174,3 @@ func TestRedisSentinel(t *testing.T) {
 	require.False(t, ok, "the master applied the delete; it was only not acknowledged")
 	_ = got
 }
-
