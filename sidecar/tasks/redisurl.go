@@ -199,7 +199,6 @@ func parseStoreURL(raw string) (*storeURL, error) {
 	}
 	// go-redis parses the remaining parameters (and refuses unknown ones)
 	// from a URL of its own form.
-	var gq url.Values = q
 	switch mode {
 	case modeSingle:
 		path := u.Path
@@ -219,8 +218,8 @@ func parseStoreURL(raw string) (*storeURL, error) {
 		if master == "" || strings.Contains(master, "/") {
 			return nil, fmt.Errorf("%s: the path must be the master's name, e.g. %s://host:26379,host:26380/mymaster", display, SchemeSentinel)
 		}
-		gq.Set("master_name", master)
-		o, err := redis.ParseFailoverURL(goRedisURL(addrs, gq))
+		q.Set("master_name", master)
+		o, err := redis.ParseFailoverURL(goRedisURL(addrs, q))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", display, strings.TrimPrefix(err.Error(), "redis: "))
 		}
@@ -238,7 +237,7 @@ func parseStoreURL(raw string) (*storeURL, error) {
 		if q.Has("db") {
 			return nil, fmt.Errorf("%s: a Redis Cluster has no database numbers (db=%s)", display, q.Get("db"))
 		}
-		o, err := redis.ParseClusterURL(goRedisURL(addrs, gq))
+		o, err := redis.ParseClusterURL(goRedisURL(addrs, q))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", display, strings.TrimPrefix(err.Error(), "redis: "))
 		}
