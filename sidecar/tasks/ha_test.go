@@ -148,7 +148,7 @@ func TestRedisCluster(t *testing.T) {
 // master with one replica: every ownership write waits for the replica.
 // Then, with the replica stopped, a write is refused, not acknowledged.
 func TestRedisSentinel(t *testing.T) {
-	set := redisproc.StartSentinelSet(t, "main", 500*time.Millisecond)
+	set := redisproc.StartSentinelSet(t, "main", 5*time.Second) // no failover wanted here: a slow shared machine must not start one
 	url := set.URL()
 	testStore(t, func(t *testing.T, opts ...Option) Store {
 		prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
