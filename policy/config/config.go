@@ -68,12 +68,15 @@ type Config struct {
 	Handlers   map[string]string `yaml:"handlers"` // handler name -> "builtin:echo" or http(s) URL (url of the object form)
 	Listen     Listen            `yaml:"listen"`
 	Router     Router            `yaml:"router"`
-	Store      string            `yaml:"store"` // "memory" or redis://host:port/db
-	Cards      Cards             `yaml:"cards"`
-	Identity   Identity          `yaml:"identity"`
-	Audit      Audit             `yaml:"audit"`
-	Limits     Limits            `yaml:"limits"`
-	Push       Push              `yaml:"push"`
+	Store      string            `yaml:"store"` // "memory" or a Redis URL (tasks.Open)
+	// StorePasswordFile holds the password of the Redis servers of store
+	// (relative to the config file); it takes precedence over one in the URL.
+	StorePasswordFile string   `yaml:"store_password_file"`
+	Cards             Cards    `yaml:"cards"`
+	Identity          Identity `yaml:"identity"`
+	Audit             Audit    `yaml:"audit"`
+	Limits            Limits   `yaml:"limits"`
+	Push              Push     `yaml:"push"`
 	// Services and DecisionLogs are OPA's `services` and `decision_logs`
 	// configuration (OPA's schema, passed to OPA's decision-log plugin
 	// unchanged). Without decision_logs, decisions go to the console.

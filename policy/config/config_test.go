@@ -173,7 +173,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		want     string
 	}{
 		{"unknown top-level key", "store: memory\n", "store: memory\nstorage: redis\n",
-			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push, services, decision_logs, tracing"},
+			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, store_password_file, cards, identity, audit, limits, push, services, decision_logs, tracing"},
 		{"unknown nested key", "      algorithms: [RS256, ES256]\n", "      algorithms: [RS256, ES256]\n      jwks_ttl: 5m\n",
 			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms, tenants, scopes"},
 		{"misspelt key", "  preview_scope:", "  previewScope:",
@@ -263,7 +263,17 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"threshold negative", "threshold: 0.6", "threshold: -0.1",
 			"capgate.yaml:21: router.threshold: -0.1 is outside [0, 1]"},
 		{"store unknown", "store: memory", "store: mysql://db:3306",
-			`capgate.yaml:22: store: "mysql://db:3306" is neither "memory" nor a redis:// or rediss:// URL`},
+			`capgate.yaml:22: store: "mysql://db:3306" is neither "memory" nor a Redis URL (redis://, rediss://, redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://)`},
+		{"store sentinel without master", "store: memory", "store: redis-sentinel://:pw@s1:26379,s2:26379",
+			`capgate.yaml:22: store: redis-sentinel://s1:26379,s2:26379: the path must be the master's name, e.g. redis-sentinel://host:26379,host:26380/mymaster`},
+		{"store cluster with a database", "store: memory", "store: rediss-cluster://c1:7000,c2:7000/2",
+			`capgate.yaml:22: store: rediss-cluster://c1:7000,c2:7000/2: a Redis Cluster has no database numbers or paths (found "2")`},
+		{"store reads from replicas", "store: memory", "store: redis-cluster://c1:7000?read_only=true",
+			`capgate.yaml:22: store: redis-cluster://c1:7000: read_only is not accepted: capgate reads task ownership from the master only`},
+		{"store password file without Redis", "store: memory", "store: memory\nstore_password_file: redis.pw",
+			`capgate.yaml:23: store_password_file: set, but store is "memory": only a Redis store has a password`},
+		{"store password file missing", "store: memory", "store: redis-sentinel://s1:26379/main\nstore_password_file: nope.pw",
+			`capgate.yaml:23: store_password_file: read nope.pw: file does not exist`},
 		{"listen not host:port", "a2a: 127.0.0.1:8080", "a2a: localhost",
 			`capgate.yaml:20: listen.a2a: "localhost" is not host:port (e.g. 127.0.0.1:8080)`},
 		{"listen bad port", "admin: 127.0.0.1:9090", "admin: 127.0.0.1:http",
@@ -293,7 +303,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"duration not a string", "store: memory\n", "store: memory\ncards: {max_age: 300}\n",
 			`capgate.yaml:23: cards.max_age: want a duration such as "30s", got an integer`},
 		{"unknown key at the end", "store: memory\n", "store: memory\nauth2: 1\n",
-			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, cards, identity, audit, limits, push, services, decision_logs, tracing"},
+			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, store_password_file, cards, identity, audit, limits, push, services, decision_logs, tracing"},
 		{"duration unparsable", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: 30 seconds\n",
 			`capgate.yaml:18: auth.clock_skew: "30 seconds" is not a duration (want e.g. "30s" or "5m")`},
 		{"negative duration", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: -5s\n",
@@ -337,7 +347,7 @@ capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned toke
 capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
 capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, jsonrpc_http_status, mtls_principals, known_scopes, trusted_proxy
 capgate.yaml:14: router.threshold: 2 is outside [0, 1]
-capgate.yaml:15: store: "memcached" is neither "memory" nor a redis:// or rediss:// URL`)
+capgate.yaml:15: store: "memcached" is neither "memory" nor a Redis URL (redis://, rediss://, redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://)`)
 }
 
 func TestWarnings(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"strings"
 
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/diag/yamlnode"
@@ -335,4 +336,21 @@ func (c *Config) LoadRegistry() (*manifest.Registry, error) {
 		return nil, err
 	}
 	return manifest.Load(dirs, manifest.Options{Handlers: c.HasHandler})
+}
+
+// StorePassword reads store_password_file (relative to the config file),
+// without surrounding white space; "" when it is not set.
+func (c *Config) StorePassword() (string, error) {
+	if c.StorePasswordFile == "" {
+		return "", nil
+	}
+	b, err := c.ReadFile(c.StorePasswordFile)
+	if err != nil {
+		return "", err
+	}
+	p := strings.TrimSpace(string(b))
+	if p == "" {
+		return "", fmt.Errorf("%s is empty", c.StorePasswordFile)
+	}
+	return p, nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/jwks"
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Algorithms are the JWT signature algorithms an issuer may use.
@@ -73,12 +74,7 @@ func (c *Config) Validate() error {
 	if t := c.Router.Threshold; math.IsNaN(t) || t < 0 || t > 1 {
 		v.add("router.threshold", "%v is outside [0, 1]", t)
 	}
-	if s := c.Store; s != "memory" {
-		u, err := url.Parse(s)
-		if err != nil || (u.Scheme != "redis" && u.Scheme != "rediss") || u.Host == "" {
-			v.add("store", `%q is neither "memory" nor a redis:// or rediss:// URL`, s)
-		}
-	}
+	v.store()
 	if c.Cards.DefaultVersion != "1.0" && c.Cards.DefaultVersion != "0.3" {
 		v.add("cards.default_version", "%q is not one of 1.0, 0.3", c.Cards.DefaultVersion)
 	}
@@ -555,5 +551,23 @@ func (v *validator) trustedProxy() {
 		v.add("auth.trusted_proxy.secret_file", "cannot be read: %v", err)
 	} else if len(strings.TrimSpace(string(b))) < 32 {
 		v.add("auth.trusted_proxy.secret_file", "the secret must be at least 32 bytes")
+	}
+}
+
+// store checks store as tasks.Open reads it, and store_password_file.
+func (v *validator) store() {
+	c := v.c
+	if c.Store != tasks.MemoryURL {
+		if err := tasks.CheckURL(c.Store); err != nil {
+			v.add("store", "%v", err)
+		}
+	}
+	if c.StorePasswordFile == "" {
+		return
+	}
+	if c.Store == tasks.MemoryURL {
+		v.add("store_password_file", "set, but store is %q: only a Redis store has a password", tasks.MemoryURL)
+	} else if _, err := c.StorePassword(); err != nil {
+		v.add("store_password_file", "%v", err)
 	}
 }

@@ -66,6 +66,7 @@ func RestartOnly(started, next *config.Config) []string {
 		{"listen.extauthz", started.Listen.ExtAuthz, next.Listen.ExtAuthz},
 		{"listen.admin", started.Listen.Admin, next.Listen.Admin},
 		{"store", started.Store, next.Store},
+		{"store_password_file", started.StorePasswordFile, next.StorePasswordFile},
 		{"identity", started.Identity, next.Identity},
 		{"limits.max_body_bytes", started.Limits.MaxBodyBytes, next.Limits.MaxBodyBytes},
 		{"limits.max_depth", started.Limits.MaxDepth, next.Limits.MaxDepth},

@@ -340,7 +340,11 @@ func openAudit(cfg *config.Config, w io.Writer) (*audit.Logger, io.Closer, error
 // replicas. A Redis that is down at start is not fatal: cards keep being
 // served and task operations fail closed until it answers.
 func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (tasks.Store, error) {
-	return tasks.Open(ctx, cfg.Store, tasks.WithLogger(log.Named("tasks")))
+	pw, err := cfg.StorePassword()
+	if err != nil {
+		return nil, fmt.Errorf("store_password_file: %w", err)
+	}
+	return tasks.Open(ctx, cfg.Store, tasks.WithLogger(log.Named("tasks")), tasks.WithPassword(pw))
 }
 
 // publishedKeys is the admin JWKS: the token minter's key and, when cards

@@ -88,7 +88,7 @@ func (m *Memory) bind(b Binding, now time.Time, maxPending int) error {
 	m.sweep(now)
 	old, exists := m.bindings[b.TaskID]
 	if exists {
-		if old.Owner() != b.Owner() || (!old.Pending && (old.Capability != b.Capability || old.Handler != b.Handler)) {
+		if conflicts(old, b) {
 			return ErrConflict
 		}
 		if b.CreatedAt.IsZero() {

@@ -34,28 +34,23 @@ const (
 	usageDays = 32
 )
 
-// URL query parameters read by capgate itself (go-redis reads the others).
-const (
-	ParamKeyPrefix  = "key_prefix"
-	ParamBindingTTL = "binding_ttl"
-)
-
 // Redis is a Store shared by replicas: bindings are hashes with a TTL,
 // each owner's task ids a set, each owner's pending task ids a sorted set
 // by expiry, usage per-day counters. Every Redis failure is returned as
-// ErrUnavailable.
+// ErrUnavailable. It runs on one Redis server, a Sentinel set or a Cluster
+// (go-redis's UniversalClient); see keys for the key layout and why no
+// script or transaction crosses a Cluster slot.
 //
-// Keys (prefix "capgate:" by default; owner components query-escaped):
-//
-//	<prefix>task:<task id>                      hash: subject tenant issuer capability handler pending created contextId candidates expires
-//	<prefix>owner:<issuer>:<tenant>:<subject>   set of task ids
-//	<prefix>owner:<tenant>:<subject>            set of task ids of bindings without an issuer (and of every binding written before issuers were recorded)
-//	<prefix>pending:<issuer>:<tenant>:<subject> sorted set of pending task ids, scored by expiry (unix ms)
-//	<prefix>usage:<capability>                  hash: total last (unix ns, zero-padded)
-//	<prefix>usage:<capability>:<day>            calls on that unix day, expires 32 days after it
-//	<prefix>usage-since                         when usage counting began (unix ns), set once
+// An ownership write runs in two steps, each a script on the keys of one
+// slot: first the owner's sets (task id added; pending cap checked and the
+// id reserved), then the task's binding (conflict checked, written). So a
+// binding is never written without its owner's set listing it; a failure
+// or conflict after the first step leaves at most an id in the owner's set
+// that Owned drops (it checks every binding's owner) and, for BindPending,
+// a reservation that counts toward the owner's cap until its expiry.
 type Redis struct {
-	rdb *redis.Client
+	rdb  redis.UniversalClient
+	keys keys
 	options
 }
 
@@ -64,108 +59,142 @@ var (
 	_ Owners = (*Redis)(nil)
 )
 
-// NewRedis returns a store on rdb. It does not contact Redis.
-func NewRedis(rdb *redis.Client, opts ...Option) *Redis {
-	return &Redis{rdb: rdb, options: newOptions(opts)}
+// NewRedis returns a store on rdb (a *redis.Client, a failover client or a
+// *redis.ClusterClient, whose keys get hash tags). It does not contact
+// Redis.
+func NewRedis(rdb redis.UniversalClient, opts ...Option) *Redis {
+	o := newOptions(opts)
+	_, cluster := rdb.(*redis.ClusterClient)
+	return &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}}
 }
 
-// OpenRedis connects to the redis:// or rediss:// URL raw and PINGs it. A
-// failed PING is logged, not returned: the store is usable as soon as Redis
-// answers, and until then its operations fail with ErrUnavailable (capgate
-// keeps serving its cards). Only a malformed URL is an error.
+// OpenRedis connects to the Redis store URL raw (see Open; parseStoreURL
+// for the forms) and writes the usage-since mark. A failed write is logged,
+// not returned: the store is usable as soon as Redis answers, and until
+// then its operations fail with ErrUnavailable (capgate keeps serving its
+// cards). Only a malformed URL is an error.
 //
 // Besides go-redis's query parameters (dial_timeout, read_timeout,
-// write_timeout, max_retries, pool_size, ...), the URL may carry key_prefix
-// and binding_ttl (a Go duration); options given here take precedence.
+// write_timeout, max_retries, pool_size, ...), the URL may carry key_prefix,
+// binding_ttl (a Go duration), min_replicas and replica_timeout; options
+// given here take precedence.
 func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) {
-	ropt, own, err := parseRedisURL(raw)
+	su, err := parseStoreURL(raw)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("store: %w", err)
 	}
-	r := NewRedis(redis.NewClient(ropt), append(own, opts...)...)
+	opts = append(su.own, opts...)
+	if o := newOptions(opts); o.password != "" {
+		su.setPassword(o.password)
+	}
+	r := NewRedis(su.client(), opts...)
 	pctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
 	// The first store opened on this Redis marks when usage counting began.
-	if err := r.rdb.SetNX(pctx, r.sinceKey(), time.Now().UnixNano(), 0).Err(); err != nil {
+	if err := r.rdb.SetNX(pctx, r.keys.since(), time.Now().UnixNano(), 0).Err(); err != nil {
 		r.log.Warn("task store unreachable at start; task operations fail closed until it answers",
-			zap.String("addr", ropt.Addr), zap.Int("db", ropt.DB), zap.Error(err))
+			zap.String("store", su.display), zap.Error(err))
 	}
 	return r, nil
-}
-
-// parseRedisURL returns go-redis options (with capgate's timeouts unless the
-// URL sets them) and the store options the URL carries.
-func parseRedisURL(raw string) (*redis.Options, []Option, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return nil, nil, fmt.Errorf("store %s: malformed URL", redactedStore(raw)) // url.Error would quote the password
-	}
-	q := u.Query()
-	var own []Option
-	if q.Has(ParamKeyPrefix) {
-		own = append(own, WithKeyPrefix(q.Get(ParamKeyPrefix)))
-		q.Del(ParamKeyPrefix)
-	}
-	if q.Has(ParamBindingTTL) {
-		d, err := time.ParseDuration(q.Get(ParamBindingTTL))
-		if err != nil || d <= 0 {
-			return nil, nil, fmt.Errorf("store: %s=%q is not a positive duration", ParamBindingTTL, q.Get(ParamBindingTTL))
-		}
-		own = append(own, WithBindingTTL(d))
-		q.Del(ParamBindingTTL)
-	}
-	u.RawQuery = q.Encode()
-	ropt, err := redis.ParseURL(u.String())
-	if err != nil {
-		return nil, nil, fmt.Errorf("store %s: %w", u.Redacted(), err)
-	}
-	if !q.Has("dial_timeout") {
-		ropt.DialTimeout = DefaultRedisTimeout
-	}
-	if !q.Has("read_timeout") {
-		ropt.ReadTimeout = DefaultRedisTimeout
-	}
-	if !q.Has("write_timeout") {
-		ropt.WriteTimeout = DefaultRedisTimeout
-	}
-	if !q.Has("max_retries") {
-		ropt.MaxRetries = DefaultRedisRetries
-	}
-	ropt.DialerRetries = 1 // fail fast; the command retries above cover a blip
-	ropt.ContextTimeoutEnabled = true
-	return ropt, own, nil
 }
 
 // Close closes the Redis client.
 func (r *Redis) Close() error { return r.rdb.Close() }
 
-func (r *Redis) taskKey(id string) string { return r.prefix + "task:" + id }
-
-// ownerKey is the set of o's task ids. An owner without an issuer keeps the
-// key of the bindings written before issuers were recorded; with an issuer
-// the key has one component more, so the two never meet, and escaping keeps
-// ":" out of every component.
-func (r *Redis) ownerKey(o Owner) string {
-	if o.Issuer == "" {
-		return r.prefix + "owner:" + url.QueryEscape(o.Tenant) + ":" + url.QueryEscape(o.Subject)
-	}
-	return r.prefix + "owner:" + ownerPath(o)
+// keys builds every Redis key, <prefix><kind>:<slot part>[:<rest>…].
+// Each operation's script or transaction touches keys of one slot part
+// only: a task's binding (its id), an owner's task set and pending set (the
+// owner), a capability's usage hash and day counters (the capability). In a
+// Cluster the slot part is a hash tag, {…}, so those keys share a slot;
+// elsewhere it is written bare, the layout of a single Redis, so a store
+// moved from one Redis to a Sentinel set keeps its keys. Owner components
+// are query-escaped ({, } and : included), so no owner key holds a brace of
+// its own; task ids and capabilities are written as they are, and a brace
+// in one ends or starts the tag at the same place in every key of the
+// operation. The Cluster URL refuses a prefix with a brace.
+//
+// A record kept per id and owned like a task (a context, say) gets a kind
+// of its own with the id as slot part, and lists its ids in a set keyed by
+// the owner's slot part, as task and owner do.
+type keys struct {
+	prefix string
+	tagged bool
 }
 
-// pendingKey is the sorted set of o's pending task ids.
-func (r *Redis) pendingKey(o Owner) string { return r.prefix + "pending:" + ownerPath(o) }
+// key is <prefix><kind>:<slot>[:<rest>…], with slot tagged in a Cluster.
+func (k keys) key(kind, slot string, rest ...string) string {
+	var b strings.Builder
+	b.WriteString(k.prefix)
+	b.WriteString(kind)
+	b.WriteByte(':')
+	if k.tagged {
+		b.WriteByte('{')
+		b.WriteString(tag(slot))
+		b.WriteByte('}')
+	} else {
+		b.WriteString(slot)
+	}
+	for _, r := range rest {
+		b.WriteByte(':')
+		b.WriteString(r)
+	}
+	return b.String()
+}
+
+// tagEscaper keeps braces out of a hash tag (a } would end it early, and
+// the text between would not be the whole slot part).
+var tagEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
+
+// tag is the content of the hash tag of slot part s: s with %, { and }
+// escaped, or "%" for an empty s (an empty tag, {}, is no tag to Redis,
+// which would then hash the whole key). No escaped part is "%" alone.
+func tag(s string) string {
+	if s == "" {
+		return "%"
+	}
+	return tagEscaper.Replace(s)
+}
+
+// task is a binding's hash.
+func (k keys) task(id string) string { return k.key("task", id) }
+
+// owner is the set of o's task ids. An owner without an issuer keeps, on a
+// single Redis, the key of the bindings written before issuers were
+// recorded; with an issuer the key has one component more, so the two
+// never meet. In a Cluster every owner key is the owner's full path, the
+// slot part it shares with its pending set.
+func (k keys) owner(o Owner) string {
+	if o.Issuer == "" && !k.tagged {
+		return k.key("owner", url.QueryEscape(o.Tenant)+":"+url.QueryEscape(o.Subject))
+	}
+	return k.key("owner", ownerPath(o))
+}
+
+// pending is the sorted set of o's pending task ids.
+func (k keys) pending(o Owner) string { return k.key("pending", ownerPath(o)) }
+
+// ownerSets are the keys of the owner step of a bind and a delete.
+func (k keys) ownerSets(o Owner) []string { return []string{k.owner(o), k.pending(o)} }
 
 func ownerPath(o Owner) string {
 	return url.QueryEscape(o.Issuer) + ":" + url.QueryEscape(o.Tenant) + ":" + url.QueryEscape(o.Subject)
 }
 
-func (r *Redis) usageKey(capability string) string { return r.prefix + "usage:" + capability }
+// usage is a capability's hash of total and last call.
+func (k keys) usage(capability string) string { return k.key("usage", capability) }
 
-func (r *Redis) sinceKey() string { return r.prefix + "usage-since" }
-
-func (r *Redis) dayKey(capability string, d int64) string {
-	return r.usageKey(capability) + ":" + strconv.FormatInt(d, 10)
+// day is a capability's counter of one unix day.
+func (k keys) day(capability string, d int64) string {
+	return k.key("usage", capability, strconv.FormatInt(d, 10))
 }
+
+// usageKeys are the keys of RecordCall's script.
+func (k keys) usageKeys(capability string, d int64) []string {
+	return []string{k.day(capability, d), k.usage(capability)}
+}
+
+// since is when usage counting began.
+func (k keys) since() string { return k.prefix + "usage-since" }
 
 func (r *Redis) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, r.opTimeout)
@@ -176,26 +205,46 @@ func unavailable(what string, err error) error {
 	return fmt.Errorf("%w: redis %s: %w", ErrUnavailable, what, err)
 }
 
-// bindScript sets a binding unless it would overwrite another one, exactly
-// as Memory.bind decides: an unexpired binding may be rewritten only by its
-// owner (issuer, subject and tenant; a binding without an issuer field has
-// issuer ""), and only to the same capability and handler unless it is
-// pending. A created time of "" keeps the stored one. The owner's set gains
-// the task id and its TTL is renewed to at least owner_ttl_ms.
+// ownerScript is the owner step of a bind (see Redis): the owner's set
+// gains the task id and its TTL is renewed to at least owner_ttl_ms.
+// Without an expiry (Bind) the id leaves the owner's pending set. With one
+// (BindPending) the pending set first loses its expired ids; if it holds
+// max_pending others the answer is 'full' and nothing is written;
+// otherwise the id is entered at its expiry and the set expires with its
+// last entry.
 //
-// Without an expiry (Bind) the binding lives binding_ttl_ms and leaves the
-// owner's pending set. With one (BindPending) the owner's pending set first
-// loses its expired ids; if it holds max_pending others the answer is
-// 'full' and nothing is written; otherwise the binding and its pending-set
-// entry expire at the expiry.
-//
-// KEYS: task, owner set, pending set. ARGV: subject tenant issuer capability
-// handler pending created contextId candidates taskId now_ms binding_ttl_ms
+// KEYS: owner set, pending set (keys.ownerSets). ARGV: taskId now_ms
 // owner_ttl_ms expires_ms (empty for Bind) max_pending.
+var ownerScript = redis.NewScript(`
+if ARGV[4] ~= '' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
+  if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 'full' end
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
+  local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+  redis.call('PEXPIREAT', KEYS[2], last[2])
+else
+  redis.call('ZREM', KEYS[2], ARGV[1])
+end
+redis.call('SADD', KEYS[1], ARGV[1])
+if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+return 'ok'
+`)
+
+// bindScript is the task step of a bind: it sets the binding unless it
+// would overwrite another one, exactly as Memory.bind decides: an unexpired
+// binding may be rewritten only by its owner (issuer, subject and tenant; a
+// binding without an issuer field has issuer ""), and only to the same
+// capability and handler unless it is pending. A created time of "" keeps
+// the stored one. Without an expiry (Bind) the binding lives
+// binding_ttl_ms; with one (BindPending) it expires then.
+//
+// KEYS: task. ARGV: subject tenant issuer capability handler pending
+// created contextId candidates now_ms binding_ttl_ms expires_ms (empty for
+// Bind).
 var bindScript = redis.NewScript(`
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires')
 local exists = old[1]
-if exists and old[7] and old[7] ~= '' and tonumber(old[7]) <= tonumber(ARGV[11]) then
+if exists and old[7] and old[7] ~= '' and tonumber(old[7]) <= tonumber(ARGV[10]) then
   redis.call('DEL', KEYS[1])
   exists = false
 end
@@ -203,41 +252,99 @@ if exists then
   if old[1] ~= ARGV[1] or old[2] ~= ARGV[2] or (old[3] or '') ~= ARGV[3] then return 'conflict' end
   if old[6] ~= '1' and (old[4] ~= ARGV[4] or old[5] ~= ARGV[5]) then return 'conflict' end
 end
-if ARGV[14] ~= '' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', ARGV[11])
-  if not redis.call('ZSCORE', KEYS[3], ARGV[10]) and redis.call('ZCARD', KEYS[3]) >= tonumber(ARGV[15]) then return 'full' end
-end
 redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'capability', ARGV[4], 'handler', ARGV[5],
   'pending', ARGV[6], 'contextId', ARGV[8], 'candidates', ARGV[9])
 if ARGV[7] ~= '' or not exists then redis.call('HSET', KEYS[1], 'created', ARGV[7]) end
-if ARGV[14] == '' then
+if ARGV[12] == '' then
   redis.call('HDEL', KEYS[1], 'expires')
-  redis.call('PEXPIRE', KEYS[1], ARGV[12])
-  redis.call('ZREM', KEYS[3], ARGV[10])
+  redis.call('PEXPIRE', KEYS[1], ARGV[11])
 else
-  redis.call('HSET', KEYS[1], 'expires', ARGV[14])
-  redis.call('PEXPIREAT', KEYS[1], ARGV[14])
-  redis.call('ZADD', KEYS[3], ARGV[14], ARGV[10])
-  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[3], last[2])
+  redis.call('HSET', KEYS[1], 'expires', ARGV[12])
+  redis.call('PEXPIREAT', KEYS[1], ARGV[12])
 end
-redis.call('SADD', KEYS[2], ARGV[10])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[13]) then redis.call('PEXPIRE', KEYS[2], ARGV[13]) end
 return 'ok'
 `)
 
-// deleteScript drops a binding and its owner-set and pending-set entries if
-// the binding still belongs to the owner the caller read. KEYS: task, owner
-// set, pending set. ARGV: subject tenant issuer taskId.
+// deleteScript is the task step of a delete: it drops the binding and
+// answers its owner (subject tenant issuer), or nothing when there is no
+// binding. KEYS: task.
 var deleteScript = redis.NewScript(`
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer')
-if not old[1] then return 'gone' end
-if old[1] ~= ARGV[1] or old[2] ~= ARGV[2] or (old[3] or '') ~= ARGV[3] then return 'moved' end
+if not old[1] then return {} end
 redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[4])
-redis.call('ZREM', KEYS[3], ARGV[4])
+return {old[1], old[2] or '', old[3] or ''}
+`)
+
+// ownerDeleteScript is the owner step of a delete. KEYS: owner set,
+// pending set (keys.ownerSets). ARGV: taskId.
+var ownerDeleteScript = redis.NewScript(`
+redis.call('SREM', KEYS[1], ARGV[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
 return 'ok'
 `)
+
+// write runs an ownership script on keys (of one slot) and, with
+// min_replicas, waits on the connection that wrote until that many
+// replicas confirmed it (WAIT may not run inside a script). Fewer
+// confirmations in time fail the write: it was applied on the master but is
+// not acknowledged.
+func (r *Redis) write(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
+	if r.minReplicas == 0 {
+		return s.Run(ctx, r.rdb, keys, args...).Result()
+	}
+	// One connection: the master of the keys' slot in a Cluster (WAIT has
+	// no key to route by), the master itself otherwise.
+	var conn interface {
+		Pipelined(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)
+	} = r.rdb
+	cc, cluster := r.rdb.(*redis.ClusterClient)
+	if cluster {
+		m, err := cc.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, err
+		}
+		conn = m
+	}
+	res, err := r.writeWait(ctx, conn, s.EvalSha, keys, args)
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		res, err = r.writeWait(ctx, conn, s.Eval, keys, args)
+	}
+	if err != nil && cluster && !errors.Is(err, errNotReplicated) {
+		// The slot may have moved (failover, resharding): refresh the map.
+		cc.ReloadState(ctx)
+	}
+	return res, err
+}
+
+type evalFunc func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd
+
+func (r *Redis) writeWait(ctx context.Context, conn interface {
+	Pipelined(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)
+}, eval evalFunc, keys []string, args []any) (any, error) {
+	var cmd *redis.Cmd
+	var wait *redis.IntCmd
+	_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = eval(ctx, p, keys, args...)
+		// go-redis's Wait (not in the Pipeliner interface) reads for as
+		// long as WAIT may block.
+		wait = p.(interface {
+			Wait(context.Context, int, time.Duration) *redis.IntCmd
+		}).Wait(ctx, r.minReplicas, r.replicaTimeout)
+		return nil
+	})
+	res, err := cmd.Result()
+	if err != nil {
+		return nil, err
+	}
+	n, err := wait.Result()
+	if err != nil {
+		return nil, err
+	}
+	if n < int64(r.minReplicas) {
+		return nil, fmt.Errorf("%w (%d of %d)", errNotReplicated, n, r.minReplicas)
+	}
+	return res, nil
+}
 
 // recordScript counts one call. KEYS: per-day counter, usage hash. ARGV:
 // expire-at (unix s), time (zero-padded unix ns, so strings order as times).
@@ -294,17 +401,25 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 		ownerTTL = max(ownerTTL, expires.Sub(now))
 	}
 	o := b.Owner()
-	res, err := bindScript.Run(ctx, r.rdb, []string{r.taskKey(b.TaskID), r.ownerKey(o), r.pendingKey(o)},
-		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
-		b.TaskID, now.UnixMilli(), r.ttl.Milliseconds(), ownerTTL.Milliseconds(), exp, maxPending).Text()
+	res, err := r.write(ctx, ownerScript, r.keys.ownerSets(o), b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending)
 	if err != nil {
 		return unavailable("bind", err)
 	}
-	switch res {
-	case "conflict":
-		return ErrConflict
-	case "full":
+	if res == "full" {
+		// A conflict is the answer when both hold, as in Memory.
+		if old, ok, err := r.Lookup(ctx, b.TaskID); err == nil && ok && conflicts(old, b) {
+			return ErrConflict
+		}
 		return ErrTooManyPending
+	}
+	res, err = r.write(ctx, bindScript, []string{r.keys.task(b.TaskID)},
+		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
+		now.UnixMilli(), r.ttl.Milliseconds(), exp)
+	if err != nil {
+		return unavailable("bind", err)
+	}
+	if res == "conflict" {
+		return ErrConflict
 	}
 	return nil
 }
@@ -350,7 +465,7 @@ func decodeBinding(taskID string, vals []any) (Binding, bool, error) {
 func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	vals, err := r.rdb.HMGet(ctx, r.taskKey(taskID), bindingFields...).Result()
+	vals, err := r.rdb.HMGet(ctx, r.keys.task(taskID), bindingFields...).Result()
 	if err != nil {
 		return Binding{}, false, unavailable("lookup", err)
 	}
@@ -377,7 +492,7 @@ func (r *Redis) Owned(ctx context.Context, o Owner) ([]Binding, error) {
 	sets := make([]*redis.StringSliceCmd, len(owners))
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, so := range owners {
-			sets[i] = p.SMembers(ctx, r.ownerKey(so))
+			sets[i] = p.SMembers(ctx, r.keys.owner(so))
 		}
 		return nil
 	}); err != nil {
@@ -398,7 +513,7 @@ func (r *Redis) Owned(ctx context.Context, o Owner) ([]Binding, error) {
 	cmds := make([]*redis.SliceCmd, len(members))
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, m := range members {
-			cmds[i] = p.HMGet(ctx, r.taskKey(m.id), bindingFields...)
+			cmds[i] = p.HMGet(ctx, r.keys.task(m.id), bindingFields...)
 		}
 		return nil
 	}); err != nil {
@@ -420,7 +535,7 @@ func (r *Redis) Owned(ctx context.Context, o Owner) ([]Binding, error) {
 	}
 	for so, ids := range stale {
 		// Best effort: a binding bound again meanwhile re-adds its id.
-		if err := r.rdb.SRem(ctx, r.ownerKey(so), ids...).Err(); err != nil {
+		if err := r.rdb.SRem(ctx, r.keys.owner(so), ids...).Err(); err != nil {
 			r.log.Debug("stale task ids not removed", zap.Error(err))
 		}
 	}
@@ -428,32 +543,28 @@ func (r *Redis) Owned(ctx context.Context, o Owner) ([]Binding, error) {
 	return out, nil
 }
 
-// Delete implements Store.
+// Delete implements Store: the binding goes first (waiting for replicas
+// like a bind), then its id leaves its owner's sets (an id left behind by a
+// failure there is dropped by Owned, or by its pending expiry).
 func (r *Redis) Delete(ctx context.Context, taskID string) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	key := r.taskKey(taskID)
-	for range 3 { // the owner read may race with an expiry and a new Bind
-		vals, err := r.rdb.HMGet(ctx, key, "subject", "tenant", "issuer").Result()
-		if err != nil {
-			return unavailable("delete", err)
-		}
-		if vals[0] == nil {
-			return nil
-		}
-		var o Owner
-		o.Subject, _ = vals[0].(string)
-		o.Tenant, _ = vals[1].(string)
-		o.Issuer, _ = vals[2].(string)
-		res, err := deleteScript.Run(ctx, r.rdb, []string{key, r.ownerKey(o), r.pendingKey(o)}, o.Subject, o.Tenant, o.Issuer, taskID).Text()
-		if err != nil {
-			return unavailable("delete", err)
-		}
-		if res != "moved" {
-			return nil
-		}
+	res, err := r.write(ctx, deleteScript, []string{r.keys.task(taskID)})
+	if err != nil {
+		return unavailable("delete", err)
 	}
-	return unavailable("delete", errors.New("binding changed owner during delete"))
+	old, _ := res.([]any)
+	if len(old) != 3 {
+		return nil
+	}
+	var o Owner
+	o.Subject, _ = old[0].(string)
+	o.Tenant, _ = old[1].(string)
+	o.Issuer, _ = old[2].(string)
+	if err := ownerDeleteScript.Run(ctx, r.rdb, r.keys.ownerSets(o), taskID).Err(); err != nil {
+		return unavailable("delete", err)
+	}
+	return nil
 }
 
 // RecordCall implements Store.
@@ -462,7 +573,7 @@ func (r *Redis) RecordCall(ctx context.Context, capability string, t time.Time) 
 	defer cancel()
 	d := day(t)
 	ns := max(t.UnixNano(), 0)
-	err := recordScript.Run(ctx, r.rdb, []string{r.dayKey(capability, d), r.usageKey(capability)},
+	err := recordScript.Run(ctx, r.rdb, r.keys.usageKeys(capability, d),
 		(d+usageDays)*86400, fmt.Sprintf("%020d", ns)).Err()
 	if err != nil {
 		return unavailable("record call", err)
@@ -478,14 +589,14 @@ func (r *Redis) Usage(ctx context.Context, capability string, now time.Time) (Us
 	from, to := day(now.Add(-Window)), day(now)
 	keys := make([]string, 0, to-from)
 	for d := from + 1; d <= to; d++ {
-		keys = append(keys, r.dayKey(capability, d))
+		keys = append(keys, r.keys.day(capability, d))
 	}
 	var hm *redis.SliceCmd
 	var days *redis.SliceCmd
 	var since *redis.StringCmd
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		since = p.Get(ctx, r.sinceKey())
-		hm = p.HMGet(ctx, r.usageKey(capability), "total", "last")
+		since = p.Get(ctx, r.keys.since())
+		hm = p.HMGet(ctx, r.keys.usage(capability), "total", "last")
 		if len(keys) > 0 {
 			days = p.MGet(ctx, keys...)
 		}

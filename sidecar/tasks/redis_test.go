@@ -346,22 +346,94 @@ func TestOpen(t *testing.T) {
 	}
 }
 
-func TestParseRedisURL(t *testing.T) {
-	o, own, err := parseRedisURL("rediss://u:p@cache.internal:6380/3?key_prefix=fin%3A&binding_ttl=48h&read_timeout=2s")
+func TestParseStoreURL(t *testing.T) {
+	u, err := parseStoreURL("rediss://u:p@cache.internal:6380/3?key_prefix=fin%3A&binding_ttl=48h&read_timeout=2s")
 	require.NoError(t, err)
+	o := u.single
 	require.Equal(t, "cache.internal:6380", o.Addr)
 	require.Equal(t, 3, o.DB)
+	require.Equal(t, "p", o.Password)
 	require.NotNil(t, o.TLSConfig)
 	require.Equal(t, DefaultRedisTimeout, o.DialTimeout)
 	require.Equal(t, 2*time.Second, o.ReadTimeout, "the URL's timeout wins")
 	require.Equal(t, DefaultRedisTimeout, o.WriteTimeout)
 	require.Equal(t, DefaultRedisRetries, o.MaxRetries)
-	r := NewRedis(redis.NewClient(o), own...)
+	r := NewRedis(u.client(), u.own...)
 	t.Cleanup(func() { _ = r.Close() })
 	require.Equal(t, "fin:", r.prefix)
 	require.Equal(t, 48*time.Hour, r.ttl)
+	require.Zero(t, r.minReplicas, "a single Redis waits for no replica")
+	require.False(t, r.keys.tagged)
 
-	r = NewRedis(redis.NewClient(o), append(own, WithKeyPrefix("x:"))...)
+	r = NewRedis(u.client(), append(u.own, WithKeyPrefix("x:"))...)
 	t.Cleanup(func() { _ = r.Close() })
 	require.Equal(t, "x:", r.prefix, "options given in code win over the URL")
+
+	u, err = parseStoreURL("redis-sentinel://app:pw@s1:26379,s2:26380,[::1]:26381/main?db=2&dial_timeout=1s")
+	require.NoError(t, err)
+	f := u.failover
+	require.Equal(t, []string{"s1:26379", "s2:26380", "[::1]:26381"}, f.SentinelAddrs)
+	require.Equal(t, "main", f.MasterName)
+	require.Equal(t, 2, f.DB)
+	require.Equal(t, "app", f.Username)
+	require.Equal(t, "pw", f.Password)
+	require.Empty(t, f.SentinelPassword, "Sentinels are contacted without the servers' credentials")
+	require.Nil(t, f.TLSConfig)
+	require.Equal(t, time.Second, f.DialTimeout)
+	require.Equal(t, DefaultRedisTimeout, f.ReadTimeout)
+	r = NewRedis(u.client(), u.own...)
+	t.Cleanup(func() { _ = r.Close() })
+	require.Equal(t, 1, r.minReplicas, "Sentinel: writes wait for one replica by default")
+	require.Equal(t, DefaultReplicaTimeout, r.replicaTimeout)
+	require.False(t, r.keys.tagged, "Sentinel keeps the single-Redis key layout")
+
+	u, err = parseStoreURL("rediss-cluster://:pw@c1:7000,c2:7001?min_replicas=2&replica_timeout=100ms")
+	require.NoError(t, err)
+	c := u.cluster
+	require.Equal(t, []string{"c1:7000", "c2:7001"}, c.Addrs)
+	require.Equal(t, "pw", c.Password)
+	require.Equal(t, "c1", c.TLSConfig.ServerName)
+	r = NewRedis(u.client(), u.own...)
+	t.Cleanup(func() { _ = r.Close() })
+	require.Equal(t, 2, r.minReplicas)
+	require.Equal(t, 100*time.Millisecond, r.replicaTimeout)
+	require.True(t, r.keys.tagged, "Cluster keys carry hash tags")
+
+	u, err = parseStoreURL("redis-cluster://c1:7000")
+	require.NoError(t, err)
+	u.setPassword("from-file")
+	require.Equal(t, "from-file", u.cluster.Password)
+}
+
+// TestCheckURL: every malformed store URL is refused before Redis is
+// contacted, with a message that names the problem and never the password.
+func TestCheckURL(t *testing.T) {
+	for raw, want := range map[string]string{
+		"mysql://db:3306":                                    "neither",
+		"redis-sentinel://:secret@s1:26379":                  "master's name",
+		"redis-sentinel://:secret@s1:26379/a/b":              "master's name",
+		"redis-sentinel://:secret@s1/main":                   `"s1" is not host:port`,
+		"redis-sentinel://:secret@s1:26379,/main":            `"" is not host:port`,
+		"redis-sentinel://:secret@s1:99999/main":             "is not host:port",
+		"redis-sentinel://:secret@s1:26379/main?db=x":        "database number",
+		"redis-cluster://:secret@c1:7000/3":                  "no database numbers",
+		"redis-cluster://:secret@c1:7000?db=1":               "no database numbers",
+		"redis-cluster://:secret@c1:7000?key_prefix=%7Bx%7D": "must not contain { or }",
+		"redis-cluster://:secret@c1:7000?read_only=true":     "master only",
+		"redis-sentinel://:secret@s1:1/m?replica_only=true":  "master only",
+		"redis-cluster://:secret@c1:7000?nope=1":             "nope",
+		"redis-cluster://:secret@c1:7000?min_replicas=-1":    "min_replicas",
+		"redis-cluster://:secret@c1:7000?replica_timeout=1s": "shorter than read_timeout",
+		"redis://:secret@h1:1,h2:2/0":                        "one host:port",
+		"redis://:secret@h:6379/0?binding_ttl=soon":          "binding_ttl",
+	} {
+		err := CheckURL(raw)
+		require.Error(t, err, raw)
+		require.Contains(t, err.Error(), want, raw)
+		require.NotContains(t, err.Error(), "secret", "the password is not echoed")
+	}
+	for _, ok := range []string{"redis://h", "redis://h:6379/2", "rediss-sentinel://u:p@s1:1,s2:2/m", "redis-cluster://c:1?key_prefix=a:"} {
+		require.NoError(t, CheckURL(ok), ok)
+		require.True(t, IsRedisURL(ok))
+	}
 }

@@ -13,7 +13,9 @@ import (
 const MemoryURL = "memory"
 
 // Open opens the store a config names: "memory" for an in-process Memory,
-// or a redis:// or rediss:// URL for a Redis store shared by replicas (see
+// or a Redis URL — one server (redis://, rediss://), a Sentinel set
+// (redis-sentinel://, rediss-sentinel://) or a Cluster (redis-cluster://,
+// rediss-cluster://) — for a Redis store shared by replicas (see
 // OpenRedis: a Redis that does not answer at start is logged, not an error;
 // task operations then fail closed with ErrUnavailable). A store ignores the
 // options it has no use for. A store that holds connections implements
@@ -22,10 +24,10 @@ func Open(ctx context.Context, url string, opts ...Option) (Store, error) {
 	switch {
 	case url == MemoryURL:
 		return NewMemory(0, opts...), nil
-	case strings.HasPrefix(url, "redis://"), strings.HasPrefix(url, "rediss://"):
+	case IsRedisURL(url):
 		return OpenRedis(ctx, url, opts...)
 	}
-	return nil, fmt.Errorf("store %q: neither %q nor a redis:// or rediss:// URL", redactedStore(url), MemoryURL)
+	return nil, fmt.Errorf("store: %w", CheckURL(url))
 }
 
 // redactedStore hides anything after "://" that looks like credentials.
@@ -50,6 +52,11 @@ type options struct {
 	opTimeout time.Duration
 	log       *zap.Logger
 	now       func() time.Time
+	// minReplicas replicas must confirm each ownership write within
+	// replicaTimeout (Redis WAIT) before it is acknowledged; 0 waits for none.
+	minReplicas    int
+	replicaTimeout time.Duration
+	password       string
 }
 
 func newOptions(opts []Option) options {
@@ -65,6 +72,9 @@ func newOptions(opts []Option) options {
 	}
 	if o.opTimeout <= 0 {
 		o.opTimeout = DefaultOpTimeout
+	}
+	if o.replicaTimeout <= 0 {
+		o.replicaTimeout = DefaultReplicaTimeout
 	}
 	if o.now == nil {
 		o.now = time.Now
@@ -91,3 +101,17 @@ func WithOpTimeout(d time.Duration) Option { return func(o *options) { o.opTimeo
 
 // WithLogger sets the logger (a Redis that is down at start is logged).
 func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
+
+// WithReplicas makes every ownership write (Bind, BindPending, Delete) wait
+// until n replicas confirmed it (Redis WAIT n timeout, on the connection
+// that wrote) before it succeeds; a write fewer replicas confirmed in time
+// fails with ErrUnavailable and is not acknowledged. n = 0 waits for none.
+// The Sentinel and Cluster URLs default to 1 (min_replicas), a single
+// Redis to 0.
+func WithReplicas(n int, timeout time.Duration) Option {
+	return func(o *options) { o.minReplicas, o.replicaTimeout = n, timeout }
+}
+
+// WithPassword sets the password of the Redis servers (store_password_file),
+// taking precedence over one in the URL.
+func WithPassword(p string) Option { return func(o *options) { o.password = p } }

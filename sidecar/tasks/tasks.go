@@ -62,6 +62,14 @@ func (b Binding) OwnedBy(o Owner) bool {
 	return b.Issuer == o.Issuer || (b.Issuer == "" && o.Legacy)
 }
 
+// conflicts reports whether binding b may not overwrite the unexpired
+// binding old: only old's owner may rewrite it, and only to the same
+// capability and handler unless old is pending (Redis's bindScript decides
+// the same in Lua).
+func conflicts(old, b Binding) bool {
+	return old.Owner() != b.Owner() || (!old.Pending && (old.Capability != b.Capability || old.Handler != b.Handler))
+}
+
 // expired reports whether b has an expiry that now has reached.
 func (b Binding) expired(now time.Time) bool {
 	return !b.ExpiresAt.IsZero() && !now.Before(b.ExpiresAt)

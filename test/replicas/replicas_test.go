@@ -242,6 +242,8 @@ type outcome struct {
 	status   int
 	rpcError string
 	ctype    string
+	// ownerRead marks a GetTask by the task's owner (the failover test).
+	ownerRead bool
 }
 
 // TestRedisRestartUnderLoad crashes Redis (SIGKILL) in the middle of a load

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,12 +30,14 @@ type Server struct {
 	// Addr is "127.0.0.1:port"; Dir is the data directory.
 	Addr, Dir string
 
-	t    testing.TB
-	bin  string
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	out  *bytes.Buffer
-	done chan struct{}
+	t        testing.TB
+	bin      string
+	sentinel string   // the config a Sentinel starts from
+	args     []string // after the defaults (Start) or instead of them (sentinel)
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	out      *bytes.Buffer
+	done     chan struct{}
 }
 
 // Required reports whether tests that need redis-server must fail rather
@@ -64,11 +67,16 @@ func Lookup(t testing.TB) string {
 }
 
 // Start runs redis-server on a free port with a fresh data directory,
-// appendonly yes and appendfsync always, waits until it answers PING, and
-// kills it when the test ends.
-func Start(t testing.TB) *Server {
+// appendonly yes and appendfsync always (and args after those, e.g.
+// "--replicaof", "127.0.0.1 6380"), waits until it answers PING, and kills
+// it when the test ends.
+func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
-	s := &Server{t: t, bin: Lookup(t), Dir: t.TempDir()}
+	return launch(t, &Server{t: t, bin: Lookup(t), Dir: t.TempDir(), args: args})
+}
+
+func launch(t testing.TB, s *Server) *Server {
+	t.Helper()
 	var err error
 	for range 5 { // another process may take the free port before redis binds it
 		var port int
@@ -131,7 +139,7 @@ func (s *Server) Restart() {
 
 func (s *Server) start() error {
 	_, port, _ := net.SplitHostPort(s.Addr)
-	cmd := exec.Command(s.bin,
+	args := []string{
 		"--port", port,
 		"--bind", "127.0.0.1",
 		"--dir", s.Dir,
@@ -140,7 +148,17 @@ func (s *Server) start() error {
 		"--appendfsync", "always",
 		"--daemonize", "no",
 		"--logfile", "",
-	)
+	}
+	if s.sentinel != "" {
+		conf := filepath.Join(s.Dir, "sentinel.conf")
+		if _, err := os.Stat(conf); err != nil { // Sentinel rewrites it; a restart keeps what it learnt
+			if err := os.WriteFile(conf, []byte(s.sentinel), 0o600); err != nil {
+				return err
+			}
+		}
+		args = []string{conf, "--sentinel", "--port", port, "--bind", "127.0.0.1", "--dir", s.Dir, "--daemonize", "no", "--logfile", ""}
+	}
+	cmd := exec.Command(s.bin, append(args, s.args...)...)
 	out := &bytes.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = sysProcAttr()
@@ -198,4 +216,78 @@ func freePort() (int, error) {
 	}
 	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// StartSentinel runs redis-server as a Sentinel (redis-server <conf>
+// --sentinel) on a free port, monitoring the master called name at
+// masterAddr with quorum 2, down-after-milliseconds downAfter and a
+// failover timeout of 4 × downAfter (short, for tests).
+func StartSentinel(t testing.TB, name, masterAddr string, downAfter time.Duration) *Server {
+	t.Helper()
+	host, port, _ := net.SplitHostPort(masterAddr)
+	ms := downAfter.Milliseconds()
+	conf := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s 2\n"+
+		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
+		"sentinel failover-timeout %[1]s %[5]d\n"+
+		"sentinel parallel-syncs %[1]s 1\n", name, host, port, ms, 4*ms)
+	return launch(t, &Server{t: t, bin: Lookup(t), Dir: t.TempDir(), sentinel: conf})
+}
+
+// StartCluster runs a Redis Cluster of masters masters with replicas
+// replicas each (redis-server --cluster-enabled yes, node timeout 1 s),
+// joined by redis-cli --cluster create, and waits until every node reports
+// cluster_state:ok and every replica is in sync. The first masters servers are the masters.
+func StartCluster(t testing.TB, masters, replicas int) []*Server {
+	t.Helper()
+	cli := lookupCLI(t)
+	nodes := make([]*Server, masters*(1+replicas))
+	args := []string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "1000"}
+	var addrs []string
+	for i := range nodes {
+		nodes[i] = Start(t, args...)
+		addrs = append(addrs, nodes[i].Addr)
+	}
+	create := append([]string{"--cluster", "create"}, addrs...)
+	create = append(create, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	if out, err := exec.Command(cli, create...).CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range nodes {
+		for {
+			out, err := exec.Command(cli, "-h", "127.0.0.1", "-p", n.Port(), "cluster", "info").Output()
+			if err == nil && bytes.Contains(out, []byte("cluster_state:ok")) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cluster node %s not ok after 30s: %v\n%s", n.Addr, err, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for _, n := range nodes {
+		out, err := exec.Command(cli, "-h", "127.0.0.1", "-p", n.Port(), "info", "replication").Output()
+		if err != nil {
+			t.Fatalf("cluster node %s: %v", n.Addr, err)
+		}
+		if bytes.Contains(out, []byte("role:slave")) {
+			WaitInSync(t, n)
+		}
+	}
+	return nodes
+}
+
+// lookupCLI returns the path of redis-cli, skipping or failing like Lookup.
+func lookupCLI(t testing.TB) string {
+	t.Helper()
+	Lookup(t)
+	bin, err := exec.LookPath("redis-cli")
+	if err == nil {
+		return bin
+	}
+	if Required() {
+		t.Fatalf("redis-cli is not installed but CI is set: these tests must run (install the redis-tools package)")
+	}
+	t.Skipf("redis-cli is not installed: skipping the Redis Cluster tests (set CI=true to make this a failure)")
+	return ""
 }

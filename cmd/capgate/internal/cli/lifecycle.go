@@ -45,8 +45,12 @@ func runLifecycle(ctx context.Context, env Env, args []string) error {
 		src  lifecycle.Source
 		name string
 	)
-	if store := d.Config.Store; *adminURL == "" && (strings.HasPrefix(store, "redis://") || strings.HasPrefix(store, "rediss://")) {
-		st, err := tasks.Open(ctx, store)
+	if store := d.Config.Store; *adminURL == "" && tasks.IsRedisURL(store) {
+		pw, err := d.Config.StorePassword()
+		if err != nil {
+			return usageErr("store_password_file: %v", err)
+		}
+		st, err := tasks.Open(ctx, store, tasks.WithPassword(pw))
 		if err != nil {
 			return usageErr("store: %v", err)
 		}

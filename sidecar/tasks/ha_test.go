@@ -1,0 +1,176 @@
+package tasks
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/test/replicas/redisproc"
+)
+
+// crc16 is Redis Cluster's key hash (CRC-16/XMODEM).
+func crc16(b string) uint16 {
+	var crc uint16
+	for i := range len(b) {
+		crc ^= uint16(b[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+// slot is the Cluster slot of key: the hash of its hash tag — what lies
+// between the first { and the first } after it, when not empty — or of the
+// whole key.
+func slot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return int(crc16(key) % 16384)
+}
+
+// operationKeys are the key sets one script or transaction of the Redis
+// store touches, built by the store's own key functions.
+func operationKeys(k keys, o Owner, taskID, capability string, day int64) map[string][]string {
+	return map[string][]string{
+		"ownerScript/ownerDeleteScript": k.ownerSets(o),
+		"bindScript/deleteScript":       {k.task(taskID)},
+		"recordScript":                  k.usageKeys(capability, day),
+	}
+}
+
+// TestClusterKeySlots: in a Cluster layout every script's keys hash to
+// one slot, for owners, task ids and capabilities drawn with the
+// characters that matter (braces, colons, escapes, empty parts), and the
+// keys of different owners, tasks and capabilities spread over slots.
+func TestClusterKeySlots(t *testing.T) {
+	rng := rand.New(rand.NewPCG(22, 3))
+	alphabet := []string{"", "a", "b", "{", "}", "{}", ":", "%", "%7B", "é", " ", "/", "x{y}z"}
+	word := func() string {
+		var b strings.Builder
+		for range rng.IntN(5) {
+			b.WriteString(alphabet[rng.IntN(len(alphabet))])
+		}
+		return b.String()
+	}
+	slots := map[int]bool{}
+	for i := range 5000 {
+		k := keys{prefix: []string{"capgate:", "", "fin:", "a:b:"}[i%4], tagged: true}
+		o := Owner{Issuer: word(), Subject: word(), Tenant: word()}
+		for name, ks := range operationKeys(k, o, word(), word(), int64(rng.IntN(30000))) {
+			for _, key := range ks[1:] {
+				require.Equal(t, slot(ks[0]), slot(key), "%s keys %q cross slots", name, ks)
+			}
+		}
+		slots[slot(k.owner(o))] = true
+		slots[slot(k.task(strconv.Itoa(i)))] = true
+	}
+	require.Greater(t, len(slots), 1000, "keys spread over the cluster's slots")
+
+	// Without tags (one Redis, Sentinel) the layout is the documented one.
+	k := keys{prefix: "p:"}
+	require.Equal(t, "p:task:t{1}", k.task("t{1}"))
+	require.Equal(t, "p:owner:acme:alice", k.owner(Owner{Subject: "alice", Tenant: "acme"}))
+	require.Equal(t, "p:usage:c:3", k.day("c", 3))
+	k.tagged = true
+	require.Equal(t, "p:task:{t%7B1%7D}", k.task("t{1}"))
+	require.Equal(t, "p:usage:{%}", k.usage(""))
+	require.Equal(t, "p:usage:{%25}", k.usage("%"))
+	require.Equal(t, "p:owner:{:acme:alice}", k.owner(Owner{Subject: "alice", Tenant: "acme"}))
+	require.Equal(t, "p:pending:{i:acme:alice}", k.pending(Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}))
+	require.Equal(t, "p:usage:{c}:3", k.day("c", 3))
+}
+
+// TestRedisCluster runs the store conformance suite on a real 3-master
+// Cluster with one replica per master (writes wait for it, the default),
+// and checks the test's slot function against CLUSTER KEYSLOT.
+func TestRedisCluster(t *testing.T) {
+	nodes := redisproc.StartCluster(t, 3, 1)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	url := "redis-cluster://" + strings.Join(addrs[:3], ",")
+
+	raw := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = raw.Close() })
+	k := keys{prefix: "capgate:", tagged: true}
+	for _, key := range []string{k.task("t-1"), k.owner(Owner{Issuer: "https://idp", Subject: "s", Tenant: "t"}), k.day("c", 20000), "plain", "a{}b{c}"} {
+		got, err := raw.ClusterKeySlot(t.Context(), key).Result()
+		require.NoError(t, err)
+		require.Equal(t, int64(slot(key)), got, key)
+	}
+
+	testStore(t, func(t *testing.T, opts ...Option) Store {
+		prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
+		r, err := OpenRedis(t.Context(), url, append([]Option{WithKeyPrefix(prefix)}, opts...)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = r.Close() })
+		require.True(t, r.keys.tagged)
+		require.Equal(t, 1, r.minReplicas)
+		return r
+	})
+
+	// Bindings spread over the masters.
+	r, err := OpenRedis(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	for i := range 30 {
+		require.NoError(t, r.Bind(t.Context(), Binding{TaskID: fmt.Sprintf("spread-%d", i), Subject: fmt.Sprintf("s%d", i), Capability: "c", Handler: "h"}))
+	}
+	var masters atomic.Int32
+	require.NoError(t, raw.ForEachMaster(t.Context(), func(ctx2 context.Context, m *redis.Client) error {
+		n, err := m.DBSize(ctx2).Result()
+		if n > 0 {
+			masters.Add(1)
+		}
+		return err
+	}))
+	require.Equal(t, int32(3), masters.Load(), "every master holds bindings")
+}
+
+// TestRedisSentinel runs the store conformance suite through Sentinel on a
+// master with one replica: every ownership write waits for the replica.
+// Then, with the replica stopped, a write is refused, not acknowledged.
+func TestRedisSentinel(t *testing.T) {
+	set := redisproc.StartSentinelSet(t, "main", 5*time.Second) // no failover wanted here: a slow shared machine must not start one
+	url := set.URL()
+	testStore(t, func(t *testing.T, opts ...Option) Store {
+		prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
+		r, err := OpenRedis(t.Context(), url, append([]Option{WithKeyPrefix(prefix)}, opts...)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = r.Close() })
+		require.Equal(t, 1, r.minReplicas)
+		return r
+	})
+
+	r, err := OpenRedis(t.Context(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	b := Binding{TaskID: "t-1", Subject: "alice", Capability: "c", Handler: "h"}
+	require.NoError(t, r.Bind(t.Context(), b))
+	set.Replica.Kill()
+	err = r.Bind(t.Context(), Binding{TaskID: "t-2", Subject: "alice", Capability: "c", Handler: "h"})
+	require.ErrorIs(t, err, ErrUnavailable, "a write no replica confirmed is not acknowledged")
+	require.ErrorContains(t, err, "not confirmed by enough replicas")
+	require.ErrorIs(t, r.Delete(t.Context(), "t-1"), ErrUnavailable)
+	got, ok, err := r.Lookup(t.Context(), "t-1")
+	require.NoError(t, err, "reads need no replica")
+	require.False(t, ok, "the master applied the delete; it was only not acknowledged")
+	_ = got
+}
