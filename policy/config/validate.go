@@ -17,6 +17,7 @@ import (
 
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/jwks"
+	"github.com/capgate/capgate/sidecar/push"
 )
 
 // Algorithms are the JWT signature algorithms an issuer may use.
@@ -511,26 +512,10 @@ func (v *validator) limits() {
 
 func (v *validator) push() {
 	for i, u := range v.c.Push.AllowedURLs {
-		if err := validPushPrefix(u); err != nil {
+		if err := push.CheckPrefix(u); err != nil {
 			v.add(fmt.Sprintf("push.allowed_urls[%d]", i), "%v", err)
 		}
 	}
-}
-
-// validPushPrefix checks a push.allowed_urls entry: an absolute http(s) URL
-// with no user information, query or fragment.
-func validPushPrefix(prefix string) error {
-	u, err := url.Parse(prefix)
-	if err != nil || !u.IsAbs() || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", prefix)
-	}
-	if s := strings.ToLower(u.Scheme); s != "https" && s != "http" {
-		return fmt.Errorf("%q: only http and https URLs can be allowed", prefix)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q: a prefix has no user information, query or fragment", prefix)
-	}
-	return nil
 }
 
 func (v *validator) trustedProxy() {
