@@ -28,6 +28,8 @@ const (
 	DefaultStore           = "memory"
 	DefaultCardMaxAge      = 300 * time.Second
 	DefaultClockSkew       = 30 * time.Second
+	// DefaultMaxTokenLifetime bounds exp - iat of a caller's token (auth.max_token_lifetime).
+	DefaultMaxTokenLifetime = 24 * time.Hour
 	// JSONRPCStatusOK and JSONRPCStatusAuth are the values of
 	// auth.jsonrpc_http_status.
 	JSONRPCStatusOK          = 200
@@ -148,6 +150,9 @@ type Auth struct {
 	PreviewTenants  []string      `yaml:"preview_tenants"`
 	AnonymousPublic bool          `yaml:"anonymous_public"`
 	ClockSkew       time.Duration `yaml:"clock_skew"`
+	// MaxTokenLifetime bounds how long a caller's token may be valid: exp - iat (or, without
+	// iat, exp - nbf, else exp - now). Default DefaultMaxTokenLifetime.
+	MaxTokenLifetime time.Duration `yaml:"max_token_lifetime"`
 	// JSONRPCHTTPStatus is the HTTP status of a JSON-RPC answer that
 	// refuses a caller for authentication or authorization:
 	// JSONRPCStatusOK (200, the default: A2A's JSON-RPC binding and a2a-go)

@@ -337,7 +337,7 @@ capgate.yaml:4: agent.url: "127.0.0.1:8080" is not an absolute http(s) URL
 capgate.yaml:10: auth.issuers[0].audiences: required: at least one audience
 capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned tokens are never accepted
 capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
-capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, jsonrpc_http_status, mtls_principals, known_scopes, trusted_proxy
+capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, max_token_lifetime, jsonrpc_http_status, mtls_principals, known_scopes, trusted_proxy
 capgate.yaml:14: router.threshold: 2 is outside [0, 1]
 capgate.yaml:15: store: "memcached" is neither "memory" nor a redis:// or rediss:// URL`)
 }

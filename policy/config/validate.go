@@ -93,6 +93,9 @@ func (c *Config) Validate() error {
 	if c.Auth.ClockSkew < 0 {
 		v.add("auth.clock_skew", "%s is negative", c.Auth.ClockSkew)
 	}
+	if c.Auth.MaxTokenLifetime < 0 {
+		v.add("auth.max_token_lifetime", "%s is negative (0 or unset: the default %s)", c.Auth.MaxTokenLifetime, DefaultMaxTokenLifetime)
+	}
 	v.identity()
 	v.limits()
 	v.push()

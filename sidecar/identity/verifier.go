@@ -89,6 +89,7 @@ type Verifier struct {
 	fetchTimeout time.Duration
 	maxKeyAge    time.Duration
 	skew         time.Duration
+	maxLifetime  time.Duration
 	scopesClaim  string
 	tenantClaim  string
 
@@ -161,6 +162,10 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 	if skew == 0 {
 		skew = config.DefaultClockSkew
 	}
+	maxLifetime := auth.MaxTokenLifetime
+	if maxLifetime <= 0 {
+		maxLifetime = config.DefaultMaxTokenLifetime
+	}
 	scopesClaim, tenantClaim := claimNames(auth)
 	v := &Verifier{
 		log:          o.log.Named("identity"),
@@ -170,6 +175,7 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 		fetchTimeout: o.fetchTimeout,
 		maxKeyAge:    o.maxKeyAge,
 		skew:         skew,
+		maxLifetime:  maxLifetime,
 		scopesClaim:  scopesClaim,
 		tenantClaim:  tenantClaim,
 		issuers:      make(map[string]*issuer, len(auth.Issuers)),
@@ -434,6 +440,9 @@ func (v *Verifier) verify(ctx context.Context, tok string) (Principal, error) {
 	exp, ok := numericDate(claims["exp"])
 	if !ok {
 		return Principal{}, newError(ErrInvalidToken, "invalid exp", nil)
+	}
+	if err := v.checkTimes(claims, exp); err != nil {
+		return Principal{}, err
 	}
 	sub, _ := claims["sub"].(string)
 	if sub == "" {
