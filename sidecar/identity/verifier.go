@@ -324,7 +324,7 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	if authorization == "" {
 		return Principal{}, nil
 	}
-	tok, err := bearerToken(authorization)
+	tok, err := BearerToken(authorization)
 	if err != nil {
 		return Principal{}, err
 	}
@@ -359,26 +359,53 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	return p, nil
 }
 
-// bearerToken extracts the token from "Bearer <token>": scheme
-// case-insensitive, one space, one token, nothing else.
-func bearerToken(h string) (string, error) {
-	if len(h) > MaxTokenBytes+len("Bearer ") {
+// BearerToken reads an Authorization header value by the one grammar both doors (and the
+// caller-token forwarding) use, RFC 9110 §5.5 and §11.4 with RFC 6750 §2.1:
+//
+//	field-value = OWS credentials OWS    ; OWS = *( SP / HTAB ), not part of the value
+//	credentials = "Bearer" 1*SP b64token ; scheme case-insensitive
+//	b64token    = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+//
+// Envoy hands ext_authz a header value as received, while net/http trims the OWS before the
+// gateway sees it: trimming here makes "Bearer t " one credential at both doors. Anything else —
+// another scheme, a tab or nothing between scheme and token, a second token, a byte outside
+// b64token — is ErrMalformed.
+func BearerToken(h string) (string, error) {
+	h = strings.Trim(h, " \t")
+	if len(h) > MaxTokenBytes+len("Bearer ")+64 {
 		return "", newError(ErrMalformed, "token too large", nil)
 	}
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	if len(h) < len("Bearer ") || !strings.EqualFold(h[:len("Bearer")], "Bearer") || h[len("Bearer")] != ' ' {
 		return "", newError(ErrMalformed, "authorization scheme must be Bearer", nil)
 	}
-	// Other whitespace and stray characters are caught by compactJWS before
-	// parsing; such a token can never be a cache hit, since only tokens that
-	// passed compactJWS are cached.
-	if tok == "" || strings.IndexByte(tok, ' ') >= 0 {
+	tok := strings.TrimLeft(h[len("Bearer"):], " ")
+	if tok == "" || !b64token(tok) {
 		return "", newError(ErrMalformed, "expected exactly one bearer token", nil)
 	}
 	if len(tok) > MaxTokenBytes {
 		return "", newError(ErrMalformed, "token too large", nil)
 	}
 	return tok, nil
+}
+
+// b64token reports whether s is an RFC 6750 b64token.
+func b64token(s string) bool {
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
+			break
+		}
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
 }
 
 // compactJWS reports whether tok is three base64url segments.
