@@ -4,6 +4,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -244,6 +245,29 @@ type Listen struct {
 	A2A      string `yaml:"a2a"`
 	ExtAuthz string `yaml:"extauthz"`
 	Admin    string `yaml:"admin"`
+	// AdminTokenFile holds the secret (at least 32 bytes) a caller of the admin listener's
+	// /v1/usage must send as "Authorization: Bearer <secret>". Unset, /v1/usage answers
+	// loopback peers only. Relative to the config file.
+	AdminTokenFile string `yaml:"admin_token_file"`
+}
+
+// MinAdminTokenBytes is the shortest listen.admin_token_file secret.
+const MinAdminTokenBytes = 32
+
+// AdminToken reads listen.admin_token_file: nil when it is not set.
+func (c *Config) AdminToken() ([]byte, error) {
+	if c.Listen.AdminTokenFile == "" {
+		return nil, nil
+	}
+	b, err := c.ReadFile(c.Listen.AdminTokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("listen.admin_token_file: %w", err)
+	}
+	tok := bytes.TrimSpace(b)
+	if len(tok) < MinAdminTokenBytes {
+		return nil, fmt.Errorf("listen.admin_token_file: the secret must be at least %d bytes", MinAdminTokenBytes)
+	}
+	return tok, nil
 }
 
 // UnixPrefix starts a listen address that is a Unix domain socket path.

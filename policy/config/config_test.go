@@ -198,6 +198,8 @@ func TestLoadFSInvalid(t *testing.T) {
 			"capgate.yaml:23: push.allowed_urls[0]: \"HTTPS://Hooks.example.com:443/a2a/../b\" is not in canonical form (RFC 3986 section 6); write it as \"https://hooks.example.com/b\""},
 		{"push prefix with an encoded slash", "store: memory\n", "store: memory\npush: {allowed_urls: [\"https://hooks.example.com/a%2fb\"]}\n",
 			"capgate.yaml:23: push.allowed_urls[0]: \"https://hooks.example.com/a%2fb\" has an encoded \"/\" or \"\\\" in its path"},
+		{"admin token file missing", "admin: 127.0.0.1:9090}", "admin: 127.0.0.1:9090, admin_token_file: ./keys/nope.token}",
+			"capgate.yaml:20: listen.admin_token_file: read keys/nope.token: file does not exist"},
 		{"card signing key missing", "store: memory\n", "store: memory\ncards: {signing_key_file: ./keys/nope.pem}\n",
 			"capgate.yaml:23: cards.signing_key_file: read keys/nope.pem: file does not exist"},
 		{"card kid without a key", "store: memory\n", "store: memory\ncards: {signing_kid: k1}\n",

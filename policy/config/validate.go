@@ -364,6 +364,9 @@ func (v *validator) listen() {
 		}
 		used[key] = a.field
 	}
+	if _, err := v.c.AdminToken(); err != nil {
+		v.add("listen.admin_token_file", "%v", strings.TrimPrefix(err.Error(), "listen.admin_token_file: "))
+	}
 }
 
 // Warnings lists things that are allowed but probably wrong.
