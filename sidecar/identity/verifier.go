@@ -388,14 +388,16 @@ func BearerToken(h string) (string, error) {
 	return tok, nil
 }
 
+// b64tokenChar reports whether c may appear in a b64token before its "=" padding.
+func b64tokenChar(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0
+}
+
 // b64token reports whether s is an RFC 6750 b64token.
 func b64token(s string) bool {
 	i := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		if !('A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0) {
-			break
-		}
+	for i < len(s) && b64tokenChar(s[i]) {
+		i++
 	}
 	if i == 0 {
 		return false

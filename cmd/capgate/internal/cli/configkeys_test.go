@@ -76,7 +76,7 @@ func setKey(t *testing.T, doc map[string]any, key string, value any) {
 			m[s] = value
 			return
 		}
-		next, ok := m[s]
+		next := m[s]
 		if list {
 			l, _ := next.([]any)
 			if len(l) == 0 {
