@@ -4,6 +4,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -28,6 +29,8 @@ const (
 	DefaultStore           = "memory"
 	DefaultCardMaxAge      = 300 * time.Second
 	DefaultClockSkew       = 30 * time.Second
+	// DefaultMaxTokenLifetime bounds exp - iat of a caller's token (auth.max_token_lifetime).
+	DefaultMaxTokenLifetime = 24 * time.Hour
 	// JSONRPCStatusOK and JSONRPCStatusAuth are the values of
 	// auth.jsonrpc_http_status.
 	JSONRPCStatusOK          = 200
@@ -152,6 +155,9 @@ type Auth struct {
 	PreviewTenants  []string      `yaml:"preview_tenants"`
 	AnonymousPublic bool          `yaml:"anonymous_public"`
 	ClockSkew       time.Duration `yaml:"clock_skew"`
+	// MaxTokenLifetime bounds how long a caller's token may be valid: exp - iat (or, without
+	// iat, exp - nbf, else exp - now). Default DefaultMaxTokenLifetime.
+	MaxTokenLifetime time.Duration `yaml:"max_token_lifetime"`
 	// JSONRPCHTTPStatus is the HTTP status of a JSON-RPC answer that
 	// refuses a caller for authentication or authorization:
 	// JSONRPCStatusOK (200, the default: A2A's JSON-RPC binding and a2a-go)
@@ -243,6 +249,29 @@ type Listen struct {
 	A2A      string `yaml:"a2a"`
 	ExtAuthz string `yaml:"extauthz"`
 	Admin    string `yaml:"admin"`
+	// AdminTokenFile holds the secret (at least 32 bytes) a caller of the admin listener's
+	// /v1/usage must send as "Authorization: Bearer <secret>". Unset, /v1/usage answers
+	// loopback peers only. Relative to the config file.
+	AdminTokenFile string `yaml:"admin_token_file"`
+}
+
+// MinAdminTokenBytes is the shortest listen.admin_token_file secret.
+const MinAdminTokenBytes = 32
+
+// AdminToken reads listen.admin_token_file: nil when it is not set.
+func (c *Config) AdminToken() ([]byte, error) {
+	if c.Listen.AdminTokenFile == "" {
+		return nil, nil
+	}
+	b, err := c.ReadFile(c.Listen.AdminTokenFile)
+	if err != nil {
+		return nil, fmt.Errorf("listen.admin_token_file: %w", err)
+	}
+	tok := bytes.TrimSpace(b)
+	if len(tok) < MinAdminTokenBytes {
+		return nil, fmt.Errorf("listen.admin_token_file: the secret must be at least %d bytes", MinAdminTokenBytes)
+	}
+	return tok, nil
 }
 
 // UnixPrefix starts a listen address that is a Unix domain socket path.

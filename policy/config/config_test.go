@@ -194,6 +194,12 @@ func TestLoadFSInvalid(t *testing.T) {
 			"capgate.yaml:23: identity.signing_key_file: read keys/nope.pem: file does not exist"},
 		{"jsonrpc_http_status not 200 or 401", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  jsonrpc_http_status: 403\n",
 			"capgate.yaml:18: auth.jsonrpc_http_status: 403 is not one of 200 (always 200), 401 (401 or 403 with WWW-Authenticate for authentication and authorization failures)"},
+		{"push prefix not canonical", "store: memory\n", "store: memory\npush: {allowed_urls: [\"HTTPS://Hooks.example.com:443/a2a/../b\"]}\n",
+			"capgate.yaml:23: push.allowed_urls[0]: \"HTTPS://Hooks.example.com:443/a2a/../b\" is not in canonical form (RFC 3986 section 6); write it as \"https://hooks.example.com/b\""},
+		{"push prefix with an encoded slash", "store: memory\n", "store: memory\npush: {allowed_urls: [\"https://hooks.example.com/a%2fb\"]}\n",
+			"capgate.yaml:23: push.allowed_urls[0]: \"https://hooks.example.com/a%2fb\" has an encoded \"/\" or \"\\\" in its path"},
+		{"admin token file missing", "admin: 127.0.0.1:9090}", "admin: 127.0.0.1:9090, admin_token_file: ./keys/nope.token}",
+			"capgate.yaml:20: listen.admin_token_file: read keys/nope.token: file does not exist"},
 		{"card signing key missing", "store: memory\n", "store: memory\ncards: {signing_key_file: ./keys/nope.pem}\n",
 			"capgate.yaml:23: cards.signing_key_file: read keys/nope.pem: file does not exist"},
 		{"card kid without a key", "store: memory\n", "store: memory\ncards: {signing_kid: k1}\n",
@@ -345,7 +351,7 @@ capgate.yaml:4: agent.url: "127.0.0.1:8080" is not an absolute http(s) URL
 capgate.yaml:10: auth.issuers[0].audiences: required: at least one audience
 capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned tokens are never accepted
 capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
-capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, jsonrpc_http_status, mtls_principals, known_scopes, trusted_proxy
+capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, max_token_lifetime, jsonrpc_http_status, mtls_principals, known_scopes, trusted_proxy
 capgate.yaml:14: router.threshold: 2 is outside [0, 1]
 capgate.yaml:15: store: "memcached" is neither "memory" nor a Redis URL (redis://, rediss://, redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://)`)
 }

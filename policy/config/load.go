@@ -128,6 +128,9 @@ func (c *Config) applyDefaults() {
 	if !c.present("auth.clock_skew") {
 		c.Auth.ClockSkew = DefaultClockSkew
 	}
+	if c.Auth.MaxTokenLifetime == 0 {
+		c.Auth.MaxTokenLifetime = DefaultMaxTokenLifetime
+	}
 	setDefault(&c.Identity.Issuer, c.Agent.URL)
 	setDefault(&c.Identity.AgentID, c.Agent.URL)
 	if c.Identity.TTL == 0 {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/jwks"
+	"github.com/capgate/capgate/sidecar/push"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -90,6 +91,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Auth.ClockSkew < 0 {
 		v.add("auth.clock_skew", "%s is negative", c.Auth.ClockSkew)
+	}
+	if c.Auth.MaxTokenLifetime < 0 {
+		v.add("auth.max_token_lifetime", "%s is negative (0 or unset: the default %s)", c.Auth.MaxTokenLifetime, DefaultMaxTokenLifetime)
 	}
 	v.identity()
 	v.limits()
@@ -359,6 +363,9 @@ func (v *validator) listen() {
 		}
 		used[key] = a.field
 	}
+	if _, err := v.c.AdminToken(); err != nil {
+		v.add("listen.admin_token_file", "%v", strings.TrimPrefix(err.Error(), "listen.admin_token_file: "))
+	}
 }
 
 // Warnings lists things that are allowed but probably wrong.
@@ -510,26 +517,10 @@ func (v *validator) limits() {
 
 func (v *validator) push() {
 	for i, u := range v.c.Push.AllowedURLs {
-		if err := validPushPrefix(u); err != nil {
+		if err := push.CheckPrefix(u); err != nil {
 			v.add(fmt.Sprintf("push.allowed_urls[%d]", i), "%v", err)
 		}
 	}
-}
-
-// validPushPrefix checks a push.allowed_urls entry: an absolute http(s) URL
-// with no user information, query or fragment.
-func validPushPrefix(prefix string) error {
-	u, err := url.Parse(prefix)
-	if err != nil || !u.IsAbs() || u.Host == "" {
-		return fmt.Errorf("%q is not an absolute URL", prefix)
-	}
-	if s := strings.ToLower(u.Scheme); s != "https" && s != "http" {
-		return fmt.Errorf("%q: only http and https URLs can be allowed", prefix)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("%q: a prefix has no user information, query or fragment", prefix)
-	}
-	return nil
 }
 
 func (v *validator) trustedProxy() {

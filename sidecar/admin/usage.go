@@ -2,14 +2,18 @@ package admin
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"slices"
 	"time"
 
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -49,12 +53,45 @@ type UsageResponse struct {
 // from the store (the store of this process: the memory store lives only
 // here). Query parameters: capability (repeatable; default: ids()), now
 // (RFC 3339; default: the current time) — the end of the 30-day window.
-func WithUsage(store UsageReader, ids func() []string) Option {
+//
+// token is listen.admin_token_file's secret: when set, every caller must send
+// "Authorization: Bearer <token>" (read by identity.BearerToken, compared in
+// constant time); when nil, only a loopback peer (127.0.0.0/8, ::1) is
+// answered. Others get 401 or 403 and nothing is read.
+func WithUsage(store UsageReader, ids func() []string, token []byte) Option {
 	return func(h *Handler) {
 		h.mux.HandleFunc("GET "+UsagePath, func(w http.ResponseWriter, r *http.Request) {
+			if status, msg := usageAccess(r, token); status != 0 {
+				if status == http.StatusUnauthorized {
+					w.Header().Set("WWW-Authenticate", "Bearer")
+				}
+				usageError(w, status, msg)
+				return
+			}
 			serveUsage(w, r, store, ids)
 		})
 	}
+}
+
+// usageAccess decides whether r may read usage: 0 when it may, else the
+// status and message of the refusal.
+func usageAccess(r *http.Request, token []byte) (int, string) {
+	if token == nil {
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if a, perr := netip.ParseAddr(host); err == nil && perr == nil && a.Unmap().IsLoopback() {
+			return 0, ""
+		}
+		return http.StatusForbidden, "usage is served to loopback peers only; set listen.admin_token_file to read it remotely"
+	}
+	vs := r.Header.Values("Authorization")
+	if len(vs) != 1 {
+		return http.StatusUnauthorized, "usage needs the admin token (listen.admin_token_file)"
+	}
+	got, err := identity.BearerToken(vs[0])
+	if err != nil || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
+		return http.StatusUnauthorized, "usage needs the admin token (listen.admin_token_file)"
+	}
+	return 0, ""
 }
 
 func serveUsage(w http.ResponseWriter, r *http.Request, store UsageReader, ids func() []string) {

@@ -95,6 +95,20 @@ func TestCheck(t *testing.T) {
 	require.Error(t, decisionlog.Check(nil, map[string]any{"reporting": map[string]any{"min_delay_seconds": "soon"}}))
 }
 
+// TestNoSinkIsRefused: a decision_logs block that names no sink (empty, reporting only, console
+// off, no services) is refused by Check and Open alike; OPA reads it as "off" and its plugin
+// panicked on it at start (issue 21).
+func TestNoSinkIsRefused(t *testing.T) {
+	for _, dl := range []map[string]any{{}, {"reporting": map[string]any{"min_delay_seconds": 1}}, {"console": false}, {"service": ""}} {
+		require.ErrorContains(t, decisionlog.Check(nil, dl), "names no sink", "%v", dl)
+		l, err := decisionlog.Open(t.Context(), decisionlog.Options{DecisionLogs: dl})
+		require.ErrorContains(t, err, "names no sink", "%v", dl)
+		require.Nil(t, l)
+	}
+	// With one service, OPA's default sink is that service.
+	require.NoError(t, decisionlog.Check(map[string]any{"dl": map[string]any{"url": "http://127.0.0.1:1"}}, map[string]any{}))
+}
+
 func jsonRound(t *testing.T, v any) any {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -126,6 +127,13 @@ func parseConfig(m *plugins.Manager) (*logs.Config, error) {
 	cfg, err := logs.NewConfigBuilder().WithBytes(m.Config.DecisionLogs).WithServices(m.Services()).Parse()
 	if err != nil {
 		return nil, fmt.Errorf("decision_logs: %w", err)
+	}
+	if cfg == nil {
+		// OPA reads a decision_logs block naming no sink (no service, as when no services
+		// are configured, no console, no plugin) as "decision logging off" and returns no
+		// configuration; its plugin cannot start on that. capgate always logs decisions.
+		return nil, errors.New("decision_logs: names no sink: set service (one of services), console: true, or plugin; " +
+			"omit decision_logs for the console")
 	}
 	return cfg, nil
 }

@@ -90,8 +90,8 @@ func fields(in []string) []string {
 // BearerToken returns the token of an "Authorization: Bearer <token>"
 // header, or "" when there is none.
 func BearerToken(h http.Header) string {
-	scheme, tok, ok := strings.Cut(h.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || tok == "" || strings.ContainsAny(tok, " \t") {
+	tok, err := identity.BearerToken(h.Get("Authorization"))
+	if err != nil {
 		return ""
 	}
 	return tok

@@ -89,6 +89,7 @@ type Verifier struct {
 	fetchTimeout time.Duration
 	maxKeyAge    time.Duration
 	skew         time.Duration
+	maxLifetime  time.Duration
 	scopesClaim  string
 	tenantClaim  string
 
@@ -161,6 +162,10 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 	if skew == 0 {
 		skew = config.DefaultClockSkew
 	}
+	maxLifetime := auth.MaxTokenLifetime
+	if maxLifetime <= 0 {
+		maxLifetime = config.DefaultMaxTokenLifetime
+	}
 	scopesClaim, tenantClaim := claimNames(auth)
 	v := &Verifier{
 		log:          o.log.Named("identity"),
@@ -170,6 +175,7 @@ func NewVerifier(ctx context.Context, auth config.Auth, readFile func(string) ([
 		fetchTimeout: o.fetchTimeout,
 		maxKeyAge:    o.maxKeyAge,
 		skew:         skew,
+		maxLifetime:  maxLifetime,
 		scopesClaim:  scopesClaim,
 		tenantClaim:  tenantClaim,
 		issuers:      make(map[string]*issuer, len(auth.Issuers)),
@@ -318,7 +324,7 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	if authorization == "" {
 		return Principal{}, nil
 	}
-	tok, err := bearerToken(authorization)
+	tok, err := BearerToken(authorization)
 	if err != nil {
 		return Principal{}, err
 	}
@@ -353,26 +359,55 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	return p, nil
 }
 
-// bearerToken extracts the token from "Bearer <token>": scheme
-// case-insensitive, one space, one token, nothing else.
-func bearerToken(h string) (string, error) {
-	if len(h) > MaxTokenBytes+len("Bearer ") {
+// BearerToken reads an Authorization header value by the one grammar both doors (and the
+// caller-token forwarding) use, RFC 9110 §5.5 and §11.4 with RFC 6750 §2.1:
+//
+//	field-value = OWS credentials OWS    ; OWS = *( SP / HTAB ), not part of the value
+//	credentials = "Bearer" 1*SP b64token ; scheme case-insensitive
+//	b64token    = 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="
+//
+// Envoy hands ext_authz a header value as received, while net/http trims the OWS before the
+// gateway sees it: trimming here makes "Bearer t " one credential at both doors. Anything else —
+// another scheme, a tab or nothing between scheme and token, a second token, a byte outside
+// b64token — is ErrMalformed.
+func BearerToken(h string) (string, error) {
+	h = strings.Trim(h, " \t")
+	if len(h) > MaxTokenBytes+len("Bearer ")+64 {
 		return "", newError(ErrMalformed, "token too large", nil)
 	}
-	scheme, tok, ok := strings.Cut(h, " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
+	if len(h) < len("Bearer ") || !strings.EqualFold(h[:len("Bearer")], "Bearer") || h[len("Bearer")] != ' ' {
 		return "", newError(ErrMalformed, "authorization scheme must be Bearer", nil)
 	}
-	// Other whitespace and stray characters are caught by compactJWS before
-	// parsing; such a token can never be a cache hit, since only tokens that
-	// passed compactJWS are cached.
-	if tok == "" || strings.IndexByte(tok, ' ') >= 0 {
+	tok := strings.TrimLeft(h[len("Bearer"):], " ")
+	if tok == "" || !b64token(tok) {
 		return "", newError(ErrMalformed, "expected exactly one bearer token", nil)
 	}
 	if len(tok) > MaxTokenBytes {
 		return "", newError(ErrMalformed, "token too large", nil)
 	}
 	return tok, nil
+}
+
+// b64tokenChar reports whether c may appear in a b64token before its "=" padding.
+func b64tokenChar(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0
+}
+
+// b64token reports whether s is an RFC 6750 b64token.
+func b64token(s string) bool {
+	i := 0
+	for i < len(s) && b64tokenChar(s[i]) {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	for ; i < len(s); i++ {
+		if s[i] != '=' {
+			return false
+		}
+	}
+	return true
 }
 
 // compactJWS reports whether tok is three base64url segments.
@@ -434,6 +469,9 @@ func (v *Verifier) verify(ctx context.Context, tok string) (Principal, error) {
 	exp, ok := numericDate(claims["exp"])
 	if !ok {
 		return Principal{}, newError(ErrInvalidToken, "invalid exp", nil)
+	}
+	if err := v.checkTimes(claims, exp); err != nil {
+		return Principal{}, err
 	}
 	sub, _ := claims["sub"].(string)
 	if sub == "" {

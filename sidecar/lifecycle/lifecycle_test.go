@@ -93,7 +93,7 @@ func TestAdminAndStoreSources(t *testing.T) {
 	mem := tasks.NewMemory(0)
 	now := time.Now().UTC().Truncate(time.Second)
 	require.NoError(t, mem.RecordCall(t.Context(), "a", now))
-	srv := httptest.NewServer(admin.New(prometheus.NewRegistry(), admin.WithUsage(mem, nil)))
+	srv := httptest.NewServer(admin.New(prometheus.NewRegistry(), admin.WithUsage(mem, nil, nil)))
 	defer srv.Close()
 
 	for name, src := range map[string]lifecycle.Source{"admin": lifecycle.Admin{URL: srv.URL + "/"}, "store": lifecycle.Store{Store: mem}} {
@@ -108,4 +108,14 @@ func TestAdminAndStoreSources(t *testing.T) {
 	require.Error(t, err)
 	_, err = lifecycle.Admin{URL: srv.URL + "/nothing-here"}.Usage(t.Context(), nil, now)
 	require.ErrorContains(t, err, "HTTP 404")
+
+	// With listen.admin_token_file, the token is sent; without it the refusal says why.
+	token := []byte("0123456789abcdef0123456789abcdef")
+	locked := httptest.NewServer(admin.New(prometheus.NewRegistry(), admin.WithUsage(mem, nil, token)))
+	defer locked.Close()
+	u, err := lifecycle.Admin{URL: locked.URL, Token: token}.Usage(t.Context(), []string{"a"}, now)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, u["a"].Calls30d)
+	_, err = lifecycle.Admin{URL: locked.URL}.Usage(t.Context(), []string{"a"}, now)
+	require.ErrorContains(t, err, "HTTP 401: the admin listener answers /v1/usage only to loopback peers")
 }

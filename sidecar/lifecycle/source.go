@@ -57,6 +57,9 @@ type Admin struct {
 	URL string
 	// Client defaults to a client with a 10 s timeout.
 	Client *http.Client
+	// Token is the admin listener's token (listen.admin_token_file), sent as a
+	// bearer token when set; without it only a loopback peer is answered.
+	Token []byte
 }
 
 // Usage implements Source.
@@ -75,6 +78,9 @@ func (a Admin) Usage(ctx context.Context, ids []string, now time.Time) (map[stri
 	if err != nil {
 		return nil, err
 	}
+	if a.Token != nil {
+		req.Header.Set("Authorization", "Bearer "+string(a.Token))
+	}
 	c := a.Client
 	if c == nil {
 		c = &http.Client{Timeout: 10 * time.Second}
@@ -91,7 +97,12 @@ func (a Admin) Usage(ctx context.Context, ids []string, now time.Time) (map[stri
 	if len(body) > maxUsageBody {
 		return nil, fmt.Errorf("read usage from %s: answer larger than %d bytes", base.Redacted(), maxUsageBody)
 	}
-	if resp.StatusCode != http.StatusOK {
+	switch resp.StatusCode {
+	case http.StatusOK:
+	case http.StatusUnauthorized, http.StatusForbidden:
+		return nil, fmt.Errorf("read usage from %s: HTTP %d: the admin listener answers /v1/usage only to loopback peers, "+
+			"or with listen.admin_token_file to callers sending its token (pass the server's --config)", base.Redacted(), resp.StatusCode)
+	default:
 		return nil, fmt.Errorf("read usage from %s: HTTP %d", base.Redacted(), resp.StatusCode)
 	}
 	var ur admin.UsageResponse

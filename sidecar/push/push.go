@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 )
@@ -25,76 +24,86 @@ var ErrDisabled = errors.New("push notifications are not supported by this agent
 // maxShown bounds how much of a URL an error repeats.
 const maxShown = 128
 
-// CheckURL decides whether a webhook URL may be used. It refuses, unless a listed prefix
-// explicitly admits the URL: schemes other than https (http only through a listed http://
-// prefix), userinfo, and hosts that are literal loopback, link-local, private, unspecified or
-// multicast addresses in any spelling the URL parser accepts (dotted, decimal, IPv4-mapped
-// IPv6, trailing dots). Every URL must match a listed prefix; with none listed, none is allowed.
-// DNS names are not resolved here: resolving and checking the address at delivery time is the
-// handler's job (see docs/security.md).
+// CheckURL decides whether a webhook URL may be used. The URL must already be in its canonical
+// form (see Canonical): capgate checks the URL and forwards the request's bytes, so the URL it
+// checked is the one the handler stores and the webhook sender dials only when the two are the
+// same string. A URL that is not canonical is refused with its canonical spelling; one that has
+// none is refused saying why. Then it refuses, unless a listed prefix explicitly admits the URL:
+// http (only through a listed http:// prefix), and hosts that are literal loopback, link-local,
+// private, unspecified or multicast addresses. Every URL must match a listed prefix on a
+// path-segment boundary; with none listed, none is allowed. DNS names are not resolved here:
+// resolving and checking the address at delivery time is the handler's job (see
+// docs/security.md).
 func (p Policy) CheckURL(raw string) error {
 	if !p.Enabled {
 		return ErrDisabled
 	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return fmt.Errorf("push notification URL %q is not an absolute URL", shown(raw))
+	canon, err := Canonical(raw)
+	if err != nil {
+		return fmt.Errorf("push notification URL %q %w", shown(raw), err)
 	}
-	scheme := strings.ToLower(u.Scheme)
-	if scheme != "https" && scheme != "http" {
-		return fmt.Errorf("push notification URL %q: scheme %q is not allowed; use https", shown(raw), shown(u.Scheme))
+	if canon != raw {
+		return fmt.Errorf("push notification URL %q is not in canonical form (RFC 3986 section 6); send it as %q", shown(raw), shown(canon))
 	}
-	if u.User != nil {
-		return fmt.Errorf("push notification URL %q must not carry user information", shown(raw))
-	}
-	norm := normalize(u)
 	for _, prefix := range p.Allowed {
-		if matches(norm, prefix) {
+		if Matches(canon, prefix) {
 			return nil
 		}
 	}
-	if scheme == "http" {
+	if strings.HasPrefix(canon, "http:") {
 		return fmt.Errorf("push notification URL %q: http is not allowed; use https", shown(raw))
 	}
-	if internalHost(u.Hostname()) {
+	if internalHost(hostOf(canon)) {
 		return fmt.Errorf("push notification URL %q names a loopback, link-local or private address", shown(raw))
 	}
 	return fmt.Errorf("push notification URL %q is not in push.allowed_urls", shown(raw))
 }
 
-// normalize writes scheme and host in lower case, without a trailing dot on the host or a
-// default port, followed by the escaped path.
-func normalize(u *url.URL) string {
-	scheme := strings.ToLower(u.Scheme)
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	if strings.Contains(host, ":") {
-		host = "[" + host + "]"
+// CheckPrefix checks a push.allowed_urls entry: a canonical http(s) URL (see Canonical) with no
+// query.
+func CheckPrefix(prefix string) error {
+	canon, err := Canonical(prefix)
+	if err != nil {
+		return fmt.Errorf("%q %w", shown(prefix), err)
 	}
-	port := u.Port()
-	if defaultPort := port == "" || (scheme == "https" && port == "443") || (scheme == "http" && port == "80"); !defaultPort {
-		host += ":" + port
+	if strings.Contains(canon, "?") {
+		return fmt.Errorf("%q: a prefix has no query", shown(prefix))
 	}
-	path := u.EscapedPath()
-	if path == "" {
-		path = "/"
+	if canon != prefix {
+		return fmt.Errorf("%q is not in canonical form (RFC 3986 section 6); write it as %q", shown(prefix), shown(canon))
 	}
-	return scheme + "://" + host + path
+	return nil
 }
 
-// matches reports whether url (normalized) starts with prefix at a path boundary: the prefix's
-// origin must be the URL's whole origin, and its path a whole-segment prefix of the URL's path
-// (or end with "/").
-func matches(norm, prefix string) bool {
-	pu, err := url.Parse(prefix)
+// Matches reports whether the canonical URL canon is under prefix: the prefix's canonical
+// origin is the URL's whole origin, and the prefix's path is the URL's path or a whole-segment
+// prefix of it ("/a2a" admits "/a2a" and "/a2a/x", not "/a2ax"; "/a2a/" admits "/a2a/x"). A
+// prefix with no canonical form matches nothing.
+func Matches(canon, prefix string) bool {
+	p, err := Canonical(prefix)
 	if err != nil {
 		return false
 	}
-	p := normalize(pu)
-	if !strings.HasPrefix(norm, p) {
+	path, _, _ := strings.Cut(canon, "?")
+	if !strings.HasPrefix(path, p) {
 		return false
 	}
-	rest := norm[len(p):]
+	rest := path[len(p):]
 	return rest == "" || strings.HasSuffix(p, "/") || rest[0] == '/'
+}
+
+// hostOf is the host of a canonical URL, without brackets or port.
+func hostOf(canon string) string {
+	_, rest, _ := strings.Cut(canon, "://")
+	if i := strings.IndexAny(rest, "/?"); i >= 0 {
+		rest = rest[:i]
+	}
+	if strings.HasPrefix(rest, "[") {
+		h, _, _ := strings.Cut(rest[1:], "]")
+		return h
+	}
+	h, _, _ := strings.Cut(rest, ":")
+	return h
 }
 
 // internalHost reports whether a host is an address that must not be called back by default.

@@ -18,8 +18,9 @@ func TestCheckURL(t *testing.T) {
 	}{
 		{"https://hooks.example.com/a2a", true},
 		{"https://hooks.example.com/a2a/tenant-1", true},
-		{"https://HOOKS.example.com./a2a/x", true},                          // case and trailing dot normalised
-		{"https://hooks.example.com:443/a2a", true},                         // default port
+		{"https://HOOKS.example.com/a2a/x", false},                          // not canonical: case
+		{"https://hooks.example.com./a2a/x", false},                         // trailing dot
+		{"https://hooks.example.com:443/a2a", false},                        // not canonical: default port
 		{"http://127.0.0.1:9000/cb", true},                                  // loopback, explicitly listed
 		{"https://[fd00::1]/x", true},                                       // private, explicitly listed
 		{"https://hooks.example.com/a2ax", false},                           // not at a path boundary

@@ -172,7 +172,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("identity: %w", err)
 	}
-	adminH := admin.New(m.Registry, admin.WithJWKS(publishedKeys(minter.JWKS, holder, log)), admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }))
+	adminToken, err := cfg.AdminToken()
+	if err != nil {
+		return err
+	}
+	adminH := admin.New(m.Registry, admin.WithJWKS(publishedKeys(minter.JWKS, holder, log)),
+		admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }, adminToken))
 	var servers []*http.Server
 	var addrs Addrs
 	stopExtAuthz := func() {}

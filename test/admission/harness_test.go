@@ -59,6 +59,12 @@ type env struct {
 
 func startBoth(t *testing.T) *env {
 	t.Helper()
+	return startAllowing(t, "https://hooks.example.com/")
+}
+
+// startAllowing starts the sweep's deployment with push on and allowed as push.allowed_urls.
+func startAllowing(t *testing.T, allowed string) *env {
+	t.Helper()
 	cfg := testutil.CopyFinance(t)
 	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
 		s = strings.Replace(s, "  scopes_claim: scope", `    - issuer: `+issuerB+`
@@ -66,7 +72,7 @@ func startBoth(t *testing.T) *env {
       jwks_file: ./keys/demo.jwks.json
       algorithms: [RS256, ES256]
   scopes_claim: scope`, 1)
-		return s + "\npush:\n  enabled: true\n  allowed_urls: [\"https://hooks.example.com/\"]\n"
+		return s + "\npush:\n  enabled: true\n  allowed_urls: [\"" + allowed + "\"]\n"
 	})
 	return connect(t, testutil.Start(t, testutil.LoadDeployment(t, cfg), testutil.StartOptions{ExtAuthz: true}))
 }

@@ -63,7 +63,11 @@ func runLifecycle(ctx context.Context, env Env, args []string) error {
 		if base == "" {
 			base = "http://" + dialable(d.Config.Listen.Admin)
 		}
-		src, name = lifecycle.Admin{URL: base}, "admin "+base
+		token, err := d.Config.AdminToken()
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		src, name = lifecycle.Admin{URL: base, Token: token}, "admin "+base
 	}
 	rep := lifecycle.Build(ctx, d.Registry(), src, name, now)
 	if rep.UsageError != "" {

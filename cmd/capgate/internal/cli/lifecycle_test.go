@@ -203,3 +203,30 @@ func TestLifecycleRedisStoreUnreachable(t *testing.T) {
 	require.Equal(t, lifecycle.Unknown, entryOf(t, rep, "lookup-invoice-v1").SafeToRemove)
 	require.Empty(t, rep.SafeToRemove)
 }
+
+// TestLifecycleWithAdminToken: with listen.admin_token_file, /v1/usage answers only callers
+// sending the token; capgate lifecycle --config reads it from the same config and sends it,
+// and without it the report says why usage is unknown.
+func TestLifecycleWithAdminToken(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	testutil.WriteFile(t, cfg, "keys/admin.token", "0123456789abcdef0123456789abcdef\n")
+	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+		return replaceOnce(t, s, "listen: {a2a: 127.0.0.1:8080, extauthz: 127.0.0.1:9191, admin: 127.0.0.1:9090}",
+			"listen: {a2a: 127.0.0.1:8080, extauthz: 127.0.0.1:9191, admin: 127.0.0.1:9090, admin_token_file: ./keys/admin.token}")
+	})
+	srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
+	callHinted(t, srv, "lookup-invoice-v1")
+
+	rep, _ := lifecycleReport(t, "--config", cfg, "--admin", srv.AdminURL)
+	require.Empty(t, rep.UsageError)
+	require.EqualValues(t, 1, *entryOf(t, rep, "lookup-invoice-v1").Calls30d)
+
+	rep, r := lifecycleReport(t, "--admin", srv.AdminURL) // the embedded config: no token
+	require.Contains(t, rep.UsageError, "HTTP 401")
+	require.Contains(t, r.stderr, "listen.admin_token_file")
+
+	resp, err := srv.HTTP.Get(srv.AdminURL + "/v1/usage")
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, 401, resp.StatusCode, "a loopback peer needs the token too once it is set")
+}
