@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -325,4 +327,70 @@ func TestListSendsTheTenant(t *testing.T) {
 			require.Contains(t, string(w.raw), `"id":"t-1"`, "the task is listed")
 		})
 	}
+}
+
+// TestHandlerAnswersHoldContexts: the context a handler answers in — a task's, a direct
+// message reply's, a streamed event's, a clarification's — becomes the caller's, as the task
+// does; an answer in a context another owner holds is refused (InvalidAgentResponse), not passed
+// on, and binds nothing.
+func TestHandlerAnswersHoldContexts(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t, nil)
+	owner := tasks.Owner{Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
+	held := func(id string) tasks.Owner {
+		t.Helper()
+		c, ok, err := f.store.LookupContext(ctx, id)
+		require.NoError(t, err)
+		require.True(t, ok, "context %s is held", id)
+		return c.Owner()
+	}
+
+	f.inv.result = jsontext.Value(`{"task":{"id":"t-a","contextId":"c-task","status":{"state":"TASK_STATE_COMPLETED"}}}`)
+	require.Nil(t, f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), &fakeResponder{}))
+	require.Equal(t, owner, held("c-task"))
+
+	f.inv.result = jsontext.Value(`{"message":{"messageId":"r-1","role":"ROLE_AGENT","contextId":"c-reply","parts":[{"text":"INV-1 is paid"}]}}`)
+	require.Nil(t, f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), &fakeResponder{}))
+	require.Equal(t, owner, held("c-reply"), "a direct message reply holds its context too")
+
+	rec := httptest.NewRecorder()
+	f.inv.result = jsontext.Value(`{"statusUpdate":{"taskId":"t-s","contextId":"c-stream","status":{"state":"TASK_STATE_WORKING"}}}`)
+	stream := f.call(t, partner, hinted("lookup-invoice"), nil)
+	stream.Request.Operation = protocol.SendStreamingMessage
+	require.Nil(t, f.d.send(ctx, stream, &streamResponder{w: rec, binding: protocol.JSONRPC}))
+	require.Equal(t, owner, held("c-stream"))
+	require.Contains(t, rec.Body.String(), "c-stream")
+
+	_, err := f.store.ClaimContext(ctx, tasks.Context{ContextID: "c-victim", Issuer: partner.Issuer, Subject: "victim", Tenant: "globex"})
+	require.NoError(t, err)
+	f.inv.result = jsontext.Value(`{"task":{"id":"t-b","contextId":"c-victim","status":{"state":"TASK_STATE_COMPLETED"}}}`)
+	w := &fakeResponder{}
+	perr := f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), w)
+	require.NotNil(t, perr)
+	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
+	require.NotContains(t, perr.Message, "victim")
+	require.Nil(t, w.raw, "the answer is not passed on")
+	_, ok, err := f.store.Lookup(ctx, "t-b")
+	require.NoError(t, err)
+	require.False(t, ok, "nothing is bound")
+	require.Equal(t, "victim", held("c-victim").Subject)
+
+	rec = httptest.NewRecorder()
+	f.inv.result = jsontext.Value(`{"message":{"messageId":"r-2","role":"ROLE_AGENT","contextId":"c-victim","parts":[{"text":"history"}]}}`)
+	stream = f.call(t, partner, hinted("lookup-invoice"), nil)
+	stream.Request.Operation = protocol.SendStreamingMessage
+	perr = f.d.send(ctx, stream, &streamResponder{w: rec, binding: protocol.JSONRPC})
+	require.NotNil(t, perr, "a streamed event in another owner's context ends the stream")
+	require.NotContains(t, rec.Body.String(), "history", "and is not relayed")
+
+	// A clarification opens a context of the caller's, which the reply continues in.
+	require.Nil(t, f.d.send(ctx, f.call(t, partner, vague, nil), w))
+	var clar struct {
+		Task struct {
+			ContextID string `json:"contextId"`
+		} `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(w.raw, &clar), "%s", w.raw)
+	require.NotEmpty(t, clar.Task.ContextID)
+	require.Equal(t, owner, held(clar.Task.ContextID))
 }

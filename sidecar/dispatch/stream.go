@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"sync"
@@ -14,20 +15,29 @@ import (
 
 // stream forwards a streaming call and relays each event to the client as
 // soon as it arrives (Server-Sent Events, unbuffered). The first event that
-// names a task binds it.
+// names a task binds it, and every event naming a context not yet held holds
+// it (bind; nil binds nothing), before the event is relayed.
 func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.Responder, inv invocation, bind func(taskID, contextID string) *protocol.Error) *protocol.Error {
 	sse := newSSE(call, w)
 	sse.keepAlive(d.keepAlive)
 	defer sse.stopKeepAlive()
-	bound := bind == nil
+	var boundTask, heldContext string
 	start := d.now()
 	err := d.invoker.Stream(ctx, inv.req, func(result jsontext.Value) error {
-		if !bound {
-			if taskID, contextID, ok := taskOf(result, call.Request.Version); ok && taskID != "" {
-				if perr := bind(taskID, contextID); perr != nil {
-					return perr
+		if bind != nil {
+			if taskID, contextID, ok := taskOf(result, call.Request.Version); ok {
+				if boundTask != "" {
+					taskID = ""
 				}
-				bound = true
+				if contextID == heldContext {
+					contextID = ""
+				}
+				if taskID != "" || contextID != "" {
+					if perr := bind(taskID, contextID); perr != nil {
+						return perr
+					}
+					boundTask, heldContext = cmp.Or(taskID, boundTask), cmp.Or(contextID, heldContext)
+				}
 			}
 		}
 		return sse.event(result)
