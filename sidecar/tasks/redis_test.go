@@ -3,7 +3,6 @@ package tasks
 import (
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,14 @@ func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...Option) *Redis {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// twoReplicas starts a Redis and opens two stores on it under one key
+// prefix, as two replicas of one deployment.
+func twoReplicas(t *testing.T) (*redisproc.Server, [2]*Redis) {
+	t.Helper()
+	srv := redisproc.Start(t)
+	return srv, [2]*Redis{openTestRedis(t, srv, WithKeyPrefix("shared:")), openTestRedis(t, srv, WithKeyPrefix("shared:"))}
 }
 
 // rawClient talks to srv directly, to inspect keys.
@@ -172,24 +179,14 @@ func TestRedisContextKeys(t *testing.T) {
 // TestRedisContextClaimAcrossReplicas: replicas racing to claim one new
 // context id: exactly one owner holds it, and every replica says which.
 func TestRedisContextClaimAcrossReplicas(t *testing.T) {
-	srv := redisproc.Start(t)
 	ctx := t.Context()
-	a := openTestRedis(t, srv, WithKeyPrefix("shared:"))
-	b := openTestRedis(t, srv, WithKeyPrefix("shared:"))
+	_, replicas := twoReplicas(t)
 	const n = 40
-	var wg sync.WaitGroup
 	held := make([]Context, n)
 	errs := make([]error, n)
-	for i := range n {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			held[i], errs[i] = s.ClaimContext(ctx, Context{ContextID: "new-ctx", Issuer: "i", Subject: "caller-" + strconv.Itoa(i), Tenant: "acme"})
-		})
-	}
-	wg.Wait()
+	concurrently(n, func(i int) {
+		held[i], errs[i] = replicas[i%2].ClaimContext(ctx, Context{ContextID: "new-ctx", Issuer: "i", Subject: "caller-" + strconv.Itoa(i), Tenant: "acme"})
+	})
 	won := 0
 	for i := range n {
 		require.NoError(t, errs[i])
@@ -289,23 +286,14 @@ func TestRedisLegacyRecord(t *testing.T) {
 // TestRedisPendingCapAcrossReplicas: two stores (two replicas' clients) on
 // one Redis racing BindPending for one owner never pass the cap together.
 func TestRedisPendingCapAcrossReplicas(t *testing.T) {
-	srv := redisproc.Start(t)
 	ctx := t.Context()
-	a := openTestRedis(t, srv, WithKeyPrefix("shared:"))
-	b := openTestRedis(t, srv, WithKeyPrefix("shared:"))
+	srv, replicas := twoReplicas(t)
+	b := replicas[1]
 	const n, limit = 40, 7
-	var wg sync.WaitGroup
 	errs := make([]error, n)
-	for i := range n {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			errs[i] = s.BindPending(ctx, Binding{TaskID: "c" + strconv.Itoa(i), Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, limit)
-		})
-	}
-	wg.Wait()
+	concurrently(n, func(i int) {
+		errs[i] = replicas[i%2].BindPending(ctx, Binding{TaskID: "c" + strconv.Itoa(i), Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, limit)
+	})
 	ok := 0
 	for _, err := range errs {
 		if err == nil {

@@ -457,15 +457,11 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 		ctx := t.Context()
 		m := newStore(t)
 		const n = 16
-		var wg sync.WaitGroup
 		held := make([]Context, n)
 		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() {
-				held[i], errs[i] = m.ClaimContext(ctx, Context{ContextID: "race", Issuer: "i", Subject: fmt.Sprintf("caller-%d", i), Tenant: "acme"})
-			})
-		}
-		wg.Wait()
+		concurrently(n, func(i int) {
+			held[i], errs[i] = m.ClaimContext(ctx, Context{ContextID: "race", Issuer: "i", Subject: fmt.Sprintf("caller-%d", i), Tenant: "acme"})
+		})
 		won := 0
 		for i := range n {
 			require.NoError(t, errs[i])
@@ -525,6 +521,15 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 }
 
 // requireBinding compares bindings, times by instant.
+// concurrently runs f(0) … f(n-1) at once and waits for all of them.
+func concurrently(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
+}
+
 func requireBinding(t *testing.T, want, got Binding) {
 	t.Helper()
 	require.True(t, want.CreatedAt.Equal(got.CreatedAt), "created %s, want %s", got.CreatedAt, want.CreatedAt)
