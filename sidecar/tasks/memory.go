@@ -228,6 +228,12 @@ func (m *Memory) Delete(_ context.Context, taskID string) error {
 // ClaimContext implements Store. Contexts, like bindings, live until the
 // process ends.
 func (m *Memory) ClaimContext(_ context.Context, c Context) (Context, error) {
+	m.mu.RLock()
+	old, ok := m.contexts[c.ContextID]
+	m.mu.RUnlock()
+	if ok {
+		return old, nil // a held context never changes hands: no write lock for its every message
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.contexts[c.ContextID]; ok {
