@@ -432,7 +432,7 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 }
 
 // TestRedisDown: with Redis unreachable — gone mid-run, or never there at
-// start — task operations fail closed with a clear A2A error and the
+// start — task operations, and messages and lists naming a context, fail closed with a clear A2A error and the
 // public card is still served.
 func TestRedisDown(t *testing.T) {
 	c := newCluster(t)
@@ -459,8 +459,10 @@ func TestRedisDown(t *testing.T) {
 			}{
 				{"SendMessage", reconcile("m-2", "")},
 				{"SendMessage", reconcile("m-3", id)},
+				{"SendMessage", inContext("m-4", "ctx-any")}, // a context's owner cannot be read either
 				{"GetTask", map[string]any{"id": id}},
 				{"ListTasks", map[string]any{}},
+				{"ListTasks", map[string]any{"contextId": "ctx-any"}},
 			} {
 				start := time.Now()
 				r, err := call(srv, owner, op.method, op.params)
