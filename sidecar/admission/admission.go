@@ -1,7 +1,7 @@
 // Package admission decides whether one parsed A2A request may proceed: who the caller is, what
 // the operation requires, and whether the caller owns every task and context, matches the tenant
-// and may use every push webhook the request names. The gateway and the ext_authz server both call Admit
-// and keep no admission rules of their own, so the two doors cannot disagree.
+// and may use every push webhook the request names. The gateway and the ext_authz server both
+// call Admit and keep no admission rules of their own, so the two doors cannot disagree.
 package admission
 
 import (

@@ -30,6 +30,8 @@ type fakeInvoker struct {
 	mu     sync.Mutex
 	calls  []handler.Request
 	result jsontext.Value
+	// events, when set, are what Stream yields instead of result.
+	events []jsontext.Value
 	err    *protocol.Error
 }
 
@@ -47,8 +49,14 @@ func (f *fakeInvoker) Stream(_ context.Context, req handler.Request, yield func(
 	if f.err != nil {
 		return f.err
 	}
-	if err := yield(f.result); err != nil {
-		return protocol.Wrap(protocol.Internal, err, "stream")
+	events := f.events
+	if events == nil {
+		events = []jsontext.Value{f.result}
+	}
+	for _, e := range events {
+		if err := yield(e); err != nil {
+			return protocol.Wrap(protocol.Internal, err, "stream")
+		}
 	}
 	return nil
 }
@@ -361,7 +369,21 @@ func TestHandlerAnswersHoldContexts(t *testing.T) {
 	require.Equal(t, owner, held("c-stream"))
 	require.Contains(t, rec.Body.String(), "c-stream")
 
-	_, err := f.store.ClaimContext(ctx, tasks.Context{ContextID: "c-victim", Issuer: partner.Issuer, Subject: "victim", Tenant: "globex"})
+	// A stream that names its context before its task: the task's binding keeps the context.
+	f.inv.events = []jsontext.Value{
+		jsontext.Value(`{"message":{"messageId":"r-0","role":"ROLE_AGENT","contextId":"c-later","parts":[{"text":"on it"}]}}`),
+		jsontext.Value(`{"task":{"id":"t-later","contextId":"c-later","status":{"state":"TASK_STATE_WORKING"}}}`),
+		jsontext.Value(`{"statusUpdate":{"taskId":"t-later","contextId":"c-later","status":{"state":"TASK_STATE_COMPLETED"}}}`),
+	}
+	require.Nil(t, f.d.send(ctx, stream, &streamResponder{w: httptest.NewRecorder(), binding: protocol.JSONRPC}))
+	f.inv.events = nil
+	require.Equal(t, owner, held("c-later"))
+	b, ok, err := f.store.Lookup(ctx, "t-later")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "c-later", b.ContextID)
+
+	_, err = f.store.ClaimContext(ctx, tasks.Context{ContextID: "c-victim", Issuer: partner.Issuer, Subject: "victim", Tenant: "globex"})
 	require.NoError(t, err)
 	f.inv.result = jsontext.Value(`{"task":{"id":"t-b","contextId":"c-victim","status":{"state":"TASK_STATE_COMPLETED"}}}`)
 	w := &fakeResponder{}
@@ -370,7 +392,7 @@ func TestHandlerAnswersHoldContexts(t *testing.T) {
 	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
 	require.NotContains(t, perr.Message, "victim")
 	require.Nil(t, w.raw, "the answer is not passed on")
-	_, ok, err := f.store.Lookup(ctx, "t-b")
+	_, ok, err = f.store.Lookup(ctx, "t-b")
 	require.NoError(t, err)
 	require.False(t, ok, "nothing is bound")
 	require.Equal(t, "victim", held("c-victim").Subject)

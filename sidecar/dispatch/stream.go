@@ -27,13 +27,10 @@ func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.R
 		if bind != nil {
 			if taskID, contextID, ok := taskOf(result, call.Request.Version); ok {
 				if boundTask != "" {
-					taskID = ""
+					taskID = "" // bound once, by the first event naming it
 				}
-				if contextID == heldContext {
-					contextID = ""
-				}
-				if taskID != "" || contextID != "" {
-					if perr := bind(taskID, contextID); perr != nil {
+				if taskID != "" || (contextID != "" && contextID != heldContext) {
+					if perr := bind(taskID, contextID); perr != nil { // the task's binding keeps its context
 						return perr
 					}
 					boundTask, heldContext = cmp.Or(taskID, boundTask), cmp.Or(contextID, heldContext)
