@@ -1,7 +1,7 @@
 // Package admission decides whether one parsed A2A request may proceed: who the caller is, what
-// the operation requires, and whether the caller owns every task, matches the tenant and may use
-// every push webhook the request names. The gateway and the ext_authz server both call Admit
-// and keep no admission rules of their own, so the two doors cannot disagree.
+// the operation requires, and whether the caller owns every task and context, matches the tenant
+// and may use every push webhook the request names. The gateway and the ext_authz server both
+// call Admit and keep no admission rules of their own, so the two doors cannot disagree.
 package admission
 
 import (
@@ -18,9 +18,11 @@ import (
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
-// Owners answers who owns a task: the one method admission needs of a task store.
+// Owners answers who owns a task, and who owns — or, for a message starting a conversation,
+// claims — a context: what admission needs of a task store.
 type Owners interface {
 	Lookup(ctx context.Context, taskID string) (tasks.Binding, bool, error)
+	tasks.ContextOwners
 }
 
 // Input is one request at a door.
@@ -53,8 +55,8 @@ type Admitter struct {
 	log    *zap.Logger
 }
 
-// New returns an Admitter. owners answers task ownership; nil refuses every request that names
-// a task (fail closed). log may be nil.
+// New returns an Admitter. owners answers task and context ownership; nil refuses every request
+// that names a task or a context (fail closed). log may be nil.
 func New(owners Owners, log *zap.Logger) *Admitter {
 	if log == nil {
 		log = zap.NewNop()
@@ -79,7 +81,8 @@ const (
 // Admit decides one request at rev. The order is fixed: credentials, extension negotiation,
 // push availability, what the operation requires of the caller, the request's tenant, an
 // extension method's extension and capability, entitlement (messages), ownership of every named
-// task, every push webhook URL, and the limits of a capability known before routing.
+// task, then of every named context (a message's new one claimed), every push webhook URL, and
+// the limits of a capability known before routing.
 func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verdict {
 	r := in.Request
 	if r.Operation == protocol.GetAgentCard {
@@ -131,6 +134,11 @@ func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verd
 		}
 		if i == 0 && t.ID == r.TaskID {
 			v.Task = &b
+		}
+	}
+	for _, c := range r.Contexts {
+		if err := a.context(ctx, owner, r, c, v.Task); err != nil {
+			return refuse(v, err)
 		}
 	}
 	for _, u := range r.Push {
@@ -210,15 +218,16 @@ func authenticate(ctx context.Context, rev *serving.State, in Input) (identity.P
 }
 
 // requireCaller is what each operation requires of the caller before anything it names is
-// looked at. Only an authenticated caller owns tasks (even with anonymous_public, a task bound
-// to nobody would be every anonymous caller's), so a request naming any task needs a
-// credential.
+// looked at. Only an authenticated caller owns tasks and contexts (even with anonymous_public, a
+// task or conversation bound to nobody would be every anonymous caller's), so a request naming
+// any task or context needs a credential.
 func requireCaller(rev *serving.State, r *protocol.Request, p identity.Principal) *protocol.Error {
 	if p.Authenticated {
 		return nil
 	}
 	switch {
-	case (r.Operation.Message() || r.Operation == protocol.ExtensionMethod) && len(r.Tasks) == 0 && rev.Config().Auth.AnonymousPublic:
+	case (r.Operation.Message() || r.Operation == protocol.ExtensionMethod) && len(r.Tasks) == 0 && len(r.Contexts) == 0 &&
+		rev.Config().Auth.AnonymousPublic:
 		return nil
 	case knownOperation(r.Operation):
 		return protocol.MissingCredentials()
@@ -269,6 +278,44 @@ func (a *Admitter) owned(ctx context.Context, o tasks.Owner, taskID string) (tas
 		return tasks.Binding{}, protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
 	}
 	return b, nil
+}
+
+// context admits a context the request names. It must be the owner's, or — named by a message
+// (a new conversation) — one nobody holds yet, which the owner claims here, atomically: of two
+// callers naming the same new id, one holds it and the other is refused. A message continuing a
+// task must name the task's context when the handler said which (task.ContextID); naming another
+// is InvalidParams, but only once that other context is the caller's own, and it is not claimed.
+// Another owner's context and one that does not exist get the same answer as a task that does
+// not exist. ListTasks' filter and an extension method's contextId only look up.
+func (a *Admitter) context(ctx context.Context, o tasks.Owner, r *protocol.Request, ref protocol.ContextRef, task *tasks.Binding) *protocol.Error {
+	if a.owners == nil {
+		return protocol.Errorf(protocol.Internal, "context ownership cannot be checked: no task store is configured")
+	}
+	if o.Subject == "" {
+		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound) // owns nothing, claims nothing
+	}
+	elsewhere := task != nil && task.ContextID != "" && task.ContextID != ref.ID
+	var (
+		held tasks.Context
+		ok   = true
+		err  error
+	)
+	if r.Operation.Message() && !elsewhere {
+		held, err = a.owners.ClaimContext(ctx, tasks.Context{ContextID: ref.ID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant})
+	} else {
+		held, ok, err = a.owners.LookupContext(ctx, ref.ID)
+	}
+	if err != nil {
+		a.log.Error("task store context lookup failed", zap.Error(err))
+		return StoreError(err)
+	}
+	if !ok || !held.OwnedBy(o) {
+		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
+	}
+	if elsewhere {
+		return protocol.Errorf(protocol.InvalidParams, "message.contextId is not the context of the task the message continues")
+	}
+	return nil
 }
 
 // extensionMethod admits a method an extension adds: only when the caller activated that

@@ -43,6 +43,9 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 	if call.Task != nil && call.Task.TaskID == taskID {
 		o = call.Task.Owner() // asked again on the same clarification task
 	}
+	if perr := d.holdContext(ctx, call, o, contextID); perr != nil {
+		return perr // the caller's reply continues in this context: it must be the caller's
+	}
 	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant,
 		Pending: true, Candidates: ids, CreatedAt: d.now()}
 	lim := call.Rev.Config().Limits

@@ -2,6 +2,8 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
+	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -28,6 +30,8 @@ type fakeInvoker struct {
 	mu     sync.Mutex
 	calls  []handler.Request
 	result jsontext.Value
+	// events, when set, are what Stream yields instead of result.
+	events []jsontext.Value
 	err    *protocol.Error
 }
 
@@ -45,8 +49,14 @@ func (f *fakeInvoker) Stream(_ context.Context, req handler.Request, yield func(
 	if f.err != nil {
 		return f.err
 	}
-	if err := yield(f.result); err != nil {
-		return protocol.Wrap(protocol.Internal, err, "stream")
+	events := f.events
+	if events == nil {
+		events = []jsontext.Value{f.result}
+	}
+	for _, e := range events {
+		if err := yield(e); err != nil {
+			return protocol.Wrap(protocol.Internal, err, "stream")
+		}
 	}
 	return nil
 }
@@ -325,4 +335,84 @@ func TestListSendsTheTenant(t *testing.T) {
 			require.Contains(t, string(w.raw), `"id":"t-1"`, "the task is listed")
 		})
 	}
+}
+
+// TestHandlerAnswersHoldContexts: the context a handler answers in — a task's, a direct
+// message reply's, a streamed event's, a clarification's — becomes the caller's, as the task
+// does; an answer in a context another owner holds is refused (InvalidAgentResponse), not passed
+// on, and binds nothing.
+func TestHandlerAnswersHoldContexts(t *testing.T) {
+	ctx := t.Context()
+	f := newFixture(t, nil)
+	owner := tasks.Owner{Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
+	held := func(id string) tasks.Owner {
+		t.Helper()
+		c, ok, err := f.store.LookupContext(ctx, id)
+		require.NoError(t, err)
+		require.True(t, ok, "context %s is held", id)
+		return c.Owner()
+	}
+
+	f.inv.result = jsontext.Value(`{"task":{"id":"t-a","contextId":"c-task","status":{"state":"TASK_STATE_COMPLETED"}}}`)
+	require.Nil(t, f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), &fakeResponder{}))
+	require.Equal(t, owner, held("c-task"))
+
+	f.inv.result = jsontext.Value(`{"message":{"messageId":"r-1","role":"ROLE_AGENT","contextId":"c-reply","parts":[{"text":"INV-1 is paid"}]}}`)
+	require.Nil(t, f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), &fakeResponder{}))
+	require.Equal(t, owner, held("c-reply"), "a direct message reply holds its context too")
+
+	rec := httptest.NewRecorder()
+	f.inv.result = jsontext.Value(`{"statusUpdate":{"taskId":"t-s","contextId":"c-stream","status":{"state":"TASK_STATE_WORKING"}}}`)
+	stream := f.call(t, partner, hinted("lookup-invoice"), nil)
+	stream.Request.Operation = protocol.SendStreamingMessage
+	require.Nil(t, f.d.send(ctx, stream, &streamResponder{w: rec, binding: protocol.JSONRPC}))
+	require.Equal(t, owner, held("c-stream"))
+	require.Contains(t, rec.Body.String(), "c-stream")
+
+	// A stream that names its context before its task: the task's binding keeps the context.
+	f.inv.events = []jsontext.Value{
+		jsontext.Value(`{"message":{"messageId":"r-0","role":"ROLE_AGENT","contextId":"c-later","parts":[{"text":"on it"}]}}`),
+		jsontext.Value(`{"task":{"id":"t-later","contextId":"c-later","status":{"state":"TASK_STATE_WORKING"}}}`),
+		jsontext.Value(`{"statusUpdate":{"taskId":"t-later","contextId":"c-later","status":{"state":"TASK_STATE_COMPLETED"}}}`),
+	}
+	require.Nil(t, f.d.send(ctx, stream, &streamResponder{w: httptest.NewRecorder(), binding: protocol.JSONRPC}))
+	f.inv.events = nil
+	require.Equal(t, owner, held("c-later"))
+	b, ok, err := f.store.Lookup(ctx, "t-later")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "c-later", b.ContextID)
+
+	_, err = f.store.ClaimContext(ctx, tasks.Context{ContextID: "c-victim", Issuer: partner.Issuer, Subject: "victim", Tenant: "globex"})
+	require.NoError(t, err)
+	f.inv.result = jsontext.Value(`{"task":{"id":"t-b","contextId":"c-victim","status":{"state":"TASK_STATE_COMPLETED"}}}`)
+	w := &fakeResponder{}
+	perr := f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), w)
+	require.NotNil(t, perr)
+	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
+	require.NotContains(t, perr.Message, "victim")
+	require.Nil(t, w.raw, "the answer is not passed on")
+	_, ok, err = f.store.Lookup(ctx, "t-b")
+	require.NoError(t, err)
+	require.False(t, ok, "nothing is bound")
+	require.Equal(t, "victim", held("c-victim").Subject)
+
+	rec = httptest.NewRecorder()
+	f.inv.result = jsontext.Value(`{"message":{"messageId":"r-2","role":"ROLE_AGENT","contextId":"c-victim","parts":[{"text":"history"}]}}`)
+	stream = f.call(t, partner, hinted("lookup-invoice"), nil)
+	stream.Request.Operation = protocol.SendStreamingMessage
+	perr = f.d.send(ctx, stream, &streamResponder{w: rec, binding: protocol.JSONRPC})
+	require.NotNil(t, perr, "a streamed event in another owner's context ends the stream")
+	require.NotContains(t, rec.Body.String(), "history", "and is not relayed")
+
+	// A clarification opens a context of the caller's, which the reply continues in.
+	require.Nil(t, f.d.send(ctx, f.call(t, partner, vague, nil), w))
+	var clar struct {
+		Task struct {
+			ContextID string `json:"contextId"`
+		} `json:"task"`
+	}
+	require.NoError(t, json.Unmarshal(w.raw, &clar), "%s", w.raw)
+	require.NotEmpty(t, clar.Task.ContextID)
+	require.Equal(t, owner, held(clar.Task.ContextID))
 }

@@ -114,7 +114,8 @@ func (d *Dispatcher) route(ctx context.Context, call *gateway.Call) (routed, *pr
 // forward re-checks entitlement to the routed capability at the moment of the
 // call, enforces its limits, calls its handler with the caller's downscoped
 // credential, binds the task the handler answers with to the capability and
-// its owner, and writes the answer.
+// its owner (and the context it answers in to the same owner), and writes the
+// answer.
 func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.Responder, r routed) *protocol.Error {
 	req, decision := call.Request, r.decision
 	d.m.Routes.WithLabelValues(string(decision.Layer)).Inc()
@@ -135,12 +136,17 @@ func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.
 	d.log.Debug("routed", zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
 		zap.String("layer", string(decision.Layer)), zap.Float64("confidence", decision.Confidence))
 	bind := func(taskID, contextID string) *protocol.Error {
+		o := ownerOf(call)
+		if t := call.Task; t != nil && !t.Pending && (taskID == t.TaskID || taskID == "") {
+			o = t.Owner() // the task continues under the owner it was bound to
+		}
+		if contextID != "" {
+			if perr := d.holdContext(ctx, call, o, contextID); perr != nil {
+				return perr
+			}
+		}
 		if taskID == "" {
 			return nil // a direct message reply creates no task
-		}
-		o := ownerOf(call)
-		if call.Task != nil && call.Task.TaskID == taskID && !call.Task.Pending {
-			o = call.Task.Owner() // the task continues under the owner it was bound to
 		}
 		b := tasks.Binding{TaskID: taskID, ContextID: contextID, Capability: capability.ID, Handler: capability.Handler,
 			Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: d.now()}
@@ -176,6 +182,23 @@ func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.
 		return protocol.Wrap(protocol.Internal, err, "the response could not be written")
 	}
 	return nil
+}
+
+// holdContext records that the context a handler answered in (or capgate's
+// clarification opened) is o's, as a binding records a task's owner. A context
+// another owner holds means the handler filed this caller's work in someone
+// else's conversation: the answer is not passed on.
+func (d *Dispatcher) holdContext(ctx context.Context, call *gateway.Call, o tasks.Owner, contextID string) *protocol.Error {
+	held, err := d.store.ClaimContext(ctx, tasks.Context{ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: d.now()})
+	if err != nil {
+		return storeError(err)
+	}
+	if held.Owner() == o || held.OwnedBy(ownerOf(call)) {
+		return nil
+	}
+	d.log.Warn("handler answered in another owner's context; answer refused", zap.String("decision_id", call.DecisionID),
+		zap.String("context", protocol.ForLog(contextID)))
+	return protocol.Errorf(protocol.InvalidAgentResponse, "the handler returned a context id that is already bound elsewhere")
 }
 
 // invocation is one handler call and what it was granted.

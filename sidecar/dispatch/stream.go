@@ -1,6 +1,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"sync"
@@ -14,25 +15,32 @@ import (
 
 // stream forwards a streaming call and relays each event to the client as
 // soon as it arrives (Server-Sent Events, unbuffered). The first event that
-// names a task binds it. Every event must be a task, a message or a task
-// update in the request's version (0.3: kind-discriminated), as a unary
-// answer must: anything else is InvalidAgentResponse, on every binding.
+// names a task binds it, and every event naming a context not yet held holds
+// it (bind; nil binds nothing), before the event is relayed. Every event must
+// be a task, a message or a task update in the request's version (0.3:
+// kind-discriminated), as a unary answer must: anything else is
+// InvalidAgentResponse, on every binding.
 func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.Responder, inv invocation, bind func(taskID, contextID string) *protocol.Error) *protocol.Error {
 	sse := newSSE(call, w)
 	sse.keepAlive(d.keepAlive)
 	defer sse.stopKeepAlive()
-	bound := bind == nil
+	var boundTask, heldContext string
 	start := d.now()
 	err := d.invoker.Stream(ctx, inv.req, func(result jsontext.Value) error {
 		taskID, contextID, ok := taskOf(result, call.Request.Version)
 		if !ok {
 			return protocol.Errorf(protocol.InvalidAgentResponse, "the handler's stream event is not a task, message or task update")
 		}
-		if !bound && taskID != "" {
-			if perr := bind(taskID, contextID); perr != nil {
-				return perr
+		if bind != nil {
+			if boundTask != "" {
+				taskID = "" // bound once, by the first event naming it
 			}
-			bound = true
+			if taskID != "" || (contextID != "" && contextID != heldContext) {
+				if perr := bind(taskID, contextID); perr != nil { // the task's binding keeps its context
+					return perr
+				}
+				boundTask, heldContext = cmp.Or(taskID, boundTask), cmp.Or(contextID, heldContext)
+			}
 		}
 		return sse.event(result)
 	})

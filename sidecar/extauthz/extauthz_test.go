@@ -300,6 +300,14 @@ func (failingOwners) Lookup(context.Context, string) (tasks.Binding, bool, error
 	return tasks.Binding{}, false, errors.Join(tasks.ErrUnavailable, errors.New("dial tcp: connection refused"))
 }
 
+func (failingOwners) ClaimContext(context.Context, tasks.Context) (tasks.Context, error) {
+	return tasks.Context{}, errors.Join(tasks.ErrUnavailable, errors.New("dial tcp: connection refused"))
+}
+
+func (failingOwners) LookupContext(context.Context, string) (tasks.Context, bool, error) {
+	return tasks.Context{}, false, errors.Join(tasks.ErrUnavailable, errors.New("dial tcp: connection refused"))
+}
+
 func TestCheckFailsClosed(t *testing.T) {
 	rev := financeRevision(t)
 	tok := newTokens(t)
@@ -311,6 +319,18 @@ func TestCheckFailsClosed(t *testing.T) {
 		require.NoError(t, err)
 		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 200, rpcCode: -32603, rpcID: `1`})
 		require.NotContains(t, resp.GetDeniedResponse().GetBody(), "connection refused")
+	})
+	t.Run("task store error on a context", func(t *testing.T) {
+		// A message in a conversation is never admitted without its context's owner.
+		s := New(serving.NewHolder(rev), failingOwners{})
+		msg := strings.Replace(msgText, `"messageId"`, `"contextId":"ctx-1","messageId"`, 1)
+		resp, err := s.Check(t.Context(), jsonrpc(rpcBody(`1`, "SendMessage", `{"message":`+msg+`}`), map[string]string{"a2a-version": v1, "authorization": auth}))
+		require.NoError(t, err)
+		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 200, rpcCode: -32603, rpcID: `1`})
+		require.NotContains(t, resp.GetDeniedResponse().GetBody(), "connection refused")
+		resp, err = s.Check(t.Context(), httpCheck("GET", "/tasks?contextId=ctx-1", map[string]string{"a2a-version": v1, "authorization": auth}, ""))
+		require.NoError(t, err)
+		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 500, status: 500})
 	})
 	t.Run("no task store", func(t *testing.T) {
 		s := New(serving.NewHolder(rev), nil)

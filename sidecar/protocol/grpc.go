@@ -171,6 +171,11 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 			return r, err
 		}
 	}
+	for _, c := range r.Contexts {
+		if err := checkIdentifier(c.Where, c.ID); err != nil {
+			return r, err
+		}
+	}
 	if r.Tenant != "" && !validTenant(r.Tenant) {
 		return r, Errorf(InvalidParams, "tenant must be 1 to %d characters of A-Z a-z 0-9 . _ - and not . or ..", maxTenantBytes)
 	}
@@ -231,6 +236,7 @@ func grpcResources(op Operation, msg []byte, r *Request) error {
 			r.Push = append(r.Push, PushRef{URL: c.GetUrl(), Where: "configuration.task_push_notification_config.url"})
 		}
 		r.Message = &MessageInfo{MessageID: m.GetMessage().GetMessageId(), TaskID: r.TaskID, ContextID: m.GetMessage().GetContextId()}
+		r.addContext(r.Message.ContextID, "message.context_id")
 		return nil
 	case GetTask:
 		var m a2apb.GetTaskRequest
@@ -288,6 +294,7 @@ func grpcResources(op Operation, msg []byte, r *Request) error {
 		}
 		r.List = &ListParams{ContextID: m.GetContextId(), PageSize: int(m.GetPageSize()), PageToken: m.GetPageToken(),
 			IncludeArtifacts: m.GetIncludeArtifacts()}
+		r.addContext(r.List.ContextID, "context_id")
 		if m.GetPageSize() < 0 || m.GetHistoryLength() < 0 {
 			return Errorf(InvalidParams, "page_size and history_length must not be negative")
 		}
@@ -347,6 +354,7 @@ func grpcResources03(op Operation, msg []byte, r *Request) error {
 			r.Push = append(r.Push, PushRef{URL: c.GetUrl(), Where: "configuration.push_notification.url"})
 		}
 		r.Message = &MessageInfo{MessageID: m.GetRequest().GetMessageId(), TaskID: r.TaskID, ContextID: m.GetRequest().GetContextId()}
+		r.addContext(r.Message.ContextID, "request.context_id")
 		return nil
 	case GetTask:
 		var m a2apb03.GetTaskRequest

@@ -232,6 +232,7 @@ func (ps *parser) readList(p object, r *Request) *Error {
 	if err = field(p, "contextId", false, &l.ContextID); err != nil {
 		return err
 	}
+	r.addContext(l.ContextID, "params.contextId")
 	if l.Status, err = optString(p, "status"); err != nil {
 		return err
 	}
@@ -438,6 +439,7 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	if err := field(msg, "contextId", false, &info.ContextID); err != nil {
 		return prefix("message.", err)
 	}
+	r.addContext(info.ContextID, "params.message.contextId")
 	if err := checkOptString(msg, "role"); err != nil {
 		return prefix("message.", err)
 	}
@@ -809,14 +811,19 @@ func MediaTypeMatches(p, t string) bool {
 }
 
 // readExtensionParams reads the params of a method an extension adds. They are the extension's
-// own, but a task or tenant they name follows the core rules: `taskId` and `referenceTaskIds`
-// name tasks (the caller must own them) and `tenant` names the request's tenant (1.0, read
-// above). Extension authors name tasks there; other fields are not read.
+// own, but a task, context or tenant they name follows the core rules: `taskId` and
+// `referenceTaskIds` name tasks and `contextId` a context (the caller must own them), and
+// `tenant` names the request's tenant (1.0, read above). Extension authors name tasks and
+// contexts there; other fields are not read.
 func (ps *parser) readExtensionParams(v Version, p object, r *Request) *Error {
-	var task string
+	var task, contextID string
 	if err := field(p, "taskId", false, &task); err != nil {
 		return err
 	}
+	if err := field(p, "contextId", false, &contextID); err != nil {
+		return err
+	}
+	r.addContext(contextID, "params.contextId")
 	r.TaskID = task
 	r.addTask(task, "params.taskId")
 	refs, err := ps.stringArray(p.get("referenceTaskIds"), "referenceTaskIds")

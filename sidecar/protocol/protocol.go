@@ -122,6 +122,9 @@ type Request struct {
 	// Tasks is every task the request names, wherever it appears (see TaskRef); the target
 	// TaskID, when set, is first.
 	Tasks []TaskRef
+	// Contexts is every context the request names, wherever it appears (see ContextRef): a
+	// message's contextId, ListTasks' contextId filter, an extension method's params.contextId.
+	Contexts []ContextRef
 	// ConfigID is the push notification config id, when the operation names one.
 	ConfigID string
 	// Push lists the push notification configs the request carries (a push config operation's,
@@ -151,6 +154,14 @@ type TaskRef struct {
 	Where string
 }
 
+// ContextRef is one context a request names and where: "params.message.contextId",
+// "params.contextId" (ListTasks' filter, an extension method's), "message.context_id",
+// "request.context_id", "context_id" (gRPC).
+type ContextRef struct {
+	ID    string
+	Where string
+}
+
 // PushRef is a push notification config a request carries.
 type PushRef struct {
 	URL   string
@@ -172,6 +183,13 @@ type ListParams struct {
 func (r *Request) addTask(id, where string) {
 	if id != "" {
 		r.Tasks = append(r.Tasks, TaskRef{ID: id, Where: where})
+	}
+}
+
+// addContext records a context the request names.
+func (r *Request) addContext(id, where string) {
+	if id != "" {
+		r.Contexts = append(r.Contexts, ContextRef{ID: id, Where: where})
 	}
 }
 

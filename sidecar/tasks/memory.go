@@ -26,6 +26,7 @@ type Memory struct {
 	pending    map[ownerKey]map[string]struct{}
 	nextExpiry time.Time
 	usage      map[string]*usageRecord
+	contexts   map[string]Context
 	max        int
 	now        func() time.Time
 	started    time.Time // the start of usage observation
@@ -42,8 +43,8 @@ type usageRecord struct {
 	days  map[int64]int64 // unix day -> calls
 }
 
-// NewMemory returns an empty store holding at most max bindings (0:
-// default). Of the options it reads WithClock.
+// NewMemory returns an empty store holding at most max bindings and max
+// contexts (0: default). Of the options it reads WithClock.
 func NewMemory(max int, opts ...Option) *Memory {
 	if max <= 0 {
 		max = DefaultMaxBindings
@@ -53,6 +54,7 @@ func NewMemory(max int, opts ...Option) *Memory {
 		byOwner:  map[ownerKey]map[string]struct{}{},
 		pending:  map[ownerKey]map[string]struct{}{},
 		usage:    map[string]*usageRecord{},
+		contexts: map[string]Context{},
 		max:      max,
 		now:      newOptions(opts).now,
 		started:  newOptions(opts).now().UTC(),
@@ -221,6 +223,38 @@ func (m *Memory) Delete(_ context.Context, taskID string) error {
 	m.sweep(m.now())
 	m.drop(taskID)
 	return nil
+}
+
+// ClaimContext implements Store. Contexts, like bindings, live until the
+// process ends.
+func (m *Memory) ClaimContext(_ context.Context, c Context) (Context, error) {
+	m.mu.RLock()
+	old, ok := m.contexts[c.ContextID]
+	m.mu.RUnlock()
+	if ok {
+		return old, nil // a held context never changes hands: no write lock for its every message
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old, ok := m.contexts[c.ContextID]; ok {
+		return old, nil
+	}
+	if len(m.contexts) >= m.max {
+		return Context{}, ErrUnavailable
+	}
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = m.now().UTC()
+	}
+	m.contexts[c.ContextID] = c
+	return c, nil
+}
+
+// LookupContext implements Store.
+func (m *Memory) LookupContext(_ context.Context, contextID string) (Context, bool, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	c, ok := m.contexts[contextID]
+	return c, ok, nil
 }
 
 func day(t time.Time) int64 { return t.UTC().Unix() / 86400 }

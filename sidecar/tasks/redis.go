@@ -48,6 +48,18 @@ const (
 // or conflict after the first step leaves at most an id in the owner's set
 // that Owned drops (it checks every binding's owner) and, for BindPending,
 // a reservation that counts toward the owner's cap until its expiry.
+//
+// Keys (prefix "capgate:" by default; owner components query-escaped; in a
+// Cluster the part after the kind is a hash tag, see keys):
+//
+//	<prefix>task:<task id>                      hash: subject tenant issuer capability handler pending created contextId candidates expires
+//	<prefix>context:<context id>                hash: subject tenant issuer created
+//	<prefix>owner:<issuer>:<tenant>:<subject>   set of task ids
+//	<prefix>owner:<tenant>:<subject>            set of task ids of bindings without an issuer (and of every binding written before issuers were recorded)
+//	<prefix>pending:<issuer>:<tenant>:<subject> sorted set of pending task ids, scored by expiry (unix ms)
+//	<prefix>usage:<capability>                  hash: total last (unix ns, zero-padded)
+//	<prefix>usage:<capability>:<day>            calls on that unix day, expires 32 days after it
+//	<prefix>usage-since                         when usage counting began (unix ns), set once
 type Redis struct {
 	rdb  redis.UniversalClient
 	keys keys
@@ -157,6 +169,9 @@ func tag(s string) string {
 
 // task is a binding's hash.
 func (k keys) task(id string) string { return k.key("task", id) }
+
+// context is the hash of a context's owner; its slot part is the id.
+func (k keys) context(id string) string { return k.key("context", id) }
 
 // owner is the set of o's task ids. An owner without an issuer keeps, on a
 // single Redis, the key of the bindings written before issuers were
@@ -346,6 +361,21 @@ func (r *Redis) writeWait(ctx context.Context, conn interface {
 	return res, nil
 }
 
+// claimContextScript makes an owner the holder of a context unless another
+// owner holds it, and returns the holder: subject, tenant, issuer, created.
+// The holder's own claim renews the key to binding_ttl_ms. KEYS: context.
+// ARGV: subject tenant issuer created binding_ttl_ms.
+var claimContextScript = redis.NewScript(`
+local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'created')
+if old[1] then
+  if old[1] == ARGV[1] and old[2] == ARGV[2] and (old[3] or '') == ARGV[3] then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
+  return {old[1], old[2] or '', old[3] or '', old[4] or ''}
+end
+redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'created', ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return {ARGV[1], ARGV[2], ARGV[3], ARGV[4]}
+`)
+
 // recordScript counts one call. KEYS: per-day counter, usage hash. ARGV:
 // expire-at (unix s), time (zero-padded unix ns, so strings order as times).
 var recordScript = redis.NewScript(`
@@ -474,6 +504,69 @@ func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error
 		return Binding{}, false, err
 	}
 	return b, true, nil
+}
+
+// ClaimContext implements Store: one script, so two replicas claiming one
+// new id cannot both win.
+func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	if c.CreatedAt.IsZero() {
+		c.CreatedAt = r.now()
+	}
+	// An ownership write like a bind: with min_replicas it is acknowledged
+	// only once replicas confirmed it (write).
+	res, err := r.write(ctx, claimContextScript, []string{r.keys.context(c.ContextID)},
+		c.Subject, c.Tenant, c.Issuer, strconv.FormatInt(c.CreatedAt.UnixNano(), 10), r.ttl.Milliseconds())
+	if err != nil {
+		return Context{}, unavailable("claim context", err)
+	}
+	vals, err := redis.NewCmdResult(res, nil).StringSlice()
+	if err != nil {
+		return Context{}, unavailable("claim context", err)
+	}
+	held, ok, err := decodeContext(c.ContextID, vals)
+	if err == nil && !ok {
+		err = fmt.Errorf("%w: the claim of context %s answered no holder", ErrUnavailable, c.ContextID)
+	}
+	return held, err
+}
+
+var contextFields = []string{"subject", "tenant", "issuer", "created"}
+
+// decodeContext reads the values of contextFields; ok is false when the
+// hash does not exist.
+func decodeContext(contextID string, vals []string) (Context, bool, error) {
+	if len(vals) != len(contextFields) {
+		return Context{}, false, nil
+	}
+	c := Context{ContextID: contextID, Subject: vals[0], Tenant: vals[1], Issuer: vals[2]}
+	if vals[3] != "" {
+		ns, err := strconv.ParseInt(vals[3], 10, 64)
+		if err != nil {
+			return Context{}, false, fmt.Errorf("%w: context %s has a malformed created time", ErrUnavailable, contextID)
+		}
+		c.CreatedAt = time.Unix(0, ns).UTC()
+	}
+	return c, true, nil
+}
+
+// LookupContext implements Store.
+func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, bool, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	vals, err := r.rdb.HMGet(ctx, r.keys.context(contextID), contextFields...).Result()
+	if err != nil {
+		return Context{}, false, unavailable("lookup context", err)
+	}
+	if len(vals) != len(contextFields) || vals[0] == nil {
+		return Context{}, false, nil
+	}
+	s := make([]string, len(vals))
+	for i, v := range vals {
+		s[i], _ = v.(string)
+	}
+	return decodeContext(contextID, s)
 }
 
 // Owned implements Store. It reads o's set and, with o.Legacy, the set of

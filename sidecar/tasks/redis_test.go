@@ -3,7 +3,6 @@ package tasks
 import (
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +25,14 @@ func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...Option) *Redis {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// twoReplicas starts a Redis and opens two stores on it under one key
+// prefix, as two replicas of one deployment.
+func twoReplicas(t *testing.T) (*redisproc.Server, [2]*Redis) {
+	t.Helper()
+	srv := redisproc.Start(t)
+	return srv, [2]*Redis{openTestRedis(t, srv, WithKeyPrefix("shared:")), openTestRedis(t, srv, WithKeyPrefix("shared:"))}
 }
 
 // rawClient talks to srv directly, to inspect keys.
@@ -125,6 +132,72 @@ func TestRedisKeys(t *testing.T) {
 	require.Len(t, u["last"], 20)
 }
 
+// TestRedisContextKeys checks a context's documented key, its size and its
+// life (docs/operations.md, "Keys"): binding_ttl, renewed by its holder's
+// claim and by nobody else's; expired, the id is free again.
+func TestRedisContextKeys(t *testing.T) {
+	srv := redisproc.Start(t)
+	ctx := t.Context()
+	const ttl = 3 * time.Second
+	r := openTestRedis(t, srv, WithKeyPrefix("cg:"), WithBindingTTL(ttl))
+	raw := rawClient(t, srv)
+	const id = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b" // the shape of a2a-go's context ids
+	alice := Context{ContextID: id, Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", CreatedAt: time.Unix(100, 0)}
+	_, err := r.ClaimContext(ctx, alice)
+	require.NoError(t, err)
+	h, err := raw.HGetAll(ctx, "cg:context:"+id).Result()
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"subject": "alice@x", "tenant": "acme", "issuer": "https://idp.example/", "created": "100000000000"}, h)
+	bytes, err := raw.MemoryUsage(ctx, "cg:context:"+id).Result()
+	require.NoError(t, err)
+	t.Logf("one context (36-byte id, 20-byte issuer): %d bytes", bytes)
+	require.Less(t, bytes, int64(256), "docs/operations.md sizes a context at under 256 bytes")
+
+	aged := func() bool {
+		left, err := raw.PTTL(ctx, "cg:context:"+id).Result()
+		return err == nil && left > 0 && left < ttl-time.Second
+	}
+	require.Eventually(t, aged, 5*time.Second, 20*time.Millisecond)
+	held, err := r.ClaimContext(ctx, Context{ContextID: id, Issuer: "https://idp.example/", Subject: "mallory", Tenant: "acme"})
+	require.NoError(t, err)
+	require.Equal(t, "alice@x", held.Subject)
+	require.True(t, aged(), "another owner's claim does not renew the holder's context")
+	_, err = r.ClaimContext(ctx, alice)
+	require.NoError(t, err)
+	left, err := raw.PTTL(ctx, "cg:context:"+id).Result()
+	require.NoError(t, err)
+	require.Greater(t, left, ttl-time.Second, "renewed by the holder's claim")
+	require.Eventually(t, func() bool {
+		_, ok, err := r.LookupContext(ctx, id)
+		return err == nil && !ok
+	}, 10*time.Second, 20*time.Millisecond)
+	held, err = r.ClaimContext(ctx, Context{ContextID: id, Issuer: "https://idp.example/", Subject: "mallory", Tenant: "acme"})
+	require.NoError(t, err)
+	require.Equal(t, "mallory", held.Subject, "an expired context id is free again")
+}
+
+// TestRedisContextClaimAcrossReplicas: replicas racing to claim one new
+// context id: exactly one owner holds it, and every replica says which.
+func TestRedisContextClaimAcrossReplicas(t *testing.T) {
+	ctx := t.Context()
+	_, replicas := twoReplicas(t)
+	const n = 40
+	held := make([]Context, n)
+	errs := make([]error, n)
+	concurrently(n, func(i int) {
+		held[i], errs[i] = replicas[i%2].ClaimContext(ctx, Context{ContextID: "new-ctx", Issuer: "i", Subject: "caller-" + strconv.Itoa(i), Tenant: "acme"})
+	})
+	won := 0
+	for i := range n {
+		require.NoError(t, errs[i])
+		require.Equal(t, held[0], held[i], "every replica names the same holder")
+		if held[i].OwnedBy(Owner{Issuer: "i", Subject: "caller-" + strconv.Itoa(i), Tenant: "acme"}) {
+			won++
+		}
+	}
+	require.Equal(t, 1, won)
+}
+
 func TestRedisBindingTTL(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
@@ -213,23 +286,14 @@ func TestRedisLegacyRecord(t *testing.T) {
 // TestRedisPendingCapAcrossReplicas: two stores (two replicas' clients) on
 // one Redis racing BindPending for one owner never pass the cap together.
 func TestRedisPendingCapAcrossReplicas(t *testing.T) {
-	srv := redisproc.Start(t)
 	ctx := t.Context()
-	a := openTestRedis(t, srv, WithKeyPrefix("shared:"))
-	b := openTestRedis(t, srv, WithKeyPrefix("shared:"))
+	srv, replicas := twoReplicas(t)
+	b := replicas[1]
 	const n, limit = 40, 7
-	var wg sync.WaitGroup
 	errs := make([]error, n)
-	for i := range n {
-		s := a
-		if i%2 == 1 {
-			s = b
-		}
-		wg.Go(func() {
-			errs[i] = s.BindPending(ctx, Binding{TaskID: "c" + strconv.Itoa(i), Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, limit)
-		})
-	}
-	wg.Wait()
+	concurrently(n, func(i int) {
+		errs[i] = replicas[i%2].BindPending(ctx, Binding{TaskID: "c" + strconv.Itoa(i), Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, limit)
+	})
 	ok := 0
 	for _, err := range errs {
 		if err == nil {
@@ -270,7 +334,12 @@ func TestRedisUnavailable(t *testing.T) {
 		"owned":  func() error { _, err := r.Owned(ctx, Owner{Subject: "s"}); return err },
 		"delete": func() error { return r.Delete(ctx, "t") },
 		"record": func() error { return r.RecordCall(ctx, "c", time.Now()) },
-		"usage":  func() error { _, err := r.Usage(ctx, "c", time.Now()); return err },
+		"claim context": func() error {
+			_, err := r.ClaimContext(ctx, Context{ContextID: "c", Subject: "s"})
+			return err
+		},
+		"lookup context": func() error { _, _, err := r.LookupContext(ctx, "c"); return err },
+		"usage":          func() error { _, err := r.Usage(ctx, "c", time.Now()); return err },
 	}
 	for name, op := range ops {
 		t.Run(name, func(t *testing.T) {

@@ -394,6 +394,89 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 		require.Len(t, owned, limit)
 	})
 
+	t.Run("contexts have owners", func(t *testing.T) {
+		ctx := t.Context()
+		m := newStore(t)
+		alice := Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme"}
+		_, ok, err := m.LookupContext(ctx, "ctx-1")
+		require.NoError(t, err)
+		require.False(t, ok, "an unknown context is nobody's")
+
+		mine := Context{ContextID: "ctx-1", Issuer: alice.Issuer, Subject: alice.Subject, Tenant: alice.Tenant, CreatedAt: time.Unix(100, 0).UTC()}
+		held, err := m.ClaimContext(ctx, mine)
+		require.NoError(t, err)
+		require.Equal(t, mine, held, "a new id becomes the claimant's")
+		require.True(t, held.OwnedBy(alice))
+		again := mine
+		again.CreatedAt = time.Unix(200, 0).UTC()
+		held, err = m.ClaimContext(ctx, again)
+		require.NoError(t, err)
+		require.Equal(t, mine, held, "the holder's claim keeps the first created time")
+
+		// Any other owner — subject, tenant or issuer — gets the holder back, unchanged.
+		for _, o := range []Owner{
+			{Issuer: alice.Issuer, Subject: "mallory", Tenant: "acme"},
+			{Issuer: alice.Issuer, Subject: "alice", Tenant: "globex"},
+			{Issuer: "https://idp-b", Subject: "alice", Tenant: "acme"},
+			{Subject: "alice", Tenant: "acme"},
+		} {
+			held, err := m.ClaimContext(ctx, Context{ContextID: "ctx-1", Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant})
+			require.NoError(t, err)
+			require.Equal(t, mine, held)
+			require.False(t, held.OwnedBy(o), "%+v", o)
+			require.False(t, held.OwnedBy(Owner{Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, Legacy: true}))
+		}
+		got, ok, err := m.LookupContext(ctx, "ctx-1")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, mine, got)
+
+		// Contexts and tasks are apart: a task id equal to a context id is another record.
+		_, ok, err = m.Lookup(ctx, "ctx-1")
+		require.NoError(t, err)
+		require.False(t, ok)
+
+		// A context held without a subject (a handler answered an anonymous caller in it)
+		// is nobody's, and nobody can take it.
+		held, err = m.ClaimContext(ctx, Context{ContextID: "ctx-anon"})
+		require.NoError(t, err)
+		require.False(t, held.OwnedBy(Owner{}))
+		held, err = m.ClaimContext(ctx, Context{ContextID: "ctx-anon", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme"})
+		require.NoError(t, err)
+		require.Empty(t, held.Subject)
+		require.False(t, held.OwnedBy(alice))
+
+		// A context held without an issuer is a Legacy owner's, as a binding is.
+		held, err = m.ClaimContext(ctx, Context{ContextID: "ctx-old", Subject: "alice", Tenant: "acme"})
+		require.NoError(t, err)
+		require.False(t, held.OwnedBy(alice))
+		require.True(t, held.OwnedBy(Owner{Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Legacy: true}))
+	})
+
+	t.Run("concurrent claims of one new context", func(t *testing.T) {
+		ctx := t.Context()
+		m := newStore(t)
+		const n = 16
+		held := make([]Context, n)
+		errs := make([]error, n)
+		concurrently(n, func(i int) {
+			held[i], errs[i] = m.ClaimContext(ctx, Context{ContextID: "race", Issuer: "i", Subject: fmt.Sprintf("caller-%d", i), Tenant: "acme"})
+		})
+		won := 0
+		for i := range n {
+			require.NoError(t, errs[i])
+			require.Equal(t, held[0].Subject, held[i].Subject, "every claimant is told the same holder")
+			if held[i].OwnedBy(Owner{Issuer: "i", Subject: fmt.Sprintf("caller-%d", i), Tenant: "acme"}) {
+				won++
+			}
+		}
+		require.Equal(t, 1, won, "exactly one claimant holds the context")
+		got, ok, err := m.LookupContext(ctx, "race")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, held[0].Subject, got.Subject)
+	})
+
 	t.Run("usage window", func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t)
@@ -438,6 +521,15 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 }
 
 // requireBinding compares bindings, times by instant.
+// concurrently runs f(0) … f(n-1) at once and waits for all of them.
+func concurrently(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { f(i) })
+	}
+	wg.Wait()
+}
+
 func requireBinding(t *testing.T, want, got Binding) {
 	t.Helper()
 	require.True(t, want.CreatedAt.Equal(got.CreatedAt), "created %s, want %s", got.CreatedAt, want.CreatedAt)

@@ -55,11 +55,15 @@ func (b Binding) Owner() Owner {
 // OwnedBy reports whether o owns the task: same subject and tenant, and the
 // same issuer — or a binding without an issuer and an o marked Legacy. An
 // owner without a subject (an anonymous caller) owns nothing.
-func (b Binding) OwnedBy(o Owner) bool {
-	if o.Subject == "" || b.Subject != o.Subject || b.Tenant != o.Tenant {
+func (b Binding) OwnedBy(o Owner) bool { return b.Owner().admits(o) }
+
+// admits reports whether the caller o is h, the owner a task or context is
+// held by (see Binding.OwnedBy): the one ownership rule of both.
+func (h Owner) admits(o Owner) bool {
+	if o.Subject == "" || h.Subject != o.Subject || h.Tenant != o.Tenant {
 		return false
 	}
-	return b.Issuer == o.Issuer || (b.Issuer == "" && o.Legacy)
+	return h.Issuer == o.Issuer || (h.Issuer == "" && o.Legacy)
 }
 
 // conflicts reports whether binding b may not overwrite the unexpired
@@ -69,6 +73,28 @@ func (b Binding) OwnedBy(o Owner) bool {
 func conflicts(old, b Binding) bool {
 	return old.Owner() != b.Owner() || (!old.Pending && (old.Capability != b.Capability || old.Handler != b.Handler))
 }
+
+// Context ties an A2A context id to its owner, exactly as a Binding ties a
+// task: the caller who first named it in a message (a caller-chosen new id)
+// or for whom a handler answered in it. A handler keeps conversation state
+// per context, so a context is its owner's alone.
+type Context struct {
+	ContextID string    `json:"contextId"`
+	Issuer    string    `json:"issuer,omitempty"`
+	Subject   string    `json:"subject"`
+	Tenant    string    `json:"tenant"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Owner returns the context's owner (never Legacy).
+func (c Context) Owner() Owner {
+	return Owner{Issuer: c.Issuer, Subject: c.Subject, Tenant: c.Tenant}
+}
+
+// OwnedBy reports whether o owns the context, by the rule of
+// Binding.OwnedBy: a context held by an owner without a subject (one a
+// handler answered an anonymous caller in) is nobody's.
+func (c Context) OwnedBy(o Owner) bool { return c.Owner().admits(o) }
 
 // expired reports whether b has an expiry that now has reached.
 func (b Binding) expired(now time.Time) bool {
@@ -136,11 +162,28 @@ type Store interface {
 	RecordCall(ctx context.Context, capability string, t time.Time) error
 	// Usage returns a capability's usage as of now.
 	Usage(ctx context.Context, capability string, now time.Time) (Usage, error)
+	ContextOwners
 }
 
-// Owners is the one method the ext_authz server needs.
+// ContextOwners holds context ownership.
+type ContextOwners interface {
+	// ClaimContext makes c's owner the holder of context c.ContextID unless
+	// another owner holds it, and returns the holder: c (CreatedAt kept from
+	// an earlier claim; now when zero) when c's owner holds it, newly or
+	// already (issuer, subject and tenant compared exactly), else the other
+	// holder, unchanged. The check and the write are atomic: of concurrent
+	// claims of one new id, exactly one owner wins. The holder's claim
+	// renews the context's life as Bind renews a binding's.
+	ClaimContext(ctx context.Context, c Context) (Context, error)
+	// LookupContext returns the holder of a context id.
+	LookupContext(ctx context.Context, contextID string) (Context, bool, error)
+}
+
+// Owners is what admission (the gateway's and the ext_authz server's) needs:
+// who owns a task, and who owns — or claims — a context.
 type Owners interface {
 	Lookup(ctx context.Context, taskID string) (Binding, bool, error)
+	ContextOwners
 }
 
 var (

@@ -48,6 +48,7 @@ type class struct {
 	anonymous     bool
 	token         string
 	task          string // a task this caller owns ("" for anonymous)
+	context       string // the context of task, which this caller owns
 	authenticated bool
 }
 
@@ -101,36 +102,50 @@ func classes(t *testing.T, e *env) []*class {
 		}
 		c.authenticated = true
 		c.token = testutil.Token(t, testutil.TokenOptions{Issuer: c.issuer, Subject: c.subject, Tenant: c.tenant, Scopes: []string{"recon.run"}})
-		c.task = e.createTask(t, c)
+		c.task, c.context = e.createTask(t, c)
 	}
 	return cs
 }
 
 // createTask sends a message routed to lookup-invoice (by hint) and returns the task it made,
-// with a push config "c-1" on it.
-func (e *env) createTask(t *testing.T, c *class) string {
+// with a push config "c-1" on it, and the task's context.
+func (e *env) createTask(t *testing.T, c *class) (task, context string) {
 	t.Helper()
-	id := e.createTaskNoPush(t, c)
-	e.pushConfig(t, c, id)
-	return id
+	task, context = e.createTaskIn(t, c, "")
+	e.pushConfig(t, c, task)
+	return task, context
 }
 
 // createTaskNoPush sends a message routed to lookup-invoice (by hint) and returns its task.
 func (e *env) createTaskNoPush(t *testing.T, c *class) string {
 	t.Helper()
-	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"setup-` + c.name + `","role":"ROLE_USER",` +
+	task, _ := e.createTaskIn(t, c, "")
+	return task
+}
+
+// createTaskIn sends a message routed to lookup-invoice (by hint), in context contextID when
+// one is given, and returns the task it made and the task's context.
+func (e *env) createTaskIn(t *testing.T, c *class, contextID string) (task, context string) {
+	t.Helper()
+	inContext := ""
+	if contextID != "" {
+		inContext = `"contextId":"` + contextID + `",`
+	}
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"setup-` + c.name + `","role":"ROLE_USER",` + inContext +
 		`"parts":[{"text":"look up invoice INV-1"}],"metadata":{"skillId":"lookup-invoice"}}}}`
 	r := e.srv.JSONRPC(t, body, "Authorization", "Bearer "+c.token, "A2A-Version", "1.0")
 	var out struct {
 		Result struct {
 			Task struct {
-				ID string `json:"id"`
+				ID        string `json:"id"`
+				ContextID string `json:"contextId"`
 			} `json:"task"`
 		} `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal(r.Body, &out), "%s", r.Body)
 	require.NotEmpty(t, out.Result.Task.ID, "%s", r.Body)
-	return out.Result.Task.ID
+	require.NotEmpty(t, out.Result.Task.ContextID, "%s", r.Body)
+	return out.Result.Task.ID, out.Result.Task.ContextID
 }
 
 // pushConfig (re)creates push config c-1 on a task of c.

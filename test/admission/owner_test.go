@@ -12,7 +12,7 @@ import (
 )
 
 // TestOwnerTaskOperations: the owner of a task can read, cancel, subscribe to and manage push
-// configs of it with the official a2a-go v2 client on both bindings — against the builtin echo
+// configs of it, and go on in its context, with the official a2a-go v2 client on both bindings — against the builtin echo
 // and against an upstream a2a-go server capgate forwards to. (HTTP+JSON task operations once
 // forwarded no params at all: every handler answered a parse error.)
 func TestOwnerTaskOperations(t *testing.T) {
@@ -65,11 +65,32 @@ func TestOwnerTaskOperations(t *testing.T) {
 				require.NoError(t, err)
 				require.Empty(t, list)
 
-				// Another caller gets the task's not-found answer for each of them.
+				// The owner goes on in the task's context: a new message in it, and the list of
+				// the context's tasks.
+				require.NotEmpty(t, task.ContextID)
+				next := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("look up invoice INV-2"))
+				next.ContextID, next.Metadata = task.ContextID, map[string]any{"skillId": "lookup-invoice"}
+				res, err = c.SendMessage(ctx, &a2a.SendMessageRequest{Message: next})
+				require.NoError(t, err)
+				second, ok := res.(*a2a.Task)
+				require.True(t, ok, "%T", res)
+				require.Equal(t, task.ContextID, second.ContextID)
+				listed, err := c.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: task.ContextID})
+				require.NoError(t, err)
+				require.Len(t, listed.Tasks, 2)
+
+				// Another caller gets the task's not-found answer for each of them, and for the
+				// task's context.
 				other := srv.Client(t, binding, testutil.Bearer(testutil.Token(t, testutil.TokenOptions{Subject: "alice", Tenant: "globex"})))
 				_, err = other.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
 				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
 				_, err = other.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "c-1"})
+				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+				intrude := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart("look up invoice INV-3"))
+				intrude.ContextID, intrude.Metadata = task.ContextID, map[string]any{"skillId": "lookup-invoice"}
+				_, err = other.SendMessage(ctx, &a2a.SendMessageRequest{Message: intrude})
+				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+				_, err = other.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: task.ContextID})
 				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
 			})
 		}

@@ -12,11 +12,12 @@ import (
 )
 
 // TestSweep drives every position of the request model (every binding × version × operation ×
-// place a task id or tenant can appear) with every caller class: the owner; the same subject in
-// another tenant; the same subject and tenant from another trusted issuer; anonymous. The value
-// at the position is the owner's task (or tenant); anything else the request needs is the
-// caller's own. Both doors must give the same verdict, and only a caller to whom everything the
-// request names belongs gets through. gRPC requests go to the gateway over h2c; the gateway
+// place a task id, context id or tenant can appear) with every caller class: the owner; the same
+// subject in another tenant; the same subject and tenant from another trusted issuer; anonymous.
+// The value at the position is the owner's task (or context, or tenant); anything else the
+// request needs is the caller's own. Both doors must give the same verdict, and only a caller to
+// whom everything the request names belongs gets through; another owner's context is refused as
+// a task that does not exist is. gRPC requests go to the gateway over h2c; the gateway
 // serves the A2A 1.0 gRPC service only, so an admitted 0.3 gRPC request is answered
 // VERSION_NOT_SUPPORTED there (after the same admission) and reaches no handler.
 func TestSweep(t *testing.T) {
@@ -30,8 +31,11 @@ func TestSweep(t *testing.T) {
 		for _, c := range cs {
 			t.Run(p.Name()+"/"+c.name, func(t *testing.T) {
 				swept := owner.task
-				if p.Kind == positions.Tenant {
+				switch p.Kind {
+				case positions.Tenant:
 					swept = owner.tenant
+				case positions.Context:
+					swept = owner.context
 				}
 				ownTask, ownTenant := c.task, c.tenant
 				if c.anonymous {
@@ -43,7 +47,8 @@ func TestSweep(t *testing.T) {
 					h.Set("Authorization", "Bearer "+c.token)
 				}
 				// Only a caller to whom everything named belongs is admitted.
-				want := c.authenticated && (p.Kind == positions.Task && c == owner || p.Kind == positions.Tenant && c.tenant == owner.tenant)
+				want := c.authenticated && ((p.Kind == positions.Task || p.Kind == positions.Context) && c == owner ||
+					p.Kind == positions.Tenant && c.tenant == owner.tenant)
 				if want && (p.Operation == protocol.GetTaskPushNotificationConfig || p.Operation == protocol.DeleteTaskPushNotificationConfig) {
 					e.pushConfig(t, c, ownTaskOf(p, swept, ownTask))
 				}
@@ -61,6 +66,8 @@ func TestSweep(t *testing.T) {
 					require.Equal(t, az.status, gw.status, "the doors disagree on the status: %s %s", method, target)
 					if c.anonymous {
 						require.Equal(t, "UNAUTHENTICATED", gw.reason, "an anonymous caller is asked for a credential")
+					} else if p.Kind == positions.Context {
+						require.Equal(t, "TASK_NOT_FOUND", gw.reason, "another owner's context is answered as a task that does not exist")
 					}
 					require.False(t, e.forwarded(gw.decision), "a refused request reached a handler")
 					return
@@ -103,7 +110,8 @@ func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, metho
 			protocol.SendMessage:          "INVALID_PARAMS",
 			protocol.SendStreamingMessage: "INVALID_PARAMS",
 		}
-		continuing := p.Kind == positions.Task && (strings.HasSuffix(p.Where, "message.taskId") || strings.HasSuffix(p.Where, "message.task_id"))
+		continuing := p.Kind == positions.Task && (strings.HasSuffix(p.Where, "message.taskId") || strings.HasSuffix(p.Where, "message.task_id")) ||
+			p.Kind == positions.Context && strings.Contains(p.Body, positions.OwnTask) // the owner's task, in its context
 		ok := handlerAnswers[p.Operation] == gw.reason &&
 			(p.Operation == protocol.CancelTask || p.Operation == protocol.SubscribeToTask || continuing)
 		require.True(t, ok, "the owner was not served: %s %s: %s\n%s", method, target, gw, gw.body)

@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"math/big"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -109,6 +110,11 @@ func message(text, skill, taskID string) string {
 	return string(b)
 }
 
+// inContext is SendMessage params with text in context contextID.
+func inContext(text, contextID string) string {
+	return strings.Replace(message(text, "", ""), `{"message":{`, `{"message":{"contextId":`+jsonString(contextID)+`,`, 1)
+}
+
 const getCard = `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{}}`
 
 // jwksRSAPublicPEM is the demo JWKS's RSA key as PEM, in the two encodings
@@ -147,13 +153,15 @@ func hs256(t *testing.T, secret []byte, kid string, c map[string]any) string {
 	return in + "." + b64(m.Sum(nil))
 }
 
-// fixture is the state the task cases attack: a task owned by the victim.
+// fixture is the state the task cases attack: a task owned by the victim, in
+// the victim's context.
 type fixture struct {
-	victimTask string
-	attacker   string // token of another subject in the victim's tenant
-	otherTen   string // token of the victim's subject in another tenant
-	partner    string // authenticated, no scopes
-	recon      string // holds recon.run
+	victimTask    string
+	victimContext string
+	attacker      string // token of another subject in the victim's tenant
+	otherTen      string // token of the victim's subject in another tenant
+	partner       string // authenticated, no scopes
+	recon         string // holds recon.run
 }
 
 func setup(t *testing.T, tg *target) fixture {
@@ -164,21 +172,24 @@ func setup(t *testing.T, tg *target) fixture {
 	var env struct {
 		Result struct {
 			Task struct {
-				ID string `json:"id"`
+				ID        string `json:"id"`
+				ContextID string `json:"contextId"`
 			} `json:"task"`
 		} `json:"result"`
 	}
 	require.NoError(t, json.Unmarshal(r.body, &env), "%s", r.body)
 	require.NotEmpty(t, env.Result.Task.ID, "%s", r.body)
+	require.NotEmpty(t, env.Result.Task.ContextID, "%s", r.body)
 	tok := func(sub, tenant string, scopes ...string) string {
 		return rs256(t, map[string]any{"alg": "RS256", "kid": testutil.KeyRS256, "typ": "JWT"}, claims(sub, tenant, scopes...))
 	}
 	return fixture{
-		victimTask: env.Result.Task.ID,
-		attacker:   tok("attacker", "acme"),
-		otherTen:   tok("victim", "globex"),
-		partner:    tok("partner-1", "acme"),
-		recon:      tok("partner-1", "acme", "recon.run"),
+		victimTask:    env.Result.Task.ID,
+		victimContext: env.Result.Task.ContextID,
+		attacker:      tok("attacker", "acme"),
+		otherTen:      tok("victim", "globex"),
+		partner:       tok("partner-1", "acme"),
+		recon:         tok("partner-1", "acme", "recon.run"),
 	}
 }
 
@@ -323,7 +334,17 @@ func cases(t *testing.T, f fixture) []attack {
 			attack{name: p + "REST push config delete", req: rest(http.MethodDelete, "/tasks/"+task+"/pushNotificationConfigs/c1", who.tok, ""), gw: taskNotFound},
 			attack{name: p + "REST send with taskId", req: rest(http.MethodPost, "/message:send", who.tok, message("continue", "", task)), gw: taskNotFound},
 		)
+		// The victim's conversation: a message in its context, or a list filtered by it.
+		vc := f.victimContext
+		add(
+			attack{name: p + "SendMessage in the victim's context", req: post(who.tok, rpc("SendMessage", inContext("what did we discuss", vc))), gw: taskNotFound},
+			attack{name: p + "SendStreamingMessage in the victim's context", req: post(who.tok, rpc("SendStreamingMessage", inContext("what did we discuss", vc))), gw: taskNotFound},
+			attack{name: p + "REST send in the victim's context", req: rest(http.MethodPost, "/message:send", who.tok, inContext("what did we discuss", vc)), gw: taskNotFound},
+			attack{name: p + "ListTasks of the victim's context", req: post(who.tok, rpc("ListTasks", `{"contextId":`+jsonString(vc)+`}`)), gw: taskNotFound},
+			attack{name: p + "REST list of the victim's context", req: rest(http.MethodGet, "/tasks?contextId="+url.QueryEscape(vc), who.tok, ""), gw: taskNotFound},
+		)
 	}
+	add(attack{name: "context/anonymous SendMessage in the victim's context", req: post("", rpc("SendMessage", inContext("what did we discuss", f.victimContext))), gw: unauth})
 	// An anonymous caller owns no task: both ask for a credential, before
 	// looking the task up, so neither tells whether it exists.
 	add(attack{name: "task/anonymous GetTask", req: post("", rpc("GetTask", `{"id":"`+task+`"}`)), gw: unauth})

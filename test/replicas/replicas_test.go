@@ -232,6 +232,82 @@ func TestContinueOnOtherReplica(t *testing.T) {
 	require.NotContains(t, r.Raw, id)
 }
 
+// inContext is the reference message in context contextID.
+func inContext(id, contextID string) map[string]any {
+	p := reconcile(id, "")
+	p["message"].(map[string]any)["contextId"] = contextID
+	return p
+}
+
+// TestContextsAcrossReplicas: callers racing through both replicas to start
+// a conversation under one new context id leave exactly one holder (the
+// claim is one Redis script); the holder goes on in it through either
+// replica, and everyone else is refused there as for an unknown task — also
+// in the context of a task a handler created through the other replica.
+func TestContextsAcrossReplicas(t *testing.T) {
+	c := newCluster(t)
+	const n = 10
+	toks := make([]string, n)
+	for i := range toks {
+		toks[i] = testutil.Token(t, testutil.TokenOptions{Subject: fmt.Sprintf("racer-%d", i), Tenant: "acme", Scopes: []string{"recon.run"}})
+	}
+	replicas := []*testutil.Server{c.a, c.b}
+	replies := make([]*reply, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			replies[i], errs[i] = call(replicas[i%2], toks[i], "SendMessage", inContext(fmt.Sprintf("m-%d", i), "ctx-new"))
+		})
+	}
+	wg.Wait()
+	winner := -1
+	for i := range n {
+		require.NoError(t, errs[i])
+		if replies[i].Error == nil {
+			require.Equal(t, -1, winner, "two callers hold one new context: %s", replies[i].Raw)
+			winner = i
+			continue
+		}
+		require.Equal(t, taskNotFound, replies[i].Error.Code, replies[i].Raw)
+	}
+	require.NotEqual(t, -1, winner)
+	for i := range n {
+		for _, srv := range replicas {
+			r, err := call(srv, toks[i], "SendMessage", inContext("again", "ctx-new"))
+			require.NoError(t, err)
+			if i == winner {
+				require.Nil(t, r.Error, "the holder goes on in its context: %s", r.Raw)
+			} else {
+				require.NotNil(t, r.Error, r.Raw)
+				require.Equal(t, taskNotFound, r.Error.Code, r.Raw)
+			}
+		}
+	}
+
+	// The context of a task the handler created through A is its owner's on B.
+	owner, other := testutil.Token(t, partner), testutil.Token(t, intruder)
+	r, err := call(c.a, owner, "SendMessage", reconcile("m-own", ""))
+	require.NoError(t, err)
+	var created struct {
+		Result struct {
+			Task struct {
+				ContextID string `json:"contextId"`
+			} `json:"task"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.Raw), &created))
+	ctxID := created.Result.Task.ContextID
+	require.NotEmpty(t, ctxID, r.Raw)
+	r, err = call(c.b, other, "SendMessage", inContext("m-x", ctxID))
+	require.NoError(t, err)
+	require.NotNil(t, r.Error, r.Raw)
+	require.Equal(t, taskNotFound, r.Error.Code, r.Raw)
+	r, err = call(c.b, owner, "SendMessage", inContext("m-own-2", ctxID))
+	require.NoError(t, err)
+	require.Nil(t, r.Error, r.Raw)
+}
+
 // outcome is one request of the load run.
 type outcome struct {
 	at       time.Time
@@ -358,7 +434,7 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 }
 
 // TestRedisDown: with Redis unreachable — gone mid-run, or never there at
-// start — task operations fail closed with a clear A2A error and the
+// start — task operations, and messages and lists naming a context, fail closed with a clear A2A error and the
 // public card is still served.
 func TestRedisDown(t *testing.T) {
 	c := newCluster(t)
@@ -385,8 +461,10 @@ func TestRedisDown(t *testing.T) {
 			}{
 				{"SendMessage", reconcile("m-2", "")},
 				{"SendMessage", reconcile("m-3", id)},
+				{"SendMessage", inContext("m-4", "ctx-any")}, // a context's owner cannot be read either
 				{"GetTask", map[string]any{"id": id}},
 				{"ListTasks", map[string]any{}},
+				{"ListTasks", map[string]any{"contextId": "ctx-any"}},
 			} {
 				start := time.Now()
 				r, err := call(srv, owner, op.method, op.params)

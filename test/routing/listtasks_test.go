@@ -107,7 +107,8 @@ func TestListTasksPaging(t *testing.T) {
 func TestListTasksPageTokenScope(t *testing.T) {
 	srv := testutil.Start(t, testutil.LoadDeployment(t, twoIssuers(t)))
 	owner := jsonrpc(t, srv, lister)
-	for range 3 {
+	lookupTask(t, owner, "ctx-other") // a context of the owner's, for a filter the token was not issued for
+	for range 2 {
 		lookupTask(t, owner, "")
 	}
 	first, err := owner.ListTasks(t.Context(), &a2a.ListTasksRequest{PageSize: 1})
@@ -193,7 +194,10 @@ func TestListTasksFilters(t *testing.T) {
 		require.Equal(t, 2, res.TotalSize)
 		res = list(t, &a2a.ListTasksRequest{ContextID: "ctx-b"})
 		require.Equal(t, []a2a.TaskID{b1.ID}, pageIDs(res))
-		require.Empty(t, list(t, &a2a.ListTasksRequest{ContextID: "ctx-none"}).Tasks)
+		// A context the caller does not hold — unknown, or another owner's — is not found,
+		// the same answer for both (test/admission sweeps the latter).
+		_, err := c.ListTasks(t.Context(), &a2a.ListTasksRequest{ContextID: "ctx-none"})
+		require.ErrorIs(t, err, a2a.ErrTaskNotFound)
 	})
 	t.Run("status", func(t *testing.T) {
 		res := list(t, &a2a.ListTasksRequest{Status: a2a.TaskStateInputRequired})

@@ -1,8 +1,8 @@
-// Package positions is the catalogue of every place an A2A request can name a task or a tenant,
-// on every binding, version and operation capgate reads, each with a request template that puts
-// a value there. The parser's tests check the parser against it in both directions (every
-// position is read where the catalogue says; every task or tenant the parser reports is in the
-// catalogue), and the admission sweep (test/admission) drives both doors with every position
+// Package positions is the catalogue of every place an A2A request can name a task, a context or
+// a tenant, on every binding, version and operation capgate reads, each with a request template
+// that puts a value there. The parser's tests check the parser against it in both directions
+// (every position is read where the catalogue says; every task or context the parser reports is
+// in the catalogue), and the admission sweep (test/admission) drives both doors with every position
 // and caller class from it: a position added to the parser without a template fails the first
 // check, so it cannot go unswept.
 package positions
@@ -27,8 +27,9 @@ type Kind string
 
 // Kinds.
 const (
-	Task   Kind = "task"
-	Tenant Kind = "tenant"
+	Task    Kind = "task"
+	Context Kind = "context"
+	Tenant  Kind = "tenant"
 )
 
 // Placeholders in templates. Fill replaces them.
@@ -56,14 +57,14 @@ func Methods() protocol.Methods {
 	return protocol.Methods{ExtensionMethodName: {URI: ExtensionURI, Capability: ExtensionCapability}}
 }
 
-// Position is one place a request names a task or a tenant, with a request template.
+// Position is one place a request names a task, a context or a tenant, with a request template.
 type Position struct {
 	Binding   protocol.Binding
 	Version   protocol.Version
 	Operation protocol.Operation
 	Kind      Kind
-	// Where is the position as the parser reports it (protocol.TaskRef.Where for tasks; for
-	// tenants "path", "params.tenant", ... ).
+	// Where is the position as the parser reports it (protocol.TaskRef.Where for tasks,
+	// protocol.ContextRef.Where for contexts; for tenants "path", "params.tenant", ... ).
 	Where string
 	// MustAgree marks a position that repeats another one (a body field beside the path's,
 	// a config name beside its parent): a different value there is refused as InvalidParams,
@@ -100,7 +101,7 @@ func All() []Position {
 }
 
 // extensionMethods lists the positions of a method an extension adds: params.taskId and
-// params.referenceTaskIds name tasks, params.tenant (1.0) the tenant.
+// params.referenceTaskIds name tasks, params.contextId a context, params.tenant (1.0) the tenant.
 func extensionMethods() []Position {
 	var out []Position
 	for _, v := range []protocol.Version{protocol.V1, protocol.V03} {
@@ -110,6 +111,7 @@ func extensionMethods() []Position {
 		}
 		add(Task, "params.taskId", `{"taskId":"`+Swept+`"}`)
 		add(Task, "params.referenceTaskIds[0]", `{"referenceTaskIds":["`+Swept+`"]}`)
+		add(Context, "params.contextId", `{"contextId":"`+Swept+`"}`)
 		if v == protocol.V1 {
 			add(Tenant, "params.tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`"}`)
 		}
@@ -134,8 +136,9 @@ func rpc(v protocol.Version, op protocol.Operation, params string) string {
 	return `{"jsonrpc":"2.0","id":1,"method":"` + protocol.MethodName(v, op) + `","params":` + params + `}`
 }
 
-// sendPositions are the task and tenant positions of SendMessage's params (JSON-RPC params and
-// HTTP+JSON body alike).
+// sendPositions are the task, context and tenant positions of SendMessage's params (JSON-RPC
+// params and HTTP+JSON body alike). A message names its context in a new conversation, and
+// beside the task it continues (which must then be in that context).
 func sendPositions(v protocol.Version) []struct {
 	kind          Kind
 	where, params string
@@ -148,6 +151,8 @@ func sendPositions(v protocol.Version) []struct {
 		{Task, "params.message.taskId", `{"message":` + msg(v, `,"taskId":"`+Swept+`"`) + `}`},
 		{Task, "params.message.referenceTaskIds[0]", `{"message":` + msg(v, `,"referenceTaskIds":["`+Swept+`"]`) + `}`},
 		{Task, "params.message.referenceTaskIds[1]", `{"message":` + msg(v, `,"referenceTaskIds":["`+OwnTask+`","`+Swept+`"]`) + `}`},
+		{Context, "params.message.contextId", `{"message":` + msg(v, `,"contextId":"`+Swept+`"`) + `}`},
+		{Context, "params.message.contextId", `{"message":` + msg(v, `,"taskId":"`+OwnTask+`","contextId":"`+Swept+`"`) + `}`},
 	}
 	if v == protocol.V1 {
 		out = append(out,
@@ -178,6 +183,7 @@ func jsonrpc10() []Position {
 		add(op, Tenant, "params.tenant", `{"tenant":"`+Swept+`","id":"`+OwnTask+`"}`)
 	}
 	add(protocol.ListTasks, Tenant, "params.tenant", `{"tenant":"`+Swept+`"}`)
+	add(protocol.ListTasks, Context, "params.contextId", `{"contextId":"`+Swept+`"}`)
 	add(protocol.GetExtendedAgentCard, Tenant, "params.tenant", `{"tenant":"`+Swept+`"}`)
 	add(protocol.CreateTaskPushNotificationConfig, Task, "params.taskId", `{"taskId":"`+Swept+`","url":"`+URL+`"}`)
 	add(protocol.CreateTaskPushNotificationConfig, Tenant, "params.tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","url":"`+URL+`"}`)
@@ -193,13 +199,14 @@ func jsonrpc10() []Position {
 func jsonrpc03() []Position {
 	v := protocol.V03
 	var out []Position
-	add := func(op protocol.Operation, where, params string) {
-		out = append(out, Position{Binding: protocol.JSONRPC, Version: v, Operation: op, Kind: Task, Where: where,
+	addKind := func(op protocol.Operation, k Kind, where, params string) {
+		out = append(out, Position{Binding: protocol.JSONRPC, Version: v, Operation: op, Kind: k, Where: where,
 			Method: "POST", Target: "/", Body: rpc(v, op, params)})
 	}
+	add := func(op protocol.Operation, where, params string) { addKind(op, Task, where, params) }
 	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
 		for _, p := range sendPositions(v) {
-			add(op, p.where, p.params)
+			addKind(op, p.kind, p.where, p.params)
 		}
 	}
 	for _, op := range []protocol.Operation{protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask} {
@@ -244,6 +251,7 @@ func rest10(prefix string) []Position {
 	add(protocol.CreateTaskPushNotificationConfig, Task, "params.taskId", "POST", prefix+"/tasks/"+OwnTask+"/pushNotificationConfigs",
 		`{"taskId":"`+Swept+`","url":"`+URL+`"}`, true)
 	add(protocol.ListTaskPushNotificationConfigs, Task, "path", "GET", push, "", false)
+	add(protocol.ListTasks, Context, "params.contextId", "GET", prefix+"/tasks?contextId="+Swept, "", false)
 	add(protocol.GetTaskPushNotificationConfig, Task, "path", "GET", push+"/c-1", "", false)
 	add(protocol.DeleteTaskPushNotificationConfig, Task, "path", "DELETE", push+"/c-1", "", false)
 	if prefix == "" {
@@ -279,14 +287,17 @@ func rest10(prefix string) []Position {
 func rest03() []Position {
 	v := protocol.V03
 	var out []Position
-	add := func(op protocol.Operation, where, method, target, body string, agree bool) {
-		out = append(out, Position{Binding: protocol.HTTPJSON, Version: v, Operation: op, Kind: Task, Where: where,
+	addKind := func(op protocol.Operation, k Kind, where, method, target, body string, agree bool) {
+		out = append(out, Position{Binding: protocol.HTTPJSON, Version: v, Operation: op, Kind: k, Where: where,
 			MustAgree: agree, Method: method, Target: target, Body: body})
+	}
+	add := func(op protocol.Operation, where, method, target, body string, agree bool) {
+		addKind(op, Task, where, method, target, body, agree)
 	}
 	for _, base := range []string{"/v1", ""} { // the 0.3 /v1 routes, and the 1.0 routes 0.3 clients also use
 		for _, p := range sendPositions(v) {
-			add(protocol.SendMessage, p.where, "POST", base+"/message:send", p.params, false)
-			add(protocol.SendStreamingMessage, p.where, "POST", base+"/message:stream", p.params, false)
+			addKind(protocol.SendMessage, p.kind, p.where, "POST", base+"/message:send", p.params, false)
+			addKind(protocol.SendStreamingMessage, p.kind, p.where, "POST", base+"/message:stream", p.params, false)
 		}
 		t := base + "/tasks/" + Swept
 		add(protocol.GetTask, "path", "GET", t, "", false)
@@ -313,10 +324,10 @@ func rest03() []Position {
 	}
 	// The 0.3 specification's binding (/v1 routes) also takes SendMessageRequest in ProtoJSON
 	// (message.content, ROLE_USER), in either spelling of each field name; it is read as the
-	// JSON-RPC params it stands for, so its tasks are reported at the same positions.
+	// JSON-RPC params it stands for, so its tasks and contexts are reported at the same positions.
 	for _, p := range protoSend03() {
-		add(protocol.SendMessage, p.where, "POST", "/v1/message:send", p.body, false)
-		add(protocol.SendStreamingMessage, p.where, "POST", "/v1/message:stream", p.body, false)
+		addKind(protocol.SendMessage, p.kind, p.where, "POST", "/v1/message:send", p.body, false)
+		addKind(protocol.SendStreamingMessage, p.kind, p.where, "POST", "/v1/message:stream", p.body, false)
 	}
 	return out
 }
@@ -324,13 +335,21 @@ func rest03() []Position {
 // msgProto03 is a 0.3 Message in ProtoJSON (0.3.0's field names), with a slot.
 const msgProto03 = `{"messageId":"m-1","role":"ROLE_USER","content":[{"text":"look up invoice INV-1"}]%s}`
 
-func protoSend03() []struct{ where, body string } {
+func protoSend03() []struct {
+	kind        Kind
+	where, body string
+} {
 	m := func(extra string) string { return strings.Replace(msgProto03, "%s", extra, 1) }
-	return []struct{ where, body string }{
-		{"params.message.taskId", `{"message":` + m(`,"taskId":"`+Swept+`"`) + `}`},
-		{"params.message.taskId", `{"request":` + m(`,"task_id":"`+Swept+`"`) + `}`},
-		{"params.message.referenceTaskIds[0]", `{"message":` + m(`,"referenceTaskIds":["`+Swept+`"]`) + `}`},
-		{"params.message.referenceTaskIds[1]", `{"message":` + m(`,"reference_task_ids":["`+OwnTask+`","`+Swept+`"]`) + `}`},
+	return []struct {
+		kind        Kind
+		where, body string
+	}{
+		{Task, "params.message.taskId", `{"message":` + m(`,"taskId":"`+Swept+`"`) + `}`},
+		{Task, "params.message.taskId", `{"request":` + m(`,"task_id":"`+Swept+`"`) + `}`},
+		{Task, "params.message.referenceTaskIds[0]", `{"message":` + m(`,"referenceTaskIds":["`+Swept+`"]`) + `}`},
+		{Task, "params.message.referenceTaskIds[1]", `{"message":` + m(`,"reference_task_ids":["`+OwnTask+`","`+Swept+`"]`) + `}`},
+		{Context, "params.message.contextId", `{"message":` + m(`,"contextId":"`+Swept+`"`) + `}`},
+		{Context, "params.message.contextId", `{"request":` + m(`,"task_id":"`+OwnTask+`","context_id":"`+Swept+`"`) + `}`},
 	}
 }
 
@@ -346,6 +365,8 @@ func grpc10() []Position {
 	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
 		add(op, Task, "message.task_id", `{"message":`+withMsg(`,"taskId":"`+Swept+`"`)+`}`)
 		add(op, Task, "message.reference_task_ids[0]", `{"message":`+withMsg(`,"referenceTaskIds":["`+Swept+`"]`)+`}`)
+		add(op, Context, "message.context_id", `{"message":`+withMsg(`,"contextId":"`+Swept+`"`)+`}`)
+		add(op, Context, "message.context_id", `{"message":`+withMsg(`,"taskId":"`+OwnTask+`","contextId":"`+Swept+`"`)+`}`)
 		add(op, Task, "configuration.task_push_notification_config.task_id",
 			`{"message":`+withMsg("")+`,"configuration":{"taskPushNotificationConfig":{"taskId":"`+Swept+`","url":"`+URL+`"}}}`)
 		add(op, Tenant, "tenant", `{"tenant":"`+Swept+`","message":`+withMsg("")+`}`)
@@ -357,6 +378,7 @@ func grpc10() []Position {
 		add(op, Tenant, "tenant", `{"tenant":"`+Swept+`","id":"`+OwnTask+`"}`)
 	}
 	add(protocol.ListTasks, Tenant, "tenant", `{"tenant":"`+Swept+`"}`)
+	add(protocol.ListTasks, Context, "context_id", `{"contextId":"`+Swept+`"}`)
 	add(protocol.GetExtendedAgentCard, Tenant, "tenant", `{"tenant":"`+Swept+`"}`)
 	add(protocol.CreateTaskPushNotificationConfig, Task, "task_id", `{"taskId":"`+Swept+`","url":"`+URL+`"}`)
 	add(protocol.CreateTaskPushNotificationConfig, Tenant, "tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","url":"`+URL+`"}`)
@@ -372,15 +394,20 @@ func grpc10() []Position {
 func grpc03() []Position {
 	v := protocol.V03
 	var out []Position
-	add := func(method string, op protocol.Operation, where, body string, agree bool) {
-		out = append(out, Position{Binding: protocol.GRPC, Version: v, Operation: op, Kind: Task, Where: where, MustAgree: agree,
+	addKind := func(method string, op protocol.Operation, k Kind, where, body string, agree bool) {
+		out = append(out, Position{Binding: protocol.GRPC, Version: v, Operation: op, Kind: k, Where: where, MustAgree: agree,
 			Method: "POST", Target: "/" + protocol.GRPCServiceV03 + "/" + method, Body: body})
+	}
+	add := func(method string, op protocol.Operation, where, body string, agree bool) {
+		addKind(method, op, Task, where, body, agree)
 	}
 	m := `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"look up invoice INV-1"}]%s}`
 	withMsg := func(extra string) string { return strings.Replace(m, "%s", extra, 1) }
 	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
 		add(string(op), op, "request.task_id", `{"request":`+withMsg(`,"taskId":"`+Swept+`"`)+`}`, false)
 		add(string(op), op, "request.reference_task_ids[0]", `{"request":`+withMsg(`,"referenceTaskIds":["`+Swept+`"]`)+`}`, false)
+		addKind(string(op), op, Context, "request.context_id", `{"request":`+withMsg(`,"contextId":"`+Swept+`"`)+`}`, false)
+		addKind(string(op), op, Context, "request.context_id", `{"request":`+withMsg(`,"taskId":"`+OwnTask+`","contextId":"`+Swept+`"`)+`}`, false)
 	}
 	add("GetTask", protocol.GetTask, "name", `{"name":"tasks/`+Swept+`"}`, false)
 	add("CancelTask", protocol.CancelTask, "name", `{"name":"tasks/`+Swept+`"}`, false)

@@ -16,11 +16,12 @@ import (
 )
 
 const (
-	sweptTask   = "task-swept"
-	ownTask     = "task-own"
-	sweptTenant = "tenant-swept"
-	ownTenant   = "tenant-own"
-	hook        = "https://hooks.example.com/a2a"
+	sweptTask    = "task-swept"
+	ownTask      = "task-own"
+	sweptContext = "context-swept"
+	sweptTenant  = "tenant-swept"
+	ownTenant    = "tenant-own"
+	hook         = "https://hooks.example.com/a2a"
 )
 
 type hdr http.Header
@@ -36,16 +37,20 @@ func parse(t *testing.T, p positions.Position, swept, own string) (*protocol.Req
 }
 
 // TestParserReadsEveryPosition checks the parser against the catalogue: the value placed at each
-// position is reported there (a task in Request.Tasks with the position's Where, a tenant as
-// Request.Tenant); a position that repeats another refuses a different value; and every task the
-// parser reports is one the template placed.
+// position is reported there (a task in Request.Tasks with the position's Where, a context in
+// Request.Contexts, a tenant as Request.Tenant); a position that repeats another refuses a
+// different value; and every task and context the parser reports is one the template placed, at
+// a catalogued position.
 func TestParserReadsEveryPosition(t *testing.T) {
-	reported := map[string]map[string]bool{} // binding/version/op -> task Wheres reported
+	reported := map[string]map[string]bool{} // binding/version/op -> task and context Wheres reported
 	for _, p := range positions.All() {
 		t.Run(p.Name(), func(t *testing.T) {
 			swept := sweptTask
-			if p.Kind == positions.Tenant {
+			switch p.Kind {
+			case positions.Tenant:
 				swept = sweptTenant
+			case positions.Context:
+				swept = sweptContext
 			}
 			r, perr := parse(t, p, swept, ownTask)
 			if p.MustAgree {
@@ -69,37 +74,43 @@ func TestParserReadsEveryPosition(t *testing.T) {
 			}
 			for _, ref := range r.Tasks {
 				require.Contains(t, []string{sweptTask, ownTask}, ref.ID, "a task the template did not place, at %s", ref.Where)
-				reported[key][ref.Where] = true
+				reported[key]["task "+ref.Where] = true
+			}
+			for _, ref := range r.Contexts {
+				require.Equal(t, sweptContext, ref.ID, "a context the template did not place, at %s", ref.Where)
+				reported[key]["context "+ref.Where] = true
 			}
 			switch p.Kind {
 			case positions.Task:
 				require.Contains(t, r.Tasks, protocol.TaskRef{ID: sweptTask, Where: p.Where})
+			case positions.Context:
+				require.Equal(t, []protocol.ContextRef{{ID: sweptContext, Where: p.Where}}, r.Contexts, "a request names one context")
 			case positions.Tenant:
 				require.Equal(t, sweptTenant, r.Tenant)
 			}
 		})
 	}
-	// Every task position the parser reported is a catalogued one.
+	// Every task and context position the parser reported is a catalogued one.
 	catalogued := map[string]map[string]bool{}
 	for _, p := range positions.All() {
 		key := string(p.Binding) + "/" + string(p.Version) + "/" + string(p.Operation)
 		if catalogued[key] == nil {
 			catalogued[key] = map[string]bool{}
 		}
-		if p.Kind == positions.Task && !p.MustAgree {
-			catalogued[key][p.Where] = true
+		if p.Kind != positions.Tenant && !p.MustAgree {
+			catalogued[key][string(p.Kind)+" "+p.Where] = true
 		}
 	}
 	for key, wheres := range reported {
 		for w := range wheres {
-			require.True(t, catalogued[key][w], "%s: the parser reports a task at %s, which the catalogue does not sweep", key, w)
+			require.True(t, catalogued[key][w], "%s: the parser reports a %s, which the catalogue does not sweep", key, w)
 		}
 	}
 }
 
 // TestCatalogueCoversTheProto walks the A2A 1.0 proto (../shared/spec/a2a.proto, normative)
 // from each RPC's request message and requires a gRPC and a JSON-RPC position for every field
-// that names a task or a tenant: a field the spec adds cannot go unswept.
+// that names a task, a context or a tenant: a field the spec adds cannot go unswept.
 func TestCatalogueCoversTheProto(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "shared", "spec", "a2a.proto"))
 	if err != nil {
@@ -149,7 +160,7 @@ var notTasks = map[string]bool{
 	"DeleteTaskPushNotificationConfigRequest.id": true,
 }
 
-// namingFields lists the paths under message m of fields that name a task or a tenant.
+// namingFields lists the paths under message m of fields that name a task, a context or a tenant.
 func namingFields(msgs map[string][]field, m, prefix string, depth int) []string {
 	if depth > 3 {
 		return nil
@@ -157,7 +168,7 @@ func namingFields(msgs map[string][]field, m, prefix string, depth int) []string
 	var out []string
 	for _, f := range msgs[m] {
 		switch {
-		case f.name == "tenant" || f.name == "task_id" || f.name == "reference_task_ids":
+		case f.name == "tenant" || f.name == "task_id" || f.name == "reference_task_ids" || f.name == "context_id":
 			out = append(out, prefix+f.name)
 		case f.name == "id" && f.typ == "string" && !notTasks[m+".id"]:
 			out = append(out, prefix+f.name)
