@@ -191,7 +191,8 @@ func unavailable(what string, err error) error {
 //
 // KEYS: task, owner set, pending set. ARGV: subject tenant issuer capability
 // handler pending created contextId candidates taskId now_ms binding_ttl_ms
-// owner_ttl_ms expires_ms (empty for Bind) max_pending.
+// owner_ttl_ms expires_ms (empty for Bind) max_pending held heldVersion
+// (the first message of a pending binding; empty for others).
 var bindScript = redis.NewScript(`
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires')
 local exists = old[1]
@@ -209,6 +210,11 @@ if ARGV[14] ~= '' then
 end
 redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'capability', ARGV[4], 'handler', ARGV[5],
   'pending', ARGV[6], 'contextId', ARGV[8], 'candidates', ARGV[9])
+if ARGV[16] ~= '' then
+  redis.call('HSET', KEYS[1], 'held', ARGV[16], 'heldVersion', ARGV[17])
+else
+  redis.call('HDEL', KEYS[1], 'held', 'heldVersion')
+end
 if ARGV[7] ~= '' or not exists then redis.call('HSET', KEYS[1], 'created', ARGV[7]) end
 if ARGV[14] == '' then
   redis.call('HDEL', KEYS[1], 'expires')
@@ -293,10 +299,14 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 		exp = strconv.FormatInt(expires.UnixMilli(), 10)
 		ownerTTL = max(ownerTTL, expires.Sub(now))
 	}
+	held, heldVersion := "", ""
+	if b.Pending {
+		held, heldVersion = string(b.Held), b.HeldVersion
+	}
 	o := b.Owner()
 	res, err := bindScript.Run(ctx, r.rdb, []string{r.taskKey(b.TaskID), r.ownerKey(o), r.pendingKey(o)},
 		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
-		b.TaskID, now.UnixMilli(), r.ttl.Milliseconds(), ownerTTL.Milliseconds(), exp, maxPending).Text()
+		b.TaskID, now.UnixMilli(), r.ttl.Milliseconds(), ownerTTL.Milliseconds(), exp, maxPending, held, heldVersion).Text()
 	if err != nil {
 		return unavailable("bind", err)
 	}
@@ -309,7 +319,7 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 	return nil
 }
 
-var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires"}
+var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires", "held", "heldVersion"}
 
 // decodeBinding reads the values of bindingFields; ok is false when the
 // hash does not exist. A binding written before issuers were recorded has
@@ -323,6 +333,9 @@ func decodeBinding(taskID string, vals []any) (Binding, bool, error) {
 		s[i], _ = v.(string)
 	}
 	b := Binding{TaskID: taskID, Subject: s[0], Tenant: s[1], Capability: s[2], Handler: s[3], Pending: s[4] == "1", ContextID: s[6], Issuer: s[8]}
+	if b.Pending && s[10] != "" {
+		b.Held, b.HeldVersion = []byte(s[10]), s[11]
+	}
 	if s[5] != "" {
 		ns, err := strconv.ParseInt(s[5], 10, 64)
 		if err != nil {
