@@ -46,6 +46,17 @@ type Capability struct {
 	ID         string `json:"id"`
 	State      string `json:"state"`
 	Visibility string `json:"visibility"`
+	// Routing is the routing mode (manifest routing.mode) when it is not
+	// auto: confirm or explicit.
+	Routing string `json:"routing,omitempty"`
+}
+
+// RoutingMode is the capability's routing mode: auto, confirm or explicit.
+func (c Capability) RoutingMode() string {
+	if c.Routing == "" {
+		return "auto"
+	}
+	return c.Routing
 }
 
 // Level is what a cell grants.
@@ -168,6 +179,9 @@ func Build(ctx context.Context, e Decider, classes []Class) (*Matrix, error) {
 	for j := range m.Capabilities {
 		c := &m.Capabilities[j]
 		c.ID, c.State, c.Visibility = r.Capability(j)
+		if mode := r.RoutingMode(j); mode != "auto" {
+			c.Routing = mode
+		}
 	}
 	return m, nil
 }

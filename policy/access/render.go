@@ -26,7 +26,7 @@ func WriteText(w io.Writer, m *Matrix) error {
 	_, _ = fmt.Fprintln(bw, "\ncapabilities:")
 	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	for _, c := range m.Capabilities {
-		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\n", c.ID, c.Visibility, c.State)
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\trouting %s\n", c.ID, c.Visibility, c.State, c.RoutingMode())
 	}
 	_ = tw.Flush()
 	_, _ = fmt.Fprintln(bw, "\nmatrix (none | visible | entitled | entitled-hidden):")
