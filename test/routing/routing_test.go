@@ -281,7 +281,9 @@ func TestSkillHints(t *testing.T) {
 			{func() *a2a.Message { return text(lookup) }, "reconcile-invoice"},
 			{func() *a2a.Message { return text(lookup) }, "purge-invoice-cache"}, // internal, ops.admin
 			{func() *a2a.Message { return text(lookup) }, "forecast-cashflow"},   // preview
-			{func() *a2a.Message { return userMsg(pdfPart(), a2a.NewTextPart("extract the fields from this invoice")) }, "reconcile-invoice"},
+			{func() *a2a.Message {
+				return userMsg(pdfPart(), a2a.NewTextPart("extract the fields from this invoice"))
+			}, "reconcile-invoice"},
 		} {
 			want := routedTo(t, c, tt.msg())
 			require.Equal(t, want, routedTo(t, c, hinted(tt.msg(), tt.hint)), "hint %s", tt.hint)
