@@ -84,6 +84,17 @@ func travel(t *testing.T, store tasks.Store, edits ...string) *testutil.Server {
 	return startWithStore(t, testutil.LoadDeployment(t, cfg), store)
 }
 
+// onTravel runs test on the travel deployment with each task store and
+// over each binding.
+func onTravel(t *testing.T, test func(t *testing.T, srv *testutil.Server, b a2a.TransportProtocol)) {
+	for _, store := range stores(t) {
+		srv := travel(t, store.s)
+		for _, b := range bindings {
+			t.Run(store.name+"/"+string(b), func(t *testing.T) { test(t, srv, b) })
+		}
+	}
+}
+
 // bindings are the two A2A bindings the a2a-go client speaks to capgate.
 var bindings = []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON}
 
@@ -120,21 +131,16 @@ func question(t *testing.T, task *a2a.Task) (string, []string) {
 // to book and to cancel; neither message runs search-flights: the caller is
 // asked (issue 25, transcripts 1 and 2). A search still routes.
 func TestOneSkillCallerIsAsked(t *testing.T) {
-	for _, store := range stores(t) {
-		srv := travel(t, store.s)
-		for _, b := range bindings {
-			t.Run(store.name+"/"+string(b), func(t *testing.T) {
-				c := travelClient(t, srv, b)
-				for _, m := range []string{"Book me on flight BA304", "Cancel my booking ABC123"} {
-					text, ids := question(t, sendTask(t, c, text(m)))
-					require.Contains(t, text, "can only do one thing for you", m)
-					require.Contains(t, text, "Search flights", m)
-					require.Equal(t, []string{"search-flights"}, ids, m)
-				}
-				require.Equal(t, "search-flights", routedTo(t, c, text("find me flights from London to Lisbon on Friday")))
-			})
+	onTravel(t, func(t *testing.T, srv *testutil.Server, b a2a.TransportProtocol) {
+		c := travelClient(t, srv, b)
+		for _, m := range []string{"Book me on flight BA304", "Cancel my booking ABC123"} {
+			text, ids := question(t, sendTask(t, c, text(m)))
+			require.Contains(t, text, "can only do one thing for you", m)
+			require.Contains(t, text, "Search flights", m)
+			require.Equal(t, []string{"search-flights"}, ids, m)
 		}
-	}
+		require.Equal(t, "search-flights", routedTo(t, c, text("find me flights from London to Lisbon on Friday")))
+	})
 }
 
 // TestConfirmNeverGuesses: "I want to go to Lisbon" from a caller who may
@@ -142,59 +148,49 @@ func TestOneSkillCallerIsAsked(t *testing.T) {
 // guess (transcript 3); a confident cancel request is a question naming
 // the skill, run on yes, dropped on no; a hint runs it at once.
 func TestConfirmNeverGuesses(t *testing.T) {
-	for _, store := range stores(t) {
-		srv := travel(t, store.s)
-		for _, b := range bindings {
-			t.Run(store.name+"/"+string(b), func(t *testing.T) {
-				c := travelClient(t, srv, b, "travel.book", "travel.cancel")
-				task := sendTask(t, c, text("I want to go to Lisbon"))
-				if task.Status.State != a2a.TaskStateInputRequired {
-					require.NotEqual(t, "cancel-booking", reportOf(t, task).Capability)
-				}
-
-				q := sendTask(t, c, text("please cancel my booking ABC123"))
-				txt, ids := question(t, q)
-				require.Equal(t, []string{"cancel-booking"}, ids)
-				require.Contains(t, txt, "Cancel a booking?")
-				require.Contains(t, txt, "Reply yes to go ahead")
-				done := sendTask(t, c, continuing(text("yes"), q.ID))
-				require.Equal(t, "cancel-booking", reportOf(t, done).Capability)
-
-				q = sendTask(t, c, text("please cancel my booking ABC123"))
-				question(t, q)
-				declined := sendTask(t, c, continuing(text("no"), q.ID))
-				require.Equal(t, a2a.TaskStateCanceled, declined.Status.State)
-				require.Empty(t, declined.Artifacts)
-
-				require.Equal(t, "cancel-booking", routedTo(t, c, hinted(text("please cancel my booking ABC123"), "cancel-booking")))
-			})
+	onTravel(t, func(t *testing.T, srv *testutil.Server, b a2a.TransportProtocol) {
+		c := travelClient(t, srv, b, "travel.book", "travel.cancel")
+		task := sendTask(t, c, text("I want to go to Lisbon"))
+		if task.Status.State != a2a.TaskStateInputRequired {
+			require.NotEqual(t, "cancel-booking", reportOf(t, task).Capability)
 		}
-	}
+
+		q := sendTask(t, c, text("please cancel my booking ABC123"))
+		txt, ids := question(t, q)
+		require.Equal(t, []string{"cancel-booking"}, ids)
+		require.Contains(t, txt, "Cancel a booking?")
+		require.Contains(t, txt, "Reply yes to go ahead")
+		done := sendTask(t, c, continuing(text("yes"), q.ID))
+		require.Equal(t, "cancel-booking", reportOf(t, done).Capability)
+
+		q = sendTask(t, c, text("please cancel my booking ABC123"))
+		question(t, q)
+		declined := sendTask(t, c, continuing(text("no"), q.ID))
+		require.Equal(t, a2a.TaskStateCanceled, declined.Status.State)
+		require.Empty(t, declined.Artifacts)
+
+		require.Equal(t, "cancel-booking", routedTo(t, c, hinted(text("please cancel my booking ABC123"), "cancel-booking")))
+	})
 }
 
 // TestClarificationKeepsFirstMessage: the capability chosen in answer to a
 // clarification receives the first message's parts (a PDF) with the answer.
 func TestClarificationKeepsFirstMessage(t *testing.T) {
-	for _, store := range stores(t) {
-		srv := travel(t, store.s)
-		for _, b := range bindings {
-			t.Run(store.name+"/"+string(b), func(t *testing.T) {
-				c := travelClient(t, srv, b)
-				q := sendTask(t, c, userMsg(a2a.NewTextPart("Book me on flight BA304"), pdfPart()))
-				question(t, q)
-				r := reportOf(t, sendTask(t, c, continuing(text("yes"), q.ID)))
-				require.Equal(t, "search-flights", r.Capability)
-				require.Contains(t, r.MediaTypes, "application/pdf", "the first message's file reaches the capability")
-				require.Contains(t, r.MediaTypes, "text/plain")
+	onTravel(t, func(t *testing.T, srv *testutil.Server, b a2a.TransportProtocol) {
+		c := travelClient(t, srv, b)
+		q := sendTask(t, c, userMsg(a2a.NewTextPart("Book me on flight BA304"), pdfPart()))
+		question(t, q)
+		r := reportOf(t, sendTask(t, c, continuing(text("yes"), q.ID)))
+		require.Equal(t, "search-flights", r.Capability)
+		require.Contains(t, r.MediaTypes, "application/pdf", "the first message's file reaches the capability")
+		require.Contains(t, r.MediaTypes, "text/plain")
 
-				// Another caller cannot answer it, and gets nothing of it.
-				q = sendTask(t, c, userMsg(a2a.NewTextPart("Book me on flight BA304"), pdfPart()))
-				other := srv.Client(t, b, testutil.Bearer(testutil.Token(t, testutil.TokenOptions{Subject: "traveller-2"})))
-				_, err := other.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: continuing(text("yes"), q.ID)})
-				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
-			})
-		}
-	}
+		// Another caller cannot answer it, and gets nothing of it.
+		q = sendTask(t, c, userMsg(a2a.NewTextPart("Book me on flight BA304"), pdfPart()))
+		other := srv.Client(t, b, testutil.Bearer(testutil.Token(t, testutil.TokenOptions{Subject: "traveller-2"})))
+		_, err := other.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: continuing(text("yes"), q.ID)})
+		require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+	})
 }
 
 // TestAnonymousOneSkill: an anonymous caller gets the question as a message.
