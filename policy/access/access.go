@@ -53,6 +53,17 @@ type Capability struct {
 	// Owner is the manifest's owner (for reviewers), when the engine
 	// exposes its snapshot.
 	Owner string `json:"owner,omitempty"`
+	// Routing is the routing mode (manifest routing.mode) when it is not
+	// auto: confirm or explicit.
+	Routing string `json:"routing,omitempty"`
+}
+
+// RoutingMode is the capability's routing mode: auto, confirm or explicit.
+func (c Capability) RoutingMode() string {
+	if c.Routing == "" {
+		return "auto"
+	}
+	return c.Routing
 }
 
 // Level is what a cell grants.
@@ -277,6 +288,9 @@ func Build(ctx context.Context, e Decider, classes []Class) (*Matrix, error) {
 			if mc, ok := reg.Get(c.ID); ok {
 				c.Owner = mc.Owner
 			}
+		}
+		if mode := r.RoutingMode(j); mode != "auto" {
+			c.Routing = mode
 		}
 	}
 	return m, nil

@@ -46,7 +46,7 @@ func (f *Facts) config(other *Facts) []Field {
 }
 
 // Manifest field names, as in the manifest format. A new access-relevant
-// manifest field (a routing mode) is one more entry in capabilityFields.
+// manifest field is one more entry in capabilityFields.
 const (
 	fieldState      = "state"
 	fieldVisibility = "visibility"
@@ -56,6 +56,7 @@ const (
 	fieldHandler    = "handler"
 	fieldLimits     = "limits"
 	fieldOwner      = "owner"
+	fieldRouting    = "routing"
 )
 
 // Config field names: the config's keys, and "deny module NAME" for the
@@ -80,7 +81,17 @@ func capabilityFields(c *manifest.Capability) []Field {
 		{fieldHandler, c.Handler},
 		{fieldLimits, jsonValue(c.Limits)},
 		{fieldOwner, c.Owner},
+		{fieldRouting, routing(c.Routing)},
 	}
+}
+
+// routing is a capability's routing policy as the diff shows it: its mode,
+// and its own threshold when it has one.
+func routing(r manifest.Routing) string {
+	if r.MinConfidence == 0 {
+		return string(r.EffectiveMode())
+	}
+	return fmt.Sprintf("%s (min_confidence %g)", r.EffectiveMode(), r.MinConfidence)
 }
 
 func list(ss []string) string { return "[" + strings.Join(ss, " ") + "]" }

@@ -32,7 +32,7 @@ func WriteText(w io.Writer, m *Matrix) error {
 	_, _ = fmt.Fprintln(bw, "\ncapabilities:")
 	tw := tabwriter.NewWriter(bw, 0, 4, 2, ' ', 0)
 	for _, c := range m.Capabilities {
-		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\towner %s\n", c.ID, c.Visibility, c.State, orNone(c.Owner))
+		_, _ = fmt.Fprintf(tw, "  %s\t%s\t%s\towner %s\trouting %s\n", c.ID, c.Visibility, c.State, orNone(c.Owner), c.RoutingMode())
 	}
 	_ = tw.Flush()
 	_, _ = fmt.Fprintf(bw, "\nmatrix (%s):\n", Legend)

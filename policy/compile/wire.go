@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/capgate/capgate/policy/manifest"
 )
@@ -13,16 +14,17 @@ import (
 // but owns its tenants encoding, so the bundle format does not change with
 // the manifest package's JSON methods.
 type wireCapability struct {
-	ID             string          `json:"id"`
-	State          string          `json:"state"`
-	Visibility     string          `json:"visibility"`
-	ReplacedBy     string          `json:"replaced_by,omitempty"`
-	Skill          wireSkill       `json:"skill"`
-	RequiresScopes []string        `json:"requires_scopes"`
-	Tenants        json.RawMessage `json:"tenants"`
-	Handler        string          `json:"handler"`
-	Limits         map[string]any  `json:"limits,omitempty"`
-	Owner          string          `json:"owner,omitempty"`
+	ID             string           `json:"id"`
+	State          string           `json:"state"`
+	Visibility     string           `json:"visibility"`
+	ReplacedBy     string           `json:"replaced_by,omitempty"`
+	Skill          wireSkill        `json:"skill"`
+	RequiresScopes []string         `json:"requires_scopes"`
+	Tenants        json.RawMessage  `json:"tenants"`
+	Handler        string           `json:"handler"`
+	Limits         map[string]any   `json:"limits,omitempty"`
+	Owner          string           `json:"owner,omitempty"`
+	Routing        manifest.Routing `json:"routing,omitzero"`
 }
 
 type wireSkill struct {
@@ -76,6 +78,16 @@ func toWire(c *manifest.Capability) map[string]any {
 	if c.Owner != "" {
 		w["owner"] = c.Owner
 	}
+	if c.Routing != (manifest.Routing{}) {
+		r := map[string]any{}
+		if c.Routing.Mode != "" {
+			r["mode"] = string(c.Routing.Mode)
+		}
+		if c.Routing.MinConfidence > 0 {
+			r["min_confidence"] = c.Routing.MinConfidence
+		}
+		w["routing"] = r
+	}
 	return w
 }
 
@@ -96,6 +108,12 @@ func fromWire(key string, v any) (manifest.Capability, error) {
 	t, err := decodeTenants(w.Tenants)
 	if err != nil {
 		return manifest.Capability{}, fmt.Errorf("registry %s: %w", key, err)
+	}
+	if m := w.Routing.Mode; m != "" && !slices.Contains(manifest.RoutingModes, m) {
+		return manifest.Capability{}, fmt.Errorf("registry %s: routing.mode %q is not a routing mode", key, m)
+	}
+	if mc := w.Routing.MinConfidence; mc < 0 || mc > 1 {
+		return manifest.Capability{}, fmt.Errorf("registry %s: routing.min_confidence %v is outside (0, 1]", key, mc)
 	}
 	var schemas []manifest.DataSchema
 	for i, doc := range w.Skill.DataSchemas {
@@ -124,6 +142,7 @@ func fromWire(key string, v any) (manifest.Capability, error) {
 		Handler:        w.Handler,
 		Limits:         w.Limits,
 		Owner:          w.Owner,
+		Routing:        w.Routing,
 		Source:         manifest.Source{File: "bundle:data.capgate.registry." + key},
 	}, nil
 }

@@ -25,7 +25,7 @@ const (
 	DefaultListenAdmin     = "127.0.0.1:9090"
 	DefaultScopesClaim     = "scope"
 	DefaultTenantClaim     = "tenant"
-	DefaultRouterThreshold = 0.6
+	DefaultRouterThreshold = 0.7
 	DefaultStore           = "memory"
 	DefaultCardMaxAge      = 300 * time.Second
 	DefaultClockSkew       = 30 * time.Second

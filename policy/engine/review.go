@@ -229,6 +229,12 @@ func granted(rs []Reason) bool {
 	return true
 }
 
+// RoutingMode is the routing mode of capability i (manifest routing.mode;
+// auto when not given).
+func (r *Review) RoutingMode(i int) string {
+	return string(r.caps[i].Routing.EffectiveMode())
+}
+
 // Capability names capability i and the state and visibility it has.
 func (r *Review) Capability(i int) (id, state, visibility string) {
 	c := &r.caps[i]

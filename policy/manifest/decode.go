@@ -21,10 +21,11 @@ var idRE = regexp.MustCompile(IDPattern)
 
 // Field names of the manifest format, in documentation order.
 var (
-	topFields   = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "tenants", "handler", "limits", "owner"}
-	skillFields = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
-	states      = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
-	visibility  = []Visibility{VisibilityPublic, VisibilityExtended, VisibilityInternal}
+	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "tenants", "handler", "limits", "owner", "routing"}
+	routingFields = []string{"mode", "min_confidence"}
+	skillFields   = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
+	states        = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
+	visibility    = []Visibility{VisibilityPublic, VisibilityExtended, VisibilityInternal}
 )
 
 // parsed is one decoded manifest with the lines registry checks need
@@ -140,6 +141,9 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 		o, _ := d.str(f, "owner")
 		c.Owner = d.s.str(o)
 	}
+	if f, ok := fields["routing"]; ok {
+		c.Routing = d.routing(f)
+	}
 	p.idLine, p.replacedByLine, p.handlerLine = d.lines["id"], d.lines["replaced_by"], d.lines["handler"]
 	return p
 }
@@ -158,6 +162,47 @@ func (d *decoder) enforcedLimits(n *yaml.Node, limits map[string]any) {
 			d.add(line, "limits."+name, "want a positive whole number, got %s", describeLimit(limits[name]))
 		}
 	}
+}
+
+// routing reads the routing policy: {mode: auto|confirm|explicit,
+// min_confidence: a number in (0, 1]}.
+func (d *decoder) routing(f yamlnode.Pair) Routing {
+	var r Routing
+	n := yamlnode.Resolve(f.Value)
+	if n.Kind != yaml.MappingNode {
+		d.add(f.Value.Line, "routing", "want a mapping {mode: %s, min_confidence: 0..1}, got %s", strings.Join(modeNames(), " | "), yamlnode.KindName(n))
+		return r
+	}
+	fields := d.fields(n, "routing", routingFields)
+	if m, ok := fields["routing.mode"]; ok {
+		if v, ok := d.str(m, "routing.mode"); ok {
+			if !slices.Contains(RoutingModes, RoutingMode(v)) {
+				d.add(m.Value.Line, "routing.mode", "%q is not one of %s", v, join(RoutingModes))
+			} else {
+				r.Mode = RoutingMode(v)
+			}
+		}
+	}
+	if m, ok := fields["routing.min_confidence"]; ok {
+		v := yamlnode.Resolve(m.Value)
+		var x float64
+		if v.Kind != yaml.ScalarNode || (v.ShortTag() != yamlnode.TagFloat && v.ShortTag() != yamlnode.TagInt) || v.Decode(&x) != nil {
+			d.add(m.Value.Line, "routing.min_confidence", "want a number in (0, 1], got %s", yamlnode.KindName(v))
+		} else if !(x > 0 && x <= 1) {
+			d.add(m.Value.Line, "routing.min_confidence", "%v is outside (0, 1]", v.Value)
+		} else {
+			r.MinConfidence = x
+		}
+	}
+	return r
+}
+
+func modeNames() []string {
+	out := make([]string, len(RoutingModes))
+	for i, m := range RoutingModes {
+		out[i] = string(m)
+	}
+	return out
 }
 
 func describeLimit(v any) string {

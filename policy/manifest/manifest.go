@@ -38,6 +38,9 @@ type Capability struct {
 	Handler        string         `json:"handler"`
 	Limits         map[string]any `json:"limits,omitempty"`
 	Owner          string         `json:"owner,omitempty"`
+	// Routing is how the router may choose the capability for a message
+	// (server-side only: never in a card).
+	Routing Routing `json:"routing,omitzero"`
 
 	// Source is where the manifest was read from (not part of the format).
 	Source Source `json:"-"`
@@ -54,6 +57,42 @@ type Skill struct {
 	// DataSchemas are the JSON Schemas of the structured data parts the
 	// skill accepts (routing only: they never reach a card).
 	DataSchemas []DataSchema `json:"data_schemas,omitempty"`
+}
+
+// RoutingMode says how a message may reach a capability without the
+// caller naming it.
+type RoutingMode string
+
+// Routing modes.
+const (
+	// RoutingAuto: the router's layers may choose it (the default).
+	RoutingAuto RoutingMode = "auto"
+	// RoutingConfirm: a pick by the router is put to the caller as a
+	// question naming the skill; it runs on the caller's yes.
+	RoutingConfirm RoutingMode = "confirm"
+	// RoutingExplicit: reachable only by a skill hint, a task bound to it,
+	// or the caller's choice in a clarification; never by the router alone.
+	RoutingExplicit RoutingMode = "explicit"
+)
+
+// RoutingModes are the modes, in documentation order.
+var RoutingModes = []RoutingMode{RoutingAuto, RoutingConfirm, RoutingExplicit}
+
+// Routing is a capability's routing policy (manifest field routing).
+type Routing struct {
+	// Mode is "" when not given: auto.
+	Mode RoutingMode `json:"mode,omitempty"`
+	// MinConfidence is the classifier confidence the capability needs to be
+	// chosen instead of router.threshold; 0 when not given.
+	MinConfidence float64 `json:"min_confidence,omitempty"`
+}
+
+// EffectiveMode is the mode, auto when none is given.
+func (r Routing) EffectiveMode() RoutingMode {
+	if r.Mode == "" {
+		return RoutingAuto
+	}
+	return r.Mode
 }
 
 // Tenants is either every tenant ("*") or an explicit, non-empty list.

@@ -17,9 +17,12 @@ import (
 )
 
 // clarify answers with a task in TASK_STATE_INPUT_REQUIRED that names the
-// candidates, held by capgate until the caller's reply resolves it. taskID
-// is reused when the caller's reply was itself too vague.
-func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.Responder, dec router.Decision, taskID, contextID string) *protocol.Error {
+// candidates (or, for a confirmation, the one capability), held by capgate
+// until the caller's reply resolves it, with the first message's parts. The
+// clarification's taskID is reused when the caller's reply was itself too
+// vague.
+func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.Responder, c clarification) *protocol.Error {
+	dec, taskID, contextID := c.decision, c.taskID, c.contextID
 	if len(dec.Candidates) == 0 {
 		return protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller")
 	}
@@ -47,7 +50,7 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 		return perr // the caller's reply continues in this context: it must be the caller's
 	}
 	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant,
-		Pending: true, Candidates: ids, CreatedAt: d.now()}
+		Pending: true, Candidates: ids, CreatedAt: d.now(), Held: c.held, HeldVersion: c.heldVersion}
 	lim := call.Rev.Config().Limits
 	if err := d.store.BindPending(ctx, b, lim.PendingTTL, lim.PendingPerCaller); err != nil {
 		if errors.Is(err, tasks.ErrTooManyPending) {
@@ -56,15 +59,24 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 		}
 		return storeError(err)
 	}
-	d.m.Routes.WithLabelValues(string(router.LayerClarify)).Inc()
-	if call.Log != nil {
-		call.Log.Layer, call.Log.Confidence = string(router.LayerClarify), dec.Confidence
-	}
-	task := clarificationTask(b, dec.Candidates)
+	d.countQuestion(call, dec)
+	task := questionTask(b, dec)
 	if call.Request.Operation == protocol.SendStreamingMessage {
 		return d.writeEvents(call, w, [][]byte{streamResult(task, call.Request.Version)})
 	}
 	return writeResult(w, streamResult(task, call.Request.Version))
+}
+
+// countQuestion counts a clarification or confirmation and logs its layer.
+func (d *Dispatcher) countQuestion(call *gateway.Call, dec router.Decision) {
+	layer := router.LayerClarify
+	if dec.Layer == router.LayerConfirm {
+		layer = router.LayerConfirm
+	}
+	d.m.Routes.WithLabelValues(string(layer)).Inc()
+	if call.Log != nil {
+		call.Log.Layer, call.Log.Confidence = string(layer), dec.Confidence
+	}
 }
 
 // clarifyAnonymous answers an anonymous caller's unclear message with an
@@ -73,12 +85,23 @@ func (d *Dispatcher) clarifyAnonymous(call *gateway.Call, w gateway.Responder, d
 	if contextID == "" {
 		contextID = a2a.NewContextID()
 	}
-	msg := clarificationMessage(dec.Candidates, "Resend your message with metadata.skillId set to the id you mean:")
-	msg.ContextID = contextID
-	d.m.Routes.WithLabelValues(string(router.LayerClarify)).Inc()
-	if call.Log != nil {
-		call.Log.Layer, call.Log.Confidence = string(router.LayerClarify), dec.Confidence
+	ask := "Resend your message with metadata.skillId set to the id you mean:"
+	switch {
+	case dec.Layer == router.LayerConfirm && len(dec.Candidates) == 1:
+		ask = fmt.Sprintf("%s? To go ahead, resend your message with metadata.skillId set to %s:", dec.Candidates[0].Name, dec.Candidates[0].ID)
+	case len(dec.Candidates) == 1:
+		ask = fmt.Sprintf("This agent can only do one thing for you, and it may not be what you asked: %s. If it is, resend your message with metadata.skillId set to %s:",
+			dec.Candidates[0].Name, dec.Candidates[0].ID)
 	}
+	msg := clarificationMessage(dec.Candidates, ask)
+	msg.ContextID = contextID
+	d.countQuestion(call, dec)
+	return d.writeMessage(call, w, msg)
+}
+
+// writeMessage answers with an agent message (a SendMessage result in the
+// request's version; one event on a stream).
+func (d *Dispatcher) writeMessage(call *gateway.Call, w gateway.Responder, msg *a2a.Message) *protocol.Error {
 	var (
 		b   []byte
 		err error
@@ -97,6 +120,27 @@ func (d *Dispatcher) clarifyAnonymous(call *gateway.Call, w gateway.Responder, d
 	return writeResult(w, b)
 }
 
+// decline answers a caller's "no" to a question offering one capability:
+// the clarification task ends canceled, and nothing runs.
+func (d *Dispatcher) decline(ctx context.Context, call *gateway.Call, w gateway.Responder, b *tasks.Binding) *protocol.Error {
+	if err := d.store.Delete(ctx, b.TaskID); err != nil {
+		return storeError(err)
+	}
+	d.m.Routes.WithLabelValues(string(router.LayerDeclined)).Inc()
+	if call.Log != nil {
+		call.Log.Layer = string(router.LayerDeclined)
+	}
+	msg := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart("Nothing was done."))
+	msg.TaskID, msg.ContextID = a2a.TaskID(b.TaskID), b.ContextID
+	ts := d.now().UTC()
+	task := &a2a.Task{ID: a2a.TaskID(b.TaskID), ContextID: b.ContextID,
+		Status: a2a.TaskStatus{State: a2a.TaskStateCanceled, Message: msg, Timestamp: &ts}}
+	if call.Request.Operation == protocol.SendStreamingMessage {
+		return d.writeEvents(call, w, [][]byte{streamResult(task, call.Request.Version)})
+	}
+	return writeResult(w, streamResult(task, call.Request.Version))
+}
+
 // clarificationMessage is the agent's question: a text part listing the
 // candidates and a data part {"candidates":[{"id","name"}]}.
 func clarificationMessage(cands []router.Candidate, ask string) *a2a.Message {
@@ -110,9 +154,30 @@ func clarificationMessage(cands []router.Candidate, ask string) *a2a.Message {
 	return a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewTextPart(text.String()), a2a.NewDataPart(map[string]any{"candidates": list}))
 }
 
-// clarificationTask renders a pending binding as an input-required task.
+// clarificationTask renders a pending binding as an input-required task
+// (GetTask, ListTasks): which of the candidates, or whether the one offered
+// may go ahead.
 func clarificationTask(b tasks.Binding, cands []router.Candidate) *a2a.Task {
-	msg := clarificationMessage(cands, "I can do several things with this message. Which one do you mean? Reply with its number, name or id:")
+	layer := router.LayerClarify
+	if len(cands) == 1 {
+		layer = router.LayerConfirm
+	}
+	return questionTask(b, router.Decision{Layer: layer, Candidates: cands})
+}
+
+// questionTask renders the question of dec as an input-required task: which
+// of the candidates, whether the one capability may go ahead (LayerConfirm),
+// or, when the caller has only one capability and the message did not fit
+// it, whether that one is meant.
+func questionTask(b tasks.Binding, dec router.Decision) *a2a.Task {
+	ask := "I can do several things with this message. Which one do you mean? Reply with its number, name or id:"
+	switch {
+	case dec.Layer == router.LayerConfirm && len(dec.Candidates) == 1:
+		ask = fmt.Sprintf("%s? Reply yes to go ahead, or no to drop it:", dec.Candidates[0].Name)
+	case len(dec.Candidates) == 1:
+		ask = fmt.Sprintf("This agent can only do one thing for you, and it may not be what you asked: %s. Reply yes if it is, or no to drop it:", dec.Candidates[0].Name)
+	}
+	msg := clarificationMessage(dec.Candidates, ask)
 	msg.TaskID = a2a.TaskID(b.TaskID)
 	msg.ContextID = b.ContextID
 	ts := b.CreatedAt.UTC()

@@ -140,6 +140,7 @@ const (
 	lookupText = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}]}`
 	pdfOnly    = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"raw":"JVBERi0xLjQK","mediaType":"application/pdf"}]}`
 	vague      = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"hello there"}]}`
+	pdfExtract = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"raw":"JVBERi0xLjQK","mediaType":"application/pdf"},{"text":"extract the fields from this invoice pdf"}]}`
 )
 
 func hinted(skill string) string {
@@ -148,6 +149,34 @@ func hinted(skill string) string {
 
 func onTask(id, text string) string {
 	return `{"messageId":"m-2","role":"ROLE_USER","taskId":"` + id + `","parts":[{"text":"` + text + `"}]}`
+}
+
+// TestHeldFirstMessage: the answer to a clarification is forwarded after
+// the parts of the first message the clarification held, and the limits are
+// checked against the combined message.
+func TestHeldFirstMessage(t *testing.T) {
+	f := newFixture(t, nil)
+	r, perr := f.d.route(t.Context(), f.call(t, public, pdfOnly, nil))
+	require.Nil(t, perr)
+	require.NotNil(t, r.clarify)
+	require.JSONEq(t, `[{"raw":"JVBERi0xLjQK","mediaType":"application/pdf"}]`, string(r.clarify.held))
+	pending := &tasks.Binding{TaskID: "capgate-1", ContextID: "c-9", Pending: true, Candidates: []string{"extract-invoice-fields"},
+		Issuer: public.Issuer, Subject: public.Subject, Tenant: public.Tenant, Held: r.clarify.held, HeldVersion: r.clarify.heldVersion}
+	r, perr = f.d.route(t.Context(), f.call(t, public, onTask("capgate-1", "yes"), pending))
+	require.Nil(t, perr, "%v", perr)
+	require.Equal(t, "extract-invoice-fields", r.decision.Capability)
+	require.NotNil(t, r.msg)
+	require.Len(t, r.msg.Parts, 2)
+	require.Equal(t, "application/pdf", r.msg.Parts[0].MediaType)
+	require.Equal(t, "yes", r.msg.Parts[1].Text)
+	require.Contains(t, string(r.params), `"raw":"JVBERi0xLjQK"`)
+	require.NotContains(t, string(r.params), `"taskId"`)
+
+	// Held in another A2A version than the answer: refused, not mixed.
+	pending.HeldVersion = "0.3"
+	_, perr = f.d.route(t.Context(), f.call(t, public, onTask("capgate-1", "yes"), pending))
+	require.NotNil(t, perr)
+	require.Equal(t, protocol.InvalidRequest, perr.Code)
 }
 
 // TestRoute covers each branch of routing.
@@ -166,7 +195,8 @@ func TestRoute(t *testing.T) {
 		clarify    bool
 	}{
 		{"a bound task stays with its capability", partner, onTask("t-1", "more"), bound, router.LayerTask, "reconcile-invoice", false},
-		{"one candidate for the media types", public, pdfOnly, nil, router.LayerSingle, "extract-invoice-fields", false},
+		{"one candidate for the media types, and the message fits it", public, pdfExtract, nil, router.LayerSingle, "extract-invoice-fields", false},
+		{"one candidate is asked when the message says nothing of it", public, pdfOnly, nil, router.LayerClarify, "", true},
 		{"an entitled hint", partner, hinted("reconcile-invoice"), nil, router.LayerHint, "reconcile-invoice", false},
 		{"a hint the caller may not use is ignored", public, hinted("reconcile-invoice"), nil, router.LayerClassifier, "lookup-invoice", false},
 		{"the classifier", public, lookupText, nil, router.LayerClassifier, "lookup-invoice", false},

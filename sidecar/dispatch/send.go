@@ -26,7 +26,10 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 		return perr
 	}
 	if r.clarify != nil {
-		return d.clarify(ctx, call, w, r.clarify.decision, r.clarify.taskID, r.clarify.contextID)
+		if r.clarify.decision.Layer == router.LayerDeclined {
+			return d.decline(ctx, call, w, r.pending)
+		}
+		return d.clarify(ctx, call, w, *r.clarify)
 	}
 	return d.forward(ctx, call, w, r)
 }
@@ -37,15 +40,21 @@ func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Res
 type routed struct {
 	decision router.Decision
 	params   jsontext.Value
-	pending  *tasks.Binding
-	clarify  *clarification
+	// msg is the message the handler receives when it is not the request's
+	// (the first message's parts held by a clarification, with the answer).
+	msg     *protocol.MessageInfo
+	pending *tasks.Binding
+	clarify *clarification
 }
 
-// clarification is a question back to the caller: which of the candidates?
-// taskID is the clarification task asked again ("" for a new one).
+// clarification is a question back to the caller: which of the candidates
+// (or, LayerConfirm, this one?). taskID is the clarification task asked
+// again ("" for a new one); held the first message's parts to keep.
 type clarification struct {
 	decision          router.Decision
 	taskID, contextID string
+	held              []byte
+	heldVersion       string
 }
 
 // route decides where a message goes, cheapest layer first: the task it
@@ -82,13 +91,20 @@ func (d *Dispatcher) route(ctx context.Context, call *gateway.Call) (routed, *pr
 		if perr != nil {
 			return routed{}, perr
 		}
-		if dec.Layer == router.LayerClarify && dec.Capability == "" {
-			return routed{clarify: &clarification{decision: dec, taskID: b.TaskID, contextID: b.ContextID}}, nil
+		if dec.Capability == "" {
+			return routed{pending: &b, clarify: &clarification{decision: dec, taskID: b.TaskID, contextID: b.ContextID,
+				held: b.Held, heldVersion: b.HeldVersion}}, nil
 		}
 		if params, err = withoutTaskID(params, req.Version); err != nil {
 			return routed{}, protocol.Wrap(protocol.InvalidParams, err, "params.message could not be rewritten")
 		}
-		return routed{decision: dec, params: params, pending: &b}, nil
+		r := routed{decision: dec, params: params, pending: &b}
+		if len(b.Held) > 0 {
+			if r.params, r.msg, perr = withHeld(call, params, b); perr != nil {
+				return routed{}, perr
+			}
+		}
+		return r, nil
 	}
 	dec, perr := rev.Router.Route(msg, rg)
 	if perr != nil {
@@ -103,10 +119,16 @@ func (d *Dispatcher) route(ctx context.Context, call *gateway.Call) (routed, *pr
 		}
 	}
 	if dec.Layer == router.LayerClarify {
-		dec = d.askModel(ctx, call, msg, dec)
+		if dec = d.askModel(ctx, call, msg, dec); dec.Layer == router.LayerModel {
+			dec = rev.Router.Policy(dec) // the model's pick is the router's: confirm and explicit hold
+		}
 	}
-	if dec.Layer == router.LayerClarify {
-		return routed{clarify: &clarification{decision: dec, contextID: msg.ContextID}}, nil
+	if dec.Capability == "" { // a clarification or a confirmation
+		held, perr := heldParts(params)
+		if perr != nil {
+			return routed{}, perr
+		}
+		return routed{clarify: &clarification{decision: dec, contextID: msg.ContextID, held: held, heldVersion: string(req.Version)}}, nil
 	}
 	return routed{decision: dec, params: params}, nil
 }
@@ -126,7 +148,11 @@ func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.
 	if perr != nil {
 		return perr
 	}
-	if perr := enforce.Limits(capability.ID, limits, req.Message, len(r.params)); perr != nil {
+	msg := req.Message
+	if r.msg != nil {
+		msg = r.msg
+	}
+	if perr := enforce.Limits(capability.ID, limits, msg, len(r.params)); perr != nil {
 		return perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, r.params)

@@ -38,6 +38,11 @@ const (
 	LayerClassifier Layer = "classifier"
 	LayerModel      Layer = "model"
 	LayerClarify    Layer = "clarify"
+	// LayerConfirm asks the caller to confirm the one capability the router
+	// picked for a capability whose routing mode is confirm.
+	LayerConfirm Layer = "confirm"
+	// LayerDeclined is a caller's "no" to a confirmation: nothing runs.
+	LayerDeclined Layer = "declined"
 )
 
 // MaxClarifyCandidates bounds the choices offered in a clarification.
@@ -101,6 +106,9 @@ type Decision struct {
 	// IgnoredHint is a skill hint that was not honoured (not entitled, or
 	// not a candidate); logged, never reported to the caller.
 	IgnoredHint string
+	// Considered is the number of candidates the decision was made among
+	// (every layer; 0 when refused before candidates were known).
+	Considered int
 }
 
 // Route picks a capability for a message with no bound task.
@@ -112,7 +120,7 @@ func (ix *Index) Route(msg *protocol.MessageInfo, c Caller) (d Decision, perr *p
 			defer func() {
 				span.SetAttributes(attribute.String("capgate.routing.layer", string(d.Layer)),
 					attribute.Float64("capgate.routing.confidence", d.Confidence),
-					attribute.Int("capgate.routing.candidates", len(d.Candidates)),
+					attribute.Int("capgate.routing.candidates", d.Considered),
 					attribute.String("capgate.capability", d.Capability))
 				if perr != nil {
 					span.SetAttributes(attribute.String("capgate.code", string(perr.Code)))
@@ -130,30 +138,47 @@ func (ix *Index) route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol
 		return Decision{}, err
 	}
 	all := append(append([]int(nil), live...), tomb...)
-	var d Decision
+	d := Decision{Considered: len(all)}
 	if msg.SkillHint != "" {
 		if i := ix.reg.Index(msg.SkillHint); i >= 0 && contains(all, i) {
-			d = Decision{Layer: LayerHint, Capability: msg.SkillHint, Confidence: 1}
+			d.Layer, d.Capability, d.Confidence = LayerHint, msg.SkillHint, 1
 			return d, ix.tombstoneCheck(d)
 		}
 		d.IgnoredHint = msg.SkillHint
 	}
-	if len(all) == 1 {
+	if len(all) == 1 && len(tomb) == 1 {
+		// The one capability the message could go to is removed: say so.
 		d.Layer, d.Capability, d.Confidence = LayerSingle, ix.reg.All()[all[0]].ID, 1
 		return d, ix.tombstoneCheck(d)
 	}
 	if id, ok := ix.structured(msg, all); ok {
 		d.Layer, d.Capability, d.Confidence = LayerStructured, id, 1
-		return d, ix.tombstoneCheck(d)
+		if perr := ix.tombstoneCheck(d); perr != nil {
+			return d, perr
+		}
+		return ix.Policy(d), nil
 	}
+	// One candidate is not a decision: the message is scored against it
+	// (and against every other skill of the registry) like any other.
 	res := ix.cls.Classify(MessageText(msg), all)
 	d.Confidence = res.Confidence
 	d.Candidates = ix.ranked(res, all)
-	if res.Best != "" && res.Confidence >= ix.threshold {
+	if res.Best != "" && res.Confidence >= ix.ThresholdFor(res.Best) {
 		d.Layer, d.Capability = LayerClassifier, res.Best
-		return d, ix.tombstoneCheck(d)
+		if len(all) == 1 {
+			d.Layer = LayerSingle
+		}
+		if perr := ix.tombstoneCheck(d); perr != nil {
+			return d, perr
+		}
+		return ix.Policy(d), nil
 	}
-	d.Layer = LayerClarify
+	return ix.clarification(d), nil
+}
+
+// clarification turns d into a question offering its live candidates.
+func (ix *Index) clarification(d Decision) Decision {
+	d.Layer, d.Capability = LayerClarify, ""
 	// Offer live capabilities only: a tombstone is never a choice.
 	offered := d.Candidates[:0:0]
 	for _, cand := range d.Candidates {
@@ -165,7 +190,56 @@ func (ix *Index) route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol
 		offered = offered[:MaxClarifyCandidates]
 	}
 	d.Candidates = offered
-	return d, nil
+	return d
+}
+
+// ThresholdFor is the confidence the classifier needs to choose capability
+// id: its routing.min_confidence when given, else router.threshold.
+func (ix *Index) ThresholdFor(id string) float64 {
+	if m, ok := ix.reg.Get(id); ok && m.Routing.MinConfidence > 0 {
+		return m.Routing.MinConfidence
+	}
+	return ix.threshold
+}
+
+// Mode is the routing mode of capability id (auto when unknown).
+func (ix *Index) Mode(id string) manifest.RoutingMode {
+	if m, ok := ix.reg.Get(id); ok {
+		return m.Routing.EffectiveMode()
+	}
+	return manifest.RoutingAuto
+}
+
+// Policy applies the chosen capability's routing mode to a pick the router
+// made by itself (the single, structured, classifier or model layer): auto
+// keeps it; confirm turns it into a question naming the capability
+// (LayerConfirm, the capability the one candidate); explicit turns it into
+// a clarification: the router never chooses it alone. Hints, bound tasks and
+// the caller's own choices do not come here.
+func (ix *Index) Policy(d Decision) Decision {
+	switch ix.Mode(d.Capability) {
+	case manifest.RoutingConfirm:
+		m, _ := ix.reg.Get(d.Capability)
+		d.Candidates = []Candidate{{ID: m.ID, Name: m.Skill.Name, Score: scoreOf(d.Candidates, m.ID)}}
+		d.Layer, d.Capability = LayerConfirm, ""
+		return d
+	case manifest.RoutingExplicit:
+		if len(d.Candidates) == 0 {
+			m, _ := ix.reg.Get(d.Capability)
+			d.Candidates = []Candidate{{ID: m.ID, Name: m.Skill.Name}}
+		}
+		return ix.clarification(d)
+	}
+	return d
+}
+
+func scoreOf(cands []Candidate, id string) float64 {
+	for _, c := range cands {
+		if c.ID == id {
+			return c.Score
+		}
+	}
+	return 0
 }
 
 // structured is the structural layer: the one capability of pool whose
@@ -249,7 +323,7 @@ func (ix *Index) Resolve(msg *protocol.MessageInfo, offered []string, c Caller) 
 		return Decision{}, protocol.Errorf(protocol.Unauthorized, "none of the offered capabilities is available to the caller any more")
 	}
 	text := strings.TrimSpace(MessageText(msg))
-	norm := strings.ToLower(strings.Trim(text, " .!\"'"))
+	norm := strings.ToLower(strings.Trim(text, " .!,\"'"))
 	// Numbers are positions in the list as it was offered: a choice the
 	// caller has lost since does not renumber the others.
 	for n, id := range offered {
@@ -263,20 +337,31 @@ func (ix *Index) Resolve(msg *protocol.MessageInfo, offered []string, c Caller) 
 		}
 	}
 	if len(live) == 1 {
-		return Decision{Layer: LayerSingle, Capability: ix.reg.All()[live[0]].ID, Confidence: 1}, nil
+		// One choice offered (a confirmation, or the one capability the
+		// caller has): yes takes it, no drops the question.
+		switch {
+		case yesWords[norm]:
+			return Decision{Layer: LayerClarify, Capability: ix.reg.All()[live[0]].ID, Confidence: 1, Considered: 1}, nil
+		case noWords[norm]:
+			return Decision{Layer: LayerDeclined, Considered: 1}, nil
+		}
 	}
 	res := ix.cls.Classify(text, live)
-	d := Decision{Confidence: res.Confidence, Candidates: ix.ranked(res, live)}
-	if res.Best != "" && res.Confidence >= ix.threshold {
+	d := Decision{Confidence: res.Confidence, Candidates: ix.ranked(res, live), Considered: len(live)}
+	if res.Best != "" && res.Confidence >= ix.ThresholdFor(res.Best) {
 		d.Layer, d.Capability = LayerClassifier, res.Best
-		return d, nil
+		return ix.Policy(d), nil
 	}
-	d.Layer = LayerClarify
-	if len(d.Candidates) > MaxClarifyCandidates {
-		d.Candidates = d.Candidates[:MaxClarifyCandidates]
-	}
-	return d, nil
+	return ix.clarification(d), nil
 }
+
+// yesWords and noWords answer a question offering one capability.
+var (
+	yesWords = map[string]bool{"yes": true, "y": true, "yeah": true, "yep": true, "ok": true, "okay": true,
+		"sure": true, "go ahead": true, "yes please": true, "confirm": true, "do it": true}
+	noWords = map[string]bool{"no": true, "n": true, "nope": true, "no thanks": true, "cancel": true,
+		"stop": true, "don't": true, "do not": true}
+)
 
 // Tombstone reports the error for a bound task or choice that resolves to
 // a removed capability, or nil.

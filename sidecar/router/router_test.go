@@ -68,8 +68,11 @@ func TestRoute(t *testing.T) {
 		{name: "reference example: pdf + reconcile text", caller: partner,
 			msg:   protocol.MessageInfo{Parts: []protocol.PartInfo{pdf(), text("reconcile this against the PO")}},
 			layer: LayerClassifier, capID: "reconcile-invoice"},
-		{name: "without recon.run the pdf goes to the only fitting capability", caller: public,
+		{name: "without recon.run a reconcile request is asked, not sent to the only fitting capability", caller: public,
 			msg:   protocol.MessageInfo{Parts: []protocol.PartInfo{pdf(), text("reconcile this against the PO")}},
+			layer: LayerClarify, candidate: []string{"extract-invoice-fields"}},
+		{name: "the only fitting capability, when the message fits it", caller: public,
+			msg:   protocol.MessageInfo{Parts: []protocol.PartInfo{pdf(), text("extract the fields from this invoice pdf")}},
 			layer: LayerSingle, capID: "extract-invoice-fields"},
 		{name: "entitled hint honoured", caller: partner,
 			msg:   protocol.MessageInfo{SkillHint: "extract-invoice-fields", Parts: []protocol.PartInfo{pdf(), text("reconcile this against the PO")}},
@@ -82,7 +85,7 @@ func TestRoute(t *testing.T) {
 			code: protocol.UnsupportedOperation},
 		{name: "hint for a removed capability another caller never had is ignored", caller: public,
 			msg:   protocol.MessageInfo{SkillHint: "reconcile-invoice-v0", Parts: []protocol.PartInfo{pdf()}},
-			layer: LayerSingle, capID: "extract-invoice-fields", ignored: "reconcile-invoice-v0"},
+			layer: LayerClarify, candidate: []string{"extract-invoice-fields"}, ignored: "reconcile-invoice-v0"},
 		{name: "no capability accepts the media type", caller: partner,
 			msg:  protocol.MessageInfo{Parts: []protocol.PartInfo{{Kind: "raw", MediaType: "image/png"}}},
 			code: protocol.ContentTypeNotSupported, accepted: "application/pdf,text/plain"},
@@ -119,6 +122,7 @@ func TestRoute(t *testing.T) {
 			require.Equal(t, tt.layer, d.Layer)
 			require.Equal(t, tt.capID, d.Capability)
 			require.Equal(t, tt.ignored, d.IgnoredHint)
+			require.Positive(t, d.Considered, "the candidates are counted on every layer")
 			if tt.candidate != nil {
 				var ids []string
 				for _, c := range d.Candidates {
@@ -155,11 +159,22 @@ func TestResolveClarification(t *testing.T) {
 	require.Nil(t, err)
 	require.Equal(t, "lookup-invoice", d.Capability)
 
-	// A choice the caller lost the right to is not offered any more.
+	// A choice the caller lost the right to is not offered any more, and
+	// naming it does not go to the one left: the caller is asked again
+	// (yes takes the one left, no declines).
 	onlyLookup := rights{entitled: set("lookup-invoice")}
 	d, err = ix.Resolve(&protocol.MessageInfo{Parts: []protocol.PartInfo{text("reconcile-invoice")}}, offered, onlyLookup)
 	require.Nil(t, err)
+	require.Equal(t, LayerClarify, d.Layer)
+	require.Empty(t, d.Capability)
+	require.Equal(t, []Candidate{{ID: "lookup-invoice", Name: "Look up an invoice", Score: d.Candidates[0].Score}}, d.Candidates)
+	d, err = ix.Resolve(&protocol.MessageInfo{Parts: []protocol.PartInfo{text("Yes.")}}, offered, onlyLookup)
+	require.Nil(t, err)
 	require.Equal(t, "lookup-invoice", d.Capability)
+	d, err = ix.Resolve(&protocol.MessageInfo{Parts: []protocol.PartInfo{text("no")}}, offered, onlyLookup)
+	require.Nil(t, err)
+	require.Equal(t, LayerDeclined, d.Layer)
+	require.Empty(t, d.Capability)
 	_, err = ix.Resolve(&protocol.MessageInfo{Parts: []protocol.PartInfo{text("1")}}, offered, rights{})
 	require.NotNil(t, err)
 	require.Equal(t, protocol.Unauthorized, err.Code)

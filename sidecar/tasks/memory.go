@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"slices"
@@ -88,6 +89,11 @@ func (m *Memory) BindPending(_ context.Context, b Binding, ttl time.Duration, ma
 // per owner) under Bind's rules. The caller holds m.mu.
 func (m *Memory) bind(b Binding, now time.Time, maxPending int) error {
 	m.sweep(now)
+	if b.Pending {
+		b.Held = bytes.Clone(b.Held)
+	} else {
+		b.Held, b.HeldVersion = nil, ""
+	}
 	old, exists := m.bindings[b.TaskID]
 	if exists {
 		if conflicts(old, b) {

@@ -255,7 +255,8 @@ return 'ok'
 //
 // KEYS: task. ARGV: subject tenant issuer capability handler pending
 // created contextId candidates now_ms binding_ttl_ms expires_ms (empty for
-// Bind).
+// Bind) held heldVersion (the first message of a pending binding; empty
+// for others).
 var bindScript = redis.NewScript(`
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires')
 local exists = old[1]
@@ -269,6 +270,11 @@ if exists then
 end
 redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'capability', ARGV[4], 'handler', ARGV[5],
   'pending', ARGV[6], 'contextId', ARGV[8], 'candidates', ARGV[9])
+if ARGV[13] ~= '' then
+  redis.call('HSET', KEYS[1], 'held', ARGV[13], 'heldVersion', ARGV[14])
+else
+  redis.call('HDEL', KEYS[1], 'held', 'heldVersion')
+end
 if ARGV[7] ~= '' or not exists then redis.call('HSET', KEYS[1], 'created', ARGV[7]) end
 if ARGV[12] == '' then
   redis.call('HDEL', KEYS[1], 'expires')
@@ -430,6 +436,10 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 		exp = strconv.FormatInt(expires.UnixMilli(), 10)
 		ownerTTL = max(ownerTTL, expires.Sub(now))
 	}
+	held, heldVersion := "", ""
+	if b.Pending {
+		held, heldVersion = string(b.Held), b.HeldVersion
+	}
 	o := b.Owner()
 	res, err := r.write(ctx, ownerScript, r.keys.ownerSets(o), b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending)
 	if err != nil {
@@ -444,7 +454,7 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 	}
 	res, err = r.write(ctx, bindScript, []string{r.keys.task(b.TaskID)},
 		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
-		now.UnixMilli(), r.ttl.Milliseconds(), exp)
+		now.UnixMilli(), r.ttl.Milliseconds(), exp, held, heldVersion)
 	if err != nil {
 		return unavailable("bind", err)
 	}
@@ -454,7 +464,7 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 	return nil
 }
 
-var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires"}
+var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires", "held", "heldVersion"}
 
 // decodeBinding reads the values of bindingFields; ok is false when the
 // hash does not exist. A binding written before issuers were recorded has
@@ -468,6 +478,9 @@ func decodeBinding(taskID string, vals []any) (Binding, bool, error) {
 		s[i], _ = v.(string)
 	}
 	b := Binding{TaskID: taskID, Subject: s[0], Tenant: s[1], Capability: s[2], Handler: s[3], Pending: s[4] == "1", ContextID: s[6], Issuer: s[8]}
+	if b.Pending && s[10] != "" {
+		b.Held, b.HeldVersion = []byte(s[10]), s[11]
+	}
 	if s[5] != "" {
 		ns, err := strconv.ParseInt(s[5], 10, 64)
 		if err != nil {

@@ -38,6 +38,13 @@ type Binding struct {
 	// asked the caller to choose); Candidates are the offered capability ids.
 	Pending    bool     `json:"pending,omitempty"`
 	Candidates []string `json:"candidates,omitempty"`
+	// Held is the first message's parts (its params' message.parts, as the
+	// handler reads them) and HeldVersion its A2A version, kept on a pending
+	// binding so that the capability the caller then chooses receives them
+	// with the answer. Only pending bindings keep them (they expire with
+	// the binding); a store drops them from any other.
+	Held        []byte `json:"held,omitempty"`
+	HeldVersion string `json:"heldVersion,omitempty"`
 	// Issuer is the issuer of the owner's credential; "" on bindings written
 	// before issuers were recorded (see Owner.Legacy).
 	Issuer string `json:"issuer,omitempty"`

@@ -43,18 +43,25 @@ func TestReferenceExample(t *testing.T) {
 		}, reportOf(t, task))
 	})
 
-	t.Run("without recon.run: extract-invoice-fields, never reconcile-invoice", func(t *testing.T) {
+	t.Run("without recon.run: asked, never reconcile-invoice; yes runs extract-invoice-fields", func(t *testing.T) {
+		// The reconcile request fits only a skill this caller may not use:
+		// the one capability left (for a PDF) is offered, not guessed (issue 25).
 		c := jsonrpc(t, srv, public)
 		for _, m := range []*a2a.Message{
 			referenceMessage(),
 			userMsg(pdfPart(), a2a.NewTextPart("Reconcile this invoice against the purchase order")),
 			hinted(referenceMessage(), "reconcile-invoice"),
 		} {
-			rep := reportOf(t, sendTask(t, c, m))
+			q := sendTask(t, c, m)
+			require.Equal(t, a2a.TaskStateInputRequired, q.Status.State)
+			rep := reportOf(t, sendTask(t, c, continuing(text("yes"), q.ID)))
 			require.Equal(t, "extract-invoice-fields", rep.Capability)
 			require.Equal(t, "invoices.extract", rep.Handler)
+			require.Contains(t, rep.MediaTypes, "application/pdf", "the first message's PDF is carried over")
 			require.Empty(t, rep.Scopes, "extract-invoice-fields requires no scope")
 		}
+		rep := reportOf(t, sendTask(t, c, userMsg(pdfPart(), a2a.NewTextPart("Extract the fields from this invoice PDF"))))
+		require.Equal(t, "extract-invoice-fields", rep.Capability)
 	})
 
 	t.Run("A2A 0.3 client", func(t *testing.T) {
@@ -274,7 +281,9 @@ func TestSkillHints(t *testing.T) {
 			{func() *a2a.Message { return text(lookup) }, "reconcile-invoice"},
 			{func() *a2a.Message { return text(lookup) }, "purge-invoice-cache"}, // internal, ops.admin
 			{func() *a2a.Message { return text(lookup) }, "forecast-cashflow"},   // preview
-			{referenceMessage, "reconcile-invoice"},
+			{func() *a2a.Message {
+				return userMsg(pdfPart(), a2a.NewTextPart("extract the fields from this invoice"))
+			}, "reconcile-invoice"},
 		} {
 			want := routedTo(t, c, tt.msg())
 			require.Equal(t, want, routedTo(t, c, hinted(tt.msg(), tt.hint)), "hint %s", tt.hint)
@@ -298,7 +307,8 @@ func TestSkillHints(t *testing.T) {
 
 	t.Run("a hint for a capability refused for its media type is ignored", func(t *testing.T) {
 		// lookup-invoice accepts text only.
-		require.Equal(t, "extract-invoice-fields", routedTo(t, jsonrpc(t, srv, public), hinted(userMsg(pdfPart()), "lookup-invoice")))
+		require.Equal(t, "extract-invoice-fields", routedTo(t, jsonrpc(t, srv, public),
+			hinted(userMsg(pdfPart(), a2a.NewTextPart("extract the fields from this invoice")), "lookup-invoice")))
 	})
 }
 

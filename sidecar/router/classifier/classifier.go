@@ -40,6 +40,7 @@ package classifier
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -106,6 +107,9 @@ type config struct {
 	confCos confFeatures
 	// score every skill even for a few candidates (confidence features 9, 10)
 	global bool
+	// bound the confidence by 1 − the whole index's confidence in its best
+	// skill when that skill is not a candidate (result)
+	outside bool
 	// small-set correction of the confidence logit (corrFeatures); fitted
 	// with the linear model, used without it too (its terms on the linear
 	// model's features are then 0)
@@ -124,7 +128,7 @@ func defaultConfig() config {
 		lr:          0.3, lrEpochs: 10, lrRate: 0.5, lrL2: 1e-4, lrBigram: 1,
 		lrMaxWork: 1e9, lrMaxWeights: 1 << 24,
 		confCos: confFeatures{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164, 0, 0},
-		global:  true,
+		global:  true, outside: true,
 		corr: corrFeatures{1.878, 9.723, 0.023, 0.660, 0.649, -0.423, 0.081, -0.566, 0.551, 1.216,
 			-1.435, 0.319, 0.167, -0.559},
 	}
@@ -468,6 +472,18 @@ func (ix *Index) result(cands []int, scores []float64, q query) Result {
 		// and no example is close: out of domain, whatever the features
 		// inflated by few candidates say (docs/routing.md).
 		res.Confidence = 0
+	}
+	if g := q.global; g != nil && ix.cfg.outside && res.Confidence > 0 {
+		// The message may fit a skill that is not a candidate (one the
+		// caller may not use) better than any candidate. The chance that the
+		// best candidate is right is at most the chance that the best skill
+		// of the whole index is wrong: when that one is not a candidate,
+		// the confidence is bounded by 1 − its own (docs/routing.md).
+		gq := q
+		gq.logit, gq.global = g.logit, nil
+		if gr := ix.result(ix.all, g.scores, gq); gr.Best != "" && !slices.Contains(cands, ix.byID[gr.Best]) {
+			res.Confidence = min(res.Confidence, 1-gr.Confidence)
+		}
 	}
 	n := min(RankedLen, len(order))
 	res.Ranked = make([]Score, n)

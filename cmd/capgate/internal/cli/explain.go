@@ -12,6 +12,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/policy/manifest"
 )
 
 func runExplain(ctx context.Context, env Env, args []string) error {
@@ -63,9 +64,9 @@ func runExplain(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeExplainJSON(env.Stdout, caller, e.Revision(), decisions)
+		return writeExplainJSON(env.Stdout, caller, e.Revision(), decisions, d.Registry())
 	}
-	return writeExplainText(env.Stdout, caller, e.Revision(), decisions)
+	return writeExplainText(env.Stdout, caller, e.Revision(), decisions, d.Registry())
 }
 
 type explainReason struct {
@@ -82,6 +83,8 @@ type explainEntry struct {
 	Entitled   bool           `json:"entitled"`
 	Reasons    explainReasons `json:"reasons"`
 	Limits     map[string]any `json:"limits,omitempty"`
+	// Routing is the manifest's routing policy, when it has one.
+	Routing manifest.Routing `json:"routing,omitzero"`
 }
 
 type explainReasons struct {
@@ -97,7 +100,24 @@ func toExplainReasons(rs []engine.Reason) []explainReason {
 	return out
 }
 
-func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Decision) error {
+// routingOf is the routing policy of a capability of reg (none when unknown).
+func routingOf(reg *manifest.Registry, id string) manifest.Routing {
+	if m, ok := reg.Get(id); ok {
+		return m.Routing
+	}
+	return manifest.Routing{}
+}
+
+// routingLine describes a routing policy: its mode, and its own threshold.
+func routingLine(r manifest.Routing) string {
+	s := string(r.EffectiveMode())
+	if r.MinConfidence > 0 {
+		s += fmt.Sprintf(" (min_confidence %g)", r.MinConfidence)
+	}
+	return s
+}
+
+func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Decision, reg *manifest.Registry) error {
 	type callerJSON struct {
 		Authenticated bool     `json:"authenticated"`
 		Subject       string   `json:"subject"`
@@ -115,12 +135,13 @@ func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Deci
 			Visible: d.Visible, Entitled: d.Entitled,
 			Reasons: explainReasons{Visible: toExplainReasons(d.VisibleReasons), Entitled: toExplainReasons(d.EntitledReasons)},
 			Limits:  d.Limits,
+			Routing: routingOf(reg, d.Capability),
 		})
 	}
 	return json.MarshalWrite(w, out, jsontext.WithIndent("  "), json.Deterministic(true))
 }
 
-func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Decision) error {
+func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Decision, reg *manifest.Registry) error {
 	who := "anonymous caller"
 	if c.Authenticated {
 		who = fmt.Sprintf("subject %q, tenant %q, scopes [%s]", c.Subject, c.Tenant, strings.Join(c.Scopes, " "))
@@ -140,6 +161,11 @@ func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Deci
 		}
 		if len(d.Limits) > 0 {
 			if _, err := fmt.Fprintf(w, "  limits:   %s\n", limitsLine(d.Limits)); err != nil {
+				return err
+			}
+		}
+		if r := routingOf(reg, d.Capability); r != (manifest.Routing{}) {
+			if _, err := fmt.Fprintf(w, "  routing:  %s\n", routingLine(r)); err != nil {
 				return err
 			}
 		}

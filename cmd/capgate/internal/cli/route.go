@@ -74,8 +74,20 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 	}
-	if dec.Layer == router.LayerClassifier || dec.Layer == router.LayerClarify {
-		if _, err := fmt.Fprintf(env.Stdout, "confidence: %.3f (threshold %.2f)\n", dec.Confidence, ix.Threshold()); err != nil {
+	switch dec.Layer {
+	case router.LayerClassifier, router.LayerSingle, router.LayerConfirm, router.LayerClarify:
+		th := ix.Threshold()
+		if dec.Capability != "" {
+			th = ix.ThresholdFor(dec.Capability)
+		} else if dec.Layer == router.LayerConfirm {
+			th = ix.ThresholdFor(dec.Candidates[0].ID)
+		}
+		if _, err := fmt.Fprintf(env.Stdout, "confidence: %.3f (threshold %.2f)\n", dec.Confidence, th); err != nil {
+			return err
+		}
+	}
+	if dec.Layer == router.LayerConfirm {
+		if _, err := fmt.Fprintf(env.Stdout, "confirm: %s (routing mode confirm: the caller is asked before it runs)\n", dec.Candidates[0].ID); err != nil {
 			return err
 		}
 	}
@@ -89,12 +101,20 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 			return err
 		}
 		for _, c := range dec.Candidates {
-			if _, err := fmt.Fprintf(env.Stdout, "  %-28s %.3f  %s\n", c.ID, c.Score, c.Name); err != nil {
+			if _, err := fmt.Fprintf(env.Stdout, "  %-28s %.3f  %s%s\n", c.ID, c.Score, c.Name, modeNote(ix, c.ID)); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// modeNote marks a candidate whose routing mode is not auto.
+func modeNote(ix *router.Index, id string) string {
+	if m := ix.Mode(id); m != manifest.RoutingAuto {
+		return "  [routing: " + string(m) + "]"
+	}
+	return ""
 }
 
 // anonymousHint follows a refusal of `route` without --claims.
