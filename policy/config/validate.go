@@ -80,7 +80,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	if !slices.Contains(ExtendedCardModes, c.Cards.ExtendedCard) {
-		v.add("cards.extended_card", "%q is not one of %s", c.Cards.ExtendedCard, strings.Join(ExtendedCardModes, ", "))
+		v.add("cards.extended_card", "%q is not one of %s%s", c.Cards.ExtendedCard, strings.Join(ExtendedCardModes, ", "), diag.DidYouMean(c.Cards.ExtendedCard, ExtendedCardModes))
 	}
 	if c.Cards.MaxAge < 0 {
 		v.add("cards.max_age", "%s is negative", c.Cards.MaxAge)
@@ -219,7 +219,9 @@ func (v *validator) auth() {
 		}
 		switch {
 		case is.JWKSFile == "" && is.JWKSURL == "":
-			v.add(pre, "one of jwks_file or jwks_url is required")
+			if !v.c.bad[pre+".jwks_file"] && !v.c.bad[pre+".jwks_url"] { // else misspelt, and reported so
+				v.add(pre, "one of jwks_file or jwks_url is required")
+			}
 		case is.JWKSFile != "" && is.JWKSURL != "":
 			v.add(pre, "jwks_file and jwks_url are both set; use exactly one")
 		case is.JWKSFile != "":
@@ -239,7 +241,7 @@ func (v *validator) auth() {
 			case strings.HasPrefix(strings.ToUpper(alg), "HS"):
 				v.add(f, "%q is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256", alg)
 			default:
-				v.add(f, "%q is not one of %s", alg, strings.Join(Algorithms, ", "))
+				v.add(f, "%q is not one of %s%s", alg, strings.Join(Algorithms, ", "), diag.DidYouMean(alg, Algorithms))
 			}
 		}
 	}
@@ -301,7 +303,7 @@ func (v *validator) handlerBinding(name, target string) {
 	switch b {
 	case BindingJSONRPC, BindingHTTPJSON, BindingGRPC:
 	default:
-		v.add(field, "%q is not a binding (want %s, %s or %s)", b, BindingJSONRPC, BindingHTTPJSON, BindingGRPC)
+		v.add(field, "%q is not a binding (want %s, %s or %s)%s", b, BindingJSONRPC, BindingHTTPJSON, BindingGRPC, diag.DidYouMean(b, []string{BindingJSONRPC, BindingHTTPJSON, BindingGRPC}))
 		return
 	}
 	urlField := "handlers." + name + ".url"
@@ -362,7 +364,8 @@ func (v *validator) listen() {
 	}
 }
 
-// Warnings lists things that are allowed but probably wrong.
+// Warnings lists things that are allowed but probably wrong, each as
+// "file:line: field: message".
 func (c *Config) Warnings() []string {
 	var out []string
 	for i, e := range c.Agent.Extensions {
@@ -372,7 +375,9 @@ func (c *Config) Warnings() []string {
 		}
 		segs := strings.FieldsFunc(u.Path+"/"+u.Opaque, func(r rune) bool { return r == '/' || r == ':' })
 		if !slices.ContainsFunc(segs, versionSegRE.MatchString) {
-			out = append(out, fmt.Sprintf("agent.extensions[%d].uri: %q has no version segment (e.g. /v1); a breaking change needs a new URI", i, e.URI))
+			field := fmt.Sprintf("agent.extensions[%d].uri", i)
+			out = append(out, diag.Problem{File: c.File(), Line: c.line(field), Field: field,
+				Message: fmt.Sprintf("%q has no version segment (e.g. /v1); a breaking change needs a new URI", e.URI)}.String())
 		}
 	}
 	return out
