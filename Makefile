@@ -5,6 +5,10 @@ GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 REGO_COVERAGE ?= 95
 CONFIG        ?=
 VERSION       ?=
+# COMMIT is stamped into the binary (cli.Commit) for builds where Go's own VCS stamping is off
+# (-buildvcs=false, a build outside the work tree); Go's stamp wins when it is there.
+COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null)
+CLI_PKG        = github.com/capgate/capgate/cmd/capgate/internal/cli
 
 .PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js
 
@@ -15,9 +19,9 @@ all: build test check
 help:
 	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); i = index($$0, ":"); printf "  %-11s%s\n", substr($$0, 1, i - 1), substr($$0, i + 1); next } /^## / { sub(/^## /, ""); printf "  %-11s %s\n", "", $$0 }' $(MAKEFILE_LIST)
 
-## build: the binary at bin/capgate (`capgate --version` shows the git commit; VERSION=v1.2.3 sets the version).
+## build: the binary at bin/capgate (`capgate --version` shows the git commit, stamped even with VCS stamping off; VERSION=v1.2.3 sets the version).
 build:
-	$(GO) build $(if $(VERSION),-ldflags "-X github.com/capgate/capgate/cmd/capgate/internal/cli.Version=$(VERSION)",) -o $(BIN) ./cmd/capgate
+	$(GO) build -ldflags "$(if $(COMMIT),-X $(CLI_PKG).Commit=$(COMMIT)) $(if $(VERSION),-X $(CLI_PKG).Version=$(VERSION))" -o $(BIN) ./cmd/capgate
 
 ## test: what CI runs — vet, all Go tests with the race detector (but NORACE, below; the Rego tests hold the coverage
 ## threshold among them: rego.TestRegoUnitTests runs regocheck.RunTests, the runner of

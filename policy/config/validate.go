@@ -330,21 +330,34 @@ func (v *validator) handlerBinding(name, target string) {
 const maxUnixPath = 107
 
 func (v *validator) listen() {
-	l := v.c.Listen
+	for _, p := range v.c.Listen.Check() {
+		v.add(p.Field, "%s", p.Message)
+	}
+}
+
+// Check reports what is wrong with the listen addresses (each a Unix socket
+// path or host:port, the admin listener TCP only, no address used twice):
+// the config's rule, applied also to the addresses serve's --listen-* flags
+// put in place of the config's.
+func (l Listen) Check() []diag.Problem {
+	var out []diag.Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, diag.Problem{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
 	addrs := []struct{ field, addr string }{{"listen.a2a", l.A2A}, {"listen.extauthz", l.ExtAuthz}, {"listen.admin", l.Admin}}
 	used := map[string]string{}
 	for _, a := range addrs {
 		if network, path := Network(a.addr); network == "unix" {
 			switch {
 			case a.field == "listen.admin":
-				v.add(a.field, "%q: the admin listener must be host:port (the kubelet's probes and Prometheus reach it over TCP)", a.addr)
+				add(a.field, "%q: the admin listener must be host:port (the kubelet's probes and Prometheus reach it over TCP)", a.addr)
 			case !strings.HasPrefix(path, "/") || path != filepath.Clean(path):
-				v.add(a.field, "%q: a Unix socket needs a clean absolute path (e.g. unix:/var/run/capgate/a2a.sock)", a.addr)
+				add(a.field, "%q: a Unix socket needs a clean absolute path (e.g. unix:/var/run/capgate/a2a.sock)", a.addr)
 			case len(path) > maxUnixPath:
-				v.add(a.field, "%q: the socket path is longer than %d bytes", a.addr, maxUnixPath)
+				add(a.field, "%q: the socket path is longer than %d bytes", a.addr, maxUnixPath)
 			default:
 				if other, dup := used[path]; dup {
-					v.add(a.field, "%q is also %s", a.addr, other)
+					add(a.field, "%q is also %s", a.addr, other)
 				}
 				used[path] = a.field
 			}
@@ -353,15 +366,16 @@ func (v *validator) listen() {
 		host, port, err := net.SplitHostPort(a.addr)
 		n, perr := strconv.Atoi(port)
 		if err != nil || perr != nil || n < 0 || n > 65535 {
-			v.add(a.field, "%q is not host:port (e.g. 127.0.0.1:8080)", a.addr)
+			add(a.field, "%q is not host:port (e.g. 127.0.0.1:8080)", a.addr)
 			continue
 		}
 		key := net.JoinHostPort(host, port)
 		if other, dup := used[key]; dup && n != 0 {
-			v.add(a.field, "%q is also %s", a.addr, other)
+			add(a.field, "%q is also %s", a.addr, other)
 		}
 		used[key] = a.field
 	}
+	return out
 }
 
 // Warnings lists things that are allowed but probably wrong, each as

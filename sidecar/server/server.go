@@ -73,6 +73,11 @@ type Options struct {
 	ReloadDebounce time.Duration
 	// Version is capgate's version, the service.version of its spans.
 	Version string
+	// Listen holds addresses that take the place of the config's listen
+	// addresses (serve's --listen-* flags); an empty one keeps the
+	// config's. Reloads compare configs only, so an override is never
+	// reported as a change needing a restart.
+	Listen config.Listen
 }
 
 // Addrs are the bound listener addresses ("" when a server is not run).
@@ -106,6 +111,7 @@ func Run(ctx context.Context, opts Options) error {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	cfg := opts.Deployment.Config
+	addrsToBind := cfg.Listen.Override(opts.Listen)
 	for _, w := range opts.Deployment.Warnings {
 		log.Warn("configuration warning", zap.String("warning", w))
 	}
@@ -206,16 +212,16 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
-	if addrs.Admin, err = listen("admin", cfg.Listen.Admin, adminH); err != nil {
+	if addrs.Admin, err = listen("admin", addrsToBind.Admin, adminH); err != nil {
 		return err
 	}
 	var grpcDone chan error
 	var invs *reload.Invokers
 	if opts.ExtAuthz {
-		ln, err := listenOn(cfg.Listen.ExtAuthz)
+		ln, err := listenOn(addrsToBind.ExtAuthz)
 		if err != nil {
 			closeAll()
-			return fmt.Errorf("listen extauthz on %s: %w", cfg.Listen.ExtAuthz, err)
+			return fmt.Errorf("listen extauthz on %s: %w", addrsToBind.ExtAuthz, err)
 		}
 		az := extauthz.New(holder, store,
 			extauthz.WithLogger(log.Named("extauthz")),
@@ -267,7 +273,7 @@ func Run(ctx context.Context, opts Options) error {
 			gateway.WithOperations(ops),
 			gateway.WithOwners(store),
 		)
-		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, tp.Handler(gw), servePlainHTTP2); err != nil {
+		if addrs.A2A, err = listen("gateway", addrsToBind.A2A, tp.Handler(gw), servePlainHTTP2); err != nil {
 			closeAll()
 			return err
 		}

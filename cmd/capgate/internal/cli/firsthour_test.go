@@ -196,6 +196,27 @@ func TestKeysGenerateAndToken(t *testing.T) {
 	}
 }
 
+// Without --kid, keys generate and token --key both use the key's RFC 7638
+// thumbprint, so the token names a key the generated JWKS holds.
+func TestTokenKidDefaultsToThumbprint(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	dir := filepath.Join(filepath.Dir(cfg), "mykeys")
+	r := run(t, "keys", "generate", "--out", dir)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+		return replaceOnce(t, s, "jwks_file: ./keys/demo.jwks.json", "jwks_file: ./mykeys/jwks.json")
+	})
+	r = run(t, "token", "--config", cfg, "--key", filepath.Join(dir, "signing.key.pem"), "--sub", "me")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	c, err := config.Load(cfg)
+	require.NoError(t, err)
+	v, err := identity.NewVerifier(t.Context(), c.Auth, c.ReadFile)
+	require.NoError(t, err)
+	p, err := v.Verify(t.Context(), "Bearer "+strings.TrimSpace(r.stdout))
+	require.NoError(t, err)
+	require.Equal(t, "me", p.Subject)
+}
+
 func TestTokenScopeCommas(t *testing.T) {
 	d := testutil.LoadDeployment(t, "")
 	v, err := identity.NewVerifier(t.Context(), d.Config.Auth, d.Config.ReadFile)
