@@ -28,6 +28,7 @@ build:
 ## `capgate policy test`, so the truth-table sweeps run once), and every parser's fuzz target for a
 ## short bounded time. test-rego runs the same tests through the CLI on their own.
 test: test-go fuzz-short
+	@GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD)
 
 # NORACE packages are sequential computations: the Rego tests evaluate the policy with OPA, the
 # classifier's accuracy tests classify thousands of messages. Under the race detector they take
@@ -35,12 +36,20 @@ test: test-go fuzz-short
 # machine, shared) with no goroutines of capgate to check, so they run without it. The classifier's one
 # concurrency test runs with it; every other package runs with it.
 NORACE = github.com/capgate/capgate/rego github.com/capgate/capgate/sidecar/router/classifier
+# The Go tests run through test/testsum, which prints what plain `go test` prints (the "ok"/"FAIL"
+# lines .ci/run counts) and records every outcome; `make test` ends with its summary, which names
+# each skipped test and its reason (a skipped suite's package still reads "ok"). A failing test-go
+# prints the summary itself, since make stops there.
+TESTSUM        = $(GO) run ./test/testsum
+TESTSUM_RECORD ?= $(or $(TMPDIR),/tmp)/capgate-test-summary-$(shell id -u).jsonl
 ## test-go: go vet, then every Go test with the race detector (needs a C compiler for -race), NORACE without it.
 test-go:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -vxF $(foreach p,$(NORACE),-e $(p)))
-	$(GO) test -count=1 $(NORACE)
-	$(GO) test -race -count=1 -run '^TestClassifyConcurrent$$' ./sidecar/router/classifier/
+	@rm -f $(TESTSUM_RECORD); status=0; \
+	GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -race -count=1 $$($(GO) list ./... | grep -vxF $(foreach p,$(NORACE),-e $(p))) || status=1; \
+	[ $$status -ne 0 ] || GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -count=1 $(NORACE) || status=1; \
+	[ $$status -ne 0 ] || GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -race -count=1 -run '^TestClassifyConcurrent$$' ./sidecar/router/classifier/ || status=1; \
+	if [ $$status -ne 0 ]; then GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD); exit 1; fi
 
 ## interop-js: install the pinned A2A JavaScript SDK for test/interop (npm ci from the committed lockfile).
 ## Without it test/interop skips the JS suite loudly; in CI (.ci/run does this) it fails instead.
