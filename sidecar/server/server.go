@@ -71,8 +71,9 @@ type Options struct {
 	// ReloadDebounce is the quiet period before a reload
 	// (reload.DefaultDebounce when 0).
 	ReloadDebounce time.Duration
-	// Version is capgate's version, the service.version of its spans.
-	Version string
+	// Version is capgate's version, the service.version of its spans;
+	// Version and Commit label capgate_build_info.
+	Version, Commit string
 	// Listen holds addresses that take the place of the config's listen
 	// addresses (serve's --listen-* flags); an empty one keeps the
 	// config's. Reloads compare configs only, so an override is never
@@ -119,6 +120,7 @@ func Run(ctx context.Context, opts Options) error {
 	ApplyMemoryLimit(cfg)
 	logMemoryLimit(cfg, log)
 	m := metrics.New()
+	m.BuildInfo(opts.Version, opts.Commit)
 	rev, err := serving.Build(ctx, opts.Deployment, revisionOptions(opts, log))
 	if err != nil {
 		return err

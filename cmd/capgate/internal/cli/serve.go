@@ -42,8 +42,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return usageErr("--log-level: %v", err)
 	}
-	version, _, _ := buildVersion()
-	opts := server.Options{ShutdownTimeout: *drain, Version: version}
+	version, commit, _ := buildVersion()
+	opts := server.Options{ShutdownTimeout: *drain, Version: version, Commit: commit}
 	switch *only {
 	case "":
 	case "gateway":
