@@ -44,7 +44,7 @@ func runTests(recordFile string, args []string) int {
 		fmt.Fprintln(os.Stderr, "testsum:", err)
 		return 2
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	goBin := os.Getenv("GO")
 	if goBin == "" {
 		goBin = "go"

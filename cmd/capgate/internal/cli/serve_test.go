@@ -1,39 +1,19 @@
 package cli_test
 
 import (
-	"bytes"
 	"context"
 	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/cmd/capgate/internal/cli"
+	"github.com/capgate/capgate/test/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for the server's writes and the
-// test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // serve --listen-* binds the given addresses in place of the config's (the
 // embedded default's 8080/9191/9090 are not touched), and --log-format
@@ -42,7 +22,7 @@ func (s *syncBuffer) String() string {
 func TestServeListenFlagsAndConsoleLog(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
+	var out, errOut testutil.SyncBuffer
 	sock := filepath.Join(t.TempDir(), "extauthz.sock")
 	done := make(chan int, 1)
 	go func() {
@@ -57,10 +37,10 @@ func TestServeListenFlagsAndConsoleLog(t *testing.T) {
 	for len(addrs) < 3 {
 		select {
 		case code := <-done:
-			t.Fatalf("serve returned %d\nstdout: %s\nstderr: %s", code, out.String(), errOut.String())
+			t.Fatalf("serve returned %d\nstdout: %s\nstderr: %s", code, strings.Join(out.Lines(), "\n"), strings.Join(errOut.Lines(), "\n"))
 		case <-time.After(20 * time.Millisecond):
 		}
-		for _, m := range listening.FindAllStringSubmatch(out.String(), -1) {
+		for _, m := range listening.FindAllStringSubmatch(strings.Join(out.Lines(), "\n"), -1) {
 			addrs[m[1]] = m[2]
 		}
 	}
@@ -77,13 +57,13 @@ func TestServeListenFlagsAndConsoleLog(t *testing.T) {
 		require.NoError(t, resp.Body.Close())
 		require.Equal(t, http.StatusOK, resp.StatusCode, u)
 	}
-	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(strings.Join(out.Lines(), "\n")), "\n") {
 		if strings.Contains(line, "listening") {
 			require.False(t, strings.HasPrefix(line, "{"), "a console line, not JSON: %s", line)
 		}
 	}
 	cancel()
-	require.Equal(t, cli.ExitOK, <-done, errOut.String())
+	require.Equal(t, cli.ExitOK, <-done, strings.Join(errOut.Lines(), "\n"))
 }
 
 func TestServeFlagErrors(t *testing.T) {
