@@ -5,6 +5,10 @@ GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 REGO_COVERAGE ?= 95
 CONFIG        ?=
 VERSION       ?=
+# COMMIT is stamped into the binary (cli.Commit) for builds where Go's own VCS stamping is off
+# (-buildvcs=false, a build outside the work tree); Go's stamp wins when it is there.
+COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null)
+CLI_PKG        = github.com/capgate/capgate/cmd/capgate/internal/cli
 
 .PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js
 
@@ -15,15 +19,16 @@ all: build test check
 help:
 	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); i = index($$0, ":"); printf "  %-11s%s\n", substr($$0, 1, i - 1), substr($$0, i + 1); next } /^## / { sub(/^## /, ""); printf "  %-11s %s\n", "", $$0 }' $(MAKEFILE_LIST)
 
-## build: the binary at bin/capgate (`capgate --version` shows the git commit; VERSION=v1.2.3 sets the version).
+## build: the binary at bin/capgate (`capgate --version` shows the git commit, stamped even with VCS stamping off; VERSION=v1.2.3 sets the version).
 build:
-	$(GO) build $(if $(VERSION),-ldflags "-X github.com/capgate/capgate/cmd/capgate/internal/cli.Version=$(VERSION)",) -o $(BIN) ./cmd/capgate
+	$(GO) build -ldflags "$(if $(COMMIT),-X $(CLI_PKG).Commit=$(COMMIT)) $(if $(VERSION),-X $(CLI_PKG).Version=$(VERSION))" -o $(BIN) ./cmd/capgate
 
 ## test: what CI runs — vet, all Go tests with the race detector (but NORACE, below; the Rego tests hold the coverage
 ## threshold among them: rego.TestRegoUnitTests runs regocheck.RunTests, the runner of
 ## `capgate policy test`, so the truth-table sweeps run once), and every parser's fuzz target for a
 ## short bounded time. test-rego runs the same tests through the CLI on their own.
 test: test-go fuzz-short
+	@GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD)
 
 # NORACE packages are sequential computations: the Rego tests evaluate the policy with OPA, the
 # classifier's accuracy tests classify thousands of messages. Under the race detector they take
@@ -31,12 +36,20 @@ test: test-go fuzz-short
 # machine, shared) with no goroutines of capgate to check, so they run without it. The classifier's one
 # concurrency test runs with it; every other package runs with it.
 NORACE = github.com/capgate/capgate/rego github.com/capgate/capgate/sidecar/router/classifier
+# The Go tests run through test/testsum, which prints what plain `go test` prints (the "ok"/"FAIL"
+# lines .ci/run counts) and records every outcome; `make test` ends with its summary, which names
+# each skipped test and its reason (a skipped suite's package still reads "ok"). A failing test-go
+# prints the summary itself, since make stops there.
+TESTSUM        = $(GO) run ./test/testsum
+TESTSUM_RECORD ?= $(or $(TMPDIR),/tmp)/capgate-test-summary-$(shell id -u).jsonl
 ## test-go: go vet, then every Go test with the race detector (needs a C compiler for -race), NORACE without it.
 test-go:
 	$(GO) vet ./...
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -vxF $(foreach p,$(NORACE),-e $(p)))
-	$(GO) test -count=1 $(NORACE)
-	$(GO) test -race -count=1 -run '^TestClassifyConcurrent$$' ./sidecar/router/classifier/
+	@rm -f $(TESTSUM_RECORD); status=0; \
+	GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -race -count=1 $$($(GO) list ./... | grep -vxF $(foreach p,$(NORACE),-e $(p))) || status=1; \
+	[ $$status -ne 0 ] || GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -count=1 $(NORACE) || status=1; \
+	[ $$status -ne 0 ] || GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -race -count=1 -run '^TestClassifyConcurrent$$' ./sidecar/router/classifier/ || status=1; \
+	if [ $$status -ne 0 ]; then GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD); exit 1; fi
 
 ## interop-js: install the pinned A2A JavaScript SDK for test/interop (npm ci from the committed lockfile).
 ## Without it test/interop skips the JS suite loudly; in CI (.ci/run does this) it fails instead.

@@ -124,7 +124,7 @@ func TestDiskConfigMatchesEmbedded(t *testing.T) {
 	require.NoError(t, err)
 	c, ok := reg.Get("reconcile-invoice")
 	require.True(t, ok)
-	require.Equal(t, manifest.Source{File: "finance/capabilities/reconcile-invoice.yaml", Line: 1}, c.Source)
+	require.Equal(t, manifest.Source{File: "finance/capabilities/reconcile-invoice.yaml", Line: 1, ScopesLine: 22}, c.Source)
 
 	embedded, err := config.LoadFS(manifests.FS, manifests.DefaultConfig)
 	require.NoError(t, err)

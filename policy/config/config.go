@@ -274,6 +274,18 @@ func (c *Config) AdminToken() ([]byte, error) {
 	return tok, nil
 }
 
+// Override returns l with each address o gives in place of l's (an empty
+// one keeps l's): serve's --listen-* flags over the config.
+func (l Listen) Override(o Listen) Listen {
+	pick := func(over, base string) string {
+		if over != "" {
+			return over
+		}
+		return base
+	}
+	return Listen{A2A: pick(o.A2A, l.A2A), ExtAuthz: pick(o.ExtAuthz, l.ExtAuthz), Admin: pick(o.Admin, l.Admin)}
+}
+
 // UnixPrefix starts a listen address that is a Unix domain socket path.
 const UnixPrefix = "unix:"
 

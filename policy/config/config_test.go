@@ -263,7 +263,18 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"algorithm HMAC", "algorithms: [RS256, ES256]", "algorithms: [HS256]",
 			`capgate.yaml:16: auth.issuers[0].algorithms[0]: "HS256" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256`},
 		{"algorithm unknown", "algorithms: [RS256, ES256]", "algorithms: [RS256, ES257]",
-			`capgate.yaml:16: auth.issuers[0].algorithms[1]: "ES257" is not one of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA`},
+			`capgate.yaml:16: auth.issuers[0].algorithms[1]: "ES257" is not one of RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA; did you mean ES256?`},
+		// One message per mistake: a misspelt required field is not also reported missing.
+		{"audiences misspelt", "audiences: [finance-agent]", "audience: [finance-agent]",
+			"capgate.yaml:14: auth.issuers[0].audience: unknown field; did you mean audiences?"},
+		{"jwks_file misspelt", "jwks_file: ./keys", "jwks_fil: ./keys",
+			"capgate.yaml:15: auth.issuers[0].jwks_fil: unknown field; did you mean jwks_file?"},
+		{"algorithms misspelt", "algorithms: [RS256", "algoritms: [RS256",
+			"capgate.yaml:16: auth.issuers[0].algoritms: unknown field; did you mean algorithms?"},
+		{"manifests misspelt", "manifests: [./capabilities]", "manifest: [./capabilities]",
+			"capgate.yaml:9: manifest: unknown field; did you mean manifests?"},
+		{"extended card mode misspelt", "store: memory\n", "store: memory\ncards: {extended_card: aut}\n",
+			`capgate.yaml:23: cards.extended_card: "aut" is not one of auto, on, off; did you mean auto?`},
 		{"threshold above 1", "threshold: 0.6", "threshold: 1.5",
 			"capgate.yaml:21: router.threshold: 1.5 is outside [0, 1]"},
 		{"threshold negative", "threshold: 0.6", "threshold: -0.1",
@@ -309,7 +320,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"duration not a string", "store: memory\n", "store: memory\ncards: {max_age: 300}\n",
 			`capgate.yaml:23: cards.max_age: want a duration such as "30s", got an integer`},
 		{"unknown key at the end", "store: memory\n", "store: memory\nauth2: 1\n",
-			"capgate.yaml:23: auth2: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, store_password_file, cards, identity, audit, limits, push, services, decision_logs, tracing"},
+			"capgate.yaml:23: auth2: unknown field; did you mean auth?"},
 		{"duration unparsable", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: 30 seconds\n",
 			`capgate.yaml:18: auth.clock_skew: "30 seconds" is not a duration (want e.g. "30s" or "5m")`},
 		{"negative duration", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: -5s\n",
@@ -362,7 +373,7 @@ func TestWarnings(t *testing.T) {
 	c, err := config.LoadFS(fsWith(cfg), "capgate.yaml")
 	require.NoError(t, err)
 	require.Equal(t, []string{
-		`agent.extensions[0].uri: "https://example.com/ext/trace" has no version segment (e.g. /v1); a breaking change needs a new URI`,
+		`capgate.yaml:8: agent.extensions[0].uri: "https://example.com/ext/trace" has no version segment (e.g. /v1); a breaking change needs a new URI`,
 	}, c.Warnings())
 }
 
@@ -527,9 +538,13 @@ func TestHandlerBindings(t *testing.T) {
 		name, entry, want string
 	}{
 		{"unknown key", "  recon: {url: \"http://127.0.0.1:9001\", bindng: GRPC}\n",
-			"capgate.yaml:20: handlers.recon.bindng: unknown field; known fields are url, binding"},
+			"capgate.yaml:20: handlers.recon.bindng: unknown field; did you mean binding?"},
 		{"bad binding", "  recon: {url: \"http://127.0.0.1:9001\", binding: REST}\n",
 			`capgate.yaml:20: handlers.recon.binding: "REST" is not a binding (want JSONRPC, HTTP+JSON or GRPC)`},
+		{"binding misspelt", "  recon: {url: \"http://127.0.0.1:9001\", binding: HTTPJSON}\n",
+			`capgate.yaml:20: handlers.recon.binding: "HTTPJSON" is not a binding (want JSONRPC, HTTP+JSON or GRPC); did you mean HTTP+JSON?`},
+		{"url misspelt", "  recon: {ur: \"http://127.0.0.1:9001\", binding: GRPC}\n",
+			"capgate.yaml:20: handlers.recon.ur: unknown field; did you mean url?"},
 		{"binding not a string", "  recon: {url: \"http://127.0.0.1:9001\", binding: [GRPC]}\n",
 			"capgate.yaml:20: handlers.recon.binding: want a string, got a list"},
 		{"no url", "  recon: {binding: GRPC}\n",

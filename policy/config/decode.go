@@ -3,6 +3,7 @@ package config
 import (
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -184,11 +185,17 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 		index[name] = i
 		known = append(known, name)
 	}
-	for _, p := range yamlnode.Pairs(d.file, n, path, d.probs) {
+	pairs := yamlnode.Pairs(d.file, n, path, d.probs)
+	for _, p := range pairs {
 		fp := yamlnode.Join(path, p.Key)
 		i, ok := index[p.Key]
 		if !ok {
 			d.fail(p.KeyN.Line, fp, "%s", yamlnode.UnknownField(p.Key, known))
+			// One message per mistake: the field the key misspells is
+			// not reported missing too (when it is indeed absent).
+			if s, ok := diag.Suggest(p.Key, known); ok && !slices.ContainsFunc(pairs, func(q yamlnode.Pair) bool { return q.Key == s }) {
+				d.bad[yamlnode.Join(path, s)] = true
+			}
 			continue
 		}
 		d.lines[fp] = p.KeyN.Line
@@ -220,7 +227,9 @@ func (d *decoder) handlers(n *yaml.Node, v reflect.Value, path string) {
 		}
 		d.structure(val, reflect.ValueOf(&e).Elem(), fp)
 		if _, ok := d.lines[yamlnode.Join(fp, "url")]; !ok {
-			d.fail(val.Line, yamlnode.Join(fp, "url"), "required")
+			if !d.bad[yamlnode.Join(fp, "url")] { // else misspelt, and reported so
+				d.fail(val.Line, yamlnode.Join(fp, "url"), "required")
+			}
 			d.bad[fp] = true
 		}
 		m[p.Key] = e.URL

@@ -80,7 +80,7 @@ func (c *Config) Validate() error {
 		v.add("cards.default_version", "%q is not one of 1.0, 0.3", c.Cards.DefaultVersion)
 	}
 	if !slices.Contains(ExtendedCardModes, c.Cards.ExtendedCard) {
-		v.add("cards.extended_card", "%q is not one of %s", c.Cards.ExtendedCard, strings.Join(ExtendedCardModes, ", "))
+		v.add("cards.extended_card", "%q is not one of %s%s", c.Cards.ExtendedCard, strings.Join(ExtendedCardModes, ", "), diag.DidYouMean(c.Cards.ExtendedCard, ExtendedCardModes))
 	}
 	if c.Cards.MaxAge < 0 {
 		v.add("cards.max_age", "%s is negative", c.Cards.MaxAge)
@@ -222,7 +222,9 @@ func (v *validator) auth() {
 		}
 		switch {
 		case is.JWKSFile == "" && is.JWKSURL == "":
-			v.add(pre, "one of jwks_file or jwks_url is required")
+			if !v.c.bad[pre+".jwks_file"] && !v.c.bad[pre+".jwks_url"] { // else misspelt, and reported so
+				v.add(pre, "one of jwks_file or jwks_url is required")
+			}
 		case is.JWKSFile != "" && is.JWKSURL != "":
 			v.add(pre, "jwks_file and jwks_url are both set; use exactly one")
 		case is.JWKSFile != "":
@@ -242,7 +244,7 @@ func (v *validator) auth() {
 			case strings.HasPrefix(strings.ToUpper(alg), "HS"):
 				v.add(f, "%q is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256", alg)
 			default:
-				v.add(f, "%q is not one of %s", alg, strings.Join(Algorithms, ", "))
+				v.add(f, "%q is not one of %s%s", alg, strings.Join(Algorithms, ", "), diag.DidYouMean(alg, Algorithms))
 			}
 		}
 	}
@@ -304,7 +306,7 @@ func (v *validator) handlerBinding(name, target string) {
 	switch b {
 	case BindingJSONRPC, BindingHTTPJSON, BindingGRPC:
 	default:
-		v.add(field, "%q is not a binding (want %s, %s or %s)", b, BindingJSONRPC, BindingHTTPJSON, BindingGRPC)
+		v.add(field, "%q is not a binding (want %s, %s or %s)%s", b, BindingJSONRPC, BindingHTTPJSON, BindingGRPC, diag.DidYouMean(b, []string{BindingJSONRPC, BindingHTTPJSON, BindingGRPC}))
 		return
 	}
 	urlField := "handlers." + name + ".url"
@@ -331,21 +333,37 @@ func (v *validator) handlerBinding(name, target string) {
 const maxUnixPath = 107
 
 func (v *validator) listen() {
-	l := v.c.Listen
+	for _, p := range v.c.Listen.Check() {
+		v.add(p.Field, "%s", p.Message)
+	}
+	if _, err := v.c.AdminToken(); err != nil {
+		v.add("listen.admin_token_file", "%v", strings.TrimPrefix(err.Error(), "listen.admin_token_file: "))
+	}
+}
+
+// Check reports what is wrong with the listen addresses (each a Unix socket
+// path or host:port, the admin listener TCP only, no address used twice):
+// the config's rule, applied also to the addresses serve's --listen-* flags
+// put in place of the config's.
+func (l Listen) Check() []diag.Problem {
+	var out []diag.Problem
+	add := func(field, format string, args ...any) {
+		out = append(out, diag.Problem{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
 	addrs := []struct{ field, addr string }{{"listen.a2a", l.A2A}, {"listen.extauthz", l.ExtAuthz}, {"listen.admin", l.Admin}}
 	used := map[string]string{}
 	for _, a := range addrs {
 		if network, path := Network(a.addr); network == "unix" {
 			switch {
 			case a.field == "listen.admin":
-				v.add(a.field, "%q: the admin listener must be host:port (the kubelet's probes and Prometheus reach it over TCP)", a.addr)
+				add(a.field, "%q: the admin listener must be host:port (the kubelet's probes and Prometheus reach it over TCP)", a.addr)
 			case !strings.HasPrefix(path, "/") || path != filepath.Clean(path):
-				v.add(a.field, "%q: a Unix socket needs a clean absolute path (e.g. unix:/var/run/capgate/a2a.sock)", a.addr)
+				add(a.field, "%q: a Unix socket needs a clean absolute path (e.g. unix:/var/run/capgate/a2a.sock)", a.addr)
 			case len(path) > maxUnixPath:
-				v.add(a.field, "%q: the socket path is longer than %d bytes", a.addr, maxUnixPath)
+				add(a.field, "%q: the socket path is longer than %d bytes", a.addr, maxUnixPath)
 			default:
 				if other, dup := used[path]; dup {
-					v.add(a.field, "%q is also %s", a.addr, other)
+					add(a.field, "%q is also %s", a.addr, other)
 				}
 				used[path] = a.field
 			}
@@ -354,21 +372,20 @@ func (v *validator) listen() {
 		host, port, err := net.SplitHostPort(a.addr)
 		n, perr := strconv.Atoi(port)
 		if err != nil || perr != nil || n < 0 || n > 65535 {
-			v.add(a.field, "%q is not host:port (e.g. 127.0.0.1:8080)", a.addr)
+			add(a.field, "%q is not host:port (e.g. 127.0.0.1:8080)", a.addr)
 			continue
 		}
 		key := net.JoinHostPort(host, port)
 		if other, dup := used[key]; dup && n != 0 {
-			v.add(a.field, "%q is also %s", a.addr, other)
+			add(a.field, "%q is also %s", a.addr, other)
 		}
 		used[key] = a.field
 	}
-	if _, err := v.c.AdminToken(); err != nil {
-		v.add("listen.admin_token_file", "%v", strings.TrimPrefix(err.Error(), "listen.admin_token_file: "))
-	}
+	return out
 }
 
-// Warnings lists things that are allowed but probably wrong.
+// Warnings lists things that are allowed but probably wrong, each as
+// "file:line: field: message".
 func (c *Config) Warnings() []string {
 	var out []string
 	for i, e := range c.Agent.Extensions {
@@ -378,7 +395,9 @@ func (c *Config) Warnings() []string {
 		}
 		segs := strings.FieldsFunc(u.Path+"/"+u.Opaque, func(r rune) bool { return r == '/' || r == ':' })
 		if !slices.ContainsFunc(segs, versionSegRE.MatchString) {
-			out = append(out, fmt.Sprintf("agent.extensions[%d].uri: %q has no version segment (e.g. /v1); a breaking change needs a new URI", i, e.URI))
+			field := fmt.Sprintf("agent.extensions[%d].uri", i)
+			out = append(out, diag.Problem{File: c.File(), Line: c.line(field), Field: field,
+				Message: fmt.Sprintf("%q has no version segment (e.g. /v1); a breaking change needs a new URI", e.URI)}.String())
 		}
 	}
 	return out

@@ -69,7 +69,8 @@ func FromConfig(cfg *config.Config) (*Deployment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile deployment: %w", err)
 	}
-	warnings := append(cfg.Warnings(), scopeWarnings(cfg, reg)...)
+	warnings := append(cfg.Warnings(), problemStrings(reg.Warnings())...)
+	warnings = append(warnings, scopeWarnings(cfg, reg)...)
 	return &Deployment{Config: cfg, Snapshot: snap, Warnings: warnings}, nil
 }
 
@@ -77,21 +78,49 @@ func FromConfig(cfg *config.Config) (*Deployment, error) {
 // config does not list as granted (auth.known_scopes, an issuer's scopes,
 // an mTLS principal's, the preview scope): most likely a typo such as
 // "alerts.raed", which would make the capability unreachable in silence.
+// Each names the manifest's file and line, and the granted scope it most
+// likely misspells.
 func scopeWarnings(cfg *config.Config, reg *manifest.Registry) []string {
 	granted := cfg.Auth.GrantedScopes()
-	users := map[string][]string{}
-	for _, c := range reg.All() {
+	known := make([]string, 0, len(granted))
+	for s := range granted {
+		known = append(known, s)
+	}
+	sort.Strings(known)
+	users := map[string][]*manifest.Capability{}
+	for i := range reg.All() {
+		c := &reg.All()[i]
 		for _, s := range c.RequiresScopes {
-			users[s] = append(users[s], c.ID)
+			users[s] = append(users[s], c)
 		}
 	}
+	var out []diag.Problem
+	for s, cs := range users {
+		if len(cs) == 1 && !granted[s] {
+			c := cs[0]
+			out = append(out, diag.Problem{File: c.Source.File, Line: c.Source.ScopesLine, Field: "requires_scopes",
+				Message: fmt.Sprintf("scope %q is required by %s only and granted by nothing the config knows%s (list the scopes your issuers grant in auth.issuers[].scopes or auth.known_scopes)", s, c.ID, scopeHint(s, known))})
+		}
+	}
+	return problemStrings(out)
+}
+
+// scopeHint is "; did you mean X?" for the granted scope s likely
+// misspells, else ": a typo?".
+func scopeHint(s string, known []string) string {
+	if m := diag.DidYouMean(s, known); m != "" {
+		return m
+	}
+	return ": a typo?"
+}
+
+// problemStrings renders problems in reporting order.
+func problemStrings(ps []diag.Problem) []string {
+	set := diag.Set{Problems: ps}
 	var out []string
-	for s, ids := range users {
-		if len(ids) == 1 && !granted[s] {
-			out = append(out, fmt.Sprintf("scope %q is required by %s only and granted by nothing the config knows: a typo? (list the scopes your issuers grant in auth.issuers[].scopes or auth.known_scopes)", s, ids[0]))
-		}
+	for _, p := range set.Sorted() {
+		out = append(out, p.String())
 	}
-	sort.Strings(out)
 	return out
 }
 

@@ -21,7 +21,7 @@ var idRE = regexp.MustCompile(IDPattern)
 
 // Field names of the manifest format, in documentation order.
 var (
-	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "tenants", "handler", "limits", "owner", "routing"}
+	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "tenants", "handler", "enforced_limits", "limits", "owner", "routing"}
 	routingFields = []string{"mode", "min_confidence"}
 	skillFields   = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
 	states        = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
@@ -51,8 +51,24 @@ func (d *decoder) add(line int, field, format string, args ...any) {
 	d.probs.Add(d.file, line, d.prefix+field, format, args...)
 }
 
+// missing reports a required field that is absent, unless an unknown key of
+// the same mapping was already reported as its misspelling ("visiblity:
+// unknown field; did you mean visibility?"): one message per mistake.
+func (d *decoder) missing(line int, field, format string, args ...any) {
+	if d.s.meant[field] {
+		return
+	}
+	d.add(line, field, format, args...)
+}
+
+// warn records a finding that does not stop the manifest from loading.
+func (d *decoder) warn(line int, field, format string, args ...any) {
+	d.s.warnings.Add(d.file, line, d.prefix+field, format, args...)
+}
+
 func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *session) parsed {
 	clear(s.lines)
+	clear(s.meant)
 	d := &decoder{file: file, prefix: prefix, probs: probs, lines: s.lines, s: s}
 	p := parsed{prefix: prefix}
 	p.cap.Source = Source{File: file, Line: n.Line}
@@ -73,13 +89,13 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 	}
 	if v, ok := d.requiredString(fields, n.Line, "state", "required: one of "+join(states)); ok {
 		if !slices.Contains(states, State(v)) {
-			d.add(d.lines["state"], "state", "%q is not one of %s", v, join(states))
+			d.add(d.lines["state"], "state", "%q is not one of %s%s", v, join(states), diag.DidYouMean(v, strs(states)))
 		}
 		c.State = State(d.s.str(v))
 	}
 	if v, ok := d.requiredString(fields, n.Line, "visibility", "required: one of "+join(visibility)); ok {
 		if !slices.Contains(visibility, Visibility(v)) {
-			d.add(d.lines["visibility"], "visibility", "%q is not one of %s", v, join(visibility))
+			d.add(d.lines["visibility"], "visibility", "%q is not one of %s%s", v, join(visibility), diag.DidYouMean(v, strs(visibility)))
 		}
 		c.Visibility = Visibility(d.s.str(v))
 	}
@@ -89,16 +105,17 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 		rbLine = f.Value.Line
 	}
 	if c.State == StateRemoved && c.ReplacedBy == "" && rbOK {
-		d.add(rbLine, "replaced_by", "required when state is removed")
+		d.missing(rbLine, "replaced_by", "required when state is removed")
 	}
 
 	if f, ok := fields["skill"]; ok {
 		c.Skill = d.skill(f)
 	} else {
-		d.add(n.Line, "skill", "required")
+		d.missing(n.Line, "skill", "required")
 	}
 
 	if f, ok := fields["requires_scopes"]; ok {
+		c.Source.ScopesLine = f.Value.Line
 		if list, ok := d.strList(f, "requires_scopes"); ok {
 			for i, s := range list {
 				switch {
@@ -118,7 +135,7 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 	if f, ok := fields["tenants"]; ok {
 		c.Tenants = d.tenants(f)
 	} else {
-		d.add(n.Line, "tenants", `required: "*" or a non-empty list`)
+		d.missing(n.Line, "tenants", `required: "*" or a non-empty list`)
 	}
 
 	if f, ok := fields["handler"]; ok {
@@ -126,7 +143,7 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 		c.Handler = d.s.str(h)
 	}
 	if _, given := fields["handler"]; !given && c.State != StateRemoved {
-		d.add(n.Line, "handler", "required")
+		d.missing(n.Line, "handler", "required")
 	}
 
 	if f, ok := fields["limits"]; ok {
@@ -134,8 +151,11 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 			d.add(f.Value.Line, "limits", "want a mapping, got %s", yamlnode.KindName(v))
 		} else if m, ok := yamlnode.Value(d.file, v, d.prefix+"limits", d.probs); ok {
 			c.Limits = m.(map[string]any)
-			d.enforcedLimits(v, c.Limits)
+			d.legacyLimits(v, c.Limits)
 		}
+	}
+	if f, ok := fields["enforced_limits"]; ok {
+		c.Limits = d.enforcedLimits(f, c.Limits)
 	}
 	if f, ok := fields["owner"]; ok {
 		o, _ := d.str(f, "owner")
@@ -148,18 +168,67 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 	return p
 }
 
-// enforcedLimits checks the limits capgate enforces itself: each must be a
-// positive whole number.
-func (d *decoder) enforcedLimits(n *yaml.Node, limits map[string]any) {
-	for _, name := range EnforcedLimits {
-		if _, present, valid := LimitInt(limits, name); present && !valid {
-			line := n.Line
-			for _, p := range yamlnode.Pairs(d.file, n, d.prefix+"limits", &diag.Set{}) {
-				if p.Key == name {
-					line = p.Value.Line
-				}
+// enforcedLimits reads enforced_limits: the limits capgate enforces itself,
+// a closed vocabulary (EnforcedLimits) of positive whole numbers, so that a
+// misspelt name is an error rather than a limit nobody enforces. They are
+// merged into limits, which is what the policy hands to enforcement; a
+// name given in both is an error.
+func (d *decoder) enforcedLimits(f yamlnode.Pair, limits map[string]any) map[string]any {
+	n := yamlnode.Resolve(f.Value)
+	if n.Kind != yaml.MappingNode {
+		d.add(f.Value.Line, "enforced_limits", "want a mapping of %s, got %s", strings.Join(EnforcedLimits, ", "), yamlnode.KindName(n))
+		return limits
+	}
+	for _, p := range yamlnode.Pairs(d.file, n, d.prefix+"enforced_limits", d.probs) {
+		field := "enforced_limits." + p.Key
+		if !slices.Contains(EnforcedLimits, p.Key) {
+			msg := "not a limit capgate enforces"
+			if s, ok := diag.Suggest(p.Key, EnforcedLimits); ok {
+				msg += "; did you mean " + s + "?"
+			} else {
+				msg += " (known: " + strings.Join(EnforcedLimits, ", ") + "); a limit for the handler to enforce goes under limits"
 			}
-			d.add(line, "limits."+name, "want a positive whole number, got %s", describeLimit(limits[name]))
+			d.add(p.KeyN.Line, field, "%s", msg)
+			continue
+		}
+		v, ok := yamlnode.Value(d.file, p.Value, d.prefix+field, d.probs)
+		if !ok {
+			continue
+		}
+		if _, _, valid := LimitInt(map[string]any{p.Key: v}, p.Key); !valid {
+			d.add(p.Value.Line, field, "want a positive whole number, got %s", describeLimit(v))
+			continue
+		}
+		if _, dup := limits[p.Key]; dup {
+			d.add(p.KeyN.Line, field, "also given as limits.%s: keep it under enforced_limits only", p.Key)
+			continue
+		}
+		if limits == nil {
+			limits = map[string]any{}
+		}
+		limits[p.Key] = v
+	}
+	return limits
+}
+
+// legacyLimits checks the free-form limits: an enforced limit written there
+// (the spelling before enforced_limits) is still enforced, with a
+// deprecation warning, and must be a positive whole number; a name that is
+// one edit away from an enforced limit (max_part) is an error, since
+// capgate would silently enforce nothing.
+func (d *decoder) legacyLimits(n *yaml.Node, limits map[string]any) {
+	for _, p := range yamlnode.Pairs(d.file, n, d.prefix+"limits", &diag.Set{}) {
+		field := "limits." + p.Key
+		if slices.Contains(EnforcedLimits, p.Key) {
+			if _, _, valid := LimitInt(limits, p.Key); !valid {
+				d.add(p.Value.Line, field, "want a positive whole number, got %s", describeLimit(limits[p.Key]))
+				continue
+			}
+			d.warn(p.KeyN.Line, field, "deprecated spelling: capgate enforces %s, now written under enforced_limits (enforced_limits: {%s: %s}); it is still enforced", p.Key, p.Key, yamlnode.Resolve(p.Value).Value)
+			continue
+		}
+		if s, ok := diag.Close(p.Key, EnforcedLimits, 1); ok {
+			d.add(p.KeyN.Line, field, "not a limit capgate enforces; did you mean enforced_limits.%s? (a limit for the handler to enforce needs a name that is not a misspelling of one capgate enforces)", s)
 		}
 	}
 }
@@ -243,7 +312,7 @@ func (d *decoder) skill(f yamlnode.Pair) Skill {
 			s.Tags = list
 		}
 	} else {
-		d.add(line, "skill.tags", "required")
+		d.missing(line, "skill.tags", "required")
 	}
 	if e, ok := fields["skill.examples"]; ok {
 		s.Examples, _ = d.strList(e, "skill.examples")
@@ -380,6 +449,9 @@ func (d *decoder) fields(n *yaml.Node, path string, known []string) map[string]y
 		field := yamlnode.Join(path, p.Key)
 		if !slices.Contains(known, p.Key) {
 			d.add(p.KeyN.Line, field, "%s", yamlnode.UnknownField(p.Key, known))
+			if s, ok := diag.Suggest(p.Key, known); ok {
+				d.s.meant[yamlnode.Join(path, s)] = true
+			}
 			continue
 		}
 		d.lines[field] = p.Value.Line
@@ -391,7 +463,7 @@ func (d *decoder) fields(n *yaml.Node, path string, known []string) map[string]y
 func (d *decoder) requiredString(fields map[string]yamlnode.Pair, line int, field, missing string) (string, bool) {
 	f, ok := fields[field]
 	if !ok {
-		d.add(line, field, "%s", missing)
+		d.missing(line, field, "%s", missing)
 		return "", false
 	}
 	v, ok := d.str(f, field)
@@ -431,6 +503,14 @@ func (d *decoder) strList(f yamlnode.Pair, field string) ([]string, bool) {
 	}
 	d.s.buf = out
 	return d.s.list(out), ok
+}
+
+func strs[T ~string](vs []T) []string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return s
 }
 
 func join[T ~string](vs []T) string {

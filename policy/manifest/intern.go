@@ -3,6 +3,8 @@ package manifest
 import (
 	"encoding/binary"
 	"strings"
+
+	"github.com/capgate/capgate/policy/diag"
 )
 
 // session is what the manifests decoded by one Load (or LoadJSONArray, or
@@ -22,10 +24,15 @@ type session struct {
 	key   []byte         // scratch: the key of a list
 	buf   []string       // scratch: a list being read
 	lines map[string]int // scratch: the decoder's field lines, cleared per manifest
+	// meant are the fields an unknown key was taken to misspell (cleared
+	// per manifest), whose "required" problem is then not reported twice.
+	meant map[string]bool
+	// warnings are the findings that do not stop loading (deprecations).
+	warnings diag.Set
 }
 
 func newSession() *session {
-	return &session{strs: map[string]string{}, lists: map[string][]string{}, lines: map[string]int{}}
+	return &session{strs: map[string]string{}, lists: map[string][]string{}, lines: map[string]int{}, meant: map[string]bool{}}
 }
 
 // str returns the session's copy of s.

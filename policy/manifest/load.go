@@ -41,7 +41,7 @@ func Load(dirs []Dir, opts Options) (*Registry, error) {
 	for _, dir := range dirs {
 		all = loadDir(all, dir, &probs, s)
 	}
-	return finish(all, opts, &probs)
+	return finish(all, opts, &probs, s)
 }
 
 // loadDir appends the manifests of dir to out.
@@ -150,11 +150,11 @@ func LoadJSONArray(name string, data []byte, opts Options) (*Registry, error) {
 	for i, n := range root.Content {
 		all = append(all, decodeCapability(name, fmt.Sprintf("[%d].", i), n, &probs, s))
 	}
-	return finish(all, opts, &probs)
+	return finish(all, opts, &probs, s)
 }
 
 // finish runs the registry-wide checks and builds the registry.
-func finish(all []parsed, opts Options, probs *diag.Set) (*Registry, error) {
+func finish(all []parsed, opts Options, probs *diag.Set, s *session) (*Registry, error) {
 	checkRegistry(all, opts, probs)
 	if err := probs.ErrOrNil(); err != nil {
 		return nil, err
@@ -163,7 +163,9 @@ func finish(all []parsed, opts Options, probs *diag.Set) (*Registry, error) {
 	for i := range all {
 		caps[i] = all[i].cap
 	}
-	return newRegistry(caps), nil
+	r := newRegistry(caps)
+	r.warnings = s.warnings.Sorted()
+	return r, nil
 }
 
 // checkRegistry checks what needs every manifest: unique ids, replaced_by

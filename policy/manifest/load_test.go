@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -63,7 +64,7 @@ func TestLoadInvalid(t *testing.T) {
 		"syntax-error":                `capabilities/syntax-error.yaml:5: syntax error: did not find expected ',' or ']' (in the block from line 4)`,
 		"two-documents":               `capabilities/two-documents.yaml:15: more than one document: put one document in each file`,
 		"undefined-handler":           `capabilities/undefined-handler.yaml:13: handler: "invoices.find" is not defined in the deployment config (handlers)`,
-		"unknown-field":               `capabilities/unknown-field.yaml:14: colour: unknown field; known fields are id, state, visibility, replaced_by, skill, requires_scopes, tenants, handler, limits, owner, routing`,
+		"unknown-field":               `capabilities/unknown-field.yaml:14: colour: unknown field; known fields are id, state, visibility, replaced_by, skill, requires_scopes, tenants, handler, enforced_limits, limits, owner, routing`,
 		"unknown-replaced-by":         `capabilities/unknown-replaced-by.yaml:3: replaced_by: "lookup-invoice-v2" is not a capability id in this registry`,
 		"unknown-skill-field":         `capabilities/unknown-skill-field.yaml:9: skill.input_modes: unknown field; did you mean inputModes?`,
 		"wildcard-media-type":         `capabilities/wildcard-media-type.yaml:10: skill.outputModes[0]: "*/*" is a wildcard: list each concrete media type (want type/subtype, e.g. application/pdf)`,
@@ -124,7 +125,7 @@ func TestLoadValid(t *testing.T) {
 			"nested":        map[string]any{"ok": true, "ratio": 0.5},
 		},
 		Owner:  "finance-agents-team",
-		Source: manifest.Source{File: "capabilities/recon/reconcile-invoice.json", Line: 1},
+		Source: manifest.Source{File: "capabilities/recon/reconcile-invoice.json", Line: 1, ScopesLine: 13},
 	}, *rec)
 
 	lookup, ok := reg.Get("lookup-invoice")
@@ -292,4 +293,33 @@ limits:
 	c, err := manifest.Parse("x.yaml", []byte(doc))
 	require.Nil(t, c)
 	require.EqualError(t, err, "x.yaml:8: limits.e[7][8][8][8][9]: more than 100000 values (counting alias expansions)")
+}
+
+// A misspelt field is one problem, at its line, naming the field it most
+// likely means, and the field it means is not reported missing as well; a
+// misspelt value of a closed vocabulary names the value it likely means.
+func TestMisspellingIsOneProblem(t *testing.T) {
+	const doc = "id: a\nstate: ga\nvisibility: extended\nskill: {name: A, description: B, tags: [c]}\nrequires_scopes: [x]\ntenants: \"*\"\nhandler: h\n"
+	tests := map[string]struct{ from, to, want string }{
+		"visiblity":      {"visibility:", "visiblity:", "capabilities/a.yaml:3: visiblity: unknown field; did you mean visibility?"},
+		"requires_scope": {"requires_scopes:", "requires_scope:", "capabilities/a.yaml:5: requires_scope: unknown field; did you mean requires_scopes?"},
+		"handlr":         {"handler:", "handlr:", "capabilities/a.yaml:7: handlr: unknown field; did you mean handler?"},
+		"stat":           {"state:", "stat:", "capabilities/a.yaml:2: stat: unknown field; did you mean state?"},
+		"tennants":       {"tenants:", "tennants:", "capabilities/a.yaml:6: tennants: unknown field; did you mean tenants?"},
+		"skil":           {"skill:", "skil:", "capabilities/a.yaml:4: skil: unknown field; did you mean skill?"},
+		"skill.tag":      {"tags:", "tag:", "capabilities/a.yaml:4: skill.tag: unknown field; did you mean tags?"},
+		"state value":    {"state: ga", "state: GA", `capabilities/a.yaml:2: state: "GA" is not one of preview, ga, deprecated, removed; did you mean ga?`},
+		"state value 2":  {"state: ga", "state: deprecatd", `capabilities/a.yaml:2: state: "deprecatd" is not one of preview, ga, deprecated, removed; did you mean deprecated?`},
+		"visibility":     {"visibility: extended", "visibility: extnded", `capabilities/a.yaml:3: visibility: "extnded" is not one of public, extended, internal; did you mean extended?`},
+		"far value":      {"visibility: extended", "visibility: private", `capabilities/a.yaml:3: visibility: "private" is not one of public, extended, internal`},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			src := strings.Replace(doc, tt.from, tt.to, 1)
+			require.NotEqual(t, doc, src)
+			reg, err := manifest.Load([]manifest.Dir{{FS: fstest.MapFS{"a.yaml": {Data: []byte(src)}}, Name: "capabilities"}}, manifest.Options{})
+			require.Nil(t, reg)
+			require.EqualError(t, err, tt.want)
+		})
+	}
 }

@@ -2,7 +2,11 @@
 // YAML or JSON files, and validation of a whole registry at once.
 package manifest
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/capgate/capgate/policy/diag"
+)
 
 // State is a capability's lifecycle state.
 type State string
@@ -118,6 +122,8 @@ func (t Tenants) Allows(tenant string) bool {
 type Source struct {
 	File string // display path, e.g. "capabilities/reconcile.yaml"
 	Line int    // line of the document start (YAML), 0 when unknown
+	// ScopesLine is the line of requires_scopes' value, 0 when absent.
+	ScopesLine int
 }
 
 // Routable reports whether the state allows execution at all
@@ -133,6 +139,8 @@ func (c *Capability) Routable() bool {
 type Registry struct {
 	caps []Capability
 	byID map[string]int
+	// warnings are findings of Load that did not stop it (deprecations).
+	warnings []diag.Problem
 }
 
 // NewRegistry builds a registry from capabilities that have already been
@@ -157,6 +165,10 @@ func newRegistry(caps []Capability) *Registry {
 
 // All returns the capabilities sorted by id. Callers must not modify them.
 func (r *Registry) All() []Capability { return r.caps }
+
+// Warnings are the findings of loading that did not stop it (a deprecated
+// spelling), in reporting order, each with its file and line.
+func (r *Registry) Warnings() []diag.Problem { return r.warnings }
 
 // Len is the number of capabilities.
 func (r *Registry) Len() int { return len(r.caps) }

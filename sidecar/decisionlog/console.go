@@ -1,6 +1,8 @@
 package decisionlog
 
 import (
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/version"
@@ -17,9 +19,23 @@ import (
 // CPU; this costs ~2 µs (BenchmarkConsole). TestConsoleMatchesPlugin is the
 // differential test against the plugin's own console output.
 type fastConsole struct {
-	z      *zap.Logger
-	id     string
-	labels map[string]string
+	z *zap.Logger
+	// labels are the events' labels in OPA's (sorted) order: the config's,
+	// with OPA's id and version over them.
+	labels [][2]string
+}
+
+func newFastConsole(z *zap.Logger, id string, labels map[string]string) *fastConsole {
+	all := map[string]string{}
+	for k, v := range labels {
+		all[k] = v
+	}
+	all["id"], all["version"] = id, version.Version
+	c := &fastConsole{z: z}
+	for _, k := range slices.Sorted(maps.Keys(all)) {
+		c.labels = append(c.labels, [2]string{k, all[k]})
+	}
+	return c
 }
 
 func (c *fastConsole) log(e *Entry, now time.Time) {
@@ -48,11 +64,9 @@ func (v *consoleEvent) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 	enc.AddString("decision_id", e.DecisionID)
 	_ = enc.AddObject("input", zapcore.ObjectMarshalerFunc(e.input))
 	_ = enc.AddObject("labels", zapcore.ObjectMarshalerFunc(func(l zapcore.ObjectEncoder) error {
-		l.AddString("id", v.c.id)
-		for k, val := range v.c.labels {
-			l.AddString(k, val)
+		for _, kv := range v.c.labels {
+			l.AddString(kv[0], kv[1])
 		}
-		l.AddString("version", version.Version)
 		return nil
 	}))
 	_ = enc.AddObject("metrics", zapcore.ObjectMarshalerFunc(func(m zapcore.ObjectEncoder) error {
@@ -60,6 +74,9 @@ func (v *consoleEvent) MarshalLogObject(enc zapcore.ObjectEncoder) error {
 		return nil
 	}))
 	enc.AddString("path", e.path())
+	if e.RequestedBy != "" {
+		enc.AddString("requested_by", e.RequestedBy)
+	}
 	_ = enc.AddObject("result", zapcore.ObjectMarshalerFunc(e.result))
 	if e.SpanID != "" {
 		enc.AddString("span_id", e.SpanID)

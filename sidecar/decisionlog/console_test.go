@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/open-policy-agent/opa/v1/version"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -75,5 +77,67 @@ func BenchmarkConsole(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		l.Log(e)
+	}
+}
+
+// decision_logs.labels reach every event beside OPA's id and version, and
+// the peer address is the event's requested_by, on the default console
+// sink as through OPA's plugin (with the labels beside other decision_logs
+// keys).
+func TestConsoleLabelsAndRequestedByMatchPlugin(t *testing.T) {
+	labels := map[string]any{"env": "prod", "region": "eu-west-1"}
+	var fast, slow bytes.Buffer
+	lf, err := decisionlog.Open(t.Context(), decisionlog.Options{Console: jsonLogger(&fast), DecisionLogs: map[string]any{"labels": labels}})
+	require.NoError(t, err)
+	defer lf.Stop(t.Context())
+	ls, err := decisionlog.Open(t.Context(), decisionlog.Options{Console: jsonLogger(&slow), DecisionLogs: map[string]any{"console": true, "labels": labels}})
+	require.NoError(t, err)
+	defer ls.Stop(t.Context())
+	e := decisionlog.Entry{DecisionID: "l-1", Component: "gateway", Result: decisionlog.Deny, Code: "UNAUTHENTICATED", Reasons: []string{"UNAUTHENTICATED"}, RequestedBy: "127.0.0.1:50123"}
+	a, b := e, e
+	lf.Log(&a)
+	ls.Log(&b)
+	require.NoError(t, ls.Sync(t.Context()))
+	got := lastLine(t, &fast)
+	require.Equal(t, lastLine(t, &slow), got)
+	require.Equal(t, "127.0.0.1:50123", got["requested_by"])
+	require.Equal(t, map[string]any{"env": "prod", "region": "eu-west-1", "version": version.Version}, got["labels"])
+}
+
+func TestSplitLabels(t *testing.T) {
+	rest, labels, err := decisionlog.SplitLabels(map[string]any{"console": true, "labels": map[string]any{"env": "prod"}})
+	require.NoError(t, err)
+	require.Equal(t, map[string]any{"console": true}, rest)
+	require.Equal(t, map[string]string{"env": "prod"}, labels)
+
+	rest, labels, err = decisionlog.SplitLabels(map[string]any{"labels": map[string]any{"env": "prod"}})
+	require.NoError(t, err)
+	require.Nil(t, rest, "labels alone: the default console sink")
+	require.Equal(t, map[string]string{"env": "prod"}, labels)
+
+	for in, want := range map[string]map[string]any{
+		"decision_logs.labels: want a mapping of label names to strings":            {"labels": []any{"env"}},
+		"decision_logs.labels.replicas: want a string (quote numbers and booleans)": {"labels": map[string]any{"replicas": 3}},
+		"decision_logs.labels.id: reserved":                                         {"labels": map[string]any{"id": "x"}},
+	} {
+		_, _, err := decisionlog.SplitLabels(want)
+		require.ErrorContains(t, err, in)
+		require.ErrorContains(t, decisionlog.Check(nil, want), in, "validate refuses what serve would")
+	}
+	require.NoError(t, decisionlog.Check(nil, map[string]any{"console": true, "labels": map[string]any{"env": "prod"}}))
+}
+
+// Decision ids are random UUIDs, as OPA's are.
+func TestIDsAreUUIDs(t *testing.T) {
+	ids := decisionlog.NewIDs()
+	seen := map[string]bool{}
+	for range 100 {
+		id := ids.Next()
+		u, err := uuid.Parse(id)
+		require.NoError(t, err, id)
+		require.Equal(t, uuid.Version(4), u.Version())
+		require.Equal(t, u.String(), id, "the canonical lower-case form")
+		require.False(t, seen[id])
+		seen[id] = true
 	}
 }

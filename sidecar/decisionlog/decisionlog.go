@@ -13,9 +13,9 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"strconv"
-	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capgate/capgate/policy/engine"
@@ -48,6 +48,10 @@ type Entry struct {
 	Rules    []engine.Reason
 	Revision string
 	Latency  time.Duration
+	// RequestedBy is the address of the peer that asked (OPA's
+	// requested_by): the client's socket address at the gateway, the
+	// downstream source Envoy reports at ext_authz.
+	RequestedBy string
 	// TraceID and SpanID tie the event to the request's trace (W3C ids,
 	// hex); Log fills them from Span.
 	TraceID, SpanID string
@@ -61,11 +65,11 @@ type Entry struct {
 // writes the confidence on that rule.
 func (e *Entry) hasConfidence() bool { return e.Layer == "classifier" || e.Layer == "clarify" }
 
-// IDs mints decision ids: a random per-process prefix and a counter, cheap
-// enough for the ext_authz hot path and unique across replicas.
+// IDs mints decision ids: random (version 4) UUIDs, the form OPA gives its
+// decision ids, so that tools matching OPA's events match capgate's. It
+// also holds a random per-process instance id (the events' labels.id).
 type IDs struct {
 	prefix string
-	n      atomic.Uint64
 }
 
 // NewIDs seeds a fresh id source.
@@ -78,7 +82,7 @@ func NewIDs() *IDs {
 	return &IDs{prefix: hex.EncodeToString(b[:])}
 }
 
-// Next returns a new id.
+// Next returns a new id: a random UUID.
 func (g *IDs) Next() string {
-	return g.prefix + "-" + strconv.FormatUint(g.n.Add(1), 36)
+	return uuid.NewString()
 }

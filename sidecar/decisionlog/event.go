@@ -98,6 +98,7 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 		Input:      &in,
 		Results:    &res,
 		Metrics:    latency{Metrics: metrics.NoOp(), ns: e.Latency.Nanoseconds()},
+		RemoteAddr: e.RequestedBy,
 	}
 	if e.Revision != "" {
 		info.Bundles = map[string]server.BundleInfo{BundleName: {Revision: e.Revision}}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -93,6 +94,40 @@ func New(z *zap.Logger) *Logger {
 	return l
 }
 
+// SplitLabels takes decision_logs.labels (capgate's place for them; OPA
+// reads labels from the top level of its config) out of decision_logs:
+// a mapping of strings to strings, added to every event's labels beside
+// OPA's id and version, which they cannot replace. The rest is OPA's
+// decision_logs as given, or nil when labels was all it held (the default
+// console sink, with the labels).
+func SplitLabels(decisionLogs map[string]any) (map[string]any, map[string]string, error) {
+	raw, ok := decisionLogs["labels"]
+	if !ok {
+		return decisionLogs, nil, nil
+	}
+	m, ok := raw.(map[string]any)
+	if !ok {
+		return nil, nil, errors.New("decision_logs.labels: want a mapping of label names to strings")
+	}
+	labels := make(map[string]string, len(m))
+	for k, v := range m {
+		s, ok := v.(string)
+		if !ok {
+			return nil, nil, fmt.Errorf("decision_logs.labels.%s: want a string (quote numbers and booleans)", k)
+		}
+		if k == "id" || k == "version" {
+			return nil, nil, fmt.Errorf("decision_logs.labels.%s: reserved: OPA sets id (the instance) and version itself", k)
+		}
+		labels[k] = s
+	}
+	rest := maps.Clone(decisionLogs)
+	delete(rest, "labels")
+	if len(rest) == 0 {
+		rest = nil
+	}
+	return rest, labels, nil
+}
+
 // config is the OPA configuration the manager is started with.
 func (o Options) config() ([]byte, error) {
 	dl := o.DecisionLogs
@@ -112,6 +147,10 @@ func (o Options) config() ([]byte, error) {
 // Check validates services and decision_logs as OPA would, without
 // starting anything.
 func Check(services, decisionLogs map[string]any) error {
+	decisionLogs, _, err := SplitLabels(decisionLogs)
+	if err != nil {
+		return err
+	}
 	m, err := manager(Options{Services: services, DecisionLogs: decisionLogs})
 	if err != nil {
 		return err
@@ -177,6 +216,16 @@ func named(z *zap.Logger) *zap.Logger {
 // itself, on the decision path and at a small fraction of the cost (see
 // fastConsole).
 func Open(ctx context.Context, o Options) (*Logger, error) {
+	dl, labels, err := SplitLabels(o.DecisionLogs)
+	if err != nil {
+		return nil, err
+	}
+	o.DecisionLogs = dl
+	if len(labels) > 0 {
+		merged := maps.Clone(labels)
+		maps.Copy(merged, o.Labels) // the caller's labels over the config's
+		o.Labels = merged
+	}
 	if o.DecisionLogs == nil && !o.Plugin {
 		if err := Check(o.Services, nil); err != nil {
 			return nil, err
@@ -185,7 +234,7 @@ func Open(ctx context.Context, o Options) (*Logger, error) {
 		if id == "" {
 			id = NewIDs().prefix
 		}
-		return &Logger{fast: &fastConsole{z: named(o.Console), id: id, labels: o.Labels}, now: time.Now}, nil
+		return &Logger{fast: newFastConsole(named(o.Console), id, o.Labels), now: time.Now}, nil
 	}
 	m, err := manager(o)
 	if err != nil {

@@ -68,6 +68,9 @@ type decision struct {
 	allowed bool
 	err     *protocol.Error
 	span    trace.Span // the Check's span, for the decision log
+	// requestedBy is the downstream peer Envoy reports (the decision
+	// log's requested_by), else the gRPC peer.
+	requestedBy string
 }
 
 // decide reads the CheckRequest into the one request model and asks admission; the verdict is

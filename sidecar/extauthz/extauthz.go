@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/capgate/capgate/sidecar/admission"
@@ -194,7 +196,7 @@ func Serve(ctx context.Context, ln net.Listener, s *Server, reflection bool) err
 // and anything but a clean allow is a denial.
 func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *authv3.CheckResponse, err error) {
 	start := time.Now()
-	d := decision{id: s.ids.Next(), span: trace.SpanFromContext(ctx)}
+	d := decision{id: s.ids.Next(), span: trace.SpanFromContext(ctx), requestedBy: requestedBy(ctx, req)}
 	defer func() {
 		if r := recover(); r != nil {
 			fields := []zap.Field{zap.String("decision_id", d.id), zap.String("panic_type", panicType(r)), zap.Stack("stack")}
@@ -207,6 +209,18 @@ func (s *Server) Check(ctx context.Context, req *authv3.CheckRequest) (resp *aut
 	}()
 	s.decide(ctx, req, &d)
 	return s.finish(&d, start), nil
+}
+
+// requestedBy is the address of the caller Envoy checks for (the source
+// of the attributes), else the gRPC peer (Envoy itself, or a test client).
+func requestedBy(ctx context.Context, req *authv3.CheckRequest) string {
+	if sa := req.GetAttributes().GetSource().GetAddress().GetSocketAddress(); sa.GetAddress() != "" {
+		return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
+	}
+	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
+		return p.Addr.String()
+	}
+	return ""
 }
 
 // Noop is an Authorization server that allows every request without looking

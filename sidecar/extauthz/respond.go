@@ -57,16 +57,17 @@ func (s *Server) internalDenial(d *decision, start time.Time) *authv3.CheckRespo
 
 func (s *Server) record(d *decision, latency time.Duration) {
 	e := decisionlog.Entry{
-		DecisionID: d.id,
-		Component:  component,
-		Binding:    string(d.binding),
-		Version:    string(d.version),
-		Operation:  string(d.op),
-		Principal:  d.principal.Subject,
-		Tenant:     d.principal.Tenant,
-		Result:     decisionlog.Allow,
-		Latency:    latency,
-		Span:       d.span,
+		DecisionID:  d.id,
+		Component:   component,
+		Binding:     string(d.binding),
+		Version:     string(d.version),
+		Operation:   string(d.op),
+		Principal:   d.principal.Subject,
+		Tenant:      d.principal.Tenant,
+		Result:      decisionlog.Allow,
+		Latency:     latency,
+		Span:        d.span,
+		RequestedBy: d.requestedBy,
 	}
 	if d.plan != nil {
 		e.Revision = d.plan.id

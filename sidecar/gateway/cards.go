@@ -15,6 +15,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/tracing"
 )
 
 // servePublicCard serves the public projection to anyone, with a strong ETag
@@ -31,8 +32,9 @@ func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *s
 		body, etag = rev.PublicCardV03, rev.PublicETagV03
 	}
 	start := g.now()
-	entry := &decisionlog.Entry{DecisionID: g.ids.Next(), Binding: string(protocol.HTTPJSON), Operation: string(protocol.GetAgentCard), Span: trace.SpanFromContext(r.Context())}
+	entry := &decisionlog.Entry{DecisionID: g.ids.Next(), Binding: string(protocol.HTTPJSON), Operation: string(protocol.GetAgentCard), Span: trace.SpanFromContext(r.Context()), RequestedBy: r.RemoteAddr}
 	w.Header().Set(HeaderDecisionID, entry.DecisionID)
+	tracing.SetRoute(entry.Span, r.Method, r.URL.EscapedPath()) // one of the two card paths
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
 		e := protocol.Errorf(protocol.MethodNotAllowed, "the agent card is read with GET")

@@ -15,9 +15,33 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/tracing"
 )
 
 const component = "gateway"
+
+// routeOf is the http.route of a parsed request: the JSON-RPC endpoint,
+// the HTTP+JSON route template under the base path (the parser's own
+// template: "/{tenant}/tasks/{id}:cancel"), or the gRPC method's path.
+func routeOf(req *protocol.Request, base, path string) string {
+	switch req.Binding {
+	case protocol.JSONRPC:
+		if base == "" {
+			return "/"
+		}
+		return base
+	case protocol.HTTPJSON:
+		if _, tmpl, ok := strings.Cut(req.Method, " "); ok && strings.HasPrefix(tmpl, "/") {
+			if strings.HasPrefix(tmpl, "/.well-known/") {
+				return tmpl
+			}
+			return base + tmpl
+		}
+	case protocol.GRPC:
+		return path
+	}
+	return ""
+}
 
 // serveA2A reads one request through the shared parser, asks admission, and runs the
 // operation. Every answer is in the binding's shape.
@@ -26,7 +50,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.
 	id := g.ids.Next()
 	w.Header().Set(HeaderDecisionID, id)
 	path := r.URL.EscapedPath()
-	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, basePath(rev))), Span: trace.SpanFromContext(r.Context())}
+	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, basePath(rev))), Span: trace.SpanFromContext(r.Context()), RequestedBy: r.RemoteAddr}
 	if protocol.IsGRPCContentType(r.Header.Get("Content-Type")) {
 		entry.Binding = string(protocol.GRPC) // refused before parsing: still a gRPC answer
 	}
@@ -51,6 +75,9 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.
 		req = parsed
 	}
 	entry.Binding, entry.Version, entry.Operation = string(req.Binding), string(req.Version), string(req.Operation)
+	if parsed != nil {
+		tracing.SetRoute(entry.Span, r.Method, routeOf(parsed, basePath(rev), r.URL.Path))
+	}
 	if perr != nil {
 		if req.ID == nil {
 			req.ID = perr.ID

@@ -27,12 +27,14 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"math/big"
 	"net/http"
 	"slices"
+	"strings"
 )
 
 // Key size bounds for RSA verification keys.
@@ -123,6 +125,9 @@ type Skipped struct {
 func Parse(data []byte) (Set, []Skipped, error) {
 	var doc struct {
 		Keys []json.RawMessage `json:"keys"`
+	}
+	if kind := pemKind(data); kind != "" {
+		return nil, nil, fmt.Errorf("parse JWKS: this is a PEM %s, not a JWKS: give the issuer's public keys as a JSON Web Key Set ({\"keys\": [...]}, RFC 7517; capgate keys generate writes one beside its key), never a private key", kind)
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, nil, fmt.Errorf("parse JWKS: %w", err)
@@ -442,4 +447,27 @@ func Fetch(ctx context.Context, client *http.Client, url string) ([]byte, error)
 		return nil, errors.New("JWKS larger than 1 MiB")
 	}
 	return body, nil
+}
+
+// pemKind names what a PEM file holds ("private key", "certificate",
+// "public key"), or "" when data is not PEM: a PEM where a JWKS belongs is
+// a common mistake, and the JSON parser's message for it ("invalid
+// character '-' in numeric literal") names neither.
+func pemKind(data []byte) string {
+	block, _ := pem.Decode(data)
+	if block == nil {
+		if bytes.HasPrefix(bytes.TrimSpace(data), []byte("-----BEGIN ")) {
+			return "block"
+		}
+		return ""
+	}
+	switch t := block.Type; {
+	case strings.Contains(t, "PRIVATE KEY"):
+		return "private key"
+	case strings.Contains(t, "CERTIFICATE"):
+		return "certificate"
+	case strings.Contains(t, "PUBLIC KEY"):
+		return "public key"
+	}
+	return "block (" + block.Type + ")"
 }

@@ -4,10 +4,15 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -68,4 +73,35 @@ func TestSameAndSupported(t *testing.T) {
 	for _, alg := range []string{"none", "HS256", "", "rs256"} {
 		require.False(t, jwks.Supported(alg), alg)
 	}
+}
+
+// A PEM file where a JWKS belongs is named as what it is, not as the JSON
+// parser's "invalid character '-' in numeric literal".
+func TestParseNamesPEM(t *testing.T) {
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	require.NoError(t, err)
+	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "idp"}, NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<31, 0)}
+	cert, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
+	require.NoError(t, err)
+	ecDER, err := x509.MarshalECPrivateKey(k)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		block *pem.Block
+		want  string
+	}{
+		{&pem.Block{Type: "PRIVATE KEY", Bytes: der}, "this is a PEM private key, not a JWKS"},
+		{&pem.Block{Type: "EC PRIVATE KEY", Bytes: ecDER}, "this is a PEM private key, not a JWKS"},
+		{&pem.Block{Type: "CERTIFICATE", Bytes: cert}, "this is a PEM certificate, not a JWKS"},
+		{&pem.Block{Type: "PUBLIC KEY", Bytes: pub}, "this is a PEM public key, not a JWKS"},
+	} {
+		_, _, err := jwks.Parse(pem.EncodeToMemory(tc.block))
+		require.ErrorContains(t, err, tc.want, tc.block.Type)
+		require.NotContains(t, err.Error(), "numeric literal")
+	}
+	_, _, err = jwks.Parse([]byte("-----BEGIN PRIVATE KEY-----\ntruncated"))
+	require.ErrorContains(t, err, "this is a PEM block, not a JWKS")
 }

@@ -3,6 +3,8 @@
 package metrics
 
 import (
+	"runtime"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -25,6 +27,16 @@ type Metrics struct {
 	Reloads *prometheus.CounterVec
 	// Revision exposes the serving policy revision as a label.
 	Revision *prometheus.GaugeVec
+}
+
+// BuildInfo registers capgate_build_info{version,commit,go} (value 1): which
+// build is serving, as Prometheus' own *_build_info metrics say it.
+func (m *Metrics) BuildInfo(version, commit string) {
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "capgate_build_info", Help: "capgate's version, the commit it was built from and the Go version (value 1).",
+	}, []string{"version", "commit", "go"})
+	g.WithLabelValues(version, commit, runtime.Version()).Set(1)
+	m.Registry.MustRegister(g)
 }
 
 // New creates the collectors on a fresh registry with Go and process metrics.

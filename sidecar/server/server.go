@@ -71,8 +71,14 @@ type Options struct {
 	// ReloadDebounce is the quiet period before a reload
 	// (reload.DefaultDebounce when 0).
 	ReloadDebounce time.Duration
-	// Version is capgate's version, the service.version of its spans.
-	Version string
+	// Version is capgate's version, the service.version of its spans;
+	// Version and Commit label capgate_build_info.
+	Version, Commit string
+	// Listen holds addresses that take the place of the config's listen
+	// addresses (serve's --listen-* flags); an empty one keeps the
+	// config's. Reloads compare configs only, so an override is never
+	// reported as a change needing a restart.
+	Listen config.Listen
 }
 
 // Addrs are the bound listener addresses ("" when a server is not run).
@@ -106,6 +112,7 @@ func Run(ctx context.Context, opts Options) error {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
 	cfg := opts.Deployment.Config
+	addrsToBind := cfg.Listen.Override(opts.Listen)
 	for _, w := range opts.Deployment.Warnings {
 		log.Warn("configuration warning", zap.String("warning", w))
 	}
@@ -113,6 +120,7 @@ func Run(ctx context.Context, opts Options) error {
 	ApplyMemoryLimit(cfg)
 	logMemoryLimit(cfg, log)
 	m := metrics.New()
+	m.BuildInfo(opts.Version, opts.Commit)
 	rev, err := serving.Build(ctx, opts.Deployment, revisionOptions(opts, log))
 	if err != nil {
 		return err
@@ -211,16 +219,16 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 
-	if addrs.Admin, err = listen("admin", cfg.Listen.Admin, adminH); err != nil {
+	if addrs.Admin, err = listen("admin", addrsToBind.Admin, adminH); err != nil {
 		return err
 	}
 	var grpcDone chan error
 	var invs *reload.Invokers
 	if opts.ExtAuthz {
-		ln, err := listenOn(cfg.Listen.ExtAuthz)
+		ln, err := listenOn(addrsToBind.ExtAuthz)
 		if err != nil {
 			closeAll()
-			return fmt.Errorf("listen extauthz on %s: %w", cfg.Listen.ExtAuthz, err)
+			return fmt.Errorf("listen extauthz on %s: %w", addrsToBind.ExtAuthz, err)
 		}
 		az := extauthz.New(holder, store,
 			extauthz.WithLogger(log.Named("extauthz")),
@@ -272,7 +280,7 @@ func Run(ctx context.Context, opts Options) error {
 			gateway.WithOperations(ops),
 			gateway.WithOwners(store),
 		)
-		if addrs.A2A, err = listen("gateway", cfg.Listen.A2A, tp.Handler(gw), servePlainHTTP2); err != nil {
+		if addrs.A2A, err = listen("gateway", addrsToBind.A2A, tp.Handler(gw), servePlainHTTP2); err != nil {
 			closeAll()
 			return err
 		}

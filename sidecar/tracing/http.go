@@ -20,6 +20,19 @@ const (
 // (the gateway's and ext_authz's).
 const HeaderDecisionID = "X-Capgate-Decision-Id"
 
+// SetRoute records the route a request matched on its server span: the
+// http.route attribute (a low-cardinality template such as
+// "/tasks/{id}:cancel", never the path with its ids) and the span name
+// "METHOD route" the semantic conventions give a server span with a route.
+// A span that is not recording is left alone.
+func SetRoute(span trace.Span, method, route string) {
+	if span == nil || !span.IsRecording() || route == "" {
+		return
+	}
+	span.SetAttributes(attribute.String("http.route", route))
+	span.SetName(method + " " + route)
+}
+
 // Handler wraps the gateway: each request gets a server span, a child of the
 // trace in its traceparent/tracestate (and baggage) headers when it has one,
 // with the http.* and server.* attributes of the semantic conventions and

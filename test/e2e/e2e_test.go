@@ -175,6 +175,9 @@ func TestReferenceExample(t *testing.T) {
 				d := s.decision(t, s.rec.last(t).Get("X-Capgate-Decision-Id"))
 				require.Equal(t, "extauthz", d["component"])
 				require.Equal(t, "GetExtendedAgentCard", d["operation"])
+				// OPA's shapes: a UUID decision id, the asking peer in requested_by.
+				require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, d["decision_id"])
+				require.Regexp(t, `^127\.0\.0\.1:[0-9]+$`, d["requested_by"])
 			})
 		}
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -53,9 +54,19 @@ func TestAdmin(t *testing.T) {
 			`capgate_decisions_total{component="gateway",operation="unknown",result="deny"} 1`,
 			`capgate_decision_duration_seconds_count{component="gateway"} 6`,
 			`capgate_policy_revision_info{revision="` + srv.Deployment.Snapshot.Revision + `"} 1`,
+			// The build serving: testutil starts the server without a version or commit.
+			`capgate_build_info{commit="",go="` + runtime.Version() + `",version=""} 1`,
 		} {
 			require.Contains(t, body, line+"\n")
 		}
+	})
+	t.Run("decision events have a UUID id and requested_by", func(t *testing.T) {
+		r := srv.JSONRPC(t, getCard, "A2A-Version", "1.0")
+		id := r.Header.Get("X-Capgate-Decision-Id")
+		require.Regexp(t, `^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`, id)
+		d := srv.WaitDecision(t, id)[0]
+		require.Equal(t, "gateway", d["component"])
+		require.Regexp(t, `^127\.0\.0\.1:[0-9]+$`, d["requested_by"])
 	})
 	t.Run("unknown admin path", func(t *testing.T) {
 		require.Equal(t, http.StatusNotFound, get(t, "/debug/pprof/").Status)

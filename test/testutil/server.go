@@ -165,7 +165,8 @@ func FlatDecisions(logs *observer.ObservedLogs) []map[string]any {
 // the input's fields (component, binding, a2a_version, operation,
 // principal, tenant, capability, layer, confidence), the result's (result,
 // code, reasons, rules), policy_revision (the capgate bundle's revision),
-// latency_us, trace_id and span_id. ok is false for anything else.
+// latency_us, trace_id, span_id and requested_by. ok is false for anything
+// else.
 func FlatDecision(fields map[string]any) (map[string]any, bool) {
 	if fields["type"] != "openpolicyagent.org/decision_logs" {
 		return nil, false
@@ -177,7 +178,7 @@ func FlatDecision(fields map[string]any) (map[string]any, bool) {
 		return nil, false
 	}
 	out := map[string]any{"decision_id": f["decision_id"]}
-	for _, k := range []string{"trace_id", "span_id"} {
+	for _, k := range []string{"trace_id", "span_id", "requested_by"} {
 		if v, ok := f[k]; ok {
 			out[k] = v
 		}

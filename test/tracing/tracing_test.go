@@ -278,6 +278,7 @@ func TestGatewayTrace(t *testing.T) {
 			require.Equal(t, callerSpan, hexID(server.GetParentSpanId()), "the server span continues the caller's")
 			require.Equal(t, tracepb.Span_SPAN_KIND_SERVER, server.GetKind())
 			require.Equal(t, "POST", attr(server, "http.request.method"))
+			require.Equal(t, "/", attr(server, "http.route"), "the JSON-RPC endpoint")
 			require.EqualValues(t, 200, attr(server, "http.response.status_code"))
 			require.Equal(t, decisionID, attr(server, "capgate.decision_id"))
 			require.Equal(t, "SendMessage", attr(server, "rpc.method"))

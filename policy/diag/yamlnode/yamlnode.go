@@ -338,16 +338,12 @@ func scalar(file string, n *yaml.Node, path string, probs *diag.Set) (any, bool)
 }
 
 // UnknownField is the message for a mapping key that is not among known:
-// the known key it differs from only in case, '_' or '-' when there is one
-// ("did you mean ...?"), else the list of known keys.
+// the known key it most likely misspells (diag.Suggest: case, '_' or '-',
+// or a small edit distance) when there is one ("did you mean ...?"), else
+// the list of known keys.
 func UnknownField(key string, known []string) string {
-	norm := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
-	}
-	for _, k := range known {
-		if norm(k) == norm(key) {
-			return "unknown field; did you mean " + k + "?"
-		}
+	if k, ok := diag.Suggest(key, known); ok {
+		return "unknown field; did you mean " + k + "?"
 	}
 	return "unknown field; known fields are " + strings.Join(known, ", ")
 }

@@ -88,4 +88,6 @@ func TestUnknownField(t *testing.T) {
 	require.Equal(t, "unknown field; did you mean replaced_by?", yamlnode.UnknownField("replacedBy", known))
 	require.Equal(t, "unknown field; did you mean replaced_by?", yamlnode.UnknownField("Replaced-By", known))
 	require.Equal(t, "unknown field; known fields are replaced_by, state", yamlnode.UnknownField("owner", known))
+	require.Equal(t, "unknown field; did you mean replaced_by?", yamlnode.UnknownField("replacd_by", known))
+	require.Equal(t, "unknown field; did you mean state?", yamlnode.UnknownField("stat", known))
 }

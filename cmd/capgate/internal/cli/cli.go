@@ -2,6 +2,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -51,6 +52,38 @@ type command struct {
 	run     func(ctx context.Context, env Env, args []string) error
 }
 
+// groups are the subcommands of the commands that are only groups
+// ("name  summary" lines): `capgate <group> --help` prints them on
+// standard output.
+var groups = map[string][]string{
+	"access": {
+		"matrix  who can see and run each capability (--callers, --markdown, --json, --html)",
+		"diff    what a change does to the matrix (--base, --head; fails when a caller gains access)",
+	},
+	"policy": {
+		"test   run the Rego unit tests (--coverage, --threshold N)",
+		"check  type-check the policy against the input schema (--strict)",
+		"fmt    check or rewrite Rego formatting (--fail, --write)",
+	},
+	"keys": {
+		"generate  a signing key and its JWKS (--alg, --kid, --out)",
+	},
+}
+
+// isHelp reports whether arg asks for help.
+func isHelp(arg string) bool {
+	return arg == "-h" || arg == "--help" || arg == "-help" || arg == "help"
+}
+
+// groupUsage prints a command group's subcommands.
+func groupUsage(w io.Writer, name string, sub []string) {
+	_, _ = fmt.Fprintf(w, "usage: capgate %s <command> [flags]\n\n", name)
+	for _, l := range sub {
+		_, _ = fmt.Fprintf(w, "  %s\n", l)
+	}
+	_, _ = fmt.Fprintf(w, "\nRun `capgate %s <command> -h` for a command's flags.\n", name)
+}
+
 func commands() map[string]command {
 	return map[string]command{
 		"serve":    {"run the A2A gateway, ext_authz server and admin listener", runServe},
@@ -75,11 +108,13 @@ func Run(ctx context.Context, args []string, env Env) int {
 	if len(args) > 0 && (args[0] == "--version" || args[0] == "-version") {
 		args = []string{"version"}
 	}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(env.Stderr, cmds)
-		if len(args) == 0 {
-			return ExitUsage
-		}
+		return ExitUsage
+	}
+	if isHelp(args[0]) {
+		// Asked for: on standard output, success (`capgate --help | less`).
+		usage(env.Stdout, cmds)
 		return ExitOK
 	}
 	cmd, ok := cmds[args[0]]
@@ -87,6 +122,10 @@ func Run(ctx context.Context, args []string, env Env) int {
 		_, _ = fmt.Fprintf(env.Stderr, "capgate: unknown command %q\n\n", args[0])
 		usage(env.Stderr, cmds)
 		return ExitUsage
+	}
+	if sub, ok := groups[args[0]]; ok && len(args) > 1 && isHelp(args[1]) {
+		groupUsage(env.Stdout, args[0], sub)
+		return ExitOK
 	}
 	err := cmd.run(ctx, env, args[1:])
 	if err == nil {
@@ -119,20 +158,45 @@ func usage(w io.Writer, cmds map[string]command) {
 	_, _ = fmt.Fprintln(w, "finance example is used.")
 }
 
-// newFlags makes a flag set that reports errors instead of exiting.
+// newFlags makes a flag set that reports errors instead of exiting. Its
+// usage goes to standard output when asked for (-h, --help), to standard
+// error after a flag error (see parse).
 func newFlags(env Env, name, usageLine string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
+	fs.SetOutput(&usageOut{stdout: env.Stdout, stderr: env.Stderr})
 	fs.Usage = func() {
-		_, _ = fmt.Fprintf(env.Stderr, "usage: capgate %s\n", usageLine)
+		_, _ = fmt.Fprintf(fs.Output(), "usage: capgate %s\n", usageLine)
 		fs.PrintDefaults()
 	}
 	return fs
 }
 
+// usageOut holds what the flag package writes while parsing (the error,
+// the usage) until parse knows whether help was asked for.
+type usageOut struct {
+	buf            bytes.Buffer
+	stdout, stderr io.Writer
+}
+
+func (u *usageOut) Write(p []byte) (int, error) { return u.buf.Write(p) }
+
+// flush writes what was held to w.
+func (u *usageOut) flush(w io.Writer) {
+	_, _ = w.Write(u.buf.Bytes())
+	u.buf.Reset()
+}
+
 // parse parses flags and refuses stray positional arguments unless allowed.
 func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
-	if err := fs.Parse(args); err != nil {
+	err := fs.Parse(args)
+	if u, ok := fs.Output().(*usageOut); ok {
+		if errors.Is(err, flag.ErrHelp) {
+			u.flush(u.stdout)
+		} else {
+			u.flush(u.stderr)
+		}
+	}
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
@@ -148,6 +212,11 @@ func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 // without it the module version of the build is used (`go install
 // ...@v1.2.3`), else "dev".
 var Version = ""
+
+// Commit is set at build time by `make build` (-ldflags "-X
+// .../cli.Commit=$(git rev-parse HEAD)"): the commit when the Go toolchain
+// did not stamp one (VCS stamping off, a build outside the work tree).
+var Commit = ""
 
 func runVersion(_ context.Context, env Env, args []string) error {
 	fs := newFlags(env, "version", "version  (also: capgate --version)")
@@ -191,6 +260,9 @@ func buildVersion() (version, commit string, modified bool) {
 				modified = s.Value == "true"
 			}
 		}
+	}
+	if commit == "" {
+		commit = Commit
 	}
 	if version == "" {
 		version = "dev"

@@ -64,6 +64,33 @@ func skillIDs(t *testing.T, cardJSON string) []string {
 	return ids
 }
 
+// Help asked for goes to standard output with exit 0, for every command
+// and every subcommand of every group; the usage after a mistake goes to
+// standard error with exit 2.
+func TestHelpOnStdout(t *testing.T) {
+	cmds := [][]string{
+		{"serve"}, {"validate"}, {"card"}, {"card", "lock"}, {"card", "check"}, {"card", "verify"},
+		{"explain"}, {"access"}, {"access", "matrix"}, {"access", "diff"}, {"compile"},
+		{"policy"}, {"policy", "test"}, {"policy", "check"}, {"policy", "fmt"}, {"token"},
+		{"keys"}, {"keys", "generate"}, {"route"}, {"route", "eval"}, {"version"}, {"lifecycle"},
+	}
+	for _, c := range cmds {
+		for _, h := range []string{"-h", "--help"} {
+			args := append(append([]string(nil), c...), h)
+			t.Run(strings.Join(args, " "), func(t *testing.T) {
+				r := run(t, args...)
+				require.Equal(t, cli.ExitOK, r.code, r.stderr)
+				require.Contains(t, r.stdout, "usage: capgate "+c[0])
+				require.Empty(t, r.stderr)
+			})
+		}
+	}
+	r := run(t, "validate", "--nope")
+	require.Equal(t, cli.ExitUsage, r.code)
+	require.Empty(t, r.stdout)
+	require.Contains(t, r.stderr, "usage: capgate validate")
+}
+
 func TestExitCodes(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -73,15 +100,18 @@ func TestExitCodes(t *testing.T) {
 		stderr string // substring
 	}{
 		{"no command", nil, cli.ExitUsage, "", "usage: capgate <command>"},
-		{"help", []string{"help"}, cli.ExitOK, "", "usage: capgate <command>"},
+		{"help", []string{"help"}, cli.ExitOK, "usage: capgate <command>", ""},
+		{"--help", []string{"--help"}, cli.ExitOK, "usage: capgate <command>", ""},
+		{"-h", []string{"-h"}, cli.ExitOK, "usage: capgate <command>", ""},
 		{"unknown command", []string{"frobnicate"}, cli.ExitUsage, "", `unknown command "frobnicate"`},
 		{"version", []string{"version"}, cli.ExitOK, "capgate dev (commit ", ""},
 		{"--version", []string{"--version"}, cli.ExitOK, "capgate dev (commit ", ""},
-		{"policy --help", []string{"policy", "--help"}, cli.ExitOK, "", "test   run the Rego unit tests"},
-		{"card check -h names the lock flag's value plainly", []string{"card", "check", "-h"}, cli.ExitOK, "", "-lock string"},
+		{"policy --help", []string{"policy", "--help"}, cli.ExitOK, "test   run the Rego unit tests", ""},
+		{"access --help", []string{"access", "--help"}, cli.ExitOK, "matrix  who can see and run", ""},
+		{"card check -h names the lock flag's value plainly", []string{"card", "check", "-h"}, cli.ExitOK, "-lock string", ""},
 		{"keys without subcommand", []string{"keys"}, cli.ExitUsage, "", "keys generate"},
 		{"keys generate without --out", []string{"keys", "generate"}, cli.ExitUsage, "", "--out is required"},
-		{"token --key without --kid", []string{"token", "--key", "k.pem"}, cli.ExitUsage, "", "--kid is required with --key"},
+		{"token --key of a missing file", []string{"token", "--key", "/nonexistent/k.pem"}, cli.ExitUsage, "", "read key:"},
 		{"token for an unknown issuer without --aud", []string{"token", "--issuer", "https://other.example"}, cli.ExitUsage, "", "--aud is required"},
 		{"version with an argument", []string{"version", "x"}, cli.ExitUsage, "", "unexpected arguments: x"},
 		{"validate embedded default", []string{"validate"}, cli.ExitOK, "ok: 8 capabilities, policy revision ", ""},
@@ -455,4 +485,16 @@ func TestRouteEvalSweep(t *testing.T) {
 		require.Equal(t, cli.ExitUsage, r.code, bad)
 		require.Contains(t, r.stderr, "--sweep", bad)
 	}
+}
+
+// The commit `make build` stamps (-X cli.Commit) is shown when the Go
+// toolchain recorded none (test binaries, like -buildvcs=false builds,
+// carry no VCS stamp).
+func TestVersionShowsStampedCommit(t *testing.T) {
+	old := cli.Commit
+	t.Cleanup(func() { cli.Commit = old })
+	cli.Commit = "0123456789abcdef0123456789abcdef01234567"
+	r := run(t, "--version")
+	require.Equal(t, cli.ExitOK, r.code)
+	require.Contains(t, r.stdout, "(commit 0123456789abcdef0123456789abcdef01234567)")
 }

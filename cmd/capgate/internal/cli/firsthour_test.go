@@ -26,6 +26,11 @@ func TestValidateChecksWhatServeReads(t *testing.T) {
 		{"JWKS not JSON", func(t *testing.T, cfg string) {
 			testutil.WriteFile(t, cfg, "keys/demo.jwks.json", "not json at all\n")
 		}, "auth.issuers[0].jwks_file: ./keys/demo.jwks.json: parse JWKS:"},
+		{"JWKS file is the PEM private key", func(t *testing.T, cfg string) {
+			testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+				return strings.Replace(s, "jwks_file: ./keys/demo.jwks.json", "jwks_file: ./keys/demo-es256.key.pem", 1)
+			})
+		}, "auth.issuers[0].jwks_file: ./keys/demo-es256.key.pem: parse JWKS: this is a PEM private key, not a JWKS"},
 		{"JWKS without usable keys", func(t *testing.T, cfg string) {
 			testutil.WriteFile(t, cfg, "keys/demo.jwks.json", `{"keys":[{"kty":"oct","kid":"k","k":"c2VjcmV0"}]}`)
 		}, "parse JWKS: no usable signature verification key"},
@@ -74,7 +79,12 @@ func TestValidateWarnsOfAScopeNothingGrants(t *testing.T) {
 	})
 	r := run(t, "validate", "--config", cfg)
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
-	require.Contains(t, r.stderr, `warning: scope "forecast.raed" is required by forecast-cashflow only and granted by nothing the config knows`)
+	require.Contains(t, r.stderr, `warning: `+filepath.Join(filepath.Dir(cfg), "capabilities", "forecast-cashflow.yaml")+`:14: requires_scopes: scope "forecast.raed" is required by forecast-cashflow only and granted by nothing the config knows; did you mean forecast.read?`)
+	// --strict, as CI runs it, fails on the warning.
+	r = run(t, "validate", "--strict", "--config", cfg)
+	require.Equal(t, cli.ExitCheck, r.code, r.stderr)
+	require.Contains(t, r.stderr, "forecast.raed")
+	require.Contains(t, r.stderr, "1 warning(s), failing as --strict asks")
 
 	// Listed in auth.known_scopes: no warning.
 	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
@@ -84,9 +94,46 @@ func TestValidateWarnsOfAScopeNothingGrants(t *testing.T) {
 	require.Equal(t, cli.ExitOK, r.code, r.stderr)
 	require.NotContains(t, r.stderr, "forecast.raed")
 
-	// The example itself is quiet.
+	// The example itself is quiet, and passes --strict.
 	r = run(t, "validate")
 	require.NotContains(t, r.stderr, "warning")
+	r = run(t, "validate", "--strict")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+}
+
+// A deprecated spelling is a warning with file:line that names the new
+// one; validate passes, validate --strict fails. A misspelt enforced limit
+// is an error.
+func TestValidateEnforcedLimitSpellings(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	testutil.EditFile(t, cfg, "capabilities/apply-remittance.yaml", func(s string) string {
+		return replaceOnce(t, s, "enforced_limits: {max_body_bytes: 65536, max_parts: 4}\nlimits: {cost_class: low}", "limits: {max_body_bytes: 65536, max_parts: 4, cost_class: low}")
+	})
+	r := run(t, "validate", "--config", cfg)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	file := filepath.Join(filepath.Dir(cfg), "capabilities", "apply-remittance.yaml")
+	require.Contains(t, r.stderr, "warning: "+file+":30: limits.max_parts: deprecated spelling: capgate enforces max_parts, now written under enforced_limits (enforced_limits: {max_parts: 4}); it is still enforced")
+	r = run(t, "validate", "--strict", "--config", cfg)
+	require.Equal(t, cli.ExitCheck, r.code, r.stderr)
+
+	testutil.EditFile(t, cfg, "capabilities/apply-remittance.yaml", func(s string) string {
+		return replaceOnce(t, s, "max_parts: 4", "max_part: 4")
+	})
+	r = run(t, "validate", "--config", cfg)
+	require.Equal(t, cli.ExitCheck, r.code, r.stderr)
+	require.Equal(t, file+":30: limits.max_part: not a limit capgate enforces; did you mean enforced_limits.max_parts? (a limit for the handler to enforce needs a name that is not a misspelling of one capgate enforces)\n", r.stdout)
+}
+
+// A misspelt field is one problem at its line, with the field it means.
+func TestValidateMisspeltFieldIsOneProblem(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	testutil.EditFile(t, cfg, "capabilities/reconcile-invoice.yaml", func(s string) string {
+		return replaceOnce(t, s, "visibility: extended", "visiblity: extended")
+	})
+	r := run(t, "validate", "--config", cfg)
+	require.Equal(t, cli.ExitCheck, r.code, r.stderr)
+	require.Equal(t, filepath.Join(filepath.Dir(cfg), "capabilities", "reconcile-invoice.yaml")+":3: visiblity: unknown field; did you mean visibility?\n", r.stdout)
+	require.Contains(t, r.stderr, "1 problem(s) found")
 }
 
 func TestValidateYAMLSyntaxErrorNamesTheLine(t *testing.T) {
@@ -147,6 +194,27 @@ func TestKeysGenerateAndToken(t *testing.T) {
 			require.Contains(t, r.stderr, `this config does not trust the demo key: ./mykeys/jwks.json has no key "demo-rs256"`)
 		})
 	}
+}
+
+// Without --kid, keys generate and token --key both use the key's RFC 7638
+// thumbprint, so the token names a key the generated JWKS holds.
+func TestTokenKidDefaultsToThumbprint(t *testing.T) {
+	cfg := testutil.CopyFinance(t)
+	dir := filepath.Join(filepath.Dir(cfg), "mykeys")
+	r := run(t, "keys", "generate", "--out", dir)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+		return replaceOnce(t, s, "jwks_file: ./keys/demo.jwks.json", "jwks_file: ./mykeys/jwks.json")
+	})
+	r = run(t, "token", "--config", cfg, "--key", filepath.Join(dir, "signing.key.pem"), "--sub", "me")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	c, err := config.Load(cfg)
+	require.NoError(t, err)
+	v, err := identity.NewVerifier(t.Context(), c.Auth, c.ReadFile)
+	require.NoError(t, err)
+	p, err := v.Verify(t.Context(), "Bearer "+strings.TrimSpace(r.stdout))
+	require.NoError(t, err)
+	require.Equal(t, "me", p.Subject)
 }
 
 func TestTokenScopeCommas(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -19,7 +20,7 @@ import (
 )
 
 func runServe(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "serve", "serve [--config capgate.yaml [--bundle FILE|URL [--bundle-verification-key key.pem] [--bundle-poll 30s]]] [--only gateway|extauthz] [--log-level info]")
+	fs := newFlags(env, "serve", "serve [--config capgate.yaml [--bundle FILE|URL [--bundle-verification-key key.pem] [--bundle-poll 30s]]] [--only gateway|extauthz] [--listen-gateway ADDR] [--listen-extauthz ADDR] [--listen-admin ADDR] [--log-level info] [--log-format json|console]")
 	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example with demo keys); reloaded on change and on SIGHUP")
 	bundleLoc := fs.String("bundle", "", "serve the capabilities and policy of this bundle (built by capgate compile): a file or an http(s) URL; --config provides the rest")
 	keyPath := fs.String("bundle-verification-key", "", "PEM public key the bundle's signature must verify against; unsigned or tampered bundles are then refused")
@@ -28,6 +29,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	poll := fs.Duration("bundle-poll", reload.DefaultPoll, "how often to poll a bundle URL (conditional GET with ETag)")
 	only := fs.String("only", "", "run only the gateway or only the ext_authz server")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	format := fs.String("log-format", "json", "log format: json (one object a line, for collectors) or console (human-readable, for local runs)")
+	var over config.Listen
+	fs.StringVar(&over.A2A, "listen-gateway", "", "address of the A2A gateway (host:port or unix:/path), in place of the config's listen.a2a")
+	fs.StringVar(&over.ExtAuthz, "listen-extauthz", "", "address of the ext_authz gRPC server (host:port or unix:/path), in place of listen.extauthz")
+	fs.StringVar(&over.Admin, "listen-admin", "", "address of the admin listener (host:port), in place of listen.admin")
 	drain := fs.Duration("shutdown-timeout", server.DefaultShutdownTimeout, "how long to drain in-flight requests on SIGTERM/SIGINT")
 	if err := parse(fs, args, 0); err != nil {
 		return err
@@ -36,8 +42,8 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		return usageErr("--log-level: %v", err)
 	}
-	version, _, _ := buildVersion()
-	opts := server.Options{ShutdownTimeout: *drain, Version: version}
+	version, commit, _ := buildVersion()
+	opts := server.Options{ShutdownTimeout: *drain, Version: version, Commit: commit}
 	switch *only {
 	case "":
 	case "gateway":
@@ -47,12 +53,18 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	default:
 		return usageErr("--only must be gateway or extauthz")
 	}
-	log, err := newLogger(env, lvl)
+	log, err := newLogger(env, lvl, *format)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
 	opts.Logger = log
+	if *format == logFormatConsole {
+		// Decision events stay OPA's JSON, which tools read line by line.
+		if opts.DecisionLogger, err = newLogger(env, lvl, logFormatJSON); err != nil {
+			return err
+		}
+	}
 	opts.AuditWriter = env.Stdout
 	if *bundleLoc == "" && (*keyPath != "") {
 		return usageErr("--bundle-verification-key needs --bundle")
@@ -96,6 +108,14 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if problems := d.Config.Listen.Override(over).Check(); len(problems) > 0 && over != (config.Listen{}) {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = listenFlag(p.Field, over) + ": " + p.Message
+		}
+		return usageErr("%s", strings.Join(msgs, "\n"))
+	}
+	opts.Listen = over
 	opts.Deployment = d
 	opts.Source = src
 	if err := server.Run(ctx, opts); err != nil {
@@ -118,12 +138,45 @@ func deploymentErr(err error) error {
 	return &exitError{code: ExitUsage, err: err}
 }
 
-// newLogger builds the JSON logger on standard output, where the audit
-// stream (marked "stream":"audit") also goes unless audit.file is set.
-func newLogger(env Env, lvl zapcore.Level) (*zap.Logger, error) {
+// listenFlag names the flag (or, when no flag set it, the config field)
+// a listen problem concerns.
+func listenFlag(field string, over config.Listen) string {
+	switch {
+	case field == "listen.a2a" && over.A2A != "":
+		return "--listen-gateway"
+	case field == "listen.extauthz" && over.ExtAuthz != "":
+		return "--listen-extauthz"
+	case field == "listen.admin" && over.Admin != "":
+		return "--listen-admin"
+	}
+	return field
+}
+
+// Log formats of serve's --log-format.
+const (
+	logFormatJSON    = "json"
+	logFormatConsole = "console"
+)
+
+// newLogger builds the logger on standard output, where the audit stream
+// (marked "stream":"audit") also goes unless audit.file is set: JSON, or
+// zap's console encoder (tab-separated, human-readable) for local runs.
+// The decision log is JSON in either case (it is OPA's format).
+func newLogger(env Env, lvl zapcore.Level, format string) (*zap.Logger, error) {
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.TimeEncoderOfLayout(time.RFC3339Nano)
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(env.Stdout)), lvl)
+	var encoder zapcore.Encoder
+	switch format {
+	case logFormatJSON:
+		encoder = zapcore.NewJSONEncoder(enc)
+	case logFormatConsole:
+		enc.EncodeLevel = zapcore.CapitalLevelEncoder
+		enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
+		encoder = zapcore.NewConsoleEncoder(enc)
+	default:
+		return nil, usageErr("--log-format must be %s or %s", logFormatJSON, logFormatConsole)
+	}
+	core := zapcore.NewCore(encoder, zapcore.Lock(zapcore.AddSync(env.Stdout)), lvl)
 	return zap.New(core), nil
 }

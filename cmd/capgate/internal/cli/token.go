@@ -23,15 +23,15 @@ var demoKeys = map[string]struct{ file, kid string }{
 }
 
 func runToken(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "token", "token [--config capgate.yaml] [--sub S] [--scope \"a b\"|a,b] [--tenant T] [--ttl 1h] [--issuer I] [--aud A] [--alg RS256|ES256 | --key key.pem --kid ID]")
+	fs := newFlags(env, "token", "token [--config capgate.yaml] [--sub S] [--scope \"a b\"|a,b] [--tenant T] [--ttl 1h] [--issuer I] [--aud A] [--alg RS256|ES256 | --key key.pem [--kid ID]]")
 	cfgPath := fs.String("config", "", "deployment config whose issuer and audience the token is for (default: the embedded finance example)")
 	sub := fs.String("sub", "demo-user", "subject")
 	scope := fs.String("scope", "", "scopes, separated by spaces or commas")
 	tenant := fs.String("tenant", "", "tenant")
 	ttl := fs.Duration("ttl", time.Hour, "lifetime")
 	alg := fs.String("alg", "RS256", "algorithm of the demo key: RS256 or ES256")
-	keyPath := fs.String("key", "", "PEM private key instead of the demo key, e.g. from \"capgate keys generate\" (with --kid)")
-	kid := fs.String("kid", "", "key id for --key (the kid of its JWKS entry)")
+	keyPath := fs.String("key", "", "PEM private key instead of the demo key, e.g. from \"capgate keys generate\"")
+	kid := fs.String("kid", "", "key id for --key (the kid of its JWKS entry; default: the key's RFC 7638 thumbprint, as keys generate uses)")
 	issuer := fs.String("issuer", "", "iss of the token (default: the config's first issuer)")
 	aud := fs.String("aud", "", "aud of the token (default: the issuer's first audience in the config)")
 	if err := parse(fs, args, 0); err != nil {
@@ -56,9 +56,6 @@ func runToken(ctx context.Context, env Env, args []string) error {
 	keyID := *kid
 	demo := *keyPath == ""
 	if !demo {
-		if keyID == "" {
-			return usageErr("--kid is required with --key")
-		}
 		if pemBytes, err = os.ReadFile(*keyPath); err != nil {
 			return usageErr("read key: %v", err)
 		}
@@ -76,6 +73,12 @@ func runToken(ctx context.Context, env Env, args []string) error {
 	key, keyAlg, err := identity.LoadSigningKey(pemBytes)
 	if err != nil {
 		return usageErr("signing key: %v", err)
+	}
+	if keyID == "" {
+		// The default of keys generate, so its key and JWKS work as written.
+		if keyID, err = identity.Thumbprint(key.Public()); err != nil {
+			return usageErr("signing key: %v", err)
+		}
 	}
 	if demo && configured {
 		if why := untrusted(d.Config, iss, keyID, keyAlg, key.Public()); why != "" {

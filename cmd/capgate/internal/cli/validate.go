@@ -14,8 +14,9 @@ import (
 )
 
 func runValidate(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "validate", "validate [--config capgate.yaml]")
+	fs := newFlags(env, "validate", "validate [--config capgate.yaml] [--strict]")
 	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
+	strict := fs.Bool("strict", false, "fail (exit 1) on warnings too (deprecated spellings, scopes nothing grants): for CI")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -47,6 +48,9 @@ func runValidate(ctx context.Context, env Env, args []string) error {
 	}
 	for _, w := range d.Warnings {
 		_, _ = fmt.Fprintln(env.Stderr, "warning:", w)
+	}
+	if *strict && len(d.Warnings) > 0 {
+		return checkFailed("%d warning(s), failing as --strict asks", len(d.Warnings))
 	}
 	_, err = fmt.Fprintf(env.Stdout, "ok: %d capabilities, policy revision %s\n", d.Registry().Len(), d.Snapshot.Revision)
 	return err

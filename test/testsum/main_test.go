@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// A go test -json stream with a passing package, a skipped suite and a
+// failing test: the plain output has the package lines .ci/run counts
+// ("ok ", "FAIL", "--- FAIL") and the failing test's log, and the summary
+// names the skipped suite with its reason.
+const stream = `{"Action":"start","Package":"example.com/a"}
+{"Action":"run","Package":"example.com/a","Test":"TestA"}
+{"Action":"output","Package":"example.com/a","Test":"TestA","Output":"=== RUN   TestA\n"}
+{"Action":"output","Package":"example.com/a","Test":"TestA","Output":"--- PASS: TestA (0.00s)\n"}
+{"Action":"pass","Package":"example.com/a","Test":"TestA"}
+{"Action":"output","Package":"example.com/a","Output":"PASS\n"}
+{"Action":"output","Package":"example.com/a","Output":"ok  \texample.com/a\t0.01s\n"}
+{"Action":"pass","Package":"example.com/a"}
+{"Action":"run","Package":"example.com/interop","Test":"TestJS"}
+{"Action":"output","Package":"example.com/interop","Test":"TestJS","Output":"=== RUN   TestJS\n"}
+{"Action":"output","Package":"example.com/interop","Test":"TestJS","Output":"    interop_test.go:43: SKIPPING THE JS INTEROP SUITE: node is not on PATH\n"}
+{"Action":"output","Package":"example.com/interop","Test":"TestJS","Output":"--- SKIP: TestJS (0.00s)\n"}
+{"Action":"skip","Package":"example.com/interop","Test":"TestJS"}
+{"Action":"output","Package":"example.com/interop","Output":"ok  \texample.com/interop\t0.02s\n"}
+{"Action":"pass","Package":"example.com/interop"}
+{"Action":"run","Package":"example.com/b","Test":"TestB"}
+{"Action":"output","Package":"example.com/b","Test":"TestB","Output":"=== RUN   TestB\n"}
+{"Action":"output","Package":"example.com/b","Test":"TestB","Output":"    b_test.go:9: want 1, got 2\n"}
+{"Action":"output","Package":"example.com/b","Test":"TestB","Output":"--- FAIL: TestB (0.00s)\n"}
+{"Action":"fail","Package":"example.com/b","Test":"TestB"}
+{"Action":"output","Package":"example.com/b","Output":"FAIL\n"}
+{"Action":"output","Package":"example.com/b","Output":"FAIL\texample.com/b\t0.01s\n"}
+{"Action":"fail","Package":"example.com/b"}
+{"Action":"output","Package":"example.com/c","Output":"?   \texample.com/c\t[no test files]\n"}
+{"Action":"skip","Package":"example.com/c"}
+`
+
+func TestFilterAndSummary(t *testing.T) {
+	var out, rec bytes.Buffer
+	require.NoError(t, filter(strings.NewReader(stream), &out, &rec))
+	require.Equal(t, "ok  \texample.com/a\t0.01s\n"+
+		"ok  \texample.com/interop\t0.02s\n"+
+		"    b_test.go:9: want 1, got 2\n--- FAIL: TestB (0.00s)\n"+
+		"FAIL\nFAIL\texample.com/b\t0.01s\n"+
+		"?   \texample.com/c\t[no test files]\n", out.String())
+
+	file := filepath.Join(t.TempDir(), "record.jsonl")
+	require.NoError(t, os.WriteFile(file, rec.Bytes(), 0o600))
+	var sum bytes.Buffer
+	require.Equal(t, 1, printSummary(&sum, file))
+	require.Equal(t, "\n== test summary: packages 2 passed, 1 failed, 1 without tests; tests 1 passed, 1 failed, 1 skipped (and 0 skipped subtests)\n"+
+		"== skipped (these did not run; their package still reads ok above):\n"+
+		"   SKIP example.com/interop TestJS: SKIPPING THE JS INTEROP SUITE: node is not on PATH\n", sum.String())
+	// The summary lines never start as .ci/run's counted lines do.
+	for _, l := range strings.Split(sum.String(), "\n") {
+		require.False(t, strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "FAIL"), l)
+	}
+	_, err := os.Stat(file)
+	require.True(t, os.IsNotExist(err), "the record is removed once summarised")
+}
