@@ -87,6 +87,18 @@ func bindingUpstream(t *testing.T, d *deployment.Deployment, handler, binding st
 	return &seen
 }
 
+// unsupported checks that err is UnsupportedOperation as a2a-go's client of caller's binding
+// reads it. Over gRPC capgate writes the A2A 1.0 mapping (UNIMPLEMENTED, reason
+// UNSUPPORTED_OPERATION), which a2a-go v2.3.1's client takes as an internal error (it pairs the
+// reason with FAILED_PRECONDITION only); the reason is checked in the gateway's gRPC tests.
+func unsupported(t *testing.T, caller a2a.TransportProtocol, err error) {
+	t.Helper()
+	require.Error(t, err)
+	if caller != a2a.TransportProtocolGRPC {
+		require.ErrorIs(t, err, a2a.ErrUnsupportedOperation)
+	}
+}
+
 // TestHandlerBindings: capgate fronts an a2a-go v2 upstream over each of the
 // handler's bindings, and an a2a-go v2 client calls capgate over each of its
 // own (3 × 3). The upstream verifies capgate's downscoped token and reports
@@ -120,8 +132,25 @@ func TestHandlerBindings(t *testing.T) {
 					require.Equal(t, task.ID, got.ID)
 					require.Equal(t, a2a.TaskStateCompleted, got.Status.State)
 
+					// The handler's refusal reaches the caller as its code with capgate's message.
 					_, err = c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
 					require.ErrorIs(t, err, a2a.ErrTaskNotCancelable)
+					require.Contains(t, err.Error(), "the task cannot be canceled in its current state (decision ")
+
+					// A reply to the completed task, unary and streamed: capgate's
+					// UnsupportedOperation (A2A 1.0 §3.1.1), never a2a-go's executor internals.
+					reply := reconcileMessage()
+					reply.TaskID = task.ID
+					_, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: reply})
+					unsupported(t, caller, err)
+					require.Contains(t, err.Error(), "the task is in a terminal state (TASK_STATE_COMPLETED) and accepts no further messages")
+					require.NotContains(t, err.Error(), "exec")
+					for _, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: reply}) {
+						unsupported(t, caller, err)
+						require.Contains(t, err.Error(), "terminal state")
+						require.NotContains(t, err.Error(), "exec")
+						break
+					}
 
 					var last *a2a.TaskStatusUpdateEvent
 					for ev, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: reconcileMessage()}) {
