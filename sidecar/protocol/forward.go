@@ -5,13 +5,23 @@ import (
 )
 
 // ForwardParams is what a handler is sent for r: the JSON-RPC params of r's operation in r's
-// version. For JSON-RPC it is the params as sent (every resource in them was read by the
-// parser). For HTTP+JSON it is the body (or the object the query stands for) with the values the
-// path bound written in under the JSON-RPC names, so a handler never has to read a path it is not
-// sent; for the 0.3 push config route the body, a PushNotificationConfig, is wrapped as 0.3's
-// TaskPushNotificationConfig. Fields already in the body agreed with the path when r was parsed
-// and are not written twice. For gRPC (A2A 1.0 only) it is the request message as ProtoJSON.
+// version, as admission read them. An A2A 1.0 request (any binding) is its request message
+// re-encoded as ProtoJSON from the proto message the parser checked (canonical.go, and for
+// gRPC the message as sent): lowerCamelCase names, no member the proto does not define, the
+// values the HTTP+JSON path bound written in. A 0.3 request is the params as sent (JSON-RPC)
+// or the body with the path's values written in under the JSON-RPC names (HTTP+JSON; for the
+// 0.3 push config route the body, a PushNotificationConfig, wrapped as 0.3's
+// TaskPushNotificationConfig), every member of which the parser read against the 0.3 schema.
 func (r *Request) ForwardParams() (jsontext.Value, *Error) {
+	if r.canon {
+		return r.canonicalParams()
+	}
+	return r.forwardParams()
+}
+
+// forwardParams builds the JSON-RPC params of r from what the caller sent. Fields already in
+// the body agreed with the path when r was parsed and are not written twice.
+func (r *Request) forwardParams() (jsontext.Value, *Error) {
 	switch r.Binding {
 	case JSONRPC:
 		if r.Params == nil {
