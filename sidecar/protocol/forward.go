@@ -64,7 +64,14 @@ func (r *Request) forwardParams() (jsontext.Value, *Error) {
 		return withMembers(r.Params, add), nil
 	}
 	switch r.Operation {
-	case GetTask, CancelTask, SubscribeToTask, ListTaskPushNotificationConfigs:
+	case GetTask, CancelTask, SubscribeToTask:
+		put("id", pv.task)
+		if body.get("name") != nil {
+			// The 0.3 proto's name ("tasks/{id}") agreed with the path when r was parsed; 0.3's
+			// JSON-RPC params have no such field.
+			return withMembers(jsontext.Value(withoutMember(body, "name")), add), nil
+		}
+	case ListTaskPushNotificationConfigs:
 		put("id", pv.task)
 	case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
 		put("id", pv.task)
