@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -161,6 +162,53 @@ func TestHandlerBindings(t *testing.T) {
 					}
 					require.NotNil(t, last)
 					require.Equal(t, a2a.TaskStateCompleted, last.Status.State)
+				})
+			}
+		})
+	}
+}
+
+// TestUnknownMembersAnyHandler: a member the A2A request message does not define is refused at
+// admission (InvalidParams, nothing forwarded), the same whatever binding the handler is called
+// over; the same request without it is served (issue 24: a gRPC handler refused what a JSON-RPC
+// one was sent).
+func TestUnknownMembersAnyHandler(t *testing.T) {
+	const handler = "recon.v3.reconcile"
+	const msg = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"raw":"JVBERi0xLjQK","mediaType":"application/pdf"},{"text":"reconcile this against the PO"}]}`
+	for _, upstream := range []string{config.BindingJSONRPC, config.BindingHTTPJSON, config.BindingGRPC} {
+		t.Run("handler over "+upstream, func(t *testing.T) {
+			d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+			seen := bindingUpstream(t, d, handler, upstream)
+			srv := testutil.Start(t, d)
+			auth := []string{"A2A-Version", "1.0", "Authorization", "Bearer " + testutil.Token(t, grpcCaller)}
+			send := func(caller, params string) *testutil.Response {
+				if caller == "JSONRPC" {
+					return srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+params+`}`, auth...)
+				}
+				return srv.Do(t, http.MethodPost, "/message:send", params, append([]string{"Content-Type", "application/json"}, auth...)...)
+			}
+			for _, caller := range []string{"JSONRPC", "HTTP+JSON"} {
+				for _, tc := range []struct{ name, params, msg string }{
+					{"top-level taskId", `{"taskId":"t-1","message":` + msg + `}`, "taskId is not a field of the A2A 1.0 SendMessageRequest message"},
+					{"a 0.3 member in a 1.0 message", `{"message":` + msg[:len(msg)-1] + `,"kind":"message"}}`, "message.kind is not a field of the A2A 1.0 Message message"},
+					{"a field in another case", `{"message":` + strings.Replace(msg, "messageId", "MessageId", 1) + `}`, "message.MessageId is not a field of the A2A 1.0 Message message"},
+				} {
+					t.Run(caller+"/"+tc.name, func(t *testing.T) {
+						seen.Delete(upstream)
+						r := send(caller, tc.params)
+						require.Contains(t, string(r.Body), tc.msg)
+						require.Contains(t, string(r.Body), "INVALID_PARAMS")
+						_, called := seen.Load(upstream)
+						require.False(t, called, "a refused request reached the handler")
+					})
+				}
+				t.Run(caller+"/known members only", func(t *testing.T) {
+					seen.Delete(upstream)
+					r := send(caller, `{"message":`+msg+`}`)
+					require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+					require.NotContains(t, string(r.Body), "error")
+					_, called := seen.Load(upstream)
+					require.True(t, called)
 				})
 			}
 		})
