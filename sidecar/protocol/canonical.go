@@ -23,7 +23,8 @@ import (
 // 0.3 schema (shape03.go). gRPC requests are proto messages already; extension methods carry
 // the extension's own params. ps is the parser that read r.
 func (r *Request) canonicalize(ps *parser) *Error {
-	if r.Version != V1 || (r.Binding != JSONRPC && r.Binding != HTTPJSON) || r.Operation == ExtensionMethod {
+	if r.Version != V1 || (r.Binding != JSONRPC && r.Binding != HTTPJSON) || r.Operation == ExtensionMethod ||
+		r.Operation == ListTasks { // capgate answers ListTasks itself (and reads 0.3 task states there)
 		return nil
 	}
 	m := grpcRequestMessage(r.Operation)

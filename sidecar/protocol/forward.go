@@ -1,6 +1,8 @@
 package protocol
 
 import (
+	"strings"
+
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -37,8 +39,8 @@ func (r *Request) forwardParams() (jsontext.Value, *Error) {
 	ps := newParser()
 	defer ps.release()
 	var body object
+	var err *Error
 	if r.Params != nil {
-		var err *Error
 		if body, err = ps.readObject(r.Params); err != nil {
 			return nil, err
 		}
@@ -62,6 +64,20 @@ func (r *Request) forwardParams() (jsontext.Value, *Error) {
 			put("id", pv.config)
 		}
 		return withMembers(r.Params, add), nil
+	}
+	if name := params03(r.Operation); name != "" && body != nil && hasSnake(body) {
+		// a2a-go's 0.3 REST client snake_cases every name; the handler's 0.3 JSON-RPC reader
+		// knows the schema's camelCase ones.
+		if r.Operation == CreateTaskPushNotificationConfig && body.get("pushNotificationConfig") == nil {
+			name = "PushNotificationConfig"
+		}
+		renamed := jsontext.Value(ps.rename03(body, name))
+		if body, err = ps.readObject(renamed); err != nil {
+			return nil, err
+		}
+		r2 := *r
+		r2.Params = renamed
+		r = &r2
 	}
 	switch r.Operation {
 	case GetTask, CancelTask, SubscribeToTask:
@@ -134,4 +150,18 @@ func withoutMember(obj object, name string) []byte {
 		out = append(out, m.value...)
 	}
 	return append(out, '}')
+}
+
+// hasSnake reports whether a member name of obj, or of an object it holds at the top, is
+// snake_cased.
+func hasSnake(obj object) bool {
+	for _, m := range obj {
+		if strings.Contains(string(m.name), "_") {
+			return true
+		}
+		if m.value.Kind() == '{' && strings.Contains(string(m.value), "_") {
+			return true
+		}
+	}
+	return false
 }

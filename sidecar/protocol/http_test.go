@@ -50,7 +50,7 @@ func TestParseHTTPAccepts(t *testing.T) {
 		{name: "public card", v: V1, method: "GET", target: "/.well-known/agent-card.json", op: GetAgentCard, route: "GET /.well-known/agent-card.json"},
 		{name: "public card HEAD", v: V03, method: "HEAD", target: "/.well-known/agent-card.json", op: GetAgentCard, route: "HEAD /.well-known/agent-card.json"},
 		{name: "ambiguous tasks/tasks is a task", v: V1, method: "GET", target: "/tasks/tasks", op: GetTask, route: "GET /tasks/{id}", task: "tasks"},
-		{name: "0.3 send", v: V03, method: "POST", target: "/message:send", body: `{"message":{"kind":"message","messageId":"m1","parts":[{"kind":"file","file":{"mimeType":"image/png","uri":"https://x"}}]},"configuration":{"acceptedOutputModes":["text/plain"]}}`,
+		{name: "0.3 send", v: V03, method: "POST", target: "/message:send", body: `{"message":{"kind":"message","message_id":"m1","parts":[{"kind":"file","file":{"mime_type":"image/png","uri":"https://x"}}]},"configuration":{"accepted_output_modes":["text/plain"]}}`,
 			op: SendMessage, route: "POST /message:send", msg: &MessageInfo{MessageID: "m1", AcceptedOutputModes: []string{"text/plain"}, Parts: []PartInfo{{Kind: PartURL, MediaType: "image/png"}}}},
 		{name: "0.3 v1 send", v: V03, method: "POST", target: "/v1/message:send", body: msg03, op: SendMessage, route: "POST /v1/message:send",
 			msg: &MessageInfo{MessageID: "m1", Parts: []PartInfo{{Kind: PartText, MediaType: "text/plain", Text: "hi"}}}},

@@ -330,3 +330,20 @@ func BenchmarkParseJSONRPC(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkForwardParams is what re-encoding costs per forwarded request: the params a handler
+// is sent, from the request message admission read (protojson in and out), for the same
+// SendMessage.
+func BenchmarkForwardParams(b *testing.B) {
+	r, err := ParseJSONRPC(V1, ctJSON, benchBody, Limits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(benchBody)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.ForwardParams(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package protocol
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -91,15 +92,18 @@ func (ps *parser) check03(op Operation, p object, restBody bool, where string) *
 			}
 		}
 	}
-	return ps.members03(p, name, extra, where)
+	return ps.members03(p, name, extra, where, restBody)
 }
 
 // members03 checks the members of o, an object of the 0.3 schema named name, and of the objects
 // they hold.
-func (ps *parser) members03(o object, name string, extra []string, where string) *Error {
+func (ps *parser) members03(o object, name string, extra []string, where string, snake bool) *Error {
 	known := objects03[name]
 	for _, m := range o {
 		member := string(m.name)
+		if snake {
+			member = camel03(member) // a2a-go's 0.3 REST client writes every name snake_cased
+		}
 		if !slices.Contains(known, member) && !slices.Contains(extra, member) {
 			if member == "tenant" {
 				return Errorf(InvalidParams, "%stenant is not an A2A 0.3 field: a 0.3 request names no tenant (A2A 1.0 has tenants)", where)
@@ -117,13 +121,13 @@ func (ps *parser) members03(o object, name string, extra []string, where string)
 				continue // the parser says what a part list must be
 			}
 			for i, v := range parts {
-				if err := ps.object03(v, "Part", at+"["+strconv.Itoa(i)+"]."); err != nil {
+				if err := ps.object03(v, "Part", at+"["+strconv.Itoa(i)+"].", snake); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		if err := ps.object03(m.value, inner, at+"."); err != nil {
+		if err := ps.object03(m.value, inner, at+".", snake); err != nil {
 			return err
 		}
 	}
@@ -132,7 +136,7 @@ func (ps *parser) members03(o object, name string, extra []string, where string)
 
 // object03 checks v when it is an object (the parser refuses other kinds in its own words),
 // choosing a part's schema object by its kind and a file's by its members.
-func (ps *parser) object03(v jsontext.Value, name, where string) *Error {
+func (ps *parser) object03(v jsontext.Value, name, where string, snake bool) *Error {
 	if v.Kind() != '{' {
 		return nil
 	}
@@ -161,5 +165,89 @@ func (ps *parser) object03(v jsontext.Value, name, where string) *Error {
 			return nil // the parser refuses a file with both
 		}
 	}
-	return ps.members03(o, name, nil, where)
+	return ps.members03(o, name, nil, where, snake)
+}
+
+// camel03 is the camelCase schema name of a snake_case member name (message_id → messageId);
+// other names are returned as they are.
+func camel03(name string) string {
+	if !strings.Contains(name, "_") {
+		return name
+	}
+	var b strings.Builder
+	up := false
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; {
+		case c == '_':
+			up = true
+		case up && 'a' <= c && c <= 'z':
+			b.WriteByte(c - ('a' - 'A'))
+			up = false
+		default:
+			b.WriteByte(c)
+			up = false
+		}
+	}
+	return b.String()
+}
+
+// rename03 re-encodes obj, a 0.3 schema object named name read from a snake_cased HTTP+JSON
+// body, with the schema's camelCase names, down through the objects it holds; free-form values
+// are copied as they are. The 0.3 JSON-RPC params a handler is sent then carry the names its
+// reader knows.
+func (ps *parser) rename03(obj object, name string) []byte {
+	out := []byte{'{'}
+	for _, m := range obj {
+		member := camel03(string(m.name))
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = appendQuote(out, member)
+		out = append(out, ':')
+		inner, ok := members03[[2]string{name, member}]
+		if !ok || (m.value.Kind() != '{' && m.value.Kind() != '[') {
+			out = append(out, m.value...)
+			continue
+		}
+		if inner == "Part" {
+			elems, _ := ps.readArray(m.value)
+			out = append(out, '[')
+			for i, e := range elems {
+				if i > 0 {
+					out = append(out, ',')
+				}
+				out = ps.renameObject03(out, e, "Part")
+			}
+			out = append(out, ']')
+			continue
+		}
+		out = ps.renameObject03(out, m.value, inner)
+	}
+	return append(out, '}')
+}
+
+// renameObject03 appends v renamed as schema object name (a part or file chosen as object03
+// chooses), or as it is when it is not an object.
+func (ps *parser) renameObject03(out []byte, v jsontext.Value, name string) []byte {
+	if v.Kind() != '{' {
+		return append(out, v...)
+	}
+	o, err := ps.readObject(v)
+	if err != nil {
+		return append(out, v...)
+	}
+	switch name {
+	case "Part":
+		switch {
+		case isString(o.get("kind"), "file"):
+			name = "FilePart"
+		case isString(o.get("kind"), "data"):
+			name = "DataPart"
+		default:
+			name = "TextPart"
+		}
+	case "File":
+		name = "FileWithBytes"
+	}
+	return append(out, ps.rename03(o, name)...)
 }
