@@ -144,26 +144,9 @@ func (ps *parser) object03(v jsontext.Value, name, where string, snake bool) *Er
 	if err != nil {
 		return err
 	}
-	switch name {
-	case "Part":
-		switch {
-		case isString(o.get("kind"), "file"):
-			name = "FilePart"
-		case isString(o.get("kind"), "data"):
-			name = "DataPart"
-		case isString(o.get("kind"), "text"):
-			name = "TextPart"
-		default:
-			return nil // the parser refuses a part without a kind it knows, in its own words
-		}
-	case "File":
-		name = "FileWithBytes"
-		if o.get("uri") != nil && o.get("bytes") == nil {
-			name = "FileWithUri"
-		}
-		if o.get("uri") != nil && o.get("bytes") != nil {
-			return nil // the parser refuses a file with both
-		}
+	name, ok := schemaObject03(name, o)
+	if !ok {
+		return nil // the parser refuses a part without a kind it knows, or a file with both contents
 	}
 	return ps.members03(o, name, nil, where, snake)
 }
@@ -236,18 +219,35 @@ func (ps *parser) renameObject03(out []byte, v jsontext.Value, name string) []by
 	if err != nil {
 		return append(out, v...)
 	}
+	name, ok := schemaObject03(name, o)
+	if !ok {
+		return append(out, v...)
+	}
+	return append(out, ps.rename03(o, name)...)
+}
+
+// schemaObject03 is the schema object a 0.3 value of the anyOf name holds: a part by its kind, a
+// file by its members; false when the value fits none (the parser refuses it in its own words).
+func schemaObject03(name string, o object) (string, bool) {
 	switch name {
 	case "Part":
 		switch {
 		case isString(o.get("kind"), "file"):
-			name = "FilePart"
+			return "FilePart", true
 		case isString(o.get("kind"), "data"):
-			name = "DataPart"
-		default:
-			name = "TextPart"
+			return "DataPart", true
+		case isString(o.get("kind"), "text"):
+			return "TextPart", true
 		}
+		return "", false
 	case "File":
-		name = "FileWithBytes"
+		switch bytes, uri := o.get("bytes") != nil, o.get("uri") != nil; {
+		case bytes && uri:
+			return "", false
+		case uri:
+			return "FileWithUri", true
+		}
+		return "FileWithBytes", true
 	}
-	return append(out, ps.rename03(o, name)...)
+	return name, true
 }
