@@ -96,6 +96,11 @@ type Config struct {
 	// form of handlers ({url, binding}): JSONRPC, HTTP+JSON or GRPC. A
 	// handler not in it is called over JSON-RPC (see HandlerBinding).
 	HandlerBindings map[string]string `yaml:"-"`
+	// HandlerExposeErrors names the handlers declared with expose_errors:
+	// true in the object form: their error messages reach callers as they
+	// wrote them. Every other handler's errors reach callers as the A2A code
+	// with capgate's own message.
+	HandlerExposeErrors map[string]bool `yaml:"-"`
 
 	fsys    fs.FS          // nil: the config was read from disk
 	file    string         // display path of the config file

@@ -524,8 +524,13 @@ func TestHandlerBindings(t *testing.T) {
 	c, err := config.LoadFS(fsWith(strings.Replace(base, old, old+
 		"  recon: {url: \"http://127.0.0.1:9001/a2a\", binding: HTTP+JSON}\n"+
 		"  ledger:\n    url: http://127.0.0.1:9002\n    binding: GRPC\n"+
-		"  plain: {url: \"https://plain.example.com/\"}\n", 1)), "capgate.yaml")
+		"  plain: {url: \"https://plain.example.com/\"}\n"+
+		"  frank: {url: \"https://frank.example.com/\", expose_errors: true}\n"+
+		"  shy: {url: \"https://shy.example.com/\", expose_errors: false}\n", 1)), "capgate.yaml")
 	require.NoError(t, err)
+	require.Equal(t, map[string]bool{"frank": true}, c.HandlerExposeErrors, "only a handler that says expose_errors: true exposes them")
+	delete(c.Handlers, "frank")
+	delete(c.Handlers, "shy")
 	require.Equal(t, map[string]string{"invoices.lookup": "builtin:echo", "recon": "http://127.0.0.1:9001/a2a",
 		"ledger": "http://127.0.0.1:9002", "plain": "https://plain.example.com/"}, c.Handlers)
 	require.Equal(t, config.BindingHTTPJSON, c.HandlerBinding("recon"))
@@ -539,6 +544,8 @@ func TestHandlerBindings(t *testing.T) {
 	}{
 		{"unknown key", "  recon: {url: \"http://127.0.0.1:9001\", bindng: GRPC}\n",
 			"capgate.yaml:20: handlers.recon.bindng: unknown field; did you mean binding?"},
+		{"expose_errors not a boolean", "  recon: {url: \"http://127.0.0.1:9001\", expose_errors: sometimes}\n",
+			"capgate.yaml:20: handlers.recon.expose_errors: want true or false, got a string"},
 		{"bad binding", "  recon: {url: \"http://127.0.0.1:9001\", binding: REST}\n",
 			`capgate.yaml:20: handlers.recon.binding: "REST" is not a binding (want JSONRPC, HTTP+JSON or GRPC)`},
 		{"binding misspelt", "  recon: {url: \"http://127.0.0.1:9001\", binding: HTTPJSON}\n",

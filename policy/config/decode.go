@@ -28,6 +28,8 @@ type decoder struct {
 	bad   map[string]bool
 	// bindings are the handlers' declared bindings (handlers.<name>.binding).
 	bindings map[string]string
+	// exposeErrors are the handlers with handlers.<name>.expose_errors: true.
+	exposeErrors map[string]bool
 }
 
 func (d *decoder) fail(line int, path, format string, args ...any) {
@@ -204,7 +206,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 }
 
 // handlers decodes the handlers mapping: each value is a target string
-// (called over JSON-RPC) or a mapping {url, binding}.
+// (called over JSON-RPC) or a mapping {url, binding, expose_errors}.
 func (d *decoder) handlers(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
 		d.fail(n.Line, path, "want a mapping, got %s", yamlnode.KindName(n))
@@ -222,8 +224,9 @@ func (d *decoder) handlers(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		var e struct {
-			URL     string `yaml:"url"`
-			Binding string `yaml:"binding"`
+			URL          string `yaml:"url"`
+			Binding      string `yaml:"binding"`
+			ExposeErrors bool   `yaml:"expose_errors"`
 		}
 		d.structure(val, reflect.ValueOf(&e).Elem(), fp)
 		if _, ok := d.lines[yamlnode.Join(fp, "url")]; !ok {
@@ -238,6 +241,12 @@ func (d *decoder) handlers(n *yaml.Node, v reflect.Value, path string) {
 				d.bindings = map[string]string{}
 			}
 			d.bindings[p.Key] = e.Binding
+		}
+		if e.ExposeErrors {
+			if d.exposeErrors == nil {
+				d.exposeErrors = map[string]bool{}
+			}
+			d.exposeErrors[p.Key] = true
 		}
 	}
 	v.Set(reflect.ValueOf(m))

@@ -88,7 +88,7 @@ func parse(file string, data []byte) (*Config, error) {
 	d := &decoder{file: file, probs: &probs, lines: map[string]int{}, bad: map[string]bool{}}
 	d.decode(root, reflect.ValueOf(c).Elem(), "")
 	c.lines, c.bad = d.lines, d.bad
-	c.HandlerBindings = d.bindings
+	c.HandlerBindings, c.HandlerExposeErrors = d.bindings, d.exposeErrors
 	c.applyDefaults()
 	return c, probs.ErrOrNil()
 }

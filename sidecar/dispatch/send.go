@@ -195,7 +195,7 @@ func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.
 	}
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
-		return perr
+		return d.replyRefused(ctx, call, inv, perr)
 	}
 	taskID, contextID, ok := taskOf(result, req.Version)
 	if !ok {

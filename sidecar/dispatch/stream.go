@@ -50,7 +50,7 @@ func (d *Dispatcher) stream(ctx context.Context, call *gateway.Call, w gateway.R
 		return nil
 	}
 	if !sse.started {
-		return err // nothing sent yet: an ordinary error response
+		return d.replyRefused(ctx, call, inv, err) // nothing sent yet: an ordinary error response
 	}
 	// Mid-stream: the error travels as the stream's last event.
 	sse.fail(err)

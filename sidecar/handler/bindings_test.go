@@ -210,9 +210,10 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 
 func bindingInvoker(t *testing.T, u *a2aUpstream, b protocol.Binding) *handler.Invoker {
 	t.Helper()
-	inv, err := handler.NewInvoker(map[string]string{"up": u.url},
-		handler.WithLogger(zaptest.NewLogger(t)), handler.WithBindings(map[string]protocol.Binding{"up": b}),
-		handler.WithRoundTripper(traced))
+	// "frank" is the same handler with handlers.frank.expose_errors: true.
+	inv, err := handler.NewInvoker(map[string]string{"up": u.url, "frank": u.url},
+		handler.WithLogger(zaptest.NewLogger(t)), handler.WithBindings(map[string]protocol.Binding{"up": b, "frank": b}),
+		handler.WithRoundTripper(traced), handler.WithExposedErrors(map[string]bool{"frank": true}))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = inv.Close() })
 	return inv
@@ -309,8 +310,16 @@ func TestBindingsAgainstA2AGo(t *testing.T) {
 			require.NotNil(t, perr)
 			require.Equal(t, protocol.TaskNotCancelable, perr.Code)
 
-			// An error before any event, unary and streamed, with its metadata.
+			// An error before any event, unary and streamed: the code with capgate's message and
+			// the decision id; the handler's text and metadata only where its errors are exposed.
 			_, perr = inv.Call(t.Context(), req("SendMessage", sendParams("fail", "")))
+			require.NotNil(t, perr)
+			require.Equal(t, protocol.UnsupportedOperation, perr.Code)
+			require.Equal(t, "the skill's handler does not support this operation (decision dec-9)", perr.Message)
+			require.Equal(t, map[string]string{"decision_id": "dec-9"}, perr.Metadata)
+			frank := req("SendMessage", sendParams("fail", ""))
+			frank.Handler = "frank"
+			_, perr = inv.Call(t.Context(), frank)
 			require.NotNil(t, perr)
 			require.Equal(t, protocol.UnsupportedOperation, perr.Code)
 			require.Equal(t, "no invoices today", perr.Message)
@@ -335,6 +344,12 @@ func TestBindingsAgainstA2AGo(t *testing.T) {
 			require.Len(t, events, 1)
 			require.NotNil(t, perr)
 			require.Equal(t, protocol.TaskNotCancelable, perr.Code)
+			require.Equal(t, "the task cannot be canceled in its current state (decision dec-9)", perr.Message)
+			frank = req("SendStreamingMessage", sendParams("fail-mid", ""))
+			frank.Handler = "frank"
+			events, perr = collect(t, inv, frank)
+			require.Len(t, events, 1)
+			require.NotNil(t, perr)
 			require.Equal(t, "ledger locked", perr.Message)
 
 			// SubscribeToTask to a running task, then CancelTask of it.
@@ -516,7 +531,7 @@ func TestHTTPJSONAnswers(t *testing.T) {
 			}))
 			defer srv.Close()
 			inv, err := handler.NewInvoker(map[string]string{"up": srv.URL + "/v1/"}, handler.WithLogger(zaptest.NewLogger(t)),
-				handler.WithBindings(map[string]protocol.Binding{"up": protocol.HTTPJSON}))
+				handler.WithBindings(map[string]protocol.Binding{"up": protocol.HTTPJSON}), exposed)
 			require.NoError(t, err)
 			defer func() { _ = inv.Close() }()
 			var perr *protocol.Error
@@ -692,7 +707,7 @@ func TestGRPCAnswers(t *testing.T) {
 				tc.serve(w)
 			})
 			inv, err := handler.NewInvoker(map[string]string{"up": url}, handler.WithLogger(zaptest.NewLogger(t)),
-				handler.WithBindings(map[string]protocol.Binding{"up": protocol.GRPC}))
+				handler.WithBindings(map[string]protocol.Binding{"up": protocol.GRPC}), exposed)
 			require.NoError(t, err)
 			defer func() { _ = inv.Close() }()
 			var perr *protocol.Error

@@ -102,13 +102,11 @@ func (i *Invoker) unary(t target, req Request, resp *http.Response, body []byte,
 }
 
 func (i *Invoker) upstreamError(t target, req Request, e *rpcError) *protocol.Error {
-	perr, ok := toProtocol(t.name, e)
+	code, ok := upstreamCode(*e.Code)
 	if !ok {
 		return i.invalid(t, req, fmt.Sprintf("error code %d is not an A2A error", *e.Code))
 	}
-	i.log.Info("handler returned an error", zap.String("handler", t.name), zap.String("decision_id", req.DecisionID),
-		zap.Int64("code", *e.Code))
-	return perr
+	return i.fromUpstream(t, req, code, *e.Message, errorInfoMetadata(e.Data), e.Data, zap.Int64("code", *e.Code))
 }
 
 // emptyResult reports whether a method's result is google.protobuf.Empty.

@@ -26,8 +26,11 @@ const (
 	MaxResponseBytes = 16 << 20
 	// MaxEventBytes bounds one Server-Sent Event (its data and each line).
 	MaxEventBytes = 1 << 20
-	// maxErrorMessage bounds the upstream error message passed on to clients.
+	// maxErrorMessage bounds the upstream error message passed on to clients
+	// (expose_errors) or logged.
 	maxErrorMessage = 512
+	// maxErrorData bounds the upstream error data logged.
+	maxErrorData = 1024
 	// maxErrorMetadata bounds the ErrorInfo metadata entries passed on.
 	maxErrorMetadata = 16
 )
@@ -68,12 +71,22 @@ type options struct {
 	builtins map[string]http.Handler
 	wrap     func(http.RoundTripper) http.RoundTripper
 	bindings map[string]protocol.Binding
+	expose   map[string]bool
 }
 
 // WithBindings sets the binding each named upstream handler is called
 // over; a handler not named is called over JSON-RPC, as every builtin is.
 func WithBindings(b map[string]protocol.Binding) Option {
 	return func(o *options) { o.bindings = b }
+}
+
+// WithExposedErrors names the handlers whose error messages and ErrorInfo
+// metadata reach callers as the handler wrote them (cleaned and clipped):
+// handlers.<name>.expose_errors, for handlers that promise client-safe
+// messages. Every other handler's errors reach callers as the A2A code with
+// capgate's own message; the handler's text is logged for operators.
+func WithExposedErrors(names map[string]bool) Option {
+	return func(o *options) { o.expose = names }
 }
 
 // WithHTTPClient sets the client for upstream (http/https) handlers. Its
@@ -116,6 +129,8 @@ type target struct {
 	url     string
 	binding protocol.Binding
 	client  *http.Client
+	// expose passes the handler's error messages and metadata on to callers.
+	expose bool
 }
 
 // Invoker calls handlers. It is safe for concurrent use.
@@ -174,6 +189,11 @@ func NewInvoker(handlers map[string]string, opts ...Option) (*Invoker, error) {
 			errs = append(errs, fmt.Errorf("handler %q: %q is not a binding", name, b))
 		}
 	}
+	for name := range o.expose {
+		if _, ok := handlers[name]; !ok {
+			errs = append(errs, fmt.Errorf("handler %q exposes its errors but has no target", name))
+		}
+	}
 	for _, name := range sortedKeys(handlers) {
 		raw := handlers[name]
 		if name == "" {
@@ -199,14 +219,14 @@ func NewInvoker(handlers map[string]string, opts ...Option) (*Invoker, error) {
 				c = &http.Client{Transport: wrap(inProcess{h: h}), CheckRedirect: noRedirect}
 				builtinClients[b] = c
 			}
-			i.targets[name] = target{name: name, url: "http://" + b + ".builtin.invalid/", binding: protocol.JSONRPC, client: c}
+			i.targets[name] = target{name: name, url: "http://" + b + ".builtin.invalid/", binding: protocol.JSONRPC, client: c, expose: o.expose[name]}
 			continue
 		}
 		if err := checkURL(raw, binding); err != nil {
 			errs = append(errs, fmt.Errorf("handler %q: %w", name, err))
 			continue
 		}
-		t := target{name: name, url: raw, binding: binding, client: upstream}
+		t := target{name: name, url: raw, binding: binding, client: upstream, expose: o.expose[name]}
 		if binding == protocol.GRPC {
 			if h2 == nil {
 				h2 = &http.Client{Transport: wrap(http2Transport(o.client)), CheckRedirect: noRedirect}

@@ -8,12 +8,14 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/protocol"
 )
@@ -243,26 +245,31 @@ func upstreamCode(code int64) (protocol.Code, bool) {
 	}
 }
 
-// toProtocol turns the handler's error into the client's: same code,
-// the handler's message cleaned and clipped, ErrorInfo metadata kept. A
-// handler refusing capgate's own credential is not the caller's
-// authentication problem: it becomes an internal error. ok is false for a
-// code outside A2A and JSON-RPC.
-func toProtocol(_ string, e *rpcError) (*protocol.Error, bool) {
-	code, ok := upstreamCode(*e.Code)
-	if !ok {
-		return nil, false
-	}
-	return fromUpstream(code, *e.Message, errorInfoMetadata(e.Data)), true
-}
-
 // fromUpstream is the client's error for a handler's error of code, on any
-// binding: the handler's message cleaned and clipped, ErrorInfo metadata
-// kept. A handler refusing capgate's own credential is not the caller's
-// authentication problem: it becomes an internal error.
-func fromUpstream(code protocol.Code, message string, metadata map[string]string) *protocol.Error {
+// binding and in streams alike. The handler's message and data are logged
+// for operators (cleaned, clipped, credentials masked); the caller gets the
+// code with capgate's own message and the decision id, never the handler's
+// text, which may name internal addresses, types or shards. A handler whose
+// errors are exposed (handlers.<name>.expose_errors) passes its message
+// (cleaned and clipped) and its ErrorInfo string metadata on instead. A
+// handler refusing capgate's own credential is not the caller's
+// authentication problem: it becomes an internal error either way.
+func (i *Invoker) fromUpstream(t target, req Request, code protocol.Code, message string, metadata map[string]string,
+	data []byte, fields ...zap.Field) *protocol.Error {
+	i.log.Info("handler returned an error", append(fields, zap.String("handler", t.name),
+		zap.String("decision_id", req.DecisionID), zap.String("error_code", string(code)),
+		zap.String("handler_message", maskCredentials(clean(message, maxErrorMessage))),
+		zap.String("handler_data", maskCredentials(clean(string(data), maxErrorData))))...)
 	if code == protocol.Unauthenticated {
 		return protocol.Errorf(protocol.Internal, "the skill's handler refused capgate's credential")
+	}
+	if !t.expose {
+		out := protocol.Errorf(code, "%s", HandlerErrorMessage(code))
+		if req.DecisionID != "" {
+			out.Message += " (decision " + req.DecisionID + ")"
+			out = out.WithMetadata("decision_id", req.DecisionID)
+		}
+		return out
 	}
 	msg := clean(message, maxErrorMessage)
 	if msg == "" {
@@ -274,6 +281,54 @@ func fromUpstream(code protocol.Code, message string, metadata map[string]string
 	}
 	return out
 }
+
+// HandlerErrorMessage is capgate's own message for a handler's error of
+// code: what the code means, in the caller's terms.
+func HandlerErrorMessage(code protocol.Code) string {
+	switch code {
+	case protocol.TaskNotFound:
+		return "the skill's handler has no such task"
+	case protocol.TaskNotCancelable:
+		return "the task cannot be canceled in its current state"
+	case protocol.PushNotificationNotSupported:
+		return "the skill's handler does not support push notifications"
+	case protocol.UnsupportedOperation:
+		return "the skill's handler does not support this operation"
+	case protocol.ContentTypeNotSupported:
+		return "the skill's handler does not accept a content type of this request"
+	case protocol.InvalidParams:
+		return "the skill's handler refused the request's parameters"
+	case protocol.InvalidRequest, protocol.ParseError:
+		return "the skill's handler refused the request"
+	case protocol.MethodNotFound:
+		return "the skill's handler does not serve this method"
+	case protocol.ExtendedAgentCardNotConfigured:
+		return "the skill's handler has no extended agent card"
+	case protocol.ExtensionSupportRequired:
+		return "the skill's handler requires an extension this request does not activate"
+	case protocol.VersionNotSupported:
+		return "the skill's handler does not support this A2A version"
+	case protocol.Unauthorized:
+		return "the skill's handler refused the request for this caller"
+	case protocol.InvalidAgentResponse:
+		return "the skill's handler reported an invalid agent response"
+	default:
+		return "the skill's handler failed"
+	}
+}
+
+// maskCredentials hides what looks like a credential in handler text before
+// it is logged: the value after "Bearer" or "Basic", and JWT-shaped words
+// (three base64url segments, the first a JSON header).
+func maskCredentials(s string) string {
+	s = credentialScheme.ReplaceAllString(s, "$1 [masked]")
+	return jwtShaped.ReplaceAllString(s, "[masked]")
+}
+
+var (
+	credentialScheme = regexp.MustCompile(`(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]+`)
+	jwtShaped        = regexp.MustCompile(`eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*`)
+)
 
 // errorInfoMetadata reads the string metadata of a google.rpc.ErrorInfo in
 // data (an array of typed details); anything else yields nothing.

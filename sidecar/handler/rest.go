@@ -225,6 +225,7 @@ type upstreamStatus struct {
 	message  string
 	reason   string // ErrorInfo reason in the A2A domain, if any
 	metadata map[string]string
+	details  []byte // the status's details as sent, for logs only
 }
 
 // parseStatus reads a google.rpc.Status error body:
@@ -241,7 +242,7 @@ func parseStatus(body []byte) (upstreamStatus, string) {
 	if err := json.Unmarshal(body, &s, json.RejectUnknownMembers(false)); err != nil || s.Error == nil || s.Error.Message == nil {
 		return upstreamStatus{}, "not a google.rpc.Status error body"
 	}
-	out := upstreamStatus{status: s.Error.Status, message: *s.Error.Message}
+	out := upstreamStatus{status: s.Error.Status, message: *s.Error.Message, details: s.Error.Details.Clone()}
 	out.reason, out.metadata = errorInfo(s.Error.Details)
 	return out, ""
 }
@@ -269,8 +270,8 @@ func errorInfo(details jsontext.Value) (string, map[string]string) {
 }
 
 // statusError turns a handler's status into the client's error, as
-// toProtocol does for JSON-RPC: the A2A code of the ErrorInfo reason; a
-// status without one is an internal error with the handler's message.
+// upstreamError does for JSON-RPC: the A2A code of the ErrorInfo reason; a
+// status without one is an internal error.
 func (i *Invoker) statusError(t target, req Request, s upstreamStatus) *protocol.Error {
 	code, ok := protocol.CodeOfReason(s.reason)
 	if !ok {
@@ -279,7 +280,6 @@ func (i *Invoker) statusError(t target, req Request, s upstreamStatus) *protocol
 			code = protocol.Unauthenticated
 		}
 	}
-	i.log.Info("handler returned an error", zap.String("handler", t.name), zap.String("decision_id", req.DecisionID),
+	return i.fromUpstream(t, req, code, s.message, s.metadata, s.details,
 		zap.String("status", clip(s.status, 64)), zap.String("reason", clip(s.reason, 64)))
-	return fromUpstream(code, s.message, s.metadata)
 }

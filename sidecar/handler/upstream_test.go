@@ -52,6 +52,9 @@ func call(handlerName string) handler.Request {
 		Extensions: []string{"https://example.com/ext/a", "https://example.com/ext/b"}}
 }
 
+// exposed passes the "up" handler's error messages and metadata on (handlers.up.expose_errors).
+var exposed = handler.WithExposedErrors(map[string]bool{"up": true})
+
 const invalidMsg = "the skill's handler returned an invalid A2A response"
 
 func TestCallUpstream(t *testing.T) {
@@ -138,7 +141,7 @@ func TestCallUpstream(t *testing.T) {
 				tc.serve(t, w, r, rpcID(t, r))
 			}))
 			defer srv.Close()
-			inv := newInvoker(t, srv.URL)
+			inv := newInvoker(t, srv.URL, exposed) // the handler's text as it reaches callers when exposed
 			defer func() { _ = inv.Close() }()
 
 			res, perr := inv.Call(t.Context(), call("up"))
@@ -392,7 +395,7 @@ func TestStreamUpstream(t *testing.T) {
 				tc.serve(startSSE(w), id)
 			}))
 			defer srv.Close()
-			inv := newInvoker(t, srv.URL)
+			inv := newInvoker(t, srv.URL, exposed)
 			defer func() { _ = inv.Close() }()
 
 			var got []string

@@ -1,17 +1,29 @@
 package protocol
 
 import (
+	"strings"
+
 	"github.com/go-json-experiment/json/jsontext"
 )
 
 // ForwardParams is what a handler is sent for r: the JSON-RPC params of r's operation in r's
-// version. For JSON-RPC it is the params as sent (every resource in them was read by the
-// parser). For HTTP+JSON it is the body (or the object the query stands for) with the values the
-// path bound written in under the JSON-RPC names, so a handler never has to read a path it is not
-// sent; for the 0.3 push config route the body, a PushNotificationConfig, is wrapped as 0.3's
-// TaskPushNotificationConfig. Fields already in the body agreed with the path when r was parsed
-// and are not written twice. For gRPC (A2A 1.0 only) it is the request message as ProtoJSON.
+// version, as admission read them. An A2A 1.0 request (any binding) is its request message
+// re-encoded as ProtoJSON from the proto message the parser checked (canonical.go, and for
+// gRPC the message as sent): lowerCamelCase names, no member the proto does not define, the
+// values the HTTP+JSON path bound written in. A 0.3 request is the params as sent (JSON-RPC)
+// or the body with the path's values written in under the JSON-RPC names (HTTP+JSON; for the
+// 0.3 push config route the body, a PushNotificationConfig, wrapped as 0.3's
+// TaskPushNotificationConfig), every member of which the parser read against the 0.3 schema.
 func (r *Request) ForwardParams() (jsontext.Value, *Error) {
+	if r.canon {
+		return r.canonicalParams()
+	}
+	return r.forwardParams()
+}
+
+// forwardParams builds the JSON-RPC params of r from what the caller sent. Fields already in
+// the body agreed with the path when r was parsed and are not written twice.
+func (r *Request) forwardParams() (jsontext.Value, *Error) {
 	switch r.Binding {
 	case JSONRPC:
 		if r.Params == nil {
@@ -27,8 +39,8 @@ func (r *Request) ForwardParams() (jsontext.Value, *Error) {
 	ps := newParser()
 	defer ps.release()
 	var body object
+	var err *Error
 	if r.Params != nil {
-		var err *Error
 		if body, err = ps.readObject(r.Params); err != nil {
 			return nil, err
 		}
@@ -53,8 +65,29 @@ func (r *Request) ForwardParams() (jsontext.Value, *Error) {
 		}
 		return withMembers(r.Params, add), nil
 	}
+	if name := params03(r.Operation); name != "" && body != nil && hasSnake(body) {
+		// a2a-go's 0.3 REST client snake_cases every name; the handler's 0.3 JSON-RPC reader
+		// knows the schema's camelCase ones.
+		if r.Operation == CreateTaskPushNotificationConfig && body.get("pushNotificationConfig") == nil {
+			name = "PushNotificationConfig"
+		}
+		renamed := jsontext.Value(ps.rename03(body, name))
+		if body, err = ps.readObject(renamed); err != nil {
+			return nil, err
+		}
+		r2 := *r
+		r2.Params = renamed
+		r = &r2
+	}
 	switch r.Operation {
-	case GetTask, CancelTask, SubscribeToTask, ListTaskPushNotificationConfigs:
+	case GetTask, CancelTask, SubscribeToTask:
+		put("id", pv.task)
+		if body.get("name") != nil {
+			// The 0.3 proto's name ("tasks/{id}") agreed with the path when r was parsed; 0.3's
+			// JSON-RPC params have no such field.
+			return withMembers(jsontext.Value(withoutMember(body, "name")), add), nil
+		}
+	case ListTaskPushNotificationConfigs:
 		put("id", pv.task)
 	case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
 		put("id", pv.task)
@@ -117,4 +150,18 @@ func withoutMember(obj object, name string) []byte {
 		out = append(out, m.value...)
 	}
 	return append(out, '}')
+}
+
+// hasSnake reports whether a member name of obj, or of an object it holds at the top, is
+// snake_cased.
+func hasSnake(obj object) bool {
+	for _, m := range obj {
+		if strings.Contains(string(m.name), "_") {
+			return true
+		}
+		if m.value.Kind() == '{' && strings.Contains(string(m.value), "_") {
+			return true
+		}
+	}
+	return false
 }

@@ -115,6 +115,9 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 	if err := p.readParams(v, rt.op, r.Params, r, true); err != nil {
 		return nil, err
 	}
+	if err := r.canonicalize(p); err != nil {
+		return nil, err
+	}
 	return r, nil
 }
 

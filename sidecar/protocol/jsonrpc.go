@@ -82,6 +82,9 @@ func parseJSONRPC(v Version, contentType string, body []byte, lim Limits, method
 	if err := p.readParams(v, r.Operation, r.Params, r, false); err != nil {
 		return &Request{Binding: JSONRPC, Version: v, ID: r.ID, Operation: r.Operation}, err.WithID(r.ID)
 	}
+	if err := r.canonicalize(p); err != nil {
+		return nil, err.WithID(r.ID)
+	}
 	return r, nil
 }
 

@@ -32,6 +32,15 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			return err
 		}
 	}
+	if v == V03 {
+		where := "params."
+		if restBody {
+			where = ""
+		}
+		if err := ps.check03(op, p, restBody, where); err != nil {
+			return err
+		}
+	}
 	if v == V1 {
 		t, err := optTenant(p, "tenant")
 		if err != nil {

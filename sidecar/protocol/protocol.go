@@ -107,13 +107,6 @@ type Request struct {
 	ID jsontext.Value
 	// Params is the raw JSON-RPC params or HTTP+JSON body; nil when absent.
 	Params jsontext.Value
-	// Forward is what a handler is sent: the JSON-RPC params of this request in its version.
-	// For JSON-RPC it is Params as sent; for HTTP+JSON it is the body with the values the path
-	// and query bind (task id, config id, tenant, history length, ...) written in, and for the
-	// 0.3 push config route the body wrapped as 0.3's JSON-RPC params. Every resource in it is
-	// one the request model lists (Tasks, Tenant, Push), so a handler reads nothing admission did
-	// not see. For gRPC it is the request message as ProtoJSON.
-	Forward jsontext.Value
 	// Tenant is the request's tenant: the HTTP+JSON /{tenant} prefix, params.tenant (1.0), or the
 	// tenant of a push config it carries; every position that names one agrees.
 	Tenant string
@@ -141,6 +134,9 @@ type Request struct {
 	path pathValues
 	// grpcMsg is a gRPC request's message as read, for ForwardParams.
 	grpcMsg []byte
+	// canon marks an A2A 1.0 JSON-RPC or HTTP+JSON request whose params are its proto request
+	// message: ForwardParams re-encodes them from it (canonical.go).
+	canon bool
 }
 
 // pathValues are the identifiers an HTTP+JSON route binds.

@@ -44,7 +44,8 @@ func (l *Live) Stage(ctx context.Context, _, next *serving.State) (func(), error
 		return nil, nil
 	}
 	cur := l.Invokers.p.Load()
-	if maps.Equal(cur.handlers, nc.Handlers) && maps.Equal(cur.bindings, nc.HandlerBindings) && cur.timeout == nc.Limits.HandlerTimeout {
+	if maps.Equal(cur.handlers, nc.Handlers) && maps.Equal(cur.bindings, nc.HandlerBindings) &&
+		maps.Equal(cur.expose, nc.HandlerExposeErrors) && cur.timeout == nc.Limits.HandlerTimeout {
 		return nil, nil
 	}
 	inv, err := l.NewInvoker(ctx, nc)
@@ -94,6 +95,7 @@ type invokerSet struct {
 	cur, prev          *handler.Invoker
 	handlers, prevSeen map[string]string
 	bindings           map[string]string // config HandlerBindings
+	expose             map[string]bool   // config HandlerExposeErrors
 	timeout            time.Duration
 }
 
@@ -102,14 +104,15 @@ var _ dispatch.Invoker = (*Invokers)(nil)
 // NewInvokers starts the invokers with inv, built for cfg.
 func NewInvokers(inv *handler.Invoker, cfg *config.Config) *Invokers {
 	x := &Invokers{}
-	x.p.Store(&invokerSet{cur: inv, handlers: maps.Clone(cfg.Handlers), bindings: maps.Clone(cfg.HandlerBindings), timeout: cfg.Limits.HandlerTimeout})
+	x.p.Store(&invokerSet{cur: inv, handlers: maps.Clone(cfg.Handlers), bindings: maps.Clone(cfg.HandlerBindings),
+		expose: maps.Clone(cfg.HandlerExposeErrors), timeout: cfg.Limits.HandlerTimeout})
 	return x
 }
 
 func (x *Invokers) swap(inv *handler.Invoker, cfg *config.Config) {
 	old := x.p.Load()
 	x.p.Store(&invokerSet{cur: inv, prev: old.cur, handlers: maps.Clone(cfg.Handlers), bindings: maps.Clone(cfg.HandlerBindings),
-		prevSeen: old.handlers, timeout: cfg.Limits.HandlerTimeout})
+		expose: maps.Clone(cfg.HandlerExposeErrors), prevSeen: old.handlers, timeout: cfg.Limits.HandlerTimeout})
 	if old.prev != nil {
 		_ = old.prev.Close() // idle connections only; calls in flight finish
 	}

@@ -61,6 +61,9 @@ func newInvoker(ctx context.Context, cfg *config.Config, m *identity.Minter, log
 		}
 		opts = append(opts, handler.WithBindings(bindings))
 	}
+	if len(cfg.HandlerExposeErrors) > 0 {
+		opts = append(opts, handler.WithExposedErrors(cfg.HandlerExposeErrors))
+	}
 	inv, err := handler.NewInvoker(cfg.Handlers, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("handlers: %w", err)

@@ -95,7 +95,8 @@ func ownTaskOf(p positions.Position, swept, own string) string {
 // requireServed checks an admitted request reached its handler (an audit line for its decision)
 // and was answered: a success, or the handler's own answer about the task's state — the echo's
 // tasks are complete, so a2a-go refuses to cancel them (TASK_NOT_CANCELABLE), to continue them
-// (INVALID_PARAMS: terminal state) or to subscribe to them (TASK_NOT_FOUND: no execution).
+// (which capgate answers as UNSUPPORTED_OPERATION: a terminal task takes no more messages) or
+// to subscribe to them (TASK_NOT_FOUND: no execution).
 func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, method, target string) {
 	t.Helper()
 	require.NotEmpty(t, gw.decision)
@@ -107,8 +108,8 @@ func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, metho
 		handlerAnswers := map[protocol.Operation]string{
 			protocol.CancelTask:           "TASK_NOT_CANCELABLE",
 			protocol.SubscribeToTask:      "TASK_NOT_FOUND",
-			protocol.SendMessage:          "INVALID_PARAMS",
-			protocol.SendStreamingMessage: "INVALID_PARAMS",
+			protocol.SendMessage:          "UNSUPPORTED_OPERATION",
+			protocol.SendStreamingMessage: "UNSUPPORTED_OPERATION",
 		}
 		continuing := p.Kind == positions.Task && (strings.HasSuffix(p.Where, "message.taskId") || strings.HasSuffix(p.Where, "message.task_id")) ||
 			p.Kind == positions.Context && strings.Contains(p.Body, positions.OwnTask) // the owner's task, in its context

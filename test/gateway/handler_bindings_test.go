@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -87,6 +88,18 @@ func bindingUpstream(t *testing.T, d *deployment.Deployment, handler, binding st
 	return &seen
 }
 
+// unsupported checks that err is UnsupportedOperation as a2a-go's client of caller's binding
+// reads it. Over gRPC capgate writes the A2A 1.0 mapping (UNIMPLEMENTED, reason
+// UNSUPPORTED_OPERATION), which a2a-go v2.3.1's client takes as an internal error (it pairs the
+// reason with FAILED_PRECONDITION only); the reason is checked in the gateway's gRPC tests.
+func unsupported(t *testing.T, caller a2a.TransportProtocol, err error) {
+	t.Helper()
+	require.Error(t, err)
+	if caller != a2a.TransportProtocolGRPC {
+		require.ErrorIs(t, err, a2a.ErrUnsupportedOperation)
+	}
+}
+
 // TestHandlerBindings: capgate fronts an a2a-go v2 upstream over each of the
 // handler's bindings, and an a2a-go v2 client calls capgate over each of its
 // own (3 × 3). The upstream verifies capgate's downscoped token and reports
@@ -120,8 +133,25 @@ func TestHandlerBindings(t *testing.T) {
 					require.Equal(t, task.ID, got.ID)
 					require.Equal(t, a2a.TaskStateCompleted, got.Status.State)
 
+					// The handler's refusal reaches the caller as its code with capgate's message.
 					_, err = c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
 					require.ErrorIs(t, err, a2a.ErrTaskNotCancelable)
+					require.Contains(t, err.Error(), "the task cannot be canceled in its current state (decision ")
+
+					// A reply to the completed task, unary and streamed: capgate's
+					// UnsupportedOperation (A2A 1.0 §3.1.1), never a2a-go's executor internals.
+					reply := reconcileMessage()
+					reply.TaskID = task.ID
+					_, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: reply})
+					unsupported(t, caller, err)
+					require.Contains(t, err.Error(), "the task is in a terminal state (TASK_STATE_COMPLETED) and accepts no further messages")
+					require.NotContains(t, err.Error(), "exec")
+					for _, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: reply}) {
+						unsupported(t, caller, err)
+						require.Contains(t, err.Error(), "terminal state")
+						require.NotContains(t, err.Error(), "exec")
+						break
+					}
 
 					var last *a2a.TaskStatusUpdateEvent
 					for ev, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: reconcileMessage()}) {
@@ -132,6 +162,53 @@ func TestHandlerBindings(t *testing.T) {
 					}
 					require.NotNil(t, last)
 					require.Equal(t, a2a.TaskStateCompleted, last.Status.State)
+				})
+			}
+		})
+	}
+}
+
+// TestUnknownMembersAnyHandler: a member the A2A request message does not define is refused at
+// admission (InvalidParams, nothing forwarded), the same whatever binding the handler is called
+// over; the same request without it is served (issue 24: a gRPC handler refused what a JSON-RPC
+// one was sent).
+func TestUnknownMembersAnyHandler(t *testing.T) {
+	const handler = "recon.v3.reconcile"
+	const msg = `{"messageId":"m-1","role":"ROLE_USER","parts":[{"raw":"JVBERi0xLjQK","mediaType":"application/pdf"},{"text":"reconcile this against the PO"}]}`
+	for _, upstream := range []string{config.BindingJSONRPC, config.BindingHTTPJSON, config.BindingGRPC} {
+		t.Run("handler over "+upstream, func(t *testing.T) {
+			d := testutil.LoadDeployment(t, testutil.CopyFinance(t))
+			seen := bindingUpstream(t, d, handler, upstream)
+			srv := testutil.Start(t, d)
+			auth := []string{"A2A-Version", "1.0", "Authorization", "Bearer " + testutil.Token(t, grpcCaller)}
+			send := func(caller, params string) *testutil.Response {
+				if caller == "JSONRPC" {
+					return srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+params+`}`, auth...)
+				}
+				return srv.Do(t, http.MethodPost, "/message:send", params, append([]string{"Content-Type", "application/json"}, auth...)...)
+			}
+			for _, caller := range []string{"JSONRPC", "HTTP+JSON"} {
+				for _, tc := range []struct{ name, params, msg string }{
+					{"top-level taskId", `{"taskId":"t-1","message":` + msg + `}`, "taskId is not a field of the A2A 1.0 SendMessageRequest message"},
+					{"a 0.3 member in a 1.0 message", `{"message":` + msg[:len(msg)-1] + `,"kind":"message"}}`, "message.kind is not a field of the A2A 1.0 Message message"},
+					{"a field in another case", `{"message":` + strings.Replace(msg, "messageId", "MessageId", 1) + `}`, "message.MessageId is not a field of the A2A 1.0 Message message"},
+				} {
+					t.Run(caller+"/"+tc.name, func(t *testing.T) {
+						seen.Delete(upstream)
+						r := send(caller, tc.params)
+						require.Contains(t, string(r.Body), tc.msg)
+						require.Contains(t, string(r.Body), "INVALID_PARAMS")
+						_, called := seen.Load(upstream)
+						require.False(t, called, "a refused request reached the handler")
+					})
+				}
+				t.Run(caller+"/known members only", func(t *testing.T) {
+					seen.Delete(upstream)
+					r := send(caller, `{"message":`+msg+`}`)
+					require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+					require.NotContains(t, string(r.Body), "error")
+					_, called := seen.Load(upstream)
+					require.True(t, called)
 				})
 			}
 		})

@@ -73,7 +73,9 @@ func TestMalformedRequests(t *testing.T) {
 
 	big := `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{"pad":"` + strings.Repeat("a", 1<<20) + `"}}`
 	deep := `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{"x":` + strings.Repeat("[", 70) + strings.Repeat("]", 70) + `}}`
-	atLimit := `{"jsonrpc":"2.0","id":1,"method":"GetExtendedAgentCard","params":{"x":` + strings.Repeat("[", 62) + strings.Repeat("]", 62) + `}}`
+	// Free-form metadata (a Struct) holds the depth: a member the request message does not
+	// define is refused before the nesting matters.
+	atLimit := `{"jsonrpc":"2.0","id":1,"method":"CancelTask","params":{"id":"t","metadata":{"x":` + strings.Repeat("[", 60) + strings.Repeat("]", 60) + `}}}`
 	tooLarge := "request body exceeds the limit of 1048576 bytes"
 	unauth := rpcErr("1", -31401, "UNAUTHENTICATED", "authentication required")
 

@@ -470,10 +470,10 @@ var jsHandlerSteps = []struct {
 	}},
 	{"subscribe to a completed task", func(t *testing.T, e *jsHandlerEnv) {
 		// The SDK answers as the spec asks (UnsupportedOperationError), before
-		// the stream starts; capgate relays it.
+		// the stream starts; capgate relays the code with its own message.
 		events, err := drain(e.c.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: e.tasks["completed"].ID}))
 		require.Empty(t, events)
-		e.jsUnsupported(t, err, "terminal state")
+		e.jsUnsupported(t, err, "the skill's handler does not support this operation (decision ")
 		e.expectCalls(t, "SubscribeToTask")
 	}},
 	{"push config", func(t *testing.T, e *jsHandlerEnv) {
@@ -566,19 +566,20 @@ var jsHandlerSteps = []struct {
 		// stream does: it finds no task and answers an internal error.
 		_, err := e.c.SendMessage(t.Context(), jsMessage("mode:fail-first"))
 		require.ErrorIs(t, err, a2a.ErrInternalError)
-		require.ErrorContains(t, err, "Agent execution finished without a result, and no task context found.")
+		require.ErrorContains(t, err, "the skill's handler failed (decision ")
+		require.NotContains(t, err.Error(), "Agent execution", "the handler's text is logged, not shown")
 		e.expectCalls(t, "SendMessage")
 	}},
 	{"error before a stream", func(t *testing.T, e *jsHandlerEnv) {
 		events, err := drain(e.c.SendStreamingMessage(t.Context(), jsMessage("mode:fail-first")))
 		require.Empty(t, events)
-		e.jsUnsupported(t, err, "Received artifactUpdate before initial 'Message'/'Task' event.")
+		e.jsUnsupported(t, err, "the skill's handler does not support this operation (decision ")
 		e.expectCalls(t, "SendStreamingMessage")
 	}},
 	{"error in the middle of a stream", func(t *testing.T, e *jsHandlerEnv) {
 		events, err := drain(e.c.SendStreamingMessage(t.Context(), jsMessage("mode:fail-mid")))
 		require.Equal(t, []string{"task TASK_STATE_WORKING", "artifact"}, eventKinds(events), "the events before the error")
-		e.jsUnsupported(t, err, "Stream ordering violation")
+		e.jsUnsupported(t, err, "the skill's handler does not support this operation (decision ")
 		e.expectCalls(t, "SendStreamingMessage")
 	}},
 }
