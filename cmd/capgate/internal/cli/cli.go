@@ -149,6 +149,13 @@ func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 // ...@v1.2.3`), else "dev".
 var Version = ""
 
+// Commit is the VCS commit, set at build time with -ldflags "-X
+// .../cli.Commit=<sha>" (`make build`, `make image`, `make dist` do), for
+// builds that record no VCS information (-buildvcs=false, or a source tree
+// without .git, as in a container build). "-modified" at its end marks a
+// tree with uncommitted changes. The commit the build recorded wins over it.
+var Commit = ""
+
 func runVersion(_ context.Context, env Env, args []string) error {
 	fs := newFlags(env, "version", "version  (also: capgate --version)")
 	if err := parse(fs, args, 0); err != nil {
@@ -191,6 +198,9 @@ func buildVersion() (version, commit string, modified bool) {
 				modified = s.Value == "true"
 			}
 		}
+	}
+	if commit == "" && Commit != "" {
+		commit, modified = strings.CutSuffix(Commit, "-modified")
 	}
 	if version == "" {
 		version = "dev"
