@@ -52,7 +52,7 @@ func renderChart(t *testing.T, vals map[string]any) ([]byte, error) {
 	require.NoError(t, err)
 	rv, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: chartRelease, Namespace: chartRelease, IsInstall: true}, common.DefaultCapabilities)
 	require.NoError(t, err)
-	files, err := engine.Engine{Strict: true}.Render(ch, rv)
+	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), ch, rv)
 	if err != nil {
 		return nil, err
 	}
