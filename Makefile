@@ -5,12 +5,24 @@ GOLANGCI_LINT ?= github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0
 REGO_COVERAGE ?= 95
 CONFIG        ?=
 VERSION       ?=
-# COMMIT is stamped into the binary (cli.Commit) for builds where Go's own VCS stamping is off
-# (-buildvcs=false, a build outside the work tree); Go's stamp wins when it is there.
-COMMIT        ?= $(shell git rev-parse HEAD 2>/dev/null)
-CLI_PKG        = github.com/capgate/capgate/cmd/capgate/internal/cli
 
-.PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js
+.PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js image image-name dist
+
+# Stamping (build, image, dist): VERSION (else "dev") and the git commit, with "-modified" when
+# tracked files differ from it, through -ldflags, so that `capgate --version` shows both even
+# where the build records no VCS information (-buildvcs=false, a tree without .git).
+ifeq ($(origin COMMIT),undefined)
+COMMIT := $(shell c=$$(git rev-parse HEAD 2>/dev/null) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-modified; echo $$c; })
+endif
+RELEASE_VERSION = $(or $(VERSION),dev)
+CLI_PKG = github.com/capgate/capgate/cmd/capgate/internal/cli
+STAMP   = $(if $(COMMIT),-X $(CLI_PKG).Commit=$(COMMIT)) $(if $(VERSION),-X $(CLI_PKG).Version=$(VERSION))
+# A release binary: static (no cgo), no build paths, no symbol table (stack traces keep their lines).
+STATIC_BUILD = CGO_ENABLED=0 $(GO) build -trimpath -ldflags '-s -w $(STAMP)'
+# The image's timestamps (created, file times) are the commit's, so one commit builds one image.
+ifeq ($(origin SOURCE_DATE_EPOCH),undefined)
+SOURCE_DATE_EPOCH := $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+endif
 
 ## all: build, test and check.
 all: build test check
@@ -21,7 +33,7 @@ help:
 
 ## build: the binary at bin/capgate (`capgate --version` shows the git commit, stamped even with VCS stamping off; VERSION=v1.2.3 sets the version).
 build:
-	$(GO) build -ldflags "$(if $(COMMIT),-X $(CLI_PKG).Commit=$(COMMIT)) $(if $(VERSION),-X $(CLI_PKG).Version=$(VERSION))" -o $(BIN) ./cmd/capgate
+	$(GO) build -ldflags '$(STAMP)' -o $(BIN) ./cmd/capgate
 
 ## test: what CI runs — vet, all Go tests with the race detector (but NORACE, below; the Rego tests hold the coverage
 ## threshold among them: rego.TestRegoUnitTests runs regocheck.RunTests, the runner of
@@ -122,6 +134,49 @@ fuzz-short:
 fuzz:
 	$(MAKE) fuzz-short FUZZTIME=500000x
 
-## clean: remove bin/.
+PODMAN      ?= podman
+IMAGE       ?= capgate/capgate
+IMAGE_TAG   ?= $(RELEASE_VERSION)
+IMAGE_ARCH  ?= $(shell $(GO) env GOARCH)
+IMAGE_BUILD ?= bin/image
+CA_CERTS    ?= /etc/ssl/certs/ca-certificates.crt
+## image: the container image IMAGE:IMAGE_TAG (capgate/capgate:dev; VERSION=v1.2.3 tags v1.2.3) with podman: the static
+## binary and the build machine's CA bundle on an empty base, UID 65532, OCI labels (Containerfile, docs/deploy.md).
+image:
+	@command -v $(PODMAN) >/dev/null || { echo "make image: $(PODMAN) is not installed (Debian: apt-get install podman); see docs/deploy.md"; exit 1; }
+	@test -s $(CA_CERTS) || { echo "make image: no CA bundle at $(CA_CERTS) (Debian: apt-get install ca-certificates), or set CA_CERTS"; exit 1; }
+	rm -rf $(IMAGE_BUILD) && mkdir -p $(IMAGE_BUILD)
+	GOOS=linux GOARCH=$(IMAGE_ARCH) $(STATIC_BUILD) -o $(IMAGE_BUILD)/capgate ./cmd/capgate
+	cp $(CA_CERTS) $(IMAGE_BUILD)/ca-certificates.crt
+	$(PODMAN) build --quiet --os linux --arch $(IMAGE_ARCH) --timestamp $(SOURCE_DATE_EPOCH) \
+		--build-arg VERSION=$(RELEASE_VERSION) --build-arg REVISION=$(or $(COMMIT),unknown) \
+		--build-arg CREATED=$$(date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ) \
+		-f $(CURDIR)/Containerfile -t $(IMAGE):$(IMAGE_TAG) $(IMAGE_BUILD)
+	@echo "image: $(IMAGE):$(IMAGE_TAG) (linux/$(IMAGE_ARCH), commit $(or $(COMMIT),unknown))"
+
+## image-name: print the tag `make image` gives, without building (envoy/helm/capgate and envoy/kubernetes use it).
+image-name:
+	@echo "$(IMAGE):$(IMAGE_TAG)"
+
+DIST            ?= dist
+DIST_PLATFORMS  ?= linux/amd64 linux/arm64
+CYCLONEDX_GOMOD ?= github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+TOOLS           ?= bin/tools
+## dist: release binaries in DIST/ (dist/): static capgate-VERSION-linux-{amd64,arm64} (DIST_PLATFORMS), a CycloneDX SBOM
+## of each (the modules linked in, by cyclonedx-gomod, pinned) and SHA256SUMS, stamped with version and commit.
+dist:
+	rm -rf $(DIST) && mkdir -p $(DIST) $(TOOLS)
+	GOBIN=$(abspath $(TOOLS)) $(GO) install $(CYCLONEDX_GOMOD)
+	@set -e; for p in $(DIST_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; out=$(DIST)/capgate-$(RELEASE_VERSION)-$$os-$$arch; \
+		echo "GOOS=$$os GOARCH=$$arch $(STATIC_BUILD) -o $$out ./cmd/capgate"; \
+		GOOS=$$os GOARCH=$$arch $(STATIC_BUILD) -o $$out ./cmd/capgate; \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 GOFLAGS=-trimpath $(TOOLS)/cyclonedx-gomod app -json -std -noserial -notimestamp \
+			-main cmd/capgate -output $$out.cdx.json .; \
+	done
+	cd $(DIST) && sha256sum capgate-* > SHA256SUMS
+	@echo "dist: $$(ls $(DIST) | tr '\n' ' ')"
+
+## clean: remove bin/ and dist/.
 clean:
-	rm -rf bin
+	rm -rf bin $(DIST)

@@ -27,9 +27,12 @@ import (
 	"github.com/capgate/capgate/policy/config"
 )
 
-// The Kubernetes and Istio examples are plain YAML read into generic maps (no
-// Kubernetes client libraries) and cross-checked against each other, the
-// Envoy bootstrap and capgate's config.
+// The Kubernetes and Istio examples are read into generic maps and
+// cross-checked against each other, the Envoy bootstrap and capgate's config.
+// envoy/kubernetes is the Helm chart (envoy/helm/capgate) rendered with its
+// defaults (helm_test.go keeps the two equal and decodes every object
+// strictly into its Kubernetes type); the checks here run on that render and
+// on each of the chart's variants.
 
 type obj = map[string]any
 
@@ -38,6 +41,12 @@ func readDocs(t *testing.T, path string) []obj {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
+	return parseDocs(t, path, data)
+}
+
+// parseDocs parses every document of a multi-document YAML text.
+func parseDocs(t *testing.T, path string, data []byte) []obj {
+	t.Helper()
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	var docs []obj
 	for {
@@ -75,37 +84,44 @@ func str(v any, path ...any) string { s, _ := at(v, path...).(string); return s 
 func list(v any, path ...any) []any { l, _ := at(v, path...).([]any); return l }
 func num(v any, path ...any) int    { n, _ := at(v, path...).(int); return n }
 
-// kustomization is envoy/kubernetes rendered far enough to check it: its
-// resources by kind and name, and the files of each generated ConfigMap.
+// kustomization is a set of Kubernetes objects to check (envoy/kubernetes,
+// or a render of the chart): the objects by kind and name, and the data of
+// each ConfigMap.
 type kustomization struct {
-	dir        string
 	namespace  string
 	objects    map[string]obj               // "Kind/name"
-	configMaps map[string]map[string]string // name -> key -> file path
+	configMaps map[string]map[string]string // name -> key -> content
 }
 
 func loadKustomization(t *testing.T, dir string) *kustomization {
 	t.Helper()
 	k := readDocs(t, filepath.Join(dir, "kustomization.yaml"))[0]
-	out := &kustomization{dir: dir, namespace: str(k, "namespace"), objects: map[string]obj{}, configMaps: map[string]map[string]string{}}
+	require.Nil(t, at(k, "configMapGenerator"), "ConfigMaps come from the chart's render")
+	var docs []obj
 	for _, r := range list(k, "resources") {
-		for _, d := range readDocs(t, filepath.Join(dir, r.(string))) {
-			out.objects[str(d, "kind")+"/"+str(d, "metadata", "name")] = d
-			if str(d, "kind") == "ConfigMap" {
-				out.configMaps[str(d, "metadata", "name")] = map[string]string{}
-			}
-		}
+		docs = append(docs, readDocs(t, filepath.Join(dir, r.(string)))...)
 	}
-	for _, g := range list(k, "configMapGenerator") {
-		files := map[string]string{}
-		for _, f := range list(g, "files") {
-			key, path, ok := strings.Cut(f.(string), "=")
-			if !ok {
-				key, path = filepath.Base(key), key
+	out := objectSet(t, docs)
+	out.namespace = str(k, "namespace")
+	return out
+}
+
+// objectSet indexes rendered objects.
+func objectSet(t *testing.T, docs []obj) *kustomization {
+	t.Helper()
+	out := &kustomization{objects: map[string]obj{}, configMaps: map[string]map[string]string{}}
+	for _, d := range docs {
+		key := str(d, "kind") + "/" + str(d, "metadata", "name")
+		require.NotContains(t, out.objects, key, "defined twice")
+		out.objects[key] = d
+		if str(d, "kind") == "ConfigMap" {
+			data := map[string]string{}
+			m, _ := at(d, "data").(obj)
+			for k, v := range m {
+				data[k] = v.(string)
 			}
-			files[key] = filepath.Join(dir, path)
+			out.configMaps[str(d, "metadata", "name")] = data
 		}
-		out.configMaps[str(g, "name")] = files
 	}
 	return out
 }
@@ -157,7 +173,7 @@ func mountedFile(t *testing.T, c obj, path string) (volume, rel string) {
 	return "", ""
 }
 
-// volumeFiles lists what a ConfigMap-backed volume holds: path in volume -> file on disk.
+// volumeFiles lists what a ConfigMap-backed volume holds: path in volume -> content.
 func volumeFiles(t *testing.T, k *kustomization, dep obj, volume string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
@@ -279,26 +295,9 @@ func flagValue(t *testing.T, c obj, flag string) string {
 	return args[i+1].(string)
 }
 
-// exampleManifestsDir holds the finance example the pod serves. Until it is
-// written (by the manifests work) the checks that read it are skipped; once
-// it holds any manifest, every file the kustomization names must exist.
-const exampleManifestsDir = "../manifests/finance/capabilities"
-
-func exampleManifestsWritten(t *testing.T) bool {
+func loadCapgateConfig(t *testing.T, path, data string) config.Config {
 	t.Helper()
-	m, err := filepath.Glob(filepath.Join(exampleManifestsDir, "*.yaml"))
-	require.NoError(t, err)
-	if len(m) == 0 {
-		t.Logf("%s holds no manifests yet: not checking the capgate-manifests ConfigMap's files", exampleManifestsDir)
-	}
-	return len(m) > 0
-}
-
-func loadCapgateConfig(t *testing.T, path string) config.Config {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec := yaml.NewDecoder(strings.NewReader(data))
 	dec.KnownFields(true)
 	var cfg config.Config
 	require.NoError(t, dec.Decode(&cfg), path)
@@ -306,24 +305,42 @@ func loadCapgateConfig(t *testing.T, path string) config.Config {
 }
 
 func TestKubernetesReferences(t *testing.T) {
+	checkReferences(t, loadKustomization(t, "kubernetes"), "finance-agent")
+}
+
+func TestKubernetesMatchesBootstrapAndConfig(t *testing.T) {
 	k := loadKustomization(t, "kubernetes")
+	checkEnvoyPod(t, k, "finance-agent")
 	dep := k.object(t, "Deployment/finance-agent")
+	envoyC := container(t, dep, "envoy")
+	t.Run("Envoy runs envoy/bootstrap.yaml", func(t *testing.T) {
+		vol, rel := mountedFile(t, envoyC, flagValue(t, envoyC, "-c"))
+		require.Equal(t, string(BootstrapYAML()), volumeFiles(t, k, dep, vol)[rel])
+	})
+	t.Run("capgate serves the finance example's manifests", func(t *testing.T) {
+		vol, _ := mountedFile(t, container(t, dep, "capgate"), "/etc/capgate/capgate.yaml")
+		n := 0
+		for p, content := range volumeFiles(t, k, dep, vol) {
+			if name, ok := strings.CutPrefix(p, "manifests/"); ok {
+				want, err := os.ReadFile(filepath.Join("..", "manifests", "finance", "capabilities", name))
+				require.NoError(t, err)
+				require.Equal(t, string(want), content, p)
+				n++
+			}
+		}
+		require.Positive(t, n)
+	})
+}
+
+// checkReferences: every volume, ConfigMap and key the Deployment name exists,
+// and every container is hardened.
+func checkReferences(t *testing.T, k *kustomization, name string) {
+	dep := k.object(t, "Deployment/"+name)
 	volumes := map[string]obj{}
 	for _, v := range list(dep, "spec", "template", "spec", "volumes") {
 		volumes[str(v, "name")] = v.(obj)
 	}
 
-	t.Run("generated files exist", func(t *testing.T) {
-		for name, files := range k.configMaps {
-			for key, f := range files {
-				if name == "capgate-manifests" && !exampleManifestsWritten(t) {
-					continue
-				}
-				_, err := os.Stat(f)
-				require.NoError(t, err, "ConfigMap %s key %s", name, key)
-			}
-		}
-	})
 	t.Run("every volumeMount has a volume", func(t *testing.T) {
 		for _, c := range list(dep, "spec", "template", "spec", "containers") {
 			for _, m := range list(c, "volumeMounts") {
@@ -349,9 +366,9 @@ func TestKubernetesReferences(t *testing.T) {
 			}
 		}
 	})
-	t.Run("every manifest generated is projected", func(t *testing.T) {
+	t.Run("every manifest in the ConfigMap is projected", func(t *testing.T) {
 		projected := volumeFiles(t, k, dep, "capgate-config")
-		for key := range k.configMaps["capgate-manifests"] {
+		for key := range k.configMaps[name+"-manifests"] {
 			require.Contains(t, projected, "manifests/"+key)
 		}
 	})
@@ -368,23 +385,22 @@ func TestKubernetesReferences(t *testing.T) {
 	})
 }
 
-func TestKubernetesMatchesBootstrapAndConfig(t *testing.T) {
-	k := loadKustomization(t, "kubernetes")
-	dep := k.object(t, "Deployment/finance-agent")
+// checkEnvoyPod cross-checks the Deployment name (mode envoy), its Service
+// and NetworkPolicy against the Envoy bootstrap and the capgate.yaml it
+// mounts: ports, sockets, probes, streams, the drain sequence, memory.
+func checkEnvoyPod(t *testing.T, k *kustomization, name string) {
+	dep := k.object(t, "Deployment/"+name)
 	envoyC := container(t, dep, "envoy")
 	capgateC := container(t, dep, "capgate")
 
-	// Envoy runs the bootstrap from this folder, the one TestBootstrapFiles validated.
-	args := list(envoyC, "args")
-	i := slices.Index(args, any("-c"))
-	require.GreaterOrEqual(t, i, 0, "envoy args have no -c")
-	vol, rel := mountedFile(t, envoyC, args[i+1].(string))
-	bootstrapFile := volumeFiles(t, k, dep, vol)[rel]
-	require.Equal(t, filepath.Join("kubernetes", "..", "bootstrap.yaml"), bootstrapFile)
-	data, err := os.ReadFile(bootstrapFile)
+	// Envoy runs the bootstrap its ConfigMap holds; it must be valid and pass Check.
+	vol, rel := mountedFile(t, envoyC, flagValue(t, envoyC, "-c"))
+	data, ok := volumeFiles(t, k, dep, vol)[rel]
+	require.True(t, ok, "volume %s has no %s", vol, rel)
+	b, err := parseBootstrap([]byte(data))
 	require.NoError(t, err)
-	b, err := parseBootstrap(data)
-	require.NoError(t, err)
+	require.NoError(t, validateBootstrap(b))
+	require.NoError(t, checkBootstrap(b))
 	a2aPort := listenerPort(t, b, "a2a")
 
 	// capgate runs the capgate.yaml of this folder.
@@ -395,18 +411,23 @@ func TestKubernetesMatchesBootstrapAndConfig(t *testing.T) {
 	vol, rel = mountedFile(t, capgateC, cargs[j+1].(string))
 	capgateFiles := volumeFiles(t, k, dep, vol)
 	require.Contains(t, capgateFiles, rel)
-	cfg := loadCapgateConfig(t, capgateFiles[rel])
+	cfg := loadCapgateConfig(t, rel, capgateFiles[rel])
 
 	tests := []struct {
 		name      string
 		got, want int
 	}{
-		{"Service targetPort is Envoy's listener", containerPort(t, envoyC, at(k.object(t, "Service/finance-agent"), "spec", "ports", 0, "targetPort")), a2aPort},
+		{"Service targetPort is Envoy's listener", containerPort(t, envoyC, at(k.object(t, "Service/"+name), "spec", "ports", 0, "targetPort")), a2aPort},
 		{"envoy containerPort is Envoy's listener", containerPort(t, envoyC, "a2a"), a2aPort},
-		{"NetworkPolicy admits Envoy's listener", num(k.object(t, "NetworkPolicy/finance-agent"), "spec", "ingress", 0, "ports", 0, "port"), a2aPort},
 		{"readiness probe is capgate's admin port", containerPort(t, capgateC, at(capgateC, "readinessProbe", "httpGet", "port")), portOf(t, cfg.Listen.Admin)},
 		{"liveness probe is capgate's admin port", containerPort(t, capgateC, at(capgateC, "livenessProbe", "httpGet", "port")), portOf(t, cfg.Listen.Admin)},
 		{"admin port is 9090", portOf(t, cfg.Listen.Admin), 9090},
+	}
+	if np, ok := k.objects["NetworkPolicy/"+name]; ok {
+		tests = append(tests, struct {
+			name      string
+			got, want int
+		}{"NetworkPolicy admits Envoy's listener", num(np, "spec", "ingress", 0, "ports", 0, "port"), a2aPort})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -505,16 +526,13 @@ func TestKubernetesMatchesBootstrapAndConfig(t *testing.T) {
 		require.Positive(t, n, "no manifests projected under %s/manifests", filepath.Dir(cargs[j+1].(string)))
 	})
 	t.Run("every manifest's handler is configured", func(t *testing.T) {
-		if !exampleManifestsWritten(t) {
-			t.Skipf("%s holds no manifests yet", exampleManifestsDir)
-		}
-		for p, f := range capgateFiles {
+		for p, content := range capgateFiles {
 			if !strings.HasPrefix(p, "manifests/") {
 				continue
 			}
-			m := readDocs(t, f)
-			require.NotEmpty(t, m, f)
-			require.Contains(t, cfg.Handlers, str(m[0], "handler"), "%s: handler not in capgate.yaml handlers", f)
+			m := parseDocs(t, p, []byte(content))
+			require.NotEmpty(t, m, p)
+			require.Contains(t, cfg.Handlers, str(m[0], "handler"), "%s: handler not in capgate.yaml handlers", p)
 		}
 	})
 }

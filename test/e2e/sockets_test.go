@@ -24,7 +24,7 @@ import (
 )
 
 // TestPodOverUnixSockets runs capgate as the sidecar pod does
-// (envoy/kubernetes/capgate.yaml): its gateway and ext_authz on Unix
+// (the capgate.yaml of envoy/helm/capgate and envoy/kubernetes): its gateway and ext_authz on Unix
 // sockets, which the front reaches as the bootstrap's pipe clusters do.
 func TestPodOverUnixSockets(t *testing.T) {
 	dir := t.TempDir()

@@ -213,9 +213,11 @@ func parse(fs *flag.FlagSet, args []string, maxArgs int) error {
 // ...@v1.2.3`), else "dev".
 var Version = ""
 
-// Commit is set at build time by `make build` (-ldflags "-X
-// .../cli.Commit=$(git rev-parse HEAD)"): the commit when the Go toolchain
-// did not stamp one (VCS stamping off, a build outside the work tree).
+// Commit is the VCS commit, set at build time with -ldflags "-X
+// .../cli.Commit=<sha>" (`make build`, `make image`, `make dist` do), for
+// builds that record no VCS information (-buildvcs=false, or a source tree
+// without .git, as in a container build). "-modified" at its end marks a
+// tree with uncommitted changes. The commit the build recorded wins over it.
 var Commit = ""
 
 func runVersion(_ context.Context, env Env, args []string) error {
@@ -261,8 +263,8 @@ func buildVersion() (version, commit string, modified bool) {
 			}
 		}
 	}
-	if commit == "" {
-		commit = Commit
+	if commit == "" && Commit != "" {
+		commit, modified = strings.CutSuffix(Commit, "-modified")
 	}
 	if version == "" {
 		version = "dev"

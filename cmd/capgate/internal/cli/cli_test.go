@@ -138,6 +138,26 @@ func TestExitCodes(t *testing.T) {
 	}
 }
 
+// TestVersionStampedCommit: a build without VCS information (the test
+// binary, a -buildvcs=false build) shows the commit -ldflags stamped into
+// cli.Commit, and "-modified" at its end as "modified".
+func TestVersionStampedCommit(t *testing.T) {
+	for _, tc := range []struct{ commit, want string }{
+		{"", "capgate dev (commit unknown) go"},
+		{"0123abc", "capgate dev (commit 0123abc) go"},
+		{"0123abc-modified", "capgate dev (commit 0123abc, modified) go"},
+	} {
+		t.Run(tc.commit, func(t *testing.T) {
+			saved := cli.Commit
+			t.Cleanup(func() { cli.Commit = saved })
+			cli.Commit = tc.commit
+			r := run(t, "--version")
+			require.Equal(t, cli.ExitOK, r.code, r.stderr)
+			require.True(t, strings.HasPrefix(r.stdout, tc.want), "%q", r.stdout)
+		})
+	}
+}
+
 func TestValidateReportsProblems(t *testing.T) {
 	cfg := testutil.CopyFinance(t)
 	testutil.WriteFile(t, cfg, "capabilities/bad.yaml", `id: bad-capability

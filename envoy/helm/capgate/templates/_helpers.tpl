@@ -1,0 +1,64 @@
+{{/* The release's name (the agent's), unless fullnameOverride. */}}
+{{- define "capgate.fullname" -}}
+{{- default .Release.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Selector labels: stable across upgrades. */}}
+{{- define "capgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "capgate.fullname" . }}
+{{- end -}}
+
+{{- define "capgate.labels" -}}
+{{ include "capgate.selectorLabels" . }}
+app.kubernetes.io/part-of: capgate
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}
+
+{{/* An image reference: repository@digest when a digest is set, else repository:tag. */}}
+{{- define "capgate.imageRef" -}}
+{{- if .image.digest -}}
+{{- if not (hasPrefix "sha256:" .image.digest) }}{{ fail "image.digest must be sha256:<hex>" }}{{ end -}}
+{{ .image.repository }}@{{ .image.digest }}
+{{- else -}}
+{{ .image.repository }}:{{ .image.tag | default .tag }}
+{{- end -}}
+{{- end -}}
+
+{{- define "capgate.mode" -}}
+{{- if not (has .Values.mode (list "envoy" "istio")) }}{{ fail "mode must be envoy or istio" }}{{ end -}}
+{{ .Values.mode }}
+{{- end -}}
+
+{{/* capgate's listen addresses: Unix sockets for Envoy, or the gateway on a port for istio-proxy. */}}
+{{- define "capgate.listen" -}}
+{{- if eq (include "capgate.mode" .) "envoy" -}}
+a2a: unix:/var/run/capgate/a2a.sock
+extauthz: unix:/var/run/capgate/extauthz.sock
+{{- else -}}
+a2a: 0.0.0.0:{{ .Values.istio.gatewayPort }}
+extauthz: 127.0.0.1:{{ .Values.istio.extauthzPort }}
+{{- end }}
+admin: 0.0.0.0:{{ .Values.adminPort }}
+{{- end -}}
+
+{{/* capgate.yaml: config with listen and manifests set by the chart. */}}
+{{- define "capgate.configYAML" -}}
+{{- $cfg := deepCopy .Values.config -}}
+{{- if hasKey $cfg "listen" }}{{ fail "config.listen is set by the chart (mode, adminPort, istio.*)" }}{{ end -}}
+{{- if hasKey $cfg "manifests" }}{{ fail "config.manifests is set by the chart (manifests.files)" }}{{ end -}}
+{{- $_ := set $cfg "listen" (include "capgate.listen" . | fromYaml) -}}
+{{- if .Values.bundle.url -}}
+{{- /* The bundle's capabilities are served; the config must still name a folder that exists. */ -}}
+{{- $_ := set $cfg "manifests" (list ".") -}}
+{{- else if get .Values.manifests "files" -}}
+{{- $_ := set $cfg "manifests" (list "manifests") -}}
+{{- else -}}
+{{- fail "manifests.files is empty and bundle.url is not set: capgate would serve no capability" -}}
+{{- end -}}
+{{ toYaml $cfg }}
+{{- end -}}
+
+{{- define "capgate.bootstrap" -}}
+{{ .Values.envoy.bootstrap | default (.Files.Get "files/bootstrap.yaml") }}
+{{- end -}}

@@ -1,0 +1,331 @@
+package envoy
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	"github.com/stretchr/testify/require"
+	"helm.sh/helm/v4/pkg/chart/common"
+	"helm.sh/helm/v4/pkg/chart/common/util"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/engine"
+	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	k8syaml "sigs.k8s.io/yaml"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/test/golden"
+)
+
+// The Helm chart (envoy/helm/capgate) is rendered with Helm's own engine
+// (helm.sh/helm/v4 as a library: the chart loader, values coalescing and
+// template engine `helm template` runs), for its defaults and for each
+// variant docs/deploy.md documents. Every object is decoded strictly into its
+// Kubernetes type, the Envoy bootstrap validated against Envoy's protos and
+// checked, and capgate.yaml loaded by capgate's own loader with the manifests
+// the pod mounts. envoy/kubernetes is the default render, kept equal here.
+
+const (
+	chartDir     = "helm/capgate"
+	chartRelease = "finance-agent"
+	// envoyKubernetesRender is the chart's default render in envoy/kubernetes.
+	envoyKubernetesRender = "kubernetes/finance-agent.yaml"
+)
+
+// renderChart renders the chart as `helm template finance-agent
+// envoy/helm/capgate` would, with vals over the chart's values.yaml: the
+// templates that produce objects, in name order, each under a "# Source:"
+// line. Missing values are errors (the engine's strict mode).
+func renderChart(t *testing.T, vals map[string]any) ([]byte, error) {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	rv, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: chartRelease, Namespace: chartRelease, IsInstall: true}, common.DefaultCapabilities)
+	require.NoError(t, err)
+	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), ch, rv)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(files))
+	for name, content := range files {
+		if strings.HasSuffix(name, ".yaml") && strings.TrimSpace(content) != "" {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	var out strings.Builder
+	out.WriteString("# Generated from envoy/helm/capgate with its default values (helm template finance-agent\n" +
+		"# envoy/helm/capgate): change the chart, then `go test ./envoy -run TestChartDefaultIsEnvoyKubernetes -update`.\n")
+	for _, name := range names {
+		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", name, strings.TrimSpace(files[name]))
+	}
+	return []byte(out.String()), nil
+}
+
+// mustRender renders the chart and decodes every object strictly.
+func mustRender(t *testing.T, vals map[string]any) (*kustomization, []byte) {
+	t.Helper()
+	out, err := renderChart(t, vals)
+	require.NoError(t, err)
+	docs := parseDocs(t, "render", out)
+	require.NotEmpty(t, docs)
+	for name, doc := range releaseutil.SplitManifests(string(out)) {
+		decodeStrict(t, name, []byte(doc))
+	}
+	return objectSet(t, docs), out
+}
+
+// kubeTypes are the Kubernetes types the chart may render, by apiVersion and kind.
+var kubeTypes = map[string]func() any{
+	"v1/ConfigMap":                       func() any { return &corev1.ConfigMap{} },
+	"v1/Service":                         func() any { return &corev1.Service{} },
+	"apps/v1/Deployment":                 func() any { return &appsv1.Deployment{} },
+	"networking.k8s.io/v1/NetworkPolicy": func() any { return &networkingv1.NetworkPolicy{} },
+	"policy/v1/PodDisruptionBudget":      func() any { return &policyv1.PodDisruptionBudget{} },
+}
+
+// customResources are the chart's objects of other APIs: Istio's (compared
+// with envoy/istio, which TestIstio checks) and the Prometheus Operator's.
+var customResources = []string{
+	"security.istio.io/v1/AuthorizationPolicy",
+	"networking.istio.io/v1/ServiceEntry",
+	"monitoring.coreos.com/v1/ServiceMonitor",
+}
+
+// decodeStrict decodes one rendered object into its Kubernetes type as the
+// API server would read it from YAML; an unknown or duplicate field fails.
+func decodeStrict(t *testing.T, name string, doc []byte) {
+	t.Helper()
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+	}
+	require.NoError(t, k8syaml.Unmarshal(doc, &meta), name)
+	if meta.Kind == "" {
+		return // only comments
+	}
+	gvk := meta.APIVersion + "/" + meta.Kind
+	newObj, ok := kubeTypes[gvk]
+	if !ok {
+		require.Contains(t, customResources, gvk, "%s: the chart renders a type no test decodes", name)
+		return
+	}
+	require.NoError(t, k8syaml.UnmarshalStrict(doc, newObj()), "%s (%s)", name, gvk)
+}
+
+// capgateFS is /etc/capgate as the capgate container sees it.
+func capgateFS(t *testing.T, k *kustomization, name string) fstest.MapFS {
+	t.Helper()
+	dep := k.object(t, "Deployment/"+name)
+	vol, _ := mountedFile(t, container(t, dep, "capgate"), "/etc/capgate/capgate.yaml")
+	fsys := fstest.MapFS{}
+	for p, content := range volumeFiles(t, k, dep, vol) {
+		fsys[p] = &fstest.MapFile{Data: []byte(content), Mode: 0o444}
+	}
+	return fsys
+}
+
+// loadRenderedConfig loads capgate.yaml with capgate's own loader, and the
+// manifests it names, as `capgate serve` would in the pod.
+func loadRenderedConfig(t *testing.T, k *kustomization, name string, withManifests bool) *config.Config {
+	t.Helper()
+	cfg, err := config.LoadFS(capgateFS(t, k, name), "capgate.yaml")
+	require.NoError(t, err)
+	if withManifests {
+		d, err := deployment.FromConfig(cfg)
+		require.NoError(t, err)
+		require.NotZero(t, len(d.Registry().All()))
+	}
+	return cfg
+}
+
+// TestChartDefaultIsEnvoyKubernetes: envoy/kubernetes is the chart's default
+// render, byte for byte, so the two cannot drift; -update rewrites it.
+func TestChartDefaultIsEnvoyKubernetes(t *testing.T) {
+	_, out := mustRender(t, nil)
+	golden.Equal(t, envoyKubernetesRender, out)
+	k := loadKustomization(t, "kubernetes")
+	require.Equal(t, []any{"namespace.yaml", filepath.Base(envoyKubernetesRender)}, list(readDocs(t, "kubernetes/kustomization.yaml")[0], "resources"))
+	require.Equal(t, chartRelease, k.namespace)
+}
+
+// TestChartFiles: the chart's bootstrap is envoy/bootstrap.yaml (the one the
+// Envoy tests validate), its default manifests the finance example's, and its
+// appVersion the image tag `make image` gives.
+func TestChartFiles(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(chartDir, "files", "bootstrap.yaml"))
+	require.NoError(t, err)
+	require.Equal(t, string(BootstrapYAML()), string(data), "envoy/helm/capgate/files/bootstrap.yaml must be a copy of envoy/bootstrap.yaml")
+
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	files, _ := at(ch.Values, "manifests", "files").(map[string]any)
+	require.NotEmpty(t, files)
+	for name, content := range files {
+		want, err := os.ReadFile(filepath.Join("..", "manifests", "finance", "capabilities", name+".yaml"))
+		require.NoError(t, err)
+		require.Equal(t, string(want), content, "values.yaml manifests.files.%s", name)
+	}
+
+	t.Run("image tag is make image's", func(t *testing.T) {
+		if _, err := exec.LookPath("make"); err != nil {
+			t.Skip("make is not installed")
+		}
+		out, err := exec.Command("make", "-s", "-C", "..", "image-name").CombinedOutput()
+		require.NoError(t, err, "%s", out)
+		require.Equal(t, "capgate/capgate:"+ch.Metadata.AppVersion, strings.TrimSpace(string(out)))
+		k, _ := mustRender(t, nil)
+		require.Equal(t, strings.TrimSpace(string(out)), str(container(t, k.object(t, "Deployment/"+chartRelease), "capgate"), "image"))
+	})
+}
+
+// chartVariants are the value sets docs/deploy.md documents, over the defaults.
+var chartVariants = []struct {
+	name string
+	vals map[string]any
+}{
+	{"defaults", nil},
+	{"pinned by digest", map[string]any{"image": map[string]any{"repository": "registry.invalid/capgate", "digest": "sha256:" + strings.Repeat("ab", 32)}}},
+	{"replicated on redis", map[string]any{
+		"replicas":            3,
+		"config":              map[string]any{"store": "redis://capgate-redis:6379/0"},
+		"podDisruptionBudget": map[string]any{"enabled": true},
+		"serviceMonitor":      map[string]any{"enabled": true},
+	}},
+	{"jwks file, push, tracing, decision logs", map[string]any{
+		"jwks": map[string]any{"login": demoJWKS},
+		"config": map[string]any{
+			"auth": map[string]any{"issuers": []any{map[string]any{
+				"issuer": "https://login.example.com", "audiences": []any{"finance-agent"},
+				"jwks_file": "jwks/login.json", "algorithms": []any{"ES256"},
+			}}},
+			"push":          map[string]any{"enabled": true, "allowed_urls": []any{"https://hooks.example.com/"}},
+			"tracing":       map[string]any{"otlp_endpoint": "http://otel-collector.observability:4318", "protocol": "http"},
+			"services":      map[string]any{"logs": map[string]any{"url": "https://logs.example.com"}},
+			"decision_logs": map[string]any{"service": "logs", "reporting": map[string]any{"min_delay_seconds": 5, "max_delay_seconds": 10}},
+		},
+	}},
+	{"bundle", map[string]any{"bundle": map[string]any{"url": "https://bundles.example.com/finance.tar.gz", "verificationKey": "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"}}},
+	{"istio", map[string]any{"mode": "istio"}},
+	{"no network policy", map[string]any{"networkPolicy": map[string]any{"enabled": false}}},
+}
+
+// demoJWKS is the finance example's demo JWKS, for the jwks_file variant.
+var demoJWKS = func() string {
+	b, err := os.ReadFile("../manifests/finance/keys/demo.jwks.json")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
+
+func TestChartVariants(t *testing.T) {
+	for _, v := range chartVariants {
+		t.Run(v.name, func(t *testing.T) {
+			k, _ := mustRender(t, v.vals)
+			istio := at(v.vals, "mode") == "istio"
+			bundle := at(v.vals, "bundle", "url") != nil
+			checkReferences(t, k, chartRelease)
+			if istio {
+				checkIstioPod(t, k)
+			} else if !bundle {
+				checkEnvoyPod(t, k, chartRelease)
+			}
+			cfg := loadRenderedConfig(t, k, chartRelease, !bundle)
+			dep := k.object(t, "Deployment/"+chartRelease)
+			capgateC := container(t, dep, "capgate")
+			require.Equal(t, "serve", str(capgateC, "args", 0), "the image's entrypoint is /capgate")
+			require.Nil(t, at(capgateC, "command"), "the image's entrypoint runs capgate")
+			if bundle {
+				require.Equal(t, at(v.vals, "bundle", "url"), flagValue(t, capgateC, "--bundle"))
+				vol, rel := mountedFile(t, capgateC, flagValue(t, capgateC, "--bundle-verification-key"))
+				require.Equal(t, at(v.vals, "bundle", "verificationKey"), volumeFiles(t, k, dep, vol)[rel])
+				require.Equal(t, []string{"."}, cfg.Manifests, "a folder that exists; the bundle's capabilities are served")
+				require.NotContains(t, k.objects, "ConfigMap/"+chartRelease+"-manifests")
+			}
+			if d := str(v.vals, "image", "digest"); d != "" {
+				require.Equal(t, str(v.vals, "image", "repository")+"@"+d, str(capgateC, "image"))
+			}
+			if n := num(v.vals, "replicas"); n > 0 {
+				require.Equal(t, n, num(dep, "spec", "replicas"))
+				require.NotEqual(t, "memory", cfg.Store)
+			}
+			if at(v.vals, "podDisruptionBudget", "enabled") == true {
+				pdb := k.object(t, "PodDisruptionBudget/"+chartRelease)
+				require.Equal(t, at(dep, "spec", "selector"), at(pdb, "spec", "selector"))
+			}
+			if at(v.vals, "serviceMonitor", "enabled") == true {
+				sm := k.object(t, "ServiceMonitor/"+chartRelease)
+				svc := k.object(t, "Service/"+chartRelease+"-metrics")
+				for key, val := range at(sm, "spec", "selector", "matchLabels").(obj) {
+					require.Equal(t, val, at(svc, "metadata", "labels", key), "ServiceMonitor selects the metrics Service by %s", key)
+				}
+				require.Equal(t, str(sm, "spec", "endpoints", 0, "port"), str(svc, "spec", "ports", 0, "name"))
+				require.Equal(t, containerPort(t, capgateC, "admin"), portOf(t, cfg.Listen.Admin))
+			}
+			if at(v.vals, "networkPolicy", "enabled") == false {
+				require.NotContains(t, k.objects, "NetworkPolicy/"+chartRelease)
+			} else {
+				require.Contains(t, k.objects, "NetworkPolicy/"+chartRelease)
+			}
+		})
+	}
+}
+
+// checkIstioPod: with mode istio the pod has no Envoy; its AuthorizationPolicy
+// and ServiceEntry are envoy/istio's (which TestIstio checks against the mesh
+// config), and capgate listens where they and the Service say.
+func checkIstioPod(t *testing.T, k *kustomization) {
+	dep := k.object(t, "Deployment/"+chartRelease)
+	for _, c := range list(dep, "spec", "template", "spec", "containers") {
+		require.NotEqual(t, "envoy", str(c, "name"))
+	}
+	for _, f := range []struct{ file, key string }{
+		{"authorization-policy.yaml", "AuthorizationPolicy/" + chartRelease + "-capgate"},
+		{"service-entry.yaml", "ServiceEntry/capgate-extauthz"},
+	} {
+		want := readDocs(t, filepath.Join("istio", f.file))[0]
+		got := k.object(t, f.key)
+		require.Equal(t, at(want, "spec"), at(got, "spec"), "%s: spec differs from envoy/istio/%s", f.key, f.file)
+	}
+	cfg := loadRenderedConfig(t, k, chartRelease, true)
+	require.Equal(t, config.DefaultListenExtAuthz, cfg.Listen.ExtAuthz, "ext_authz stays on the pod's loopback")
+	capgateC := container(t, dep, "capgate")
+	gateway := portOf(t, cfg.Listen.A2A)
+	require.Equal(t, gateway, containerPort(t, capgateC, at(k.object(t, "Service/"+chartRelease), "spec", "ports", 0, "targetPort")))
+	require.Equal(t, gateway, num(k.object(t, "NetworkPolicy/"+chartRelease), "spec", "ingress", 0, "ports", 0, "port"))
+	istioSvc := readDocs(t, "istio/service.yaml")[0]
+	require.Equal(t, num(istioSvc, "spec", "ports", 0, "targetPort"), gateway)
+}
+
+// TestChartRefuses: values the chart cannot deploy safely fail the render
+// with a message naming the value.
+func TestChartRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"listen set", map[string]any{"config": map[string]any{"listen": map[string]any{"admin": "0.0.0.0:1"}}}, "config.listen is set by the chart"},
+		{"no manifests, no bundle", map[string]any{"manifests": map[string]any{"files": nil}}, "manifests.files is empty and bundle.url is not set"},
+		{"unknown mode", map[string]any{"mode": "linkerd"}, "mode must be envoy or istio"},
+		{"digest not sha256", map[string]any{"image": map[string]any{"digest": "latest"}}, "image.digest must be sha256:<hex>"},
+		{"replicas on memory", map[string]any{"replicas": 2}, "replicas > 1 needs a shared store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := renderChart(t, tc.vals)
+			require.Error(t, err)
+			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+}
