@@ -64,10 +64,14 @@ func (s *Server) record(d *decision, latency time.Duration) {
 		Operation:  string(d.op),
 		Principal:  d.principal.Subject,
 		Tenant:     d.principal.Tenant,
+		Issuer:     d.principal.Issuer,
 		Result:     decisionlog.Allow,
-		Latency:    latency,
-		Span:       d.span,
+		// The caller facts the policy decided on (never the token).
+		Authenticated: d.principal.Authenticated,
+		Latency:       latency,
+		Span:          d.span,
 	}
+	e.SetScopes(d.principal.Scopes)
 	if d.plan != nil {
 		e.Revision = d.plan.id
 	}
