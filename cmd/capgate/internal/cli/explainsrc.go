@@ -125,15 +125,14 @@ func eachDecision(r io.Reader, fn func(*loggedDecision) error) error {
 		if len(line) == 0 || (line[0] != '{' && line[0] != '[') {
 			continue
 		}
-		dec := jsontext.NewDecoder(bytes.NewReader(line))
 		var events []loggedDecision
 		if line[0] == '[' {
-			if err := json.UnmarshalDecode(dec, &events, json.RejectUnknownMembers(false)); err != nil {
+			if err := json.Unmarshal(line, &events); err != nil {
 				continue
 			}
 		} else {
 			var e loggedDecision
-			if err := json.UnmarshalDecode(dec, &e, json.RejectUnknownMembers(false)); err != nil {
+			if err := json.Unmarshal(line, &e); err != nil {
 				continue
 			}
 			events = []loggedDecision{e}
