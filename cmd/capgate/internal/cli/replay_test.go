@@ -169,12 +169,15 @@ func TestAccessReplayEndToEnd(t *testing.T) {
 		})
 	}
 	t.Run("the serving config changes nothing", func(t *testing.T) {
-		code, out := replay(t, "--decisions", console, "--decisions", upload, "--head", serving)
-		require.Equal(t, cli.ExitOK, code)
+		// Files after the last flag are read too (a shell glob).
+		r := run(t, "access", "replay", "--head", serving, "--json", "--decisions", console, upload)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		var out replayOut
+		require.NoError(t, json.Unmarshal([]byte(r.stdout), &out))
 		require.Empty(t, out.Flips)
 		require.Equal(t, 22, out.Events)
 		require.Equal(t, out.Questions, out.Unchanged)
-		r := run(t, "access", "replay", "--decisions", console, "--head", serving)
+		r = run(t, "access", "replay", "--decisions", console, "--head", serving)
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
 		require.Contains(t, r.stdout, "no recorded decision changes")
 	})
