@@ -13,10 +13,10 @@ import (
 // summary is the report's first lines: what was read and replayed.
 func (r *ReplayReport) summary() []string {
 	lines := []string{
-		fmt.Sprintf("read %s; replayed %s (%s evaluated once each); %s record no replayable question; %s outside the time window",
-			plural(r.Events, "decision event", "decision events"), plural(r.Questions, "recorded question", "recorded questions"),
-			plural(r.Distinct, "distinct question", "distinct questions"), plural(r.Skipped, "event", "events"),
-			plural(r.OutsideWindow, "question", "questions")),
+		fmt.Sprintf("read %s; replayed %s (%s, each evaluated once); %s without a replayable question; %s outside the time window",
+			count(r.Events, "decision event", "decision events"), count(r.Questions, "recorded question", "recorded questions"),
+			count(r.Distinct, "distinct question", "distinct questions"), count(r.Skipped, "event", "events"),
+			count(r.OutsideWindow, "question", "questions")),
 		"head revision: " + r.HeadRevision,
 	}
 	if r.BaseRevision != "" {
@@ -24,13 +24,16 @@ func (r *ReplayReport) summary() []string {
 		for _, f := range r.Unreproduced {
 			n += f.Count
 		}
-		lines = append(lines, fmt.Sprintf("base revision: %s (%s not reproduced by it, left out of the flips)", r.BaseRevision, plural(n, "question", "questions")))
+		lines = append(lines, fmt.Sprintf("base revision: %s (%s not reproduced by it, left out of the flips)", r.BaseRevision, count(n, "question", "questions")))
 	}
 	if len(r.Flips) == 0 {
 		return append(lines, fmt.Sprintf("no recorded decision changes (%d unchanged)", r.Unchanged))
 	}
 	return append(lines, fmt.Sprintf("%d allowed → refused, %d refused → allowed (%d unchanged)", r.Losses(), r.Gains(), r.Unchanged))
 }
+
+// count is "1 event", "2 events".
+func count(n int, one, many string) string { return fmt.Sprintf("%d %s", n, plural(n, one, many)) }
 
 func (f Flip) seen() string {
 	return stamp(f.First) + " … " + stamp(f.Last)
@@ -73,11 +76,11 @@ func WriteReplayText(w io.Writer, r *ReplayReport) error {
 		flips(r.Flips, "recorded", "head")
 		_, _ = fmt.Fprintln(bw, "\nby capability:")
 		for _, c := range r.ByCapability {
-			_, _ = fmt.Fprintf(bw, "  %s: %d allowed → refused, %d refused → allowed, %s\n", c.Capability, c.Losses, c.Gains, plural(c.Callers, "caller", "callers"))
+			_, _ = fmt.Fprintf(bw, "  %s: %d allowed → refused, %d refused → allowed, %s\n", c.Capability, c.Losses, c.Gains, count(c.Callers, "caller", "callers"))
 		}
 		_, _ = fmt.Fprintln(bw, "\nby caller:")
 		for _, c := range r.ByCaller {
-			_, _ = fmt.Fprintf(bw, "  %s %s: %d allowed → refused, %d refused → allowed, %s\n", c.Caller, c.Caller.scopes(), c.Losses, c.Gains, plural(c.Capabilities, "capability", "capabilities"))
+			_, _ = fmt.Fprintf(bw, "  %s %s: %d allowed → refused, %d refused → allowed, %s\n", c.Caller, c.Caller.scopes(), c.Losses, c.Gains, count(c.Capabilities, "capability", "capabilities"))
 		}
 	}
 	if len(r.Unreproduced) > 0 {

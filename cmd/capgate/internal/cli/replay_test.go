@@ -215,6 +215,8 @@ func TestAccessReplayEndToEnd(t *testing.T) {
 		r := run(t, "access", "replay", "--decisions", console, "--head", head)
 		require.Equal(t, cli.ExitCheck, r.code)
 		require.Contains(t, r.stdout, "3 allowed → refused, 2 refused → allowed")
+		require.Contains(t, r.stdout, "read 11 decision events; replayed 10 recorded questions (")
+		require.Contains(t, r.stdout, "  reconcile-invoice: 3 allowed → refused, 0 refused → allowed, 1 caller\n")
 		require.Contains(t, r.stdout, "allowed → refused: SendMessage reconcile-invoice by "+testutil.Issuer+" partner-1@acme [recon.run] ×3")
 		require.Contains(t, r.stdout, "refused → allowed: SendMessage apply-remittance by "+testutil.Issuer+" payer-1@acme [payments.apply] ×2")
 		require.Equal(t, 2, strings.Count(r.stdout, " ×"), "only the flipped decisions")
