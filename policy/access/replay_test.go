@@ -9,20 +9,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/access"
-	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/compile/compiletest"
 	"github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/policy/manifest"
 )
-
-func replayEngine(t *testing.T, caps []manifest.Capability) *engine.Engine {
-	t.Helper()
-	s, err := compile.Build(manifest.NewRegistry(caps), compiletest.Auth(), nil)
-	require.NoError(t, err)
-	e, err := engine.New(context.Background(), s)
-	require.NoError(t, err)
-	return e
-}
 
 // replayCallers are anonymous, and tenants × scope sets.
 func replayCallers() []access.Caller {
@@ -77,7 +67,7 @@ func TestReplayFlipsAreTheModelsDifferences(t *testing.T) {
 			head[i].RequiresScopes = []string{"audit.admin"} // a scope grant removed
 		}
 	}
-	serving, next := replayEngine(t, caps), replayEngine(t, head)
+	serving, next := benchEngine(t, manifest.NewRegistry(caps)), benchEngine(t, manifest.NewRegistry(head))
 	start := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	events := record(t, serving, start)
 
