@@ -45,7 +45,7 @@ func benchScopes(i int) []string {
 	return scopes
 }
 
-func benchEngine(b *testing.B, reg *manifest.Registry) *engine.Engine {
+func benchEngine(b testing.TB, reg *manifest.Registry) *engine.Engine {
 	b.Helper()
 	s, err := compile.Build(reg, compiletest.Auth(), nil)
 	require.NoError(b, err)

@@ -8,6 +8,8 @@ import (
 	"github.com/open-policy-agent/opa/v1/version"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/capgate/capgate/policy/engine"
 )
 
 // fastConsole writes the default console sink — no decision_logs config —
@@ -104,15 +106,31 @@ func (e *Entry) input(enc zapcore.ObjectEncoder) error {
 		}
 	}
 	put("a2a_version", e.Version)
+	if e.Authenticated {
+		enc.AddBool("authenticated", true)
+	}
 	put("binding", e.Binding)
 	put("capability", e.Capability)
 	put("component", e.Component)
 	if e.hasConfidence() {
 		enc.AddFloat64("confidence", e.Confidence)
 	}
+	put("issuer", e.Issuer)
 	put("layer", e.Layer)
 	put("operation", e.Operation)
 	put("principal", e.Principal)
+	put("requested", e.Requested)
+	if len(e.Scopes) > 0 {
+		_ = enc.AddArray("scopes", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
+			for _, s := range e.Scopes {
+				a.AppendString(s)
+			}
+			return nil
+		}))
+	}
+	if e.ScopesTruncated {
+		enc.AddBool("scopes_truncated", true)
+	}
 	put("tenant", e.Tenant)
 	return nil
 }
@@ -123,6 +141,9 @@ func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 	if e.Code != "" {
 		enc.AddString("code", e.Code)
 	}
+	if e.Decided {
+		enc.AddBool("entitled", e.Entitled)
+	}
 	if len(e.Reasons) > 0 {
 		_ = enc.AddArray("reasons", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
 			for _, r := range e.Reasons {
@@ -131,19 +152,28 @@ func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 			return nil
 		}))
 	}
+	if e.Requested != "" {
+		enc.AddBool("requested_entitled", e.RequestedEntitled)
+		_ = enc.AddArray("requested_rules", rulesArray(e.RequestedRules))
+	}
 	enc.AddString("result", e.Result)
 	if len(e.Rules) > 0 {
-		_ = enc.AddArray("rules", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
-			for _, r := range e.Rules {
-				_ = a.AppendObject(zapcore.ObjectMarshalerFunc(func(o zapcore.ObjectEncoder) error {
-					o.AddString("effect", r.Effect)
-					o.AddString("reason", r.Rule)
-					o.AddString("rule", RegoRule(r.Rule))
-					return nil
-				}))
-			}
-			return nil
-		}))
+		_ = enc.AddArray("rules", rulesArray(e.Rules))
 	}
 	return nil
+}
+
+// rulesArray writes reasons as ruleList does.
+func rulesArray(rs []engine.Reason) zapcore.ArrayMarshaler {
+	return zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
+		for _, r := range rs {
+			_ = a.AppendObject(zapcore.ObjectMarshalerFunc(func(o zapcore.ObjectEncoder) error {
+				o.AddString("effect", r.Effect)
+				o.AddString("reason", r.Rule)
+				o.AddString("rule", RegoRule(r.Rule))
+				return nil
+			}))
+		}
+		return nil
+	})
 }

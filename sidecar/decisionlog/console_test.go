@@ -53,6 +53,12 @@ func TestConsoleMatchesPlugin(t *testing.T) {
 		{DecisionID: "c-4", Component: "gateway", Layer: "clarify", Confidence: 0.31, Result: decisionlog.Allow, Span: traced, Revision: "r",
 			Rules: []engine.Reason{{Rule: "deny.freeze", Effect: "refuse", Detail: "a tenant"}, {Rule: "tenant.listed", Effect: "grant"}}},
 		{DecisionID: "c-5"},
+		{DecisionID: "c-6", Component: "gateway", Operation: "SendMessage", Principal: "alice", Tenant: "acme", Capability: "reconcile-invoice",
+			Authenticated: true, Issuer: "https://idp.example.com", Scopes: []string{"a2a.preview", "recon.run"}, ScopesTruncated: true,
+			Decided: true, Entitled: true, Rules: []engine.Reason{{Rule: "scope.held", Effect: "grant"}},
+			Requested: "apply-remittance", RequestedRules: []engine.Reason{{Rule: "scope.missing", Effect: "refuse", Detail: "payments.apply"}},
+			Result: decisionlog.Allow},
+		{DecisionID: "c-7", Capability: "x", Decided: true, Entitled: false, Result: decisionlog.Deny, Requested: "y", RequestedEntitled: true},
 	}
 	var fast, slow bytes.Buffer
 	lf := decisionlog.New(jsonLogger(&fast))

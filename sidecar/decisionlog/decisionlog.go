@@ -45,9 +45,27 @@ type Entry struct {
 	// Rules are the policy's reasons for the capability's entitlement,
 	// when the decision evaluated them (the handler-call re-check): each
 	// names the Rego rule that produced it.
-	Rules    []engine.Reason
-	Revision string
-	Latency  time.Duration
+	Rules []engine.Reason
+	// Caller facts the policy decided on, recorded so that `capgate access
+	// replay` can ask the same question again: never a token or a claim
+	// value other than these.
+	Authenticated bool
+	Issuer        string
+	// Scopes are the principal's scope names (sorted), at most MaxScopes;
+	// ScopesTruncated says there were more (the event is not replayable).
+	Scopes          []string
+	ScopesTruncated bool
+	// Decided says the policy's entitlement answer on Capability was
+	// evaluated (the handler-call re-check); Entitled is that answer.
+	Decided, Entitled bool
+	// Requested is a capability the caller asked for by a skill hint (a
+	// known capability id only) that the router did not choose;
+	// RequestedEntitled and RequestedRules are the policy's answer on it.
+	Requested         string
+	RequestedEntitled bool
+	RequestedRules    []engine.Reason
+	Revision          string
+	Latency           time.Duration
 	// RequestedBy is the address of the peer that asked (OPA's
 	// requested_by): the client's socket address at the gateway, the
 	// downstream source Envoy reports at ext_authz.
@@ -58,6 +76,17 @@ type Entry struct {
 	// Span is the request's span (nil or non-recording with tracing off):
 	// Log puts the decision's facts on it and its ids in the event.
 	Span trace.Span
+}
+
+// MaxScopes bounds the scope names an event records.
+const MaxScopes = 64
+
+// SetScopes records the principal's scope names, at most MaxScopes.
+func (e *Entry) SetScopes(scopes []string) {
+	e.Scopes, e.ScopesTruncated = scopes, false
+	if len(scopes) > MaxScopes {
+		e.Scopes, e.ScopesTruncated = scopes[:MaxScopes], true
+	}
 }
 
 // hasConfidence reports whether Confidence is part of the decision: the

@@ -6,6 +6,8 @@ import (
 
 	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/server"
+
+	"github.com/capgate/capgate/policy/engine"
 )
 
 // BundleName names capgate's policy and data in an event's bundles: its
@@ -66,7 +68,25 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	if e.hasConfidence() {
 		input["confidence"] = e.Confidence
 	}
+	put("issuer", e.Issuer)
+	put("requested", e.Requested)
+	if e.Authenticated {
+		input["authenticated"] = true
+	}
+	if len(e.Scopes) > 0 {
+		input["scopes"] = anys(e.Scopes)
+	}
+	if e.ScopesTruncated {
+		input["scopes_truncated"] = true
+	}
 	result := map[string]any{"allow": e.Result == Allow, "result": e.Result}
+	if e.Decided {
+		result["entitled"] = e.Entitled
+	}
+	if e.Requested != "" {
+		result["requested_entitled"] = e.RequestedEntitled
+		result["requested_rules"] = ruleList(e.RequestedRules)
+	}
 	if e.Code != "" {
 		result["code"] = e.Code
 	}
@@ -80,13 +100,7 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	path := PathView
 	if len(e.Rules) > 0 {
 		path = PathDecision
-		rules := make([]any, len(e.Rules))
-		for i, r := range e.Rules {
-			// The detail (scope names, a tenant) is left out: it comes from
-			// the caller's credential.
-			rules[i] = map[string]any{"reason": r.Rule, "effect": r.Effect, "rule": RegoRule(r.Rule)}
-		}
-		result["rules"] = rules
+		result["rules"] = ruleList(e.Rules)
 	}
 	var in, res any = input, result
 	info := &server.Info{
@@ -104,6 +118,24 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 		info.Bundles = map[string]server.BundleInfo{BundleName: {Revision: e.Revision}}
 	}
 	return info
+}
+
+// ruleList is the event form of reasons: the detail (scope names, a
+// tenant) is left out, it comes from the caller's credential.
+func ruleList(rs []engine.Reason) []any {
+	rules := make([]any, len(rs))
+	for i, r := range rs {
+		rules[i] = map[string]any{"reason": r.Rule, "effect": r.Effect, "rule": RegoRule(r.Rule)}
+	}
+	return rules
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
 
 // latency is the event's metrics: the decision latency only.

@@ -164,6 +164,7 @@ func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router
 	}
 	if call.Log != nil {
 		call.Log.Rules = dec.EntitledReasons // the rules that decided, for the decision log
+		call.Log.Decided, call.Log.Entitled = true, dec.Entitled
 	}
 	if !dec.Entitled {
 		if !call.Principal.Authenticated {

@@ -107,6 +107,9 @@ func (d *Dispatcher) route(ctx context.Context, call *gateway.Call) (routed, *pr
 		return r, nil
 	}
 	dec, perr := rev.Router.Route(msg, rg)
+	if perr != nil || dec.Capability != msg.SkillHint {
+		d.noteRequested(ctx, call, msg.SkillHint)
+	}
 	if perr != nil {
 		return routed{}, perr
 	}
@@ -131,6 +134,24 @@ func (d *Dispatcher) route(ctx context.Context, call *gateway.Call) (routed, *pr
 		return routed{clarify: &clarification{decision: dec, contextID: msg.ContextID, held: held, heldVersion: string(req.Version)}}, nil
 	}
 	return routed{decision: dec, params: params}, nil
+}
+
+// noteRequested records, for the decision log, the policy's answer on a
+// capability the caller named by skill hint but was not routed to: the
+// question `capgate access replay` asks again. A hint that is not a known
+// capability id is client text and is not recorded.
+func (d *Dispatcher) noteRequested(ctx context.Context, call *gateway.Call, hint string) {
+	if hint == "" || call.Log == nil {
+		return
+	}
+	if _, known := call.Rev.Registry().Get(hint); !known {
+		return
+	}
+	dec, err := call.Rev.Engine.Decide(ctx, call.Principal.Caller(), hint)
+	if err != nil {
+		return // the decision log only misses the hint's answer
+	}
+	call.Log.Requested, call.Log.RequestedEntitled, call.Log.RequestedRules = hint, dec.Entitled, dec.EntitledReasons
 }
 
 // forward re-checks entitlement to the routed capability at the moment of the

@@ -57,18 +57,22 @@ func (s *Server) internalDenial(d *decision, start time.Time) *authv3.CheckRespo
 
 func (s *Server) record(d *decision, latency time.Duration) {
 	e := decisionlog.Entry{
-		DecisionID:  d.id,
-		Component:   component,
-		Binding:     string(d.binding),
-		Version:     string(d.version),
-		Operation:   string(d.op),
-		Principal:   d.principal.Subject,
-		Tenant:      d.principal.Tenant,
-		Result:      decisionlog.Allow,
-		Latency:     latency,
-		Span:        d.span,
-		RequestedBy: d.requestedBy,
+		DecisionID: d.id,
+		Component:  component,
+		Binding:    string(d.binding),
+		Version:    string(d.version),
+		Operation:  string(d.op),
+		Principal:  d.principal.Subject,
+		Tenant:     d.principal.Tenant,
+		Issuer:     d.principal.Issuer,
+		Result:     decisionlog.Allow,
+		// The caller facts the policy decided on (never the token).
+		Authenticated: d.principal.Authenticated,
+		Latency:       latency,
+		Span:          d.span,
+		RequestedBy:   d.requestedBy,
 	}
+	e.SetScopes(d.principal.Scopes)
 	if d.plan != nil {
 		e.Revision = d.plan.id
 	}

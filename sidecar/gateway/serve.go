@@ -96,6 +96,8 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.
 	}
 	v := g.admit.Admit(r.Context(), rev, admission.Input{Request: req, Header: env.Header, Peer: peer})
 	entry.Principal, entry.Tenant = v.Principal.Subject, v.Principal.Tenant
+	entry.Authenticated, entry.Issuer = v.Principal.Authenticated, v.Principal.Issuer
+	entry.SetScopes(v.Principal.Scopes)
 	if !v.Allowed {
 		e := v.Err
 		if e == nil { // never allow by default

@@ -26,15 +26,17 @@ import (
 
 func runAccess(ctx context.Context, env Env, args []string) error {
 	if len(args) == 0 {
-		return usageErr("usage: capgate access matrix|diff [flags]")
+		return usageErr("usage: capgate access matrix|diff|replay [flags]")
 	}
 	switch args[0] {
 	case "matrix":
 		return runAccessMatrix(ctx, env, args[1:])
 	case "diff":
 		return runAccessDiff(ctx, env, args[1:])
+	case "replay":
+		return runAccessReplay(ctx, env, args[1:])
 	}
-	return usageErr("unknown access command %q (want matrix or diff)", args[0])
+	return usageErr("unknown access command %q (want matrix, diff or replay)", args[0])
 }
 
 // accessFlags are the flags matrix and diff share.

@@ -90,7 +90,7 @@ func commands() map[string]command {
 		"validate": {"validate config, manifests and policy modules", runValidate},
 		"card":     {"print a card; `card lock` / `card check` for CI", runCard},
 		"explain":  {"show why each capability is visible or entitled for a caller", runExplain},
-		"access":   {"access review: `access matrix` (who can do what), `access diff` (what a change does to it)", runAccess},
+		"access":   {"access review: `access matrix` (who can do what), `access diff` (what a change does to it), `access replay` (what it does to recorded traffic)", runAccess},
 		"compile":  {"write an OPA bundle of the deployment", runCompile},
 		"policy":   {"policy tooling: test, check, fmt", runPolicy},
 		"token":    {"mint a token: with the example's DEMO keys, or --key from `keys generate`", runToken},

@@ -63,31 +63,58 @@ type loggedDecision struct {
 	} `json:"bundles"`
 	Input  map[string]any `json:"input"`
 	Result struct {
-		Allow   bool     `json:"allow"`
-		Result  string   `json:"result"`
-		Code    string   `json:"code"`
-		Reasons []string `json:"reasons"`
-		Rules   []struct {
-			Effect string `json:"effect"`
-			Reason string `json:"reason"`
-			Rule   string `json:"rule"`
-		} `json:"rules"`
+		Allow   bool         `json:"allow"`
+		Result  string       `json:"result"`
+		Code    string       `json:"code"`
+		Reasons []string     `json:"reasons"`
+		Rules   []loggedRule `json:"rules"`
+		// The entitlement answers a replay re-asks (access replay).
+		Entitled          *bool        `json:"entitled,omitzero"`
+		RequestedEntitled *bool        `json:"requested_entitled,omitzero"`
+		RequestedRules    []loggedRule `json:"requested_rules,omitzero"`
 	} `json:"result"`
+}
+
+// loggedRule is one reason of a decision event.
+type loggedRule struct {
+	Effect string `json:"effect"`
+	Reason string `json:"reason"`
+	Rule   string `json:"rule"`
 }
 
 // maxDecisionLog bounds what is read from a decision-log file
 // (decompressed).
 const maxDecisionLog = 1 << 30
 
-// findDecision reads a decision log, gzip'd or not, as a stream of JSON
-// values (each an event or an array of events); lines that are not JSON
-// (a console log's other lines) are skipped.
+// findDecision finds decision id in a decision log (see eachDecision).
 func findDecision(r io.Reader, id string) (*loggedDecision, error) {
+	var found *loggedDecision
+	err := eachDecision(r, func(e *loggedDecision) error {
+		if e.DecisionID == id {
+			found = e
+			return errFound
+		}
+		return nil
+	})
+	if errors.Is(err, errFound) {
+		err = nil
+	}
+	return found, err
+}
+
+// errFound stops eachDecision once findDecision has its event.
+var errFound = errors.New("found")
+
+// eachDecision reads a decision log, gzip'd or not, as a stream of JSON
+// values (each an event or an array of events) and calls fn with each
+// event, in order, until fn returns an error; lines that are not JSON (a
+// console log's other lines) are skipped.
+func eachDecision(r io.Reader, fn func(*loggedDecision) error) error {
 	br := bufio.NewReader(r)
 	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		br = bufio.NewReader(io.LimitReader(zr, maxDecisionLog))
 	}
@@ -98,29 +125,25 @@ func findDecision(r io.Reader, id string) (*loggedDecision, error) {
 		if len(line) == 0 || (line[0] != '{' && line[0] != '[') {
 			continue
 		}
-		dec := jsontext.NewDecoder(bytes.NewReader(line))
 		var events []loggedDecision
 		if line[0] == '[' {
-			if err := json.UnmarshalDecode(dec, &events, json.RejectUnknownMembers(false)); err != nil {
+			if err := json.Unmarshal(line, &events); err != nil {
 				continue
 			}
 		} else {
 			var e loggedDecision
-			if err := json.UnmarshalDecode(dec, &e, json.RejectUnknownMembers(false)); err != nil {
+			if err := json.Unmarshal(line, &e); err != nil {
 				continue
 			}
 			events = []loggedDecision{e}
 		}
 		for i := range events {
-			if events[i].DecisionID == id {
-				return &events[i], nil
+			if err := fn(&events[i]); err != nil {
+				return err
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return nil, nil
+	return sc.Err()
 }
 
 // explainLogged finds decision id in the log at path and explains it:
