@@ -97,6 +97,7 @@ run:
 ## bench: Go benchmarks of the decision path and the access review (10,000 capabilities × 100 classes), then the ext_authz load test (servers on CPU 0, generator on CPU 1),
 ## the memory test (10,000 capabilities, 100,000 distinct tokens, limits.memory 32MiB) and the gateway test
 ## (capgate's gateway against a bare reverse proxy, the CLINC150 registry of ../shared/data/routing). See docs/benchmarks.md.
+## The soak (two replicas on one redis-server, mixed load, reloads, a Redis restart; ~1.5 min) runs on its own: go run ./test/loadgen -mode soak
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./sidecar/extauthz ./policy/engine ./sidecar/identity ./sidecar/protocol
 	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./policy/access

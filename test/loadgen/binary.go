@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,8 +28,16 @@ func buildCapgate(ctx context.Context, dir string) (string, error) {
 // pinned to the server CPU with GOMAXPROCS=1, and waits until its log says
 // it is serving; the listener addresses come from its "listening" lines.
 func startCapgateBinary(ctx context.Context, bin, config string) (*child, error) {
-	args := []string{"serve", "--config", config, "--only", "extauthz", "--log-level", "info"}
+	return startCapgateOnly(ctx, bin, config, "extauthz", os.Stderr)
+}
+
+// startCapgateOnly is startCapgateBinary with `--only only` ("extauthz" or
+// "gateway") and the child's stderr to stderr; the child's addr is that
+// server's.
+func startCapgateOnly(ctx context.Context, bin, config, only string, stderr io.Writer) (*child, error) {
+	args := []string{"serve", "--config", config, "--only", only, "--log-level", "info"}
 	cmd := serverCommand(bin, args)
+	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -47,7 +56,7 @@ func startCapgateBinary(ctx context.Context, bin, config string) (*child, error)
 				continue
 			}
 			switch {
-			case line.Msg == "listening" && line.Server == "extauthz":
+			case line.Msg == "listening" && line.Server == only:
 				c.addr = line.Addr
 			case line.Msg == "listening" && line.Server == "admin":
 				c.admin = line.Addr
@@ -63,7 +72,7 @@ func startCapgateBinary(ctx context.Context, bin, config string) (*child, error)
 	}
 	if c.addr == "" {
 		c.stop()
-		return nil, fmt.Errorf("capgate serving without an extauthz listener in its log")
+		return nil, fmt.Errorf("capgate serving without its %s listener in its log", only)
 	}
 	return c, nil
 }

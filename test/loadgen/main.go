@@ -3,13 +3,16 @@
 // deployment under many distinct callers, and capgate's A2A gateway against
 // a bare reverse proxy in front of the same upstream agent. The servers run
 // as child processes of this binary pinned to CPU 0 with GOMAXPROCS=1; the
-// load generator (and the gateway test's upstream) pin to CPU 1. See
-// docs/benchmarks.md.
+// load generator (and the gateway test's upstream) pin to CPU 1. The soak
+// (-mode soak, unpinned) runs two capgate replicas on one redis-server
+// under mixed load, reloads and a Redis restart, and fails on growth, 5xx
+// or a lost task. See docs/benchmarks.md.
 //
 //	go run ./test/loadgen                 # throughput, ratio, latency at half load (~40 s)
 //	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
 //	go run ./test/loadgen -mode gateway   # capgate's gateway against a bare reverse proxy, both bindings, streaming (~1.5 min)
 //	go run ./test/loadgen -mode gateway -stream-only  # only the 10,000-event stream: RSS growth while relaying
+//	go run ./test/loadgen -mode soak      # two capgate replicas on one redis-server, all operations, reloads, a Redis restart (~75 s)
 package main
 
 import (
@@ -24,7 +27,7 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; all: the three")
+	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; soak: two replicas on one Redis under mixed load, reloads and a Redis restart; all: bench, rss and gateway")
 	flag.StringVar(&o.role, "role", "", "internal: run as a child server (capgate, noop, upstream, proxy, gateway)")
 	flag.StringVar(&o.upstream, "upstream", "", "internal: the upstream URL of the proxy child")
 	flag.StringVar(&o.routing, "routing-manifests", "../shared/data/routing/manifests.json", "gateway: the registry (a JSON list of manifests, CLINC150 routing data)")
@@ -42,6 +45,7 @@ func main() {
 	flag.BoolVar(&o.noPin, "no-pin", false, "do not pin processes to CPUs")
 	flag.StringVar(&o.cpuProfile, "server-cpuprofile", "", "write the capgate child's CPU profile to this file prefix (<prefix>.<pid>.pprof)")
 	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
+	flag.DurationVar(&o.reloadEvery, "reload-every", soakReloadEvery, "soak: reload both replicas this often (0: never)")
 	flag.StringVar(&o.memProfile, "server-memprofile", "", "write the capgate child's live heap on exit to this file prefix (<prefix>.<pid>.pprof)")
 	flag.Parse()
 	o.set = map[string]bool{}
@@ -74,10 +78,16 @@ type options struct {
 	upstream, routing      string
 	events                 int
 	streamOnly             bool
+	reloadEvery            time.Duration
 	set                    map[string]bool // flags given on the command line
 }
 
 func run(ctx context.Context, o options) error {
+	if o.mode == "soak" {
+		// Not a throughput measurement: the replicas, Redis and the
+		// generator share the machine's CPUs unpinned.
+		return soak(ctx, o)
+	}
 	pinned, err := pinSelf(o)
 	if err != nil || pinned {
 		return err // the pinned copy ran (or could not start)
@@ -99,6 +109,6 @@ func run(ctx context.Context, o options) error {
 		}
 		return gatewayBench(ctx, o)
 	default:
-		return fmt.Errorf("-mode %q: want bench, rss, gateway or all", o.mode)
+		return fmt.Errorf("-mode %q: want bench, rss, gateway, soak or all", o.mode)
 	}
 }

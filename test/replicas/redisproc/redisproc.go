@@ -188,6 +188,10 @@ func (s *Server) start() error {
 	return nil
 }
 
+// Ping sends an inline PING to addr and wants +PONG (not -LOADING): whether
+// a redis-server there is ready. It needs no test (test/loadgen's soak uses it).
+func Ping(addr string) error { return ping(addr) }
+
 // ping sends an inline PING and wants +PONG (not -LOADING).
 func ping(addr string) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
