@@ -43,7 +43,9 @@ func bench(ctx context.Context, o options) error {
 		if err != nil {
 			return err
 		}
-		if reqs[i], err = encode(checkRequest(tok, i)); err != nil {
+		// Each caller continues its own conversation: the context's owner check
+		// (a claim that renews the caller's own) is on the measured path.
+		if reqs[i], err = encode(checkRequest(tok, fmt.Sprintf("ctx-%04d-invoices", i), i)); err != nil {
 			return err
 		}
 	}
@@ -81,7 +83,7 @@ func printSetup(o options, reqBytes int) {
 	}
 	fmt.Printf("ext_authz Check on loopback — %d CPUs (%s), %s, %s\n", onlineCPUs(), model, runtime.Version(), pin)
 	fmt.Printf("request: allowed A2A 1.0 JSON-RPC SendMessage, %d B body, 12 headers + 4 pseudo-headers, ES256 bearer (%d distinct, cached after first use); CheckRequest %d B\n",
-		len(sendMessageBody), o.tokens, reqBytes)
+		len(sendMessageBody("ctx-0000-invoices")), o.tokens, reqBytes)
 	fmt.Printf("closed loop: %d in flight over %d gRPC connection(s), %v warm-up + %v measured per server\n\n",
 		o.concurrency, o.conns, o.warmup, o.duration)
 }

@@ -22,12 +22,20 @@ const (
 )
 
 // sendMessageBody is an A2A 1.0 JSON-RPC SendMessage of about 400 bytes: a
-// text part and a PDF by URL, as a partner's orchestrator sends it.
-const sendMessageBody = `{"jsonrpc":"2.0","id":"req-7f3a9c","method":"SendMessage","params":{"message":{` +
-	`"messageId":"5b1f8a52-3c0e-4d8e-9a51-0c2f7e9d1b44","contextId":"ctx-2024-11-invoices","role":"ROLE_USER",` +
-	`"parts":[{"text":"Reconcile invoice INV-20931 against its purchase order and list line-level differences."},` +
-	`{"url":"https://files.example.com/inv/INV-20931.pdf","mediaType":"application/pdf"}]},` +
-	`"configuration":{"acceptedOutputModes":["application/json"]}}}`
+// text part and a PDF by URL, as a partner's orchestrator sends it, in its own
+// conversation contextID (a context is its owner's: callers do not share one);
+// "" sends none, a new conversation.
+func sendMessageBody(contextID string) string {
+	ctx := ""
+	if contextID != "" {
+		ctx = `"contextId":"` + contextID + `",`
+	}
+	return `{"jsonrpc":"2.0","id":"req-7f3a9c","method":"SendMessage","params":{"message":{` +
+		`"messageId":"5b1f8a52-3c0e-4d8e-9a51-0c2f7e9d1b44",` + ctx + `"role":"ROLE_USER",` +
+		`"parts":[{"text":"Reconcile invoice INV-20931 against its purchase order and list line-level differences."},` +
+		`{"url":"https://files.example.com/inv/INV-20931.pdf","mediaType":"application/pdf"}]},` +
+		`"configuration":{"acceptedOutputModes":["application/json"]}}}`
+}
 
 // demoKey is the finance example's ES256 demo key.
 func demoKey() (crypto.Signer, string, error) {
@@ -49,16 +57,17 @@ func mint(key crypto.Signer, kid, sub, tenant, scope string) (string, error) {
 }
 
 // checkRequest is the CheckRequest Envoy sends for the SendMessage above
-// with envoy/bootstrap.yaml: pseudo-headers and 12 ordinary headers, the body
-// as raw bytes, peer addresses.
-func checkRequest(token string, n int) *authv3.CheckRequest {
+// (in contextID; "" for none) with envoy/bootstrap.yaml: pseudo-headers and
+// 12 ordinary headers, the body as raw bytes, peer addresses.
+func checkRequest(token, contextID string, n int) *authv3.CheckRequest {
+	body := sendMessageBody(contextID)
 	h := map[string]string{
 		":authority":                "finance-agent.example.com",
 		":path":                     "/",
 		":method":                   "POST",
 		":scheme":                   "http",
 		"content-type":              "application/json",
-		"content-length":            fmt.Sprint(len(sendMessageBody)),
+		"content-length":            fmt.Sprint(len(body)),
 		"a2a-version":               "1.0",
 		"authorization":             "Bearer " + token,
 		"user-agent":                "a2a-go/2.3.1",
@@ -79,7 +88,7 @@ func checkRequest(token string, n int) *authv3.CheckRequest {
 		Destination: &authv3.AttributeContext_Peer{Address: addr("10.12.3.4", 8000)},
 		Request: &authv3.AttributeContext_Request{Time: timestamppb.Now(), Http: &authv3.AttributeContext_HttpRequest{
 			Id: fmt.Sprint(1000 + n), Method: "POST", Path: "/", Host: "finance-agent.example.com", Scheme: "http",
-			Protocol: "HTTP/1.1", Headers: h, RawBody: []byte(sendMessageBody), Size: int64(len(sendMessageBody)),
+			Protocol: "HTTP/1.1", Headers: h, RawBody: []byte(body), Size: int64(len(body)),
 		}},
 	}}
 }

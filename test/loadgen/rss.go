@@ -163,7 +163,9 @@ func rss(ctx context.Context, o options) error {
 				if i >= len(tokens) || ctx.Err() != nil {
 					return
 				}
-				req, err := encode(checkRequest(tokens[i], i))
+				// No context: the memory figure is the token cache's and the
+				// registry's, as measured before contexts had owners.
+				req, err := encode(checkRequest(tokens[i], "", i))
 				if err == nil {
 					err = t.check(ctx, w, &req)
 				}
