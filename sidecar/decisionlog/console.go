@@ -110,6 +110,7 @@ func (e *Entry) input(enc zapcore.ObjectEncoder) error {
 	if e.hasConfidence() {
 		enc.AddFloat64("confidence", e.Confidence)
 	}
+	put("issuer", e.Issuer)
 	put("layer", e.Layer)
 	put("operation", e.Operation)
 	put("principal", e.Principal)
@@ -120,6 +121,9 @@ func (e *Entry) input(enc zapcore.ObjectEncoder) error {
 // result writes the same result as info's.
 func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 	enc.AddBool("allow", e.Result == Allow)
+	if e.AuthReason != "" {
+		enc.AddString("auth_reason", e.AuthReason)
+	}
 	if e.Code != "" {
 		enc.AddString("code", e.Code)
 	}

@@ -58,6 +58,11 @@ type Entry struct {
 	// Span is the request's span (nil or non-recording with tracing off):
 	// Log puts the decision's facts on it and its ids in the event.
 	Span trace.Span
+	// AuthReason is the class of an Unauthenticated refusal (identity.Reason: "expired",
+	// "unknown_issuer", ...); Issuer is the refused token's iss claim, unverified and bounded
+	// (identity.Refusal). Neither is ever the token.
+	AuthReason string
+	Issuer     string
 }
 
 // hasConfidence reports whether Confidence is part of the decision: the

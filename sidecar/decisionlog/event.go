@@ -63,12 +63,16 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	put("tenant", e.Tenant)
 	put("capability", e.Capability)
 	put("layer", e.Layer)
+	put("issuer", e.Issuer)
 	if e.hasConfidence() {
 		input["confidence"] = e.Confidence
 	}
 	result := map[string]any{"allow": e.Result == Allow, "result": e.Result}
 	if e.Code != "" {
 		result["code"] = e.Code
+	}
+	if e.AuthReason != "" {
+		result["auth_reason"] = e.AuthReason
 	}
 	if len(e.Reasons) > 0 {
 		rs := make([]any, len(e.Reasons))
