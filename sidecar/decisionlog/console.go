@@ -136,6 +136,9 @@ func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 		}))
 	}
 	enc.AddString("result", e.Result)
+	if e.Rule != "" {
+		enc.AddString("rule", e.Rule)
+	}
 	if len(e.Rules) > 0 {
 		_ = enc.AddArray("rules", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
 			for _, r := range e.Rules {

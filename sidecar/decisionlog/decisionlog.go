@@ -63,6 +63,9 @@ type Entry struct {
 	// (identity.Refusal). Neither is ever the token.
 	AuthReason string
 	Issuer     string
+	// Rule names the check outside Rego that made a denial (RuleTaskOwner, RuleRemoved, ...;
+	// rules.go), when one did.
+	Rule string
 }
 
 // hasConfidence reports whether Confidence is part of the decision: the

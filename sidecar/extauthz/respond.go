@@ -77,6 +77,7 @@ func (s *Server) record(d *decision, latency time.Duration) {
 		e.Result = decisionlog.Deny
 		e.Code = string(d.err.Code)
 		e.Reasons = []string{d.err.Reason()}
+		e.Rule, e.Capability = d.err.Rule(), d.err.Capability()
 		if d.err.Code == protocol.Unauthenticated {
 			reason, iss := identity.Refusal(d.err)
 			e.AuthReason, e.Issuer = string(reason), iss

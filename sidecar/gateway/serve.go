@@ -199,6 +199,10 @@ func (g *Gateway) finish(rev *serving.State, start time.Time, e *decisionlog.Ent
 		if e.Reasons == nil {
 			e.Reasons = []string{err.Reason()}
 		}
+		e.Rule = err.Rule()
+		if e.Capability == "" {
+			e.Capability = err.Capability()
+		}
 		if err.Code == protocol.Unauthenticated {
 			reason, iss := identity.Refusal(err)
 			e.AuthReason, e.Issuer = string(reason), iss

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -99,5 +100,80 @@ func TestUnauthenticatedRefusalsNameTheirClass(t *testing.T) {
 	}
 	for _, r := range identity.Reasons {
 		require.True(t, seen[r], "no case triggers %s", r)
+	}
+}
+
+// TestDenialsOutsideRegoNameTheirRule: a denial made by a check other than the policy (task,
+// context and tenant ownership, a missing credential, a removed capability, no capability that
+// takes the message) names that check in its decision event (result.rule), and the capability
+// it concerned when there is one — at both doors where both make it.
+func TestDenialsOutsideRegoNameTheirRule(t *testing.T) {
+	e := startBoth(t)
+	cs := classes(t, e)
+	owner, other := cs[0], cs[1]
+	bearer := func(c *class) http.Header {
+		return header("A2A-Version", "1.0", "Content-Type", "application/json", "Authorization", "Bearer "+c.token)
+	}
+	event := func(t *testing.T, o outcome) map[string]any {
+		t.Helper()
+		require.NotEmpty(t, o.decision, "%s", o.body)
+		evs := e.srv.WaitDecision(t, o.decision)
+		require.Len(t, evs, 1)
+		return evs[0]
+	}
+	rpc := func(method, params string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+	}
+	both := []struct {
+		name, method, target string
+		h                    http.Header
+		body                 string
+		rule                 string
+	}{
+		{"another owner's task", http.MethodPost, "/", bearer(other), rpc("GetTask", `{"id":"`+owner.task+`"}`), decisionlog.RuleTaskOwner},
+		{"another tenant", http.MethodPost, "/", bearer(owner), rpc("GetTask", `{"id":"`+owner.task+`","tenant":"globex"}`), decisionlog.RuleTenant},
+		{"another owner's context", http.MethodGet, "/tasks?contextId=" + owner.context, bearer(other), "", decisionlog.RuleContextOwner},
+		{"no credential", http.MethodPost, "/", header("A2A-Version", "1.0", "Content-Type", "application/json"), rpc("GetTask", `{"id":"t-1"}`), decisionlog.RuleCredential},
+	}
+	for _, c := range both {
+		t.Run(c.name, func(t *testing.T) {
+			gw, az := e.door(t, c.method, c.target, c.h, c.body)
+			require.False(t, gw.allowed)
+			for _, o := range []outcome{gw, az} {
+				ev := event(t, o)
+				require.Equal(t, c.rule, ev["rule"], "%v", ev)
+				require.Equal(t, decisionlog.Deny, ev["result"])
+			}
+		})
+	}
+
+	// Routing and lifecycle are the gateway's: ext_authz admits the message (no routing there).
+	send := func(parts, hint string) string {
+		meta := ""
+		if hint != "" {
+			meta = `,"metadata":{"skillId":"` + hint + `"}`
+		}
+		return rpc("SendMessage", `{"message":{"messageId":"m-rule","role":"ROLE_USER","parts":[`+parts+`]`+meta+`}}`)
+	}
+	gatewayOnly := []struct {
+		name, body, rule, capability string
+	}{
+		{"a removed capability's hint", send(`{"text":"compare the invoice total with the PO total"}`, "reconcile-invoice-v0"),
+			decisionlog.RuleRemoved, "reconcile-invoice-v0"},
+		{"no capability takes the media type", send(`{"raw":"aGVsbG8=","mediaType":"application/x-capgate-none"}`, ""),
+			decisionlog.RuleContentType, ""},
+	}
+	for _, c := range gatewayOnly {
+		t.Run(c.name, func(t *testing.T) {
+			gw := e.gateway(t, http.MethodPost, "/", bearer(owner), []byte(c.body))
+			require.False(t, gw.allowed, "%s", gw.body)
+			ev := event(t, gw)
+			require.Equal(t, c.rule, ev["rule"], "%v", ev)
+			if c.capability == "" {
+				require.NotContains(t, ev, "capability")
+			} else {
+				require.Equal(t, c.capability, ev["capability"], "%v", ev)
+			}
+		})
 	}
 }
