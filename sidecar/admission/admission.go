@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/enforce"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -123,7 +124,7 @@ func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verd
 			return refuse(v, protocol.Wrap(protocol.Internal, verr, "the policy could not be evaluated"))
 		}
 		if !view.AnyEntitled() {
-			return refuse(v, protocol.Errorf(protocol.Unauthorized, msgNoEntitlement))
+			return refuse(v, protocol.Errorf(protocol.Unauthorized, msgNoEntitlement).Decided(decisionlog.RuleNoCandidate, ""))
 		}
 	}
 	owner := OwnerOf(rev, p)
@@ -230,7 +231,7 @@ func requireCaller(rev *serving.State, r *protocol.Request, p identity.Principal
 		rev.Config().Auth.AnonymousPublic:
 		return nil
 	case knownOperation(r.Operation):
-		return protocol.MissingCredentials()
+		return protocol.MissingCredentials().Decided(decisionlog.RuleCredential, "")
 	}
 	return protocol.Errorf(protocol.MethodNotFound, "operation %q is not recognised", r.Operation)
 }
@@ -243,12 +244,12 @@ func checkTenant(r *protocol.Request, p identity.Principal) *protocol.Error {
 		return nil
 	}
 	if len(r.Tasks) > 0 && !r.Operation.Message() {
-		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
+		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound).Decided(decisionlog.RuleTenant, "")
 	}
 	if p.Tenant == "" {
-		return protocol.Errorf(protocol.Unauthorized, msgTenantNoneOK, r.Tenant)
+		return protocol.Errorf(protocol.Unauthorized, msgTenantNoneOK, r.Tenant).Decided(decisionlog.RuleTenant, "")
 	}
-	return protocol.Errorf(protocol.Unauthorized, msgTenant, r.Tenant)
+	return protocol.Errorf(protocol.Unauthorized, msgTenant, r.Tenant).Decided(decisionlog.RuleTenant, "")
 }
 
 // OwnerOf is the task owner a principal is: issuer, subject and tenant. Bindings written before
@@ -275,7 +276,7 @@ func (a *Admitter) owned(ctx context.Context, o tasks.Owner, taskID string) (tas
 		return tasks.Binding{}, StoreError(err)
 	}
 	if !ok || !b.OwnedBy(o) {
-		return tasks.Binding{}, protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
+		return tasks.Binding{}, protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound).Decided(decisionlog.RuleTaskOwner, "")
 	}
 	return b, nil
 }
@@ -292,7 +293,7 @@ func (a *Admitter) context(ctx context.Context, o tasks.Owner, r *protocol.Reque
 		return protocol.Errorf(protocol.Internal, "context ownership cannot be checked: no task store is configured")
 	}
 	if o.Subject == "" {
-		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound) // owns nothing, claims nothing
+		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound).Decided(decisionlog.RuleContextOwner, "") // owns nothing, claims nothing
 	}
 	elsewhere := task != nil && task.ContextID != "" && task.ContextID != ref.ID
 	var (
@@ -310,10 +311,11 @@ func (a *Admitter) context(ctx context.Context, o tasks.Owner, r *protocol.Reque
 		return StoreError(err)
 	}
 	if !ok || !held.OwnedBy(o) {
-		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound)
+		return protocol.Errorf(protocol.TaskNotFound, msgTaskNotFound).Decided(decisionlog.RuleContextOwner, "")
 	}
 	if elsewhere {
-		return protocol.Errorf(protocol.InvalidParams, "message.contextId is not the context of the task the message continues")
+		return protocol.Errorf(protocol.InvalidParams, "message.contextId is not the context of the task the message continues").
+			Decided(decisionlog.RuleContextOwner, "")
 	}
 	return nil
 }
@@ -327,7 +329,8 @@ func (a *Admitter) extensionMethod(ctx context.Context, rev *serving.State, r *p
 		return nil, protocol.Errorf(protocol.Internal, "the method's extension is not known")
 	}
 	if !slices.Contains(activated, x.URI) {
-		return nil, protocol.Errorf(protocol.MethodNotFound, "method %q is added by extension %s; activate it in %s", protocol.ForLog(r.Method), x.URI, protocol.ExtensionsHeader)
+		return nil, protocol.Errorf(protocol.MethodNotFound, "method %q is added by extension %s; activate it in %s", protocol.ForLog(r.Method), x.URI, protocol.ExtensionsHeader).
+			Decided(decisionlog.RuleExtensionMethod, x.Capability)
 	}
 	dec, err := rev.Engine.Decide(ctx, p.Caller(), x.Capability)
 	if err != nil {
@@ -336,9 +339,10 @@ func (a *Admitter) extensionMethod(ctx context.Context, rev *serving.State, r *p
 	}
 	if !dec.Entitled {
 		if !p.Authenticated {
-			return nil, protocol.MissingCredentials()
+			return nil, protocol.MissingCredentials().Decided(decisionlog.RuleCredential, x.Capability)
 		}
-		return nil, protocol.Errorf(protocol.Unauthorized, "the caller may not use method %q", protocol.ForLog(r.Method))
+		return nil, protocol.Errorf(protocol.Unauthorized, "the caller may not use method %q", protocol.ForLog(r.Method)).
+			Decided(decisionlog.RuleExtensionMethod, x.Capability)
 	}
 	return dec.Limits, nil
 }

@@ -138,6 +138,9 @@ func (e *Entry) input(enc zapcore.ObjectEncoder) error {
 // result writes the same result as info's.
 func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 	enc.AddBool("allow", e.Result == Allow)
+	if e.AuthReason != "" {
+		enc.AddString("auth_reason", e.AuthReason)
+	}
 	if e.Code != "" {
 		enc.AddString("code", e.Code)
 	}
@@ -157,6 +160,9 @@ func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 		_ = enc.AddArray("requested_rules", rulesArray(e.RequestedRules))
 	}
 	enc.AddString("result", e.Result)
+	if e.Rule != "" {
+		enc.AddString("rule", e.Rule)
+	}
 	if len(e.Rules) > 0 {
 		_ = enc.AddArray("rules", rulesArray(e.Rules))
 	}

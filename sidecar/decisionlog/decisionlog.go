@@ -48,7 +48,8 @@ type Entry struct {
 	Rules []engine.Reason
 	// Caller facts the policy decided on, recorded so that `capgate access
 	// replay` can ask the same question again: never a token or a claim
-	// value other than these.
+	// value other than these. Issuer is the verified token's; on an
+	// Unauthenticated refusal, the refused token's (see AuthReason).
 	Authenticated bool
 	Issuer        string
 	// Scopes are the principal's scope names (sorted), at most MaxScopes;
@@ -76,6 +77,13 @@ type Entry struct {
 	// Span is the request's span (nil or non-recording with tracing off):
 	// Log puts the decision's facts on it and its ids in the event.
 	Span trace.Span
+	// AuthReason is the class of an Unauthenticated refusal (identity.Reason: "expired",
+	// "unknown_issuer", ...); Issuer is then the refused token's iss claim, unverified and
+	// bounded (identity.Refusal). Neither is ever the token.
+	AuthReason string
+	// Rule names the check outside Rego that made a denial (RuleTaskOwner, RuleRemoved, ...;
+	// rules.go), when one did.
+	Rule string
 }
 
 // MaxScopes bounds the scope names an event records.

@@ -90,6 +90,12 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	if e.Code != "" {
 		result["code"] = e.Code
 	}
+	if e.AuthReason != "" {
+		result["auth_reason"] = e.AuthReason
+	}
+	if e.Rule != "" {
+		result["rule"] = e.Rule
+	}
 	if len(e.Reasons) > 0 {
 		rs := make([]any, len(e.Reasons))
 		for i, r := range e.Reasons {

@@ -10,6 +10,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
+	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
@@ -24,7 +25,7 @@ import (
 func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.Responder, c clarification) *protocol.Error {
 	dec, taskID, contextID := c.decision, c.taskID, c.contextID
 	if len(dec.Candidates) == 0 {
-		return protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller")
+		return protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller").Decided(decisionlog.RuleNoCandidate, "")
 	}
 	if !call.Principal.Authenticated {
 		// Nobody can own a task for an anonymous caller (any other anonymous

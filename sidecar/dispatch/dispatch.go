@@ -156,7 +156,7 @@ func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router
 	}
 	m, ok := call.Rev.Registry().Get(capID)
 	if !ok {
-		return nil, nil, protocol.Errorf(protocol.TaskNotFound, "the capability of this task no longer exists")
+		return nil, nil, protocol.Errorf(protocol.TaskNotFound, "the capability of this task no longer exists").Decided(decisionlog.RuleRemoved, capID)
 	}
 	dec, err := call.Rev.Engine.Decide(ctx, call.Principal.Caller(), capID)
 	if err != nil {

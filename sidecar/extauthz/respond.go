@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -80,6 +81,11 @@ func (s *Server) record(d *decision, latency time.Duration) {
 		e.Result = decisionlog.Deny
 		e.Code = string(d.err.Code)
 		e.Reasons = []string{d.err.Reason()}
+		e.Rule, e.Capability = d.err.Rule(), d.err.Capability()
+		if d.err.Code == protocol.Unauthenticated {
+			reason, iss := identity.Refusal(d.err)
+			e.AuthReason, e.Issuer = string(reason), iss
+		}
 	}
 	s.dlog.Log(&e)
 	s.stats.observe(d, latency)

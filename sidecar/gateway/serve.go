@@ -13,6 +13,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tracing"
@@ -199,6 +200,14 @@ func (g *Gateway) finish(rev *serving.State, start time.Time, e *decisionlog.Ent
 		e.Code = string(err.Code)
 		if e.Reasons == nil {
 			e.Reasons = []string{err.Reason()}
+		}
+		e.Rule = err.Rule()
+		if e.Capability == "" {
+			e.Capability = err.Capability()
+		}
+		if err.Code == protocol.Unauthenticated {
+			reason, iss := identity.Refusal(err)
+			e.AuthReason, e.Issuer = string(reason), iss
 		}
 		if err.Code == protocol.Internal {
 			g.log.Error("request failed", zap.String("decision_id", e.DecisionID), zap.Error(err.Unwrap()))

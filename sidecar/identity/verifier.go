@@ -339,7 +339,9 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 			return e.principal(), nil
 		}
 		v.cache.Remove(key)
-		return Principal{}, newError(ErrExpired, "token expired", nil)
+		ie := newError(ErrExpired, "token expired", nil)
+		ie.Issuer = boundIssuer(e.principal().Issuer)
+		return Principal{}, ie
 	}
 	v.misses.Add(1)
 	if err := ctx.Err(); err != nil {
@@ -350,7 +352,8 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	if err != nil {
 		if ce := v.log.Check(zap.DebugLevel, "token refused"); ce != nil {
 			if ie := (*Error)(nil); errors.As(err, &ie) {
-				ce.Write(zap.String("kind", string(ie.Kind)), zap.String("description", ie.Description), zap.NamedError("cause", ie.Err))
+				ce.Write(zap.String("kind", string(ie.Kind)), zap.String("reason", string(ie.Reason)),
+					zap.String("issuer", ie.Issuer), zap.String("description", ie.Description), zap.NamedError("cause", ie.Err))
 			}
 		}
 		return Principal{}, err
@@ -426,7 +429,16 @@ func compactJWS(tok string) bool {
 }
 
 // verify does the full check of one token.
-func (v *Verifier) verify(ctx context.Context, tok string) (Principal, error) {
+func (v *Verifier) verify(ctx context.Context, tok string) (_ Principal, err error) {
+	var token *jwt.Token
+	defer func() {
+		var ie *Error
+		if err != nil && token != nil && errors.As(err, &ie) {
+			claims, _ := token.Claims.(jwt.MapClaims)
+			name, _ := claims["iss"].(string)
+			ie.Issuer = boundIssuer(name)
+		}
+	}()
 	if !compactJWS(tok) {
 		return Principal{}, newError(ErrMalformed, "malformed token", nil)
 	}
@@ -447,7 +459,7 @@ func (v *Verifier) verify(ctx context.Context, tok string) (Principal, error) {
 		}
 		return k.PublicKey(), nil
 	}
-	token, err := v.parser.Parse(tok, keyfunc)
+	token, err = v.parser.Parse(tok, keyfunc)
 	if err != nil {
 		return Principal{}, mapJWTError(v.algs, token, err)
 	}

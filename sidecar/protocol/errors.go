@@ -128,7 +128,24 @@ type Error struct {
 
 	cause   error
 	missing bool // Unauthenticated because no credential was presented
+	// rule and capability name the rule outside Rego that refused, and the capability it
+	// concerned, for the decision log (never sent to a client); see Decided.
+	rule, capability string
 }
+
+// Decided records, for the decision log only, the rule outside Rego that made this refusal
+// (a dotted name such as "admission.task_owner" or "lifecycle.removed"; the list is in
+// docs/observability.md) and the capability it concerned ("" when none). It returns e.
+func (e *Error) Decided(rule, capability string) *Error {
+	e.rule, e.capability = rule, capability
+	return e
+}
+
+// Rule is the rule Decided recorded, or "".
+func (e *Error) Rule() string { return e.rule }
+
+// Capability is the capability Decided recorded, or "".
+func (e *Error) Capability() string { return e.capability }
 
 // Errorf returns an error with the given code and a formatted client-facing message.
 func Errorf(code Code, format string, args ...any) *Error {

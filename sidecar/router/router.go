@@ -21,6 +21,7 @@ import (
 
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router/classifier"
 	"github.com/capgate/capgate/sidecar/tracing"
@@ -320,7 +321,8 @@ func (ix *Index) Resolve(msg *protocol.MessageInfo, offered []string, c Caller) 
 		}
 	}
 	if len(live) == 0 {
-		return Decision{}, protocol.Errorf(protocol.Unauthorized, "none of the offered capabilities is available to the caller any more")
+		return Decision{}, protocol.Errorf(protocol.Unauthorized, "none of the offered capabilities is available to the caller any more").
+			Decided(decisionlog.RuleNoCandidate, "")
 	}
 	text := strings.TrimSpace(MessageText(msg))
 	norm := strings.ToLower(strings.Trim(text, " .!,\"'"))
@@ -380,7 +382,8 @@ func (ix *Index) tombstoneCheck(d Decision) *protocol.Error {
 	}
 	return protocol.Errorf(protocol.UnsupportedOperation, "%s", msg).
 		WithMetadata("capabilityId", m.ID).
-		WithMetadata("replacedBy", m.ReplacedBy)
+		WithMetadata("replacedBy", m.ReplacedBy).
+		Decided(decisionlog.RuleRemoved, m.ID)
 }
 
 // candidates returns the live capabilities the caller is entitled to whose
@@ -411,7 +414,7 @@ func (ix *Index) candidates(msg *protocol.MessageInfo, c Caller) (live, tomb []i
 		}
 	}
 	if !anyEntitled {
-		return nil, nil, protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller")
+		return nil, nil, protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller").Decided(decisionlog.RuleNoCandidate, "")
 	}
 	if len(live) == 0 && len(tomb) == 0 {
 		// The input types the caller's capabilities accept, for the error.
@@ -440,7 +443,8 @@ func contentTypeError(sent, acceptedOut []string, accepted map[string]bool) *pro
 	}
 	return protocol.Errorf(protocol.ContentTypeNotSupported, "%s", msg).
 		WithMetadata("sent", strings.Join(sent, ",")).
-		WithMetadata("accepted", strings.Join(acc, ","))
+		WithMetadata("accepted", strings.Join(acc, ",")).
+		Decided(decisionlog.RuleContentType, "")
 }
 
 func (ix *Index) ranked(res classifier.Result, pool []int) []Candidate {

@@ -162,7 +162,7 @@ type outcome struct {
 	reason  string // the A2A ErrorInfo reason of a refusal
 	status  int
 	body    string
-	// decision is the gateway's decision id (X-Capgate-Decision-Id).
+	// decision is the door's decision id (X-Capgate-Decision-Id; ext_authz: of a denial).
 	decision string
 }
 
@@ -225,6 +225,7 @@ func (e *env) extauthz(t *testing.T, method, target string, h http.Header, body 
 	for _, hv := range d.GetHeaders() {
 		grpcStatus.Set(hv.GetHeader().GetKey(), hv.GetHeader().GetValue())
 	}
+	o.decision = grpcStatus.Get("X-Capgate-Decision-Id")
 	if grpcStatus.Get("grpc-status") != "" {
 		o.reason, o.status = grpcReason(t, grpcStatus)
 	}
