@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -293,4 +294,26 @@ func loadPath(t testing.TB, name, path string) side {
 	e, err := engine.New(context.Background(), d.Snapshot)
 	require.NoError(t, err)
 	return side{d, e}
+}
+
+// TestDiffNamesARoutingChange: a capability whose routing policy changes (issue 25's
+// routing.mode and min_confidence) is named by the diff as a changed field, though no caller
+// gains or loses access by it.
+func TestDiffNamesARoutingChange(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.CopyFS(dir, os.DirFS(filepath.Join("..", "..", "manifests", "finance"))))
+	f := filepath.Join(dir, "capabilities", "apply-remittance.yaml")
+	b, err := os.ReadFile(f)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(f, append(b, []byte("routing: {mode: confirm, min_confidence: 0.9}\n")...), 0o600))
+	base := loadPath(t, "finance", filepath.Join("..", "..", "manifests", "finance", "capgate.yaml"))
+	head := loadPath(t, "routing", filepath.Join(dir, "capgate.yaml"))
+	_, _, d := diff(t, base, head)
+	require.Empty(t, d.Gained)
+	require.Empty(t, d.Lost)
+	var got []access.FieldChange
+	for _, c := range d.Capabilities {
+		got = append(got, c.Fields...)
+	}
+	require.Equal(t, []access.FieldChange{{Capability: "apply-remittance", Field: "routing", Base: "auto", Head: "confirm (min_confidence 0.9)"}}, got)
 }
