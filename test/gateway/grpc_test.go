@@ -272,15 +272,11 @@ func TestGRPCRawRefusals(t *testing.T) {
 type failingStreamHandler struct{}
 
 func (failingStreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		ID json.RawMessage `json:"id"`
-	}
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	_ = json.Unmarshal(body, &req)
+	id := requestID(r)
 	w.Header().Set("Content-Type", "text/event-stream")
-	_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(req.ID)+
+	_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+id+
 		`,"result":{"task":{"id":"fail-task-1","contextId":"fail-ctx-1","status":{"state":"TASK_STATE_WORKING"}}}}`+"\n\n")
-	_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(req.ID)+
+	_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+id+
 		`,"error":{"code":-32001,"message":"task not found"}}`+"\n\n")
 }
 

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -11,6 +12,17 @@ import (
 
 	"github.com/capgate/capgate/test/testutil"
 )
+
+// requestID reads an upstream JSON-RPC request's body (at most 1 MiB) and returns its id as
+// JSON, for a fake handler to echo in its answer.
+func requestID(r *http.Request) string {
+	var req struct {
+		ID json.RawMessage `json:"id"`
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	_ = json.Unmarshal(body, &req)
+	return string(req.ID)
+}
 
 // replaceOnce replaces the single occurrence of old in s, failing the test
 // when there is not exactly one (so an edit to a fixture cannot silently

@@ -1,9 +1,7 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,14 +20,10 @@ import (
 // nothing happened.
 func TestStreamErrorFrames(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID json.RawMessage `json:"id"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &req)
+		id := requestID(r)
 		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"task\":{\"id\":\"t-s\",\"contextId\":\"c-s\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n", req.ID)
-		_, _ = fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32603,\"message\":\"the ledger is down\"}}\n\n", req.ID)
+		_, _ = fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"task\":{\"id\":\"t-s\",\"contextId\":\"c-s\",\"status\":{\"state\":\"TASK_STATE_WORKING\"}}}}\n\n", id)
+		_, _ = fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"error\":{\"code\":-32603,\"message\":\"the ledger is down\"}}\n\n", id)
 	}))
 	t.Cleanup(up.Close)
 	d := testutil.LoadDeployment(t, "")

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,11 +22,7 @@ type slowStreamHandler struct {
 }
 
 func (h *slowStreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		ID json.RawMessage `json:"id"`
-	}
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	_ = json.Unmarshal(body, &req)
+	id := requestID(r)
 	h.arrived <- struct{}{}
 	var ok bool
 	select {
@@ -40,7 +35,7 @@ func (h *slowStreamHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(req.ID)+
+	_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+id+
 		`,"result":{"task":{"id":"slow-task-1","contextId":"slow-ctx-1","status":{"state":"TASK_STATE_COMPLETED"}}}}`+"\n\n")
 }
 

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,13 +22,8 @@ import (
 //   - HTTP+JSON: the error's HTTP status and a google.rpc.Status JSON body.
 func TestStreamingRefusalsHaveOneForm(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID json.RawMessage `json:"id"`
-		}
-		b, _ := io.ReadAll(r.Body)
-		_ = json.Unmarshal(b, &req)
 		w.Header().Set("Content-Type", "application/json") // an error answer, not a stream
-		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":{"code":-32001,"message":"task not found"}}`)
+		_, _ = io.WriteString(w, `{"jsonrpc":"2.0","id":`+requestID(r)+`,"error":{"code":-32001,"message":"task not found"}}`)
 	}))
 	t.Cleanup(up.Close)
 	d := testutil.LoadDeployment(t, "")
@@ -88,13 +82,8 @@ func TestStreamEventsCheckedLikeUnaryAnswers(t *testing.T) {
 	for _, v := range []string{"0.3", "1.0"} {
 		t.Run(v, func(t *testing.T) {
 			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				var req struct {
-					ID json.RawMessage `json:"id"`
-				}
-				b, _ := io.ReadAll(r.Body)
-				_ = json.Unmarshal(b, &req)
 				w.Header().Set("Content-Type", "text/event-stream")
-				_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+event[v]+"}\n\n")
+				_, _ = io.WriteString(w, `data: {"jsonrpc":"2.0","id":`+requestID(r)+`,"result":`+event[v]+"}\n\n")
 			}))
 			t.Cleanup(up.Close)
 			d := testutil.LoadDeployment(t, "")
