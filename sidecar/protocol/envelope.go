@@ -191,12 +191,12 @@ func grpcVersion(h Header, service Version) *Error {
 	case len(vs) > 1:
 		return RepeatedVersion()
 	}
+	if strings.TrimSpace(vs[0]) == "" {
+		return nil // an empty value is no value: the service's version
+	}
 	v, err := ParseVersion(vs[0])
 	if err != nil {
 		return err
-	}
-	if strings.TrimSpace(vs[0]) == "" {
-		return nil // an empty value is no value: the service's version
 	}
 	if v != service {
 		return Errorf(VersionNotSupported, "A2A version %s is not served by %s; use %s for A2A %s",
