@@ -18,6 +18,7 @@ import (
 
 	"github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/test/testnet"
 )
 
 func entry(id, rev string) *decisionlog.Entry {
@@ -253,10 +254,7 @@ func TestServiceOutage(t *testing.T) {
 
 // TestServiceUnreachableNeverBlocks: a service nobody listens on.
 func TestServiceUnreachableNeverBlocks(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := testnet.RefusedAddr(t)
 	l, err := decisionlog.Open(t.Context(), decisionlog.Options{
 		Services:     map[string]any{"gone": map[string]any{"url": "http://" + addr}},
 		DecisionLogs: map[string]any{"service": "gone", "reporting": map[string]any{"min_delay_seconds": 1, "max_delay_seconds": 2}},

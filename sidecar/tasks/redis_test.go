@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/test/replicas/redisproc"
+	"github.com/capgate/capgate/test/testnet"
 )
 
 var prefixes atomic.Int64
@@ -314,10 +315,7 @@ func TestRedisPendingCapAcrossReplicas(t *testing.T) {
 // TestRedisUnavailable: with nothing listening, Open still returns a store,
 // and every operation fails quickly with ErrUnavailable.
 func TestRedisUnavailable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := testnet.RefusedAddr(t)
 
 	start := time.Now()
 	s, err := Open(t.Context(), "redis://"+addr+"/0")

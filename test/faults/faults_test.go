@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/capgate/capgate/test/testnet"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -207,15 +208,16 @@ func TestUpstreamFailures(t *testing.T) {
 	}
 
 	t.Run("down", func(t *testing.T) {
-		down := newUpstream(t, 0)
-		down.srv.Close() // nothing listens at its address any more
-		srv2 := startCapgate(t, down, timeout, 0)
+		d := testutil.LoadDeployment(t, "")
+		d.Config.Handlers[handlerName] = "http://" + testnet.RefusedAddr(t) + "/"
+		d.Config.Limits.HandlerTimeout = timeout
+		srv2 := testutil.Start(t, d, testutil.StartOptions{})
 		resp, b, err := send(t, c, srv2.URL, tok)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 		_, rerr := decode(t, b)
 		require.NotNil(t, rerr, "%s", b)
-		require.Equal(t, -32603, rerr.Code)
+		require.Equal(t, -32603, rerr.Code, "%s", b)
 		require.Equal(t, "the skill's handler is unavailable", rerr.Message)
 		require.NoError(t, srv2.Stop())
 		srv2.HTTP.CloseIdleConnections()

@@ -10,7 +10,6 @@ package replicas_test
 import (
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/test/replicas/redisproc"
+	"github.com/capgate/capgate/test/testnet"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -443,10 +443,7 @@ func TestRedisDown(t *testing.T) {
 
 	c.redis.Kill()
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	nowhere := "redis://" + ln.Addr().String() + "/0"
-	require.NoError(t, ln.Close())
+	nowhere := "redis://" + testnet.RefusedAddr(t) + "/0"
 	late := c.replica(t, nowhere) // starts although its Redis never answered
 
 	for name, srv := range map[string]*testutil.Server{"A": c.a, "B": c.b, "started without Redis": late} {

@@ -2,7 +2,6 @@ package routing_test
 
 import (
 	"context"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/handler"
+	"github.com/capgate/capgate/test/testnet"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -32,11 +32,7 @@ func reconAt(t testing.TB, url string) *testutil.Server {
 // gets a prompt A2A error, and no task is bound.
 func TestUpstreamFaults(t *testing.T) {
 	closed := func(t *testing.T) string {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		addr := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		return "http://" + addr + "/"
+		return "http://" + testnet.RefusedAddr(t) + "/"
 	}
 	serve := func(h http.HandlerFunc) func(t *testing.T) string {
 		return func(t *testing.T) string {

@@ -2,7 +2,6 @@ package cli_test
 
 import (
 	"encoding/json"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/lifecycle"
+	"github.com/capgate/capgate/test/testnet"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -138,10 +138,7 @@ func TestLifecycleDeprecatedNeverCalledIsSafe(t *testing.T) {
 
 func TestLifecycleUnknownUsage(t *testing.T) {
 	// A port nothing listens on: usage cannot be read, which is never "no calls".
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := testnet.RefusedAddr(t)
 
 	rep, r := lifecycleReport(t, "--admin", "http://"+addr)
 	require.NotEmpty(t, rep.UsageError)
@@ -188,10 +185,7 @@ func TestLifecycleUsageErrors(t *testing.T) {
 }
 
 func TestLifecycleRedisStoreUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
+	addr := testnet.RefusedAddr(t)
 	cfg := testutil.CopyFinance(t)
 	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
 		return replaceOnce(t, s, "store: memory", "store: redis://"+addr+"/0?dial_timeout=200ms")
