@@ -1,12 +1,15 @@
 package extauthz
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/stretchr/testify/require"
+	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -18,50 +21,56 @@ func allowDecision() *decision {
 		hdr: header{m: map[string]string{"x-capgate-principal": "mallory", "content-type": "application/json"}}}
 }
 
-func TestAllowPlainEqualsPacked(t *testing.T) {
-	s := &Server{}
-	for _, d := range []*decision{allowDecision(), {id: "d-2", op: "GetAgentCard"}} {
-		require.True(t, proto.Equal(s.allow(d), s.allowPlain(d)))
+// TestAllowResponse: an allow sets capgate's headers (overwriting what a
+// client sent), removes every other client-sent x-capgate-* header —
+// including the principal and tenant headers when capgate does not set
+// them — and carries the decision in dynamic metadata.
+func TestAllowResponse(t *testing.T) {
+	opt := func(k, v string) *corev3.HeaderValueOption {
+		return &corev3.HeaderValueOption{Header: &corev3.HeaderValue{Key: k, Value: v},
+			AppendAction: corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD}
+	}
+	md := func(id, sub, op string) *structpb.Struct {
+		return &structpb.Struct{Fields: map[string]*structpb.Value{
+			"decision_id": structpb.NewStringValue(id), "principal": structpb.NewStringValue(sub),
+			"operation": structpb.NewStringValue(op)}}
+	}
+	ok := func(hs []*corev3.HeaderValueOption, remove []string, m *structpb.Struct) *authv3.CheckResponse {
+		return &authv3.CheckResponse{Status: &rpcstatus.Status{Code: int32(codes.OK)},
+			HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+				Headers: hs, HeadersToRemove: remove}},
+			DynamicMetadata: m}
+	}
+	forged := header{m: map[string]string{"x-capgate-principal": "mallory", "X-Capgate-Tenant": "evil",
+		"x-capgate-other": "1", "content-type": "application/json"}}
+	for name, tc := range map[string]struct {
+		d    *decision
+		want *authv3.CheckResponse
+	}{
+		"authenticated with a tenant": {allowDecision(), ok(
+			[]*corev3.HeaderValueOption{opt("x-capgate-decision-id", "d-1"), opt("x-capgate-principal", "alice"), opt("x-capgate-tenant", "acme")},
+			nil, md("d-1", "alice", "SendMessage"))},
+		"authenticated, no tenant, forged headers": {
+			&decision{id: "d-2", op: "GetTask", principal: identity.Principal{Authenticated: true, Subject: "bob"}, hdr: forged}, ok(
+				[]*corev3.HeaderValueOption{opt("x-capgate-decision-id", "d-2"), opt("x-capgate-principal", "bob")},
+				[]string{"x-capgate-other", "x-capgate-tenant"}, md("d-2", "bob", "GetTask"))},
+		"anonymous, forged headers": {&decision{id: "d-3", op: "GetAgentCard", hdr: forged}, ok(
+			[]*corev3.HeaderValueOption{opt("x-capgate-decision-id", "d-3")},
+			[]string{"x-capgate-other", "x-capgate-principal", "x-capgate-tenant"}, md("d-3", "", "GetAgentCard"))},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := (&Server{}).allow(tc.d)
+			slices.Sort(got.GetOkResponse().HeadersToRemove)
+			require.True(t, proto.Equal(tc.want, got), "got %v", got)
+		})
 	}
 }
 
-func BenchmarkAllowPacked(b *testing.B) {
+func BenchmarkAllow(b *testing.B) {
 	s, d := &Server{}, allowDecision()
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = s.allow(d)
-	}
-}
-
-func BenchmarkAllowPlain(b *testing.B) {
-	s, d := &Server{}, allowDecision()
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = s.allowPlain(d)
-	}
-}
-
-// allowPlain is allow written plainly: the reference the packed allow must equal.
-func (s *Server) allowPlain(d *decision) *authv3.CheckResponse {
-	hs := make([]*corev3.HeaderValueOption, 0, 3)
-	hs = append(hs, headerOpt(HeaderDecisionID, d.id))
-	if d.principal.Authenticated {
-		hs = append(hs, headerOpt(HeaderPrincipal, d.principal.Subject))
-		if d.principal.Tenant != "" {
-			hs = append(hs, headerOpt(HeaderTenant, d.principal.Tenant))
-		}
-	}
-	return &authv3.CheckResponse{
-		Status: okStatus(),
-		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-			Headers:         hs,
-			HeadersToRemove: d.hdr.capgateHeaders(HeaderDecisionID, HeaderPrincipal, HeaderTenant),
-		}},
-		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
-			MetadataDecisionID: structpb.NewStringValue(d.id),
-			MetadataPrincipal:  structpb.NewStringValue(d.principal.Subject),
-			MetadataOperation:  structpb.NewStringValue(string(d.op)),
-		}},
 	}
 }
 

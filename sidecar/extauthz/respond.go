@@ -93,62 +93,35 @@ func (s *Server) record(d *decision, latency time.Duration) {
 
 func okStatus() *rpcstatus.Status { return &rpcstatus.Status{Code: int32(codes.OK)} }
 
-// allowResponse is every message of an allow, allocated at once.
-type allowResponse struct {
-	resp   authv3.CheckResponse
-	ok     authv3.CheckResponse_OkResponse
-	http   authv3.OkHttpResponse
-	status rpcstatus.Status
-	opts   [3]corev3.HeaderValueOption
-	vals   [3]corev3.HeaderValue
-	optp   [3]*corev3.HeaderValueOption
-	md     structpb.Struct
-	mdv    [3]structpb.Value
-	mds    [3]structpb.Value_StringValue
-}
-
-func (a *allowResponse) header(i int, k, v string) {
-	a.vals[i].Key, a.vals[i].Value = k, v
-	a.opts[i].Header = &a.vals[i]
-	a.opts[i].AppendAction = corev3.HeaderValueOption_OVERWRITE_IF_EXISTS_OR_ADD
-	a.optp[i] = &a.opts[i]
-}
-
-func (a *allowResponse) meta(i int, k, v string) {
-	a.mds[i].StringValue = v
-	a.mdv[i].Kind = &a.mds[i]
-	a.md.Fields[k] = &a.mdv[i]
-}
-
 // allow answers OK with capgate's headers set (overwriting any a client
 // sent), every other client-sent x-capgate-* header removed, and the
 // decision in dynamic metadata.
 func (s *Server) allow(d *decision) *authv3.CheckResponse {
-	a := &allowResponse{}
-	a.resp.Status = &a.status
-	a.resp.HttpResponse = &a.ok
-	a.ok.OkResponse = &a.http
-	a.md.Fields = make(map[string]*structpb.Value, 3)
-	a.resp.DynamicMetadata = &a.md
-
-	n := 0
-	a.header(n, HeaderDecisionID, d.id)
-	n++
+	set := make([]string, 0, 3)
+	hs := make([]*corev3.HeaderValueOption, 0, 3)
+	add := func(k, v string) {
+		set = append(set, k)
+		hs = append(hs, headerOpt(k, v))
+	}
+	add(HeaderDecisionID, d.id)
 	if d.principal.Authenticated {
-		a.header(n, HeaderPrincipal, d.principal.Subject)
-		n++
+		add(HeaderPrincipal, d.principal.Subject)
 		if d.principal.Tenant != "" {
-			a.header(n, HeaderTenant, d.principal.Tenant)
-			n++
+			add(HeaderTenant, d.principal.Tenant)
 		}
 	}
-	a.http.Headers = a.optp[:n]
-	a.http.HeadersToRemove = d.hdr.capgateHeaders(a.vals[0].Key, a.vals[1].Key, a.vals[2].Key)
-
-	a.meta(0, MetadataDecisionID, d.id)
-	a.meta(1, MetadataPrincipal, d.principal.Subject)
-	a.meta(2, MetadataOperation, string(d.op))
-	return &a.resp
+	return &authv3.CheckResponse{
+		Status: okStatus(),
+		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
+			Headers:         hs,
+			HeadersToRemove: d.hdr.capgateHeaders(set...),
+		}},
+		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
+			MetadataDecisionID: structpb.NewStringValue(d.id),
+			MetadataPrincipal:  structpb.NewStringValue(d.principal.Subject),
+			MetadataOperation:  structpb.NewStringValue(string(d.op)),
+		}},
+	}
 }
 
 // deny answers in the shape of the request's binding:
