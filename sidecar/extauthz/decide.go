@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	"github.com/go-json-experiment/json/jsontext"
@@ -181,7 +180,7 @@ func (s *Server) misconfigured(d *decision, msg string) *protocol.Error {
 }
 
 // requestBody is the body as Envoy packed it: raw_body with pack_as_bytes,
-// else body. The string is viewed in place, never copied or written.
+// else body.
 func requestBody(hr *authv3.AttributeContext_HttpRequest) []byte {
 	if b := hr.GetRawBody(); len(b) > 0 {
 		return b
@@ -190,7 +189,7 @@ func requestBody(hr *authv3.AttributeContext_HttpRequest) []byte {
 	if s == "" {
 		return nil
 	}
-	return unsafe.Slice(unsafe.StringData(s), len(s))
+	return []byte(s)
 }
 
 func contentLength(v string) (int64, bool) {
