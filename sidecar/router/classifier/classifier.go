@@ -244,23 +244,6 @@ func addWords(b bag, ts []token, weight float64) {
 	}
 }
 
-// addRelated adds the WordNet-related stems of ts that are in the
-// vocabulary, with the given weight.
-func addRelated(b bag, ts []token, weight float64, vocab map[uint64]int32) {
-	if weight == 0 {
-		return
-	}
-	rel := relatedStems()
-	for _, t := range ts {
-		for _, r := range rel[t.stem] {
-			h := fnv64('w', r)
-			if _, ok := vocab[h]; ok {
-				b[h] += weight
-			}
-		}
-	}
-}
-
 // addChars adds the lo–hi character n-grams of each word padded as
 // "<word>".
 func addChars(b bag, ts []token, lo, hi int, weight float64) {
@@ -302,9 +285,8 @@ func (ix *Index) Classify(text string, candidates []int) Result {
 	return ix.classify(text, candidates, sc)
 }
 
-// classify is Classify with sc as working memory; a nil sc is the plain
-// path, which allocates its vectors (and builds the message's bags as maps)
-// as the index build does: the differential tests compare the two.
+// classify is Classify with sc as working memory; a nil sc means a fresh
+// one, owned by the result.
 func (ix *Index) classify(text string, candidates []int, sc *scratch) Result {
 	cands, scores, q := ix.scores(text, candidates, sc)
 	if scores == nil {
@@ -330,7 +312,12 @@ type query struct {
 // vectors, or nil scores when there is nothing to rank. When the candidates
 // are a strict subset of the index, q.global holds every skill's score too
 // (the confidence compares the best candidate with the whole registry).
+// The vectors in q are sc's; a nil sc means a fresh one, owned by the
+// caller.
 func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []float64, query) {
+	if sc == nil {
+		sc = ix.newScratch()
+	}
 	if candidates == nil {
 		candidates = ix.all
 	} else {
@@ -339,15 +326,8 @@ func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []fl
 	if len(candidates) == 0 || strings.TrimSpace(text) == "" {
 		return nil, nil, query{}
 	}
-	var ts []token
-	var q query
-	if sc == nil {
-		ts = tokens(text, nil)
-		q = ix.vectorize(ts)
-	} else {
-		ts = tokensKnown(text, ix.stems)
-		q = ix.vectorizeInto(ts, sc)
-	}
+	ts := tokensKnown(text, ix.stems)
+	q := ix.vectorizeInto(ts, sc)
 	if len(q.word.ids) == 0 && len(q.char.ids) == 0 {
 		return nil, nil, query{}
 	}
@@ -392,13 +372,8 @@ type allScored struct {
 
 // allScores scores every skill through the postings lists.
 func (ix *Index) allScores(q query, ts []token, sc *scratch) allScored {
-	var buf []float32
-	if sc == nil {
-		buf = make([]float32, 2*len(ix.ids))
-	} else {
-		buf = sc.acc
-		clear(buf)
-	}
+	buf := sc.acc
+	clear(buf)
 	accW, accC := buf[:len(ix.ids)], buf[len(ix.ids):]
 	accumulate(ix.postWord, q.word, accW)
 	accumulate(ix.postChar, q.char, accC)
@@ -410,29 +385,15 @@ func (ix *Index) allScores(q query, ts []token, sc *scratch) allScored {
 	return g
 }
 
-// vectorize returns the message vectors of ts.
-func (ix *Index) vectorize(ts []token) query {
-	wb, cb := bag{}, bag{}
-	addWords(wb, ts, 1)
-	addRelated(wb, ts, ix.cfg.related, ix.word.ids)
-	addChars(cb, ts, ix.cfg.charMin, ix.cfg.charMax, 1)
-	return query{word: ix.word.vector(wb, true), char: ix.char.vector(cb, true)}
-}
-
 // clean drops out-of-range positions and repeats, keeping order.
 func (ix *Index) clean(cands []int, sc *scratch) []int {
 	out := make([]int, 0, len(cands))
-	var seen []bool
-	if sc == nil {
-		seen = make([]bool, len(ix.ids))
-	} else {
-		seen = sc.seen
-		defer func() {
-			for _, c := range out {
-				seen[c] = false
-			}
-		}()
-	}
+	seen := sc.seen
+	defer func() {
+		for _, c := range out {
+			seen[c] = false
+		}
+	}()
 	for _, c := range cands {
 		if c < 0 || c >= len(ix.ids) || seen[c] {
 			continue

@@ -45,17 +45,6 @@ func addBigrams(b bag, ts []token, weight float64) {
 	}
 }
 
-// linFeatures returns the linear model's features for a message.
-func (ix *Index) linFeatures(m *linear, q query, ts []token) sparse {
-	var bi sparse
-	if ix.cfg.lrBigram > 0 {
-		bb := bag{}
-		addBigrams(bb, ts, 1)
-		bi = m.bi.vector(bb, true)
-	}
-	return ix.appendLinFeatures(sparse{}, m, q, bi)
-}
-
 // appendLinFeatures concatenates the message's word, char n-gram and
 // bigram vectors into the linear model's feature space, into dst's backing
 // arrays.
@@ -118,12 +107,14 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 	}
 
 	var docs []trainDoc
+	sc := &scratch{} // the message vectoriser's buffers; each doc keeps copies
 	addDoc := func(ts []token, c int, inDoc float64) {
 		if len(ts) == 0 {
 			return
 		}
-		q := ix.vectorize(ts)
-		d := trainDoc{x: ix.linFeatures(m, q, ts), q: q, class: int32(c)}
+		q := ix.vectorizeInto(ts, sc)
+		q.word, q.char = q.word.clone(), q.char.clone()
+		d := trainDoc{x: ix.linFeaturesInto(m, q, ts, sc).clone(), q: q, class: int32(c)}
 		// The skill's document without this text.
 		wb, cb := bag{}, bag{}
 		for h, v := range wordBags[c] {
@@ -235,18 +226,13 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat int) []float32 {
 }
 
 // addLogits adds lr × the linear model's logit of each candidate to scores
-// and returns the logits (nil without a model). A nil sc is the plain path.
+// and returns the logits (nil without a model).
 func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64, sc *scratch) []float64 {
 	m := ix.lin
 	if m == nil {
 		return nil
 	}
-	var x sparse
-	if sc == nil {
-		x = ix.linFeatures(m, q, ts)
-	} else {
-		x = ix.linFeaturesInto(m, q, ts, sc)
-	}
+	x := ix.linFeaturesInto(m, q, ts, sc)
 	out := make([]float64, len(cands))
 	if len(cands) <= directLimit {
 		for k, c := range cands {
@@ -257,13 +243,8 @@ func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64, s
 			out[k] = s
 		}
 	} else {
-		var acc []float64
-		if sc == nil {
-			acc = make([]float64, m.classes)
-		} else {
-			acc = sc.logits
-			clear(acc)
-		}
+		acc := sc.logits
+		clear(acc)
 		for i, f := range x.ids {
 			xf := float64(x.w[i])
 			row := m.w[int(f)*m.classes : int(f+1)*m.classes]

@@ -11,8 +11,11 @@ import (
 // the index build fills a map per bag. Sorting stably and summing each
 // hash's weights in the order they were added gives exactly the bag the
 // map would hold, walked in the order sortedKeys walks it, so the vectors
-// are bit for bit the same (TestQueryMatchesPlain, TestClassifyMatchesPlain).
-// BenchmarkClassify150: 44 → 35 µs, 101 → 26 allocations (docs/routing.md).
+// are bit for bit the same. This is the only message vectoriser, for
+// Classify and for training the linear model alike; the map-built one is
+// the tests' reference (plain_test.go, TestVectorsMatchPlain,
+// TestScoresMatchPlain). BenchmarkClassify150: 44 → 35 µs, 101 → 26
+// allocations (docs/routing.md).
 
 // term is one weighted occurrence of a hashed term.
 type term struct {
@@ -43,11 +46,17 @@ type entry struct {
 func (ix *Index) getScratch() *scratch {
 	sc, _ := ix.scratch.Get().(*scratch)
 	if sc == nil {
-		n := len(ix.ids)
-		sc = &scratch{acc: make([]float32, 2*n), seen: make([]bool, n)}
-		if ix.lin != nil {
-			sc.logits = make([]float64, ix.lin.classes)
-		}
+		sc = ix.newScratch()
+	}
+	return sc
+}
+
+// newScratch returns working memory for one classification over ix.
+func (ix *Index) newScratch() *scratch {
+	n := len(ix.ids)
+	sc := &scratch{acc: make([]float32, 2*n), seen: make([]bool, n)}
+	if ix.lin != nil {
+		sc.logits = make([]float64, ix.lin.classes)
 	}
 	return sc
 }
@@ -141,7 +150,7 @@ func bagTerms(bg bag) []term {
 	return out
 }
 
-// vectorizeInto is vectorize over sc's buffers.
+// vectorizeInto returns the message vectors of ts, in sc's buffers.
 func (ix *Index) vectorizeInto(ts []token, sc *scratch) query {
 	terms := appendWordTerms(sc.terms[:0], ts, 1)
 	terms = appendRelatedTerms(terms, ts, ix.cfg.related, ix.word.ids)
@@ -152,7 +161,8 @@ func (ix *Index) vectorizeInto(ts []token, sc *scratch) query {
 	return query{word: sc.word, char: sc.char}
 }
 
-// linFeaturesInto is linFeatures over sc's buffers.
+// linFeaturesInto returns the linear model's features for a message, in
+// sc's buffers.
 func (ix *Index) linFeaturesInto(m *linear, q query, ts []token, sc *scratch) sparse {
 	var bi sparse
 	if ix.cfg.lrBigram > 0 {

@@ -21,35 +21,89 @@ func requireSameVector(t *testing.T, want, got sparse, msgAndArgs ...any) {
 	}
 }
 
-// TestQueryMatchesPlain is the differential test of the message's vectors:
-// built from term lists in pooled buffers, they equal, bit for bit, the
-// vectors built from map bags as the index build does, for every message
-// of the dev set, one scratch reused across all of them as the pool does.
-func TestQueryMatchesPlain(t *testing.T) {
-	docs, cases := loadData(t)
-	ix := New(docs)
-	require.NotNil(t, ix.lin)
-	sc := ix.getScratch()
+// routingTexts are the texts the differential tests run over: edge cases,
+// every message of the tuning set (dev.jsonl), and every name,
+// description, tag and example of the routing manifests.
+func routingTexts(docs []Doc, cases []Case) []string {
 	texts := []string{"", "?!", "what's the weather in Paris", "can't won't shouldn't", "cafés and naïve résumés"}
 	for _, c := range cases {
 		texts = append(texts, c.Text)
 	}
-	for _, text := range texts {
+	for _, d := range docs {
+		texts = append(texts, d.Name, d.Description)
+		texts = append(texts, d.Tags...)
+		texts = append(texts, d.Examples...)
+	}
+	return texts
+}
+
+// TestVectorsMatchPlain is the differential test of the message
+// vectoriser: built from term lists in pooled buffers, a message's tokens,
+// vectors and linear features equal, bit for bit, those built from map
+// bags as the index build does (plain_test.go), over the tuning set and
+// the manifests' texts, one scratch reused across all of them as the pool
+// does.
+func TestVectorsMatchPlain(t *testing.T) {
+	docs, cases := loadData(t)
+	ix := New(docs)
+	require.NotNil(t, ix.lin)
+	sc := ix.getScratch()
+	for _, text := range routingTexts(docs, cases) {
 		ts := tokens(text, nil)
 		require.Equal(t, ts, tokensKnown(text, ix.stems), "tokens of %q", text)
-		plain := ix.vectorize(ts)
+		plain := ix.vectorizePlain(ts)
 		fast := ix.vectorizeInto(ts, sc)
 		requireSameVector(t, plain.word, fast.word, "word vector of %q", text)
 		requireSameVector(t, plain.char, fast.char, "char vector of %q", text)
-		requireSameVector(t, ix.linFeatures(ix.lin, plain, ts), ix.linFeaturesInto(ix.lin, fast, ts, sc), "linear features of %q", text)
+		requireSameVector(t, ix.linFeaturesPlain(ix.lin, plain, ts), ix.linFeaturesInto(ix.lin, fast, ts, sc), "linear features of %q", text)
 	}
 }
 
-// TestClassifyMatchesPlain is the differential test of Classify: over the
-// dev set (and the indexes a large registry and a small one get: without a
-// linear model, and with few candidates), the pooled path and the plain
-// one give identical results: best, confidence, ranked ids and scores.
-func TestClassifyMatchesPlain(t *testing.T) {
+// TestScoresMatchPlain: every skill's score (cosine and linear model) for
+// every text of the tuning set and the manifests equals the plain
+// vectoriser's with plain dot products, through the postings walk (all
+// skills, and more than directLimit candidates) and through the direct
+// path (a few candidates); on an index with a linear model and one
+// without. Training reads the manifests' texts through the same
+// vectoriser, whose vectors TestVectorsMatchPlain holds to the plain ones,
+// so the weights are those the map-built vectors gave; a second build
+// gives the same weights.
+func TestScoresMatchPlain(t *testing.T) {
+	docs, cases := loadData(t)
+	cosineOnly := defaultConfig()
+	cosineOnly.lrEpochs = 0
+	for name, ix := range map[string]*Index{"150 skills": New(docs), "150 skills, cosine only": newIndex(docs, cosineOnly)} {
+		t.Run(name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(23, 3))
+			sc := ix.getScratch()
+			n := ix.Len()
+			for _, text := range routingTexts(docs, cases) {
+				want := ix.scoresPlain(text)
+				for _, cands := range [][]int{nil, rng.Perm(n)[:directLimit+4], rng.Perm(n)[:5]} {
+					got, scores, _ := ix.scores(text, cands, sc)
+					if want == nil {
+						require.Nil(t, scores, "%q has no vector", text)
+						continue
+					}
+					require.Len(t, scores, len(got), "%q", text)
+					for k, c := range got {
+						require.Equal(t, want[c], scores[k], "%q, skill %d of %d candidates", text, c, len(got))
+					}
+				}
+			}
+			if ix.lin != nil {
+				require.Equal(t, ix.lin.w, New(docs).lin.w)
+			}
+		})
+	}
+}
+
+// TestClassifyPooledMatchesFresh: over the dev set (and the indexes a
+// large registry and a small one get: without a linear model, and with
+// few candidates), Classify with pooled working memory and classify with a
+// fresh scratch give identical results: best, confidence, ranked ids and
+// scores (nothing of one call's scratch leaks into the next).
+func TestClassifyPooledMatchesFresh(t *testing.T) {
 	docs, cases := loadData(t)
 	cosineOnly := defaultConfig()
 	cosineOnly.lrEpochs = 0
@@ -88,21 +142,9 @@ func TestClassifyMatchesPlain(t *testing.T) {
 	}
 }
 
-func BenchmarkClassify150Plain(b *testing.B) {
-	docs, cases := loadData(b)
-	ix := New(docs)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
-		ix.classify(cases[i%len(cases)].Text, nil, nil)
-		i++
-	}
-}
-
 // TestClassifyPooledConcurrent classifies different messages over
 // different candidate sets at once: pooled scratch never leaks between
-// calls (each result equals the plain path's). Run with -race.
+// calls (each result equals a fresh scratch's). Run with -race.
 func TestClassifyPooledConcurrent(t *testing.T) {
 	ix := New(synthDocs(100, 5))
 	texts := synthQueries(synthDocs(100, 5), 40, 6)

@@ -54,6 +54,11 @@ func (a sparse) dotOnes(b sparse) float32 {
 	return s
 }
 
+// clone returns a copy of a that shares no memory with it.
+func (a sparse) clone() sparse {
+	return sparse{ids: slices.Clone(a.ids), w: slices.Clone(a.w)}
+}
+
 // sorted returns a with its entries sorted by id.
 func (a sparse) sorted() sparse {
 	idx := make([]int, len(a.ids))
