@@ -40,10 +40,13 @@ func (s *scanner) more() bool {
 	return s.i < len(s.b) && s.b[s.i] != '}' && s.b[s.i] != ']'
 }
 
-// colon moves past the colon after an object member's name.
+// colon moves past the colon after an object member's name (or, on input checkJSON did not
+// accept, past whatever byte is there, and never past the end).
 func (s *scanner) colon() {
 	s.skipSpace()
-	s.i++
+	if s.i < len(s.b) {
+		s.i++
+	}
 	s.skipSpace()
 }
 
