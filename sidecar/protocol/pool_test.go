@@ -45,14 +45,20 @@ func TestParseConcurrently(t *testing.T) {
 }
 
 // TestParseJSONRPCAllocs keeps the parse of a typical SendMessage near what its result needs
-// (the Request, the MessageInfo, its strings and slices: 11): it was 124 allocations before the
-// parser read the body with one pooled decoder. The margin is for -race, under which sync.Pool
-// drops some parsers.
+// (the Request, the MessageInfo, its strings and slices: 11; 14 with the pooled parser's own):
+// it was 124 allocations before the parser read the body with one pooled decoder. Under -race
+// sync.Pool drops about a quarter of the parsers put back at random and each miss builds a new
+// parser, so the average over 200 parses varies: 22–26 in repeated runs on 2026-12-03 (24 was
+// the old bound, and failed about half the time); the bound under -race is 30.
 func TestParseJSONRPCAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(200, func() {
 		if _, err := ParseJSONRPC(V1, ctJSON, benchBody, Limits{}); err != nil {
 			t.Fatal(err)
 		}
 	})
-	require.LessOrEqual(t, allocs, 24.0)
+	limit := 14.0
+	if raceEnabled {
+		limit = 30
+	}
+	require.LessOrEqual(t, allocs, limit)
 }
