@@ -185,7 +185,8 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	adminH := admin.New(m.Registry, admin.WithJWKS(publishedKeys(minter.JWKS, holder, log)),
-		admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }, adminToken))
+		admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }, adminToken),
+		admin.WithHeapProfile(adminToken))
 	var servers []*http.Server
 	var addrs Addrs
 	stopExtAuthz := func() {}
