@@ -440,13 +440,9 @@ func (r *replica) scrape(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.c.admin+"/metrics", nil)
+	res, err := r.adminGet(ctx, "/metrics")
 	if err != nil {
 		return err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("replica %s /metrics: %w", r.name, err)
 	}
 	defer func() { _ = res.Body.Close() }()
 	vals, err := promValues(res.Body, "go_goroutines", "go_memstats_next_gc_bytes", "go_memstats_heap_alloc_bytes", `capgate_reloads_total{result="ok"}`, `capgate_reloads_total{result="rejected"}`)
@@ -512,18 +508,27 @@ func (l *soakLoad) quiesce(ctx context.Context, i int, heapDir string) error {
 	return nil
 }
 
+// adminGet sends GET path to the replica's admin listener.
+func (r *replica) adminGet(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.c.admin+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("replica %s %s: %w", r.name, path, err)
+	}
+	return res, nil
+}
+
 // heapProfile runs a GC in the replica (through its admin heap profile)
 // and saves the profile to path ("": discards it).
 func (r *replica) heapProfile(ctx context.Context, path string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.c.admin+"/debug/pprof/heap?gc=1", nil)
+	res, err := r.adminGet(ctx, "/debug/pprof/heap?gc=1")
 	if err != nil {
 		return err
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("replica %s heap profile: %w", r.name, err)
 	}
 	defer func() { _ = res.Body.Close() }()
 	if res.StatusCode != http.StatusOK {
