@@ -74,12 +74,20 @@ type Config struct {
 	Store      string            `yaml:"store"` // "memory" or a Redis URL (tasks.Open)
 	// StorePasswordFile holds the password of the Redis servers of store
 	// (relative to the config file); it takes precedence over one in the URL.
-	StorePasswordFile string   `yaml:"store_password_file"`
-	Cards             Cards    `yaml:"cards"`
-	Identity          Identity `yaml:"identity"`
-	Audit             Audit    `yaml:"audit"`
-	Limits            Limits   `yaml:"limits"`
-	Push              Push     `yaml:"push"`
+	StorePasswordFile string `yaml:"store_password_file"`
+	// StorePasswordEnv names the environment variable holding that
+	// password instead (set one of the two).
+	StorePasswordEnv string `yaml:"store_password_env"`
+	// StoreSentinelPasswordFile and StoreSentinelPasswordEnv give the
+	// password of the Sentinels of a redis-sentinel:// store (their
+	// requirepass), never sent to the Redis servers.
+	StoreSentinelPasswordFile string   `yaml:"store_sentinel_password_file"`
+	StoreSentinelPasswordEnv  string   `yaml:"store_sentinel_password_env"`
+	Cards                     Cards    `yaml:"cards"`
+	Identity                  Identity `yaml:"identity"`
+	Audit                     Audit    `yaml:"audit"`
+	Limits                    Limits   `yaml:"limits"`
+	Push                      Push     `yaml:"push"`
 	// Services and DecisionLogs are OPA's `services` and `decision_logs`
 	// configuration (OPA's schema, passed to OPA's decision-log plugin
 	// unchanged). Without decision_logs, decisions go to the console.

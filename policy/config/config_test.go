@@ -63,6 +63,7 @@ func fsWith(cfg string) fstest.MapFS {
 		"capgate.yaml":                     {Data: []byte(cfg)},
 		"capabilities/lookup-invoice.yaml": {Data: []byte(lookup)},
 		"keys/demo.jwks.json":              {Data: demoJWKS},
+		"keys/empty.pw":                    {Data: []byte(" \n")},
 	}
 }
 
@@ -173,7 +174,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		want     string
 	}{
 		{"unknown top-level key", "store: memory\n", "store: memory\nstorage: redis\n",
-			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, store_password_file, cards, identity, audit, limits, push, services, decision_logs, tracing"},
+			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, store_password_file, store_password_env, store_sentinel_password_file, store_sentinel_password_env, cards, identity, audit, limits, push, services, decision_logs, tracing"},
 		{"unknown nested key", "      algorithms: [RS256, ES256]\n", "      algorithms: [RS256, ES256]\n      jwks_ttl: 5m\n",
 			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms, tenants, scopes"},
 		{"misspelt key", "  preview_scope:", "  previewScope:",
@@ -291,6 +292,22 @@ func TestLoadFSInvalid(t *testing.T) {
 			`capgate.yaml:23: store_password_file: set, but store is "memory": only a Redis store has a password`},
 		{"store password file missing", "store: memory", "store: redis-sentinel://s1:26379/main\nstore_password_file: nope.pw",
 			`capgate.yaml:23: store_password_file: read nope.pw: file does not exist`},
+		{"store password env without Redis", "store: memory", "store: memory\nstore_password_env: REDIS_PASSWORD",
+			`capgate.yaml:23: store_password_env: set, but store is "memory": only a Redis store has a password`},
+		{"store password env not set", "store: memory", "store: redis://r1:6379/0\nstore_password_env: CAPGATE_TEST_UNSET_0x",
+			`capgate.yaml:23: store_password_env: the environment variable CAPGATE_TEST_UNSET_0x is not set`},
+		{"store password env not a name", "store: memory", "store: redis://r1:6379/0\nstore_password_env: 'A=B'",
+			`capgate.yaml:23: store_password_env: "A=B" is not an environment variable name`},
+		{"store password file and env", "store: memory", "store: redis://r1:6379/0\nstore_password_file: redis.pw\nstore_password_env: REDIS_PASSWORD",
+			`capgate.yaml:23: store_password_file: set this or store_password_env, not both`},
+		{"store password file empty", "store: memory", "store: redis://r1:6379/0\nstore_password_file: keys/empty.pw",
+			`capgate.yaml:23: store_password_file: keys/empty.pw is empty`},
+		{"sentinel password without Sentinels", "store: memory", "store: redis-cluster://c1:7000\nstore_sentinel_password_file: keys/empty.pw",
+			`capgate.yaml:23: store_sentinel_password_file: set, but store is not redis-sentinel:// or rediss-sentinel://: only Sentinels have this password (the Redis servers' is store_password_file or store_password_env)`},
+		{"sentinel password file missing", "store: memory", "store: rediss-sentinel://s1:26379/main\nstore_sentinel_password_file: nope.pw",
+			`capgate.yaml:23: store_sentinel_password_file: read nope.pw: file does not exist`},
+		{"sentinel password env not set", "store: memory", "store: redis-sentinel://s1:26379/main\nstore_sentinel_password_env: CAPGATE_TEST_UNSET_0x",
+			`capgate.yaml:23: store_sentinel_password_env: the environment variable CAPGATE_TEST_UNSET_0x is not set`},
 		{"listen not host:port", "a2a: 127.0.0.1:8080", "a2a: localhost",
 			`capgate.yaml:20: listen.a2a: "localhost" is not host:port (e.g. 127.0.0.1:8080)`},
 		{"listen bad port", "admin: 127.0.0.1:9090", "admin: 127.0.0.1:http",
@@ -574,4 +591,53 @@ func TestHandlerBindings(t *testing.T) {
 			require.EqualError(t, err, tt.want)
 		})
 	}
+}
+
+// TestStoreCredentials: the store's passwords come from a file or from the
+// environment; an empty variable is refused as an unset one is, and the
+// secret never appears in an error.
+func TestStoreCredentials(t *testing.T) {
+	const secret = "hunter2-but-longer"
+	load := func(t *testing.T, extra string, files map[string]string) (*config.Config, error) {
+		t.Helper()
+		fsys := fsWith(strings.Replace(base, "store: memory", "store: redis-sentinel://s1:26379/main\n"+extra, 1))
+		for name, data := range files {
+			fsys[name] = &fstest.MapFile{Data: []byte(data)}
+		}
+		return config.LoadFS(fsys, "capgate.yaml")
+	}
+
+	t.Setenv("CAPGATE_TEST_REDIS_PW", secret)
+	t.Setenv("CAPGATE_TEST_SENTINEL_PW", secret+"-sentinel")
+	c, err := load(t, "store_password_env: CAPGATE_TEST_REDIS_PW\nstore_sentinel_password_env: CAPGATE_TEST_SENTINEL_PW", nil)
+	require.NoError(t, err)
+	opts, err := c.StoreOptions()
+	require.NoError(t, err)
+	require.Len(t, opts, 2, "the servers' password and the Sentinels'")
+
+	c, err = load(t, "store_password_file: keys/redis.pw", map[string]string{"keys/redis.pw": "  " + secret + "\n"})
+	require.NoError(t, err)
+	opts, err = c.StoreOptions()
+	require.NoError(t, err)
+	require.Len(t, opts, 1)
+
+	c, err = load(t, "", nil)
+	require.NoError(t, err)
+	opts, err = c.StoreOptions()
+	require.NoError(t, err)
+	require.Empty(t, opts, "no credentials: the URL's, if any")
+
+	t.Setenv("CAPGATE_TEST_REDIS_PW", "")
+	_, err = load(t, "store_password_env: CAPGATE_TEST_REDIS_PW", nil)
+	require.EqualError(t, err, "capgate.yaml:23: store_password_env: the environment variable CAPGATE_TEST_REDIS_PW is empty")
+
+	// Validated at load, read again at start: a variable emptied in between
+	// is still refused, by name.
+	t.Setenv("CAPGATE_TEST_REDIS_PW", secret)
+	c, err = load(t, "store_password_env: CAPGATE_TEST_REDIS_PW", nil)
+	require.NoError(t, err)
+	t.Setenv("CAPGATE_TEST_REDIS_PW", "")
+	_, err = c.StoreOptions()
+	require.EqualError(t, err, "store_password_env: the environment variable CAPGATE_TEST_REDIS_PW is empty")
+	require.NotContains(t, err.Error(), secret)
 }

@@ -8,11 +8,13 @@ import (
 	"path"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/diag/yamlnode"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Load reads, defaults and validates the config file at path. Relative
@@ -341,19 +343,69 @@ func (c *Config) LoadRegistry() (*manifest.Registry, error) {
 	return manifest.Load(dirs, manifest.Options{Handlers: c.HasHandler})
 }
 
-// StorePassword reads store_password_file (relative to the config file),
-// without surrounding white space; "" when it is not set.
-func (c *Config) StorePassword() (string, error) {
-	if c.StorePasswordFile == "" {
-		return "", nil
+// StoreOptions are the store's credentials as tasks.Open takes them: the
+// Redis servers' password (store_password_file or store_password_env) and
+// the Sentinels' (store_sentinel_password_file or _env). An error names the
+// setting at fault, never the secret.
+func (c *Config) StoreOptions() ([]tasks.Option, error) {
+	var opts []tasks.Option
+	for _, s := range c.storeSecrets() {
+		p, key, err := c.secret(s.name, s.file, s.env)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+		if p != "" {
+			opts = append(opts, s.option(p))
+		}
 	}
-	b, err := c.ReadFile(c.StorePasswordFile)
-	if err != nil {
-		return "", err
+	return opts, nil
+}
+
+// storeSecret is one credential of the store, from a file or the
+// environment.
+type storeSecret struct {
+	name, file, env string // name: the settings' stem (name_file, name_env)
+	option          func(string) tasks.Option
+}
+
+func (c *Config) storeSecrets() []storeSecret {
+	return []storeSecret{
+		{"store_password", c.StorePasswordFile, c.StorePasswordEnv, tasks.WithPassword},
+		{"store_sentinel_password", c.StoreSentinelPasswordFile, c.StoreSentinelPasswordEnv, tasks.WithSentinelPassword},
 	}
-	p := strings.TrimSpace(string(b))
-	if p == "" {
-		return "", fmt.Errorf("%s is empty", c.StorePasswordFile)
+}
+
+// envName is a portable environment variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// secret reads name_file (relative to the config file, surrounding white
+// space removed) or name_env (the variable's value as is): "" when neither
+// is set. On error, key is the setting at fault.
+func (c *Config) secret(name, file, env string) (p, key string, err error) {
+	switch {
+	case file != "" && env != "":
+		return "", name + "_file", fmt.Errorf("set this or %s_env, not both", name)
+	case file != "":
+		b, err := c.ReadFile(file)
+		if err != nil {
+			return "", name + "_file", err
+		}
+		if p = strings.TrimSpace(string(b)); p == "" {
+			return "", name + "_file", fmt.Errorf("%s is empty", file)
+		}
+		return p, "", nil
+	case env != "":
+		if !envName.MatchString(env) {
+			return "", name + "_env", fmt.Errorf("%q is not an environment variable name", env)
+		}
+		p, ok := os.LookupEnv(env)
+		if !ok {
+			return "", name + "_env", fmt.Errorf("the environment variable %s is not set", env)
+		}
+		if p == "" {
+			return "", name + "_env", fmt.Errorf("the environment variable %s is empty", env)
+		}
+		return p, "", nil
 	}
-	return p, nil
+	return "", "", nil
 }

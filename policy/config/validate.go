@@ -564,7 +564,8 @@ func (v *validator) trustedProxy() {
 	}
 }
 
-// store checks store as tasks.Open reads it, and store_password_file.
+// store checks store as tasks.Open reads it, and the store's credentials
+// (store_password_file or _env, store_sentinel_password_file or _env).
 func (v *validator) store() {
 	c := v.c
 	if c.Store != tasks.MemoryURL {
@@ -572,12 +573,24 @@ func (v *validator) store() {
 			v.add("store", "%v", err)
 		}
 	}
-	if c.StorePasswordFile == "" {
-		return
-	}
-	if c.Store == tasks.MemoryURL {
-		v.add("store_password_file", "set, but store is %q: only a Redis store has a password", tasks.MemoryURL)
-	} else if _, err := c.StorePassword(); err != nil {
-		v.add("store_password_file", "%v", err)
+	sentinel := strings.HasPrefix(c.Store, tasks.SchemeSentinel+"://") || strings.HasPrefix(c.Store, tasks.SchemeSentinelTLS+"://")
+	for _, s := range c.storeSecrets() {
+		if s.file == "" && s.env == "" {
+			continue
+		}
+		key := s.name + "_file"
+		if s.file == "" {
+			key = s.name + "_env"
+		}
+		switch {
+		case c.Store == tasks.MemoryURL:
+			v.add(key, "set, but store is %q: only a Redis store has a password", tasks.MemoryURL)
+		case s.name == "store_sentinel_password" && !sentinel:
+			v.add(key, "set, but store is not %s:// or %s://: only Sentinels have this password (the Redis servers' is store_password_file or store_password_env)", tasks.SchemeSentinel, tasks.SchemeSentinelTLS)
+		default:
+			if _, k, err := c.secret(s.name, s.file, s.env); err != nil {
+				v.add(k, "%v", err)
+			}
+		}
 	}
 }

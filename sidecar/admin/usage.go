@@ -61,11 +61,7 @@ type UsageResponse struct {
 func WithUsage(store UsageReader, ids func() []string, token []byte) Option {
 	return func(h *Handler) {
 		h.mux.HandleFunc("GET "+UsagePath, func(w http.ResponseWriter, r *http.Request) {
-			if status, msg := usageAccess(r, token); status != 0 {
-				if status == http.StatusUnauthorized {
-					w.Header().Set("WWW-Authenticate", "Bearer")
-				}
-				usageError(w, status, msg)
+			if !allowed(w, r, token, "usage") {
 				return
 			}
 			serveUsage(w, r, store, ids)
@@ -73,23 +69,38 @@ func WithUsage(store UsageReader, ids func() []string, token []byte) Option {
 	}
 }
 
-// usageAccess decides whether r may read usage: 0 when it may, else the
-// status and message of the refusal.
-func usageAccess(r *http.Request, token []byte) (int, string) {
+// allowed decides whether r may read what (usage, the heap profile): with a
+// token only callers sending it, without one only loopback peers. When r
+// may not, it answers 401 or 403 and returns false.
+func allowed(w http.ResponseWriter, r *http.Request, token []byte, what string) bool {
+	status, msg := access(r, token, what)
+	if status == 0 {
+		return true
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+	}
+	usageError(w, status, msg)
+	return false
+}
+
+// access decides whether r may read what: 0 when it may, else the status
+// and message of the refusal.
+func access(r *http.Request, token []byte, what string) (int, string) {
 	if token == nil {
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if a, perr := netip.ParseAddr(host); err == nil && perr == nil && a.Unmap().IsLoopback() {
 			return 0, ""
 		}
-		return http.StatusForbidden, "usage is served to loopback peers only; set listen.admin_token_file to read it remotely"
+		return http.StatusForbidden, what + " is served to loopback peers only; set listen.admin_token_file to read it remotely"
 	}
 	vs := r.Header.Values("Authorization")
 	if len(vs) != 1 {
-		return http.StatusUnauthorized, "usage needs the admin token (listen.admin_token_file)"
+		return http.StatusUnauthorized, what + " needs the admin token (listen.admin_token_file)"
 	}
 	got, err := identity.BearerToken(vs[0])
 	if err != nil || subtle.ConstantTimeCompare([]byte(got), token) != 1 {
-		return http.StatusUnauthorized, "usage needs the admin token (listen.admin_token_file)"
+		return http.StatusUnauthorized, what + " needs the admin token (listen.admin_token_file)"
 	}
 	return 0, ""
 }

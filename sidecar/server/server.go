@@ -185,7 +185,8 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	adminH := admin.New(m.Registry, admin.WithJWKS(publishedKeys(minter.JWKS, holder, log)),
-		admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }, adminToken))
+		admin.WithUsage(store, func() []string { return admin.CapabilityIDs(holder.Load().Registry()) }, adminToken),
+		admin.WithHeapProfile(adminToken))
 	var servers []*http.Server
 	var addrs Addrs
 	stopExtAuthz := func() {}
@@ -353,11 +354,11 @@ func openAudit(cfg *config.Config, w io.Writer) (*audit.Logger, io.Closer, error
 // replicas. A Redis that is down at start is not fatal: cards keep being
 // served and task operations fail closed until it answers.
 func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (tasks.Store, error) {
-	pw, err := cfg.StorePassword()
+	creds, err := cfg.StoreOptions()
 	if err != nil {
-		return nil, fmt.Errorf("store_password_file: %w", err)
+		return nil, err
 	}
-	return tasks.Open(ctx, cfg.Store, tasks.WithLogger(log.Named("tasks")), tasks.WithPassword(pw))
+	return tasks.Open(ctx, cfg.Store, append(creds, tasks.WithLogger(log.Named("tasks")))...)
 }
 
 // publishedKeys is the admin JWKS: the token minter's key and, when cards

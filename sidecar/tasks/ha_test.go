@@ -174,3 +174,47 @@ func TestRedisSentinel(t *testing.T) {
 	require.False(t, ok, "the master applied the delete; it was only not acknowledged")
 	_ = got
 }
+
+// TestRedisSentinelAuth: Sentinels and Redis servers with different
+// passwords. The servers' password goes to the servers only
+// (WithPassword: store_password_file or _env, or the URL's userinfo), the
+// Sentinels' to the Sentinels only (WithSentinelPassword); with either
+// missing or the two swapped nothing is read or written.
+func TestRedisSentinelAuth(t *testing.T) {
+	const server, sentinel = "s3rver-Secret", "sentinel-Secret"
+	set := redisproc.StartSentinelSetAuth(t, "main", 5*time.Second, redisproc.Auth{Password: server, SentinelPassword: sentinel})
+	open := func(t *testing.T, url string, opts ...Option) *Redis {
+		t.Helper()
+		prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
+		r, err := OpenRedis(t.Context(), url, append([]Option{WithKeyPrefix(prefix), WithOpTimeout(3 * time.Second)}, opts...)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = r.Close() })
+		return r
+	}
+	bind := func(r *Redis, id string) error {
+		return r.Bind(t.Context(), Binding{TaskID: id, Subject: "alice", Capability: "c", Handler: "h"})
+	}
+
+	r := open(t, set.URL(), WithPassword(server), WithSentinelPassword(sentinel))
+	require.NoError(t, bind(r, "t-1"), "the write waits for the replica, which authenticated to the master")
+	got, ok, err := r.Lookup(t.Context(), "t-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "alice", got.Subject)
+
+	userinfo := strings.Replace(set.URL(), "redis-sentinel://", "redis-sentinel://:"+server+"@", 1)
+	require.NoError(t, bind(open(t, userinfo, WithSentinelPassword(sentinel)), "t-2"), "the URL's password is the servers'")
+
+	for name, opts := range map[string][]Option{
+		"no Sentinel password":  {WithPassword(server)},
+		"no server password":    {WithSentinelPassword(sentinel)},
+		"swapped":               {WithPassword(sentinel), WithSentinelPassword(server)},
+		"the servers' for both": {WithPassword(server), WithSentinelPassword(server)},
+	} {
+		err := bind(open(t, set.URL(), opts...), "t-3")
+		require.ErrorIs(t, err, ErrUnavailable, name)
+		require.Regexp(t, "NOAUTH|WRONGPASS", err.Error(), "%s: refused for the credentials (not reported as unreplicated)", name)
+		require.NotContains(t, err.Error(), server, name)
+		require.NotContains(t, err.Error(), sentinel, name)
+	}
+}

@@ -96,8 +96,15 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	opts = append(su.own, opts...)
-	if o := newOptions(opts); o.password != "" {
+	o := newOptions(opts)
+	if o.password != "" {
 		su.setPassword(o.password)
+	}
+	if o.sentinelPassword != "" {
+		if su.mode != modeSentinel {
+			return nil, fmt.Errorf("store: %s: a Sentinel password, but the store is not %s:// or %s://", su.display, SchemeSentinel, SchemeSentinelTLS)
+		}
+		su.failover.SentinelPassword = o.sentinelPassword
 	}
 	r := NewRedis(su.client(), opts...)
 	pctx, cancel := context.WithTimeout(ctx, r.opTimeout)
@@ -344,7 +351,7 @@ func (r *Redis) writeWait(ctx context.Context, conn interface {
 }, eval evalFunc, keys []string, args []any) (any, error) {
 	var cmd *redis.Cmd
 	var wait *redis.IntCmd
-	_, _ = conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, perr := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
 		cmd = eval(ctx, p, keys, args...)
 		// go-redis's Wait (not in the Pipeliner interface) reads for as
 		// long as WAIT may block.
@@ -360,6 +367,11 @@ func (r *Redis) writeWait(ctx context.Context, conn interface {
 	n, err := wait.Result()
 	if err != nil {
 		return nil, err
+	}
+	if perr != nil {
+		// No connection (e.g. a Sentinel refused the credentials): the
+		// commands were never sent and carry no error of their own.
+		return nil, perr
 	}
 	if n < int64(r.minReplicas) {
 		return nil, fmt.Errorf("%w (%d of %d)", errNotReplicated, n, r.minReplicas)

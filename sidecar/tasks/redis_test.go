@@ -445,6 +445,7 @@ func TestParseStoreURL(t *testing.T) {
 	require.Equal(t, "app", f.Username)
 	require.Equal(t, "pw", f.Password)
 	require.Empty(t, f.SentinelPassword, "Sentinels are contacted without the servers' credentials")
+	require.Empty(t, f.SentinelUsername)
 	require.Nil(t, f.TLSConfig)
 	require.Equal(t, time.Second, f.DialTimeout)
 	require.Equal(t, DefaultRedisTimeout, f.ReadTimeout)
@@ -453,6 +454,12 @@ func TestParseStoreURL(t *testing.T) {
 	require.Equal(t, 1, r.minReplicas, "Sentinel: writes wait for one replica by default")
 	require.Equal(t, DefaultReplicaTimeout, r.replicaTimeout)
 	require.False(t, r.keys.tagged, "Sentinel keeps the single-Redis key layout")
+
+	u, err = parseStoreURL("redis-sentinel://app:pw@s1:26379/main?sentinel_username=watcher")
+	require.NoError(t, err)
+	require.Equal(t, "watcher", u.failover.SentinelUsername, "the Sentinels' ACL user, a parameter of capgate's")
+	require.Equal(t, "app", u.failover.Username)
+	require.Empty(t, u.failover.SentinelPassword)
 
 	u, err = parseStoreURL("rediss-cluster://:pw@c1:7000,c2:7001?min_replicas=2&replica_timeout=100ms")
 	require.NoError(t, err)
@@ -476,23 +483,25 @@ func TestParseStoreURL(t *testing.T) {
 // contacted, with a message that names the problem and never the password.
 func TestCheckURL(t *testing.T) {
 	for raw, want := range map[string]string{
-		"mysql://db:3306":                                    "neither",
-		"redis-sentinel://:secret@s1:26379":                  "master's name",
-		"redis-sentinel://:secret@s1:26379/a/b":              "master's name",
-		"redis-sentinel://:secret@s1/main":                   `"s1" is not host:port`,
-		"redis-sentinel://:secret@s1:26379,/main":            `"" is not host:port`,
-		"redis-sentinel://:secret@s1:99999/main":             "is not host:port",
-		"redis-sentinel://:secret@s1:26379/main?db=x":        "database number",
-		"redis-cluster://:secret@c1:7000/3":                  "no database numbers",
-		"redis-cluster://:secret@c1:7000?db=1":               "no database numbers",
-		"redis-cluster://:secret@c1:7000?key_prefix=%7Bx%7D": "must not contain { or }",
-		"redis-cluster://:secret@c1:7000?read_only=true":     "master only",
-		"redis-sentinel://:secret@s1:1/m?replica_only=true":  "master only",
-		"redis-cluster://:secret@c1:7000?nope=1":             "nope",
-		"redis-cluster://:secret@c1:7000?min_replicas=-1":    "min_replicas",
-		"redis-cluster://:secret@c1:7000?replica_timeout=1s": "shorter than read_timeout",
-		"redis://:secret@h1:1,h2:2/0":                        "one host:port",
-		"redis://:secret@h:6379/0?binding_ttl=soon":          "binding_ttl",
+		"mysql://db:3306":                                     "neither",
+		"redis-sentinel://:secret@s1:26379":                   "master's name",
+		"redis-sentinel://:secret@s1:26379/a/b":               "master's name",
+		"redis-sentinel://:secret@s1/main":                    `"s1" is not host:port`,
+		"redis-sentinel://:secret@s1:26379,/main":             `"" is not host:port`,
+		"redis-sentinel://:secret@s1:99999/main":              "is not host:port",
+		"redis-sentinel://:secret@s1:26379/main?db=x":         "database number",
+		"redis-cluster://:secret@c1:7000/3":                   "no database numbers",
+		"redis-cluster://:secret@c1:7000?db=1":                "no database numbers",
+		"redis-cluster://:secret@c1:7000?key_prefix=%7Bx%7D":  "must not contain { or }",
+		"redis-cluster://:secret@c1:7000?read_only=true":      "master only",
+		"redis-sentinel://:secret@s1:1/m?replica_only=true":   "master only",
+		"redis-cluster://:secret@c1:7000?nope=1":              "nope",
+		"redis-cluster://:secret@c1:7000?min_replicas=-1":     "min_replicas",
+		"redis-cluster://:secret@c1:7000?replica_timeout=1s":  "shorter than read_timeout",
+		"redis://:secret@h1:1,h2:2/0":                         "one host:port",
+		"redis://:secret@h:6379/0?binding_ttl=soon":           "binding_ttl",
+		"redis://:secret@h:6379/0?sentinel_username=w":        "for redis-sentinel:// stores",
+		"redis-cluster://:secret@c1:7000?sentinel_username=w": "for redis-sentinel:// stores",
 	} {
 		err := CheckURL(raw)
 		require.Error(t, err, raw)
@@ -503,4 +512,38 @@ func TestCheckURL(t *testing.T) {
 		require.NoError(t, CheckURL(ok), ok)
 		require.True(t, IsRedisURL(ok))
 	}
+}
+
+// TestRedisPassword: against a redis-server with requirepass, the store
+// works with the password given as an option (store_password_file or
+// _env) and fails closed without it or with a wrong one, never quoting it.
+func TestRedisPassword(t *testing.T) {
+	const pw = "s3rver-Secret"
+	srv := redisproc.StartAuth(t, pw)
+	b := Binding{TaskID: "t-1", Subject: "alice", Capability: "c", Handler: "h"}
+
+	r := openTestRedis(t, srv, WithPassword(pw))
+	require.NoError(t, r.Bind(t.Context(), b))
+	got, ok, err := r.Lookup(t.Context(), "t-1")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "alice", got.Subject)
+
+	u := "redis://:" + pw + "@" + srv.Addr + "/0"
+	r2, err := OpenRedis(t.Context(), u, WithPassword("wrong-one"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r2.Close() })
+	_, _, err = r2.Lookup(t.Context(), "t-1")
+	require.ErrorIs(t, err, ErrUnavailable, "the option wins over the URL's password")
+
+	for name, opts := range map[string][]Option{"none": nil, "wrong": {WithPassword("wrong-one")}} {
+		r := openTestRedis(t, srv, opts...)
+		_, _, err := r.Lookup(t.Context(), "t-1")
+		require.ErrorIs(t, err, ErrUnavailable, name)
+		require.NotContains(t, err.Error(), pw, name)
+		require.ErrorIs(t, r.Bind(t.Context(), Binding{TaskID: "t-2", Subject: "alice", Capability: "c", Handler: "h"}), ErrUnavailable, name)
+	}
+
+	_, err = OpenRedis(t.Context(), srv.URL(0), WithSentinelPassword("x"))
+	require.ErrorContains(t, err, "not redis-sentinel://", "a Sentinel password needs Sentinels")
 }

@@ -34,6 +34,9 @@ const (
 	ParamBindingTTL     = "binding_ttl"
 	ParamMinReplicas    = "min_replicas"
 	ParamReplicaTimeout = "replica_timeout"
+	// ParamSentinelUsername is the Sentinels' ACL user (redis-sentinel://
+	// only); their password is store_sentinel_password_file or _env.
+	ParamSentinelUsername = "sentinel_username"
 )
 
 // readRouting are go-redis parameters that would read from replicas: an
@@ -138,9 +141,11 @@ func (u *storeURL) setPassword(p string) {
 //	redis[s]-sentinel://[user:pass@]host:port[,host:port…]/<master>[?db=N&params]
 //	redis[s]-cluster://[user:pass@]host:port[,host:port…][?params]
 //
-// The user and password are those of the Redis servers (Sentinels are
-// contacted without credentials). Capgate's own parameters are key_prefix,
-// binding_ttl, min_replicas and replica_timeout; the others are go-redis's.
+// The user and password are those of the Redis servers, never sent to
+// Sentinels: a Sentinel is contacted with sentinel_username (a parameter)
+// and the password WithSentinelPassword gives, or without credentials.
+// Capgate's own parameters are key_prefix, binding_ttl, min_replicas,
+// replica_timeout and sentinel_username; the others are go-redis's.
 func parseStoreURL(raw string) (*storeURL, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	mode, tls, known := schemeMode(scheme)
@@ -182,6 +187,9 @@ func parseStoreURL(raw string) (*storeURL, error) {
 		return nil, fmt.Errorf("%s: one host:port (several are for %s:// or %s://)", display, SchemeSentinel, SchemeCluster)
 	}
 	q := u.Query()
+	if q.Has(ParamSentinelUsername) && mode != modeSentinel {
+		return nil, fmt.Errorf("%s: %s is for %s:// stores (the Sentinels' ACL user)", display, ParamSentinelUsername, SchemeSentinel)
+	}
 	for _, p := range readRouting {
 		if q.Has(p) {
 			return nil, fmt.Errorf("%s: %s is not accepted: capgate reads task ownership from the master only", display, p)
@@ -219,11 +227,14 @@ func parseStoreURL(raw string) (*storeURL, error) {
 			return nil, fmt.Errorf("%s: the path must be the master's name, e.g. %s://host:26379,host:26380/mymaster", display, SchemeSentinel)
 		}
 		q.Set("master_name", master)
+		sentinelUser := q.Get(ParamSentinelUsername)
+		q.Del(ParamSentinelUsername)
 		o, err := redis.ParseFailoverURL(goRedisURL(addrs, q))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %v", display, strings.TrimPrefix(err.Error(), "redis: "))
 		}
 		o.Username, o.Password = user, pass
+		o.SentinelUsername = sentinelUser
 		if tls {
 			o.TLSConfig = tlsConfig(addrs[0])
 		}

@@ -54,9 +54,10 @@ type options struct {
 	now       func() time.Time
 	// minReplicas replicas must confirm each ownership write within
 	// replicaTimeout (Redis WAIT) before it is acknowledged; 0 waits for none.
-	minReplicas    int
-	replicaTimeout time.Duration
-	password       string
+	minReplicas      int
+	replicaTimeout   time.Duration
+	password         string
+	sentinelPassword string
 }
 
 func newOptions(opts []Option) options {
@@ -112,6 +113,12 @@ func WithReplicas(n int, timeout time.Duration) Option {
 	return func(o *options) { o.minReplicas, o.replicaTimeout = n, timeout }
 }
 
-// WithPassword sets the password of the Redis servers (store_password_file),
-// taking precedence over one in the URL.
+// WithPassword sets the password of the Redis servers (store_password_file
+// or store_password_env), taking precedence over one in the URL.
 func WithPassword(p string) Option { return func(o *options) { o.password = p } }
+
+// WithSentinelPassword sets the password of the Sentinels of a
+// redis-sentinel:// store (their requirepass; store_sentinel_password_file or
+// store_sentinel_password_env). The Redis servers' password is not sent to
+// Sentinels, nor this one to the servers.
+func WithSentinelPassword(p string) Option { return func(o *options) { o.sentinelPassword = p } }

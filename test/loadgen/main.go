@@ -12,7 +12,7 @@
 //	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
 //	go run ./test/loadgen -mode gateway   # capgate's gateway against a bare reverse proxy, both bindings, streaming (~1.5 min)
 //	go run ./test/loadgen -mode gateway -stream-only  # only the 10,000-event stream: RSS growth while relaying
-//	go run ./test/loadgen -mode soak      # two capgate replicas on one redis-server, all operations, reloads, a Redis restart (~75 s)
+//	go run ./test/loadgen -mode soak      # two capgate replicas on one redis-server, all operations, reloads, a Redis restart (~2 min; -heap-profiles DIR saves heap profiles)
 package main
 
 import (
@@ -46,6 +46,7 @@ func main() {
 	flag.StringVar(&o.cpuProfile, "server-cpuprofile", "", "write the capgate child's CPU profile to this file prefix (<prefix>.<pid>.pprof)")
 	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
 	flag.DurationVar(&o.reloadEvery, "reload-every", soakReloadEvery, "soak: reload both replicas this often (0: never)")
+	flag.StringVar(&o.heapDir, "heap-profiles", "", "soak: write each replica's heap profile (admin /debug/pprof/heap) after warm-up and at the end into this directory (<replica>-early.pprof, <replica>-late.pprof)")
 	flag.StringVar(&o.memProfile, "server-memprofile", "", "write the capgate child's live heap on exit to this file prefix (<prefix>.<pid>.pprof)")
 	flag.Parse()
 	o.set = map[string]bool{}
@@ -79,6 +80,7 @@ type options struct {
 	events                 int
 	streamOnly             bool
 	reloadEvery            time.Duration
+	heapDir                string
 	set                    map[string]bool // flags given on the command line
 }
 

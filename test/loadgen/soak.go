@@ -40,10 +40,10 @@ import (
 // The soak's defaults (used unless the flags are given) and bounds
 // (docs/benchmarks.md, "Soak").
 const (
-	soakDuration    = 60 * time.Second
+	soakDuration    = 90 * time.Second
+	soakMinDuration = 60 * time.Second
 	soakConcurrency = 8
 	soakWindow      = 5 * time.Second
-	soakWarmup      = 15 * time.Second // growth is measured from the end of the warm-up
 	soakReloadEvery = 3 * time.Second
 	soakRedisDown   = 2 * time.Second // Redis stays down this long in the middle of the run
 	soakTimeout     = 10 * time.Second
@@ -52,7 +52,13 @@ const (
 	// command; a request already past its store call reports it).
 	soakGrace = 2 * time.Second
 
+	// soakCheckMargin: a task is read back after the run only if its
+	// binding outlives the read by this much (the binding expires
+	// binding_ttl after it was written, just before it was acknowledged).
+	soakCheckMargin = 10 * time.Second
+
 	maxRSSGrowth       = 16 << 20 // per replica, median of the last window − median of the first after warm-up
+	maxLiveHeapGrowth  = 8 << 20  // per replica, the live heap after a GC at the two quiet points
 	maxGoroutineGrowth = 16       // idle goroutines: ±9 seen between two quiet points on the shared VM; a leak per request or per reload exceeds it
 )
 
@@ -73,9 +79,11 @@ type replica struct {
 	gor     []sample
 	goal    []sample   // go_memstats_next_gc_bytes: the heap goal, twice the live heap after the last GC (GOGC=100)
 	idle    [2]float64 // goroutines with no request in flight and the generator's connections closed: after warm-up, at the end
+	live    [2]float64 // go_memstats_heap_alloc_bytes right after a forced GC at the same two quiet points: the live heap
 	mu      sync.Mutex // scrape's samples
 	tr      []*http.Transport
 	reloads float64 // capgate_reloads_total{result="ok"} at the last scrape
+	alloc   float64 // go_memstats_heap_alloc_bytes at the last scrape
 	reject  float64 // capgate_reloads_total{result="rejected"}
 	stderr  lineCounter
 }
@@ -108,9 +116,10 @@ func soak(ctx context.Context, o options) error {
 	if !o.set["concurrency"] {
 		o.concurrency = soakConcurrency
 	}
-	if o.duration < 4*soakWarmup/3+2*soakWindow {
-		return fmt.Errorf("-duration %v: the soak needs at least %v (warm-up, the restart, two windows after)", o.duration, 4*soakWarmup/3+2*soakWindow)
+	if o.duration < soakMinDuration {
+		return fmt.Errorf("-duration %v: the soak needs at least %v (the restart, a warm-up of binding_ttl, two windows after)", o.duration, soakMinDuration)
 	}
+	ttl, warmup := soakPlan(o.duration)
 	if err := lookRedis(); err != nil {
 		return err
 	}
@@ -133,7 +142,7 @@ func soak(ctx context.Context, o options) error {
 	defer rds.kill()
 
 	cfgDir := filepath.Join(dir, "finance")
-	config, upstream, up, err := soakDeployment(ctx, cfgDir, rds.addr)
+	config, upstream, up, err := soakDeployment(ctx, cfgDir, rds.addr, ttl)
 	if err != nil {
 		return err
 	}
@@ -168,10 +177,11 @@ func soak(ctx context.Context, o options) error {
 		}
 	}
 	fmt.Printf("\nsoak: 2 capgate replicas (%s serve --only gateway, GOMAXPROCS=1) on redis-server %s (appendonly, appendfsync always), echo handler upstream %s\n", filepath.Base(bin), rds.addr, upstream)
-	fmt.Printf("load: %d workers, closed loop, %v; config reload every %v (file rewrite and SIGHUP in turn); Redis SIGKILLed at %v for %v\n\n",
+	fmt.Printf("load: %d workers, closed loop, %v; config reload every %v (file rewrite and SIGHUP in turn); Redis SIGKILLed at %v for %v\n",
 		o.concurrency, o.duration, o.reloadEvery, o.duration/2, soakRedisDown)
+	fmt.Printf("store binding_ttl %v: the owner's task set (which every ListTasks reads) stops growing then; growth is measured after that warm-up (%v)\n\n", ttl, warmup)
 
-	w := &soakLoad{reps: reps, bearers: bearers, hook: hook, upstream: up}
+	w := &soakLoad{reps: reps, bearers: bearers, hook: hook, upstream: up, ttl: ttl}
 	begin := time.Now()
 	end := begin.Add(o.duration)
 	loadCtx, stopLoad := context.WithDeadline(ctx, end)
@@ -183,9 +193,9 @@ func soak(ctx context.Context, o options) error {
 	wg.Go(func() { sampleReplicas(loadCtx, reps) })
 	idleErr := make(chan error, 1)
 	wg.Go(func() {
-		sleep(loadCtx, soakWarmup)
+		sleep(loadCtx, warmup)
 		if loadCtx.Err() == nil {
-			idleErr <- w.quiesce(ctx, 0)
+			idleErr <- w.quiesce(ctx, 0, o.heapDir)
 		}
 		close(idleErr)
 	})
@@ -222,39 +232,48 @@ func soak(ctx context.Context, o options) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if err := w.quiesce(ctx, 1); err != nil {
+	if err := w.quiesce(ctx, 1, o.heapDir); err != nil {
 		return err
 	}
 
-	// Every task acknowledged before the restart, read by its owner through
-	// both replicas and both bindings after it.
-	before := w.ackedBefore(out.down)
+	// Every task acknowledged before the restart whose binding has not
+	// expired since, read by its owner through both replicas and both
+	// bindings after it.
+	before := w.ackedBetween(time.Now().Add(soakCheckMargin-ttl), out.down)
 	lost := w.checkOwnership(ctx, before)
 
 	ws := windows(w.outs, begin, end, soakWindow)
-	printSoakTable(ws, reps, out, begin)
+	printSoakTable(ws, reps, out, begin, warmup)
 	problems, inWindow := verdicts(w.outs, out, soakGrace)
 	fmt.Printf("\nRedis down %s → answering %s (%v); store-unavailable answers: %d, all inside the restart window (+%v grace)\n",
 		out.down.Sub(begin).Round(time.Millisecond), out.up.Sub(begin).Round(time.Millisecond), out.up.Sub(out.down).Round(time.Millisecond), inWindow, soakGrace)
-	fmt.Printf("ownership: %d tasks acknowledged before the restart, each read by its owner through A and B over JSON-RPC and HTTP+JSON after it: %d lost\n", len(before), len(lost))
+	fmt.Printf("ownership: %d tasks acknowledged before the restart (and within binding_ttl of the check), each read by its owner through A and B over JSON-RPC and HTTP+JSON after it: %d lost\n", len(before), len(lost))
+	if len(before) == 0 {
+		problems = append(problems, "no task acknowledged before the restart is still within binding_ttl: nothing to read back (a longer -duration)")
+	}
 	if len(lost) > 0 {
 		problems = append(problems, fmt.Sprintf("%d acknowledged tasks not readable by their owner after the restart (first: %s)", len(lost), lost[0]))
 	}
-	warmEnd := begin.Add(soakWarmup)
+	warmEnd := begin.Add(warmup)
 	for _, r := range reps {
 		gr, ok1 := growth(r.rss, warmEnd, soakWindow)
 		ga, _ := growth(r.anon, warmEnd, soakWindow)
 		gg := r.idle[1] - r.idle[0]
+		gl := r.live[1] - r.live[0]
 		if !ok1 {
 			problems = append(problems, fmt.Sprintf("replica %s: too few samples to measure growth", r.name))
 			continue
 		}
 		fmt.Printf("replica %s: stderr %d lines (first: %q)\n", r.name, r.stderr.lines, r.stderr.first)
-		fmt.Printf("replica %s: VmRSS growth after warm-up (median of the last %v − median of the first %v after %v) %s (bound %s: %s), of which RssAnon %s; idle goroutines after warm-up → at the end %.0f → %.0f, %+.0f (bound %d: %s); reloads ok %.0f, rejected %.0f\n",
-			r.name, soakWindow, soakWindow, soakWarmup, mib(int64(gr)), mib(maxRSSGrowth), verdict(gr <= maxRSSGrowth), mib(int64(ga)),
+		fmt.Printf("replica %s: VmRSS growth after warm-up (median of the last %v − median of the first %v after %v) %s (bound %s: %s), of which RssAnon %s; live heap after a GC, after warm-up → at the end %s → %s (bound +%s: %s); idle goroutines after warm-up → at the end %.0f → %.0f, %+.0f (bound %d: %s); reloads ok %.0f, rejected %.0f\n",
+			r.name, soakWindow, soakWindow, warmup, mib(int64(gr)), mib(maxRSSGrowth), verdict(gr <= maxRSSGrowth), mib(int64(ga)),
+			mib(int64(r.live[0])), mib(int64(r.live[1])), mib(maxLiveHeapGrowth), verdict(gl <= maxLiveHeapGrowth),
 			r.idle[0], r.idle[1], gg, maxGoroutineGrowth, verdict(gg <= maxGoroutineGrowth), r.reloads, r.reject)
 		if gr > maxRSSGrowth {
 			problems = append(problems, fmt.Sprintf("replica %s: VmRSS grew %s after warm-up (bound %s)", r.name, mib(int64(gr)), mib(maxRSSGrowth)))
+		}
+		if gl > maxLiveHeapGrowth {
+			problems = append(problems, fmt.Sprintf("replica %s: the live heap grew %s after warm-up (bound %s)", r.name, mib(int64(gl)), mib(maxLiveHeapGrowth)))
 		}
 		if gg > maxGoroutineGrowth {
 			problems = append(problems, fmt.Sprintf("replica %s: %+.0f goroutines after warm-up (bound %d)", r.name, gg, maxGoroutineGrowth))
@@ -275,8 +294,9 @@ func soak(ctx context.Context, o options) error {
 // an echo upstream served by this process (sharing its tasks between the
 // replicas), the store at Redis, push notifications on with one allowed
 // webhook prefix at the upstream, and a handler-token key both replicas sign
-// with. It returns the config path and the upstream's URL.
-func soakDeployment(ctx context.Context, dir, redisAddr string) (config, upstream string, srv *http.Server, err error) {
+// with; bindings live ttl (binding_ttl). It returns the config path and the
+// upstream's URL.
+func soakDeployment(ctx context.Context, dir, redisAddr string, ttl time.Duration) (config, upstream string, srv *http.Server, err error) {
 	err = fs.WalkDir(manifests.FS, "finance", func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -340,7 +360,7 @@ func soakDeployment(ctx context.Context, dir, redisAddr string) (config, upstrea
 	for old, repl := range map[string]string{
 		"builtin:echo": upstream,
 		"listen: {a2a: 127.0.0.1:8080, extauthz: 127.0.0.1:9191, admin: 127.0.0.1:9090}": "listen: {a2a: 127.0.0.1:0, extauthz: 127.0.0.1:0, admin: 127.0.0.1:0}",
-		"store: memory": "store: redis://" + redisAddr + "/0",
+		"store: memory": "store: redis://" + redisAddr + "/0?binding_ttl=" + ttl.String(),
 	} {
 		if !strings.Contains(cfg, old) {
 			return "", "", nil, fmt.Errorf("the finance example's capgate.yaml has no %q to replace", old)
@@ -420,16 +440,12 @@ func (r *replica) scrape(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.c.admin+"/metrics", nil)
+	res, err := r.adminGet(ctx, "/metrics")
 	if err != nil {
 		return err
 	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("replica %s /metrics: %w", r.name, err)
-	}
 	defer func() { _ = res.Body.Close() }()
-	vals, err := promValues(res.Body, "go_goroutines", "go_memstats_next_gc_bytes", `capgate_reloads_total{result="ok"}`, `capgate_reloads_total{result="rejected"}`)
+	vals, err := promValues(res.Body, "go_goroutines", "go_memstats_next_gc_bytes", "go_memstats_heap_alloc_bytes", `capgate_reloads_total{result="ok"}`, `capgate_reloads_total{result="rejected"}`)
 	if err != nil {
 		return fmt.Errorf("replica %s /metrics: %w", r.name, err)
 	}
@@ -443,6 +459,7 @@ func (r *replica) scrape(ctx context.Context) error {
 	r.anon = append(r.anon, sample{now, float64(m.Anon)})
 	r.gor = append(r.gor, sample{now, g})
 	r.goal = append(r.goal, sample{now, vals["go_memstats_next_gc_bytes"]})
+	r.alloc = vals["go_memstats_heap_alloc_bytes"]
 	r.reloads, r.reject = vals[`capgate_reloads_total{result="ok"}`], vals[`capgate_reloads_total{result="rejected"}`]
 	return nil
 }
@@ -451,8 +468,10 @@ func (r *replica) scrape(ctx context.Context) error {
 // connections of the generator and of the upstream (so the replicas'
 // per-connection goroutines end, on both sides), waits a second and records
 // each replica's goroutines as idle[i]: counts that do not depend on how
-// many requests or connections happened to be open.
-func (l *soakLoad) quiesce(ctx context.Context, i int) error {
+// many requests or connections happened to be open. With heapDir it also
+// saves each replica's heap profile there (early after warm-up, late at
+// the end).
+func (l *soakLoad) quiesce(ctx context.Context, i int, heapDir string) error {
 	l.gate.Lock()
 	defer l.gate.Unlock()
 	for _, r := range l.reps {
@@ -470,8 +489,64 @@ func (l *soakLoad) quiesce(ctx context.Context, i int) error {
 		r.mu.Lock()
 		r.idle[i] = r.gor[len(r.gor)-1].v
 		r.mu.Unlock()
+		path := ""
+		if heapDir != "" {
+			path = filepath.Join(heapDir, r.name+"-"+[]string{"early", "late"}[i]+".pprof")
+		}
+		if err := r.heapProfile(ctx, path); err != nil {
+			return err
+		}
+		// The profile's GC just ran and nothing is in flight: the heap
+		// allocated now is what the replica holds.
+		if err := r.scrape(ctx); err != nil {
+			return err
+		}
+		r.mu.Lock()
+		r.live[i] = r.alloc
+		r.mu.Unlock()
 	}
 	return nil
+}
+
+// adminGet sends GET path to the replica's admin listener.
+func (r *replica) adminGet(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.c.admin+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("replica %s %s: %w", r.name, path, err)
+	}
+	return res, nil
+}
+
+// heapProfile runs a GC in the replica (through its admin heap profile)
+// and saves the profile to path ("": discards it).
+func (r *replica) heapProfile(ctx context.Context, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := r.adminGet(ctx, "/debug/pprof/heap?gc=1")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = res.Body.Close() }()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("replica %s heap profile: %s", r.name, res.Status)
+	}
+	if path == "" {
+		_, err = io.Copy(io.Discard, res.Body)
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, res.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // promValues reads the named series (name plus labels as exposed) from a
@@ -588,7 +663,8 @@ type soakLoad struct {
 	reps     []*replica
 	bearers  [2]string // the owner's, another partner's
 	hook     string
-	upstream *http.Server // the echo, in this process
+	upstream *http.Server  // the echo, in this process
+	ttl      time.Duration // the store's binding_ttl
 
 	gate  sync.RWMutex // held by quiesce, read-held by every operation
 	mu    sync.Mutex
@@ -647,12 +723,16 @@ func (l *soakLoad) pick(rng *mrand.Rand) string {
 	if len(l.acked) == 0 {
 		return ""
 	}
-	// Mostly recent tasks, sometimes any.
+	// Mostly recent tasks, sometimes any whose binding has not expired
+	// (nor will during the call).
 	n := len(l.acked)
 	if rng.IntN(4) > 0 {
 		return l.acked[n-1-rng.IntN(min(n, 64))].id
 	}
-	return l.acked[rng.IntN(n)].id
+	from := time.Now().Add(soakCheckMargin - l.ttl)
+	lo, _ := slices.BinarySearchFunc(l.acked, from, func(a ackedTask, t time.Time) int { return a.at.Compare(t) })
+	lo = min(lo, n-1)
+	return l.acked[lo+rng.IntN(n-lo)].id
 }
 
 func reconcileMessage(id string) *a2a.SendMessageRequest {
@@ -677,7 +757,7 @@ func (l *soakLoad) op(ctx context.Context, c *a2aclient.Client, op, id string, r
 				return fmt.Errorf("%w: SendMessage answered %T, not a task", errUnexpected, res)
 			}
 			l.mu.Lock()
-			l.acked = append(l.acked, ackedTask{id: string(t.ID), at: time.Now()})
+			l.acked = append(l.acked, ackedTask{id: string(t.ID), at: time.Now()}) // in time order: taken under l.mu
 			l.mu.Unlock()
 			return nil
 		})
@@ -789,13 +869,13 @@ func errKind(err error) string {
 	return "other"
 }
 
-// ackedBefore is the tasks acknowledged before t.
-func (l *soakLoad) ackedBefore(t time.Time) []string {
+// ackedBetween is the tasks acknowledged after from and before to.
+func (l *soakLoad) ackedBetween(from, to time.Time) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var ids []string
 	for _, a := range l.acked {
-		if a.at.Before(t) {
+		if a.at.After(from) && a.at.Before(to) {
 			ids = append(ids, a.id)
 		}
 	}
@@ -841,7 +921,7 @@ func (l *soakLoad) checkOwnership(ctx context.Context, ids []string) []string {
 }
 
 // printSoakTable prints one row per window.
-func printSoakTable(ws []*window, reps []*replica, out outage, begin time.Time) {
+func printSoakTable(ws []*window, reps []*replica, out outage, begin time.Time, warmup time.Duration) {
 	fmt.Println("| window | requests | ok | expected refusals | store-unavailable | 5xx | other (kind) | p99 | VmRSS (RssAnon) A · B | heap goal A · B | goroutines A · B | event |")
 	fmt.Println("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---|")
 	for _, w := range ws {
@@ -857,7 +937,7 @@ func printSoakTable(ws []*window, reps []*replica, out outage, begin time.Time) 
 			gor = append(gor, fmt.Sprintf("%.0f", lastIn(r.gor, w.from, w.to)))
 		}
 		var ev []string
-		if w.from.Before(begin.Add(soakWarmup)) {
+		if w.from.Before(begin.Add(warmup)) {
 			ev = append(ev, "warm-up")
 		}
 		if !out.down.IsZero() && !out.down.Before(w.from) && out.down.Before(w.to) {

@@ -77,6 +77,18 @@ func windows(outs []soakOutcome, begin, end time.Time, size time.Duration) []*wi
 	return ws
 }
 
+// soakPlan is the store's binding_ttl and the warm-up of a soak of length
+// d. Every ListTasks reads the owner's whole task set (tasks.Store.Owned),
+// so its transient memory grows with the set until bindings start to expire
+// at binding_ttl; growth is measured after that. binding_ttl is 3/4 of the
+// run: past the restart at d/2 by more than the read-back of the tasks
+// acknowledged before it needs, and leaving d/4 (at least two windows from
+// 60 s) to measure.
+func soakPlan(d time.Duration) (ttl, warmup time.Duration) {
+	ttl = (3 * d / 4).Round(time.Second)
+	return ttl, ttl
+}
+
 // sample is one reading of a gauge (VmRSS, goroutines) at a time.
 type sample struct {
 	at time.Time

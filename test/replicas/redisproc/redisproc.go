@@ -6,6 +6,7 @@ package redisproc
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -32,6 +33,7 @@ type Server struct {
 
 	t        testing.TB
 	bin      string
+	password string   // requirepass: PING authenticates with it
 	sentinel string   // the config a Sentinel starts from
 	args     []string // after the defaults (Start) or instead of them (sentinel)
 	mu       sync.Mutex
@@ -73,6 +75,14 @@ func Lookup(t testing.TB) string {
 func Start(t testing.TB, args ...string) *Server {
 	t.Helper()
 	return launch(t, &Server{t: t, bin: Lookup(t), Dir: t.TempDir(), args: args})
+}
+
+// StartAuth is Start with requirepass password (and masterauth password,
+// so that it can also replicate from a server with the same password).
+func StartAuth(t testing.TB, password string, args ...string) *Server {
+	t.Helper()
+	args = append([]string{"--requirepass", password, "--masterauth", password}, args...)
+	return launch(t, &Server{t: t, bin: Lookup(t), Dir: t.TempDir(), args: args, password: password})
 }
 
 func launch(t testing.TB, s *Server) *Server {
@@ -169,7 +179,7 @@ func (s *Server) start() error {
 	go func() { _ = cmd.Wait(); close(done) }()
 	deadline := time.Now().Add(StartTimeout)
 	for {
-		if err := ping(s.Addr); err == nil {
+		if err := ping(s.Addr, s.password); err == nil {
 			break
 		} else if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
@@ -190,20 +200,34 @@ func (s *Server) start() error {
 
 // Ping sends an inline PING to addr and wants +PONG (not -LOADING): whether
 // a redis-server there is ready. It needs no test (test/loadgen's soak uses it).
-func Ping(addr string) error { return ping(addr) }
+func Ping(addr string) error { return ping(addr, "") }
 
-// ping sends an inline PING and wants +PONG (not -LOADING).
-func ping(addr string) error {
+// ping sends an inline PING and wants +PONG (not -LOADING), after an AUTH
+// with password unless it is "".
+func ping(addr, password string) error {
 	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(500 * time.Millisecond))
+	r := bufio.NewReader(c)
+	if password != "" {
+		if _, err := fmt.Fprintf(c, "AUTH %s\r\n", password); err != nil {
+			return err
+		}
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(line) != "+OK" {
+			return errors.New("AUTH refused")
+		}
+	}
 	if _, err := c.Write([]byte("PING\r\n")); err != nil {
 		return err
 	}
-	line, err := bufio.NewReader(c).ReadString('\n')
+	line, err := r.ReadString('\n')
 	if err != nil {
 		return err
 	}
@@ -228,13 +252,29 @@ func freePort() (int, error) {
 // failover timeout of 4 × downAfter (short, for tests).
 func StartSentinel(t testing.TB, name, masterAddr string, downAfter time.Duration) *Server {
 	t.Helper()
+	return startSentinel(t, name, masterAddr, downAfter, Auth{})
+}
+
+// Auth are the passwords of a Sentinel set: the Redis servers' requirepass
+// (which the Sentinels use as auth-pass) and the Sentinels' own
+// requirepass. "" is none.
+type Auth struct{ Password, SentinelPassword string }
+
+func startSentinel(t testing.TB, name, masterAddr string, downAfter time.Duration, a Auth) *Server {
+	t.Helper()
 	host, port, _ := net.SplitHostPort(masterAddr)
 	ms := downAfter.Milliseconds()
 	conf := fmt.Sprintf("sentinel monitor %[1]s %[2]s %[3]s 2\n"+
 		"sentinel down-after-milliseconds %[1]s %[4]d\n"+
 		"sentinel failover-timeout %[1]s %[5]d\n"+
 		"sentinel parallel-syncs %[1]s 1\n", name, host, port, ms, 4*ms)
-	return launch(t, &Server{t: t, bin: Lookup(t), Dir: t.TempDir(), sentinel: conf})
+	if a.Password != "" {
+		conf += fmt.Sprintf("sentinel auth-pass %s %s\n", name, a.Password)
+	}
+	if a.SentinelPassword != "" {
+		conf += fmt.Sprintf("requirepass %s\n", a.SentinelPassword)
+	}
+	return launch(t, &Server{t: t, bin: Lookup(t), Dir: t.TempDir(), sentinel: conf, password: a.SentinelPassword})
 }
 
 // StartCluster runs a Redis Cluster of masters masters with replicas

@@ -23,14 +23,29 @@ type SentinelSet struct {
 // other Sentinels, so that a failover can start at once.
 func StartSentinelSet(t testing.TB, name string, downAfter time.Duration) *SentinelSet {
 	t.Helper()
-	s := &SentinelSet{Name: name, Master: Start(t)}
-	s.Replica = Start(t, "--replicaof", "127.0.0.1", s.Master.Port())
+	return StartSentinelSetAuth(t, name, downAfter, Auth{})
+}
+
+// StartSentinelSetAuth is StartSentinelSet with passwords: the master and
+// the replica require a.Password (and authenticate to each other with it),
+// the Sentinels use it to reach them and require a.SentinelPassword
+// themselves.
+func StartSentinelSetAuth(t testing.TB, name string, downAfter time.Duration, a Auth) *SentinelSet {
+	t.Helper()
+	start := func(args ...string) *Server {
+		if a.Password == "" {
+			return Start(t, args...)
+		}
+		return StartAuth(t, a.Password, args...)
+	}
+	s := &SentinelSet{Name: name, Master: start()}
+	s.Replica = start("--replicaof", "127.0.0.1", s.Master.Port())
 	WaitInSync(t, s.Replica)
 	for range 3 {
-		s.Sentinels = append(s.Sentinels, StartSentinel(t, name, s.Master.Addr, downAfter))
+		s.Sentinels = append(s.Sentinels, startSentinel(t, name, s.Master.Addr, downAfter, a))
 	}
 	for _, sn := range s.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr})
+		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr, Password: a.SentinelPassword})
 		waitFor(t, 30*time.Second, "Sentinel "+sn.Addr+" knows the replica and the other Sentinels", func(ctx context.Context) bool {
 			m, err := c.Master(ctx, name).Result()
 			return err == nil && m["num-slaves"] == "1" && m["num-other-sentinels"] == "2"
@@ -59,7 +74,7 @@ func (s *SentinelSet) URL() string {
 func (s *SentinelSet) MasterAddr(ctx context.Context) (string, error) {
 	var err error
 	for _, sn := range s.Sentinels {
-		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr})
+		c := redis.NewSentinelClient(&redis.Options{Addr: sn.Addr, Password: sn.password})
 		var a []string
 		a, err = c.GetMasterAddrByName(ctx, s.Name).Result()
 		_ = c.Close()
@@ -74,7 +89,7 @@ func (s *SentinelSet) MasterAddr(ctx context.Context) (string, error) {
 // initial synchronisation is done.
 func WaitInSync(t testing.TB, replica *Server) {
 	t.Helper()
-	c := redis.NewClient(&redis.Options{Addr: replica.Addr})
+	c := redis.NewClient(&redis.Options{Addr: replica.Addr, Password: replica.password})
 	defer func() { _ = c.Close() }()
 	waitFor(t, 30*time.Second, replica.Addr+" in sync with its master", func(ctx context.Context) bool {
 		info, err := c.Info(ctx, "replication").Result()

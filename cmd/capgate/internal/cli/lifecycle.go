@@ -46,11 +46,11 @@ func runLifecycle(ctx context.Context, env Env, args []string) error {
 		name string
 	)
 	if store := d.Config.Store; *adminURL == "" && tasks.IsRedisURL(store) {
-		pw, err := d.Config.StorePassword()
+		creds, err := d.Config.StoreOptions()
 		if err != nil {
-			return usageErr("store_password_file: %v", err)
+			return usageErr("%v", err)
 		}
-		st, err := tasks.Open(ctx, store, tasks.WithPassword(pw))
+		st, err := tasks.Open(ctx, store, creds...)
 		if err != nil {
 			return usageErr("store: %v", err)
 		}
