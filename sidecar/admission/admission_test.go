@@ -13,6 +13,7 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -356,7 +357,7 @@ func TestExtensionMethod(t *testing.T) {
 	allowed(t, v)
 	require.Equal(t, []string{varianceExtension}, v.Extensions)
 	v = f.admit(t, bearer(t, testutil.PublicCaller()), "finance/explainVariance", params, protocol.ExtensionsHeader, varianceExtension)
-	refused(t, v, protocol.Unauthorized, `the caller may not use method "finance/explainVariance"`, decisionlog.RuleExtensionMethod)
+	refused(t, v, protocol.Unauthorized, `the caller is not entitled to method "finance/explainVariance"`, decisionlog.RuleExtensionMethod)
 	require.Equal(t, "reconcile-invoice", v.Err.Capability())
 	require.NotContains(t, v.Err.Message, "reconcile-invoice", "the refusal names the method, not the capability behind it")
 
@@ -467,4 +468,15 @@ func TestStoreUnavailable(t *testing.T) {
 	refused(t, f.admit(t, bearer(t, alice()), "SendMessage", send(`"contextId":"ctx-new",`)),
 		protocol.Internal, "context ownership cannot be checked: no task store is configured", "")
 	allowed(t, f.admit(t, bearer(t, alice()), "SendMessage", send("")))
+}
+
+// TestNotEntitled: the one "not entitled" refusal of admission and the dispatcher's re-check
+// asks an anonymous caller for a credential and refuses an authenticated one.
+func TestNotEntitled(t *testing.T) {
+	e := admission.NotEntitled(identity.Principal{}, "capability lookup-invoice")
+	require.Equal(t, protocol.Unauthenticated, e.Code)
+	require.Equal(t, "Bearer", e.WWWAuthenticate())
+	e = admission.NotEntitled(identity.Principal{Authenticated: true, Subject: "s"}, "capability lookup-invoice")
+	require.Equal(t, protocol.Unauthorized, e.Code)
+	require.Equal(t, "the caller is not entitled to capability lookup-invoice", e.Message)
 }
