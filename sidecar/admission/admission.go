@@ -1,7 +1,11 @@
-// Package admission decides whether one parsed A2A request may proceed: who the caller is, what
-// the operation requires, and whether the caller owns every task and context, matches the tenant
-// and may use every push webhook the request names. The gateway and the ext_authz server both
-// call Admit and keep no admission rules of their own, so the two doors cannot disagree.
+// Package admission decides whether one parsed A2A request may proceed: who the caller is (a
+// bearer token or an mTLS peer), which extensions it activates, what the operation requires of
+// it (a method an extension adds: that extension and the capability behind it; a message: some
+// capability it is entitled to), and whether the caller owns every task and context, matches
+// the tenant and may use every push webhook the request names, within the limits of a
+// capability already known. The gateway and the ext_authz server both call Admit and keep no
+// admission rules of their own, so the two doors cannot disagree; the refusals both doors and
+// the dispatcher share (NotEntitled, StoreError) are here too.
 package admission
 
 import (

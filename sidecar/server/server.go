@@ -1,6 +1,9 @@
-// Package server wires capgate's listeners — the A2A gateway, the Envoy
-// ext_authz gRPC server and the admin listener — around one revision holder,
-// and runs them until the context ends, then drains in-flight requests.
+// Package server is the capgate process: Run starts it in named steps
+// (start.go) — configuration and memory limit, the first revision and its
+// holder, tracing and decision logs, the task store, handler credentials,
+// then the listeners (admin, the Envoy ext_authz gRPC server, the A2A gateway
+// with its dispatcher) and the reloader — serves until the context ends, then
+// drains in-flight requests.
 package server
 
 import (
