@@ -1,14 +1,12 @@
-package authzpolicy_test
+package rego_test
 
 import (
 	"testing"
 
-	opa "github.com/open-policy-agent/opa/v1/rego"
-	"github.com/open-policy-agent/opa/v1/storage/inmem"
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/regocheck"
-	authzpolicy "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/rego"
 )
 
 const secModule = `package capgate.deny.sec
@@ -69,35 +67,10 @@ func TestExtraModulesEveryProblem(t *testing.T) {
 		"b.rego:1: package: package capgate is not allowed: extra modules must use a package under capgate.deny.<name>; they may only add deny rules, never rules of capgate.authz or elsewhere")
 }
 
-// decide evaluates visible and entitled with OPA for the caller, over a store
-// holding the finance agent's data.
-func decide(t *testing.T, mods map[string]string, caller map[string]any) (visible, entitled []any) {
-	t.Helper()
-	c, err := regocheck.Compile(mods, true)
-	require.NoError(t, err)
-	store := inmem.NewFromObject(map[string]any{"capgate": map[string]any{
-		"capabilities": map[string]any{
-			"lookup-invoice":    map[string]any{"id": "lookup-invoice", "state": "ga", "visibility": "public", "requires_scopes": []any{}, "tenants": "*", "handler": "h", "tags": []any{}},
-			"reconcile-invoice": map[string]any{"id": "reconcile-invoice", "state": "ga", "visibility": "extended", "requires_scopes": []any{"recon.run"}, "tenants": []any{"acme"}, "handler": "h", "tags": []any{}},
-			"audit-trail":       map[string]any{"id": "audit-trail", "state": "ga", "visibility": "internal", "requires_scopes": []any{"audit.read"}, "tenants": "*", "handler": "h", "tags": []any{}},
-		},
-		"settings": map[string]any{"preview_scope": "", "preview_tenants": []any{}, "anonymous_public": false},
-	}})
-	rs, err := opa.New(
-		opa.Compiler(c),
-		opa.Store(store),
-		opa.Query("visible := data.capgate.authz.visible; entitled := data.capgate.authz.entitled"),
-		opa.Input(map[string]any{"caller": caller}),
-	).Eval(t.Context())
-	require.NoError(t, err)
-	require.Len(t, rs, 1)
-	return rs[0].Bindings["visible"].([]any), rs[0].Bindings["entitled"].([]any)
-}
-
 func TestDenyModuleEndToEnd(t *testing.T) {
 	partner := map[string]any{"authenticated": true, "subject": "orchestrator", "tenant": "acme", "scopes": []any{"recon.run"}}
 
-	builtin, err := authzpolicy.Modules()
+	builtin, err := rego.Modules()
 	require.NoError(t, err)
 	visible, entitled := decide(t, builtin, partner)
 	require.ElementsMatch(t, []any{"lookup-invoice", "reconcile-invoice"}, visible)
@@ -129,7 +102,7 @@ func TestDenyModuleEndToEnd(t *testing.T) {
 }
 
 func TestExtraModulesFileNameClash(t *testing.T) {
-	builtin, err := authzpolicy.Modules()
+	builtin, err := rego.Modules()
 	require.NoError(t, err)
 	for f := range builtin {
 		_, err := regocheck.Modules(map[string]string{f: secModule})

@@ -1,8 +1,8 @@
-// Package authzpolicy embeds capgate's policy: the capgate.authz Rego
-// modules, their unit tests and the JSON schema of the policy input. It lives
-// in the directory rego but is not named rego, so it does not shadow OPA's
-// rego package where both are imported.
-package authzpolicy
+// Package rego embeds capgate's policy: the capgate.authz Rego modules, their
+// unit tests and the JSON schema of the policy input. A file that evaluates
+// Rego with OPA's rego package reads these through another file (see
+// policy/compile's smoke.go), so neither import needs an alias.
+package rego
 
 import (
 	"embed"

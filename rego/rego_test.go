@@ -1,4 +1,4 @@
-package authzpolicy_test
+package rego_test
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/regocheck"
-	authzpolicy "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/rego"
 )
 
 // coverageThreshold is the share of the policy's lines the Rego tests must run.
@@ -32,7 +32,7 @@ func TestRegoUnitTests(t *testing.T) {
 }
 
 func TestModulesFormatted(t *testing.T) {
-	for _, load := range []func() (map[string]string, error){authzpolicy.Modules, authzpolicy.Tests} {
+	for _, load := range []func() (map[string]string, error){rego.Modules, rego.Tests} {
 		mods, err := load()
 		require.NoError(t, err)
 		require.NotEmpty(t, mods)
@@ -43,9 +43,9 @@ func TestModulesFormatted(t *testing.T) {
 }
 
 func TestCompileStrict(t *testing.T) {
-	mods, err := authzpolicy.Modules()
+	mods, err := rego.Modules()
 	require.NoError(t, err)
-	tests, err := authzpolicy.Tests()
+	tests, err := rego.Tests()
 	require.NoError(t, err)
 	for f, src := range tests {
 		mods[f] = src

@@ -1,4 +1,6 @@
-// Package card projects capabilities into A2A v1.0 agent cards and locks and checks the public card in CI.
+// Package card projects capabilities into agent cards — A2A 1.0, and the 0.3 shape for 0.3
+// callers — validates them against the A2A schema, checks that the public card leaks no hidden
+// capability, and locks and checks the public card in CI.
 package card
 
 import (

@@ -2,7 +2,6 @@
 package compile
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -17,7 +16,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/rego"
 	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/util"
 
@@ -25,7 +23,7 @@ import (
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/policy/regocheck"
-	authzpolicy "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/rego"
 )
 
 // Names inside the data document and the module set.
@@ -60,7 +58,7 @@ type Snapshot struct {
 	// Settings are the policy settings (data.capgate.settings).
 	Settings Settings
 	// Modules maps module path to Rego source: the embedded policy modules
-	// (authzpolicy.Modules paths) plus extra deny modules under ExtraDir.
+	// (rego.Modules paths) plus extra deny modules under ExtraDir.
 	Modules map[string]string
 	// Revision is the content hash over the bundle data document (Data plus
 	// the full manifests) and the modules.
@@ -83,7 +81,7 @@ func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string) (*
 	if reg == nil {
 		return nil, errors.New("build policy snapshot: nil registry")
 	}
-	builtin, err := authzpolicy.Modules()
+	builtin, err := rego.Modules()
 	if err != nil {
 		return nil, fmt.Errorf("build policy snapshot: read embedded policy: %w", err)
 	}
@@ -579,55 +577,6 @@ func (s *Snapshot) Policy() (*ast.Compiler, storage.Store, error) {
 	return c, store, nil
 }
 
-// smoke evaluates the policy over the store the engine will use before
-// anything is published:
-// both sets for an anonymous caller (every capability's visibility and
-// entitlement rules run) and the decision for one capability. It catches
-// runtime conflicts the compiler cannot see. It deliberately avoids the
-// explain rule, whose cost grows quadratically with the registry.
-func smoke(reg *manifest.Registry, c *ast.Compiler, store storage.Store) error {
-	ctx := context.Background()
-	rs, err := rego.New(rego.Query("visible := data.capgate.authz.visible; entitled := data.capgate.authz.entitled"),
-		rego.Compiler(c), rego.Store(store), rego.Input(map[string]any{})).Eval(ctx)
-	if err != nil {
-		return fmt.Errorf("evaluate policy over data: %w", err)
-	}
-	if len(rs) != 1 {
-		return errors.New("evaluate policy over data: visible or entitled is undefined")
-	}
-	var errs []error
-	for _, name := range []string{"visible", "entitled"} {
-		ids, ok := rs[0].Bindings[name].([]any)
-		if !ok {
-			errs = append(errs, fmt.Errorf("evaluate policy over data: %s is not a set", name))
-			continue
-		}
-		for _, x := range ids {
-			if id, _ := x.(string); reg.Index(id) < 0 {
-				errs = append(errs, fmt.Errorf("evaluate policy over data: %s holds unknown capability %v", name, x))
-			}
-		}
-	}
-	if reg.Len() == 0 {
-		return errors.Join(errs...)
-	}
-	id := reg.All()[0].ID
-	rs, err = rego.New(rego.Query("data.capgate.authz.decision"), rego.Compiler(c), rego.Store(store),
-		rego.Input(map[string]any{"capability": id})).Eval(ctx)
-	switch {
-	case err != nil:
-		errs = append(errs, fmt.Errorf("evaluate policy over data: %w", err))
-	case len(rs) != 1 || len(rs[0].Expressions) != 1:
-		errs = append(errs, fmt.Errorf("evaluate policy over data: no decision for %s", id))
-	default:
-		d, _ := rs[0].Expressions[0].Value.(map[string]any)
-		if exists, _ := d["exists"].(bool); !exists {
-			errs = append(errs, fmt.Errorf("evaluate policy over data: the policy does not see capability %s", id))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // Compile parses the snapshot's modules and compiles them strictly with
 // the compiler setup `capgate policy check` uses (regocheck.NewCompiler:
 // Rego v1, the input schema as schema.input and as the global input schema,
@@ -667,7 +616,7 @@ func (s *Snapshot) Compile() (*ast.Compiler, error) {
 // (extra deny modules may refuse by subject). The embedded policy never
 // reads the subject.
 func (s *Snapshot) SubjectSensitive() bool {
-	builtin, err := authzpolicy.Modules()
+	builtin, err := rego.Modules()
 	if err != nil {
 		return true
 	}

@@ -1,6 +1,8 @@
 // Package config holds the deployment configuration (capgate.yaml): the
 // agent card base, where manifests and policy modules live, authentication,
-// handlers, listeners, router and store settings.
+// handlers, listeners, router, store, cards, identity, audit, limits, push,
+// decision logs and tracing; it is decoded and validated once, reporting
+// every problem with its line.
 package config
 
 import (

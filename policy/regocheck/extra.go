@@ -9,7 +9,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 
 	"github.com/capgate/capgate/policy/diag"
-	authzpolicy "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/rego"
 )
 
 // denyRule is the only rule the built-in policy reads from an extra module:
@@ -41,12 +41,12 @@ func ValidateExtraModules(mods map[string]string) error {
 // file) breaks the rules of [ValidateExtraModules], if it does. The snapshot
 // build applies the same rule to the extra modules of a bundle.
 func CheckExtraModule(problems *diag.Set, file string, m *ast.Module) {
-	prefix := ast.MustParseRef("data." + strings.TrimSuffix(authzpolicy.DenyPackagePrefix, "."))
+	prefix := ast.MustParseRef("data." + strings.TrimSuffix(rego.DenyPackagePrefix, "."))
 	pkg := m.Package.Path
 	if !pkg.HasPrefix(prefix) || len(pkg) <= len(prefix) {
 		problems.Add(file, m.Package.Location.Row, "package",
 			"package %s is not allowed: extra modules must use a package under %s<name>; they may only add deny rules, never rules of %s or elsewhere",
-			packageName(pkg), authzpolicy.DenyPackagePrefix, authzpolicy.Package)
+			packageName(pkg), rego.DenyPackagePrefix, rego.Package)
 		return
 	}
 	for _, r := range m.Rules {
@@ -60,7 +60,7 @@ func CheckExtraModule(problems *diag.Set, file string, m *ast.Module) {
 // its internal helpers, free to change, and no deny module may build on
 // them. References through imports are resolved first.
 func checkInternalRefs(problems *diag.Set, file string, m *ast.Module) {
-	authz := ast.MustParseRef("data." + authzpolicy.Package)
+	authz := ast.MustParseRef("data." + rego.Package)
 	ast.WalkRefs(m, func(r ast.Ref) bool {
 		full := resolveImport(r, m.Imports)
 		if len(full) <= len(authz) || !full.HasPrefix(authz) {
@@ -74,7 +74,7 @@ func checkInternalRefs(problems *diag.Set, file string, m *ast.Module) {
 			line = r[0].Location.Row
 		}
 		problems.Add(file, line, "rule", "%s reads an internal rule of %s: deny modules may read input, data.capgate.capabilities and rules of their own",
-			ruleName(full[:len(authz)+1]), authzpolicy.Package)
+			ruleName(full[:len(authz)+1]), rego.Package)
 		return false
 	})
 }
@@ -117,7 +117,7 @@ func checkDenyRule(problems *diag.Set, file string, prefix, pkg ast.Ref, r *ast.
 		switch {
 		case i != len(prefix)+1:
 			problems.Add(file, r.Location.Row, "rule",
-				"%s is never read: deny rules must be defined in package %s<name> itself", ruleName(path[:i+1]), authzpolicy.DenyPackagePrefix)
+				"%s is never read: deny rules must be defined in package %s<name> itself", ruleName(path[:i+1]), rego.DenyPackagePrefix)
 		case len(r.Head.Args) > 0:
 			problems.Add(file, r.Location.Row, "rule",
 				"%s must be a set of {\"capability\", \"reason\"} objects, not a function", ruleName(path[:i+1]))
@@ -141,7 +141,7 @@ func Modules(extra map[string]string) (map[string]string, error) {
 	if err := ValidateExtraModules(extra); err != nil {
 		return nil, err
 	}
-	out, err := authzpolicy.Modules()
+	out, err := rego.Modules()
 	if err != nil {
 		return nil, fmt.Errorf("read built-in policy: %w", err)
 	}

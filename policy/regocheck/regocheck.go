@@ -11,7 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/util"
 
 	"github.com/capgate/capgate/policy/diag"
-	authzpolicy "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/rego"
 )
 
 // InputSchemaRef is the schema reference the policy's METADATA uses for its
@@ -29,13 +29,13 @@ func ParserOptions() ast.ParserOptions {
 // authz.rego) and as the global input schema, so modules without
 // annotations (deny modules) are type-checked against it too.
 func Schemas() (*ast.SchemaSet, error) {
-	raw, err := authzpolicy.FS.ReadFile(authzpolicy.InputSchema)
+	raw, err := rego.FS.ReadFile(rego.InputSchema)
 	if err != nil {
 		return nil, fmt.Errorf("read input schema: %w", err)
 	}
 	var schema any
 	if err := util.UnmarshalJSON(raw, &schema); err != nil {
-		return nil, fmt.Errorf("parse input schema %s: %w", authzpolicy.InputSchema, err)
+		return nil, fmt.Errorf("parse input schema %s: %w", rego.InputSchema, err)
 	}
 	ss := ast.NewSchemaSet()
 	ss.Put(ast.MustParseRef(InputSchemaRef), schema)

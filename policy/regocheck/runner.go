@@ -15,7 +15,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/capgate/capgate/policy/diag"
-	authzpolicy "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/rego"
 )
 
 // testTimeout bounds one Rego test. The truth-table tests evaluate thousands
@@ -58,8 +58,8 @@ func (r Result) Pass() bool {
 	return ok
 }
 
-// RunTests runs the embedded Rego unit tests (authzpolicy.Tests) against the
-// embedded policy (authzpolicy.Modules) with OPA's tester, compiled strictly with the
+// RunTests runs the embedded Rego unit tests (rego.Tests) against the
+// embedded policy (rego.Modules) with OPA's tester, compiled strictly with the
 // policy's schema set. It writes an `opa test -v` style report to w (PASS or
 // FAIL per test, the evaluation trace of every failing test) and, with
 // coverage, the percentage of policy lines covered and the uncovered lines.
@@ -69,11 +69,11 @@ func RunTests(ctx context.Context, w io.Writer, coverage bool, threshold float64
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	policy, err := authzpolicy.Modules()
+	policy, err := rego.Modules()
 	if err != nil {
 		return Result{}, fmt.Errorf("read policy: %w", err)
 	}
-	tests, err := authzpolicy.Tests()
+	tests, err := rego.Tests()
 	if err != nil {
 		return Result{}, fmt.Errorf("read policy tests: %w", err)
 	}

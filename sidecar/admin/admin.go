@@ -1,6 +1,7 @@
 // Package admin serves the admin listener: liveness, readiness, Prometheus
-// metrics and, when identity is passed down, the JWKS of capgate's own
-// token-signing key.
+// metrics, the JWKS of capgate's own token-signing key (and of the
+// card-signing key when cards are signed), and, behind the admin token, each
+// capability's usage from the task store (/v1/usage).
 package admin
 
 import (

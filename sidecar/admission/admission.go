@@ -1,12 +1,17 @@
-// Package admission decides whether one parsed A2A request may proceed: who the caller is, what
-// the operation requires, and whether the caller owns every task and context, matches the tenant
-// and may use every push webhook the request names. The gateway and the ext_authz server both
-// call Admit and keep no admission rules of their own, so the two doors cannot disagree.
+// Package admission decides whether one parsed A2A request may proceed: who the caller is (a
+// bearer token or an mTLS peer), which extensions it activates, what the operation requires of
+// it (a method an extension adds: that extension and the capability behind it; a message: some
+// capability it is entitled to), and whether the caller owns every task and context, matches
+// the tenant and may use every push webhook the request names, within the limits of a
+// capability already known. The gateway and the ext_authz server both call Admit and keep no
+// admission rules of their own, so the two doors cannot disagree; the refusals both doors and
+// the dispatcher share (NotEntitled, StoreError) are here too.
 package admission
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 
 	"go.uber.org/zap"
@@ -338,13 +343,26 @@ func (a *Admitter) extensionMethod(ctx context.Context, rev *serving.State, r *p
 		return nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
 	if !dec.Entitled {
-		if !p.Authenticated {
-			return nil, protocol.MissingCredentials().Decided(decisionlog.RuleCredential, x.Capability)
+		e := NotEntitled(p, fmt.Sprintf("method %q", protocol.ForLog(r.Method)))
+		if e.Code == protocol.Unauthenticated {
+			return nil, e.Decided(decisionlog.RuleCredential, x.Capability)
 		}
-		return nil, protocol.Errorf(protocol.Unauthorized, "the caller may not use method %q", protocol.ForLog(r.Method)).
-			Decided(decisionlog.RuleExtensionMethod, x.Capability)
+		return nil, e.Decided(decisionlog.RuleExtensionMethod, x.Capability)
 	}
 	return dec.Limits, nil
+}
+
+// NotEntitled is the refusal of a caller p whom the policy does not entitle to what it asked
+// for, at admission (a method an extension adds) and at the handler call (the dispatcher's
+// re-check): a caller without a credential is asked for one, which may entitle it; an
+// authenticated caller is Unauthorized. what names the refused thing as the caller named it or
+// may know it ("capability lookup-invoice", `method "finance/explainVariance"`), never a
+// capability hidden behind what it named.
+func NotEntitled(p identity.Principal, what string) *protocol.Error {
+	if !p.Authenticated {
+		return protocol.MissingCredentials()
+	}
+	return protocol.Errorf(protocol.Unauthorized, "the caller is not entitled to %s", what)
 }
 
 func isPushOperation(op protocol.Operation) bool {

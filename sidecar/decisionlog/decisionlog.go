@@ -1,12 +1,15 @@
 // Package decisionlog records one event per authorization decision in OPA's
-// decision-log format, through OPA's own decision-log plugin (run by an
-// embedded OPA plugin manager): the console sink by default, and, with the
-// `services` and `decision_logs` config keys (OPA's schema), batched gzip
-// uploads with retry, masking, dropping and drop-on-overflow, so an OPA
-// control plane or log collector reads capgate's events unchanged. It also
-// mints decision ids. An event never holds a token or message content: an
-// Entry has no field that could hold one, and the mask policy erases such
-// fields should a future input carry them.
+// decision-log format: by default on the console, encoded directly on the
+// decision path as OPA's console sink writes it (a differential test holds
+// the two equal); with the `services` and `decision_logs` config keys (OPA's
+// schema), through OPA's own decision-log plugin run by an embedded plugin
+// manager, off the decision path — batched gzip uploads with retry, masking,
+// dropping and drop-on-overflow — so an OPA control plane or log collector
+// reads capgate's events unchanged. It also mints decision ids and names the
+// rules outside Rego that a refusal may record (rules.go). An event never
+// holds a token or message content: an Entry has no field that could hold
+// one, and the mask policy erases such fields should a future input carry
+// them.
 package decisionlog
 
 import (

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/regocheck"
-	authzpolicy "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/rego"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 )
 
@@ -15,7 +15,7 @@ import (
 // decision-log line names must be a rule of it (a rename in authz.rego
 // would otherwise point operators at nothing).
 func TestRegoRulesExist(t *testing.T) {
-	mods, err := authzpolicy.Modules()
+	mods, err := rego.Modules()
 	require.NoError(t, err)
 	c, err := regocheck.Compile(mods, true)
 	require.NoError(t, err)

@@ -167,10 +167,7 @@ func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router
 		call.Log.Decided, call.Log.Entitled = true, dec.Entitled
 	}
 	if !dec.Entitled {
-		if !call.Principal.Authenticated {
-			return nil, nil, protocol.MissingCredentials()
-		}
-		return nil, nil, protocol.Errorf(protocol.Unauthorized, "the caller is not entitled to capability %s", capID)
+		return nil, nil, admission.NotEntitled(call.Principal, "capability "+capID)
 	}
 	return m, dec.Limits, nil
 }

@@ -52,14 +52,7 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 	emit := func(result jsontext.Value) *protocol.Error {
 		idle.pause()
 		defer idle.resume()
-		if err := yield(result); err != nil {
-			var pe *protocol.Error
-			if errors.As(err, &pe) {
-				return pe
-			}
-			return protocol.Wrap(protocol.Internal, err, "the handler's stream could not be relayed")
-		}
-		return nil
+		return protocol.AsError(yield(result), protocol.Internal, "the handler's stream could not be relayed")
 	}
 
 	body := &activityReader{r: resp.Body, idle: idle}

@@ -1,4 +1,7 @@
-// Package identity authenticates callers (bearer JWTs from configured issuers) and mints capgate's own short-lived tokens.
+// Package identity authenticates callers — bearer JWTs from configured issuers, and mTLS peers
+// mapped to principals (auth.mtls_principals), read from the gateway's own TLS or from a trusted
+// proxy's header — and mints capgate's own short-lived tokens, deriving keys from their signing
+// key for other purposes (DeriveKey).
 package identity
 
 import (

@@ -171,6 +171,21 @@ func MissingCredentials() *Error {
 	return &Error{Code: Unauthenticated, Message: "authentication required", missing: true}
 }
 
+// AsError is err in the protocol's error model: nil when err is nil (or a nil *Error), the
+// *Error err is or wraps, and anything else wrapped with code and the client-facing msg (err
+// kept for the log). Where a callback's error result carries protocol errors (a stream's yield,
+// a responder, a message decoder), it is the one way back to an *Error.
+func AsError(err error, code Code, msg string) *Error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return Wrap(code, err, msg)
+}
+
 // IsCode reports whether err is (or wraps) an *Error with the given code.
 func IsCode(err error, code Code) bool {
 	var e *Error

@@ -103,3 +103,22 @@ func TestGRPCMessageEncoding(t *testing.T) {
 	require.Equal(t, "task not found", GRPCMessage("task not found"))
 	require.Equal(t, "100%25 caf%C3%A9%0A", GRPCMessage("100% café\n"))
 }
+
+// TestAsError: the one way from an error back to an *Error keeps a protocol error as it is
+// (wrapped or not), turns nil — and a nil *Error in an error — into nil, and wraps anything
+// else without showing it to the client.
+func TestAsError(t *testing.T) {
+	require.Nil(t, AsError(nil, Internal, "x"))
+	var typedNil *Error
+	require.Nil(t, AsError(error(typedNil), Internal, "x"))
+
+	pe := Errorf(TaskNotFound, "task not found")
+	require.Same(t, pe, AsError(pe, Internal, "x"))
+	require.Same(t, pe, AsError(fmt.Errorf("relay: %w", pe), Internal, "x"))
+
+	cause := errors.New("broken pipe")
+	got := AsError(cause, InvalidRequest, "could not be decoded")
+	require.Equal(t, InvalidRequest, got.Code)
+	require.Equal(t, "could not be decoded", got.Message)
+	require.ErrorIs(t, got, cause)
+}

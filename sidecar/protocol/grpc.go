@@ -2,7 +2,6 @@ package protocol
 
 import (
 	"encoding/binary"
-	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -151,12 +150,8 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 	} else {
 		err = grpcResources03(op, msg, r)
 	}
-	if err != nil {
-		var pe *Error
-		if errors.As(err, &pe) {
-			return r, pe
-		}
-		return r, Wrap(InvalidRequest, err, "the gRPC request message could not be decoded")
+	if perr := AsError(err, InvalidRequest, "the gRPC request message could not be decoded"); perr != nil {
+		return r, perr
 	}
 	if version == V1 && r.Message != nil {
 		if perr := r.grpcMessageInfo(lim); perr != nil {

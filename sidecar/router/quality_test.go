@@ -1,11 +1,7 @@
 package router
 
 import (
-	"bufio"
-	"encoding/json"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -13,41 +9,20 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/test/routingdata"
 )
 
-// routingData is the CLINC150 tuning data beside the clone
-// (../shared/data/routing). Absent, the test is skipped, except under CI
-// (CI=true), where a skip would hide that the figures were not checked.
-const routingData = "../../../shared/data/routing"
+type devCase = routingdata.Case
 
-type devCase struct {
-	Text   string  `json:"text"`
-	Expect *string `json:"expect"`
-}
-
+// loadDev reads the CLINC150 skills and dev cases beside the repository
+// (../shared/data/routing), skipping the test when they are absent and
+// failing it under CI, where a skip would hide that the figures were not
+// checked (see routingdata.Load).
 func loadDev(t *testing.T) (*manifest.Registry, []devCase) {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(routingData, "manifests.json"))
-	if os.IsNotExist(err) {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("routing data absent under CI: %v (clone the shared data beside the repository)", err)
-		}
-		t.Skipf("routing data absent: %v", err)
-	}
-	require.NoError(t, err)
+	raw, cases := routingdata.Load(t)
 	reg, err := manifest.LoadJSONArray("manifests.json", raw, manifest.Options{})
 	require.NoError(t, err)
-	f, err := os.Open(filepath.Join(routingData, "dev.jsonl"))
-	require.NoError(t, err)
-	defer func() { _ = f.Close() }()
-	var cases []devCase
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var c devCase
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &c))
-		cases = append(cases, c)
-	}
-	require.NoError(t, sc.Err())
 	return reg, cases
 }
 

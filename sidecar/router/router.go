@@ -1,9 +1,11 @@
 // Package router decides which capability a message goes to, cheapest layer
 // first: an entitled skill hint, a single candidate, the one candidate whose
 // data schemas a data part of the message validates against, then a
-// classifier over the message text restricted to the candidates; below the confidence
-// threshold it asks the caller to choose instead of guessing. Continuing
-// tasks are resolved before the router is asked (they are bound).
+// classifier over the message text restricted to the candidates, and, when
+// configured, a model-based router (model.go); below the confidence
+// threshold it asks the caller to choose instead of guessing, and a
+// capability marked confirm is confirmed with the caller before it runs.
+// Continuing tasks are resolved before the router is asked (they are bound).
 package router
 
 import (

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/capgate/capgate/policy/regocheck"
-	authzpolicy "github.com/capgate/capgate/rego"
+	"github.com/capgate/capgate/rego"
 )
 
 func runPolicy(ctx context.Context, env Env, args []string) error {
@@ -128,12 +128,12 @@ func runPolicyFmt(_ context.Context, env Env, args []string) error {
 // tests when no dir is given.
 func policyModules(dirs []string, withTests bool) (map[string]string, error) {
 	if len(dirs) == 0 {
-		mods, err := authzpolicy.Modules()
+		mods, err := rego.Modules()
 		if err != nil {
 			return nil, err
 		}
 		if withTests {
-			tests, err := authzpolicy.Tests()
+			tests, err := rego.Tests()
 			if err != nil {
 				return nil, err
 			}
