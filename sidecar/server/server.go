@@ -269,7 +269,6 @@ func Run(ctx context.Context, opts Options) error {
 			dispatch.WithLogger(log.Named("dispatch")),
 			dispatch.WithMetrics(m),
 			dispatch.WithAudit(auditLog),
-			dispatch.WithStreamKeepAlive(cfg.Limits.StreamKeepAlive),
 		)
 		gw := gateway.New(holder,
 			gateway.WithLogger(log.Named("gateway")),
@@ -278,6 +277,7 @@ func Run(ctx context.Context, opts Options) error {
 			gateway.WithMetrics(m),
 			gateway.WithLimits(limits),
 			gateway.WithOperations(ops),
+			gateway.WithStreamKeepAlive(cfg.Limits.StreamKeepAlive),
 			gateway.WithOwners(store),
 		)
 		if addrs.A2A, err = listen("gateway", addrsToBind.A2A, tp.Handler(gw), servePlainHTTP2); err != nil {
