@@ -2,7 +2,9 @@
 // skill handlers: it resolves continuing tasks (owner only), asks the router
 // for new messages, re-checks entitlement at the moment of the call, mints
 // the caller's downscoped token for the handler, binds the task the handler
-// creates to its capability and owner, and counts usage.
+// creates to its capability and owner, and counts usage. It answers with
+// binding-neutral values (operation.Result: a result or a stream of events);
+// the gateway writes them in the caller's binding.
 package dispatch
 
 import (
