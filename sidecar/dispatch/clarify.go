@@ -11,7 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
 	"github.com/capgate/capgate/sidecar/decisionlog"
-	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -22,16 +22,16 @@ import (
 // until the caller's reply resolves it, with the first message's parts. The
 // clarification's taskID is reused when the caller's reply was itself too
 // vague.
-func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.Responder, c clarification) *protocol.Error {
+func (d *Dispatcher) clarify(ctx context.Context, call *operation.Call, c clarification) (operation.Result, *protocol.Error) {
 	dec, taskID, contextID := c.decision, c.taskID, c.contextID
 	if len(dec.Candidates) == 0 {
-		return protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller").Decided(decisionlog.RuleNoCandidate, "")
+		return operation.Result{}, protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller").Decided(decisionlog.RuleNoCandidate, "")
 	}
 	if !call.Principal.Authenticated {
 		// Nobody can own a task for an anonymous caller (any other anonymous
 		// caller would share it): answer with a message naming the choices
 		// instead, to be resent with metadata.skillId.
-		return d.clarifyAnonymous(call, w, dec, contextID)
+		return d.clarifyAnonymous(call, dec, contextID)
 	}
 	if taskID == "" {
 		taskID = "capgate-" + string(a2a.NewTaskID())
@@ -48,28 +48,24 @@ func (d *Dispatcher) clarify(ctx context.Context, call *gateway.Call, w gateway.
 		o = call.Task.Owner() // asked again on the same clarification task
 	}
 	if perr := d.holdContext(ctx, call, o, contextID); perr != nil {
-		return perr // the caller's reply continues in this context: it must be the caller's
+		return operation.Result{}, perr // the caller's reply continues in this context: it must be the caller's
 	}
 	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant,
 		Pending: true, Candidates: ids, CreatedAt: d.now(), Held: c.held, HeldVersion: c.heldVersion}
 	lim := call.Rev.Config().Limits
 	if err := d.store.BindPending(ctx, b, lim.PendingTTL, lim.PendingPerCaller); err != nil {
 		if errors.Is(err, tasks.ErrTooManyPending) {
-			return protocol.Errorf(protocol.InvalidRequest,
+			return operation.Result{}, protocol.Errorf(protocol.InvalidRequest,
 				"too many of your tasks await clarification (limit %d); answer or cancel one, or name the skill in metadata.skillId", lim.PendingPerCaller)
 		}
-		return storeError(err)
+		return operation.Result{}, storeError(err)
 	}
 	d.countQuestion(call, dec)
-	task := questionTask(b, dec)
-	if call.Request.Operation == protocol.SendStreamingMessage {
-		return d.writeEvents(call, w, [][]byte{streamResult(task, call.Request.Version)})
-	}
-	return writeResult(w, streamResult(task, call.Request.Version))
+	return answer(call, operation.Task, streamResult(questionTask(b, dec), call.Request.Version)), nil
 }
 
 // countQuestion counts a clarification or confirmation and logs its layer.
-func (d *Dispatcher) countQuestion(call *gateway.Call, dec router.Decision) {
+func (d *Dispatcher) countQuestion(call *operation.Call, dec router.Decision) {
 	layer := router.LayerClarify
 	if dec.Layer == router.LayerConfirm {
 		layer = router.LayerConfirm
@@ -82,7 +78,7 @@ func (d *Dispatcher) countQuestion(call *gateway.Call, dec router.Decision) {
 
 // clarifyAnonymous answers an anonymous caller's unclear message with an
 // agent message listing the candidates; no task is created.
-func (d *Dispatcher) clarifyAnonymous(call *gateway.Call, w gateway.Responder, dec router.Decision, contextID string) *protocol.Error {
+func (d *Dispatcher) clarifyAnonymous(call *operation.Call, dec router.Decision, contextID string) (operation.Result, *protocol.Error) {
 	if contextID == "" {
 		contextID = a2a.NewContextID()
 	}
@@ -97,12 +93,12 @@ func (d *Dispatcher) clarifyAnonymous(call *gateway.Call, w gateway.Responder, d
 	msg := clarificationMessage(dec.Candidates, ask)
 	msg.ContextID = contextID
 	d.countQuestion(call, dec)
-	return d.writeMessage(call, w, msg)
+	return d.writeMessage(call, msg)
 }
 
 // writeMessage answers with an agent message (a SendMessage result in the
 // request's version; one event on a stream).
-func (d *Dispatcher) writeMessage(call *gateway.Call, w gateway.Responder, msg *a2a.Message) *protocol.Error {
+func (d *Dispatcher) writeMessage(call *operation.Call, msg *a2a.Message) (operation.Result, *protocol.Error) {
 	var (
 		b   []byte
 		err error
@@ -113,19 +109,16 @@ func (d *Dispatcher) writeMessage(call *gateway.Call, w gateway.Responder, msg *
 		b, err = stdjson.Marshal(a2a.StreamResponse{Event: msg})
 	}
 	if err != nil {
-		return protocol.Wrap(protocol.Internal, err, "the clarification could not be rendered")
+		return operation.Result{}, protocol.Wrap(protocol.Internal, err, "the clarification could not be rendered")
 	}
-	if call.Request.Operation == protocol.SendStreamingMessage {
-		return d.writeEvents(call, w, [][]byte{b})
-	}
-	return writeResult(w, b)
+	return answer(call, operation.Message, b), nil
 }
 
 // decline answers a caller's "no" to a question offering one capability:
 // the clarification task ends canceled, and nothing runs.
-func (d *Dispatcher) decline(ctx context.Context, call *gateway.Call, w gateway.Responder, b *tasks.Binding) *protocol.Error {
+func (d *Dispatcher) decline(ctx context.Context, call *operation.Call, b *tasks.Binding) (operation.Result, *protocol.Error) {
 	if err := d.store.Delete(ctx, b.TaskID); err != nil {
-		return storeError(err)
+		return operation.Result{}, storeError(err)
 	}
 	d.m.Routes.WithLabelValues(string(router.LayerDeclined)).Inc()
 	if call.Log != nil {
@@ -136,10 +129,7 @@ func (d *Dispatcher) decline(ctx context.Context, call *gateway.Call, w gateway.
 	ts := d.now().UTC()
 	task := &a2a.Task{ID: a2a.TaskID(b.TaskID), ContextID: b.ContextID,
 		Status: a2a.TaskStatus{State: a2a.TaskStateCanceled, Message: msg, Timestamp: &ts}}
-	if call.Request.Operation == protocol.SendStreamingMessage {
-		return d.writeEvents(call, w, [][]byte{streamResult(task, call.Request.Version)})
-	}
-	return writeResult(w, streamResult(task, call.Request.Version))
+	return answer(call, operation.Task, streamResult(task, call.Request.Version)), nil
 }
 
 // clarificationMessage is the agent's question: a text part listing the
@@ -214,13 +204,11 @@ func renderTask(task *a2a.Task, v protocol.Version, v1 any) []byte {
 	return b
 }
 
-func writeResult(w gateway.Responder, result []byte) *protocol.Error {
-	if err := w.RawResult(result); err != nil {
-		var perr *protocol.Error
-		if errors.As(err, &perr) { // the responder's own refusal (a result it cannot express)
-			return perr
-		}
-		return protocol.Wrap(protocol.Internal, err, "the response could not be written")
+// answer is capgate's own answer to a message: the SendMessage result b of kind k, or, to
+// SendStreamingMessage, a stream of that one event.
+func answer(call *operation.Call, k operation.Kind, b []byte) operation.Result {
+	if call.Request.Operation == protocol.SendStreamingMessage {
+		return operation.Events(operation.Event{Kind: k, JSON: b})
 	}
-	return nil
+	return operation.Value(k, b)
 }

@@ -2,7 +2,9 @@
 // skill handlers: it resolves continuing tasks (owner only), asks the router
 // for new messages, re-checks entitlement at the moment of the call, mints
 // the caller's downscoped token for the handler, binds the task the handler
-// creates to its capability and owner, and counts usage.
+// creates to its capability and owner, and counts usage. It answers with
+// binding-neutral values (operation.Result: a result or a stream of events);
+// the gateway writes them in the caller's binding.
 package dispatch
 
 import (
@@ -17,9 +19,9 @@ import (
 	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/delegation"
-	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/metrics"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -41,7 +43,7 @@ type Tokens interface {
 // Grant is what a handler call is allowed: this caller, this capability,
 // the caller's scopes narrowed to the capability's requires_scopes.
 type Grant struct {
-	Call       *gateway.Call
+	Call       *operation.Call
 	Capability *manifest.Capability
 	Scopes     []string
 	// Limits are the capability's limits from the policy decision.
@@ -53,7 +55,7 @@ type Auditor interface {
 	Log(e audit.Entry)
 }
 
-// Dispatcher implements gateway.Operations.
+// Dispatcher implements operation.Server.
 type Dispatcher struct {
 	store   tasks.Store
 	invoker Invoker
@@ -62,13 +64,11 @@ type Dispatcher struct {
 	log     *zap.Logger
 	m       *metrics.Metrics
 	now     func() time.Time
-	// keepAlive is the SSE keep-alive interval of relayed streams (0: none).
-	keepAlive time.Duration
 	// pageKey is the HMAC key of ListTasks page tokens (WithPageTokenKey).
 	pageKey []byte
 }
 
-var _ gateway.Operations = (*Dispatcher)(nil)
+var _ operation.Server = (*Dispatcher)(nil)
 
 // Option configures a Dispatcher.
 type Option func(*Dispatcher)
@@ -81,12 +81,6 @@ func WithMetrics(m *metrics.Metrics) Option { return func(d *Dispatcher) { d.m =
 
 // WithAudit records every handler invocation (nil: none).
 func WithAudit(a Auditor) Option { return func(d *Dispatcher) { d.audit = a } }
-
-// WithStreamKeepAlive sends an SSE comment on a relayed stream that has been
-// quiet for every (config limits.stream_keepalive; 0, the default: none).
-func WithStreamKeepAlive(every time.Duration) Option {
-	return func(d *Dispatcher) { d.keepAlive = every }
-}
 
 // WithClock sets the clock (tests).
 func WithClock(now func() time.Time) Option { return func(d *Dispatcher) { d.now = now } }
@@ -109,30 +103,30 @@ func New(store tasks.Store, invoker Invoker, tokens Tokens, opts ...Option) *Dis
 	return d
 }
 
-// Serve implements gateway.Operations.
-func (d *Dispatcher) Serve(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+// Serve implements operation.Server.
+func (d *Dispatcher) Serve(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
 	if call.Log == nil {
 		call.Log = &decisionlog.Entry{} // a call made without the gateway's entry (tests, embedders)
 	}
 	req := call.Request
 	switch req.Operation {
 	case protocol.SendMessage, protocol.SendStreamingMessage:
-		return d.send(ctx, call, w)
+		return d.send(ctx, call)
 	case protocol.ListTasks:
-		return d.list(ctx, call, w)
+		return d.list(ctx, call)
 	case protocol.ExtensionMethod:
-		return d.extensionMethod(ctx, call, w)
+		return d.extensionMethod(ctx, call)
 	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask,
 		protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
 		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:
-		return d.taskOp(ctx, call, w)
+		return d.taskOp(ctx, call)
 	}
-	return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
+	return operation.Result{}, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
 }
 
-// bound is the task admission found the caller owns (gateway.Call.Task). Ownership is
+// bound is the task admission found the caller owns (operation.Call.Task). Ownership is
 // admission's rule alone: the dispatcher never decides it again.
-func bound(call *gateway.Call) (tasks.Binding, *protocol.Error) {
+func bound(call *operation.Call) (tasks.Binding, *protocol.Error) {
 	if call.Task == nil {
 		return tasks.Binding{}, protocol.Errorf(protocol.Internal, "the task was not admitted")
 	}
@@ -140,7 +134,7 @@ func bound(call *gateway.Call) (tasks.Binding, *protocol.Error) {
 }
 
 // ownerOf is the owner tasks the caller creates are bound to.
-func ownerOf(call *gateway.Call) tasks.Owner {
+func ownerOf(call *operation.Call) tasks.Owner {
 	return admission.OwnerOf(call.Rev, call.Principal)
 }
 
@@ -150,7 +144,7 @@ func storeError(err error) *protocol.Error { return admission.StoreError(err) }
 // (at the revision served now; the engine caches the decision per class),
 // with reasons for the decision log. It returns the capability and the
 // limits the decision carries.
-func (d *Dispatcher) recheck(ctx context.Context, call *gateway.Call, rt *router.Index, capID string) (*manifest.Capability, map[string]any, *protocol.Error) {
+func (d *Dispatcher) recheck(ctx context.Context, call *operation.Call, rt *router.Index, capID string) (*manifest.Capability, map[string]any, *protocol.Error) {
 	if err := rt.Tombstone(capID); err != nil {
 		return nil, nil, err
 	}

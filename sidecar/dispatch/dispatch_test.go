@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
@@ -15,9 +14,9 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/decisionlog"
-	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/serving"
@@ -72,13 +71,20 @@ type fakeAudit struct{ entries []audit.Entry }
 
 func (f *fakeAudit) Log(e audit.Entry) { f.entries = append(f.entries, e) }
 
-type fakeResponder struct {
-	gateway.Responder
-	raw []byte
+// answered is what a binding's writer receives from an operation: a unary result's JSON, or
+// each of a stream's events' JSON (copied: an event is valid only while yield runs), one after
+// another; nothing when it fails before the first event.
+func answered(res operation.Result, perr *protocol.Error) ([]byte, *protocol.Error) {
+	if perr != nil || res.Stream == nil {
+		return res.JSON, perr
+	}
+	var out []byte
+	perr = res.Stream(func(e operation.Event) error {
+		out = append(out, e.JSON...)
+		return nil
+	})
+	return out, perr
 }
-
-func (f *fakeResponder) RawResult(b []byte) error  { f.raw = b; return nil }
-func (f *fakeResponder) Binding() protocol.Binding { return protocol.JSONRPC }
 
 // failingDelete is a memory store whose Delete fails.
 type failingDelete struct{ *tasks.Memory }
@@ -128,12 +134,12 @@ var (
 
 // call parses a JSON-RPC 1.0 SendMessage with message (a JSON object) as the gateway would hand it
 // over after admission.
-func (f *fixture) call(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *gateway.Call {
+func (f *fixture) call(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *operation.Call {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + message + `}}`
 	req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json", []byte(body), protocol.Limits{})
 	require.Nil(t, perr)
-	return &gateway.Call{Rev: f.rev, Request: req, Principal: p, DecisionID: "d-1", Task: task, Log: &decisionlog.Entry{}}
+	return &operation.Call{Rev: f.rev, Request: req, Principal: p, DecisionID: "d-1", Task: task, Log: &decisionlog.Entry{}}
 }
 
 const (
@@ -232,7 +238,7 @@ func TestRoute(t *testing.T) {
 // clear failure naming its replacement, not the nearest other skill; nothing is forwarded.
 func TestSendTombstone(t *testing.T) {
 	f := newFixture(t, nil)
-	perr := f.d.send(t.Context(), f.call(t, partner, hinted("reconcile-invoice-v0"), nil), &fakeResponder{})
+	_, perr := answered(f.d.send(t.Context(), f.call(t, partner, hinted("reconcile-invoice-v0"), nil)))
 	require.NotNil(t, perr)
 	require.Equal(t, protocol.UnsupportedOperation, perr.Code)
 	require.Equal(t, "reconcile-invoice", perr.Metadata["replacedBy"])
@@ -255,7 +261,7 @@ func TestForwardRecheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			call := f.call(t, tc.who, lookupText, nil)
-			perr := f.d.forward(t.Context(), call, &fakeResponder{}, routed{decision: router.Decision{Layer: router.LayerHint, Capability: tc.capa}})
+			_, perr := answered(f.d.forward(t.Context(), call, routed{decision: router.Decision{Layer: router.LayerHint, Capability: tc.capa}}))
 			require.NotNil(t, perr)
 			require.Equal(t, tc.code, perr.Code, perr.Message)
 		})
@@ -270,8 +276,8 @@ func TestForwardCallsBindsAudits(t *testing.T) {
 	f := newFixture(t, nil)
 	who := partner
 	who.Scopes = []string{"a2a.preview", "recon.run"}
-	w := &fakeResponder{}
-	require.Nil(t, f.d.send(t.Context(), f.call(t, who, hinted("reconcile-invoice"), nil), w))
+	raw, perr := answered(f.d.send(t.Context(), f.call(t, who, hinted("reconcile-invoice"), nil)))
+	require.Nil(t, perr)
 	require.Len(t, f.inv.calls, 1)
 	c := f.inv.calls[0]
 	require.Equal(t, "recon.v3.reconcile", c.Handler)
@@ -286,17 +292,17 @@ func TestForwardCallsBindsAudits(t *testing.T) {
 	require.Equal(t, "reconcile-invoice", b.Capability)
 	require.Len(t, f.audit.entries, 1)
 	require.Equal(t, audit.OutcomeOK, f.audit.entries[0].Outcome)
-	require.JSONEq(t, string(f.inv.result), string(w.raw))
+	require.JSONEq(t, string(f.inv.result), string(raw))
 
 	// A handler failure is the caller's answer and is audited as such; nothing is bound.
 	f.inv.err, f.inv.result = protocol.Errorf(protocol.Internal, "the skill's handler is unavailable"), nil
-	perr := f.d.send(t.Context(), f.call(t, who, hinted("reconcile-invoice"), nil), &fakeResponder{})
+	_, perr = answered(f.d.send(t.Context(), f.call(t, who, hinted("reconcile-invoice"), nil)))
 	require.NotNil(t, perr)
 	require.Equal(t, audit.Failed(string(protocol.Internal)), f.audit.entries[1].Outcome)
 
 	// A handler that answers with a task id bound to another owner is an invalid agent response.
 	f.inv.err, f.inv.result = nil, jsontext.Value(`{"task":{"id":"t-new","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}}`)
-	perr = f.d.send(t.Context(), f.call(t, public, lookupText, nil), &fakeResponder{})
+	_, perr = answered(f.d.send(t.Context(), f.call(t, public, lookupText, nil)))
 	require.NotNil(t, perr)
 	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
 }
@@ -310,9 +316,9 @@ func TestAnsweredClarificationNotDeleted(t *testing.T) {
 	pending := tasks.Binding{TaskID: "capgate-1", Pending: true, Candidates: []string{"lookup-invoice", "reconcile-invoice"},
 		Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
 	require.NoError(t, mem.BindPending(t.Context(), pending, f.rev.Config().Limits.PendingTTL, 10))
-	w := &fakeResponder{}
-	require.Nil(t, f.d.send(t.Context(), f.call(t, partner, onTask("capgate-1", "lookup-invoice"), &pending), w))
-	require.NotEmpty(t, w.raw)
+	raw, perr := answered(f.d.send(t.Context(), f.call(t, partner, onTask("capgate-1", "lookup-invoice"), &pending)))
+	require.Nil(t, perr)
+	require.NotEmpty(t, raw)
 	logged := f.logs.FilterMessageSnippet("answered clarification task not deleted").All()
 	require.Len(t, logged, 1)
 	require.Equal(t, "d-1", logged[0].ContextMap()["decision_id"])
@@ -326,15 +332,15 @@ func TestTaskOpsUseTheAdmittedBinding(t *testing.T) {
 	req, perr := protocol.ParseHTTP(protocol.V1, "GET", "/tasks/t-1?historyLength=2", "", nil, protocol.Limits{})
 	require.Nil(t, perr)
 	b := &tasks.Binding{TaskID: "t-1", Capability: "reconcile-invoice", Handler: "recon.v3.reconcile", Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
-	call := &gateway.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-2", Task: b}
-	w := &fakeResponder{}
-	require.Nil(t, f.d.Serve(t.Context(), call, w))
+	call := &operation.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-2", Task: b}
+	_, perr = answered(f.d.Serve(t.Context(), call))
+	require.Nil(t, perr)
 	require.Len(t, f.inv.calls, 1)
 	require.Equal(t, "GetTask", f.inv.calls[0].Method)
 	require.JSONEq(t, `{"id":"t-1","historyLength":2}`, string(f.inv.calls[0].Params), "the path's id and the query reach the handler")
 
 	call.Task = nil
-	perr = f.d.Serve(t.Context(), call, w)
+	_, perr = answered(f.d.Serve(t.Context(), call))
 	require.NotNil(t, perr)
 	require.Equal(t, protocol.Internal, perr.Code)
 	require.Len(t, f.inv.calls, 1)
@@ -357,12 +363,12 @@ func TestListSendsTheTenant(t *testing.T) {
 			req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json",
 				[]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":`+tc.params+`}`), protocol.Limits{})
 			require.Nil(t, perr)
-			w := &fakeResponder{}
-			require.Nil(t, f.d.Serve(t.Context(), &gateway.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-3"}, w))
+			raw, perr := answered(f.d.Serve(t.Context(), &operation.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-3"}))
+			require.Nil(t, perr)
 			require.Len(t, f.inv.calls, 1)
 			require.Equal(t, "GetTask", f.inv.calls[0].Method)
 			require.JSONEq(t, tc.want, string(f.inv.calls[0].Params))
-			require.Contains(t, string(w.raw), `"id":"t-1"`, "the task is listed")
+			require.Contains(t, string(raw), `"id":"t-1"`, "the task is listed")
 		})
 	}
 }
@@ -384,20 +390,22 @@ func TestHandlerAnswersHoldContexts(t *testing.T) {
 	}
 
 	f.inv.result = jsontext.Value(`{"task":{"id":"t-a","contextId":"c-task","status":{"state":"TASK_STATE_COMPLETED"}}}`)
-	require.Nil(t, f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), &fakeResponder{}))
+	_, perr := answered(f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil)))
+	require.Nil(t, perr)
 	require.Equal(t, owner, held("c-task"))
 
 	f.inv.result = jsontext.Value(`{"message":{"messageId":"r-1","role":"ROLE_AGENT","contextId":"c-reply","parts":[{"text":"INV-1 is paid"}]}}`)
-	require.Nil(t, f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), &fakeResponder{}))
+	_, perr = answered(f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil)))
+	require.Nil(t, perr)
 	require.Equal(t, owner, held("c-reply"), "a direct message reply holds its context too")
 
-	rec := httptest.NewRecorder()
 	f.inv.result = jsontext.Value(`{"statusUpdate":{"taskId":"t-s","contextId":"c-stream","status":{"state":"TASK_STATE_WORKING"}}}`)
 	stream := f.call(t, partner, hinted("lookup-invoice"), nil)
 	stream.Request.Operation = protocol.SendStreamingMessage
-	require.Nil(t, f.d.send(ctx, stream, &streamResponder{w: rec, binding: protocol.JSONRPC}))
+	relayed, perr := answered(f.d.send(ctx, stream))
+	require.Nil(t, perr)
 	require.Equal(t, owner, held("c-stream"))
-	require.Contains(t, rec.Body.String(), "c-stream")
+	require.Contains(t, string(relayed), "c-stream")
 
 	// A stream that names its context before its task: the task's binding keeps the context.
 	f.inv.events = []jsontext.Value{
@@ -405,7 +413,8 @@ func TestHandlerAnswersHoldContexts(t *testing.T) {
 		jsontext.Value(`{"task":{"id":"t-later","contextId":"c-later","status":{"state":"TASK_STATE_WORKING"}}}`),
 		jsontext.Value(`{"statusUpdate":{"taskId":"t-later","contextId":"c-later","status":{"state":"TASK_STATE_COMPLETED"}}}`),
 	}
-	require.Nil(t, f.d.send(ctx, stream, &streamResponder{w: httptest.NewRecorder(), binding: protocol.JSONRPC}))
+	_, perr = answered(f.d.send(ctx, stream))
+	require.Nil(t, perr)
 	f.inv.events = nil
 	require.Equal(t, owner, held("c-later"))
 	b, ok, err := f.store.Lookup(ctx, "t-later")
@@ -416,33 +425,32 @@ func TestHandlerAnswersHoldContexts(t *testing.T) {
 	_, err = f.store.ClaimContext(ctx, tasks.Context{ContextID: "c-victim", Issuer: partner.Issuer, Subject: "victim", Tenant: "globex"})
 	require.NoError(t, err)
 	f.inv.result = jsontext.Value(`{"task":{"id":"t-b","contextId":"c-victim","status":{"state":"TASK_STATE_COMPLETED"}}}`)
-	w := &fakeResponder{}
-	perr := f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil), w)
+	raw, perr := answered(f.d.send(ctx, f.call(t, partner, hinted("lookup-invoice"), nil)))
 	require.NotNil(t, perr)
 	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
 	require.NotContains(t, perr.Message, "victim")
-	require.Nil(t, w.raw, "the answer is not passed on")
+	require.Nil(t, raw, "the answer is not passed on")
 	_, ok, err = f.store.Lookup(ctx, "t-b")
 	require.NoError(t, err)
 	require.False(t, ok, "nothing is bound")
 	require.Equal(t, "victim", held("c-victim").Subject)
 
-	rec = httptest.NewRecorder()
 	f.inv.result = jsontext.Value(`{"message":{"messageId":"r-2","role":"ROLE_AGENT","contextId":"c-victim","parts":[{"text":"history"}]}}`)
 	stream = f.call(t, partner, hinted("lookup-invoice"), nil)
 	stream.Request.Operation = protocol.SendStreamingMessage
-	perr = f.d.send(ctx, stream, &streamResponder{w: rec, binding: protocol.JSONRPC})
+	relayed, perr = answered(f.d.send(ctx, stream))
 	require.NotNil(t, perr, "a streamed event in another owner's context ends the stream")
-	require.NotContains(t, rec.Body.String(), "history", "and is not relayed")
+	require.NotContains(t, string(relayed), "history", "and is not relayed")
 
 	// A clarification opens a context of the caller's, which the reply continues in.
-	require.Nil(t, f.d.send(ctx, f.call(t, partner, vague, nil), w))
+	raw, perr = answered(f.d.send(ctx, f.call(t, partner, vague, nil)))
+	require.Nil(t, perr)
 	var clar struct {
 		Task struct {
 			ContextID string `json:"contextId"`
 		} `json:"task"`
 	}
-	require.NoError(t, json.Unmarshal(w.raw, &clar), "%s", w.raw)
+	require.NoError(t, json.Unmarshal(raw, &clar), "%s", raw)
 	require.NotEmpty(t, clar.Task.ContextID)
 	require.Equal(t, owner, held(clar.Task.ContextID))
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/enforce"
-	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -20,18 +20,18 @@ import (
 // send routes a message and forwards it to the chosen capability's handler.
 // Admission has already decided who may send it (and owns every task it
 // names); send decides only where it goes.
-func (d *Dispatcher) send(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+func (d *Dispatcher) send(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
 	r, perr := d.route(ctx, call)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	if r.clarify != nil {
 		if r.clarify.decision.Layer == router.LayerDeclined {
-			return d.decline(ctx, call, w, r.pending)
+			return d.decline(ctx, call, r.pending)
 		}
-		return d.clarify(ctx, call, w, *r.clarify)
+		return d.clarify(ctx, call, *r.clarify)
 	}
-	return d.forward(ctx, call, w, r)
+	return d.forward(ctx, call, r)
 }
 
 // routed is where a message goes: the routing decision, the params to send,
@@ -62,7 +62,7 @@ type clarification struct {
 // among the offered candidates), else the router's layers (hint, single
 // candidate, structured data, classifier) and, when unsure, the optional
 // model router; still unsure, a clarification.
-func (d *Dispatcher) route(ctx context.Context, call *gateway.Call) (routed, *protocol.Error) {
+func (d *Dispatcher) route(ctx context.Context, call *operation.Call) (routed, *protocol.Error) {
 	req := call.Request
 	msg := req.Message
 	if msg == nil {
@@ -140,7 +140,7 @@ func (d *Dispatcher) route(ctx context.Context, call *gateway.Call) (routed, *pr
 // capability the caller named by skill hint but was not routed to: the
 // question `capgate access replay` asks again. A hint that is not a known
 // capability id is client text and is not recorded.
-func (d *Dispatcher) noteRequested(ctx context.Context, call *gateway.Call, hint string) {
+func (d *Dispatcher) noteRequested(ctx context.Context, call *operation.Call, hint string) {
 	if hint == "" || call.Log == nil {
 		return
 	}
@@ -157,9 +157,9 @@ func (d *Dispatcher) noteRequested(ctx context.Context, call *gateway.Call, hint
 // forward re-checks entitlement to the routed capability at the moment of the
 // call, enforces its limits, calls its handler with the caller's downscoped
 // credential, binds the task the handler answers with to the capability and
-// its owner (and the context it answers in to the same owner), and writes the
-// answer.
-func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.Responder, r routed) *protocol.Error {
+// its owner (and the context it answers in to the same owner), and answers
+// with the handler's result.
+func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed) (operation.Result, *protocol.Error) {
 	req, decision := call.Request, r.decision
 	d.m.Routes.WithLabelValues(string(decision.Layer)).Inc()
 	if call.Log != nil {
@@ -167,18 +167,18 @@ func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, decision.Capability)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	msg := req.Message
 	if r.msg != nil {
 		msg = r.msg
 	}
 	if perr := enforce.Limits(capability.ID, limits, msg, len(r.params)); perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, r.params)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	d.log.Debug("routed", zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
 		zap.String("layer", string(decision.Layer)), zap.Float64("confidence", decision.Confidence))
@@ -212,30 +212,27 @@ func (d *Dispatcher) forward(ctx context.Context, call *gateway.Call, w gateway.
 	}
 	d.countCall(ctx, capability)
 	if req.Operation == protocol.SendStreamingMessage {
-		return d.stream(ctx, call, w, inv, bind)
+		return d.stream(ctx, call, inv, bind), nil
 	}
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
-		return d.replyRefused(ctx, call, inv, perr)
+		return operation.Result{}, d.replyRefused(ctx, call, inv, perr)
 	}
-	taskID, contextID, ok := taskOf(result, req.Version)
-	if !ok {
-		return protocol.Errorf(protocol.InvalidAgentResponse, "the handler's answer is not a task or message")
+	taskID, contextID, kind := probe(result, req.Version)
+	if kind == 0 {
+		return operation.Result{}, protocol.Errorf(protocol.InvalidAgentResponse, "the handler's answer is not a task or message")
 	}
 	if perr := bind(taskID, contextID); perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
-	if err := w.RawResult(result); err != nil {
-		return protocol.Wrap(protocol.Internal, err, "the response could not be written")
-	}
-	return nil
+	return operation.Value(kind, result), nil
 }
 
 // holdContext records that the context a handler answered in (or capgate's
 // clarification opened) is o's, as a binding records a task's owner. A context
 // another owner holds means the handler filed this caller's work in someone
 // else's conversation: the answer is not passed on.
-func (d *Dispatcher) holdContext(ctx context.Context, call *gateway.Call, o tasks.Owner, contextID string) *protocol.Error {
+func (d *Dispatcher) holdContext(ctx context.Context, call *operation.Call, o tasks.Owner, contextID string) *protocol.Error {
 	held, err := d.store.ClaimContext(ctx, tasks.Context{ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: d.now()})
 	if err != nil {
 		return storeError(err)
@@ -250,7 +247,7 @@ func (d *Dispatcher) holdContext(ctx context.Context, call *gateway.Call, o task
 
 // invocation is one handler call and what it was granted.
 type invocation struct {
-	call       *gateway.Call
+	call       *operation.Call
 	capability *manifest.Capability
 	scopes     []string
 	req        handler.Request
@@ -260,7 +257,7 @@ type invocation struct {
 
 // handlerRequest builds the call to the capability's handler with the
 // caller's downscoped credential.
-func (d *Dispatcher) handlerRequest(ctx context.Context, call *gateway.Call, m *manifest.Capability, limits map[string]any, params jsontext.Value) (invocation, *protocol.Error) {
+func (d *Dispatcher) handlerRequest(ctx context.Context, call *operation.Call, m *manifest.Capability, limits map[string]any, params jsontext.Value) (invocation, *protocol.Error) {
 	scopes := grantedScopes(call.Principal.Scopes, m.RequiresScopes)
 	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes, Limits: limits})
 	if err != nil {
@@ -339,7 +336,7 @@ func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability) {
 
 // askModel gives the optional model-based router the candidates the
 // classifier was unsure about. Any failure or doubt keeps the clarification.
-func (d *Dispatcher) askModel(ctx context.Context, call *gateway.Call, msg *protocol.MessageInfo, dec router.Decision) router.Decision {
+func (d *Dispatcher) askModel(ctx context.Context, call *operation.Call, msg *protocol.MessageInfo, dec router.Decision) router.Decision {
 	model := call.Rev.Model
 	if model == nil || len(dec.Candidates) < 2 {
 		return dec
@@ -361,30 +358,30 @@ func (d *Dispatcher) askModel(ctx context.Context, call *gateway.Call, msg *prot
 // extensionMethod forwards a method an extension adds to the handler of the capability that
 // serves it (admission checked the extension is active and the caller entitled); the answer is
 // the handler's, unchanged.
-func (d *Dispatcher) extensionMethod(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+func (d *Dispatcher) extensionMethod(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
 	x := call.Request.Extension
 	if x == nil {
-		return protocol.Errorf(protocol.Internal, "the method's extension is not known")
+		return operation.Result{}, protocol.Errorf(protocol.Internal, "the method's extension is not known")
 	}
 	if call.Log != nil {
 		call.Log.Capability, call.Log.Layer = x.Capability, "extension"
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, x.Capability)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	params, perr := call.Request.ForwardParams()
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, params)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	d.countCall(ctx, capability)
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
-	return writeResult(w, result)
+	return operation.Value(operation.Extension, result), nil
 }

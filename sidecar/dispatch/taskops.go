@@ -10,7 +10,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 
-	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -18,65 +18,78 @@ import (
 
 // taskOp forwards an operation on an existing task to the handler it is
 // bound to — for its owner only, and only while still entitled.
-func (d *Dispatcher) taskOp(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+func (d *Dispatcher) taskOp(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
 	req := call.Request
 	b, perr := bound(call)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	if b.Pending {
-		return d.pendingOp(ctx, call, w, b)
+		return d.pendingOp(ctx, call, b)
 	}
 	if call.Log != nil {
 		call.Log.Capability, call.Log.Layer = b.Capability, "task"
 	}
 	m, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	params, perr := req.ForwardParams()
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, m, limits, params)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
 	if req.Operation.Streaming() {
-		return d.stream(ctx, call, w, inv, nil)
+		return d.stream(ctx, call, inv, nil), nil
 	}
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
-		return perr
+		return operation.Result{}, perr
 	}
-	if w.Binding() == protocol.HTTPJSON && string(result) == "null" {
-		result = jsontext.Value("{}") // google.protobuf.Empty over HTTP+JSON
+	return operation.Value(resultKind(req.Operation, result), result), nil
+}
+
+// resultKind is the kind of a task operation's result.
+func resultKind(op protocol.Operation, result jsontext.Value) operation.Kind {
+	if string(result) == "null" {
+		return operation.Empty
 	}
-	return writeResult(w, result)
+	switch op {
+	case protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig:
+		return operation.PushConfig
+	case protocol.ListTaskPushNotificationConfigs:
+		return operation.PushConfigList
+	case protocol.DeleteTaskPushNotificationConfig:
+		return operation.Empty
+	}
+	return operation.Task
 }
 
 // pendingOp answers task operations on a clarification task capgate holds.
-func (d *Dispatcher) pendingOp(ctx context.Context, call *gateway.Call, w gateway.Responder, b tasks.Binding) *protocol.Error {
+func (d *Dispatcher) pendingOp(ctx context.Context, call *operation.Call, b tasks.Binding) (operation.Result, *protocol.Error) {
 	cands := d.candidates(call, b)
 	task := clarificationTask(b, cands)
 	switch call.Request.Operation {
 	case protocol.GetTask:
-		return writeResult(w, taskJSON(task, call.Request.Version))
+		return operation.Value(operation.Task, taskJSON(task, call.Request.Version)), nil
 	case protocol.SubscribeToTask:
 		// A stream event: {"task": …} in 1.0, as SendStreamingMessage sends it.
-		return d.writeEvents(call, w, [][]byte{streamResult(task, call.Request.Version)})
+		return operation.Events(operation.Event{Kind: operation.Task, JSON: streamResult(task, call.Request.Version)}), nil
 	case protocol.CancelTask:
 		if err := d.store.Delete(ctx, b.TaskID); err != nil {
-			return storeError(err)
+			return operation.Result{}, storeError(err)
 		}
 		now := d.now().UTC()
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &now}
-		return writeResult(w, taskJSON(task, call.Request.Version))
+		return operation.Value(operation.Task, taskJSON(task, call.Request.Version)), nil
 	}
-	return protocol.Errorf(protocol.PushNotificationNotSupported, "push notifications are not supported for a task awaiting clarification")
+	return operation.Result{}, protocol.Errorf(protocol.PushNotificationNotSupported, "push notifications are not supported for a task awaiting clarification")
 }
 
-func (d *Dispatcher) candidates(call *gateway.Call, b tasks.Binding) []router.Candidate {
+func (d *Dispatcher) candidates(call *operation.Call, b tasks.Binding) []router.Candidate {
 	out := make([]router.Candidate, 0, len(b.Candidates))
 	for _, id := range b.Candidates {
 		if m, ok := call.Rev.Registry().Get(id); ok {
@@ -92,7 +105,7 @@ const MaxListTasks = 100
 
 // listCall is one ListTasks in progress.
 type listCall struct {
-	call *gateway.Call
+	call *operation.Call
 	q    listQuery
 	// checks are the entitlement re-checks made so far, by capability.
 	checks map[string]capCheck
@@ -108,9 +121,9 @@ type listCall struct {
 // (pagetoken.go). totalSize counts the owned tasks that pass the filters
 // the store can answer: with status or statusTimestampAfter, or when a
 // handler fails, it is an upper bound.
-func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Responder) *protocol.Error {
+func (d *Dispatcher) list(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
 	if !call.Principal.Authenticated {
-		return protocol.MissingCredentials()
+		return operation.Result{}, protocol.MissingCredentials()
 	}
 	owner := ownerOf(call)
 	lc := &listCall{call: call, q: listQueryOf(call.Request.List), checks: map[string]capCheck{}, taskTimeout: ListDeadline / 2}
@@ -122,13 +135,13 @@ func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Res
 	if lc.q.pageToken != "" {
 		p, perr := d.openPage(scope, lc.q.pageToken)
 		if perr != nil {
-			return perr
+			return operation.Result{}, perr
 		}
 		from = &p
 	}
 	owned, err := d.store.Owned(ctx, owner)
 	if err != nil {
-		return storeError(err)
+		return operation.Result{}, storeError(err)
 	}
 	cands := listCandidates(owned, lc.q)
 	rest := cands
@@ -154,9 +167,9 @@ func (d *Dispatcher) list(ctx context.Context, call *gateway.Call, w gateway.Res
 	}{Tasks: out, TotalSize: len(cands), PageSize: len(out), NextPageToken: next}
 	body, merr := stdjson.Marshal(resp)
 	if merr != nil {
-		return protocol.Wrap(protocol.Internal, merr, "the task list could not be rendered")
+		return operation.Result{}, protocol.Wrap(protocol.Internal, merr, "the task list could not be rendered")
 	}
-	return writeResult(w, body)
+	return operation.Value(operation.TaskList, body), nil
 }
 
 // collect examines candidates in order, in batches, until the page is

@@ -7,7 +7,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
@@ -21,7 +21,14 @@ func methodName(v protocol.Version, op protocol.Operation) string {
 // event. ok is false when the value is neither a task, a message nor a task
 // event. A message reply has no task id.
 func taskOf(result jsontext.Value, v protocol.Version) (taskID, contextID string, ok bool) {
-	var probe struct {
+	taskID, contextID, kind := probe(result, v)
+	return taskID, contextID, kind != 0
+}
+
+// probe reads a SendMessage result or stream event once: its task id, context id and kind
+// (0: neither a task with an id, a message nor a task update).
+func probe(result jsontext.Value, v protocol.Version) (taskID, contextID string, kind operation.Kind) {
+	var p struct {
 		Task *struct {
 			ID        string `json:"id"`
 			ContextID string `json:"contextId"`
@@ -44,28 +51,39 @@ func taskOf(result jsontext.Value, v protocol.Version) (taskID, contextID string
 		TaskID    string `json:"taskId"`
 		ContextID string `json:"contextId"`
 	}
-	if err := json.Unmarshal(result, &probe, json.RejectUnknownMembers(false)); err != nil {
-		return "", "", false
+	if err := json.Unmarshal(result, &p, json.RejectUnknownMembers(false)); err != nil {
+		return "", "", 0
 	}
 	switch {
-	case probe.Task != nil:
-		return probe.Task.ID, probe.Task.ContextID, probe.Task.ID != ""
-	case probe.Message != nil:
-		return probe.Message.TaskID, probe.Message.ContextID, true
-	case probe.StatusUpdate != nil:
-		return probe.StatusUpdate.TaskID, probe.StatusUpdate.ContextID, true
-	case probe.ArtifactUpdate != nil:
-		return probe.ArtifactUpdate.TaskID, probe.ArtifactUpdate.ContextID, true
+	case p.Task != nil:
+		return p.Task.ID, p.Task.ContextID, kindIf(p.Task.ID != "", operation.Task)
+	case p.Message != nil:
+		return p.Message.TaskID, p.Message.ContextID, operation.Message
+	case p.StatusUpdate != nil:
+		return p.StatusUpdate.TaskID, p.StatusUpdate.ContextID, operation.StatusUpdate
+	case p.ArtifactUpdate != nil:
+		return p.ArtifactUpdate.TaskID, p.ArtifactUpdate.ContextID, operation.ArtifactUpdate
 	}
 	if v == protocol.V03 {
-		switch probe.Kind {
+		switch p.Kind {
 		case "task":
-			return probe.ID, probe.ContextID, probe.ID != ""
-		case "message", "status-update", "artifact-update":
-			return probe.TaskID, probe.ContextID, true
+			return p.ID, p.ContextID, kindIf(p.ID != "", operation.Task)
+		case "message":
+			return p.TaskID, p.ContextID, operation.Message
+		case "status-update":
+			return p.TaskID, p.ContextID, operation.StatusUpdate
+		case "artifact-update":
+			return p.TaskID, p.ContextID, operation.ArtifactUpdate
 		}
 	}
-	return "", "", false
+	return "", "", 0
+}
+
+func kindIf(ok bool, k operation.Kind) operation.Kind {
+	if ok {
+		return k
+	}
+	return 0
 }
 
 // withoutTaskID removes params.message.taskId (a clarification reply starts
@@ -108,7 +126,7 @@ func heldParts(params jsontext.Value) ([]byte, *protocol.Error) {
 // combined message back through the request parser with the gateway's
 // limits: the handler receives, and the capability's limits are checked
 // against, exactly what any message of that size and shape would be.
-func withHeld(call *gateway.Call, params jsontext.Value, b tasks.Binding) (jsontext.Value, *protocol.MessageInfo, *protocol.Error) {
+func withHeld(call *operation.Call, params jsontext.Value, b tasks.Binding) (jsontext.Value, *protocol.MessageInfo, *protocol.Error) {
 	v := call.Request.Version
 	if b.HeldVersion != string(v) {
 		return nil, nil, protocol.Errorf(protocol.InvalidRequest,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tracing"
@@ -108,52 +109,53 @@ func etagMatch(header, etag string) bool {
 }
 
 // serveExtendedCard answers GetExtendedAgentCard with the caller's projection.
-func (g *Gateway) serveExtendedCard(ctx context.Context, call *Call, entry *decisionlog.Entry, resp Responder) *protocol.Error {
+func (g *Gateway) serveExtendedCard(ctx context.Context, call *operation.Call, entry *decisionlog.Entry, w http.ResponseWriter) (*operation.Result, *protocol.Error) {
 	rev := call.Rev
 	if !rev.ExtendedCard {
-		return protocol.Errorf(protocol.UnsupportedOperation, "this agent does not offer an extended agent card")
+		return nil, protocol.Errorf(protocol.UnsupportedOperation, "this agent does not offer an extended agent card")
 	}
 	if !call.Principal.Authenticated {
-		return protocol.MissingCredentials()
+		return nil, protocol.MissingCredentials()
 	}
 	if !card.HasExtendedContent(rev.Registry().All()) {
-		return protocol.Errorf(protocol.ExtendedAgentCardNotConfigured, "the extended agent card is enabled but no capability is extended or in preview")
+		return nil, protocol.Errorf(protocol.ExtendedAgentCardNotConfigured, "the extended agent card is enabled but no capability is extended or in preview")
 	}
 	c, err := card.ForCaller(ctx, rev.Config(), rev.Engine, call.Principal.Caller())
 	if err != nil {
-		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
+		return nil, protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
 	}
 	entry.Reasons = []string{fmt.Sprintf("skills:%d", len(c.Skills))}
 	b, err := renderCard(c, call.Request.Version)
 	if err != nil {
-		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
+		return nil, protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
 	}
 	if call.Request.ProtoJSON03() { // GET /v1/card: the 0.3 proto's AgentCard, signed as served
 		var perr *protocol.Error
 		if b, perr = protocol.ProtoJSON03Card(b); perr != nil {
-			return perr
+			return nil, perr
 		}
 	}
 	// The card is per caller: never cached by a shared cache, and a
 	// private cache keys it on the credential.
-	h := resp.Writer().Header()
+	h := w.Header()
 	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
 	h.Set("Vary", "Authorization, A2A-Version")
 	b, etag, err := serving.SignCard(rev.CardSigner, b)
 	if err != nil {
-		return protocol.Wrap(protocol.Internal, err, "the extended agent card could not be signed")
+		return nil, protocol.Wrap(protocol.Internal, err, "the extended agent card could not be signed")
 	}
-	if resp.Binding() == protocol.HTTPJSON {
+	if call.Request.Binding == protocol.HTTPJSON {
 		// A GET: the body is the card, so it has a validator and can be
 		// revalidated. (A JSON-RPC POST answer is not cacheable.)
 		h.Set("ETag", etag)
 		h.Set("Last-Modified", rev.CardsModified.UTC().Format(http.TimeFormat))
 		if notModified(call.Header, etag, rev.CardsModified) {
-			resp.Writer().WriteHeader(http.StatusNotModified)
-			return nil
+			w.WriteHeader(http.StatusNotModified)
+			return nil, nil
 		}
 	}
-	return g.writeRaw(resp, b)
+	res := operation.Value(operation.Card, b)
+	return &res, nil
 }
 
 // renderCard serializes a card for the request's protocol version: 1.0 gets
@@ -163,11 +165,4 @@ func renderCard(c *a2a.AgentCard, v protocol.Version) ([]byte, error) {
 		return card.MarshalV03(c)
 	}
 	return card.Marshal(c)
-}
-
-func (g *Gateway) writeRaw(resp Responder, b []byte) *protocol.Error {
-	if err := resp.RawResult(b); err != nil {
-		return protocol.Wrap(protocol.Internal, err, "the response could not be written")
-	}
-	return nil
 }

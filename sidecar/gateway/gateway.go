@@ -1,11 +1,11 @@
 // Package gateway is the A2A server callers talk to: it serves the public and
-// extended cards, speaks the JSON-RPC and HTTP+JSON bindings in A2A 1.0 and
-// 0.3, authenticates every caller itself, negotiates extensions and hands
-// message and task operations to the router.
+// extended cards, speaks the JSON-RPC, HTTP+JSON and gRPC bindings in A2A 1.0
+// and 0.3, authenticates every caller itself, negotiates extensions, hands
+// message and task operations to their server (operation.Server), and writes
+// each answer in the caller's binding.
 package gateway
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -13,11 +13,10 @@ import (
 
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
-	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/serving"
-	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Header names.
@@ -34,29 +33,6 @@ const (
 	PublicCardPathV03 = protocol.AgentCardPathV03
 )
 
-// Call is one authenticated, parsed A2A request on its way to an operation.
-type Call struct {
-	Rev        *serving.State
-	Request    *protocol.Request
-	Principal  identity.Principal
-	Extensions []string // activated extension URIs
-	DecisionID string
-	Header     http.Header // the request's headers (read-only)
-	// Log is this request's decision-log entry; operations record the
-	// capability, routing layer and confidence they decided.
-	Log *decisionlog.Entry
-	// Task is the binding of the task the request targets, as admission
-	// found it (owned by the caller); nil when it names none.
-	Task *tasks.Binding
-}
-
-// Operations serves message and task operations (SendMessage, GetTask, ...).
-// It writes its own success responses through the Responder and returns a
-// *protocol.Error for the gateway to render.
-type Operations interface {
-	Serve(ctx context.Context, call *Call, w Responder) *protocol.Error
-}
-
 // Gateway is the A2A HTTP handler.
 type Gateway struct {
 	holder *serving.Holder
@@ -65,10 +41,12 @@ type Gateway struct {
 	ids    *decisionlog.IDs
 	m      *metrics.Metrics
 	limits protocol.Limits
-	ops    Operations
-	owners admission.Owners
-	admit  *admission.Admitter
-	now    func() time.Time
+	ops    operation.Server
+	// keepAlive is the SSE keep-alive interval of streamed answers (0: none).
+	keepAlive time.Duration
+	owners    admission.Owners
+	admit     *admission.Admitter
+	now       func() time.Time
 }
 
 var _ http.Handler = (*Gateway)(nil)
@@ -88,9 +66,15 @@ func WithMetrics(m *metrics.Metrics) Option { return func(g *Gateway) { g.m = m 
 // WithLimits sets request size and nesting limits.
 func WithLimits(l protocol.Limits) Option { return func(g *Gateway) { g.limits = l } }
 
-// WithOperations sets the handler of message and task operations. Without
+// WithOperations sets the server of message and task operations. Without
 // one those operations answer UnsupportedOperation.
-func WithOperations(o Operations) Option { return func(g *Gateway) { g.ops = o } }
+func WithOperations(o operation.Server) Option { return func(g *Gateway) { g.ops = o } }
+
+// WithStreamKeepAlive sends an SSE comment on a streamed answer that has been
+// quiet for every (config limits.stream_keepalive; 0, the default: none).
+func WithStreamKeepAlive(every time.Duration) Option {
+	return func(g *Gateway) { g.keepAlive = every }
+}
 
 // WithOwners sets the task store admission asks who owns a task. Without
 // one, every request naming a task is refused (fail closed).

@@ -1,13 +1,13 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -16,6 +16,7 @@ import (
 
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -47,39 +48,54 @@ func errorReason(t *testing.T, details string) string {
 	return info.GetReason()
 }
 
-// TestGRPCEvents: the Server-Sent Events a streaming operation writes become gRPC messages and
-// trailers, however the writes are split.
+// events is a stream of the given event JSONs ending with end (nil: normally).
+func events(end *protocol.Error, jsons ...string) operation.Result {
+	return operation.Result{Stream: func(yield func(operation.Event) error) *protocol.Error {
+		for _, j := range jsons {
+			if err := yield(operation.Event{Kind: operation.Task, JSON: []byte(j)}); err != nil {
+				return operation.Failed(err)
+			}
+		}
+		return end
+	}}
+}
+
+// TestGRPCEvents: a stream's events become gRPC messages and its end the trailers; an error
+// before the first message is returned unwritten, for the gateway to refuse with.
 func TestGRPCEvents(t *testing.T) {
 	const task = `{"task":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`
 	const done = `{"statusUpdate":{"taskId":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}}`
-	notFound := string(protocol.Errorf(protocol.TaskNotFound, "task not found").MarshalStatus())
+	const extra = `{"task":{"id":"t-1","extra":1}}`
+	notFound := protocol.Errorf(protocol.TaskNotFound, "task not found")
 	tests := []struct {
 		name    string
-		writes  []string
+		stream  operation.Result
 		events  int
+		written bool
 		status  string
 		reason  string
 		message string
 	}{
-		{"two events", []string{"data: " + task + "\n\n", "data: " + done + "\n\n"}, 2, "0", "", ""},
-		{"split mid-event, keep-alives dropped", []string{": keep-alive\n\n", "data: " + task[:10], task[10:] + "\n", "\n: keep-alive\n\ndata: " + done + "\n\n"}, 2, "0", "", ""},
-		{"an error after an event ends the call", []string{"data: " + task + "\n\n", "data: " + notFound + "\n\n"}, 1, "5", "TASK_NOT_FOUND", "task not found"},
-		{"an event: error frame", []string{"event: error\ndata: " + notFound + "\n\n"}, 0, "5", "TASK_NOT_FOUND", "task not found"},
-		{"a field the proto does not define", []string{`data: {"task":{"id":"t-1","extra":1}}` + "\n\n"}, 0, "13", "INVALID_AGENT_RESPONSE", "the agent's response cannot be expressed as a gRPC message"},
+		{"two events", events(nil, task, done), 2, true, "0", "", ""},
+		{"an error after an event ends the call", events(notFound, task), 1, true, "5", "TASK_NOT_FOUND", "task not found"},
+		{"an error before any event is refused", events(notFound), 0, false, "", "TASK_NOT_FOUND", ""},
+		{"a field the proto does not define, first", events(nil, extra, done), 0, false, "", "INVALID_AGENT_RESPONSE", ""},
+		{"a field the proto does not define, later", events(nil, task, extra, done), 1, true, "13", "INVALID_AGENT_RESPONSE", "the agent's response cannot be expressed as a gRPC message"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			r := newGRPCResponder(rec, protocol.SubscribeToTask)
-			w := r.Writer()
-			w.Header().Set("Content-Type", "text/event-stream") // the operation's SSE headers are not sent
-			w.WriteHeader(200)
-			for _, s := range tc.writes {
-				if _, err := w.Write([]byte(s)); err != nil {
-					break
-				}
+			req := &protocol.Request{Binding: protocol.GRPC, Operation: protocol.SubscribeToTask}
+			perr, written := answer(rec, req, tc.stream, time.Hour)
+			require.Equal(t, tc.written, written)
+			if tc.reason != "" {
+				require.NotNil(t, perr)
+				require.Equal(t, tc.reason, perr.Reason())
 			}
-			r.end(nil) // what serveA2A does when the operation returns
+			if !written {
+				require.Empty(t, rec.Body.Bytes(), "nothing is written: the gateway refuses")
+				return
+			}
 			res := rec.Result()
 			require.Equal(t, "application/grpc", res.Header.Get("Content-Type"))
 			msgs := messages(t, rec.Body.Bytes())
@@ -90,7 +106,7 @@ func TestGRPCEvents(t *testing.T) {
 				require.NotNil(t, ev.GetPayload())
 			}
 			require.Equal(t, tc.status, res.Trailer.Get("Grpc-Status"))
-			if tc.reason != "" {
+			if tc.message != "" {
 				require.Equal(t, tc.message, res.Trailer.Get("Grpc-Message"))
 				require.Equal(t, tc.reason, errorReason(t, res.Trailer.Get("Grpc-Status-Details-Bin")))
 			}
@@ -101,8 +117,9 @@ func TestGRPCEvents(t *testing.T) {
 // TestGRPCUnary: a unary result is one message and grpc-status 0; JSON null is the empty message.
 func TestGRPCUnary(t *testing.T) {
 	rec := httptest.NewRecorder()
-	r := newGRPCResponder(rec, protocol.GetTask)
-	require.NoError(t, r.RawResult([]byte(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)))
+	get := &protocol.Request{Binding: protocol.GRPC, Operation: protocol.GetTask}
+	perr, _ := unary(rec, get, operation.Value(operation.Task, []byte(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)))
+	require.Nil(t, perr)
 	msgs := messages(t, rec.Body.Bytes())
 	require.Len(t, msgs, 1)
 	var task a2apb.Task
@@ -112,15 +129,15 @@ func TestGRPCUnary(t *testing.T) {
 	require.Equal(t, "0", rec.Result().Trailer.Get("Grpc-Status"))
 
 	rec = httptest.NewRecorder()
-	r = newGRPCResponder(rec, protocol.DeleteTaskPushNotificationConfig)
-	require.NoError(t, r.RawResult([]byte(`null`)))
+	perr, _ = unary(rec, &protocol.Request{Binding: protocol.GRPC, Operation: protocol.DeleteTaskPushNotificationConfig}, operation.Value(operation.Empty, []byte(`null`)))
+	require.Nil(t, perr)
 	require.Equal(t, [][]byte{{}}, messages(t, rec.Body.Bytes()))
 
 	rec = httptest.NewRecorder()
-	r = newGRPCResponder(rec, protocol.GetTask)
-	err := r.RawResult([]byte(`{"id":"t-1","secret":"x"}`))
-	require.True(t, protocol.IsCode(err, protocol.InvalidAgentResponse))
-	require.False(t, r.written(), "nothing is written: the gateway answers with the error")
+	perr, written := unary(rec, get, operation.Value(operation.Task, []byte(`{"id":"t-1","secret":"x"}`)))
+	require.True(t, protocol.IsCode(perr, protocol.InvalidAgentResponse))
+	require.False(t, written, "nothing is written: the gateway answers with the error")
+	require.Empty(t, rec.Body.Bytes())
 }
 
 // discardWriter is an http.ResponseWriter and Flusher that drops the body.
@@ -132,68 +149,27 @@ func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
 func (w *discardWriter) Flush()                      {}
 
 // BenchmarkGRPCEvents is what the gRPC binding adds to each relayed event:
-// the SSE frame the dispatcher writes read back and turned into a
-// length-prefixed StreamResponse.
+// the event's JSON turned into a length-prefixed StreamResponse and written.
 func BenchmarkGRPCEvents(b *testing.B) {
-	frame := []byte(`data: {"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}` + "\n\n")
-	w := newGRPCResponder(&discardWriter{h: http.Header{}}, protocol.SendStreamingMessage).Writer()
+	ev := operation.Event{Kind: operation.StatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
+	w := &grpcEvents{r: newGRPCResponder(&discardWriter{h: http.Header{}}, protocol.SendStreamingMessage)}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := w.Write(frame); err != nil {
+		if err := w.event(ev); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// grpcEventsPlain is grpcEvents as it was before it reused its buffers: the
-// reference TestGRPCEventsMatchPlain compares with.
+// grpcEventsPlain writes each event as a fresh frame: the reference
+// TestGRPCEventsMatchPlain compares the writer that reuses its buffer with.
 type grpcEventsPlain struct {
-	r   *grpcResponder
-	buf []byte
+	r *grpcResponder
 }
 
-func (e *grpcEventsPlain) Write(p []byte) (int, error) {
-	e.buf = append(e.buf, p...)
-	for {
-		i := bytes.Index(e.buf, []byte("\n\n"))
-		if i < 0 {
-			return len(p), nil
-		}
-		block := bytes.Clone(e.buf[:i])
-		e.buf = append(e.buf[:0], e.buf[i+2:]...)
-		if err := e.event(block); err != nil {
-			return 0, err
-		}
-	}
-}
-
-func (e *grpcEventsPlain) event(block []byte) error {
-	var kind string
-	var data []byte
-	for line := range bytes.SplitSeq(block, []byte("\n")) {
-		line = bytes.TrimSuffix(line, []byte("\r"))
-		switch {
-		case len(line) == 0 || line[0] == ':':
-		case bytes.HasPrefix(line, []byte("event:")):
-			kind = string(bytes.TrimSpace(line[len("event:"):]))
-		case bytes.HasPrefix(line, []byte("data:")):
-			d := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(data, d...)
-		}
-	}
-	if data == nil {
-		return nil
-	}
-	if kind == "error" || bytes.HasPrefix(bytes.TrimSpace(data), []byte(`{"error"`)) {
-		e.r.end(statusOf(data))
-		return errEnded
-	}
-	msg, perr := protocol.GRPCResponse(e.r.op, data)
+func (e *grpcEventsPlain) event(ev operation.Event) error {
+	msg, perr := protocol.GRPCResponse(e.r.op, ev.JSON)
 	if perr != nil {
-		e.r.end(perr.GRPCStatus())
 		return perr
 	}
 	if e.r.ended {
@@ -206,57 +182,44 @@ func (e *grpcEventsPlain) event(block []byte) error {
 	return err
 }
 
-// TestGRPCEventsMatchPlain: the gRPC stream written from reused buffers is
-// byte for byte (messages and trailers) the one written as before, for
-// streams of events, keep-alives, empty and multi-line data, error frames
-// and events too large to keep a buffer for, written whole, byte by byte
-// and in chunks of every size up to 9.
+// TestGRPCEventsMatchPlain: the gRPC stream written from a reused buffer is
+// byte for byte (messages and trailers) the one written from fresh frames,
+// for streams of events, events too large to keep a buffer for (before and
+// after small ones), and events the proto cannot hold.
 func TestGRPCEventsMatchPlain(t *testing.T) {
 	const task = `{"task":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`
 	const update = `{"statusUpdate":{"taskId":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`
 	big := `{"artifactUpdate":{"taskId":"t-1","contextId":"c-1","artifact":{"artifactId":"a","parts":[{"text":"` + strings.Repeat("x", maxKeptBuffer+10) + `"}]}}}`
-	notFound := string(protocol.Errorf(protocol.TaskNotFound, "task not found").MarshalStatus())
-	streams := map[string]string{
-		"events":          strings.Repeat("data: "+update+"\n\n", 5),
-		"keep-alives":     ": keep-alive\n\ndata: " + task + "\n\n: keep-alive\n\ndata: " + update + "\n\n",
-		"crlf":            "data: " + task + "\r\n\n",
-		"empty data":      "data:\n\ndata: \n\ndata: " + update + "\n\n",
-		"empty then text": "data:\ndata: " + update + "\n\n",
-		"multi-line data": "data: {\"statusUpdate\":\ndata: {\"taskId\":\"t\"}}\n\n",
-		"large event":     "data: " + big + "\n\ndata: " + update + "\n\ndata: " + big + "\n\n",
-		"error event":     "data: " + update + "\n\nevent: error\ndata: " + notFound + "\n\ndata: " + update + "\n\n",
-		"error body":      "data: " + notFound + "\n\n",
-		"bad event":       "data: {\"task\":{\"extra\":1}}\n\ndata: " + update + "\n\n",
-		"unfinished":      "data: " + update + "\n\ndata: " + task,
+	notFound := protocol.Errorf(protocol.TaskNotFound, "task not found")
+	streams := map[string]struct {
+		end    *protocol.Error
+		events []string
+	}{
+		"events":      {nil, []string{update, update, update, update, update}},
+		"task first":  {nil, []string{task, update}},
+		"large event": {nil, []string{big, update, big, update}},
+		"error end":   {notFound, []string{update, task}},
+		"bad event":   {nil, []string{update, `{"task":{"extra":1}}`, update}},
 	}
-	type writer interface{ Write([]byte) (int, error) }
-	run := func(s string, chunk int, plain bool) (string, http.Header) {
+	run := func(name string, plain bool) (string, http.Header) {
 		rec := httptest.NewRecorder()
-		r := newGRPCResponder(rec, protocol.SubscribeToTask)
-		var w writer = r.Writer()
+		ge := &grpcEvents{r: newGRPCResponder(rec, protocol.SubscribeToTask)}
+		write := ge.event
 		if plain {
-			w = &grpcEventsPlain{r: r}
+			write = (&grpcEventsPlain{r: ge.r}).event
 		}
-		for b := []byte(s); len(b) > 0; {
-			n := min(chunk, len(b))
-			if _, err := w.Write(b[:n]); err != nil {
-				break
-			}
-			b = b[n:]
+		perr := events(streams[name].end, streams[name].events...).Stream(write)
+		if perr != nil {
+			ge.fail(perr)
+		} else {
+			ge.end()
 		}
-		r.end(nil)
-		res := rec.Result()
-		return rec.Body.String(), res.Trailer
+		return rec.Body.String(), rec.Result().Trailer
 	}
-	for name, s := range streams {
-		for _, chunk := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9, len(s)} {
-			if chunk < 10 && len(s) > 10_000 {
-				continue
-			}
-			wantBody, wantTrailer := run(s, chunk, true)
-			gotBody, gotTrailer := run(s, chunk, false)
-			require.Equal(t, wantBody, gotBody, "%s, chunks of %d", name, chunk)
-			require.Equal(t, wantTrailer, gotTrailer, "%s, chunks of %d", name, chunk)
-		}
+	for name := range streams {
+		wantBody, wantTrailer := run(name, true)
+		gotBody, gotTrailer := run(name, false)
+		require.Equal(t, wantBody, gotBody, name)
+		require.Equal(t, wantTrailer, gotTrailer, name)
 	}
 }

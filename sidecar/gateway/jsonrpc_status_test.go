@@ -10,6 +10,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/gateway"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/test/testutil"
@@ -18,9 +19,11 @@ import (
 // refuse answers every operation with one error.
 type refuse struct{ e *protocol.Error }
 
-func (r refuse) Serve(context.Context, *gateway.Call, gateway.Responder) *protocol.Error { return r.e }
+func (r refuse) Serve(context.Context, *operation.Call) (operation.Result, *protocol.Error) {
+	return operation.Result{}, r.e
+}
 
-func gatewayWith(t *testing.T, status int, ops gateway.Operations) *gateway.Gateway {
+func gatewayWith(t *testing.T, status int, ops operation.Server) *gateway.Gateway {
 	t.Helper()
 	d, err := deployment.Load("")
 	require.NoError(t, err)
@@ -51,7 +54,7 @@ func TestJSONRPCAuthStatus(t *testing.T) {
 	cases := []struct {
 		name        string
 		status      int
-		ops         gateway.Operations
+		ops         operation.Server
 		body        string
 		auth        string
 		code        int

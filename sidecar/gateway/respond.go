@@ -1,76 +1,112 @@
 package gateway
 
 import (
-	"bytes"
 	"net/http"
 	"strconv"
+	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
-// Responder writes an operation's successful answer in the request's binding.
-type Responder interface {
-	// Result writes v as the result (JSON-RPC) or body (HTTP+JSON).
-	Result(v any) error
-	// RawResult writes pre-serialized result JSON.
-	RawResult(result []byte) error
-	// Binding tells the operation which binding it answers in.
-	Binding() protocol.Binding
-	// Writer gives direct access for streaming (SSE); the operation then
-	// owns the whole response.
-	Writer() http.ResponseWriter
-}
-
-type jsonrpcResponder struct {
-	w  http.ResponseWriter
-	id jsontext.Value
-}
-
-func (j *jsonrpcResponder) Binding() protocol.Binding   { return protocol.JSONRPC }
-func (j *jsonrpcResponder) Writer() http.ResponseWriter { return j.w }
-func (j *jsonrpcResponder) Result(v any) error {
-	b, err := json.Marshal(v, json.Deterministic(true))
-	if err != nil {
-		return err
+// answer writes an operation's result in the request's binding: a unary result by unary, a
+// stream by the binding's event writer (eventWriterFor). It returns the error that ended the
+// answer and whether any of the answer had been written: an error with nothing written is
+// refused in the binding's ordinary shape (a stream's included, so a streaming method's error
+// before its first event has one form per binding); once written, the error has ended the
+// answer in the binding's own way (the stream's last event, or gRPC trailers).
+func answer(w http.ResponseWriter, req *protocol.Request, res operation.Result, keepAlive time.Duration) (*protocol.Error, bool) {
+	if res.Stream == nil {
+		return unary(w, req, res)
 	}
-	return j.RawResult(b)
+	ew := eventWriterFor(w, req, keepAlive)
+	e := res.Stream(ew.event)
+	ew.stop() // no keep-alive is written once this returns
+	switch {
+	case e == nil && !ew.begun():
+		return protocol.Errorf(protocol.InvalidAgentResponse, "the stream ended without an event"), false
+	case e == nil:
+		ew.end()
+	case ew.begun():
+		ew.fail(e)
+	}
+	return e, ew.begun()
 }
 
-func (j *jsonrpcResponder) RawResult(result []byte) error {
-	id := j.id
+// eventWriter writes a stream's events in one binding.
+type eventWriter interface {
+	// event writes one event; an error ends the stream.
+	event(operation.Event) error
+	// begun reports whether the response has begun (the status and headers are sent).
+	begun() bool
+	// stop stops keep-alives for good; once it returns none is being written.
+	stop()
+	// end ends a stream that ended normally; fail ends a begun stream with an error.
+	end()
+	fail(e *protocol.Error)
+}
+
+func eventWriterFor(w http.ResponseWriter, req *protocol.Request, keepAlive time.Duration) eventWriter {
+	switch {
+	case req.Binding == protocol.GRPC:
+		return &grpcEvents{r: newGRPCResponder(w, req.Operation)}
+	case req.Binding == protocol.JSONRPC:
+		return newSSE(w, sseJSONRPC, req.ID, keepAlive)
+	case req.ProtoJSON03():
+		return newSSE(w, sseProtoJSON03, nil, keepAlive)
+	}
+	return newSSE(w, sseHTTPJSON, nil, keepAlive)
+}
+
+// unary writes a unary result in the request's binding, as answer does.
+func unary(w http.ResponseWriter, req *protocol.Request, res operation.Result) (*protocol.Error, bool) {
+	result := res.JSON
+	switch req.Binding {
+	case protocol.JSONRPC:
+		writeJSON(w, http.StatusOK, appendJSONRPCResult(make([]byte, 0, len(result)+len(req.ID)+40), req.ID, result))
+		return nil, false
+	case protocol.GRPC:
+		msg, perr := protocol.GRPCResponse(req.Operation, result)
+		if perr != nil {
+			return perr, false
+		}
+		g := newGRPCResponder(w, req.Operation)
+		if err := g.message(msg); err != nil {
+			perr = protocol.Wrap(protocol.Internal, err, "the response could not be written")
+			g.end(perr.GRPCStatus())
+			return perr, true
+		}
+		g.end(nil)
+		return nil, false
+	}
+	if res.Kind == operation.Empty && string(result) == "null" {
+		result = jsontext.Value("{}") // google.protobuf.Empty over HTTP+JSON
+	}
+	if req.ProtoJSON03() {
+		b, perr := protocol.ProtoJSON03Response(req.Operation, result)
+		if perr != nil {
+			return perr, false
+		}
+		result = b
+	}
+	writeJSON(w, http.StatusOK, result)
+	return nil, false
+}
+
+// appendJSONRPCResult appends the JSON-RPC 2.0 response carrying result for the request id
+// (null when the request had none): the one JSON-RPC result envelope, of unary answers and of
+// each stream event alike. result must be one line for an SSE event (appendOneLine).
+func appendJSONRPCResult(buf []byte, id jsontext.Value, result []byte) []byte {
 	if len(id) == 0 {
 		id = jsontext.Value("null")
 	}
-	buf := make([]byte, 0, len(result)+len(id)+40)
 	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
 	buf = append(buf, id...)
 	buf = append(buf, `,"result":`...)
 	buf = append(buf, result...)
-	buf = append(buf, '}')
-	writeJSON(j.w, http.StatusOK, buf)
-	return nil
-}
-
-type restResponder struct {
-	w http.ResponseWriter
-}
-
-func (r *restResponder) Binding() protocol.Binding   { return protocol.HTTPJSON }
-func (r *restResponder) Writer() http.ResponseWriter { return r.w }
-func (r *restResponder) Result(v any) error {
-	b, err := json.Marshal(v, json.Deterministic(true))
-	if err != nil {
-		return err
-	}
-	return r.RawResult(b)
-}
-
-func (r *restResponder) RawResult(result []byte) error {
-	writeJSON(r.w, http.StatusOK, result)
-	return nil
+	return append(buf, '}')
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {
@@ -99,86 +135,4 @@ func writeRefusal(w http.ResponseWriter, r protocol.Refusal) {
 // writeStatusError answers an HTTP+JSON request with google.rpc.Status and the mapped status.
 func writeStatusError(w http.ResponseWriter, e *protocol.Error) {
 	writeRefusal(w, protocol.Refuse(protocol.HTTPJSON, false, nil, e, false))
-}
-
-// protoJSON03Responder answers a request of the A2A 0.3 specification's HTTP+JSON binding (a
-// 0.3 request on a /v1/ route): the operation's 0.3 JSON-RPC result is written as the proto
-// response message in ProtoJSON (protocol.ProtoJSON03Response), and each stream event as a
-// StreamResponse (protocol.ProtoJSON03Event). Error events are written as they are.
-type protoJSON03Responder struct {
-	restResponder
-	op protocol.Operation
-}
-
-func (r *protoJSON03Responder) Result(v any) error {
-	b, err := json.Marshal(v, json.Deterministic(true))
-	if err != nil {
-		return err
-	}
-	return r.RawResult(b)
-}
-
-func (r *protoJSON03Responder) RawResult(result []byte) error {
-	b, perr := protocol.ProtoJSON03Response(r.op, result)
-	if perr != nil {
-		return perr
-	}
-	return r.restResponder.RawResult(b)
-}
-
-// Writer rewrites the Server-Sent Events the operation writes: each data event becomes the
-// StreamResponse it stands for.
-func (r *protoJSON03Responder) Writer() http.ResponseWriter {
-	return &protoJSON03Events{ResponseWriter: r.w}
-}
-
-type protoJSON03Events struct {
-	http.ResponseWriter
-	buf    []byte
-	failed bool // an event could not be converted: the stream has ended
-}
-
-var _ http.Flusher = (*protoJSON03Events)(nil)
-
-func (e *protoJSON03Events) Flush() {
-	if f, ok := e.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (e *protoJSON03Events) Write(p []byte) (int, error) {
-	if e.failed {
-		return 0, errEnded
-	}
-	e.buf = append(e.buf, p...)
-	for {
-		i := bytes.Index(e.buf, []byte("\n\n"))
-		if i < 0 {
-			return len(p), nil
-		}
-		block := e.event(e.buf[:i])
-		e.buf = e.buf[i+2:]
-		if _, err := e.ResponseWriter.Write(append(block, "\n\n"...)); err != nil {
-			return 0, err
-		}
-		if e.failed {
-			return 0, errEnded
-		}
-	}
-}
-
-// event rewrites one SSE block: a lone data line of a plain event is converted; comments,
-// error events and anything else pass unchanged. An event that cannot be converted ends the
-// stream with an error event.
-func (e *protoJSON03Events) event(block []byte) []byte {
-	data, ok := bytes.CutPrefix(block, []byte("data: "))
-	if !ok || bytes.IndexByte(data, '\n') >= 0 || bytes.HasPrefix(data, []byte(`{"error"`)) {
-		return bytes.Clone(block)
-	}
-	b, perr := protocol.ProtoJSON03Event(data)
-	if perr != nil {
-		e.failed = true
-		return append([]byte("event: error\ndata: "), perr.MarshalStatus()...)
-	}
-	return append([]byte("data: "), b...)
 }

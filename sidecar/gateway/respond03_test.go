@@ -4,6 +4,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -11,36 +12,37 @@ import (
 )
 
 // TestProtoJSON03Events: the 0.3 HTTP+JSON binding's stream writer turns each 0.3 event into a
-// StreamResponse, passes comments and error events through, and ends the stream with an error
-// event at the first event it cannot express.
+// StreamResponse, ends the stream with an error event at the first event it cannot express
+// once the stream has begun, and returns that error unwritten (for an ordinary refusal) when it
+// is the first event.
 func TestProtoJSON03Events(t *testing.T) {
+	req := &protocol.Request{Binding: protocol.HTTPJSON, Version: protocol.V03, Operation: protocol.SendStreamingMessage, Method: "POST /v1/message:stream"}
+	require.True(t, req.ProtoJSON03())
 	rec := httptest.NewRecorder()
-	resp := &protoJSON03Responder{restResponder: restResponder{w: rec}, op: protocol.SendStreamingMessage}
-	w := resp.Writer()
-	for _, chunk := range []string{
-		": keep-alive\n\n",
-		`data: {"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"working"}}` + "\n\n",
-		"event: error\ndata: {\"error\":{\"code\":500}}\n\n",
-		`data: {"kind":"task","id":"t1","con`, // split across writes
-		`textId":"c1","status":{"state":"completed"}}` + "\n\n",
-	} {
-		_, err := w.Write([]byte(chunk))
-		require.NoError(t, err)
-	}
+	perr, written := answer(rec, req, events(protocol.Errorf(protocol.Internal, "boom"),
+		`{"kind":"status-update","taskId":"t1","contextId":"c1","status":{"state":"working"}}`,
+		`{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"}}`), time.Hour)
+	require.True(t, written)
+	require.Equal(t, protocol.Internal, perr.Code)
 	// ProtoJSON's whitespace is not stable: compare the events' JSON.
-	events := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n\n"), "\n\n")
-	require.Len(t, events, 4)
-	require.Equal(t, ": keep-alive", events[0])
-	require.True(t, strings.HasPrefix(events[1], "data: "))
-	require.JSONEq(t, `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`, events[1][len("data: "):])
-	require.Equal(t, "event: error\ndata: {\"error\":{\"code\":500}}", events[2])
-	require.JSONEq(t, `{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}`, events[3][len("data: "):])
+	evs := strings.Split(strings.TrimSuffix(rec.Body.String(), "\n\n"), "\n\n")
+	require.Len(t, evs, 3)
+	require.True(t, strings.HasPrefix(evs[0], "data: "))
+	require.JSONEq(t, `{"statusUpdate":{"taskId":"t1","contextId":"c1","status":{"state":"TASK_STATE_WORKING"}}}`, evs[0][len("data: "):])
+	require.JSONEq(t, `{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_COMPLETED"}}}`, evs[1][len("data: "):])
+	require.True(t, strings.HasPrefix(evs[2], "event: error\ndata: {\"error\":{\"code\":500"), "%s", evs[2])
 
 	rec = httptest.NewRecorder()
-	w = (&protoJSON03Responder{restResponder: restResponder{w: rec}, op: protocol.SendStreamingMessage}).Writer()
-	_, err := w.Write([]byte("data: {\"kind\":\"nonsense\"}\n\n"))
-	require.Error(t, err, "the stream ends")
-	require.True(t, strings.HasPrefix(rec.Body.String(), "event: error\ndata: {\"error\":{\"code\":502"), "%s", rec.Body.String())
-	_, err = w.Write([]byte(": keep-alive\n\n"))
-	require.Error(t, err, "nothing more is written")
+	perr, written = answer(rec, req, events(nil, `{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"}}`, `{"kind":"nonsense"}`, `{"kind":"task","id":"t2"}`), time.Hour)
+	require.True(t, written)
+	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
+	evs = strings.Split(strings.TrimSuffix(rec.Body.String(), "\n\n"), "\n\n")
+	require.Len(t, evs, 2, "the stream ends at the event it cannot express")
+	require.True(t, strings.HasPrefix(evs[1], "event: error\ndata: {\"error\":{\"code\":502"), "%s", evs[1])
+
+	rec = httptest.NewRecorder()
+	perr, written = answer(rec, req, events(nil, `{"kind":"nonsense"}`), time.Hour)
+	require.False(t, written, "a first event it cannot express is refused as any error before the stream")
+	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
+	require.Empty(t, rec.Body.String())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tracing"
@@ -107,23 +108,10 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.
 		g.refuse(w, rev, start, entry, req, e)
 		return
 	}
-	var resp Responder = &restResponder{w: w}
-	var grpcResp *grpcResponder
-	switch req.Binding {
-	case protocol.HTTPJSON:
-		if req.ProtoJSON03() {
-			resp = &protoJSON03Responder{restResponder: restResponder{w: w}, op: req.Operation}
-		}
-	case protocol.JSONRPC:
-		resp = &jsonrpcResponder{w: w, id: req.ID}
-	case protocol.GRPC:
-		if req.Version != protocol.V1 {
-			g.refuse(w, rev, start, entry, req, protocol.Errorf(protocol.VersionNotSupported,
-				"the A2A 0.3 gRPC service is not served; use %s", protocol.GRPCService))
-			return
-		}
-		grpcResp = newGRPCResponder(w, req.Operation)
-		resp = grpcResp
+	if req.Binding == protocol.GRPC && req.Version != protocol.V1 {
+		g.refuse(w, rev, start, entry, req, protocol.Errorf(protocol.VersionNotSupported,
+			"the A2A 0.3 gRPC service is not served; use %s", protocol.GRPCService))
+		return
 	}
 	if len(v.Extensions) > 0 {
 		list := strings.Join(v.Extensions, ", ")
@@ -132,17 +120,15 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.
 			w.Header().Set(HeaderExtensionsV03, list)
 		}
 	}
-	call := &Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
+	call := &operation.Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
 		Header: r.Header, Log: entry, Task: v.Task}
-	e := g.run(r.Context(), call, resp)
-	if grpcResp != nil && (e == nil || grpcResp.written()) {
-		// The call has begun: its outcome travels in the trailers.
-		if e != nil {
-			g.finish(rev, start, entry, e)
-			grpcResp.end(e.GRPCStatus())
+	res, e := g.run(r.Context(), call, w)
+	if e == nil && res != nil {
+		var written bool
+		if e, written = answer(w, req, *res, g.keepAlive); written {
+			g.finish(rev, start, entry, e) // the answer has begun: it carries its own end
 			return
 		}
-		grpcResp.end(nil)
 	}
 	if e != nil {
 		g.refuse(w, rev, start, entry, req, e)
@@ -173,20 +159,26 @@ func peerOf(r *http.Request, rev *serving.State) (string, *protocol.Error) {
 	return peer, nil
 }
 
-// run serves an admitted operation. A returned error has not been written yet.
-func (g *Gateway) run(ctx context.Context, call *Call, resp Responder) *protocol.Error {
+// run serves an admitted operation: its result, for answer to write, or nil when run has
+// answered itself (a card not modified). A returned error has not been written yet.
+func (g *Gateway) run(ctx context.Context, call *operation.Call, w http.ResponseWriter) (*operation.Result, *protocol.Error) {
 	switch call.Request.Operation {
 	case protocol.GetExtendedAgentCard:
-		return g.serveExtendedCard(ctx, call, call.Log, resp)
+		return g.serveExtendedCard(ctx, call, call.Log, w)
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		return g.writeRaw(resp, publicCardFor(call.Rev, call.Request.Version))
+		res := operation.Value(operation.Card, publicCardFor(call.Rev, call.Request.Version))
+		return &res, nil
 	}
 	if g.ops == nil {
-		return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)
+		return nil, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)
 	}
-	return g.ops.Serve(ctx, call, resp)
+	res, perr := g.ops.Serve(ctx, call)
+	if perr != nil {
+		return nil, perr
+	}
+	return &res, nil
 }
 
 // finish records the decision and its metrics.

@@ -247,7 +247,6 @@ func (p *process) startGateway(ctx context.Context) error {
 		dispatch.WithLogger(p.log.Named("dispatch")),
 		dispatch.WithMetrics(p.m),
 		dispatch.WithAudit(auditLog),
-		dispatch.WithStreamKeepAlive(p.cfg.Limits.StreamKeepAlive),
 	)
 	gw := gateway.New(p.holder,
 		gateway.WithLogger(p.log.Named("gateway")),
@@ -256,6 +255,7 @@ func (p *process) startGateway(ctx context.Context) error {
 		gateway.WithMetrics(p.m),
 		gateway.WithLimits(p.limits),
 		gateway.WithOperations(ops),
+		gateway.WithStreamKeepAlive(p.cfg.Limits.StreamKeepAlive),
 		gateway.WithOwners(p.store),
 	)
 	p.addrs.A2A, err = p.serveHTTP("gateway", p.bind.A2A, p.tp.Handler(gw), servePlainHTTP2)

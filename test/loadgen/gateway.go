@@ -70,11 +70,12 @@ var bindings = []binding{
 }
 
 // sendParams are SendMessage's params: a user message with one text part,
-// no skill id (the gateway routes it), accepting JSON.
+// no skill id (the gateway routes it), accepting JSON. It names no context
+// (a new conversation): a context is its owner's, and the benchmark's
+// callers share the bodies.
 func sendParams(text string, i, events int) map[string]any {
 	msg := map[string]any{
 		"messageId": fmt.Sprintf("loadgen-msg-%05d", i),
-		"contextId": "loadgen-ctx",
 		"role":      "ROLE_USER",
 		"parts":     []any{map[string]any{"text": text}},
 	}

@@ -1,0 +1,114 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/protocol"
+)
+
+// frameSSEPlain is sseWriter.event's frame built fresh, as it was before the
+// writer reused its buffer: the reference TestSSEFramesMatchPlain compares
+// with.
+func frameSSEPlain(jsonrpc bool, id, result []byte) []byte {
+	buf := make([]byte, 0, len(result)+64)
+	buf = append(buf, "data: "...)
+	if jsonrpc {
+		buf = append(buf, `{"jsonrpc":"2.0","id":`...)
+		buf = append(buf, id...)
+		buf = append(buf, `,"result":`...)
+		buf = append(buf, result...)
+		buf = append(buf, '}')
+	} else {
+		buf = append(buf, result...)
+	}
+	return append(buf, "\n\n"...)
+}
+
+var sseDialects = map[protocol.Binding]sseDialect{protocol.JSONRPC: sseJSONRPC, protocol.HTTPJSON: sseHTTPJSON}
+
+// TestSSEFramesMatchPlain: a stream written with one reused frame buffer
+// is byte for byte the stream of fresh frames, for both bindings, any
+// request id, and events of every size, including ones larger than the
+// buffer it keeps, before and after smaller ones.
+func TestSSEFramesMatchPlain(t *testing.T) {
+	big := `{"k":"` + strings.Repeat("x", maxKeptBuffer+100) + `"}`
+	results := []string{`{"statusUpdate":{"taskId":"t1"}}`, `{}`, big, `{"a":1}`, `"s"`, big[:maxKeptBuffer-50] + `"}`, `null`, `{"message":{"taskId":"t"}}`}
+	for _, binding := range []protocol.Binding{protocol.JSONRPC, protocol.HTTPJSON} {
+		for _, id := range []string{`"1"`, `7`, ``, `"a\"b"`} {
+			t.Run(fmt.Sprintf("%s id %s", binding, id), func(t *testing.T) {
+				rec := httptest.NewRecorder()
+				sse := newSSE(rec, sseDialects[binding], jsontext.Value(id), 0)
+				var want []byte
+				wantID := []byte(id)
+				if id == "" {
+					wantID = []byte("null")
+				}
+				for _, r := range results {
+					require.NoError(t, sse.event(operation.Event{JSON: []byte(r)}))
+					want = append(want, frameSSEPlain(binding == protocol.JSONRPC, wantID, []byte(r))...)
+				}
+				require.Equal(t, string(want), rec.Body.String())
+				require.Equal(t, "text/event-stream", rec.Header().Get("Content-Type"))
+			})
+		}
+	}
+}
+
+// TestSSEFrameIsOneDataLine: an event whose JSON a handler split over
+// several data: lines (joined with line feeds by the reader; CR too) is
+// relayed as one data: line on both bindings, the same JSON value.
+func TestSSEFrameIsOneDataLine(t *testing.T) {
+	for _, binding := range []protocol.Binding{protocol.JSONRPC, protocol.HTTPJSON} {
+		for _, result := range []string{"{\n\"task\": {\"id\": \"t1\"}\n}", "{\r\n\"a\":\r\"b\\n\"}", "\n[1,\n2]\n"} {
+			rec := httptest.NewRecorder()
+			sse := newSSE(rec, sseDialects[binding], jsontext.Value(`1`), 0)
+			require.NoError(t, sse.event(operation.Event{JSON: []byte(result)}))
+			body := rec.Body.String()
+			require.True(t, strings.HasSuffix(body, "\n\n"))
+			line, ok := strings.CutPrefix(strings.TrimSuffix(body, "\n\n"), "data: ")
+			require.True(t, ok, body)
+			require.NotContains(t, line, "\n")
+			require.NotContains(t, line, "\r")
+			got := jsontext.Value(line)
+			if binding == protocol.JSONRPC {
+				var env struct {
+					Result jsontext.Value `json:"result"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(line), &env))
+				got = env.Result
+			}
+			want := jsontext.Value(result)
+			require.NoError(t, want.Compact())
+			require.NoError(t, got.Compact())
+			require.Equal(t, string(want), string(got))
+		}
+	}
+}
+
+// BenchmarkSSEEvents is what the JSON-RPC and HTTP+JSON bindings add to each
+// relayed event (ns/op and allocs/op are per event): the keep-alive timer,
+// the SSE frame written and flushed to the client.
+func BenchmarkSSEEvents(b *testing.B) {
+	ev := operation.Event{Kind: operation.StatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
+	for binding, dialect := range sseDialects {
+		b.Run(string(binding), func(b *testing.B) {
+			sse := newSSE(&discardWriter{h: http.Header{}}, dialect, jsontext.Value(`"1"`), 15e9)
+			defer sse.stop()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := sse.event(ev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
