@@ -122,9 +122,8 @@ func (d *Dispatcher) Serve(ctx context.Context, call *gateway.Call, w gateway.Re
 		return d.list(ctx, call, w)
 	case protocol.ExtensionMethod:
 		return d.extensionMethod(ctx, call, w)
-	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask,
-		protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
-		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:
+	}
+	if req.Operation.TargetsTask() {
 		return d.taskOp(ctx, call, w)
 	}
 	return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)

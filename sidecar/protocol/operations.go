@@ -411,6 +411,9 @@ func (o Operation) Public() bool { return publicOps.has(o) }
 // Needs reports whether the operation needs all of what from the task store.
 func (o Operation) Needs(what Store) bool { return what != 0 && o.spec().Store&what == what }
 
+// EmptyResult reports whether the operation's result is google.protobuf.Empty (JSON null).
+func (o Operation) EmptyResult() bool { return o.spec().EmptyResult }
+
 // PathFields are the A2A 1.0 params members an HTTP+JSON route's path binds: the task id's and
 // the push config id's ("" when the path binds none).
 func (o Operation) PathFields() (task, config string) {
