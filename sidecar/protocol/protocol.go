@@ -1,4 +1,16 @@
 // Package protocol is the one strict A2A request parser and error model shared by the gateway and the ext_authz server.
+//
+// The operations are listed once, in operations.go's operation table: each row gives an
+// operation's names on every binding and version (JSON-RPC methods of 1.0 and 0.3, the methods
+// of both gRPC services, the HTTP+JSON routes), whether it streams, carries a message or
+// targets a task (and the params members that name the task and its push config), what it
+// needs from the task store, its 0.3 params schema, its 1.0 gRPC messages and its metrics
+// label. The parser's name lookups are indexes built from the table when the package loads, and
+// the properties other packages ask of an Operation (Streaming, TargetsTask, Push, PathFields,
+// ...) are the row's. Adding an operation is adding a row, and — when its params are new —
+// teaching the parser to read them (params.go, grpc.go) and the positions catalogue where they
+// name a task, context or tenant. operations_test.go fails when a product file spells a wire
+// name of an operation outside the table.
 package protocol
 
 import (
