@@ -235,8 +235,7 @@ var operationTable = []Spec{
 }
 
 // specs indexes operationTable by operation.
-var specs = func() *opIndex {
-	var x opIndex
+var specs = func() (x opIndex) {
 	for i := range operationTable {
 		s := &operationTable[i]
 		if s.Label == "" {
@@ -244,19 +243,18 @@ var specs = func() *opIndex {
 		}
 		x.add("operation", string(s.Op), s)
 	}
-	return &x
+	return x
 }()
 
 // indexOf maps the names of one binding and version to their row. A name given twice is a
 // mistake in the table, caught when the package loads (and by its tests).
-func indexOf(kind string, name func(*Spec) string) *opIndex {
-	var x opIndex
+func indexOf(kind string, name func(*Spec) string) (x opIndex) {
 	for i := range operationTable {
 		if n := name(&operationTable[i]); n != "" {
 			x.add(kind, n, &operationTable[i])
 		}
 	}
-	return &x
+	return x
 }
 
 // The name → operation indexes, built once from the table.
