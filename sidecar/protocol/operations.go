@@ -81,6 +81,9 @@ type Spec struct {
 	Streams bool
 	// Message: it carries a message (Request.Message).
 	Message bool
+	// Contexts: it can name a context (a message's contextId, ListTasks' filter, an extension
+	// method's params.contextId), whose owner admission checks.
+	Contexts bool
 	// Push: it is a push notification config operation.
 	Push bool
 	// Public: anyone may call it, without a credential or anything else admission checks.
@@ -116,7 +119,7 @@ var operationTable = []Spec{
 		Op: SendMessage, JSONRPC: "SendMessage", JSONRPC03: "message/send",
 		GRPC: "SendMessage", GRPC03: "SendMessage",
 		REST:    []Route{{http.MethodPost, "/message:send", true}},
-		Message: true, Params03: "MessageSendParams", Store: StoreLookup | StoreClaim | StoreBind,
+		Message: true, Contexts: true, Params03: "MessageSendParams", Store: StoreLookup | StoreClaim | StoreBind,
 		grpcRequest:  func() proto.Message { return &a2apb.SendMessageRequest{} },
 		grpcResponse: func() proto.Message { return &a2apb.SendMessageResponse{} },
 	},
@@ -124,7 +127,7 @@ var operationTable = []Spec{
 		Op: SendStreamingMessage, JSONRPC: "SendStreamingMessage", JSONRPC03: "message/stream",
 		GRPC: "SendStreamingMessage", GRPC03: "SendStreamingMessage",
 		REST:    []Route{{http.MethodPost, "/message:stream", true}},
-		Streams: true, Message: true, Params03: "MessageSendParams", Store: StoreLookup | StoreClaim | StoreBind,
+		Streams: true, Message: true, Contexts: true, Params03: "MessageSendParams", Store: StoreLookup | StoreClaim | StoreBind,
 		grpcRequest:  func() proto.Message { return &a2apb.SendMessageRequest{} },
 		grpcResponse: func() proto.Message { return &a2apb.StreamResponse{} },
 	},
@@ -139,9 +142,9 @@ var operationTable = []Spec{
 	},
 	{
 		Op: ListTasks, JSONRPC: "ListTasks",
-		GRPC:  "ListTasks",
-		REST:  []Route{{http.MethodGet, "/tasks", true}},
-		Store: StoreLookup | StoreList,
+		GRPC:     "ListTasks",
+		REST:     []Route{{http.MethodGet, "/tasks", true}},
+		Contexts: true, Store: StoreLookup | StoreList,
 		// a2a-go sends lastUpdatedAfter for statusTimestampAfter.
 		query: map[string]queryParam{
 			"contextId":            {"contextId", queryString},
@@ -227,8 +230,8 @@ var operationTable = []Spec{
 	},
 	{
 		// Its names are the deployment's (Methods); the parser resolves them after the table's.
-		Op:    ExtensionMethod,
-		Store: StoreLookup,
+		Op:       ExtensionMethod,
+		Contexts: true, Store: StoreLookup,
 		// ext_authz has always counted it under "unknown" (the gateway labels it by name).
 		Label: UnknownLabel,
 	},
@@ -399,6 +402,9 @@ func (o Operation) Message() bool { return messageOps.has(o) }
 
 // TargetsTask reports whether the operation targets an existing task, named by a required id.
 func (o Operation) TargetsTask() bool { return taskOps.has(o) }
+
+// NamesContext reports whether the operation can name a context.
+func (o Operation) NamesContext() bool { return o.spec().Contexts }
 
 // Push reports whether the operation is a push notification config operation.
 func (o Operation) Push() bool { return pushOps.has(o) }

@@ -171,6 +171,7 @@ func TestOperationProperties(t *testing.T) {
 		require.Equal(t, s.Message, op.Message(), op)
 		require.Equal(t, s.TaskField != "", op.TargetsTask(), op)
 		require.Equal(t, s.Push, op.Push(), op)
+		require.Equal(t, s.Contexts, op.NamesContext(), op)
 		require.Equal(t, s.Public, op.Public(), op)
 		require.Equal(t, s.EmptyResult, op.EmptyResult(), op)
 		require.Equal(t, s.Params03, params03(op), op)
