@@ -91,7 +91,7 @@ const (
 // the limits of a capability known before routing.
 func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verdict {
 	r := in.Request
-	if r.Operation == protocol.GetAgentCard {
+	if r.Operation.Public() {
 		return Verdict{Allowed: true} // the public card: anyone
 	}
 	var v Verdict
@@ -103,7 +103,7 @@ func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verd
 	if v.Extensions, err = protocol.NegotiateExtensions(protocol.RequestedExtensions(r.Version, in.Header), rev.Extensions); err != nil {
 		return refuse(v, err)
 	}
-	if isPushOperation(r.Operation) || len(r.Push) > 0 {
+	if r.Operation.Push() || len(r.Push) > 0 {
 		if !rev.Push.Enabled {
 			return refuse(v, protocol.Errorf(protocol.PushNotificationNotSupported, msgPushOff))
 		}
@@ -235,7 +235,7 @@ func requireCaller(rev *serving.State, r *protocol.Request, p identity.Principal
 	case (r.Operation.Message() || r.Operation == protocol.ExtensionMethod) && len(r.Tasks) == 0 && len(r.Contexts) == 0 &&
 		rev.Config().Auth.AnonymousPublic:
 		return nil
-	case knownOperation(r.Operation):
+	case r.Operation.Known() && !r.Operation.Public():
 		return protocol.MissingCredentials().Decided(decisionlog.RuleCredential, "")
 	}
 	return protocol.Errorf(protocol.MethodNotFound, "operation %q is not recognised", r.Operation)
@@ -306,7 +306,7 @@ func (a *Admitter) context(ctx context.Context, o tasks.Owner, r *protocol.Reque
 		ok   = true
 		err  error
 	)
-	if r.Operation.Message() && !elsewhere {
+	if r.Operation.Needs(protocol.StoreClaim) && !elsewhere {
 		held, err = a.owners.ClaimContext(ctx, tasks.Context{ContextID: ref.ID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant})
 	} else {
 		held, ok, err = a.owners.LookupContext(ctx, ref.ID)
@@ -363,24 +363,6 @@ func NotEntitled(p identity.Principal, what string) *protocol.Error {
 		return protocol.MissingCredentials()
 	}
 	return protocol.Errorf(protocol.Unauthorized, "the caller is not entitled to %s", what)
-}
-
-func isPushOperation(op protocol.Operation) bool {
-	switch op {
-	case protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
-		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:
-		return true
-	}
-	return false
-}
-
-func knownOperation(op protocol.Operation) bool {
-	switch op {
-	case protocol.SendMessage, protocol.SendStreamingMessage, protocol.GetTask, protocol.ListTasks,
-		protocol.CancelTask, protocol.SubscribeToTask, protocol.GetExtendedAgentCard, protocol.ExtensionMethod:
-		return true
-	}
-	return isPushOperation(op)
 }
 
 // StoreError is the answer when the task store fails: a binding conflict is the handler's fault;

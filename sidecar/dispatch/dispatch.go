@@ -116,9 +116,8 @@ func (d *Dispatcher) Serve(ctx context.Context, call *operation.Call) (operation
 		return d.list(ctx, call)
 	case protocol.ExtensionMethod:
 		return d.extensionMethod(ctx, call)
-	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask,
-		protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig,
-		protocol.ListTaskPushNotificationConfigs, protocol.DeleteTaskPushNotificationConfig:
+	}
+	if req.Operation.TargetsTask() {
 		return d.taskOp(ctx, call)
 	}
 	return operation.Result{}, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)

@@ -12,17 +12,8 @@ import (
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
-// operations are the labels decisions are counted under; "unknown" is a
-// request refused before its operation was known.
-var operationLabels = []protocol.Operation{
-	protocol.SendMessage, protocol.SendStreamingMessage, protocol.GetTask, protocol.ListTasks,
-	protocol.CancelTask, protocol.SubscribeToTask, protocol.CreateTaskPushNotificationConfig,
-	protocol.GetTaskPushNotificationConfig, protocol.ListTaskPushNotificationConfigs,
-	protocol.DeleteTaskPushNotificationConfig, protocol.GetExtendedAgentCard, protocol.GetAgentCard,
-	unknownOperation,
-}
-
-const unknownOperation protocol.Operation = "unknown"
+// unknownOperation is a request refused before its operation was known.
+const unknownOperation protocol.Operation = ""
 
 // stats holds the collectors of this component, resolved once so that the
 // hot path does no label hashing.
@@ -42,15 +33,16 @@ type tokenCounts struct {
 
 func newStats(m *metrics.Metrics) *stats {
 	s := &stats{
-		decisions: make(map[protocol.Operation]*[2]prometheus.Counter, len(operationLabels)),
+		decisions: map[protocol.Operation]*[2]prometheus.Counter{},
 		latency:   m.DecisionSeconds.WithLabelValues(component),
 		tokenHit:  m.CacheLookups.WithLabelValues("token", "hit"),
 		tokenMiss: m.CacheLookups.WithLabelValues("token", "miss"),
 	}
-	for _, op := range operationLabels {
+	// Every operation, counted under its label (protocol's operation table).
+	for _, op := range append(protocol.Operations(), unknownOperation) {
 		s.decisions[op] = &[2]prometheus.Counter{
-			m.Decisions.WithLabelValues(component, string(op), decisionlog.Allow),
-			m.Decisions.WithLabelValues(component, string(op), decisionlog.Deny),
+			m.Decisions.WithLabelValues(component, op.Label(), decisionlog.Allow),
+			m.Decisions.WithLabelValues(component, op.Label(), decisionlog.Deny),
 		}
 	}
 	return s

@@ -111,5 +111,6 @@ func (i *Invoker) upstreamError(t target, req Request, e *rpcError) *protocol.Er
 
 // emptyResult reports whether a method's result is google.protobuf.Empty.
 func emptyResult(method string) bool {
-	return method == string(protocol.DeleteTaskPushNotificationConfig) || method == "tasks/pushNotificationConfig/delete"
+	op, ok := protocol.MethodOperation(method)
+	return ok && op.EmptyResult()
 }

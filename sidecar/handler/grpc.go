@@ -37,7 +37,7 @@ func newGRPCRequest(ctx context.Context, t target, req Request) (*http.Request, 
 		return nil, perr
 	}
 	frame := protocol.AppendGRPCFrame(make([]byte, 0, protocol.GRPCFrameHeader+len(msg)), msg)
-	u := strings.TrimSuffix(t.url, "/") + "/" + protocol.GRPCService + "/" + string(op)
+	u := strings.TrimSuffix(t.url, "/") + protocol.GRPCMethod(protocol.V1, op)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(frame))
 	if err != nil {
 		return nil, protocol.Wrap(protocol.Internal, err, "the call to the skill's handler could not be built")

@@ -358,11 +358,14 @@ func (i *Invoker) lookup(req Request) (target, *protocol.Error) {
 // operation is the A2A 1.0 operation req calls; false for a 0.3 method or
 // an extension's own.
 func operation(req Request) (protocol.Operation, bool) {
-	if req.Version != protocol.V1 || !protocol.IsA2AMethod(req.Method) {
+	if req.Version != protocol.V1 {
 		return "", false
 	}
-	op := protocol.Operation(req.Method)
-	return op, protocol.MethodName(protocol.V1, op) == req.Method
+	op, ok := protocol.MethodOperation(req.Method)
+	if !ok || protocol.MethodName(protocol.V1, op) != req.Method {
+		return "", false
+	}
+	return op, true
 }
 
 // ParseBinding reads a binding as the A2A specification (and capgate's

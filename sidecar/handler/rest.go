@@ -57,20 +57,6 @@ func members(obj jsontext.Value) ([]member, error) {
 	return out, nil
 }
 
-// restPathFields are the params fields an operation's path binds (matched
-// with protocol.SameField): the task id's and the push config id's.
-func restPathFields(op protocol.Operation) (task, config string) {
-	switch op {
-	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask:
-		return "id", ""
-	case protocol.CreateTaskPushNotificationConfig, protocol.ListTaskPushNotificationConfigs:
-		return "taskId", ""
-	case protocol.GetTaskPushNotificationConfig, protocol.DeleteTaskPushNotificationConfig:
-		return "taskId", "id"
-	}
-	return "", ""
-}
-
 // newRESTRequest builds the HTTP+JSON request for req.
 func newRESTRequest(ctx context.Context, t target, req Request, stream bool) (*http.Request, *protocol.Error) {
 	op, _ := operation(req)
@@ -78,7 +64,7 @@ func newRESTRequest(ctx context.Context, t target, req Request, stream bool) (*h
 	if err != nil {
 		return nil, protocol.Wrap(protocol.Internal, err, "the call to the skill's handler has malformed params")
 	}
-	taskField, configField := restPathFields(op)
+	taskField, configField := op.PathFields()
 	var tenant, taskID, configID string
 	rest := ms[:0:0]
 	for _, m := range ms {

@@ -47,22 +47,16 @@ func (r *Request) forwardParams() (jsontext.Value, *Error) {
 	}
 	var add []kv
 	put := func(name, value string) {
-		if value != "" && body.get(name) == nil {
+		if name != "" && value != "" && body.get(name) == nil {
 			add = append(add, kv{name, value})
 		}
 	}
 	pv := r.path
 	if r.Version == V1 {
 		put("tenant", pv.tenant)
-		switch r.Operation {
-		case GetTask, CancelTask, SubscribeToTask:
-			put("id", pv.task)
-		case CreateTaskPushNotificationConfig, ListTaskPushNotificationConfigs:
-			put("taskId", pv.task)
-		case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
-			put("taskId", pv.task)
-			put("id", pv.config)
-		}
+		task, config := r.Operation.PathFields()
+		put(task, pv.task)
+		put(config, pv.config)
 		return withMembers(r.Params, add), nil
 	}
 	if name := params03(r.Operation); name != "" && body != nil && hasSnake(body) {

@@ -36,49 +36,21 @@ func ParseGRPCPath(path string) (Operation, Version, *Error) {
 	}
 	switch svc {
 	case GRPCService:
-		if op, ok := v10Operation(method); ok {
+		if op, ok := grpcOps.op(method); ok {
 			return op, V1, nil
 		}
-		if op, ok := grpcV03Operation(method); ok {
-			return "", "", Errorf(MethodNotFound, "gRPC method %q is an A2A 0.3 method; use /%s/%s", method, GRPCService, op)
+		if op, ok := grpc03Ops.op(method); ok {
+			return "", "", Errorf(MethodNotFound, "gRPC method %q is an A2A 0.3 method; use %s", method, GRPCMethod(V1, op))
 		}
 	case GRPCServiceV03:
-		if op, ok := grpcV03Operation(method); ok {
+		if op, ok := grpc03Ops.op(method); ok {
 			return op, V03, nil
 		}
-		if _, ok := v10Operation(method); ok {
-			return "", "", Errorf(MethodNotFound, "gRPC method %q is not an A2A 0.3 method; use /%s/%s", method, GRPCService, method)
+		if op, ok := grpcOps.op(method); ok {
+			return "", "", Errorf(MethodNotFound, "gRPC method %q is not an A2A 0.3 method; use %s", method, GRPCMethod(V1, op))
 		}
 	}
 	return "", "", Errorf(MethodNotFound, "gRPC method %q not found", clip(path))
-}
-
-// grpcV03Operation maps a method of the 0.3 gRPC service.
-func grpcV03Operation(method string) (Operation, bool) {
-	switch method {
-	case "SendMessage":
-		return SendMessage, true
-	case "SendStreamingMessage":
-		return SendStreamingMessage, true
-	case "GetTask":
-		return GetTask, true
-	case "CancelTask":
-		return CancelTask, true
-	case "TaskSubscription":
-		return SubscribeToTask, true
-	case "CreateTaskPushNotificationConfig":
-		return CreateTaskPushNotificationConfig, true
-	case "GetTaskPushNotificationConfig":
-		return GetTaskPushNotificationConfig, true
-	case "ListTaskPushNotificationConfig":
-		return ListTaskPushNotificationConfigs, true
-	case "DeleteTaskPushNotificationConfig":
-		return DeleteTaskPushNotificationConfig, true
-	case "GetAgentCard": // 0.3's authenticated card call
-		return GetExtendedAgentCard, true
-	default:
-		return "", false
-	}
 }
 
 // isGRPCContentType reports whether a content type is gRPC (application/grpc,
@@ -158,7 +130,7 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 			return r, perr
 		}
 	}
-	if needsTask(op) && r.TaskID == "" {
+	if op.TargetsTask() && r.TaskID == "" {
 		return r, Errorf(InvalidParams, "the task id is required")
 	}
 	for _, t := range r.Tasks {
@@ -175,16 +147,6 @@ func parseGRPC(method, path, ct string, body []byte, lim Limits) (*Request, *Err
 		return r, Errorf(InvalidParams, "tenant must be 1 to %d characters of A-Z a-z 0-9 . _ - and not . or ..", maxTenantBytes)
 	}
 	return r, nil
-}
-
-// needsTask reports whether op targets an existing task.
-func needsTask(op Operation) bool {
-	switch op {
-	case GetTask, CancelTask, SubscribeToTask, CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig,
-		ListTaskPushNotificationConfigs, DeleteTaskPushNotificationConfig:
-		return true
-	}
-	return false
 }
 
 // grpcTenant merges one more tenant position into r.Tenant.

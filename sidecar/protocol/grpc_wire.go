@@ -12,8 +12,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
-
-	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 )
 
 // GRPCContentType is the content type of gRPC responses.
@@ -92,57 +90,6 @@ func GRPCStatusHeaders(status, message, reason string, metadata map[string]strin
 		out = append(out, [2]string{"grpc-status-details-bin", base64.RawStdEncoding.EncodeToString(b)})
 	}
 	return out
-}
-
-// grpcRequestMessage is a new A2A 1.0 request message of op.
-func grpcRequestMessage(op Operation) proto.Message {
-	switch op {
-	case SendMessage, SendStreamingMessage:
-		return &a2apb.SendMessageRequest{}
-	case GetTask:
-		return &a2apb.GetTaskRequest{}
-	case CancelTask:
-		return &a2apb.CancelTaskRequest{}
-	case SubscribeToTask:
-		return &a2apb.SubscribeToTaskRequest{}
-	case CreateTaskPushNotificationConfig:
-		return &a2apb.TaskPushNotificationConfig{}
-	case GetTaskPushNotificationConfig:
-		return &a2apb.GetTaskPushNotificationConfigRequest{}
-	case ListTaskPushNotificationConfigs:
-		return &a2apb.ListTaskPushNotificationConfigsRequest{}
-	case DeleteTaskPushNotificationConfig:
-		return &a2apb.DeleteTaskPushNotificationConfigRequest{}
-	case ListTasks:
-		return &a2apb.ListTasksRequest{}
-	case GetExtendedAgentCard:
-		return &a2apb.GetExtendedAgentCardRequest{}
-	}
-	return nil
-}
-
-// grpcResponseMessage is a new A2A 1.0 response message of op (one stream event for the
-// streaming operations).
-func grpcResponseMessage(op Operation) proto.Message {
-	switch op {
-	case SendMessage:
-		return &a2apb.SendMessageResponse{}
-	case SendStreamingMessage, SubscribeToTask:
-		return &a2apb.StreamResponse{}
-	case GetTask, CancelTask:
-		return &a2apb.Task{}
-	case CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig:
-		return &a2apb.TaskPushNotificationConfig{}
-	case ListTaskPushNotificationConfigs:
-		return &a2apb.ListTaskPushNotificationConfigsResponse{}
-	case DeleteTaskPushNotificationConfig:
-		return &emptypb.Empty{}
-	case ListTasks:
-		return &a2apb.ListTasksResponse{}
-	case GetExtendedAgentCard:
-		return &a2apb.AgentCard{}
-	}
-	return nil
 }
 
 // grpcForwardParams is the A2A 1.0 JSON-RPC params of a gRPC request: the request message as

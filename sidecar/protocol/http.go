@@ -133,8 +133,8 @@ func allowed(methods []string, m string) bool {
 // matchRoute finds the route of an escaped path, with its tenant.
 func matchRoute(v Version, path string) (route, string, *Error) {
 	notFound := Errorf(NotFound, "no A2A route matches %q", clip(path))
-	if path == AgentCardPath || path == AgentCardPathV03 {
-		return route{op: GetAgentCard, template: path, methods: []string{http.MethodGet, http.MethodHead}}, "", nil
+	if rt, ok := matchFixed(path); ok {
+		return rt, "", nil
 	}
 	if !strings.HasPrefix(path, "/") {
 		return route{}, "", notFound
@@ -146,10 +146,11 @@ func matchRoute(v Version, path string) (route, string, *Error) {
 		}
 	}
 	if v == V03 && segs[0] == "v1" {
-		if len(segs) == 2 && segs[1] == "card" {
-			return route{op: GetExtendedAgentCard, template: "/v1/card", methods: []string{http.MethodGet}}, "", nil
+		rt, ok := matchSegmentsOf(httpRoutes03, segs[1:])
+		if !ok {
+			rt, ok = matchSegmentsOf(httpRoutes, segs[1:])
 		}
-		if rt, ok := matchSegments(segs[1:]); ok {
+		if ok {
 			rt.template = "/v1" + rt.template
 			return rt, "", nil
 		}
@@ -167,34 +168,14 @@ func matchRoute(v Version, path string) (route, string, *Error) {
 	return route{}, "", notFound
 }
 
-// httpRoute is one route of the HTTP+JSON binding: an HTTP method and a path template (tenant
-// prefix aside). In a template, {id} is the task id, or the push config id when the template
-// also has {taskId}; a segment may carry a literal suffix after its variable (":cancel").
+// httpRoute is one route of the HTTP+JSON binding, an operation's Route (operations.go): an
+// HTTP method and a path template (tenant prefix aside).
 type httpRoute struct {
 	op       Operation
 	method   string
 	template string
 	// call marks the route capgate uses to call a handler for op.
 	call bool
-}
-
-// httpRoutes are the routes of the A2A 1.0 proto's google.api.http annotations, the one table
-// both directions read: ParseHTTP matches requests against it, HTTPCall builds the requests
-// capgate sends to an HTTP+JSON handler. SubscribeToTask is also served (and called) with POST,
-// which a2a-go sends and its server and the JS SDK's accept; a2a-go's server accepts no GET.
-var httpRoutes = []httpRoute{
-	{SendMessage, http.MethodPost, "/message:send", true},
-	{SendStreamingMessage, http.MethodPost, "/message:stream", true},
-	{ListTasks, http.MethodGet, "/tasks", true},
-	{GetExtendedAgentCard, http.MethodGet, "/extendedAgentCard", true},
-	{GetTask, http.MethodGet, "/tasks/{id}", true},
-	{CancelTask, http.MethodPost, "/tasks/{id}:cancel", true},
-	{SubscribeToTask, http.MethodGet, "/tasks/{id}:subscribe", false},
-	{SubscribeToTask, http.MethodPost, "/tasks/{id}:subscribe", true},
-	{CreateTaskPushNotificationConfig, http.MethodPost, "/tasks/{taskId}/pushNotificationConfigs", true},
-	{ListTaskPushNotificationConfigs, http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs", true},
-	{GetTaskPushNotificationConfig, http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs/{id}", true},
-	{DeleteTaskPushNotificationConfig, http.MethodDelete, "/tasks/{taskId}/pushNotificationConfigs/{id}", true},
 }
 
 // match matches escaped path segments against the route's template, returning the task and
@@ -233,9 +214,12 @@ func (r httpRoute) match(segs []string) (task, config string, ok bool) {
 // matchSegments matches escaped path segments against the routes. Literal segments must match
 // exactly as sent; identifiers are unescaped and must be non-empty, not . or .., and free of
 // / \ : and control characters (so one path matches one template).
-func matchSegments(segs []string) (route, bool) {
+func matchSegments(segs []string) (route, bool) { return matchSegmentsOf(httpRoutes, segs) }
+
+// matchSegmentsOf matches escaped path segments against routes, as matchSegments does.
+func matchSegmentsOf(routes []httpRoute, segs []string) (route, bool) {
 	var rt route
-	for _, r := range httpRoutes {
+	for _, r := range routes {
 		task, config, ok := r.match(segs)
 		if !ok {
 			continue
@@ -297,6 +281,22 @@ func HTTPQueryFields(op Operation) []string {
 	return out
 }
 
+// matchFixed finds the route of a path that is one of the fixed routes' (the public card's).
+func matchFixed(path string) (route, bool) {
+	var rt route
+	for _, r := range fixedRoutes {
+		if r.template != path {
+			continue
+		}
+		if rt.template == "" {
+			rt = route{op: r.op, template: r.template}
+		}
+		rt.methods = append(rt.methods, r.method)
+		rt.ops = append(rt.ops, r.op)
+	}
+	return rt, rt.template != ""
+}
+
 // pathID unescapes one identifier segment.
 func pathID(raw string) (string, bool) {
 	id, err := url.PathUnescape(raw)
@@ -324,29 +324,9 @@ type queryParam struct {
 	kind  queryKind
 }
 
-// queryParamsOf lists the query parameters of each operation that takes any (the proto's
-// request fields not bound by the path, for GET routes). a2a-go sends lastUpdatedAfter for
-// statusTimestampAfter.
-func queryParamsOf(op Operation) map[string]queryParam {
-	switch op {
-	case GetTask:
-		return map[string]queryParam{"historyLength": {"historyLength", queryInt}}
-	case ListTasks:
-		return map[string]queryParam{
-			"contextId":            {"contextId", queryString},
-			"status":               {"status", queryString},
-			"pageSize":             {"pageSize", queryInt},
-			"pageToken":            {"pageToken", queryString},
-			"historyLength":        {"historyLength", queryInt},
-			"includeArtifacts":     {"includeArtifacts", queryBool},
-			"statusTimestampAfter": {"statusTimestampAfter", queryString},
-			"lastUpdatedAfter":     {"statusTimestampAfter", queryString},
-		}
-	case ListTaskPushNotificationConfigs:
-		return map[string]queryParam{"pageSize": {"pageSize", queryInt}, "pageToken": {"pageToken", queryString}}
-	}
-	return nil
-}
+// queryParamsOf lists the query parameters of an operation that takes any (the proto's request
+// fields not bound by the path, for GET routes), from the operation table.
+func queryParamsOf(op Operation) map[string]queryParam { return op.spec().query }
 
 // queryParams turns the query string of an HTTP+JSON request into the params object it stands
 // for (nil when there is none). It refuses malformed query strings, repeated parameters (readers

@@ -51,6 +51,12 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		}
 	}
 	fromPath := r.TaskID != ""
+	// The members naming the target task and its push config, from the operation table.
+	spec := op.spec()
+	taskField, configField := spec.TaskField, spec.ConfigField
+	if v == V03 {
+		taskField, configField = spec.TaskField03, spec.ConfigField03
+	}
 	target := func(name string) *Error {
 		if err := field(p, name, true, &r.TaskID); err != nil {
 			return err
@@ -66,7 +72,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 	case SendMessage, SendStreamingMessage:
 		return ps.readSend(v, p, r)
 	case GetTask, CancelTask, SubscribeToTask:
-		if err := target("id"); err != nil {
+		if err := target(taskField); err != nil {
 			return err
 		}
 		if v == V03 && restBody {
@@ -84,7 +90,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 	}
 	// Push notification configs.
 	if v == V1 {
-		if err := target("taskId"); err != nil {
+		if err := target(taskField); err != nil {
 			return err
 		}
 		switch op {
@@ -94,7 +100,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			}
 			return r.addPush(p, "url", "params")
 		case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
-			return field(p, "id", true, &r.ConfigID)
+			return field(p, configField, true, &r.ConfigID)
 		}
 		return nil
 	}
@@ -116,7 +122,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			}
 			return r.addPush(p, "url", "params")
 		}
-		if err := target("taskId"); err != nil {
+		if err := target(taskField); err != nil {
 			return err
 		}
 		nameConfig, err := configName03(p, r)
@@ -142,12 +148,12 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		}
 		return r.addPush(cfg, "url", "params.pushNotificationConfig")
 	case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
-		if err := target("id"); err != nil {
+		if err := target(taskField); err != nil {
 			return err
 		}
-		return field(p, "pushNotificationConfigId", op == DeleteTaskPushNotificationConfig, &r.ConfigID)
+		return field(p, configField, op == DeleteTaskPushNotificationConfig, &r.ConfigID)
 	case ListTaskPushNotificationConfigs:
-		return target("id")
+		return target(taskField)
 	}
 	return nil
 }

@@ -1,4 +1,16 @@
 // Package protocol is the one strict A2A request parser and error model shared by the gateway and the ext_authz server.
+//
+// The operations are listed once, in operations.go's operation table: each row gives an
+// operation's names on every binding and version (JSON-RPC methods of 1.0 and 0.3, the methods
+// of both gRPC services, the HTTP+JSON routes), whether it streams, carries a message or
+// targets a task (and the params members that name the task and its push config), what it
+// needs from the task store, its 0.3 params schema, its 1.0 gRPC messages and its metrics
+// label. The parser's name lookups are indexes built from the table when the package loads, and
+// the properties other packages ask of an Operation (Streaming, TargetsTask, Push, PathFields,
+// ...) are the row's. Adding an operation is adding a row, and — when its params are new —
+// teaching the parser to read them (params.go, grpc.go) and the positions catalogue where they
+// name a task, context or tenant. operations_test.go fails when a product file spells a wire
+// name of an operation outside the table.
 package protocol
 
 import (
@@ -32,29 +44,6 @@ const (
 	ExtensionsHeader = "A2A-Extensions"
 )
 
-// Operation is a canonical A2A operation, named as in A2A 1.0.
-type Operation string
-
-// Operations.
-const (
-	SendMessage                      Operation = "SendMessage"
-	SendStreamingMessage             Operation = "SendStreamingMessage"
-	GetTask                          Operation = "GetTask"
-	ListTasks                        Operation = "ListTasks"
-	CancelTask                       Operation = "CancelTask"
-	SubscribeToTask                  Operation = "SubscribeToTask"
-	CreateTaskPushNotificationConfig Operation = "CreateTaskPushNotificationConfig"
-	GetTaskPushNotificationConfig    Operation = "GetTaskPushNotificationConfig"
-	ListTaskPushNotificationConfigs  Operation = "ListTaskPushNotificationConfigs"
-	DeleteTaskPushNotificationConfig Operation = "DeleteTaskPushNotificationConfig"
-	GetExtendedAgentCard             Operation = "GetExtendedAgentCard"
-	// GetAgentCard is the public card, GET /.well-known/agent-card.json; no JSON-RPC method.
-	GetAgentCard Operation = "GetAgentCard"
-	// ExtensionMethod is a JSON-RPC method an extension adds (Request.Method names it,
-	// Request.Extension says which extension and capability).
-	ExtensionMethod Operation = "ExtensionMethod"
-)
-
 // MethodExtension is what the deployment says of a method an extension adds.
 type MethodExtension struct {
 	URI        string // the extension
@@ -63,12 +52,6 @@ type MethodExtension struct {
 
 // Methods maps the JSON-RPC methods extensions add to their extension; nil when none.
 type Methods map[string]MethodExtension
-
-// Streaming reports whether the operation answers with a stream of events.
-func (o Operation) Streaming() bool { return o == SendStreamingMessage || o == SubscribeToTask }
-
-// Message reports whether the operation carries a message (SendMessage, SendStreamingMessage).
-func (o Operation) Message() bool { return o == SendMessage || o == SendStreamingMessage }
 
 // Defaults of [Limits].
 const (
@@ -251,91 +234,23 @@ func RepeatedVersion() *Error {
 		WithMetadata("supportedVersions", "1.0,0.3")
 }
 
-// v10Operation maps an A2A 1.0 JSON-RPC method (or gRPC method) to its operation.
-func v10Operation(method string) (Operation, bool) {
-	switch op := Operation(method); op {
-	case SendMessage, SendStreamingMessage, GetTask, ListTasks, CancelTask, SubscribeToTask,
-		CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig, ListTaskPushNotificationConfigs,
-		DeleteTaskPushNotificationConfig, GetExtendedAgentCard:
-		return op, true
-	default:
-		return "", false
-	}
-}
-
-// v03Operation maps an A2A 0.3 JSON-RPC method to its operation.
-func v03Operation(method string) (Operation, bool) {
-	switch method {
-	case "message/send":
-		return SendMessage, true
-	case "message/stream":
-		return SendStreamingMessage, true
-	case "tasks/get":
-		return GetTask, true
-	case "tasks/cancel":
-		return CancelTask, true
-	case "tasks/resubscribe":
-		return SubscribeToTask, true
-	case "tasks/pushNotificationConfig/set":
-		return CreateTaskPushNotificationConfig, true
-	case "tasks/pushNotificationConfig/get":
-		return GetTaskPushNotificationConfig, true
-	case "tasks/pushNotificationConfig/list":
-		return ListTaskPushNotificationConfigs, true
-	case "tasks/pushNotificationConfig/delete":
-		return DeleteTaskPushNotificationConfig, true
-	case "agent/getAuthenticatedExtendedCard":
-		return GetExtendedAgentCard, true
-	default:
-		return "", false
-	}
-}
-
-// v03Method is the 0.3 JSON-RPC name of op, "" when 0.3 has none.
-func v03Method(op Operation) string {
-	switch op {
-	case SendMessage:
-		return "message/send"
-	case SendStreamingMessage:
-		return "message/stream"
-	case GetTask:
-		return "tasks/get"
-	case CancelTask:
-		return "tasks/cancel"
-	case SubscribeToTask:
-		return "tasks/resubscribe"
-	case CreateTaskPushNotificationConfig:
-		return "tasks/pushNotificationConfig/set"
-	case GetTaskPushNotificationConfig:
-		return "tasks/pushNotificationConfig/get"
-	case ListTaskPushNotificationConfigs:
-		return "tasks/pushNotificationConfig/list"
-	case DeleteTaskPushNotificationConfig:
-		return "tasks/pushNotificationConfig/delete"
-	case GetExtendedAgentCard:
-		return "agent/getAuthenticatedExtendedCard"
-	default:
-		return ""
-	}
-}
-
 // lookupMethod resolves a JSON-RPC method for version v. Names are matched exactly: no case or
 // Unicode folding, no trimming.
 func lookupMethod(v Version, method string) (Operation, *Error) {
 	if v == V1 {
-		if op, ok := v10Operation(method); ok {
+		if op, ok := jsonrpcOps.op(method); ok {
 			return op, nil
 		}
-		if op, ok := v03Operation(method); ok {
+		if op, ok := jsonrpc03Ops.op(method); ok {
 			return "", Errorf(MethodNotFound, "method %q is not an A2A 1.0 method; send %s: 0.3 or use %s",
-				method, VersionHeader, op)
+				method, VersionHeader, MethodName(V1, op))
 		}
 	} else {
-		if op, ok := v03Operation(method); ok {
+		if op, ok := jsonrpc03Ops.op(method); ok {
 			return op, nil
 		}
-		if op, ok := v10Operation(method); ok {
-			if m := v03Method(op); m != "" {
+		if op, ok := jsonrpcOps.op(method); ok {
+			if m := MethodName(V03, op); m != "" {
 				return "", Errorf(MethodNotFound, "method %q is not an A2A 0.3 method; send %s: 1.0 or use %s",
 					method, VersionHeader, m)
 			}

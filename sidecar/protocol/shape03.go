@@ -49,26 +49,9 @@ var members03 = map[[2]string]string{
 	{"TaskPushNotificationConfig", "pushNotificationConfig"}: "PushNotificationConfig",
 }
 
-// params03 is the schema object of a 0.3 operation's params; "" for one the schema has none for.
-func params03(op Operation) string {
-	switch op {
-	case SendMessage, SendStreamingMessage:
-		return "MessageSendParams"
-	case GetTask:
-		return "TaskQueryParams"
-	case CancelTask, SubscribeToTask:
-		return "TaskIdParams"
-	case CreateTaskPushNotificationConfig:
-		return "TaskPushNotificationConfig"
-	case GetTaskPushNotificationConfig:
-		return "GetTaskPushNotificationConfigParams"
-	case ListTaskPushNotificationConfigs:
-		return "ListTaskPushNotificationConfigParams"
-	case DeleteTaskPushNotificationConfig:
-		return "DeleteTaskPushNotificationConfigParams"
-	}
-	return ""
-}
+// params03 is the schema object of a 0.3 operation's params (the operation table's Params03); ""
+// for one the schema has none for.
+func params03(op Operation) string { return op.spec().Params03 }
 
 // check03 refuses a member of a 0.3 request's params that the schema does not define. A 0.3
 // HTTP+JSON body may also carry what the parser reads there beside the JSON-RPC shape: the

@@ -1,0 +1,297 @@
+package protocol
+
+import (
+	goscanner "go/scanner"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// concretePath fills a route template's variables: {taskId} (or {id} alone) with task, the
+// {id} beside {taskId} with config.
+func concretePath(template, task, config string) string {
+	if strings.Contains(template, "{taskId}") {
+		return strings.ReplaceAll(strings.ReplaceAll(template, "{taskId}", task), "{id}", config)
+	}
+	return strings.ReplaceAll(template, "{id}", task)
+}
+
+// requireRoute checks that path, under v, matches a route serving op with method, and binds
+// the ids and tenant given.
+func requireRoute(t *testing.T, v Version, op Operation, method, path, tenant, task, config string) {
+	t.Helper()
+	rt, gotTenant, perr := matchRoute(v, path)
+	require.Nil(t, perr, "%s %s", v, path)
+	i := slices.Index(rt.methods, method)
+	require.GreaterOrEqual(t, i, 0, "%s %s %s: methods %v", v, method, path, rt.methods)
+	require.Equal(t, op, rt.ops[i], "%s %s %s", v, method, path)
+	require.Equal(t, tenant, gotTenant, path)
+	require.Equal(t, task, rt.taskID, path)
+	require.Equal(t, config, rt.configID, path)
+}
+
+// TestOperationNamesRoundTrip: every operation is found by every name the table gives it, on
+// every binding and version, and gives that name back.
+func TestOperationNamesRoundTrip(t *testing.T) {
+	require.Equal(t, len(operationTable), len(Operations()))
+	for i := range operationTable {
+		s := &operationTable[i]
+		op := s.Op
+		t.Run(string(op), func(t *testing.T) {
+			require.True(t, op.Known())
+			for _, c := range []struct {
+				v    Version
+				name string
+			}{{V1, s.JSONRPC}, {V03, s.JSONRPC03}} {
+				require.Equal(t, c.name, MethodName(c.v, op))
+				if c.name == "" {
+					continue
+				}
+				got, perr := lookupMethod(c.v, c.name)
+				require.Nil(t, perr, c.name)
+				require.Equal(t, op, got)
+				got, ok := MethodOperation(c.name)
+				require.True(t, ok, c.name)
+				require.Equal(t, op, got)
+				require.True(t, IsA2AMethod(c.name))
+				name, ok := methodName([]byte(strconv.Quote(c.name)))
+				require.True(t, ok)
+				require.Equal(t, c.name, name)
+			}
+			for _, c := range []struct {
+				v       Version
+				service string
+				name    string
+			}{{V1, GRPCService, s.GRPC}, {V03, GRPCServiceV03, s.GRPC03}} {
+				full := GRPCMethod(c.v, op)
+				if c.name == "" {
+					require.Empty(t, full)
+					continue
+				}
+				require.Equal(t, "/"+c.service+"/"+c.name, full)
+				got, v, perr := ParseGRPCPath(full)
+				require.Nil(t, perr, full)
+				require.Equal(t, op, got)
+				require.Equal(t, c.v, v)
+			}
+			require.Equal(t, s.grpcRequest != nil, grpcRequestMessage(op) != nil)
+			require.Equal(t, s.grpcResponse != nil, grpcResponseMessage(op) != nil)
+			for _, r := range s.REST {
+				task, config := "", ""
+				if strings.Contains(r.Path, "{") {
+					task = "t-1"
+				}
+				if strings.Contains(r.Path, "{taskId}") && strings.Contains(r.Path, "{id}") {
+					config = "c-1"
+				}
+				path := concretePath(r.Path, "t-1", "c-1")
+				for _, v := range []Version{V1, V03} {
+					requireRoute(t, v, op, r.Method, path, "", task, config)
+					requireRoute(t, v, op, r.Method, "/acme"+path, "acme", task, config)
+				}
+				requireRoute(t, V03, op, r.Method, "/v1"+path, "", task, config)
+				if r.Call {
+					method, got, ok := HTTPCall(op, "", task, config)
+					require.True(t, ok)
+					require.Equal(t, r.Method, method)
+					require.Equal(t, path, got)
+				}
+			}
+			for _, r := range s.REST03 {
+				requireRoute(t, V03, op, r.Method, "/v1"+r.Path, "", "", "")
+				_, _, perr := matchRoute(V1, "/v1"+r.Path)
+				require.NotNil(t, perr, "a 0.3-only route is not 1.0's")
+			}
+			for _, r := range s.Fixed {
+				for _, v := range []Version{V1, V03} {
+					requireRoute(t, v, op, r.Method, r.Path, "", "", "")
+				}
+			}
+			calls := 0
+			for _, r := range s.REST {
+				if r.Call {
+					calls++
+				}
+			}
+			require.LessOrEqual(t, calls, 1, "one route to call a handler with")
+		})
+	}
+}
+
+// TestOperationNamesUnique: a name, on one binding and version, is one operation's; the two
+// JSON-RPC versions share no name (MethodOperation reads both); a route (HTTP method and path)
+// is one operation's.
+func TestOperationNamesUnique(t *testing.T) {
+	names := map[string]map[string]Operation{}
+	add := func(kind, name string, op Operation) {
+		if name == "" {
+			return
+		}
+		if names[kind] == nil {
+			names[kind] = map[string]Operation{}
+		}
+		prev, dup := names[kind][name]
+		require.False(t, dup, "%s name %q is %s's and %s's", kind, name, prev, op)
+		names[kind][name] = op
+	}
+	for i := range operationTable {
+		s := &operationTable[i]
+		add("operation", string(s.Op), s.Op)
+		add("JSON-RPC", s.JSONRPC, s.Op)
+		add("JSON-RPC", s.JSONRPC03, s.Op)
+		add("1.0 gRPC", s.GRPC, s.Op)
+		add("0.3 gRPC", s.GRPC03, s.Op)
+		for _, r := range s.REST {
+			add("route", r.Method+" "+r.Path, s.Op)
+		}
+		for _, r := range s.REST03 {
+			add("route", r.Method+" /v1"+r.Path, s.Op)
+		}
+		for _, r := range s.Fixed {
+			add("route", r.Method+" "+r.Path, s.Op)
+		}
+	}
+	require.Len(t, names["operation"], len(operationTable))
+}
+
+// TestOperationProperties: each property a door asks of an operation is its row's, and an
+// operation not in the table has none.
+func TestOperationProperties(t *testing.T) {
+	for i := range operationTable {
+		s := &operationTable[i]
+		op := s.Op
+		require.Equal(t, s.Streams, op.Streaming(), op)
+		require.Equal(t, s.Message, op.Message(), op)
+		require.Equal(t, s.TaskField != "", op.TargetsTask(), op)
+		require.Equal(t, s.Push, op.Push(), op)
+		require.Equal(t, s.Contexts, op.NamesContext(), op)
+		require.Equal(t, s.Public, op.Public(), op)
+		require.Equal(t, s.EmptyResult, op.EmptyResult(), op)
+		require.Equal(t, s.Params03, params03(op), op)
+		task, config := op.PathFields()
+		require.Equal(t, s.TaskField, task, op)
+		require.Equal(t, s.ConfigField, config, op)
+		require.NotEmpty(t, op.Label(), op)
+		require.Equal(t, s.Store&StoreClaim != 0, op.Needs(StoreClaim), op)
+		if s.ConfigField != "" || s.Push {
+			require.NotEmpty(t, s.TaskField, "%s: a push config operation targets a task", op)
+		}
+		if s.Message {
+			require.True(t, op.Needs(StoreClaim|StoreBind), op)
+		}
+	}
+	for _, op := range []Operation{"", "unknown", "message/send", "sendMessage", "SendMessage "} {
+		require.False(t, op.Known(), op)
+		require.False(t, op.Streaming() || op.Message() || op.TargetsTask() || op.Push() || op.Public() ||
+			op.EmptyResult() || op.Needs(StoreLookup), op)
+		require.Equal(t, UnknownLabel, op.Label())
+		require.Empty(t, MethodName(V1, op))
+		require.Empty(t, GRPCMethod(V1, op))
+	}
+}
+
+// wireNames are the names the operation table gives operations on the wire, as they would be
+// spelled in a string literal: methods, gRPC full methods and route templates.
+func wireNames() map[string]Operation {
+	out := map[string]Operation{}
+	for i := range operationTable {
+		s := &operationTable[i]
+		for _, n := range []string{s.JSONRPC, s.JSONRPC03, GRPCMethod(V1, s.Op), GRPCMethod(V03, s.Op)} {
+			if n != "" {
+				out[n] = s.Op
+			}
+		}
+		// The 0.3 gRPC method names that are not also 1.0 names ("TaskSubscription").
+		if s.GRPC03 != "" && s.GRPC03 != s.GRPC {
+			if _, taken := specs.get(s.GRPC03); !taken {
+				out[s.GRPC03] = s.Op
+			}
+		}
+		for _, r := range s.REST {
+			out[r.Path], out["/v1"+r.Path] = s.Op, s.Op
+		}
+		for _, r := range s.REST03 {
+			out["/v1"+r.Path] = s.Op
+		}
+	}
+	return out
+}
+
+// TestWireNamesOnlyInTable: no product source file but the table's spells an operation's wire
+// name as a string literal, so the table is the only list of them. Tests and the test-only
+// catalogue sidecar/protocol/positions, which checks the parser against an independent
+// spelling of every position, are not product code.
+func TestWireNamesOnlyInTable(t *testing.T) {
+	names := wireNames()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	table, err := filepath.Abs("operations.go")
+	require.NoError(t, err)
+	skipDirs := map[string]bool{
+		filepath.Join(root, "test"):                             true,
+		filepath.Join(root, "sidecar", "protocol", "positions"): true,
+	}
+	var found []string
+	files := 0
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if skipDirs[path] || d.Name() == "testdata" || d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".") && path != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") || path == table {
+			return nil
+		}
+		files++
+		src, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		// go/scanner, not a parse: the literals are all the test needs, and a parse of every
+		// file leaves garbage that would make the package's allocation tests flaky.
+		fset := token.NewFileSet()
+		file := fset.AddFile(path, -1, len(src))
+		var sc goscanner.Scanner
+		sc.Init(file, src, nil, 0)
+		for {
+			pos, tok, lit := sc.Scan()
+			if tok == token.EOF {
+				break
+			}
+			if tok != token.STRING {
+				continue
+			}
+			if s, err := strconv.Unquote(lit); err == nil {
+				if op, ok := names[s]; ok {
+					rel, _ := filepath.Rel(root, path)
+					found = append(found, rel+":"+strconv.Itoa(fset.Position(pos).Line)+": "+lit+" ("+string(op)+")")
+				}
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Greater(t, files, 100, "the walk found the product sources")
+	require.Empty(t, found, "operation names belong in sidecar/protocol/operations.go; read them from the table")
+}
+
+// TestWireNamesScanFindsLiterals: the scan's name list holds each kind of name it looks for.
+func TestWireNamesScanFindsLiterals(t *testing.T) {
+	names := wireNames()
+	for _, n := range []string{"SendMessage", "tasks/pushNotificationConfig/set", "TaskSubscription",
+		"/lf.a2a.v1.A2AService/SendMessage", "/a2a.v1.A2AService/GetAgentCard", "/tasks/{id}:subscribe",
+		"/v1/card", "/v1/message:send"} {
+		require.Contains(t, names, n)
+	}
+}
