@@ -20,7 +20,7 @@ import (
 	"github.com/capgate/capgate/sidecar/enforce"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -89,7 +89,7 @@ const (
 // extension method's extension and capability, entitlement (messages), ownership of every named
 // task, then of every named context (a message's new one claimed), every push webhook URL, and
 // the limits of a capability known before routing.
-func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verdict {
+func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Verdict {
 	r := in.Request
 	if r.Operation.Public() {
 		return Verdict{Allowed: true} // the public card: anyone
@@ -165,7 +165,7 @@ func (a *Admitter) Admit(ctx context.Context, rev *serving.State, in Input) Verd
 // router's choice, and the gateway enforces its limits after routing (enforce.Limits, the same
 // function). decided are the limits of an extension method's capability, from the decision that
 // admitted it (not decided again).
-func (a *Admitter) limits(ctx context.Context, rev *serving.State, r *protocol.Request, p identity.Principal, task *tasks.Binding, decided map[string]any) *protocol.Error {
+func (a *Admitter) limits(ctx context.Context, rev *revision.State, r *protocol.Request, p identity.Principal, task *tasks.Binding, decided map[string]any) *protocol.Error {
 	var capID string
 	limits := decided
 	switch {
@@ -203,7 +203,7 @@ func refuse(v Verdict, err *protocol.Error) Verdict {
 
 // authenticate finds the caller: the bearer token when one is sent (it wins over a client
 // certificate), else the mTLS peer when the revision maps it, else anonymous.
-func authenticate(ctx context.Context, rev *serving.State, in Input) (identity.Principal, *protocol.Error) {
+func authenticate(ctx context.Context, rev *revision.State, in Input) (identity.Principal, *protocol.Error) {
 	authz, err := protocol.Credentials(in.Header)
 	if err != nil {
 		return identity.Principal{}, err
@@ -227,7 +227,7 @@ func authenticate(ctx context.Context, rev *serving.State, in Input) (identity.P
 // looked at. Only an authenticated caller owns tasks and contexts (even with anonymous_public, a
 // task or conversation bound to nobody would be every anonymous caller's), so a request naming
 // any task or context needs a credential.
-func requireCaller(rev *serving.State, r *protocol.Request, p identity.Principal) *protocol.Error {
+func requireCaller(rev *revision.State, r *protocol.Request, p identity.Principal) *protocol.Error {
 	if p.Authenticated {
 		return nil
 	}
@@ -259,8 +259,8 @@ func checkTenant(r *protocol.Request, p identity.Principal) *protocol.Error {
 
 // OwnerOf is the task owner a principal is: issuer, subject and tenant. Bindings written before
 // issuers were recorded belong to it only when the revision names the one issuer that could
-// have written them (serving.State.LegacyIssuer).
-func OwnerOf(rev *serving.State, p identity.Principal) tasks.Owner {
+// have written them (revision.State.LegacyIssuer).
+func OwnerOf(rev *revision.State, p identity.Principal) tasks.Owner {
 	return tasks.Owner{
 		Issuer:  p.Issuer,
 		Subject: p.Subject,
@@ -328,7 +328,7 @@ func (a *Admitter) context(ctx context.Context, o tasks.Owner, r *protocol.Reque
 // extensionMethod admits a method an extension adds: only when the caller activated that
 // extension (otherwise the method does not exist for it), and only when the caller is entitled
 // to the capability that serves it. It returns the limits that decision carries.
-func (a *Admitter) extensionMethod(ctx context.Context, rev *serving.State, r *protocol.Request, p identity.Principal, activated []string) (map[string]any, *protocol.Error) {
+func (a *Admitter) extensionMethod(ctx context.Context, rev *revision.State, r *protocol.Request, p identity.Principal, activated []string) (map[string]any, *protocol.Error) {
 	x := r.Extension
 	if x == nil {
 		return nil, protocol.Errorf(protocol.Internal, "the method's extension is not known")

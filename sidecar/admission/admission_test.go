@@ -15,7 +15,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -27,14 +27,14 @@ const varianceExtension = "https://example.com/ext/variance/v1"
 // fixture is an Admitter over a real memory task store, at a revision of the finance example
 // built as the servers build it.
 type fixture struct {
-	rev   *serving.State
+	rev   *revision.State
 	store *tasks.Memory
 	adm   *admission.Admitter
 }
 
 func newFixture(t *testing.T, d *deployment.Deployment) *fixture {
 	t.Helper()
-	rev, err := serving.Build(t.Context(), d, serving.Options{NoGateway: true})
+	rev, err := revision.Build(t.Context(), d, revision.Options{NoGateway: true})
 	require.NoError(t, err)
 	store := tasks.NewMemory(0)
 	return &fixture{rev: rev, store: store, adm: admission.New(store, nil)}

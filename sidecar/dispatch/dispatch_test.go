@@ -18,8 +18,8 @@ import (
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/router"
-	"github.com/capgate/capgate/sidecar/serving"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -92,7 +92,7 @@ type failingDelete struct{ *tasks.Memory }
 func (failingDelete) Delete(context.Context, string) error { return tasks.ErrUnavailable }
 
 type fixture struct {
-	rev    *serving.State
+	rev    *revision.State
 	store  tasks.Store
 	inv    *fakeInvoker
 	tokens *fakeTokens
@@ -103,7 +103,7 @@ type fixture struct {
 
 var (
 	revOnce sync.Once
-	finance *serving.State
+	finance *revision.State
 )
 
 func newFixture(t *testing.T, store tasks.Store) *fixture {
@@ -113,7 +113,7 @@ func newFixture(t *testing.T, store tasks.Store) *fixture {
 		if err != nil {
 			panic(err)
 		}
-		if finance, err = serving.Build(context.Background(), dep, serving.Options{}); err != nil {
+		if finance, err = revision.Build(context.Background(), dep, revision.Options{}); err != nil {
 			panic(err)
 		}
 	})

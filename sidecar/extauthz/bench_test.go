@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/capgate/capgate/sidecar/identity"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -54,7 +54,7 @@ func benchFixture(b *testing.B) (*Server, *authv3.CheckRequest) {
 		"x-forwarded-proto": "https",
 		"traceparent":       "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
 	})
-	s := New(serving.NewHolder(rev), tasks.NewMemory(0))
+	s := New(revision.NewHolder(rev), tasks.NewMemory(0))
 	resp, err := s.Check(context.Background(), req)
 	require.NoError(b, err)
 	require.Equal(b, int32(codes.OK), resp.GetStatus().GetCode(), resp.GetDeniedResponse().GetBody())

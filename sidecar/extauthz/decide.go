@@ -15,7 +15,7 @@ import (
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // Envoy headers read by Check.
@@ -39,12 +39,12 @@ const (
 
 // plan is what Check derives from one revision, computed once per revision.
 type plan struct {
-	rev  *serving.State
+	rev  *revision.State
 	id   string
 	base string // path of agent.url without a trailing slash; "" at the root
 }
 
-func (s *Server) planFor(rev *serving.State) *plan {
+func (s *Server) planFor(rev *revision.State) *plan {
 	if p := s.plan.Load(); p != nil && p.rev == rev {
 		return p
 	}

@@ -26,7 +26,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // component is the decision-log and metrics label of this server.
@@ -48,7 +48,7 @@ const (
 // Server implements authv3.AuthorizationServer. It is safe for concurrent
 // use and holds no per-request state.
 type Server struct {
-	holder     *serving.Holder
+	holder     *revision.Holder
 	admit      *admission.Admitter
 	log        *zap.Logger
 	dlog       *decisionlog.Logger
@@ -102,7 +102,7 @@ func WithGRPCOptions(opts ...grpc.ServerOption) Option {
 // every request naming a task (fail closed). mTLS peers (Envoy's
 // attributes.source.principal) are mapped by the revision's
 // auth.mtls_principals, so a reload changes them.
-func New(h *serving.Holder, owners admission.Owners, opts ...Option) *Server {
+func New(h *revision.Holder, owners admission.Owners, opts ...Option) *Server {
 	s := &Server{holder: h}
 	for _, o := range opts {
 		o(s)

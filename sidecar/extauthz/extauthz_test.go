@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/capgate/capgate/policy/config"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/capgate/capgate/policy/config"
 
 	authv3 "github.com/envoyproxy/go-control-plane/envoy/service/auth/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
@@ -23,7 +24,7 @@ import (
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -61,7 +62,7 @@ func TestCheck(t *testing.T) {
 	tok := newTokens(t)
 	mem := tasks.NewMemory(0)
 	require.NoError(t, mem.Bind(t.Context(), tasks.Binding{TaskID: "task-alice", Capability: "reconcile-invoice", Handler: "recon.v3.reconcile", Subject: "alice", Tenant: "acme"}))
-	s := New(serving.NewHolder(rev), mem)
+	s := New(revision.NewHolder(rev), mem)
 	client, conn := startServer(t, s)
 
 	alice := tok.bearer("alice", "acme", "recon.run")
@@ -257,7 +258,7 @@ func TestCheckRequiredExtension(t *testing.T) {
 		return strings.Replace(c, "required: false}", "required: true}", 1)
 	})
 	tok := newTokens(t)
-	s := New(serving.NewHolder(rev), tasks.NewMemory(0))
+	s := New(revision.NewHolder(rev), tasks.NewMemory(0))
 	body := rpcBody(`1`, "SendMessage", `{"message":`+msgText+`}`)
 	auth := tok.bearer("alice", "acme", "recon.run")
 
@@ -275,7 +276,7 @@ func TestCheckNoEntitlement(t *testing.T) {
 	rev := editedRevision(t, func(c string) string { return strings.Replace(c, "version: 1.4.0", "version: 1.4.1", 1) },
 		"extract-invoice-fields.yaml", "lookup-invoice.yaml", "lookup-invoice-v1.yaml")
 	tok := newTokens(t)
-	s := New(serving.NewHolder(rev), tasks.NewMemory(0))
+	s := New(revision.NewHolder(rev), tasks.NewMemory(0))
 	body := rpcBody(`1`, "SendMessage", `{"message":`+msgText+`}`)
 
 	resp, err := s.Check(t.Context(), jsonrpc(body, map[string]string{"a2a-version": v1, "authorization": tok.bearer("bob", "acme")}))
@@ -314,7 +315,7 @@ func TestCheckFailsClosed(t *testing.T) {
 	auth := tok.bearer("alice", "acme", "recon.run")
 
 	t.Run("task store error", func(t *testing.T) {
-		s := New(serving.NewHolder(rev), failingOwners{})
+		s := New(revision.NewHolder(rev), failingOwners{})
 		resp, err := s.Check(t.Context(), jsonrpc(rpcBody(`1`, "GetTask", `{"id":"task-alice"}`), map[string]string{"a2a-version": v1, "authorization": auth}))
 		require.NoError(t, err)
 		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 200, rpcCode: -32603, rpcID: `1`})
@@ -322,7 +323,7 @@ func TestCheckFailsClosed(t *testing.T) {
 	})
 	t.Run("task store error on a context", func(t *testing.T) {
 		// A message in a conversation is never admitted without its context's owner.
-		s := New(serving.NewHolder(rev), failingOwners{})
+		s := New(revision.NewHolder(rev), failingOwners{})
 		msg := strings.Replace(msgText, `"messageId"`, `"contextId":"ctx-1","messageId"`, 1)
 		resp, err := s.Check(t.Context(), jsonrpc(rpcBody(`1`, "SendMessage", `{"message":`+msg+`}`), map[string]string{"a2a-version": v1, "authorization": auth}))
 		require.NoError(t, err)
@@ -333,13 +334,13 @@ func TestCheckFailsClosed(t *testing.T) {
 		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 500, status: 500})
 	})
 	t.Run("no task store", func(t *testing.T) {
-		s := New(serving.NewHolder(rev), nil)
+		s := New(revision.NewHolder(rev), nil)
 		resp, err := s.Check(t.Context(), httpCheck("GET", "/tasks/task-alice", map[string]string{"a2a-version": v1, "authorization": auth}, ""))
 		require.NoError(t, err)
 		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 500, status: 500})
 	})
 	t.Run("panic", func(t *testing.T) {
-		s := New(serving.NewHolder(rev), tasks.NewMemory(0))
+		s := New(revision.NewHolder(rev), tasks.NewMemory(0))
 		s.hook = func() { panic("boom") }
 		client, _ := startServer(t, s)
 		resp, err := client.Check(t.Context(), jsonrpc(rpcBody(`1`, "SendMessage", `{"message":`+msgText+`}`), map[string]string{"a2a-version": v1, "authorization": auth}))
@@ -347,7 +348,7 @@ func TestCheckFailsClosed(t *testing.T) {
 		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 500, status: 500, contains: "internal error"})
 	})
 	t.Run("no http attributes", func(t *testing.T) {
-		s := New(serving.NewHolder(rev), tasks.NewMemory(0))
+		s := New(revision.NewHolder(rev), tasks.NewMemory(0))
 		resp, err := s.Check(t.Context(), &authv3.CheckRequest{})
 		require.NoError(t, err)
 		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 400, status: 400})
@@ -377,7 +378,7 @@ func TestCheckMTLSPrincipal(t *testing.T) {
 	rev := financeRevision(t)
 	rev.Peers = identity.PeerPrincipals(config.Auth{MTLSPrincipals: map[string]config.MTLSPrincipal{
 		spiffe: {Subject: "orchestrator", Tenant: "partners", Scopes: []string{"recon.run"}}}})
-	s := New(serving.NewHolder(rev), tasks.NewMemory(0), WithMetrics(m))
+	s := New(revision.NewHolder(rev), tasks.NewMemory(0), WithMetrics(m))
 	peer := func(req *authv3.CheckRequest, id string) *authv3.CheckRequest {
 		req.Attributes.Source.Principal = id
 		return req
@@ -421,7 +422,7 @@ func TestCheckAnonymousOwnsNoTask(t *testing.T) {
 	})
 	store := tasks.NewMemory(0)
 	require.NoError(t, store.Bind(t.Context(), tasks.Binding{TaskID: "t-anon", Capability: "lookup-invoice", Handler: "invoices.lookup"}))
-	s := New(serving.NewHolder(rev), store)
+	s := New(revision.NewHolder(rev), store)
 	anon := map[string]string{"a2a-version": v1}
 	unauth := want{grpc: codes.Unauthenticated, http: 200, rpcCode: -31401, rpcID: `1`}
 	for name, body := range map[string]string{

@@ -20,7 +20,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/identity"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // Demo identity of the finance example.
@@ -31,18 +31,18 @@ const (
 )
 
 // financeRevision builds a revision of the embedded finance example.
-func financeRevision(t testing.TB) *serving.State {
+func financeRevision(t testing.TB) *revision.State {
 	t.Helper()
 	d, err := deployment.Load("")
 	require.NoError(t, err)
-	rev, err := serving.Build(context.Background(), d, serving.Options{})
+	rev, err := revision.Build(context.Background(), d, revision.Options{})
 	require.NoError(t, err)
 	return rev
 }
 
 // editedRevision builds a revision of a copy of the finance example with its
 // config edited and some capability files dropped.
-func editedRevision(t testing.TB, edit func(cfg string) string, drop ...string) *serving.State {
+func editedRevision(t testing.TB, edit func(cfg string) string, drop ...string) *revision.State {
 	t.Helper()
 	dir := copyFinance(t)
 	for _, f := range drop {
@@ -80,13 +80,13 @@ func copyFinance(t testing.TB) string {
 }
 
 // revisionAt builds the revision of the deployment config in dir.
-func revisionAt(t testing.TB, dir string) *serving.State {
+func revisionAt(t testing.TB, dir string) *revision.State {
 	t.Helper()
 	cfg, err := config.Load(filepath.Join(dir, "capgate.yaml"))
 	require.NoError(t, err)
 	d, err := deployment.FromConfig(cfg)
 	require.NoError(t, err)
-	rev, err := serving.Build(context.Background(), d, serving.Options{})
+	rev, err := revision.Build(context.Background(), d, revision.Options{})
 	require.NoError(t, err)
 	return rev
 }

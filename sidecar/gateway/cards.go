@@ -15,7 +15,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tracing"
 )
 
@@ -27,7 +27,7 @@ import (
 // the A2A endpoints, since the card is where a client learns which versions
 // exist and the 1.0 card lists them; "0.3" for fleets of 0.3 clients that
 // fetch this path without the header.
-func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *serving.State) {
+func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *revision.State) {
 	body, etag := rev.PublicCard, rev.PublicETag
 	if publicCardV03(r, rev.Config().Cards.DefaultVersion) {
 		body, etag = rev.PublicCardV03, rev.PublicETagV03
@@ -63,7 +63,7 @@ func (g *Gateway) servePublicCard(w http.ResponseWriter, r *http.Request, rev *s
 }
 
 // publicCardFor is the public card in the shape of protocol version v.
-func publicCardFor(rev *serving.State, v protocol.Version) []byte {
+func publicCardFor(rev *revision.State, v protocol.Version) []byte {
 	if v == protocol.V03 {
 		return rev.PublicCardV03
 	}
@@ -140,7 +140,7 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *operation.Call, e
 	h := w.Header()
 	h.Set("Cache-Control", "private, max-age="+strconv.Itoa(int(rev.Config().Cards.MaxAge.Seconds())))
 	h.Set("Vary", "Authorization, A2A-Version")
-	b, etag, err := serving.SignCard(rev.CardSigner, b)
+	b, etag, err := revision.SignCard(rev.CardSigner, b)
 	if err != nil {
 		return nil, protocol.Wrap(protocol.Internal, err, "the extended agent card could not be signed")
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // Header names.
@@ -35,7 +35,7 @@ const (
 
 // Gateway is the A2A HTTP handler.
 type Gateway struct {
-	holder *serving.Holder
+	holder *revision.Holder
 	log    *zap.Logger
 	dlog   *decisionlog.Logger
 	ids    *decisionlog.IDs
@@ -84,7 +84,7 @@ func WithOwners(o admission.Owners) Option { return func(g *Gateway) { g.owners 
 func WithDecisionIDs(ids *decisionlog.IDs) Option { return func(g *Gateway) { g.ids = ids } }
 
 // New returns a gateway serving the holder's current revision.
-func New(h *serving.Holder, opts ...Option) *Gateway {
+func New(h *revision.Holder, opts ...Option) *Gateway {
 	g := &Gateway{holder: h, now: time.Now}
 	for _, o := range opts {
 		o(g)
@@ -119,6 +119,6 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // basePath is the path of the advertised interface URL, without a trailing slash.
-func basePath(rev *serving.State) string {
+func basePath(rev *revision.State) string {
 	return rev.Deployment.BasePath()
 }

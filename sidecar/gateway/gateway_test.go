@@ -11,7 +11,7 @@ import (
 
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/gateway"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -20,9 +20,9 @@ func newGateway(t *testing.T) *gateway.Gateway {
 	t.Helper()
 	d, err := deployment.Load("")
 	require.NoError(t, err)
-	rev, err := serving.Build(t.Context(), d, serving.Options{})
+	rev, err := revision.Build(t.Context(), d, revision.Options{})
 	require.NoError(t, err)
-	return gateway.New(serving.NewHolder(rev))
+	return gateway.New(revision.NewHolder(rev))
 }
 
 func serve(g http.Handler, method, target, body string, headers ...string) *httptest.ResponseRecorder {

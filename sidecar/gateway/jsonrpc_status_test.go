@@ -12,7 +12,7 @@ import (
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -28,9 +28,9 @@ func gatewayWith(t *testing.T, status int, ops operation.Server) *gateway.Gatewa
 	d, err := deployment.Load("")
 	require.NoError(t, err)
 	d.Config.Auth.JSONRPCHTTPStatus = status
-	rev, err := serving.Build(t.Context(), d, serving.Options{})
+	rev, err := revision.Build(t.Context(), d, revision.Options{})
 	require.NoError(t, err)
-	return gateway.New(serving.NewHolder(rev), gateway.WithOperations(ops))
+	return gateway.New(revision.NewHolder(rev), gateway.WithOperations(ops))
 }
 
 // TestJSONRPCAuthStatus: auth.jsonrpc_http_status decides the HTTP status of

@@ -16,7 +16,7 @@ import (
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tracing"
 )
 
@@ -47,7 +47,7 @@ func routeOf(req *protocol.Request, base, path string) string {
 
 // serveA2A reads one request through the shared parser, asks admission, and runs the
 // operation. Every answer is in the binding's shape.
-func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.State) {
+func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision.State) {
 	start := g.now()
 	id := g.ids.Next()
 	w.Header().Set(HeaderDecisionID, id)
@@ -138,7 +138,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *serving.
 }
 
 // refuse records a refusal and writes it in the shape of the request's binding.
-func (g *Gateway) refuse(w http.ResponseWriter, rev *serving.State, start time.Time, entry *decisionlog.Entry, req *protocol.Request, e *protocol.Error) {
+func (g *Gateway) refuse(w http.ResponseWriter, rev *revision.State, start time.Time, entry *decisionlog.Entry, req *protocol.Request, e *protocol.Error) {
 	g.finish(rev, start, entry, e)
 	authStatus := rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
 	writeRefusal(w, protocol.Refuse(req.Binding, req.Operation.Streaming(), req.ID, e, authStatus))
@@ -146,7 +146,7 @@ func (g *Gateway) refuse(w http.ResponseWriter, rev *serving.State, start time.T
 
 // peerOf is the mTLS peer of the request: the verified client certificate's URI SAN when the
 // gateway terminates TLS itself, else the peer the trusted proxy vouches for (auth.trusted_proxy).
-func peerOf(r *http.Request, rev *serving.State) (string, *protocol.Error) {
+func peerOf(r *http.Request, rev *revision.State) (string, *protocol.Error) {
 	if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 && len(r.TLS.VerifiedChains[0]) > 0 {
 		if uris := r.TLS.VerifiedChains[0][0].URIs; len(uris) == 1 {
 			return uris[0].String(), nil
@@ -182,7 +182,7 @@ func (g *Gateway) run(ctx context.Context, call *operation.Call, w http.Response
 }
 
 // finish records the decision and its metrics.
-func (g *Gateway) finish(rev *serving.State, start time.Time, e *decisionlog.Entry, err *protocol.Error) {
+func (g *Gateway) finish(rev *revision.State, start time.Time, e *decisionlog.Entry, err *protocol.Error) {
 	e.Component = component
 	e.Revision = rev.ID()
 	e.Latency = g.now().Sub(start)

@@ -15,13 +15,13 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Call is one authenticated, parsed A2A request on its way to an operation.
 type Call struct {
-	Rev        *serving.State
+	Rev        *revision.State
 	Request    *protocol.Request
 	Principal  identity.Principal
 	Extensions []string // activated extension URIs

@@ -27,7 +27,7 @@ import (
 	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/reload"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 type keyPair struct{ private, public []byte }
@@ -133,7 +133,7 @@ func TestBundleFile(t *testing.T) {
 			require.NoError(t, err)
 			_, ok := d.Registry().Get("reconcile-invoice")
 			require.True(t, ok)
-			_, err = serving.Build(t.Context(), d, serving.Options{})
+			_, err = revision.Build(t.Context(), d, revision.Options{})
 			require.NoError(t, err)
 		})
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/capgate/capgate/sidecar/dispatch"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // Live is what a reload of a running server must respect or update beside
@@ -35,7 +35,7 @@ type Live struct {
 // capgate's identity and request limits were wired at start: a change is
 // logged as needing a restart and the running value is kept. Changed
 // handlers get a new invoker, swapped in with the revision.
-func (l *Live) Stage(ctx context.Context, _, next *serving.State) (func(), error) {
+func (l *Live) Stage(ctx context.Context, _, next *revision.State) (func(), error) {
 	nc := next.Config()
 	if fields := RestartOnly(l.Started, nc); len(fields) > 0 {
 		l.Log.Warn("configuration change needs a restart; the running value is kept", zap.Strings("fields", fields))

@@ -17,7 +17,7 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/metrics"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // Defaults.
@@ -56,15 +56,15 @@ type Poller interface {
 	Poll(ctx context.Context, changed func(), failed func(error))
 }
 
-// Builder turns a deployment into a revision (serving.Build with the
+// Builder turns a deployment into a revision (revision.Build with the
 // server's options).
-type Builder func(ctx context.Context, d *deployment.Deployment) (*serving.State, error)
+type Builder func(ctx context.Context, d *deployment.Deployment) (*revision.State, error)
 
 // Stage checks a built revision against the running server before it is
 // swapped in — what cannot change live is reported, what must be prepared
 // beside the revision (a handler invoker) is prepared. An error rejects the
 // revision; commit, when not nil, runs just before the swap.
-type Stage func(ctx context.Context, cur, next *serving.State) (commit func(), err error)
+type Stage func(ctx context.Context, cur, next *revision.State) (commit func(), err error)
 
 // Option tunes a Reloader.
 type Option func(*Reloader)
@@ -86,7 +86,7 @@ func WithStage(s Stage) Option { return func(r *Reloader) { r.stage = s } }
 type Reloader struct {
 	src      Source
 	build    Builder
-	holder   *serving.Holder
+	holder   *revision.Holder
 	log      *zap.Logger
 	metrics  *metrics.Metrics
 	debounce time.Duration
@@ -97,7 +97,7 @@ type Reloader struct {
 }
 
 // New returns a reloader of src into holder; build prepares each revision.
-func New(src Source, build Builder, holder *serving.Holder, opts ...Option) *Reloader {
+func New(src Source, build Builder, holder *revision.Holder, opts ...Option) *Reloader {
 	r := &Reloader{src: src, build: build, holder: holder, debounce: DefaultDebounce, trigger: make(chan struct{}, 1)}
 	for _, o := range opts {
 		o(r)

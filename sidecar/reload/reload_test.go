@@ -22,7 +22,7 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/reload"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // statusCheck is a valid public manifest that is not in the finance example.
@@ -80,13 +80,13 @@ func put(t *testing.T, cfgPath, name, content string) {
 	require.NoError(t, os.Rename(tmp, filepath.Join(dir, name)))
 }
 
-func build(ctx context.Context, d *deployment.Deployment) (*serving.State, error) {
-	return serving.Build(ctx, d, serving.Options{})
+func build(ctx context.Context, d *deployment.Deployment) (*revision.State, error) {
+	return revision.Build(ctx, d, revision.Options{})
 }
 
 type fixture struct {
 	cfg     string
-	holder  *serving.Holder
+	holder  *revision.Holder
 	metrics *metrics.Metrics
 	logs    *observer.ObservedLogs
 	log     *zap.Logger
@@ -102,7 +102,7 @@ func newFixture(t *testing.T) *fixture {
 	core, logs := observer.New(zapcore.DebugLevel)
 	m := metrics.New()
 	m.Revision.WithLabelValues(rev.ID()).Set(1)
-	return &fixture{cfg: cfg, holder: serving.NewHolder(rev), metrics: m, logs: logs, log: zap.New(core)}
+	return &fixture{cfg: cfg, holder: revision.NewHolder(rev), metrics: m, logs: logs, log: zap.New(core)}
 }
 
 func (f *fixture) reloader(src reload.Source, opts ...reload.Option) *reload.Reloader {
@@ -139,7 +139,7 @@ func (f *fixture) revisions(t *testing.T) []string {
 	return out
 }
 
-func has(rev *serving.State, id string) bool {
+func has(rev *revision.State, id string) bool {
 	_, ok := rev.Registry().Get(id)
 	return ok
 }
@@ -204,7 +204,7 @@ func TestReloadRejectsBadRevision(t *testing.T) {
 		{
 			name: "refused by the server",
 			edit: func(t *testing.T, cfg string) { put(t, cfg, "status-check.yaml", statusCheck) },
-			stage: func(context.Context, *serving.State, *serving.State) (func(), error) {
+			stage: func(context.Context, *revision.State, *revision.State) (func(), error) {
 				return nil, errors.New("handler x: no such upstream")
 			},
 			wantStage: "stage",

@@ -6,19 +6,19 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/reload"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 // runReload wires package reload into the server: it reloads opts.Source
 // into holder until ctx ends (file changes, bundle polls, SIGHUP), staging
 // each revision with l. The returned function waits for it to stop.
-func runReload(ctx context.Context, opts Options, holder *serving.Holder, m *metrics.Metrics, l *reload.Live) (wait func()) {
+func runReload(ctx context.Context, opts Options, holder *revision.Holder, m *metrics.Metrics, l *reload.Live) (wait func()) {
 	log := l.Log.Named("reload")
 	var rl *reload.Reloader
 	var trigger func()
 	if src := opts.Source; src != nil {
-		build := func(ctx context.Context, d *deployment.Deployment) (*serving.State, error) {
-			return serving.Build(ctx, d, revisionOptions(opts, l.Log))
+		build := func(ctx context.Context, d *deployment.Deployment) (*revision.State, error) {
+			return revision.Build(ctx, d, revisionOptions(opts, l.Log))
 		}
 		ropts := []reload.Option{reload.WithLogger(log), reload.WithMetrics(m), reload.WithStage(l.Stage)}
 		if opts.ReloadDebounce > 0 {

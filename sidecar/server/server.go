@@ -22,7 +22,7 @@ import (
 	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/cardsig"
 	"github.com/capgate/capgate/sidecar/reload"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -78,8 +78,8 @@ type Addrs struct {
 
 // revisionOptions are the options every revision of this server is built
 // with: no routing index or public card unless the gateway is served.
-func revisionOptions(opts Options, log *zap.Logger) serving.Options {
-	return serving.Options{Logger: log, NoGateway: !opts.Gateway}
+func revisionOptions(opts Options, log *zap.Logger) revision.Options {
+	return revision.Options{Logger: log, NoGateway: !opts.Gateway}
 }
 
 // Run serves until ctx is done, then shuts down gracefully. It starts capgate in steps, each a
@@ -145,7 +145,7 @@ func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (tasks.S
 // publishedKeys is the admin JWKS: the token minter's key and, when cards
 // are signed, the current revision's card-signing key (it can change on
 // reload).
-func publishedKeys(minted func() []byte, holder *serving.Holder, log *zap.Logger) func() []byte {
+func publishedKeys(minted func() []byte, holder *revision.Holder, log *zap.Logger) func() []byte {
 	return func() []byte {
 		set := minted()
 		s := holder.Load().CardSigner

@@ -23,7 +23,7 @@ import (
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/reload"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/sidecar/tracing"
 )
@@ -38,8 +38,8 @@ type process struct {
 	dlogz *zap.Logger // the console decision logger
 	m     *metrics.Metrics
 
-	rev    *serving.State // the first revision
-	holder *serving.Holder
+	rev    *revision.State // the first revision
+	holder *revision.Holder
 
 	tp     *tracing.Provider
 	dlog   *decisionlog.Logger
@@ -98,14 +98,14 @@ func configure(opts Options) (*process, error) {
 // startPolicy builds the first revision (the prepared policy engine, verifier, router and
 // cards) and the holder every server reads revisions from.
 func (p *process) startPolicy(ctx context.Context) error {
-	rev, err := serving.Build(ctx, p.opts.Deployment, revisionOptions(p.opts, p.log))
+	rev, err := revision.Build(ctx, p.opts.Deployment, revisionOptions(p.opts, p.log))
 	if err != nil {
 		return err
 	}
 	// Loading parses every manifest and compiles the policy: most of what it
 	// allocated is garbage now. Give it back before serving.
 	debug.FreeOSMemory()
-	p.rev, p.holder = rev, serving.NewHolder(rev)
+	p.rev, p.holder = rev, revision.NewHolder(rev)
 	p.m.Revision.WithLabelValues(rev.ID()).Set(1)
 	return nil
 }

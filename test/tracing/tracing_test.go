@@ -28,7 +28,7 @@ import (
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/extauthz"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/sidecar/tracing"
 	"github.com/capgate/capgate/test/testutil"
@@ -350,9 +350,9 @@ func TestExtAuthzTrace(t *testing.T) {
 	tp, err := tracing.Setup(t.Context(), tc, "test")
 	require.NoError(t, err)
 	d := testutil.LoadDeployment(t, "")
-	rev, err := serving.Build(t.Context(), d, serving.Options{NoGateway: true})
+	rev, err := revision.Build(t.Context(), d, revision.Options{NoGateway: true})
 	require.NoError(t, err)
-	az := extauthz.New(serving.NewHolder(rev), tasks.NewMemory(0), extauthz.WithGRPCOptions(tp.ServerOptions()...))
+	az := extauthz.New(revision.NewHolder(rev), tasks.NewMemory(0), extauthz.WithGRPCOptions(tp.ServerOptions()...))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())

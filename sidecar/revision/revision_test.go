@@ -1,4 +1,4 @@
-package serving_test
+package revision_test
 
 import (
 	"testing"
@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/deployment"
-	"github.com/capgate/capgate/sidecar/serving"
+	"github.com/capgate/capgate/sidecar/revision"
 )
 
 func TestBuild(t *testing.T) {
 	d, err := deployment.Load("") // the embedded finance example
 	require.NoError(t, err)
 
-	full, err := serving.Build(t.Context(), d, serving.Options{})
+	full, err := revision.Build(t.Context(), d, revision.Options{})
 	require.NoError(t, err)
 	require.NotNil(t, full.Router, "the gateway routes with the index")
 	require.Equal(t, d.Config.Router.Threshold, full.Router.Threshold())
@@ -22,7 +22,7 @@ func TestBuild(t *testing.T) {
 	require.Regexp(t, `^"[0-9a-f]{32}"$`, full.PublicETag)
 	require.Equal(t, d.Snapshot.Revision, full.ID())
 
-	authzOnly, err := serving.Build(t.Context(), d, serving.Options{NoGateway: true})
+	authzOnly, err := revision.Build(t.Context(), d, revision.Options{NoGateway: true})
 	require.NoError(t, err)
 	require.Nil(t, authzOnly.Router, "an ext_authz-only revision carries no routing index")
 	require.Nil(t, authzOnly.Model)
@@ -39,12 +39,12 @@ func TestBuild(t *testing.T) {
 func TestCardsModifiedSurvivesAnUnchangedReload(t *testing.T) {
 	d, err := deployment.Load("")
 	require.NoError(t, err)
-	first, err := serving.Build(t.Context(), d, serving.Options{})
+	first, err := revision.Build(t.Context(), d, revision.Options{})
 	require.NoError(t, err)
 	first.CardsModified = first.CardsModified.Add(-time.Hour) // as if built an hour ago
-	h := serving.NewHolder(first)
+	h := revision.NewHolder(first)
 
-	same, err := serving.Build(t.Context(), d, serving.Options{})
+	same, err := revision.Build(t.Context(), d, revision.Options{})
 	require.NoError(t, err)
 	h.Store(same)
 	require.Equal(t, first.CardsModified, h.Load().CardsModified, "nothing changed: the cards keep their date")
@@ -52,7 +52,7 @@ func TestCardsModifiedSurvivesAnUnchangedReload(t *testing.T) {
 	changed, err := deployment.Load("")
 	require.NoError(t, err)
 	changed.Config.Agent.Name += " (renamed)" // the public card changes
-	next, err := serving.Build(t.Context(), changed, serving.Options{})
+	next, err := revision.Build(t.Context(), changed, revision.Options{})
 	require.NoError(t, err)
 	require.NotEqual(t, first.PublicETag, next.PublicETag)
 	h.Store(next)

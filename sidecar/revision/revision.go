@@ -1,8 +1,8 @@
-// Package serving holds the state capgate serves requests from — one compiled deployment:
+// Package revision holds the state capgate serves requests from — one compiled deployment:
 // config, registry, prepared policy engine, verifier, router and pre-rendered cards, at one policy
 // revision (the content hash, State.ID) — and the holder through which servers read the current
 // one.
-package serving
+package revision
 
 import (
 	"context"
