@@ -65,7 +65,7 @@ func unary(w http.ResponseWriter, req *protocol.Request, res operation.Result) (
 	result := res.JSON
 	switch req.Binding {
 	case protocol.JSONRPC:
-		writeJSON(w, http.StatusOK, appendJSONRPCResult(make([]byte, 0, len(result)+len(req.ID)+40), req.ID, result))
+		writeJSON(w, http.StatusOK, protocol.AppendJSONRPCResult(make([]byte, 0, len(result)+len(req.ID)+40), req.ID, result))
 		return nil, false
 	case protocol.GRPC:
 		msg, perr := protocol.GRPCResponse(req.Operation, result)
@@ -93,20 +93,6 @@ func unary(w http.ResponseWriter, req *protocol.Request, res operation.Result) (
 	}
 	writeJSON(w, http.StatusOK, result)
 	return nil, false
-}
-
-// appendJSONRPCResult appends the JSON-RPC 2.0 response carrying result for the request id
-// (null when the request had none): the one JSON-RPC result envelope, of unary answers and of
-// each stream event alike. result must be one line for an SSE event (appendOneLine).
-func appendJSONRPCResult(buf []byte, id jsontext.Value, result []byte) []byte {
-	if len(id) == 0 {
-		id = jsontext.Value("null")
-	}
-	buf = append(buf, `{"jsonrpc":"2.0","id":`...)
-	buf = append(buf, id...)
-	buf = append(buf, `,"result":`...)
-	buf = append(buf, result...)
-	return append(buf, '}')
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -129,7 +129,7 @@ func (s *sseWriter) event(e operation.Event) error {
 	buf := append(s.buf[:0], "data: "...)
 	if s.dialect == sseJSONRPC {
 		at := len(buf)
-		buf = appendJSONRPCResult(buf, s.id, data)
+		buf = protocol.AppendJSONRPCResult(buf, s.id, data)
 		oneLine(buf[at:])
 	} else {
 		buf = append(buf, data...)

@@ -243,20 +243,37 @@ func (e *Error) MarshalJSONRPC(id jsontext.Value) []byte {
 	if id == nil {
 		id = e.ID
 	}
-	b := make([]byte, 0, 192+len(e.Message))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	if validID(id) {
-		b = append(b, id...)
-	} else {
-		b = append(b, "null"...)
-	}
-	b = append(b, `,"error":{"code":`...)
+	b := appendJSONRPCHead(make([]byte, 0, 192+len(e.Message)), id)
+	b = append(b, `"error":{"code":`...)
 	b = strconv.AppendInt(b, int64(e.JSONRPCCode()), 10)
 	b = append(b, `,"message":`...)
 	b = appendQuote(b, e.Message)
 	b = append(b, `,"data":[`...)
 	b = e.appendErrorInfo(b)
 	return append(b, "]}}"...)
+}
+
+// AppendJSONRPCResult appends the JSON-RPC 2.0 response carrying result for the request id
+// (null when the request had none or it is not a valid id): with MarshalJSONRPC, the one
+// JSON-RPC response envelope, of unary answers and of each stream event alike. It allocates
+// nothing when buf has room.
+func AppendJSONRPCResult(buf []byte, id jsontext.Value, result []byte) []byte {
+	buf = appendJSONRPCHead(buf, id)
+	buf = append(buf, `"result":`...)
+	buf = append(buf, result...)
+	return append(buf, '}')
+}
+
+// appendJSONRPCHead appends the head every JSON-RPC response shares, up to the result or
+// error member: {"jsonrpc":"2.0","id":<id or null>,
+func appendJSONRPCHead(b []byte, id jsontext.Value) []byte {
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	if validID(id) {
+		b = append(b, id...)
+	} else {
+		b = append(b, "null"...)
+	}
+	return append(b, ',')
 }
 
 // MarshalStatus returns the google.rpc.Status JSON body of the HTTP+JSON binding, the shape
