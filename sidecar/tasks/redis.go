@@ -207,6 +207,7 @@ func (k keys) contextIndex(o Owner, contextID string) string {
 
 // unindexed marks an owner whose set holds ids written before the index
 // existed (an upgraded store): the next read builds the index from the set.
+// It holds the SSCAN cursor the build has reached.
 func (k keys) unindexed(o Owner) string { return k.key("index", ownerPath(o), "unbuilt") }
 
 // ownerSets are the keys of the owner step of a bind and a delete: the
@@ -289,7 +290,7 @@ else
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
 if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('SET', KEYS[5], '1', 'PX', ARGV[3])
+  redis.call('SET', KEYS[5], '0', 'PX', ARGV[3], 'NX')
 end
 redis.call('SADD', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[3], 0, ARGV[6])
@@ -881,31 +882,44 @@ func (r *Redis) dropStale(ctx context.Context, so Owner, key string, stale, gone
 	}
 }
 
-// buildChunk is how many ids of an owner set buildIndex reads at once.
+// buildChunk is how many ids of an owner set buildIndex reads at once, and
+// buildChunks how many chunks one read builds at most.
 const buildChunk = 256
+
+var buildChunks = 40
+
+// errBuilding is the answer to a read whose owner's index is still being
+// built: the caller tries again, and the next read continues the build.
+var errBuilding = fmt.Errorf("%w: the owner's task index is being built from an earlier release's set; try again", ErrUnavailable)
 
 // buildIndex builds so's index (and its contexts' indexes) from so's set
 // when the set was written before the index existed: the set exists and
-// the index does not, or a bind since marked it unindexed (ownerScript).
-// It reads the set in chunks (SSCAN) and each id's binding, once per
-// owner; ids of bindings gone or another owner's leave the set. Until it
-// is done, a concurrent read on another replica may list fewer tasks.
+// the index does not, or the unindexed mark is set (by a bind that created
+// the index first, or by a build not finished). It reads the set in chunks
+// (SSCAN) and each id's binding; ids of bindings gone or another owner's
+// leave the set. One call builds at most buildChunks chunks and keeps the
+// cursor in the mark, so a large set takes a few reads (answered
+// errBuilding until done) and no read is longer than its chunks. Until it
+// is done, a read on another replica that finds the mark gone early (two
+// builds racing) may list fewer tasks.
 func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
-	var setN, idxN, markN *redis.IntCmd
+	var setN, idxN *redis.IntCmd
+	var mark *redis.StringCmd
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		setN = p.Exists(ctx, r.keys.owner(so))
 		idxN = p.Exists(ctx, r.keys.index(so))
-		markN = p.Exists(ctx, r.keys.unindexed(so))
+		mark = p.Get(ctx, r.keys.unindexed(so))
 		return nil
-	}); err != nil {
+	}); err != nil && !errors.Is(err, redis.Nil) {
 		return unavailable("owned", err)
 	}
-	if setN.Val() == 0 || (idxN.Val() == 1 && markN.Val() == 0) {
+	marked := mark.Err() == nil
+	if setN.Val() == 0 || (idxN.Val() == 1 && !marked) {
 		return nil
 	}
+	cursor, _ := strconv.ParseUint(mark.Val(), 10, 64) // no mark: from the start
 	now := r.now()
-	var cursor uint64
-	for {
+	for range buildChunks {
 		ids, next, err := r.rdb.SScan(ctx, r.keys.owner(so), cursor, "", buildChunk).Result()
 		if err != nil {
 			return unavailable("owned", err)
@@ -938,18 +952,20 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 			if len(gone) > 0 {
 				p.SRem(ctx, r.keys.owner(so), gone...)
 			}
+			if next != 0 {
+				p.Set(ctx, r.keys.unindexed(so), strconv.FormatUint(next, 10), r.ttl)
+			} else {
+				p.Del(ctx, r.keys.unindexed(so))
+			}
 			return nil
 		}); err != nil {
 			return unavailable("owned", err)
 		}
 		if cursor = next; cursor == 0 {
-			break
+			return nil
 		}
 	}
-	if err := r.rdb.Del(ctx, r.keys.unindexed(so)).Err(); err != nil {
-		return unavailable("owned", err)
-	}
-	return nil
+	return errBuilding
 }
 
 // Delete implements Store: the binding goes first (waiting for replicas

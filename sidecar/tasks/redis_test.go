@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -677,7 +678,20 @@ func TestRedisIndexUpgrade(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), mark, "the bind marks the owner unindexed")
 
-	p, err := r.OwnedPage(ctx, alice, nil, "ctx-1", 3)
+	// One chunk a read: the 602 ids take a few reads, each but the last
+	// answered "try again" (fail closed, never a short list).
+	defer func(n int) { buildChunks = n }(buildChunks)
+	buildChunks = 1
+	_, err = r.OwnedPage(ctx, alice, nil, "ctx-1", 3)
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorIs(t, err, errBuilding)
+	var p Page
+	for reads := 1; ; reads++ {
+		require.Less(t, reads, 20, "the build progresses from read to read")
+		if p, err = r.OwnedPage(ctx, alice, nil, "ctx-1", 3); !errors.Is(err, errBuilding) {
+			break
+		}
+	}
 	require.NoError(t, err)
 	require.Equal(t, []string{"new", "old-598", "old-595"}, taskIDs(p.Bindings))
 	owned, err := r.Owned(ctx, alice)
