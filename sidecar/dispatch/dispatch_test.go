@@ -3,8 +3,12 @@ package dispatch
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
@@ -453,4 +457,71 @@ func TestHandlerAnswersHoldContexts(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &clar), "%s", raw)
 	require.NotEmpty(t, clar.Task.ContextID)
 	require.Equal(t, owner, held(clar.Task.ContextID))
+}
+
+// countingStore counts the bindings a store hands over to ListTasks.
+type countingStore struct {
+	*tasks.Memory
+	read atomic.Int64
+}
+
+func (c *countingStore) Owned(ctx context.Context, o tasks.Owner) ([]tasks.Binding, error) {
+	out, err := c.Memory.Owned(ctx, o)
+	c.read.Add(int64(len(out)))
+	return out, err
+}
+
+func (c *countingStore) OwnedPage(ctx context.Context, o tasks.Owner, after *tasks.Position, contextID string, limit int) (tasks.Page, error) {
+	p, err := c.Memory.OwnedPage(ctx, o, after, contextID, limit)
+	c.read.Add(int64(len(p.Bindings)))
+	return p, err
+}
+
+// TestListReadsOnePage: a ListTasks of 50 by an owner of 10,000 tasks
+// reads about 50 bindings from the store, not 10,000 (issue #22's soak: the
+// whole set was read per call), and the next page continues where it
+// stopped.
+func TestListReadsOnePage(t *testing.T) {
+	const owned = 10_000
+	store := &countingStore{Memory: tasks.NewMemory(0)}
+	f := newFixture(t, store)
+	base := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	for i := range owned {
+		// Clarification tasks: listed from the store alone.
+		require.NoError(t, store.BindPending(t.Context(), tasks.Binding{TaskID: fmt.Sprintf("t-%05d", i), ContextID: "c-1", Pending: true,
+			Candidates: []string{"lookup-invoice"}, Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant,
+			CreatedAt: base.Add(time.Duration(i) * time.Second)}, time.Hour, owned))
+	}
+	list := func(params string) (ids []string, next string) {
+		req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json",
+			[]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":`+params+`}`), protocol.Limits{})
+		require.Nil(t, perr)
+		raw, perr := answered(f.d.Serve(t.Context(), &operation.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-4"}))
+		require.Nil(t, perr)
+		var res struct {
+			Tasks []struct {
+				ID string `json:"id"`
+			} `json:"tasks"`
+			NextPageToken string `json:"nextPageToken"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &res), string(raw))
+		for _, task := range res.Tasks {
+			ids = append(ids, task.ID)
+		}
+		return ids, res.NextPageToken
+	}
+	for _, params := range []string{`{"pageSize":50}`, `{"pageSize":50,"contextId":"c-1"}`} {
+		store.read.Store(0)
+		first, next := list(params)
+		require.Len(t, first, 50)
+		require.Equal(t, "t-09999", first[0], "newest first")
+		require.NotEmpty(t, next)
+		require.LessOrEqual(t, store.read.Load(), int64(51), "%s: bindings read for a page of 50", params)
+
+		store.read.Store(0)
+		second, _ := list(strings.TrimSuffix(params, "}") + `,"pageToken":"` + next + `"}`)
+		require.Len(t, second, 50)
+		require.Equal(t, "t-09949", second[0], "the next page continues after the first")
+		require.LessOrEqual(t, store.read.Load(), int64(51))
+	}
 }

@@ -2,7 +2,7 @@ package dispatch
 
 import (
 	"context"
-	"slices"
+	stdjson "encoding/json"
 	"strings"
 	"time"
 
@@ -92,15 +92,12 @@ type listEntry struct {
 	pos position
 }
 
-// candidates are the owned bindings that pass the filters the store can
-// answer (context id; status for the clarification tasks capgate holds), in
-// list order.
+// listCandidates are the bindings of a store page that pass the filter
+// capgate answers for the clarification tasks it holds (status), in list
+// order.
 func listCandidates(owned []tasks.Binding, q listQuery) []listEntry {
 	out := make([]listEntry, 0, len(owned))
 	for _, b := range owned {
-		if q.contextID != "" && b.ContextID != q.contextID {
-			continue
-		}
 		if b.Pending {
 			ts := b.CreatedAt.UTC()
 			if !q.matches(string(pendingState), &ts) {
@@ -109,8 +106,69 @@ func listCandidates(owned []tasks.Binding, q listQuery) []listEntry {
 		}
 		out = append(out, listEntry{b: b, pos: positionOf(b)})
 	}
-	slices.SortFunc(out, func(a, b listEntry) int { return a.pos.compare(b.pos) })
 	return out
+}
+
+// listReads bounds the store pages one ListTasks reads (each after the
+// last): more are read only when tasks of the ones before were omitted.
+const listReads = 4
+
+// listOwned reads the owner's tasks after from (nil: the start) in the
+// context the query names, one store page at a time (OwnedPage: the
+// store's work is bounded by the page, not by how many tasks the owner
+// has), and collects the page from them. It returns the page, the store's
+// count of the owner's tasks that match the context (totalSize: an upper
+// bound) and where the next page starts (nil: none). A store page is as
+// long as what is left of the page — or of MaxListScan, with status
+// filters.
+func (d *Dispatcher) listOwned(ctx, lctx context.Context, lc *listCall, owner tasks.Owner, from *position) ([]stdjson.RawMessage, int, *position, error) {
+	var out []stdjson.RawMessage
+	var next *position
+	total, scanned := 0, 0
+	after := from
+	for round := 0; round < listReads && len(out) < lc.q.pageSize && scanned < MaxListScan; round++ {
+		if round > 0 && lctx.Err() != nil {
+			break
+		}
+		n := lc.q.pageSize - len(out)
+		if lc.q.handlerFilters() {
+			n = MaxListScan
+		}
+		n = min(n, MaxListScan-scanned)
+		var at *tasks.Position
+		if after != nil {
+			p := after.store()
+			at = &p
+		}
+		page, err := d.store.OwnedPage(ctx, owner, at, lc.q.contextID, n)
+		if err != nil {
+			return nil, 0, nil, err
+		}
+		if round == 0 {
+			total = page.Total
+		}
+		cands := listCandidates(page.Bindings, lc.q)
+		sub := *lc
+		sub.q.pageSize = lc.q.pageSize - len(out)
+		got, examined := d.collect(lctx, &sub, cands)
+		out = append(out, got...)
+		scanned += examined
+		if examined < len(cands) {
+			next = &cands[examined-1].pos
+			break
+		}
+		if next = nil; page.More {
+			p := positionAt(page.Next)
+			next, after = &p, &p
+		}
+		if next == nil {
+			break
+		}
+	}
+	if out == nil {
+		out = []stdjson.RawMessage{}
+	}
+	return out, total, next, nil
 }
 
 // pendingState is the state of a clarification task.

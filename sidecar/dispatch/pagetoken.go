@@ -49,7 +49,7 @@ func newPageKey() []byte {
 // size whatever the handler's ids.
 const (
 	pageTokenVersion = 1
-	digestBytes      = 16
+	digestBytes      = tasks.DigestBytes
 	positionBytes    = 1 + 8 + 4 + digestBytes
 	pageTokenBytes   = positionBytes + sha256.Size
 )
@@ -68,37 +68,21 @@ type position struct {
 	digest [digestBytes]byte
 }
 
-func positionOf(b tasks.Binding) position {
-	p := position{sec: b.CreatedAt.Unix(), nsec: uint32(b.CreatedAt.Nanosecond())}
-	sum := sha256.Sum256([]byte(b.TaskID))
-	copy(p.digest[:], sum[:digestBytes])
-	return p
+func positionOf(b tasks.Binding) position { return positionAt(tasks.PositionOf(b)) }
+
+// positionAt is the store's position p (tasks.Position: the store reads in
+// this order).
+func positionAt(p tasks.Position) position {
+	return position{sec: p.Sec, nsec: p.Nsec, digest: p.Digest}
+}
+
+// store is p as the store's position.
+func (p position) store() tasks.Position {
+	return tasks.Position{Sec: p.sec, Nsec: p.nsec, Digest: p.digest}
 }
 
 // compare orders positions as the list does: a later created time first.
-func (p position) compare(o position) int {
-	switch {
-	case p.sec != o.sec:
-		if p.sec > o.sec {
-			return -1
-		}
-		return 1
-	case p.nsec != o.nsec:
-		if p.nsec > o.nsec {
-			return -1
-		}
-		return 1
-	}
-	for i := range p.digest {
-		if p.digest[i] != o.digest[i] {
-			if p.digest[i] < o.digest[i] {
-				return -1
-			}
-			return 1
-		}
-	}
-	return 0
-}
+func (p position) compare(o position) int { return p.store().Compare(o.store()) }
 
 func (p position) bytes() []byte {
 	b := make([]byte, 0, positionBytes)

@@ -3,7 +3,6 @@ package dispatch
 import (
 	"context"
 	stdjson "encoding/json"
-	"slices"
 	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
@@ -139,32 +138,22 @@ func (d *Dispatcher) list(ctx context.Context, call *operation.Call) (operation.
 		}
 		from = &p
 	}
-	owned, err := d.store.Owned(ctx, owner)
+	lctx, cancel := context.WithTimeout(ctx, ListDeadline)
+	defer cancel()
+	out, total, next, err := d.listOwned(ctx, lctx, lc, owner, from)
 	if err != nil {
 		return operation.Result{}, storeError(err)
 	}
-	cands := listCandidates(owned, lc.q)
-	rest := cands
-	if from != nil {
-		i, _ := slices.BinarySearchFunc(cands, *from, func(e listEntry, p position) int { return e.pos.compare(p) })
-		for i < len(cands) && cands[i].pos.compare(*from) <= 0 {
-			i++
-		}
-		rest = cands[i:]
-	}
-	lctx, cancel := context.WithTimeout(ctx, ListDeadline)
-	defer cancel()
-	out, examined := d.collect(lctx, lc, rest)
-	next := ""
-	if examined < len(rest) {
-		next = d.sealPage(scope, rest[examined-1].pos)
+	var nextToken string
+	if next != nil {
+		nextToken = d.sealPage(scope, *next)
 	}
 	resp := struct {
 		Tasks         []stdjson.RawMessage `json:"tasks"`
 		TotalSize     int                  `json:"totalSize"`
 		PageSize      int                  `json:"pageSize"`
 		NextPageToken string               `json:"nextPageToken"`
-	}{Tasks: out, TotalSize: len(cands), PageSize: len(out), NextPageToken: next}
+	}{Tasks: out, TotalSize: total, PageSize: len(out), NextPageToken: nextToken}
 	body, merr := stdjson.Marshal(resp)
 	if merr != nil {
 		return operation.Result{}, protocol.Wrap(protocol.Internal, merr, "the task list could not be rendered")

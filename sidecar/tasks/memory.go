@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -21,7 +20,10 @@ const DefaultMaxBindings = 1 << 20
 type Memory struct {
 	mu       sync.RWMutex
 	bindings map[string]Binding
-	byOwner  map[ownerKey]map[string]struct{}
+	// pos is each binding's list position (PositionOf), kept so that a
+	// page read computes no digest per task it passes.
+	pos     map[string]Position
+	byOwner map[ownerKey]map[string]struct{}
 	// pending indexes the bindings that have an expiry, by owner;
 	// nextExpiry is the earliest of their expiries (zero: none).
 	pending    map[ownerKey]map[string]struct{}
@@ -52,6 +54,7 @@ func NewMemory(max int, opts ...Option) *Memory {
 	}
 	return &Memory{
 		bindings: map[string]Binding{},
+		pos:      map[string]Position{},
 		byOwner:  map[ownerKey]map[string]struct{}{},
 		pending:  map[ownerKey]map[string]struct{}{},
 		usage:    map[string]*usageRecord{},
@@ -117,6 +120,7 @@ func (m *Memory) bind(b Binding, now time.Time, maxPending int) error {
 		return ErrUnavailable
 	}
 	m.bindings[b.TaskID] = b
+	m.pos[b.TaskID] = PositionOf(b)
 	add(m.byOwner, k, b.TaskID)
 	if b.ExpiresAt.IsZero() {
 		remove(m.pending, k, b.TaskID)
@@ -156,6 +160,7 @@ func (m *Memory) drop(taskID string) {
 		return
 	}
 	delete(m.bindings, taskID)
+	delete(m.pos, taskID)
 	k := keyOf(b)
 	remove(m.byOwner, k, taskID)
 	remove(m.pending, k, taskID)
@@ -188,38 +193,63 @@ func (m *Memory) Lookup(_ context.Context, taskID string) (Binding, bool, error)
 }
 
 // Owned implements Store.
-func (m *Memory) Owned(_ context.Context, o Owner) ([]Binding, error) {
-	if o.Subject == "" {
-		return nil, nil
-	}
-	keys := []ownerKey{{o.Issuer, o.Subject, o.Tenant}}
-	if o.Legacy && o.Issuer != "" {
-		keys = append(keys, ownerKey{"", o.Subject, o.Tenant})
-	}
-	now := m.now()
-	var out []Binding
-	m.mu.RLock()
-	for _, k := range keys {
-		for id := range m.byOwner[k] {
-			if b := m.bindings[id]; b.OwnedBy(o) && !b.expired(now) {
-				out = append(out, b)
-			}
-		}
-	}
-	m.mu.RUnlock()
-	sortNewestFirst(out)
-	return out, nil
+func (m *Memory) Owned(ctx context.Context, o Owner) ([]Binding, error) {
+	return ownedAll(ctx, o, m.OwnedPage)
 }
 
-// sortNewestFirst orders bindings by created time, newest first, then by
-// task id.
-func sortNewestFirst(bs []Binding) {
-	slices.SortFunc(bs, func(a, b Binding) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
+// OwnedPage implements Store. The memory store keeps no ordered index: it
+// scans the owner's tasks, allocating nothing per task it passes, and keeps
+// the first limit+1 in order (O(owned) time, O(limit) memory).
+func (m *Memory) OwnedPage(_ context.Context, o Owner, after *Position, contextID string, limit int) (Page, error) {
+	if o.Subject == "" || limit <= 0 {
+		return Page{}, nil
+	}
+	limit = min(limit, MaxOwnedPage)
+	keys := [2]ownerKey{{o.Issuer, o.Subject, o.Tenant}}
+	n := 1
+	if o.Legacy && o.Issuer != "" {
+		keys[1], n = ownerKey{"", o.Subject, o.Tenant}, 2
+	}
+	type entry struct {
+		pos Position
+		id  string
+	}
+	now := m.now()
+	best := make([]entry, 0, limit+1) // the first limit+1 in order
+	total := 0
+	m.mu.RLock()
+	for _, k := range keys[:n] {
+		for id := range m.byOwner[k] {
+			b := m.bindings[id]
+			if !b.OwnedBy(o) || b.expired(now) || (contextID != "" && b.ContextID != contextID) {
+				continue
+			}
+			total++
+			p := m.pos[id]
+			if after != nil && p.Compare(*after) <= 0 {
+				continue
+			}
+			if len(best) == limit+1 && p.Compare(best[limit].pos) >= 0 {
+				continue
+			}
+			i, _ := slices.BinarySearchFunc(best, p, func(e entry, p Position) int { return e.pos.Compare(p) })
+			if len(best) == limit+1 {
+				best = best[:limit]
+			}
+			best = slices.Insert(best, i, entry{p, id})
 		}
-		return cmp.Compare(a.TaskID, b.TaskID)
-	})
+	}
+	page := Page{Total: total, Bindings: make([]Binding, 0, min(len(best), limit))}
+	for i, e := range best {
+		if i == limit {
+			page.More = true
+			break
+		}
+		page.Bindings = append(page.Bindings, m.bindings[e.id])
+		page.Next = e.pos
+	}
+	m.mu.RUnlock()
+	return page, nil
 }
 
 // Delete implements Store.

@@ -195,8 +195,46 @@ func (k keys) owner(o Owner) string {
 // pending is the sorted set of o's pending task ids.
 func (k keys) pending(o Owner) string { return k.key("pending", ownerPath(o)) }
 
-// ownerSets are the keys of the owner step of a bind and a delete.
-func (k keys) ownerSets(o Owner) []string { return []string{k.owner(o), k.pending(o)} }
+// index is o's ordered index of task ids: a sorted set whose members, all
+// scored 0, are <Position.key>:<task id>, so that ZRANGE BYLEX reads them in
+// list order.
+func (k keys) index(o Owner) string { return k.key("index", ownerPath(o)) }
+
+// contextIndex is o's ordered index of the task ids in one context.
+func (k keys) contextIndex(o Owner, contextID string) string {
+	return k.key("index", ownerPath(o), "context", url.QueryEscape(contextID))
+}
+
+// unindexed marks an owner whose set holds ids written before the index
+// existed (an upgraded store): the next read builds the index from the set.
+// It holds the SSCAN cursor the build has reached.
+func (k keys) unindexed(o Owner) string { return k.key("index", ownerPath(o), "unbuilt") }
+
+// ownerSets are the keys of the owner step of a bind and a delete: the
+// owner's set, pending set, index, the index of the task's context (the
+// index again for a task without one) and the unindexed mark.
+func (k keys) ownerSets(o Owner, contextID string) []string {
+	ci := k.index(o)
+	if contextID != "" {
+		ci = k.contextIndex(o, contextID)
+	}
+	return []string{k.owner(o), k.pending(o), k.index(o), ci, k.unindexed(o)}
+}
+
+// member is a task's entry in its owner's indexes.
+func member(taskID string, created time.Time) string {
+	return PositionOf(Binding{TaskID: taskID, CreatedAt: created}).key() + ":" + taskID
+}
+
+// storedCreated is created as the binding's hash keeps it (unix ns; "" for
+// the zero time) and as decodeBinding reads it back.
+func storedCreated(created time.Time) (string, time.Time) {
+	if created.IsZero() {
+		return "", time.Time{}
+	}
+	ns := created.UnixNano()
+	return strconv.FormatInt(ns, 10), time.Unix(0, ns).UTC()
+}
 
 func ownerPath(o Owner) string {
 	return url.QueryEscape(o.Issuer) + ":" + url.QueryEscape(o.Tenant) + ":" + url.QueryEscape(o.Subject)
@@ -228,15 +266,19 @@ func unavailable(what string, err error) error {
 }
 
 // ownerScript is the owner step of a bind (see Redis): the owner's set
-// gains the task id and its TTL is renewed to at least owner_ttl_ms.
+// gains the task id, the owner's index and the index of the task's context
+// gain its member, and their TTLs are renewed to at least owner_ttl_ms. An
+// owner set that exists without an index was written before the index
+// existed: the unindexed mark makes the next read build the index.
 // Without an expiry (Bind) the id leaves the owner's pending set. With one
 // (BindPending) the pending set first loses its expired ids; if it holds
 // max_pending others the answer is 'full' and nothing is written;
 // otherwise the id is entered at its expiry and the set expires with its
 // last entry.
 //
-// KEYS: owner set, pending set (keys.ownerSets). ARGV: taskId now_ms
-// owner_ttl_ms expires_ms (empty for Bind) max_pending.
+// KEYS: owner set, pending set, index, context index, unindexed mark
+// (keys.ownerSets). ARGV: taskId now_ms owner_ttl_ms expires_ms (empty for
+// Bind) max_pending member has_context ('1' or '0').
 var ownerScript = redis.NewScript(`
 if ARGV[4] ~= '' then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
@@ -247,8 +289,15 @@ if ARGV[4] ~= '' then
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
+if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('SET', KEYS[5], '0', 'PX', ARGV[3], 'NX')
+end
 redis.call('SADD', KEYS[1], ARGV[1])
-if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
+redis.call('ZADD', KEYS[3], 0, ARGV[6])
+if ARGV[7] == '1' then redis.call('ZADD', KEYS[4], 0, ARGV[6]) end
+for i = 1, 4 do
+  if (i ~= 2) and (i ~= 4 or ARGV[7] == '1') and redis.call('PTTL', KEYS[i]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+end
 return 'ok'
 `)
 
@@ -263,9 +312,12 @@ return 'ok'
 // KEYS: task. ARGV: subject tenant issuer capability handler pending
 // created contextId candidates now_ms binding_ttl_ms expires_ms (empty for
 // Bind) held heldVersion (the first message of a pending binding; empty
-// for others).
+// for others). The answer is 'conflict', or {'ok', created, contextId,
+// '1'} of the binding overwritten ({'ok', ”, ”, ”} when there was none),
+// so that the
+// caller moves the task's index member.
 var bindScript = redis.NewScript(`
-local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires')
+local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires', 'created', 'contextId')
 local exists = old[1]
 if exists and old[7] and old[7] ~= '' and tonumber(old[7]) <= tonumber(ARGV[10]) then
   redis.call('DEL', KEYS[1])
@@ -290,24 +342,27 @@ else
   redis.call('HSET', KEYS[1], 'expires', ARGV[12])
   redis.call('PEXPIREAT', KEYS[1], ARGV[12])
 end
-return 'ok'
+if exists then return {'ok', old[8] or '', old[9] or '', '1'} end
+return {'ok', '', '', ''}
 `)
 
 // deleteScript is the task step of a delete: it drops the binding and
-// answers its owner (subject tenant issuer), or nothing when there is no
-// binding. KEYS: task.
+// answers its owner (subject tenant issuer), created and contextId, or
+// nothing when there is no binding. KEYS: task.
 var deleteScript = redis.NewScript(`
-local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer')
+local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'created', 'contextId')
 if not old[1] then return {} end
 redis.call('DEL', KEYS[1])
-return {old[1], old[2] or '', old[3] or ''}
+return {old[1], old[2] or '', old[3] or '', old[4] or '', old[5] or ''}
 `)
 
 // ownerDeleteScript is the owner step of a delete. KEYS: owner set,
-// pending set (keys.ownerSets). ARGV: taskId.
+// pending set, index, context index (keys.ownerSets). ARGV: taskId member.
 var ownerDeleteScript = redis.NewScript(`
 redis.call('SREM', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[2])
+redis.call('ZREM', KEYS[4], ARGV[2])
 return 'ok'
 `)
 
@@ -425,10 +480,7 @@ func (r *Redis) BindPending(ctx context.Context, b Binding, ttl time.Duration, m
 func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPending int) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	created := ""
-	if !b.CreatedAt.IsZero() {
-		created = strconv.FormatInt(b.CreatedAt.UnixNano(), 10)
-	}
+	created, createdAt := storedCreated(b.CreatedAt)
 	pending := "0"
 	if b.Pending {
 		pending = "1"
@@ -453,7 +505,13 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 		held, heldVersion = string(b.Held), b.HeldVersion
 	}
 	o := b.Owner()
-	res, err := r.write(ctx, ownerScript, r.keys.ownerSets(o), b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending)
+	written := member(b.TaskID, createdAt)
+	hasContext := "0"
+	if b.ContextID != "" {
+		hasContext = "1"
+	}
+	res, err := r.write(ctx, ownerScript, r.keys.ownerSets(o, b.ContextID), b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending,
+		written, hasContext)
 	if err != nil {
 		return unavailable("bind", err)
 	}
@@ -473,7 +531,58 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 	if res == "conflict" {
 		return ErrConflict
 	}
+	r.reindex(ctx, b, written, res)
 	return nil
+}
+
+// reindex moves a re-bound task's index member to where the binding now
+// is: a created time of "" kept the old one, and a new created time or
+// context leaves the old member behind. res is bindScript's answer. Best
+// effort: a member left behind is dropped by the read that finds it
+// (OwnedPage checks every member against its binding).
+func (r *Redis) reindex(ctx context.Context, b Binding, written string, res any) {
+	old, _ := res.([]any)
+	if len(old) != 4 || old[3] != "1" {
+		return // no binding was overwritten
+	}
+	oldCreated, _ := old[1].(string)
+	oldContext, _ := old[2].(string)
+	oldAt := parseCreated(oldCreated)
+	now := written
+	if b.CreatedAt.IsZero() {
+		now = member(b.TaskID, oldAt) // the stored created time was kept
+	}
+	stale := member(b.TaskID, oldAt)
+	o := b.Owner()
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if now != written {
+			p.ZAdd(ctx, r.keys.index(o), redis.Z{Member: now})
+			p.ZRem(ctx, r.keys.index(o), written)
+			if b.ContextID != "" {
+				p.ZAdd(ctx, r.keys.contextIndex(o, b.ContextID), redis.Z{Member: now})
+				p.ZRem(ctx, r.keys.contextIndex(o, b.ContextID), written)
+			}
+		}
+		if stale != now {
+			p.ZRem(ctx, r.keys.index(o), stale)
+		}
+		if oldContext != "" && (stale != now || oldContext != b.ContextID) {
+			p.ZRem(ctx, r.keys.contextIndex(o, oldContext), stale)
+		}
+		return nil
+	}); err != nil {
+		r.log.Debug("task index not moved", zap.Error(err))
+	}
+}
+
+// parseCreated reads a binding's stored created time ("" or garbage: the
+// zero time, as the member of a binding without one).
+func parseCreated(s string) time.Time {
+	ns, err := strconv.ParseInt(s, 10, 64)
+	if s == "" || err != nil {
+		return time.Time{}
+	}
+	return time.Unix(0, ns).UTC()
 }
 
 var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires", "held", "heldVersion"}
@@ -594,71 +703,269 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 	return decodeContext(contextID, s)
 }
 
-// Owned implements Store. It reads o's set and, with o.Legacy, the set of
-// bindings without an issuer; ids of expired bindings, and of bindings that
-// no longer belong to the set's owner, are dropped from the sets on the way.
+// Owned implements Store, page by page (OwnedPage).
 func (r *Redis) Owned(ctx context.Context, o Owner) ([]Binding, error) {
-	if o.Subject == "" {
-		return nil, nil
+	return ownedAll(ctx, o, r.OwnedPage)
+}
+
+// indexScan is how many index entries one OwnedPage reads at most per
+// owner key, live or not: 4×limit+64.
+func indexScan(limit int) int { return 4*limit + 64 }
+
+// OwnedPage implements Store. It reads o's index (with contextID, the
+// index of that context) and, with o.Legacy, the index of the bindings
+// without an issuer, in list order with ZRANGE BYLEX … LIMIT, and each
+// entry's binding: at most indexScan(limit) entries per index. An entry
+// whose binding is gone, expired, another owner's, or elsewhere in the
+// order (re-bound since) is dropped from the index on the way, and its id
+// from the owner's set when the binding is not the owner's any more. An
+// owner whose set predates the index gets its index built first
+// (buildIndex).
+func (r *Redis) OwnedPage(ctx context.Context, o Owner, after *Position, contextID string, limit int) (Page, error) {
+	if o.Subject == "" || limit <= 0 {
+		return Page{}, nil
 	}
+	limit = min(limit, MaxOwnedPage)
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	owners := []Owner{{Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant}}
 	if o.Legacy && o.Issuer != "" {
 		owners = append(owners, Owner{Subject: o.Subject, Tenant: o.Tenant})
 	}
-	sets := make([]*redis.StringSliceCmd, len(owners))
-	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, so := range owners {
-			sets[i] = p.SMembers(ctx, r.keys.owner(so))
+	var page Page
+	var hits []found
+	var frontier *Position // where the least-read index that has more stopped
+	for _, so := range owners {
+		if err := r.buildIndex(ctx, so); err != nil {
+			return Page{}, err
 		}
-		return nil
-	}); err != nil {
-		return nil, unavailable("owned", err)
-	}
-	type member struct {
-		owner Owner
-		id    string
-	}
-	var members []member
-	for i, so := range owners {
-		ids := sets[i].Val()
-		slices.Sort(ids)
-		for _, id := range ids {
-			members = append(members, member{so, id})
-		}
-	}
-	cmds := make([]*redis.SliceCmd, len(members))
-	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, m := range members {
-			cmds[i] = p.HMGet(ctx, r.keys.task(m.id), bindingFields...)
-		}
-		return nil
-	}); err != nil {
-		return nil, unavailable("owned", err)
-	}
-	now := r.now()
-	out := make([]Binding, 0, len(members))
-	stale := map[Owner][]any{}
-	for i, m := range members {
-		b, ok, err := decodeBinding(m.id, cmds[i].Val())
+		s, err := r.scanIndex(ctx, so, after, contextID, limit)
 		if err != nil {
-			return nil, err
+			return Page{}, err
 		}
-		if !ok || b.Owner() != m.owner || b.expired(now) {
-			stale[m.owner] = append(stale[m.owner], m.id)
-			continue
-		}
-		out = append(out, b)
-	}
-	for so, ids := range stale {
-		// Best effort: a binding bound again meanwhile re-adds its id.
-		if err := r.rdb.SRem(ctx, r.keys.owner(so), ids...).Err(); err != nil {
-			r.log.Debug("stale task ids not removed", zap.Error(err))
+		page.Total += s.total
+		hits = append(hits, s.found...)
+		if s.more && (frontier == nil || s.last.Compare(*frontier) < 0) {
+			frontier = &s.last
 		}
 	}
-	sortNewestFirst(out)
+	slices.SortFunc(hits, func(a, b found) int { return a.pos.Compare(b.pos) })
+	if frontier != nil { // past it, one index has not been read
+		hits = slices.DeleteFunc(hits, func(f found) bool { return f.pos.Compare(*frontier) > 0 })
+	}
+	switch {
+	case len(hits) > limit:
+		hits = hits[:limit]
+		page.More, page.Next = true, hits[limit-1].pos
+	case frontier != nil:
+		page.More, page.Next = true, *frontier
+	}
+	page.Bindings = make([]Binding, len(hits))
+	for i, f := range hits {
+		page.Bindings[i] = f.b
+	}
+	return page, nil
+}
+
+// found is a live binding read from an index, at its position.
+type found struct {
+	b   Binding
+	pos Position
+}
+
+// scanned is what scanIndex read from one index.
+type scanned struct {
+	found []found
+	// more: the index has entries after last (the last entry read).
+	more  bool
+	last  Position
+	total int
+}
+
+// scanIndex reads up to limit+1 live bindings of so after after from so's
+// index (or its context's), reading at most indexScan(limit) entries.
+func (r *Redis) scanIndex(ctx context.Context, so Owner, after *Position, contextID string, limit int) (scanned, error) {
+	key := r.keys.index(so)
+	if contextID != "" {
+		key = r.keys.contextIndex(so, contextID)
+	}
+	from := "-"
+	if after != nil {
+		from = "(" + after.key() + ";" // past every member of that position (key:<id>)
+	}
+	var out scanned
+	budget := indexScan(limit)
+	now := r.now()
+	for first := true; budget > 0 && len(out.found) <= limit; first = false {
+		n := min(limit+1-len(out.found), budget)
+		var rng *redis.StringSliceCmd
+		var card *redis.IntCmd
+		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			rng = p.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, Start: from, Stop: "+", ByLex: true, Count: int64(n)})
+			if first {
+				card = p.ZCard(ctx, key)
+			}
+			return nil
+		}); err != nil {
+			return scanned{}, unavailable("owned", err)
+		}
+		if first {
+			out.total = int(card.Val())
+		}
+		members := rng.Val()
+		budget -= len(members)
+		out.more = len(members) == n
+		if len(members) == 0 {
+			break
+		}
+		cmds := make([]*redis.SliceCmd, len(members))
+		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, m := range members {
+				cmds[i] = p.HMGet(ctx, r.keys.task(idOf(m)), bindingFields...)
+			}
+			return nil
+		}); err != nil {
+			return scanned{}, unavailable("owned", err)
+		}
+		var stale, gone []any
+		for i, m := range members {
+			b, ok, err := decodeBinding(idOf(m), cmds[i].Val())
+			if err != nil {
+				return scanned{}, err
+			}
+			pos, okKey := positionOfKey(m[:min(len(m), keyLen)])
+			if okKey {
+				out.last = pos
+			}
+			switch {
+			case !ok || b.Owner() != so || b.expired(now):
+				gone = append(gone, idOf(m))
+				stale = append(stale, m)
+			case !okKey || PositionOf(b) != pos || (contextID != "" && b.ContextID != contextID):
+				stale = append(stale, m) // re-bound: its binding has another member
+			default:
+				out.found = append(out.found, found{b, pos})
+			}
+		}
+		from = "(" + members[len(members)-1]
+		r.dropStale(ctx, so, key, stale, gone)
+		if !out.more {
+			break
+		}
+	}
 	return out, nil
+}
+
+// idOf is the task id of an index member (<Position.key>:<task id>).
+func idOf(m string) string {
+	if len(m) <= keyLen {
+		return ""
+	}
+	return m[keyLen+1:]
+}
+
+// dropStale removes stale members from the index key read, and the ids of
+// bindings gone from so's set and main index. Best effort: a binding bound
+// again meanwhile has re-added its member.
+func (r *Redis) dropStale(ctx context.Context, so Owner, key string, stale, gone []any) {
+	if len(stale) == 0 {
+		return
+	}
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.ZRem(ctx, key, stale...)
+		if len(gone) > 0 {
+			p.SRem(ctx, r.keys.owner(so), gone...)
+		}
+		return nil
+	}); err != nil {
+		r.log.Debug("stale task index entries not removed", zap.Error(err))
+	}
+}
+
+// buildChunk is how many ids of an owner set buildIndex reads at once, and
+// buildChunks how many chunks one read builds at most.
+const buildChunk = 256
+
+var buildChunks = 40
+
+// errBuilding is the answer to a read whose owner's index is still being
+// built: the caller tries again, and the next read continues the build.
+var errBuilding = fmt.Errorf("%w: the owner's task index is being built from an earlier release's set; try again", ErrUnavailable)
+
+// buildIndex builds so's index (and its contexts' indexes) from so's set
+// when the set was written before the index existed: the set exists and
+// the index does not, or the unindexed mark is set (by a bind that created
+// the index first, or by a build not finished). It reads the set in chunks
+// (SSCAN) and each id's binding; ids of bindings gone or another owner's
+// leave the set. One call builds at most buildChunks chunks and keeps the
+// cursor in the mark, so a large set takes a few reads (answered
+// errBuilding until done) and no read is longer than its chunks. Until it
+// is done, a read on another replica that finds the mark gone early (two
+// builds racing) may list fewer tasks.
+func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
+	var setN, idxN *redis.IntCmd
+	var mark *redis.StringCmd
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		setN = p.Exists(ctx, r.keys.owner(so))
+		idxN = p.Exists(ctx, r.keys.index(so))
+		mark = p.Get(ctx, r.keys.unindexed(so))
+		return nil
+	}); err != nil && !errors.Is(err, redis.Nil) {
+		return unavailable("owned", err)
+	}
+	marked := mark.Err() == nil
+	if setN.Val() == 0 || (idxN.Val() == 1 && !marked) {
+		return nil
+	}
+	cursor, _ := strconv.ParseUint(mark.Val(), 10, 64) // no mark: from the start
+	now := r.now()
+	for range buildChunks {
+		ids, next, err := r.rdb.SScan(ctx, r.keys.owner(so), cursor, "", buildChunk).Result()
+		if err != nil {
+			return unavailable("owned", err)
+		}
+		cmds := make([]*redis.SliceCmd, len(ids))
+		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				cmds[i] = p.HMGet(ctx, r.keys.task(id), bindingFields...)
+			}
+			return nil
+		}); err != nil {
+			return unavailable("owned", err)
+		}
+		var gone []any
+		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, id := range ids {
+				b, ok, err := decodeBinding(id, cmds[i].Val())
+				if err != nil || !ok || b.Owner() != so || b.expired(now) {
+					gone = append(gone, id)
+					continue
+				}
+				m := redis.Z{Member: member(id, b.CreatedAt)}
+				p.ZAdd(ctx, r.keys.index(so), m)
+				p.PExpire(ctx, r.keys.index(so), r.ttl)
+				if b.ContextID != "" {
+					p.ZAdd(ctx, r.keys.contextIndex(so, b.ContextID), m)
+					p.PExpire(ctx, r.keys.contextIndex(so, b.ContextID), r.ttl)
+				}
+			}
+			if len(gone) > 0 {
+				p.SRem(ctx, r.keys.owner(so), gone...)
+			}
+			if next != 0 {
+				p.Set(ctx, r.keys.unindexed(so), strconv.FormatUint(next, 10), r.ttl)
+			} else {
+				p.Del(ctx, r.keys.unindexed(so))
+			}
+			return nil
+		}); err != nil {
+			return unavailable("owned", err)
+		}
+		if cursor = next; cursor == 0 {
+			return nil
+		}
+	}
+	return errBuilding
 }
 
 // Delete implements Store: the binding goes first (waiting for replicas
@@ -672,14 +979,16 @@ func (r *Redis) Delete(ctx context.Context, taskID string) error {
 		return unavailable("delete", err)
 	}
 	old, _ := res.([]any)
-	if len(old) != 3 {
+	if len(old) != 5 {
 		return nil
 	}
 	var o Owner
 	o.Subject, _ = old[0].(string)
 	o.Tenant, _ = old[1].(string)
 	o.Issuer, _ = old[2].(string)
-	if err := ownerDeleteScript.Run(ctx, r.rdb, r.keys.ownerSets(o), taskID).Err(); err != nil {
+	created, _ := old[3].(string)
+	contextID, _ := old[4].(string)
+	if err := ownerDeleteScript.Run(ctx, r.rdb, r.keys.ownerSets(o, contextID)[:4], taskID, member(taskID, parseCreated(created))).Err(); err != nil {
 		return unavailable("delete", err)
 	}
 	return nil

@@ -1,8 +1,12 @@
 package tasks
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"net"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -546,4 +550,165 @@ func TestRedisPassword(t *testing.T) {
 
 	_, err = OpenRedis(t.Context(), srv.URL(0), WithSentinelPassword("x"))
 	require.ErrorContains(t, err, "not redis-sentinel://", "a Sentinel password needs Sentinels")
+}
+
+// commandCounter counts the commands a client sends, by name.
+type commandCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *commandCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.count(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			c.count(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (c *commandCounter) count(cmd redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[cmd.Name()]++
+}
+
+func (c *commandCounter) reset() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.n
+	c.n = map[string]int{}
+	return n
+}
+
+// TestRedisOwnedPageBounded: one page of an owner of 10,000 tasks reads
+// about a page of bindings (HMGET) — before the index, ListTasks read all
+// 10,000 — and index entries whose bindings are gone cost at most
+// indexScan(limit) per call and are dropped as found.
+func TestRedisOwnedPageBounded(t *testing.T) {
+	const owned = 10_000
+	srv := redisproc.Start(t)
+	ctx := t.Context()
+	r := openTestRedis(t, srv, WithKeyPrefix("big:"))
+	raw := rawClient(t, srv)
+	alice := Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}
+	base := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
+	concurrently(16, func(w int) {
+		for i := w; i < owned; i += 16 {
+			assert.NoError(t, r.Bind(ctx, Binding{TaskID: fmt.Sprintf("t-%05d", i), ContextID: fmt.Sprintf("c-%d", i%2), Capability: "c", Handler: "h",
+				Issuer: alice.Issuer, Subject: alice.Subject, Tenant: alice.Tenant, CreatedAt: base.Add(time.Duration(i) * time.Second)}))
+		}
+	})
+	cc := &commandCounter{n: map[string]int{}}
+	r.rdb.AddHook(cc)
+
+	for _, contextID := range []string{"", "c-1"} {
+		cc.reset()
+		p, err := r.OwnedPage(ctx, alice, nil, contextID, 50)
+		require.NoError(t, err)
+		require.Len(t, p.Bindings, 50)
+		require.True(t, p.More)
+		require.Equal(t, "t-09999", p.Bindings[0].TaskID)
+		n := cc.reset()
+		require.LessOrEqual(t, n["hmget"], 51, "%q: bindings read for a page of 50: %v", contextID, n)
+		require.Zero(t, n["smembers"]+n["sscan"], "the owner set is not read: %v", n)
+		if contextID == "" {
+			require.Equal(t, owned, p.Total)
+		} else {
+			require.Equal(t, owned/2, p.Total)
+		}
+	}
+
+	// The newest 1,000 bindings gone (expired, say): one call reads at
+	// most indexScan(50) entries, and the walk still finds the rest.
+	for i := owned - 1000; i < owned; i++ {
+		require.NoError(t, raw.Del(ctx, fmt.Sprintf("big:task:t-%05d", i)).Err())
+	}
+	cc.reset()
+	var after *Position
+	var got []Binding
+	for calls := 0; len(got) < 50; calls++ {
+		require.Less(t, calls, 20)
+		p, err := r.OwnedPage(ctx, alice, after, "", 50)
+		require.NoError(t, err)
+		require.True(t, p.More)
+		n := cc.reset()
+		require.LessOrEqual(t, n["hmget"], indexScan(50), "entries read by one call: %v", n)
+		got = append(got, p.Bindings...)
+		next := p.Next
+		after = &next
+	}
+	require.Equal(t, "t-08999", got[0].TaskID)
+	card, err := raw.ZCard(ctx, r.keys.index(alice)).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(owned-1000), card, "the entries of the bindings gone are dropped")
+}
+
+// TestRedisIndexUpgrade: owner sets written before the index existed (an
+// upgraded deployment) get their index built on the first read — also
+// when a bind for the owner came first — and with it their contexts'.
+func TestRedisIndexUpgrade(t *testing.T) {
+	srv := redisproc.Start(t)
+	ctx := t.Context()
+	r := openTestRedis(t, srv, WithKeyPrefix("up:"))
+	raw := rawClient(t, srv)
+	alice := Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"}
+	const set = "up:owner:https%3A%2F%2Fidp-a:acme:alice%40x"
+	// As the previous release wrote them: a binding hash and the owner set.
+	for i := range 600 {
+		id := fmt.Sprintf("old-%03d", i)
+		require.NoError(t, raw.HSet(ctx, "up:task:"+id, "subject", "alice@x", "tenant", "acme", "issuer", alice.Issuer, "capability", "c",
+			"handler", "h", "pending", "0", "contextId", fmt.Sprintf("ctx-%d", i%3), "candidates", "", "created", strconv.Itoa((1000+i)*1e9)).Err())
+		require.NoError(t, raw.SAdd(ctx, set, id).Err())
+	}
+	require.NoError(t, raw.SAdd(ctx, set, "gone").Err()) // a binding expired since
+	// A bind before any read: the index then exists, but lists one task.
+	require.NoError(t, r.Bind(ctx, Binding{TaskID: "new", ContextID: "ctx-1", Capability: "c", Handler: "h",
+		Issuer: alice.Issuer, Subject: alice.Subject, Tenant: alice.Tenant, CreatedAt: time.Unix(5000, 0)}))
+	mark, err := raw.Exists(ctx, r.keys.unindexed(alice)).Result()
+	require.NoError(t, err)
+	require.Equal(t, int64(1), mark, "the bind marks the owner unindexed")
+
+	// One chunk a read: the 602 ids take a few reads, each but the last
+	// answered "try again" (fail closed, never a short list).
+	defer func(n int) { buildChunks = n }(buildChunks)
+	buildChunks = 1
+	_, err = r.OwnedPage(ctx, alice, nil, "ctx-1", 3)
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorIs(t, err, errBuilding)
+	var p Page
+	for reads := 1; ; reads++ {
+		require.Less(t, reads, 20, "the build progresses from read to read")
+		if p, err = r.OwnedPage(ctx, alice, nil, "ctx-1", 3); !errors.Is(err, errBuilding) {
+			break
+		}
+	}
+	require.NoError(t, err)
+	require.Equal(t, []string{"new", "old-598", "old-595"}, taskIDs(p.Bindings))
+	owned, err := r.Owned(ctx, alice)
+	require.NoError(t, err)
+	require.Len(t, owned, 601)
+	require.Equal(t, "old-599", owned[1].TaskID)
+	mark, err = raw.Exists(ctx, r.keys.unindexed(alice)).Result()
+	require.NoError(t, err)
+	require.Zero(t, mark)
+	isMember, err := raw.SIsMember(ctx, set, "gone").Result()
+	require.NoError(t, err)
+	require.False(t, isMember, "the id of a binding gone leaves the set")
+
+	// Built once: the next read does not scan the set.
+	cc := &commandCounter{n: map[string]int{}}
+	r.rdb.AddHook(cc)
+	_, err = r.OwnedPage(ctx, alice, nil, "", 10)
+	require.NoError(t, err)
+	require.Zero(t, cc.reset()["sscan"])
 }

@@ -160,9 +160,16 @@ type Store interface {
 	// Lookup returns the binding of a task id; an expired binding is not
 	// found.
 	Lookup(ctx context.Context, taskID string) (Binding, bool, error)
-	// Owned lists the unexpired tasks o owns (Binding.OwnedBy), newest first;
-	// with o.Legacy it includes the bindings without an issuer.
+	// Owned lists all the unexpired tasks o owns (Binding.OwnedBy), in list
+	// order (Position); with o.Legacy it includes the bindings without an
+	// issuer. It reads them all: ListTasks reads OwnedPage.
 	Owned(ctx context.Context, o Owner) ([]Binding, error)
+	// OwnedPage lists at most limit (capped at MaxOwnedPage) of the
+	// unexpired tasks o owns, as Owned would, that come after the position
+	// after (nil: from the start) and, with a contextID, are in that
+	// context. The work is bounded by the page, not by how many tasks o
+	// owns (but see Memory.OwnedPage).
+	OwnedPage(ctx context.Context, o Owner, after *Position, contextID string, limit int) (Page, error)
 	// Delete drops a binding (e.g. a resolved clarification task).
 	Delete(ctx context.Context, taskID string) error
 	// RecordCall counts one call of a capability at t.

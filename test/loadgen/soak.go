@@ -117,7 +117,7 @@ func soak(ctx context.Context, o options) error {
 		o.concurrency = soakConcurrency
 	}
 	if o.duration < soakMinDuration {
-		return fmt.Errorf("-duration %v: the soak needs at least %v (the restart, a warm-up of binding_ttl, two windows after)", o.duration, soakMinDuration)
+		return fmt.Errorf("-duration %v: the soak needs at least %v (a warm-up, the restart, two windows after)", o.duration, soakMinDuration)
 	}
 	ttl, warmup := soakPlan(o.duration)
 	if err := lookRedis(); err != nil {
@@ -179,7 +179,7 @@ func soak(ctx context.Context, o options) error {
 	fmt.Printf("\nsoak: 2 capgate replicas (%s serve --only gateway, GOMAXPROCS=1) on redis-server %s (appendonly, appendfsync always), echo handler upstream %s\n", filepath.Base(bin), rds.addr, upstream)
 	fmt.Printf("load: %d workers, closed loop, %v; config reload every %v (file rewrite and SIGHUP in turn); Redis SIGKILLed at %v for %v\n",
 		o.concurrency, o.duration, o.reloadEvery, o.duration/2, soakRedisDown)
-	fmt.Printf("store binding_ttl %v: the owner's task set (which every ListTasks reads) stops growing then; growth is measured after that warm-up (%v)\n\n", ttl, warmup)
+	fmt.Printf("store binding_ttl %v (the default): the owner's task set grows for the whole run, every ListTasks reads one page of it; growth is measured after a warm-up of %v\n\n", ttl, warmup)
 
 	w := &soakLoad{reps: reps, bearers: bearers, hook: hook, upstream: up, ttl: ttl}
 	begin := time.Now()

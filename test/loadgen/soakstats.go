@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // The soak's pure analysis: outcomes bucketed into windows, growth of a
@@ -78,15 +80,13 @@ func windows(outs []soakOutcome, begin, end time.Time, size time.Duration) []*wi
 }
 
 // soakPlan is the store's binding_ttl and the warm-up of a soak of length
-// d. Every ListTasks reads the owner's whole task set (tasks.Store.Owned),
-// so its transient memory grows with the set until bindings start to expire
-// at binding_ttl; growth is measured after that. binding_ttl is 3/4 of the
-// run: past the restart at d/2 by more than the read-back of the tasks
-// acknowledged before it needs, and leaving d/4 (at least two windows from
-// 60 s) to measure.
+// d. binding_ttl is the default (tasks.DefaultBindingTTL): the owner's task
+// set grows for the whole run, as in production, and every ListTasks still
+// reads one page of it (tasks.Store.OwnedPage), so the run's memory must not
+// follow it. Growth is measured after a warm-up of d/3: before the Redis
+// restart at d/2, so the restart's reconnections are measured too.
 func soakPlan(d time.Duration) (ttl, warmup time.Duration) {
-	ttl = (3 * d / 4).Round(time.Second)
-	return ttl, ttl
+	return tasks.DefaultBindingTTL, (d / 3).Round(time.Second)
 }
 
 // sample is one reading of a gauge (VmRSS, goroutines) at a time.

@@ -98,16 +98,16 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
-// TestSoakPlan: for every allowed length, the bindings acknowledged in the
-// seconds before the restart outlive the read-back after the run, and at
-// least two windows are left after the warm-up to measure growth in.
+// TestSoakPlan: for every allowed length, the bindings acknowledged
+// before the restart outlive the read-back after the run, and at least two
+// windows are left after the warm-up to measure growth in, the restart
+// among them.
 func TestSoakPlan(t *testing.T) {
 	for d := soakMinDuration; d <= 30*time.Minute; d += 7 * time.Second {
 		ttl, warmup := soakPlan(d)
-		require.Equal(t, ttl, warmup, "growth is measured once the owner's task set stops growing")
 		readBack := d + 2*time.Second // the run, the last quiet point
-		checked := d/2 - (readBack + soakCheckMargin - ttl)
-		require.GreaterOrEqual(t, checked, 2*time.Second, "%v: tasks acknowledged before the restart are still bound at the read-back", d)
+		require.Greater(t, ttl, readBack+soakCheckMargin, "%v: tasks acknowledged before the restart are still bound at the read-back", d)
 		require.GreaterOrEqual(t, d-warmup, 2*soakWindow, "%v: two windows after the warm-up", d)
+		require.Less(t, warmup, d/2, "%v: the restart is measured", d)
 	}
 }
