@@ -43,11 +43,13 @@ test: test-go fuzz-short
 	@GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD)
 
 # NORACE packages are sequential computations: the Rego tests evaluate the policy with OPA, the
-# classifier's accuracy tests classify thousands of messages. Under the race detector they take
+# classifier's accuracy tests (and its small-set targets, in test/routetune beside the tuning
+# harness) classify thousands of messages. Under the race detector they take
 # about five times the CPU (rego 52 s against 10 s; classifier 60 s against 9 s, on this 2-core
 # machine, shared) with no goroutines of capgate to check, so they run without it. The classifier's one
 # concurrency test runs with it; every other package runs with it.
-NORACE = github.com/capgate/capgate/rego github.com/capgate/capgate/sidecar/router/classifier
+NORACE = github.com/capgate/capgate/rego github.com/capgate/capgate/sidecar/router/classifier \
+	github.com/capgate/capgate/test/routetune
 # The Go tests run through test/testsum, which prints what plain `go test` prints (the "ok"/"FAIL"
 # lines .ci/run counts) and records every outcome; `make test` ends with its summary, which names
 # each skipped test and its reason (a skipped suite's package still reads "ok"). A failing test-go

@@ -1,7 +1,8 @@
 // Command routetune runs the classifier's tuning harness on the CLINC150 dev
 // data: how the classifier's defaults and its confidence were chosen (see
 // docs/routing.md, "How it was tuned"). It prints figures and asserts
-// nothing, so it is no test.
+// nothing; its package's test asserts the small-set targets on the cases the
+// harness draws (smallset.go).
 //
 //	go run ./test/routetune [-data ../shared/data/routing] tune|calib|calib-cos|smallsets
 //
@@ -11,8 +12,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/capgate/capgate/manifests"
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/router/classifier"
+	"github.com/capgate/capgate/test/routingdata"
 )
 
 // financePublic are the finance example's skills an authenticated caller
@@ -53,11 +53,11 @@ func run(mode, data string) error {
 	}
 	switch mode {
 	case "tune":
-		classifier.Tune(os.Stdout, docs, cases)
+		tune(os.Stdout, docs, cases)
 	case "calib":
-		classifier.Calibrate(os.Stdout, docs, cases, false)
+		calibrate(os.Stdout, docs, cases, false)
 	case "calib-cos":
-		classifier.Calibrate(os.Stdout, docs, cases, true)
+		calibrate(os.Stdout, docs, cases, true)
 	case "smallsets":
 		sub, err := fs.Sub(manifests.FS, "finance/capabilities")
 		if err != nil {
@@ -67,7 +67,7 @@ func run(mode, data string) error {
 		if err != nil {
 			return fmt.Errorf("finance example: %w", err)
 		}
-		return classifier.TuneSmallSets(os.Stdout, docs, cases, docsOf(reg.All()), financePublic)
+		return tuneSmallSets(os.Stdout, docs, cases, docsOf(reg.All()), financePublic)
 	default:
 		return fmt.Errorf("unknown mode %q: want tune, calib, calib-cos or smallsets", mode)
 	}
@@ -77,36 +77,25 @@ func run(mode, data string) error {
 // load reads the skills (manifests.json, a JSON array of manifests) and the
 // dev cases (dev.jsonl: {"text", "expect": id or null} per line).
 func load(dir string) ([]classifier.Doc, []classifier.Case, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, "manifests.json"))
+	raw, dev, err := routingdata.Read(dir)
 	if err != nil {
 		return nil, nil, err
 	}
+	return parse(raw, dev)
+}
+
+// parse is load of data already read.
+func parse(raw []byte, dev []routingdata.Case) ([]classifier.Doc, []classifier.Case, error) {
 	reg, err := manifest.LoadJSONArray("manifests.json", raw, manifest.Options{})
 	if err != nil {
 		return nil, nil, err
 	}
-	f, err := os.Open(filepath.Join(dir, "dev.jsonl"))
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { _ = f.Close() }()
-	var cases []classifier.Case
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		var c struct {
-			Text   string  `json:"text"`
-			Expect *string `json:"expect"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			return nil, nil, fmt.Errorf("dev.jsonl:%d: %w", line, err)
-		}
-		cases = append(cases, classifier.Case{Text: c.Text, Expect: c.Expect})
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, err
-	}
-	if len(cases) == 0 {
+	if len(dev) == 0 {
 		return nil, nil, errors.New("dev.jsonl: no cases")
+	}
+	cases := make([]classifier.Case, len(dev))
+	for i, c := range dev {
+		cases[i] = classifier.Case{Text: c.Text, Expect: c.Expect}
 	}
 	return docsOf(reg.All()), cases, nil
 }

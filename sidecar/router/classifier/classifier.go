@@ -36,7 +36,7 @@ package classifier
 //     for a skill the caller may not use is clarified) and discounts the
 //     features that inflate when there are few candidates; it is 0 with
 //     150 or more skills all candidates, and was fitted on small candidate
-//     sets drawn from the tuning data (smallset_test.go).
+//     sets drawn from the tuning data (test/routetune).
 
 import (
 	"math"
@@ -76,60 +76,71 @@ type Result struct {
 // RankedLen is the most candidates a Result lists.
 const RankedLen = 5
 
-// config holds the model's parameters; defaultConfig is the set tuned on
-// the CLINC150 dev data (see tune_test.go and docs/routing.md).
-type config struct {
-	// field weights in the skill document; examples weigh 1
-	nameWeight, descWeight, tagWeight float64
-	// character n-gram lengths
-	charMin, charMax int
-	// idf = ln((N+1)/(df+1)) + idfOffset
-	idfOffset float64
-	// weight of query terms unknown to every skill in the query norm
-	unknown float64
-	// score = word·cosWord + char·cosChar
-	word, char float64
-	// weight of WordNet-related stems added to the message
-	related float64
-	// softmax temperature over candidate scores (confidence feature 1)
-	temperature float64
-	// confidence = σ(conf · features), see confFeatures
-	conf confFeatures
-	// linear model on top of the cosine (linear.go): score += lr · logit
-	lr, lrRate, lrL2 float64
-	lrEpochs         int
-	lrBigram         float64 // weight of the word-bigram block
-	// training is skipped above these sizes (build time and memory):
-	// epochs × features of all training docs × skills × 2, and weights
-	lrMaxWork    float64
-	lrMaxWeights int
-	// confidence = σ(confCos · features) when no linear model was trained
-	confCos confFeatures
-	// score every skill even for a few candidates (confidence features 9, 10)
-	global bool
-	// bound the confidence by 1 − the whole index's confidence in its best
-	// skill when that skill is not a candidate (result)
-	outside bool
-	// small-set correction of the confidence logit (corrFeatures); fitted
-	// with the linear model, used without it too (its terms on the linear
-	// model's features are then 0)
-	corr corrFeatures
+// Config holds the model's parameters. New uses DefaultConfig, the set tuned
+// on the CLINC150 dev data (docs/routing.md, "How it was tuned"); the other
+// values exist to tune it (test/routetune sweeps the weights and fits the
+// three coefficient vectors) and for tests of the fallbacks, not for
+// deployments, which have no setting for them.
+type Config struct {
+	// NameWeight, DescWeight and TagWeight weigh the fields of a skill's
+	// document; examples weigh 1.
+	NameWeight, DescWeight, TagWeight float64
+	// CharMin and CharMax are the character n-gram lengths.
+	CharMin, CharMax int
+	// IDFOffset is added to every idf: idf = ln((N+1)/(df+1)) + IDFOffset.
+	IDFOffset float64
+	// Unknown weighs the query terms unknown to every skill in the query
+	// norm.
+	Unknown float64
+	// Word and Char weigh the two cosines: score = Word·cosWord + Char·cosChar.
+	Word, Char float64
+	// Related weighs the WordNet-related stems added to the message.
+	Related float64
+	// Temperature is the softmax temperature over candidate scores
+	// (confidence features 1 and 9).
+	Temperature float64
+	// Conf are the coefficients of the confidence: σ(Conf · Features).
+	Conf Features
+	// The linear model on top of the cosine (linear.go): score += LR ·
+	// logit, trained for LREpochs epochs (0: not trained) at rate LRRate
+	// with L2 penalty LRL2; LRBigram weighs its word-bigram block.
+	LR, LRRate, LRL2 float64
+	LREpochs         int
+	LRBigram         float64
+	// Training is skipped above these sizes (build time and memory):
+	// LRMaxWork bounds epochs × features of all training docs × skills × 2,
+	// LRMaxWeights the weight matrix.
+	LRMaxWork    float64
+	LRMaxWeights int
+	// ConfCos replaces Conf when no linear model was trained (Trained).
+	ConfCos Features
+	// Global scores every skill even for a few candidates (confidence
+	// features 9, 10).
+	Global bool
+	// Outside bounds the confidence by 1 − the whole index's confidence in
+	// its best skill when that skill is not a candidate (result).
+	Outside bool
+	// Corr are the coefficients of the small-set correction added to the
+	// confidence logit (Corrections); fitted with the linear model, used
+	// without it too (its terms on the linear model's features are then 0).
+	Corr Corrections
 }
 
-func defaultConfig() config {
-	return config{
-		nameWeight: 4, descWeight: 0, tagWeight: 1,
-		charMin: 2, charMax: 3,
-		idfOffset: 2, unknown: 1.5,
-		word: 1, char: 1,
-		related:     0.5,
-		temperature: 0.05,
-		conf:        confFeatures{-2.555, 1.422, -0.257, 4.695, 1.282, -0.608, 1.290, 3.131, -0.702},
-		lr:          0.3, lrEpochs: 10, lrRate: 0.5, lrL2: 1e-4, lrBigram: 1,
-		lrMaxWork: 1e9, lrMaxWeights: 1 << 24,
-		confCos: confFeatures{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164, 0, 0},
-		global:  true, outside: true,
-		corr: corrFeatures{1.878, 9.723, 0.023, 0.660, 0.649, -0.423, 0.081, -0.566, 0.551, 1.216,
+// DefaultConfig returns the parameters New uses.
+func DefaultConfig() Config {
+	return Config{
+		NameWeight: 4, DescWeight: 0, TagWeight: 1,
+		CharMin: 2, CharMax: 3,
+		IDFOffset: 2, Unknown: 1.5,
+		Word: 1, Char: 1,
+		Related:     0.5,
+		Temperature: 0.05,
+		Conf:        Features{-2.555, 1.422, -0.257, 4.695, 1.282, -0.608, 1.290, 3.131, -0.702},
+		LR:          0.3, LREpochs: 10, LRRate: 0.5, LRL2: 1e-4, LRBigram: 1,
+		LRMaxWork: 1e9, LRMaxWeights: 1 << 24,
+		ConfCos: Features{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164, 0, 0},
+		Global:  true, Outside: true,
+		Corr: Corrections{1.878, 9.723, 0.023, 0.660, 0.649, -0.423, 0.081, -0.566, 0.551, 1.216,
 			-1.435, 0.319, 0.167, -0.559},
 	}
 }
@@ -137,7 +148,7 @@ func defaultConfig() config {
 // Index is a classifier built once per registry load. It is immutable and
 // safe for concurrent use.
 type Index struct {
-	cfg  config
+	cfg  Config
 	ids  []string
 	byID map[string]int
 
@@ -160,10 +171,11 @@ type Index struct {
 // New builds an index over docs; doc i is candidate i in Classify. A later
 // doc with an ID already seen is indexed, but Lookup finds the first.
 func New(docs []Doc) *Index {
-	return newIndex(docs, defaultConfig())
+	return NewWithConfig(docs, DefaultConfig())
 }
 
-func newIndex(docs []Doc, cfg config) *Index {
+// NewWithConfig is New with other parameters than DefaultConfig's.
+func NewWithConfig(docs []Doc, cfg Config) *Index {
 	ix := &Index{
 		cfg:     cfg,
 		ids:     make([]string, len(docs)),
@@ -189,16 +201,16 @@ func newIndex(docs []Doc, cfg config) *Index {
 			ts := tokens(text, memo)
 			if weight > 0 {
 				addWords(wb, ts, weight)
-				addChars(cb, ts, cfg.charMin, cfg.charMax, weight)
+				addChars(cb, ts, cfg.CharMin, cfg.CharMax, weight)
 			}
 			return ts
 		}
 		nameBags[i] = bag{}
-		nameToks[i] = add(d.Name, cfg.nameWeight)
+		nameToks[i] = add(d.Name, cfg.NameWeight)
 		addWords(nameBags[i], nameToks[i], 1)
-		add(d.Description, cfg.descWeight)
+		add(d.Description, cfg.DescWeight)
 		for _, t := range d.Tags {
-			add(t, cfg.tagWeight)
+			add(t, cfg.TagWeight)
 		}
 		for _, e := range d.Examples {
 			ts := add(e, 1)
@@ -213,8 +225,8 @@ func newIndex(docs []Doc, cfg config) *Index {
 	}
 	ix.exStart[len(docs)] = int32(len(exBags))
 
-	ix.word = newSpace(wordBags, cfg.idfOffset, cfg.unknown)
-	ix.char = newSpace(charBags, cfg.idfOffset, cfg.unknown)
+	ix.word = newSpace(wordBags, cfg.IDFOffset, cfg.Unknown)
+	ix.char = newSpace(charBags, cfg.IDFOffset, cfg.Unknown)
 	ix.skillWord = make([]sparse, len(docs))
 	ix.skillChar = make([]sparse, len(docs))
 	ix.names = make([]sparse, len(docs))
@@ -295,6 +307,40 @@ func (ix *Index) classify(text string, candidates []int, sc *scratch) Result {
 	return ix.result(cands, scores, q)
 }
 
+// Explanation is what the confidence in the best candidate for one message
+// is computed from: σ(Conf · Features + Corr · Features.Corrections()),
+// before the out-of-domain and outside-candidate rules of Classify.
+type Explanation struct {
+	// Best is the highest-scoring candidate, as in Result.
+	Best string
+	// Features are the confidence's inputs.
+	Features Features
+}
+
+// Explain ranks the candidates for text as Classify does and returns the
+// best one with its confidence features; false when Classify's Best would
+// be "" (no candidate shares anything with the message). The confidence's
+// coefficients are fitted on these (test/routetune).
+func (ix *Index) Explain(text string, candidates []int) (Explanation, bool) {
+	sc := ix.getScratch()
+	defer ix.putScratch(sc)
+	cands, scores, q := ix.scores(text, candidates, sc)
+	if scores == nil {
+		return Explanation{}, false
+	}
+	order := rankOrder(cands, scores)
+	if scores[order[0]] <= 0 {
+		return Explanation{}, false
+	}
+	return Explanation{Best: ix.ids[cands[order[0]]], Features: ix.features(cands, scores, order, q)}, true
+}
+
+// Trained reports whether the index trained its linear model: not when
+// Config.LREpochs is 0 or the registry is too large (Config.LRMaxWork,
+// LRMaxWeights). Without it the confidence's coefficients are
+// Config.ConfCos and features 7, 8 and 10 are 0.
+func (ix *Index) Trained() bool { return ix.lin != nil }
+
 // query is a message's vectors in both spaces.
 type query struct {
 	word, char sparse
@@ -350,19 +396,16 @@ func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []fl
 		return candidates, scores, q
 	}
 	for k, c := range candidates {
-		scores[k] = ix.cfg.word*float64(q.word.dot(ix.skillWord[c])) +
-			ix.cfg.char*float64(q.char.dot(ix.skillChar[c]))
+		scores[k] = ix.cfg.Word*float64(q.word.dot(ix.skillWord[c])) +
+			ix.cfg.Char*float64(q.char.dot(ix.skillChar[c]))
 	}
 	q.logit = ix.addLogits(q, ts, candidates, scores, sc)
-	if ix.cfg.global && len(candidates) < len(ix.ids) {
+	if ix.cfg.Global && len(candidates) < len(ix.ids) {
 		g := ix.allScores(q, ts, sc)
 		q.global = &g
 	}
 	return candidates, scores, q
 }
-
-// everyone returns every position of the index (shared: read only).
-func (ix *Index) everyone() []int { return ix.all }
 
 // allScored is every skill's score for a message, by position.
 type allScored struct {
@@ -379,7 +422,7 @@ func (ix *Index) allScores(q query, ts []token, sc *scratch) allScored {
 	accumulate(ix.postChar, q.char, accC)
 	g := allScored{scores: make([]float64, len(ix.ids))}
 	for c := range g.scores {
-		g.scores[c] = ix.cfg.word*float64(accW[c]) + ix.cfg.char*float64(accC[c])
+		g.scores[c] = ix.cfg.Word*float64(accW[c]) + ix.cfg.Char*float64(accC[c])
 	}
 	g.logit = ix.addLogits(q, ts, ix.all, g.scores, sc)
 	return g
@@ -411,16 +454,16 @@ func (ix *Index) result(cands []int, scores []float64, q query) Result {
 		return Result{}
 	}
 	ft := ix.features(cands, scores, order, q)
-	b := ix.cfg.conf
+	b := ix.cfg.Conf
 	if ix.lin == nil {
-		b = ix.cfg.confCos
+		b = ix.cfg.ConfCos
 	}
 	var z float64
 	for i := range ft {
 		z += b[i] * ft[i]
 	}
-	c := ix.cfg.corr
-	d := corrections(ft)
+	c := ix.cfg.Corr
+	d := ft.Corrections()
 	for i := range d {
 		z += c[i] * d[i]
 	}
@@ -434,7 +477,7 @@ func (ix *Index) result(cands []int, scores []float64, q query) Result {
 		// inflated by few candidates say (docs/routing.md).
 		res.Confidence = 0
 	}
-	if g := q.global; g != nil && ix.cfg.outside && res.Confidence > 0 {
+	if g := q.global; g != nil && ix.cfg.Outside && res.Confidence > 0 {
 		// The message may fit a skill that is not a candidate (one the
 		// caller may not use) better than any candidate. The chance that the
 		// best candidate is right is at most the chance that the best skill
@@ -514,8 +557,8 @@ func rankOrder(cands []int, scores []float64) []int {
 	return top
 }
 
-// confFeatures are the inputs of the confidence logistic, or its
-// coefficients:
+// Features are the inputs of the confidence logistic for one message, or
+// its coefficients (Config.Conf, Config.ConfCos):
 //
 //	0: 1 (bias)
 //	1: softmax probability of the best candidate among the candidates
@@ -530,9 +573,9 @@ func rankOrder(cands []int, scores []float64) []int {
 //	10: the linear model's softmax probability of it among all skills
 //	11: ln(number of candidates)
 //	12: ln(number of indexed skills)
-type confFeatures [13]float64
+type Features [13]float64
 
-func (ix *Index) features(cands []int, scores []float64, order []int, q query) confFeatures {
+func (ix *Index) features(cands []int, scores []float64, order []int, q query) Features {
 	s1 := scores[order[0]]
 	s2 := 0.0
 	if len(order) > 1 {
@@ -540,7 +583,7 @@ func (ix *Index) features(cands []int, scores []float64, order []int, q query) c
 	}
 	var z float64
 	for _, s := range scores {
-		if d := (s - s1) / ix.cfg.temperature; d > -40 {
+		if d := (s - s1) / ix.cfg.Temperature; d > -40 {
 			z += math.Exp(d)
 		}
 	}
@@ -574,12 +617,12 @@ func (ix *Index) features(cands []int, scores []float64, order []int, q query) c
 	}
 	gp, glp := 1/z, lp
 	if g := q.global; g != nil {
-		gp = softmaxOf(g.scores, s1, ix.cfg.temperature)
+		gp = softmaxOf(g.scores, s1, ix.cfg.Temperature)
 		if g.logit != nil {
 			glp = softmaxOf(g.logit, q.logit[order[0]], 1)
 		}
 	}
-	return confFeatures{1, 1 / z, s1, s1 - s2, float64(name), known, float64(ex), lp, lm,
+	return Features{1, 1 / z, s1, s1 - s2, float64(name), known, float64(ex), lp, lm,
 		gp, glp, math.Log(float64(len(cands))), math.Log(float64(len(ix.ids)))}
 }
 
@@ -587,11 +630,11 @@ func (ix *Index) features(cands []int, scores []float64, order []int, q query) c
 // with (all 150 CLINC150 skills as candidates).
 const refSize = 150
 
-// corrFeatures are the inputs of the small-set correction added to the
-// confidence logit, or its coefficients. All are 0 when the candidates are
+// Corrections are the inputs of the small-set correction added to the
+// confidence logit, or its coefficients (Config.Corr). All are 0 when the candidates are
 // the whole index and it has at least refSize skills, so the correction
 // leaves the 150-way calibration as it was. With a = max(0, ln refSize −
-// ln candidates) and f the confFeatures:
+// ln candidates) and f the Features:
 //
 //	0: f9 − f1 (global minus candidate softmax probability)
 //	1: f10 − f7 (the same for the linear model)
@@ -599,11 +642,12 @@ const refSize = 150
 //	3–9: a × f1, f2, f3, f4, f5, f6, f7
 //	10: b = max(0, ln refSize − ln indexed skills)
 //	11–13: b × f4, f5, f7
-type corrFeatures [14]float64
+type Corrections [14]float64
 
-func corrections(f confFeatures) corrFeatures {
+// Corrections returns the small-set correction's inputs for the features f.
+func (f Features) Corrections() Corrections {
 	a := max(0, math.Log(refSize)-f[11])
-	c := corrFeatures{f[9] - f[1], f[10] - f[7], a,
+	c := Corrections{f[9] - f[1], f[10] - f[7], a,
 		a * f[1], a * f[2], a * f[3], a * f[4], a * f[5], a * f[6], a * f[7],
 		0, 0, 0, 0}
 	b := max(0, math.Log(refSize)-f[12])

@@ -54,11 +54,11 @@ func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse) sp
 	x.w = append(x.w, q.word.w...)
 	for i, id := range q.char.ids {
 		x.ids = append(x.ids, m.offChar+id)
-		x.w = append(x.w, q.char.w[i]*float32(ix.cfg.char))
+		x.w = append(x.w, q.char.w[i]*float32(ix.cfg.Char))
 	}
 	for i, id := range bi.ids {
 		x.ids = append(x.ids, m.offBi+id)
-		x.w = append(x.w, bi.w[i]*float32(ix.cfg.lrBigram))
+		x.w = append(x.w, bi.w[i]*float32(ix.cfg.LRBigram))
 	}
 	return x
 }
@@ -66,13 +66,13 @@ func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse) sp
 // train fits the linear model on each skill's name and examples; nil when
 // there is nothing to train on, or when the registry is too large for the
 // build to stay within about a second and a bounded memory (estimated SGD
-// work over cfg.lrMaxWork, or a weight matrix over cfg.lrMaxWeights;
+// work over cfg.LRMaxWork, or a weight matrix over cfg.LRMaxWeights;
 // about 300 skills of 5 examples): the index then ranks by the cosine
 // scores alone, with the confidence fitted for them.
 func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBags []bag) *linear {
 	cfg := ix.cfg
 	classes := len(exToks)
-	if classes < 2 || cfg.lrEpochs == 0 {
+	if classes < 2 || cfg.LREpochs == 0 {
 		return nil
 	}
 	// A document of n words has about 12n features (words, related words,
@@ -84,11 +84,11 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 			words += len(ts)
 		}
 	}
-	if float64(cfg.lrEpochs)*12*float64(words)*float64(classes)*2 > cfg.lrMaxWork {
+	if float64(cfg.LREpochs)*12*float64(words)*float64(classes)*2 > cfg.LRMaxWork {
 		return nil
 	}
 	m := &linear{classes: classes}
-	if cfg.lrBigram > 0 {
+	if cfg.LRBigram > 0 {
 		bags := make([]bag, classes)
 		for c := range exToks {
 			bags[c] = bag{}
@@ -97,12 +97,12 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 				addBigrams(bags[c], ts, 1)
 			}
 		}
-		m.bi = newSpace(bags, cfg.idfOffset, cfg.unknown)
+		m.bi = newSpace(bags, cfg.IDFOffset, cfg.Unknown)
 	}
 	m.offChar = int32(len(ix.word.idf))
 	m.offBi = m.offChar + int32(len(ix.char.idf))
 	nfeat := int(m.offBi) + len(m.bi.idf)
-	if nfeat*classes > cfg.lrMaxWeights {
+	if nfeat*classes > cfg.LRMaxWeights {
 		return nil
 	}
 
@@ -124,7 +124,7 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 			cb[h] = v
 		}
 		addWords(wb, ts, -inDoc)
-		addChars(cb, ts, cfg.charMin, cfg.charMax, -inDoc)
+		addChars(cb, ts, cfg.CharMin, cfg.CharMax, -inDoc)
 		for h, v := range wb {
 			if v < 1e-9 {
 				delete(wb, h)
@@ -135,12 +135,12 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 				delete(cb, h)
 			}
 		}
-		d.own = cfg.word*float64(q.word.dot(ix.word.vector(wb, false))) +
-			cfg.char*float64(q.char.dot(ix.char.vector(cb, false)))
+		d.own = cfg.Word*float64(q.word.dot(ix.word.vector(wb, false))) +
+			cfg.Char*float64(q.char.dot(ix.char.vector(cb, false)))
 		docs = append(docs, d)
 	}
 	for c := range exToks {
-		addDoc(nameToks[c], c, cfg.nameWeight)
+		addDoc(nameToks[c], c, cfg.NameWeight)
 		for _, ts := range exToks[c] {
 			addDoc(ts, c, 1)
 		}
@@ -167,7 +167,7 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat int) []float32 {
 	z := make([]float64, classes)
 	accW := make([]float32, classes)
 	accC := make([]float32, classes)
-	for range cfg.lrEpochs {
+	for range cfg.LREpochs {
 		rng.Shuffle(len(order), func(a, b int) { order[a], order[b] = order[b], order[a] })
 		for _, di := range order {
 			d := docs[di]
@@ -186,10 +186,10 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat int) []float32 {
 			accW[d.class], accC[d.class] = 0, 0
 			mx := math.Inf(-1)
 			for c := range z {
-				z[c] = z[c]*scale + (cfg.word*float64(accW[c])+cfg.char*float64(accC[c]))/cfg.lr
+				z[c] = z[c]*scale + (cfg.Word*float64(accW[c])+cfg.Char*float64(accC[c]))/cfg.LR
 				mx = max(mx, z[c])
 			}
-			z[d.class] += d.own / cfg.lr
+			z[d.class] += d.own / cfg.LR
 			mx = max(mx, z[d.class])
 			var sum float64
 			for c := range z {
@@ -200,8 +200,8 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat int) []float32 {
 				z[c] /= sum
 			}
 			z[d.class] -= 1 // gradient of the loss w.r.t. the logits
-			scale *= 1 - cfg.lrRate*cfg.lrL2
-			g := cfg.lrRate / scale
+			scale *= 1 - cfg.LRRate*cfg.LRL2
+			g := cfg.LRRate / scale
 			for i, f := range d.x.ids {
 				x := float64(d.x.w[i]) * g
 				row := v[int(f)*classes : int(f+1)*classes]
@@ -257,7 +257,7 @@ func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64, s
 		}
 	}
 	for k := range cands {
-		scores[k] += ix.cfg.lr * out[k]
+		scores[k] += ix.cfg.LR * out[k]
 	}
 	return out
 }

@@ -26,8 +26,8 @@ func addRelated(b bag, ts []token, weight float64, vocab map[uint64]int32) {
 func (ix *Index) vectorizePlain(ts []token) query {
 	wb, cb := bag{}, bag{}
 	addWords(wb, ts, 1)
-	addRelated(wb, ts, ix.cfg.related, ix.word.ids)
-	addChars(cb, ts, ix.cfg.charMin, ix.cfg.charMax, 1)
+	addRelated(wb, ts, ix.cfg.Related, ix.word.ids)
+	addChars(cb, ts, ix.cfg.CharMin, ix.cfg.CharMax, 1)
 	return query{word: ix.word.vector(wb, true), char: ix.char.vector(cb, true)}
 }
 
@@ -35,7 +35,7 @@ func (ix *Index) vectorizePlain(ts []token) query {
 // bigrams from a map bag.
 func (ix *Index) linFeaturesPlain(m *linear, q query, ts []token) sparse {
 	var bi sparse
-	if ix.cfg.lrBigram > 0 {
+	if ix.cfg.LRBigram > 0 {
 		bb := bag{}
 		addBigrams(bb, ts, 1)
 		bi = m.bi.vector(bb, true)
@@ -59,14 +59,14 @@ func (ix *Index) scoresPlain(text string) []float64 {
 	}
 	out := make([]float64, len(ix.ids))
 	for c := range out {
-		out[c] = ix.cfg.word*float64(q.word.dot(ix.skillWord[c])) +
-			ix.cfg.char*float64(q.char.dot(ix.skillChar[c]))
+		out[c] = ix.cfg.Word*float64(q.word.dot(ix.skillWord[c])) +
+			ix.cfg.Char*float64(q.char.dot(ix.skillChar[c]))
 		if m := ix.lin; m != nil {
 			var s float64
 			for i, f := range x.ids {
 				s += float64(x.w[i]) * float64(m.w[int(f)*m.classes+c])
 			}
-			out[c] += ix.cfg.lr * s
+			out[c] += ix.cfg.LR * s
 		}
 	}
 	return out

@@ -153,9 +153,9 @@ func bagTerms(bg bag) []term {
 // vectorizeInto returns the message vectors of ts, in sc's buffers.
 func (ix *Index) vectorizeInto(ts []token, sc *scratch) query {
 	terms := appendWordTerms(sc.terms[:0], ts, 1)
-	terms = appendRelatedTerms(terms, ts, ix.cfg.related, ix.word.ids)
+	terms = appendRelatedTerms(terms, ts, ix.cfg.Related, ix.word.ids)
 	sc.word = ix.word.vectorOf(merge(terms), true, sc.word, &sc.entries)
-	terms, sc.buf = appendCharTerms(terms[:0], sc.buf, ts, ix.cfg.charMin, ix.cfg.charMax, 1)
+	terms, sc.buf = appendCharTerms(terms[:0], sc.buf, ts, ix.cfg.CharMin, ix.cfg.CharMax, 1)
 	sc.char = ix.char.vectorOf(merge(terms), true, sc.char, &sc.entries)
 	sc.terms = terms
 	return query{word: sc.word, char: sc.char}
@@ -165,7 +165,7 @@ func (ix *Index) vectorizeInto(ts []token, sc *scratch) query {
 // sc's buffers.
 func (ix *Index) linFeaturesInto(m *linear, q query, ts []token, sc *scratch) sparse {
 	var bi sparse
-	if ix.cfg.lrBigram > 0 {
+	if ix.cfg.LRBigram > 0 {
 		terms := appendBigramTerms(sc.terms[:0], ts, 1)
 		sc.bi = m.bi.vectorOf(merge(terms), true, sc.bi, &sc.entries)
 		sc.terms, bi = terms, sc.bi

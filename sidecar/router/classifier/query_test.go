@@ -70,9 +70,9 @@ func TestVectorsMatchPlain(t *testing.T) {
 // gives the same weights.
 func TestScoresMatchPlain(t *testing.T) {
 	docs, cases := loadData(t)
-	cosineOnly := defaultConfig()
-	cosineOnly.lrEpochs = 0
-	for name, ix := range map[string]*Index{"150 skills": New(docs), "150 skills, cosine only": newIndex(docs, cosineOnly)} {
+	cosineOnly := DefaultConfig()
+	cosineOnly.LREpochs = 0
+	for name, ix := range map[string]*Index{"150 skills": New(docs), "150 skills, cosine only": NewWithConfig(docs, cosineOnly)} {
 		t.Run(name, func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(23, 3))
 			sc := ix.getScratch()
@@ -105,11 +105,11 @@ func TestScoresMatchPlain(t *testing.T) {
 // scores (nothing of one call's scratch leaks into the next).
 func TestClassifyPooledMatchesFresh(t *testing.T) {
 	docs, cases := loadData(t)
-	cosineOnly := defaultConfig()
-	cosineOnly.lrEpochs = 0
+	cosineOnly := DefaultConfig()
+	cosineOnly.LREpochs = 0
 	indexes := map[string]*Index{
 		"150 skills":               New(docs),
-		"150 skills, cosine only":  newIndex(docs, cosineOnly),
+		"150 skills, cosine only":  NewWithConfig(docs, cosineOnly),
 		"12 skills (direct paths)": New(docs[:12]),
 	}
 	rng := rand.New(rand.NewPCG(16, 3))
