@@ -7,7 +7,6 @@ package operation
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -101,9 +100,5 @@ func Events(events ...Event) Result {
 // Failed is the error a Stream returns when yield failed with err: err itself when it is a
 // *protocol.Error (the binding's own refusal of an event it cannot express), else Internal.
 func Failed(err error) *protocol.Error {
-	var perr *protocol.Error
-	if errors.As(err, &perr) {
-		return perr
-	}
-	return protocol.Wrap(protocol.Internal, err, "the stream could not be written")
+	return protocol.AsError(err, protocol.Internal, "the stream could not be written")
 }
