@@ -6,6 +6,7 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -44,6 +45,9 @@ type Minter struct {
 	issuer string
 	key    *ecdsa.PrivateKey
 	kid    string
+	// header is the encoded JOSE header segment, the same for every token
+	// (alg, kid, typ): encoded once.
+	header string
 	jwks   []byte
 	now    func() time.Time
 }
@@ -66,7 +70,13 @@ func NewMinter(issuer string, key crypto.Signer, opts ...MinterOption) (*Minter,
 	if err != nil {
 		return nil, fmt.Errorf("minter: %w", err)
 	}
-	m := &Minter{issuer: issuer, key: ec, kid: kid, jwks: jwks, now: time.Now}
+	hdr := jwt.New(jwt.SigningMethodES256)
+	hdr.Header["kid"] = kid
+	hb, err := json.Marshal(hdr.Header)
+	if err != nil {
+		return nil, fmt.Errorf("minter: header: %w", err)
+	}
+	m := &Minter{issuer: issuer, key: ec, kid: kid, header: hdr.EncodeSegment(hb), jwks: jwks, now: time.Now}
 	for _, o := range opts {
 		o(m)
 	}
@@ -120,24 +130,24 @@ type MintClaims struct {
 }
 
 // Mint signs a token for c. Scopes are sorted, deduplicated and space-separated.
-// The token is jwt's own: its header and claims encoded by encoding/json,
-// signed with ES256.
+// The token is what jwt's Token.SignedString writes: the header (jwt's, with
+// the kid; encoded once per Minter) and the claims encoded by encoding/json,
+// signed with jwt's ES256.
 func (m *Minter) Mint(c MintClaims) (string, error) {
 	cl, err := m.claims(c)
 	if err != nil {
 		return "", err
 	}
-	t := jwt.NewWithClaims(jwt.SigningMethodES256, cl)
-	t.Header["kid"] = m.kid
-	signing, err := t.SigningString()
+	payload, err := json.Marshal(cl)
 	if err != nil {
 		return "", fmt.Errorf("mint: encode claims: %w", err)
 	}
-	sig, err := t.Method.Sign(signing, m.key)
+	signing := m.header + "." + base64.RawURLEncoding.EncodeToString(payload)
+	sig, err := jwt.SigningMethodES256.Sign(signing, m.key)
 	if err != nil {
 		return "", fmt.Errorf("mint: sign: %w", err)
 	}
-	return signing + "." + t.EncodeSegment(sig), nil
+	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
 }
 
 // claims returns the claims of the token for c.
