@@ -29,14 +29,35 @@ import (
 )
 
 // failingStreams is an a2a-go request handler whose streams fail: a "before" message fails
-// before its first event, a "mid" message after one task event, both with TaskNotCancelable.
-// Only SendStreamingMessage is served.
+// before its first event, a "mid" message after one task event (t-mid), both with
+// TaskNotCancelable; an "open" message opens task t-open and ends. Subscribing to t-mid fails
+// after one event, to any other task before the first. Only the streaming methods are served.
 type failingStreams struct{ a2asrv.RequestHandler }
 
 func (failingStreams) SendStreamingMessage(_ context.Context, req *a2a.SendMessageRequest) iter.Seq2[a2a.Event, error] {
+	return failingStream(req.Message.Parts[0].Text())
+}
+
+func (failingStreams) SubscribeToTask(_ context.Context, req *a2a.SubscribeToTaskRequest) iter.Seq2[a2a.Event, error] {
+	return failingStream(subscribed(string(req.ID)))
+}
+
+// subscribed is how a subscription to task id goes: "mid" for t-mid, else "before".
+func subscribed(id string) string {
+	if id == "t-mid" {
+		return "mid"
+	}
+	return "before"
+}
+
+func failingStream(text string) iter.Seq2[a2a.Event, error] {
 	return func(yield func(a2a.Event, error) bool) {
+		if text == "open" {
+			yield(&a2a.Task{ID: "t-open", ContextID: "c-open", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}, nil)
+			return
+		}
 		fail := a2a.NewError(a2a.ErrTaskNotCancelable, "ledger locked")
-		if req.Message.Parts[0].Text() == "mid" {
+		if text == "mid" {
 			task := &a2a.Task{ID: "t-mid", ContextID: "c-mid", Status: a2a.TaskStatus{State: a2a.TaskStateWorking}}
 			if !yield(task, nil) {
 				return
@@ -124,57 +145,11 @@ func callStream(t *testing.T, srv *testutil.Server, caller, tok, when string) st
 	case "JSON-RPC":
 		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":{"message":`+msg+`}}`,
 			"A2A-Version", "1.0", "Authorization", tok)
-		require.Equal(t, http.StatusOK, r.Status)
-		require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"), "%s", r.Body)
-		events := strings.Split(strings.TrimSuffix(string(r.Body), "\n\n"), "\n\n")
-		last, ok := strings.CutPrefix(events[len(events)-1], "data: ")
-		require.True(t, ok, "%q", r.Body)
-		var env struct {
-			ID    json.RawMessage `json:"id"`
-			Error *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-				Data    []struct {
-					Reason string `json:"reason"`
-				} `json:"data"`
-			} `json:"error"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(last), &env), last)
-		require.NotNil(t, env.Error, last)
-		require.Equal(t, "7", string(env.ID))
-		require.Len(t, env.Error.Data, 1)
-		return streamAnswer{form: fmt.Sprintf("sse, %d events before the error: %s", len(events)-1, eventIDs(events[:len(events)-1])),
-			err: fmt.Sprintf("%d %s %s", env.Error.Code, env.Error.Data[0].Reason, decisionSuffix.ReplaceAllString(env.Error.Message, ""))}
+		return jsonrpcStreamAnswer(t, r)
 	case "HTTP+JSON":
 		r := srv.Do(t, http.MethodPost, "/message:stream", `{"message":`+msg+`}`,
 			"A2A-Version", "1.0", "Content-Type", "application/json", "Authorization", tok)
-		body := string(r.Body)
-		form := fmt.Sprintf("HTTP %d %s", r.Status, r.Header.Get("Content-Type"))
-		if r.Header.Get("Content-Type") == "text/event-stream" {
-			require.Equal(t, http.StatusOK, r.Status)
-			events := strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n")
-			var ok bool
-			body, ok = strings.CutPrefix(events[len(events)-1], "event: error\ndata: ")
-			require.True(t, ok, "the last event is an error event: %q", r.Body)
-			form = fmt.Sprintf("sse, %d events before the error: %s", len(events)-1, eventIDs(events[:len(events)-1]))
-		} else {
-			require.GreaterOrEqual(t, r.Status, 400, body)
-			require.Equal(t, "application/json", r.Header.Get("Content-Type"))
-		}
-		var st struct {
-			Error struct {
-				Code    int    `json:"code"`
-				Status  string `json:"status"`
-				Message string `json:"message"`
-				Details []struct {
-					Reason string `json:"reason"`
-				} `json:"details"`
-			} `json:"error"`
-		}
-		require.NoError(t, json.Unmarshal([]byte(body), &st), body)
-		require.Len(t, st.Error.Details, 1)
-		return streamAnswer{form: form, err: fmt.Sprintf("%d %s %s %s", st.Error.Code, st.Error.Status, st.Error.Details[0].Reason,
-			decisionSuffix.ReplaceAllString(st.Error.Message, ""))}
+		return statusStreamAnswer(t, r)
 	}
 	var pm a2apb.Message
 	require.NoError(t, protojson.Unmarshal([]byte(msg), &pm))
@@ -207,22 +182,84 @@ func callStream(t *testing.T, srv *testutil.Server, caller, tok, when string) st
 		err: fmt.Sprintf("%s %s %s", st.Get("Grpc-Status"), info.GetReason(), decisionSuffix.ReplaceAllString(st.Get("Grpc-Message"), ""))}
 }
 
+// jsonrpcStreamAnswer reads a JSON-RPC streaming answer (request id 7) that failed: HTTP 200,
+// SSE, the error response as the last event.
+func jsonrpcStreamAnswer(t *testing.T, r *testutil.Response) streamAnswer {
+	t.Helper()
+	require.Equal(t, http.StatusOK, r.Status)
+	require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"), "%s", r.Body)
+	events := strings.Split(strings.TrimSuffix(string(r.Body), "\n\n"), "\n\n")
+	last, ok := strings.CutPrefix(events[len(events)-1], "data: ")
+	require.True(t, ok, "%q", r.Body)
+	var env struct {
+		ID    json.RawMessage `json:"id"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    []struct {
+				Reason string `json:"reason"`
+			} `json:"data"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(last), &env), last)
+	require.NotNil(t, env.Error, last)
+	require.Equal(t, "7", string(env.ID))
+	require.Len(t, env.Error.Data, 1)
+	return streamAnswer{form: fmt.Sprintf("sse, %d events before the error: %s", len(events)-1, eventIDs(events[:len(events)-1])),
+		err: fmt.Sprintf("%d %s %s", env.Error.Code, env.Error.Data[0].Reason, decisionSuffix.ReplaceAllString(env.Error.Message, ""))}
+}
+
+// statusStreamAnswer reads an HTTP+JSON streaming answer that failed: the error's HTTP status
+// and google.rpc.Status JSON, or HTTP 200 SSE whose last event is "event: error" with that body.
+func statusStreamAnswer(t *testing.T, r *testutil.Response) streamAnswer {
+	t.Helper()
+	body := string(r.Body)
+	form := fmt.Sprintf("HTTP %d %s", r.Status, r.Header.Get("Content-Type"))
+	if r.Header.Get("Content-Type") == "text/event-stream" {
+		require.Equal(t, http.StatusOK, r.Status)
+		events := strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n")
+		var ok bool
+		body, ok = strings.CutPrefix(events[len(events)-1], "event: error\ndata: ")
+		require.True(t, ok, "the last event is an error event: %q", r.Body)
+		form = fmt.Sprintf("sse, %d events before the error: %s", len(events)-1, eventIDs(events[:len(events)-1]))
+	} else {
+		require.GreaterOrEqual(t, r.Status, 400, body)
+		require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+	}
+	var st struct {
+		Error struct {
+			Code    int    `json:"code"`
+			Status  string `json:"status"`
+			Message string `json:"message"`
+			Details []struct {
+				Reason string `json:"reason"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &st), body)
+	require.Len(t, st.Error.Details, 1)
+	return streamAnswer{form: form, err: fmt.Sprintf("%d %s %s %s", st.Error.Code, st.Error.Status, st.Error.Details[0].Reason,
+		decisionSuffix.ReplaceAllString(st.Error.Message, ""))}
+}
+
 // eventIDs names the task of each relayed SSE event.
 func eventIDs(events []string) string {
 	var ids []string
 	for _, e := range events {
 		var v struct {
+			ID   string `json:"id"` // 0.3: the event itself, kind-discriminated
 			Task struct {
 				ID string `json:"id"`
 			} `json:"task"`
 			Result struct {
+				ID   string `json:"id"`
 				Task struct {
 					ID string `json:"id"`
 				} `json:"task"`
 			} `json:"result"`
 		}
 		_ = json.Unmarshal([]byte(strings.TrimPrefix(e, "data: ")), &v)
-		ids = append(ids, v.Task.ID+v.Result.Task.ID)
+		ids = append(ids, v.ID+v.Task.ID+v.Result.ID+v.Result.Task.ID)
 	}
 	return strings.Join(ids, ",")
 }
