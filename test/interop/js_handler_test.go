@@ -841,7 +841,8 @@ func TestJSHandlerRESTEndpoint(t *testing.T) {
 
 // TestJSHandlerV03: a 0.3 caller's calls reach the handler in 0.3 (method
 // names, params, A2A-Version: 0.3): the SDK's 0.3 compatibility layer
-// (legacyCompat) answers them, and capgate relays its 0.3 answers.
+// (legacyCompat) answers them, and capgate relays its 0.3 answers, and its
+// stream errors in each 0.3 caller binding's form.
 func TestJSHandlerV03(t *testing.T) {
 	node := requireNode(t)
 	h := startJSHandler(t, node)
@@ -932,6 +933,48 @@ func TestJSHandlerV03(t *testing.T) {
 		}
 		require.Equal(t, []string{"task working", "artifact-update", "status-update completed"}, kinds)
 		e.expectCalls(t, "message/stream")
+	})
+	// The SDK's stream errors (its ordering checks) reach every 0.3 caller binding in one form
+	// (test/gateway's TestStreamErrorsOneFormPerCallerBinding03): before the first event, 0.3
+	// JSON-RPC one SSE event with the JSON-RPC error, 0.3 HTTP+JSON (/v1/ and un-prefixed) the
+	// HTTP status and google.rpc.Status; after the SDK's two events, the error as the last event.
+	t.Run("stream errors, every 0.3 caller binding", func(t *testing.T) {
+		text := func(mode string) string { return "Reconcile invoice INV-1 against PO-2 " + mode }
+		for mode, events := range map[string]int{"mode:fail-first": 0, "mode:fail-mid": 2} {
+			for _, caller := range []string{"JSON-RPC", "/v1/message:stream", "/message:stream"} {
+				var r *testutil.Response
+				switch caller {
+				case "JSON-RPC":
+					r = srv.JSONRPC(t, send("message/stream", mode), "Authorization", auth)
+				case "/v1/message:stream":
+					r = srv.Do(t, http.MethodPost, caller, `{"message":{"messageId":"m-1","role":"ROLE_USER","content":[{"text":"`+text(mode)+
+						`"}],"metadata":{"skillId":"`+jsCapability+`"}}}`, "Content-Type", "application/json", "Authorization", auth)
+				default:
+					r = srv.Do(t, http.MethodPost, caller, `{"message":{"kind":"message","messageId":"m-1","role":"user","parts":[{"kind":"text","text":"`+
+						text(mode)+`"}],"metadata":{"skillId":"`+jsCapability+`"}}}`, "Content-Type", "application/json", "Authorization", auth)
+				}
+				e.expectCalls(t, "message/stream")
+				body, frames := string(r.Body), []string{}
+				if r.Header.Get("Content-Type") == "text/event-stream" {
+					require.Equal(t, http.StatusOK, r.Status)
+					frames = strings.Split(strings.TrimSuffix(body, "\n\n"), "\n\n")
+					body = frames[len(frames)-1]
+					frames = frames[:len(frames)-1]
+				}
+				require.Len(t, frames, events, "%s %s: the events before the error: %s", mode, caller, r.Body)
+				if caller == "JSON-RPC" {
+					require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"), "%s", r.Body)
+					require.True(t, strings.HasPrefix(body, `data: {"jsonrpc":"2.0","id":"v03","error":{"code":-32004,`), "%s", body)
+				} else if events == 0 {
+					require.Equal(t, http.StatusBadRequest, r.Status, "%s", r.Body)
+					require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+				} else {
+					require.True(t, strings.HasPrefix(body, `event: error`+"\n"+`data: {"error":{"code":400,"status":"UNIMPLEMENTED",`), "%s", body)
+				}
+				require.Contains(t, body, `"message":"the skill's handler does not support this operation (decision `)
+				require.Contains(t, body, `"reason":"UNSUPPORTED_OPERATION"`)
+			}
+		}
 	})
 }
 
