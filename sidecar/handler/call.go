@@ -33,7 +33,6 @@ func (i *Invoker) Call(ctx context.Context, req Request) (jsontext.Value, *proto
 	id := newID()
 	cctx, cancel := context.WithTimeoutCause(ctx, i.timeout, errTimeout)
 	defer cancel()
-	timeoutMsg := fmt.Sprintf("the skill's handler did not answer within %s", i.timeout)
 
 	hr, perr := newRequest(cctx, t, req, id, false)
 	if perr != nil {
@@ -41,12 +40,12 @@ func (i *Invoker) Call(ctx context.Context, req Request) (jsontext.Value, *proto
 	}
 	resp, err := t.client.Do(hr)
 	if err != nil {
-		return nil, i.failure(cctx, t, req, err, errTimeout, timeoutMsg)
+		return nil, i.failure(cctx, t, req, err, errTimeout, i.timeoutMsg)
 	}
 	defer func() { _ = resp.Body.Close() }()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResponseBytes+1))
 	if err != nil {
-		return nil, i.failure(cctx, t, req, err, errTimeout, timeoutMsg)
+		return nil, i.failure(cctx, t, req, err, errTimeout, i.timeoutMsg)
 	}
 	if len(body) > MaxResponseBytes {
 		return nil, i.invalid(t, req, "response larger than 16 MiB")

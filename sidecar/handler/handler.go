@@ -2,6 +2,7 @@
 package handler
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -138,8 +139,11 @@ type Invoker struct {
 	targets map[string]target
 	timeout time.Duration
 	idle    time.Duration
-	log     *zap.Logger
-	clients []*http.Client
+	// timeoutMsg and idleMsg are the errors of a call past timeout and of a stream idle
+	// for idle: written once, not per call.
+	timeoutMsg, idleMsg string
+	log                 *zap.Logger
+	clients             []*http.Client
 }
 
 // NewInvoker returns an Invoker for handlers (name → "builtin:<name>" or an
@@ -162,7 +166,9 @@ func NewInvoker(handlers map[string]string, opts ...Option) (*Invoker, error) {
 			errs = append(errs, fmt.Errorf("builtin %q has a nil handler", name))
 		}
 	}
-	i := &Invoker{targets: map[string]target{}, timeout: o.timeout, idle: o.idle, log: o.log}
+	i := &Invoker{targets: map[string]target{}, timeout: o.timeout, idle: o.idle, log: o.log,
+		timeoutMsg: fmt.Sprintf("the skill's handler did not answer within %s", o.timeout),
+		idleMsg:    fmt.Sprintf("the skill's handler sent nothing for %s", o.idle)}
 	if i.log == nil {
 		i.log = zap.NewNop()
 	}
@@ -400,7 +406,7 @@ func newHTTPRequest(ctx context.Context, t target, req Request, id string, strea
 	if err != nil {
 		return nil, err
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, strings.NewReader(string(body)))
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

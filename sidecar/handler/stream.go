@@ -37,7 +37,6 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 	defer cancel(nil)
 	idle := newIdleTimer(i.idle, func() { cancel(errIdle) })
 	defer idle.stop()
-	idleMsg := fmt.Sprintf("the skill's handler sent nothing for %s", i.idle)
 
 	hr, perr := newRequest(sctx, t, req, id, true)
 	if perr != nil {
@@ -45,7 +44,7 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 	}
 	resp, err := t.client.Do(hr)
 	if err != nil {
-		return i.failure(sctx, t, req, err, errIdle, idleMsg)
+		return i.failure(sctx, t, req, err, errIdle, i.idleMsg)
 	}
 	defer func() { _ = resp.Body.Close() }()
 
@@ -57,13 +56,13 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 
 	body := &activityReader{r: resp.Body, idle: idle}
 	if t.binding == protocol.GRPC {
-		return i.grpcStream(sctx, t, req, resp, body, emit, idleMsg)
+		return i.grpcStream(sctx, t, req, resp, body, emit)
 	}
 	if mt := mediaType(resp.Header); mt != "text/event-stream" {
 		// Not a stream: a plain JSON-RPC answer, usually an error.
 		data, err := io.ReadAll(io.LimitReader(body, MaxResponseBytes+1))
 		if err != nil {
-			return i.failure(sctx, t, req, err, errIdle, idleMsg)
+			return i.failure(sctx, t, req, err, errIdle, i.idleMsg)
 		}
 		if len(data) > MaxResponseBytes {
 			return i.invalid(t, req, "response larger than 16 MiB")
@@ -87,7 +86,7 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 		if cause := context.Cause(sctx); cause != nil {
 			// Cancelled, idle, or the caller went away: whatever was read
 			// after that is not relayed.
-			return i.failure(sctx, t, req, cause, errIdle, idleMsg)
+			return i.failure(sctx, t, req, cause, errIdle, i.idleMsg)
 		}
 		switch {
 		case err == io.EOF:
@@ -98,7 +97,7 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 		case errors.Is(err, errEventTooLarge):
 			return i.invalid(t, req, "event larger than 1 MiB")
 		case err != nil:
-			return i.failure(sctx, t, req, err, errIdle, idleMsg)
+			return i.failure(sctx, t, req, err, errIdle, i.idleMsg)
 		}
 		var result jsontext.Value
 		if t.binding == protocol.HTTPJSON {
@@ -125,7 +124,7 @@ func (i *Invoker) Stream(ctx context.Context, req Request, yield func(result jso
 // grpcStream relays a server-streaming gRPC answer: each message is one
 // event; the trailers' status ends the stream.
 func (i *Invoker) grpcStream(ctx context.Context, t target, req Request, resp *http.Response, body io.Reader,
-	emit func(jsontext.Value) *protocol.Error, idleMsg string) *protocol.Error {
+	emit func(jsontext.Value) *protocol.Error) *protocol.Error {
 	if perr := i.grpcStart(t, req, resp); perr != nil {
 		return perr
 	}
@@ -134,7 +133,7 @@ func (i *Invoker) grpcStream(ctx context.Context, t target, req Request, resp *h
 	for {
 		msg, err := nextFrame(body, MaxEventBytes)
 		if cause := context.Cause(ctx); cause != nil {
-			return i.failure(ctx, t, req, cause, errIdle, idleMsg)
+			return i.failure(ctx, t, req, cause, errIdle, i.idleMsg)
 		}
 		switch {
 		case err == io.EOF:
@@ -150,7 +149,7 @@ func (i *Invoker) grpcStream(ctx context.Context, t target, req Request, resp *h
 		case errors.Is(err, errCompressed):
 			return i.invalid(t, req, "a compressed gRPC message")
 		case err != nil:
-			return i.failure(ctx, t, req, err, errIdle, idleMsg)
+			return i.failure(ctx, t, req, err, errIdle, i.idleMsg)
 		}
 		result, perr := protocol.GRPCResult(op, msg)
 		if perr != nil {

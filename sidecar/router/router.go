@@ -140,7 +140,7 @@ func (ix *Index) route(msg *protocol.MessageInfo, c Caller) (Decision, *protocol
 	if err != nil {
 		return Decision{}, err
 	}
-	all := append(append([]int(nil), live...), tomb...)
+	all := append(live, tomb...) // live has room for every capability: no copy
 	d := Decision{Considered: len(all)}
 	if msg.SkillHint != "" {
 		if i := ix.reg.Index(msg.SkillHint); i >= 0 && contains(all, i) {
@@ -395,6 +395,7 @@ func (ix *Index) candidates(msg *protocol.MessageInfo, c Caller) (live, tomb []i
 	sent := sentTypes(msg)
 	acceptable := normalizeAll(msg.AcceptedOutputModes)
 	all := ix.reg.All()
+	live = make([]int, 0, len(all)) // once, not grown capability by capability
 	anyEntitled := false
 	for i := range all {
 		m := &all[i]
