@@ -2,7 +2,6 @@ package dispatch
 
 import (
 	"bytes"
-	"slices"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -153,11 +152,10 @@ func withHeld(call *operation.Call, params jsontext.Value, b tasks.Binding) (jso
 	if err != nil {
 		return nil, nil, protocol.Wrap(protocol.Internal, err, "the message could not be combined")
 	}
-	method, err := json.Marshal(protocol.MethodName(v, protocol.SendMessage))
+	env, err := protocol.MarshalJSONRPCRequest("1", protocol.MethodName(v, protocol.SendMessage), out)
 	if err != nil {
 		return nil, nil, protocol.Wrap(protocol.Internal, err, "the message could not be combined")
 	}
-	env := slices.Concat([]byte(`{"jsonrpc":"2.0","id":1,"method":`), method, []byte(`,"params":`), out, []byte(`}`))
 	cfg := call.Rev.Config().Limits
 	req, perr := protocol.ParseJSONRPC(v, "application/json", env, protocol.Limits{MaxBodyBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth})
 	if perr != nil {

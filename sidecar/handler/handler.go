@@ -402,7 +402,7 @@ func bindingName(b protocol.Binding) string {
 
 // newHTTPRequest builds the JSON-RPC POST for req with a fresh id.
 func newHTTPRequest(ctx context.Context, t target, req Request, id string, stream bool) (*http.Request, error) {
-	body, err := requestBody(id, req.Method, req.Params)
+	body, err := protocol.MarshalJSONRPCRequest(id, req.Method, req.Params)
 	if err != nil {
 		return nil, err
 	}

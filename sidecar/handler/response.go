@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -26,25 +25,6 @@ func newID() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 	return "capgate-" + base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// requestBody is {"jsonrpc":"2.0","id":id,"method":method,"params":params}.
-func requestBody(id, method string, params jsontext.Value) ([]byte, error) {
-	b := make([]byte, 0, 64+len(method)+len(params))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b, err := jsontext.AppendQuote(b, id)
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, `,"method":`...)
-	if b, err = jsontext.AppendQuote(b, method); err != nil {
-		return nil, fmt.Errorf("method name: %w", err)
-	}
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	return append(b, '}'), nil
 }
 
 // mediaType is the response's Content-Type without parameters, lower case.

@@ -264,6 +264,27 @@ func AppendJSONRPCResult(buf []byte, id jsontext.Value, result []byte) []byte {
 	return append(buf, '}')
 }
 
+// MarshalJSONRPCRequest is the JSON-RPC 2.0 request {"jsonrpc":"2.0","id":id,"method":method,"params":params}
+// (params left out when empty): the one request envelope, of handler calls and of a message
+// capgate re-reads through its own parser.
+func MarshalJSONRPCRequest(id, method string, params jsontext.Value) ([]byte, error) {
+	b := make([]byte, 0, 64+len(method)+len(params))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b, err := jsontext.AppendQuote(b, id)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"method":`...)
+	if b, err = jsontext.AppendQuote(b, method); err != nil {
+		return nil, fmt.Errorf("method name: %w", err)
+	}
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	return append(b, '}'), nil
+}
+
 // appendJSONRPCHead appends the head every JSON-RPC response shares, up to the result or
 // error member: {"jsonrpc":"2.0","id":<id or null>,
 func appendJSONRPCHead(b []byte, id jsontext.Value) []byte {
