@@ -89,7 +89,7 @@ func normState(s string) string {
 // listEntry is one candidate task of a list, at its place in the order.
 type listEntry struct {
 	b   tasks.Binding
-	pos position
+	pos tasks.Position
 }
 
 // listCandidates are the bindings of a store page that pass the filter
@@ -104,7 +104,7 @@ func listCandidates(owned []tasks.Binding, q listQuery) []listEntry {
 				continue
 			}
 		}
-		out = append(out, listEntry{b: b, pos: positionOf(b)})
+		out = append(out, listEntry{b: b, pos: tasks.PositionOf(b)})
 	}
 	return out
 }
@@ -121,9 +121,9 @@ const listReads = 4
 // bound) and where the next page starts (nil: none). A store page is as
 // long as what is left of the page — or of MaxListScan, with status
 // filters.
-func (d *Dispatcher) listOwned(ctx, lctx context.Context, lc *listCall, owner tasks.Owner, from *position) ([]stdjson.RawMessage, int, *position, error) {
+func (d *Dispatcher) listOwned(ctx, lctx context.Context, lc *listCall, owner tasks.Owner, from *tasks.Position) ([]stdjson.RawMessage, int, *tasks.Position, error) {
 	var out []stdjson.RawMessage
-	var next *position
+	var next *tasks.Position
 	total, scanned := 0, 0
 	after := from
 	for round := 0; round < listReads && len(out) < lc.q.pageSize && scanned < MaxListScan; round++ {
@@ -135,12 +135,7 @@ func (d *Dispatcher) listOwned(ctx, lctx context.Context, lc *listCall, owner ta
 			n = MaxListScan
 		}
 		n = min(n, MaxListScan-scanned)
-		var at *tasks.Position
-		if after != nil {
-			p := after.store()
-			at = &p
-		}
-		page, err := d.store.OwnedPage(ctx, owner, at, lc.q.contextID, n)
+		page, err := d.store.OwnedPage(ctx, owner, after, lc.q.contextID, n)
 		if err != nil {
 			return nil, 0, nil, err
 		}
@@ -158,7 +153,7 @@ func (d *Dispatcher) listOwned(ctx, lctx context.Context, lc *listCall, owner ta
 			break
 		}
 		if next = nil; page.More {
-			p := positionAt(page.Next)
+			p := page.Next
 			next, after = &p, &p
 		}
 		if next == nil {

@@ -49,9 +49,8 @@ func newPageKey() []byte {
 // size whatever the handler's ids.
 const (
 	pageTokenVersion = 1
-	digestBytes      = tasks.DigestBytes
-	positionBytes    = 1 + 8 + 4 + digestBytes
-	pageTokenBytes   = positionBytes + sha256.Size
+	positionLen      = 1 + 8 + 4 + tasks.DigestBytes
+	pageTokenBytes   = positionLen + sha256.Size
 )
 
 // errPageToken is the answer to a page token that was not issued for this
@@ -60,36 +59,15 @@ func errPageToken() *protocol.Error {
 	return protocol.Errorf(protocol.InvalidParams, "pageToken is not valid for this request")
 }
 
-// position is a place in the list order: created time, newest first, then
-// task-id digest, ascending.
-type position struct {
-	sec    int64
-	nsec   uint32
-	digest [digestBytes]byte
-}
-
-func positionOf(b tasks.Binding) position { return positionAt(tasks.PositionOf(b)) }
-
-// positionAt is the store's position p (tasks.Position: the store reads in
-// this order).
-func positionAt(p tasks.Position) position {
-	return position{sec: p.Sec, nsec: p.Nsec, digest: p.Digest}
-}
-
-// store is p as the store's position.
-func (p position) store() tasks.Position {
-	return tasks.Position{Sec: p.sec, Nsec: p.nsec, Digest: p.digest}
-}
-
-// compare orders positions as the list does: a later created time first.
-func (p position) compare(o position) int { return p.store().Compare(o.store()) }
-
-func (p position) bytes() []byte {
-	b := make([]byte, 0, positionBytes)
+// positionBytes is p as a page token carries it: the token version, the
+// created time, the task-id digest (tasks.Position: the store reads in this
+// order).
+func positionBytes(p tasks.Position) []byte {
+	b := make([]byte, 0, positionLen)
 	b = append(b, pageTokenVersion)
-	b = binary.BigEndian.AppendUint64(b, uint64(p.sec))
-	b = binary.BigEndian.AppendUint32(b, p.nsec)
-	return append(b, p.digest[:]...)
+	b = binary.BigEndian.AppendUint64(b, uint64(p.Sec))
+	b = binary.BigEndian.AppendUint32(b, p.Nsec)
+	return append(b, p.Digest[:]...)
 }
 
 // tokenScope is what a page token is bound to, as length-prefixed fields.
@@ -119,25 +97,25 @@ func (d *Dispatcher) pageMAC(scope, pos []byte) []byte {
 }
 
 // sealPage returns the page token that continues after p.
-func (d *Dispatcher) sealPage(scope []byte, p position) string {
-	pos := p.bytes()
+func (d *Dispatcher) sealPage(scope []byte, p tasks.Position) string {
+	pos := positionBytes(p)
 	return base64.RawURLEncoding.EncodeToString(append(pos, d.pageMAC(scope, pos)...))
 }
 
 // openPage checks a page token against scope and returns its position.
-func (d *Dispatcher) openPage(scope []byte, token string) (position, *protocol.Error) {
+func (d *Dispatcher) openPage(scope []byte, token string) (tasks.Position, *protocol.Error) {
 	raw, err := base64.RawURLEncoding.Strict().DecodeString(token)
 	if err != nil || len(raw) != pageTokenBytes {
-		return position{}, errPageToken()
+		return tasks.Position{}, errPageToken()
 	}
-	pos, mac := raw[:positionBytes], raw[positionBytes:]
+	pos, mac := raw[:positionLen], raw[positionLen:]
 	if !hmac.Equal(mac, d.pageMAC(scope, pos)) || pos[0] != pageTokenVersion {
-		return position{}, errPageToken()
+		return tasks.Position{}, errPageToken()
 	}
-	p := position{
-		sec:  int64(binary.BigEndian.Uint64(pos[1:9])),
-		nsec: binary.BigEndian.Uint32(pos[9:13]),
+	p := tasks.Position{
+		Sec:  int64(binary.BigEndian.Uint64(pos[1:9])),
+		Nsec: binary.BigEndian.Uint32(pos[9:13]),
 	}
-	copy(p.digest[:], pos[13:])
+	copy(p.Digest[:], pos[13:])
 	return p, nil
 }

@@ -16,7 +16,7 @@ func TestPageToken(t *testing.T) {
 	owner := tasks.Owner{Issuer: "https://idp.example.com", Subject: "alice", Tenant: "acme"}
 	q := listQuery{contextID: "ctx-1", state: "TASK_STATE_COMPLETED", pageSize: 3}
 	b := tasks.Binding{TaskID: "task-7", CreatedAt: time.Date(2026, 12, 3, 8, 0, 0, 123456789, time.UTC)}
-	pos := positionOf(b)
+	pos := tasks.PositionOf(b)
 	scope := tokenScope(owner, q)
 	tok := d.sealPage(scope, pos)
 
@@ -87,17 +87,17 @@ func TestPageToken(t *testing.T) {
 
 func TestPositionOrder(t *testing.T) {
 	t0 := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
-	older := positionOf(tasks.Binding{TaskID: "a", CreatedAt: t0})
-	newer := positionOf(tasks.Binding{TaskID: "a", CreatedAt: t0.Add(time.Nanosecond)})
-	require.Equal(t, -1, newer.compare(older), "newest first")
-	require.Equal(t, 1, older.compare(newer))
-	require.Equal(t, 0, older.compare(older))
-	x, y := positionOf(tasks.Binding{TaskID: "x", CreatedAt: t0}), positionOf(tasks.Binding{TaskID: "y", CreatedAt: t0})
-	require.NotEqual(t, 0, x.compare(y), "same time: ordered by task id digest")
-	require.Equal(t, -x.compare(y), y.compare(x))
+	older := tasks.PositionOf(tasks.Binding{TaskID: "a", CreatedAt: t0})
+	newer := tasks.PositionOf(tasks.Binding{TaskID: "a", CreatedAt: t0.Add(time.Nanosecond)})
+	require.Equal(t, -1, newer.Compare(older), "newest first")
+	require.Equal(t, 1, older.Compare(newer))
+	require.Equal(t, 0, older.Compare(older))
+	x, y := tasks.PositionOf(tasks.Binding{TaskID: "x", CreatedAt: t0}), tasks.PositionOf(tasks.Binding{TaskID: "y", CreatedAt: t0})
+	require.NotEqual(t, 0, x.Compare(y), "same time: ordered by task id digest")
+	require.Equal(t, -x.Compare(y), y.Compare(x))
 	// Times before 1970 and the zero time (bindings without a creation time) order too.
-	zero := positionOf(tasks.Binding{TaskID: "z"})
-	require.Equal(t, 1, zero.compare(older))
+	zero := tasks.PositionOf(tasks.Binding{TaskID: "z"})
+	require.Equal(t, 1, zero.Compare(older))
 }
 
 func TestListQuery(t *testing.T) {

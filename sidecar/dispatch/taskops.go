@@ -130,7 +130,7 @@ func (d *Dispatcher) list(ctx context.Context, call *operation.Call) (operation.
 		lc.taskTimeout = ht
 	}
 	scope := tokenScope(owner, lc.q)
-	var from *position
+	var from *tasks.Position
 	if lc.q.pageToken != "" {
 		p, perr := d.openPage(scope, lc.q.pageToken)
 		if perr != nil {
