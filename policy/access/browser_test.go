@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgate/capgate/test/ci"
+
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/html"
 
@@ -38,7 +40,7 @@ func tool(t *testing.T, name, msg string) string {
 	if err == nil {
 		return p
 	}
-	if os.Getenv("CI") == "true" {
+	if ci.Required() {
 		t.Fatal(msg)
 	}
 	t.Log("!!! " + msg)

@@ -22,6 +22,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capgate/capgate/test/ci"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/test/testutil"
@@ -37,7 +39,7 @@ func requireNode(t *testing.T) string {
 	t.Helper()
 	missing := func(format string, args ...any) {
 		t.Helper()
-		if os.Getenv("CI") != "" {
+		if ci.Required() {
 			t.Fatalf(format, args...)
 		}
 		t.Skipf("SKIPPING THE JS INTEROP SUITE: "+format, args...)

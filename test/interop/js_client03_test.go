@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/capgate/capgate/test/ci"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/test/testutil"
@@ -19,7 +21,7 @@ import (
 func TestJSClient03(t *testing.T) {
 	node := requireNode(t)
 	if _, err := os.Stat(filepath.Join(jsDir, "node_modules", "a2a-js-sdk-03", "package.json")); err != nil {
-		if os.Getenv("CI") != "" {
+		if ci.Required() {
 			t.Fatal("a2a-js-sdk-03 (@a2a-js/sdk 0.3.14) is not installed: run `npm ci` in test/interop/js")
 		}
 		t.Skip("SKIPPING THE JS 0.3 CLIENT SUITE: a2a-js-sdk-03 is not installed: run `npm ci` in test/interop/js")

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgate/capgate/test/ci"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/test/testutil"
@@ -44,7 +46,7 @@ func need(t *testing.T, name, pkg string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		if os.Getenv("CI") != "" {
+		if ci.Required() {
 			t.Fatalf("%s is not installed, and CI is set: .ci/run installs Debian's %s", name, pkg)
 		}
 		t.Skipf("SKIPPED: %s is not installed (Debian: apt-get install %s); CI fails instead of skipping", name, pkg)

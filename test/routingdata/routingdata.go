@@ -12,24 +12,15 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/capgate/capgate/test/ci"
 )
 
 // Case is one dev case: a message and the skill it is for, nil when it is for none.
 type Case struct {
 	Text   string  `json:"text"`
 	Expect *string `json:"expect"`
-}
-
-// Required reports whether absent data fail the tests: when the CI environment variable is set
-// to anything but "", "0" or "false" (the rule of every test that needs something beside Go).
-func Required() bool {
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false":
-		return false
-	}
-	return true
 }
 
 // Dir is the data folder, ../shared/data/routing beside the module root found from the working
@@ -75,7 +66,7 @@ func Read(dir string) (manifests []byte, cases []Case, err error) {
 }
 
 // Load is Read of Dir for a test. Data that are not there skip the test, or fail it when
-// Required; data that are there but unreadable fail it.
+// ci.Required; data that are there but unreadable fail it.
 func Load(tb testing.TB) (manifests []byte, cases []Case) {
 	tb.Helper()
 	dir, err := Dir()
@@ -83,7 +74,7 @@ func Load(tb testing.TB) (manifests []byte, cases []Case) {
 		manifests, cases, err = Read(dir)
 	}
 	switch {
-	case errors.Is(err, fs.ErrNotExist) && Required():
+	case errors.Is(err, fs.ErrNotExist) && ci.Required():
 		tb.Fatalf("the routing data are not beside the repository (CI is set, so this fails rather than skips): %v; "+
 			"clone the shared data so that ../shared/data/routing holds manifests.json and dev.jsonl", err)
 	case errors.Is(err, fs.ErrNotExist):

@@ -9,13 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestRequired(t *testing.T) {
-	for v, want := range map[string]bool{"": false, "0": false, "false": false, "FALSE": false, "true": true, "1": true, "yes": true} {
-		t.Setenv("CI", v)
-		require.Equal(t, want, Required(), "CI=%q", v)
-	}
-}
-
 // TestDirIsBesideTheModule: the data folder is ../shared/data/routing from the module root,
 // wherever in the module a test runs.
 func TestDirIsBesideTheModule(t *testing.T) {

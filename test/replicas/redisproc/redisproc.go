@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/capgate/capgate/test/ci"
 )
 
 // Binary is the redis-server executable looked up in PATH.
@@ -42,26 +44,15 @@ type Server struct {
 	done     chan struct{}
 }
 
-// Required reports whether tests that need redis-server must fail rather
-// than skip when it is missing: when the CI environment variable is set to
-// anything but "", "0" or "false".
-func Required() bool {
-	switch strings.ToLower(os.Getenv("CI")) {
-	case "", "0", "false":
-		return false
-	}
-	return true
-}
-
 // Lookup returns the path of redis-server. When it is absent the test is
-// skipped, or fails under CI (see Required).
+// skipped, or fails under CI (ci.Required).
 func Lookup(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath(Binary)
 	if err == nil {
 		return bin
 	}
-	if Required() {
+	if ci.Required() {
 		t.Fatalf("%s is not installed but CI is set: these tests must run (install the redis-server package; see .ci/run)", Binary)
 	}
 	t.Skipf("%s is not installed: skipping the tests that need a real Redis (set CI=true to make this a failure)", Binary)
@@ -329,7 +320,7 @@ func lookupCLI(t testing.TB) string {
 	if err == nil {
 		return bin
 	}
-	if Required() {
+	if ci.Required() {
 		t.Fatalf("redis-cli is not installed but CI is set: these tests must run (install the redis-tools package)")
 	}
 	t.Skipf("redis-cli is not installed: skipping the Redis Cluster tests (set CI=true to make this a failure)")

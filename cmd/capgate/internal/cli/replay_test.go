@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/capgate/capgate/test/ci"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/cmd/capgate/internal/cli"
@@ -259,7 +261,7 @@ func chromiumDOM(t *testing.T, page string) string {
 	t.Helper()
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
+		if ci.Required() {
 			t.Fatal("chromium is not installed")
 		}
 		t.Skip("!!! chromium is not installed: the replay report was NOT rendered in a browser")
