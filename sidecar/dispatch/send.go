@@ -265,7 +265,7 @@ func (d *Dispatcher) handlerRequest(ctx context.Context, call *operation.Call, m
 		d.record(invocation{call: call, capability: m, scopes: scopes}, 0, perr)
 		return invocation{}, perr
 	}
-	method := methodName(call.Request.Version, call.Request.Operation)
+	method := protocol.MethodName(call.Request.Version, call.Request.Operation)
 	if call.Request.Operation == protocol.ExtensionMethod {
 		method = call.Request.Method // the extension's own method, as sent
 	}

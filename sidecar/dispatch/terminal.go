@@ -24,7 +24,7 @@ func (d *Dispatcher) replyRefused(ctx context.Context, call *operation.Call, inv
 		return perr
 	}
 	q := inv.req
-	q.Method = methodName(req.Version, protocol.GetTask)
+	q.Method = protocol.MethodName(req.Version, protocol.GetTask)
 	q.Params = getTaskParams(req.Version, msg.TaskID, req.Tenant)
 	result, gerr := d.invoker.Call(context.WithoutCancel(ctx), q)
 	if gerr != nil {

@@ -11,19 +11,6 @@ import (
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
-// methodName is the JSON-RPC method of an operation in a protocol version.
-func methodName(v protocol.Version, op protocol.Operation) string {
-	return protocol.MethodName(v, op)
-}
-
-// taskOf finds the task id and context id in a SendMessage result or stream
-// event. ok is false when the value is neither a task, a message nor a task
-// event. A message reply has no task id.
-func taskOf(result jsontext.Value, v protocol.Version) (taskID, contextID string, ok bool) {
-	taskID, contextID, kind := probe(result, v)
-	return taskID, contextID, kind != 0
-}
-
 // probe reads a SendMessage result or stream event once: its task id, context id and kind
 // (0: neither a task with an id, a message nor a task update).
 func probe(result jsontext.Value, v protocol.Version) (taskID, contextID string, kind operation.Kind) {

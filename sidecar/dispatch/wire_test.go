@@ -226,3 +226,11 @@ func TestGrantedScopes(t *testing.T) {
 		})
 	}
 }
+
+// taskOf is probe as the tests read it: the task id and context id of a
+// SendMessage result or stream event; ok is false when the value is neither
+// a task, a message nor a task event. A message reply has no task id.
+func taskOf(result jsontext.Value, v protocol.Version) (taskID, contextID string, ok bool) {
+	taskID, contextID, kind := probe(result, v)
+	return taskID, contextID, kind != 0
+}
