@@ -13,6 +13,7 @@ import (
 // testStore is the conformance suite every Store passes. newStore returns
 // an empty store for one subtest.
 func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) {
+	testMessages(t, newStore)
 	t.Run("bind ownership", func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t)
