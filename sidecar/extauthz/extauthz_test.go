@@ -331,7 +331,8 @@ func TestCheckFailsClosed(t *testing.T) {
 		require.NotContains(t, resp.GetDeniedResponse().GetBody(), "connection refused")
 		resp, err = s.Check(t.Context(), httpCheck("GET", "/tasks?contextId=ctx-1", map[string]string{"a2a-version": v1, "authorization": auth}, ""))
 		require.NoError(t, err)
-		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 500, status: 500})
+		// Nothing ran: Service Unavailable, and the client may send it again.
+		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 503, status: 503, headers: map[string]string{"retry-after": "1"}})
 	})
 	t.Run("no task store", func(t *testing.T) {
 		s := New(revision.NewHolder(rev), nil)

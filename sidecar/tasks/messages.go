@@ -22,6 +22,13 @@ type Sent struct {
 	Done      bool   `json:"done,omitempty"`
 	TaskID    string `json:"taskId,omitempty"`
 	ContextID string `json:"contextId,omitempty"`
+	// Capability and Handler are what the task was bound to ("" for a task capgate holds
+	// itself, a clarification), so that a retry can bind a task whose binding was not written.
+	Capability string `json:"capability,omitempty"`
+	Handler    string `json:"handler,omitempty"`
+	// Lost marks a settled record whose handler call failed in a way that leaves its effect
+	// unknown (a timeout, a dropped connection, an answer capgate could not record).
+	Lost bool `json:"lost,omitempty"`
 }
 
 // State is what a Sent record says of its message at now.
@@ -33,14 +40,16 @@ const (
 	InProgress State = iota
 	// Answered: settled; the handler answered (TaskID when with a task).
 	Answered
-	// Unknown: reserved, never settled, past its deadline — the handler was (or may have been)
-	// called and nothing recorded its answer.
+	// Unknown: settled as Lost, or reserved, never settled and past its deadline — the handler
+	// was (or may have been) called and nothing recorded its answer.
 	Unknown
 )
 
 // State is the record's state at now.
 func (s Sent) State(now time.Time) State {
 	switch {
+	case s.Done && s.Lost:
+		return Unknown
 	case s.Done:
 		return Answered
 	case now.Before(s.Deadline):
@@ -59,8 +68,8 @@ type Messages interface {
 	// concurrent reservations of one id by one owner exactly one is new. An owner without a
 	// subject reserves nothing (ErrNoOwner).
 	Reserve(ctx context.Context, s Sent, window time.Duration, maxPerOwner int) (Sent, bool, error)
-	// Settle records that the handler answered the reserved message s (Done, TaskID,
-	// ContextID). A record that is gone (expired, evicted) is written again for what is left
+	// Settle records what became of the reserved message s: Done is set, TaskID, ContextID,
+	// Capability, Handler and Lost are kept. A record that is gone (expired, evicted) is written again for what is left
 	// of window.
 	Settle(ctx context.Context, s Sent, window time.Duration) error
 	// Release drops the record of a message the handler did not accept (it was refused before
@@ -109,7 +118,7 @@ func (m *Memory) Reserve(_ context.Context, s Sent, window time.Duration, maxPer
 		delete(m.sent.records, sentKey{o, ids[0]})
 		ids = ids[1:]
 	}
-	s.Done, s.TaskID, s.ContextID = false, "", ""
+	s.Done, s.Lost, s.TaskID, s.ContextID, s.Capability, s.Handler = false, false, "", "", "", ""
 	m.sent.records[k] = s
 	m.sent.order[o] = append(ids, s.MessageID)
 	return s, true, nil

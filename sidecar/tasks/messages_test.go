@@ -41,13 +41,24 @@ func testMessages(t *testing.T, newStore func(t *testing.T, opts ...Option) Stor
 		require.ErrorIs(t, err, ErrNoOwner, "an anonymous caller reserves nothing")
 
 		// Settled: the record names the task; past its deadline unsettled: unknown.
-		require.NoError(t, m.Settle(ctx, Sent{MessageID: "m-1", Owner: alice, Started: s.Started, Deadline: s.Deadline, TaskID: "t-1", ContextID: "c-1"}, window))
+		require.NoError(t, m.Settle(ctx, Sent{MessageID: "m-1", Owner: alice, Started: s.Started, Deadline: s.Deadline, TaskID: "t-1", ContextID: "c-1",
+			Capability: "pay", Handler: "billing"}, window))
 		got, fresh, err = m.Reserve(ctx, s, window, 10)
 		require.NoError(t, err)
 		require.False(t, fresh)
 		require.Equal(t, Answered, got.State(clk.Now()))
-		require.Equal(t, "t-1", got.TaskID)
-		require.Equal(t, "c-1", got.ContextID)
+		require.Equal(t, Sent{MessageID: "m-1", Owner: alice, Done: true, TaskID: "t-1", ContextID: "c-1", Capability: "pay", Handler: "billing"},
+			Sent{MessageID: got.MessageID, Owner: got.Owner, Done: got.Done, TaskID: got.TaskID, ContextID: got.ContextID, Capability: got.Capability, Handler: got.Handler})
+		require.True(t, got.Started.Equal(s.Started))
+
+		// Settled as lost: unknown, whatever the deadline.
+		_, fresh, err = m.Reserve(ctx, Sent{MessageID: "m-3", Owner: alice, Started: clk.Now(), Deadline: clk.Now().Add(time.Hour)}, window, 10)
+		require.NoError(t, err)
+		require.True(t, fresh)
+		require.NoError(t, m.Settle(ctx, Sent{MessageID: "m-3", Owner: alice, Started: clk.Now(), Deadline: clk.Now().Add(time.Hour), Lost: true}, window))
+		got, _, err = m.Reserve(ctx, Sent{MessageID: "m-3", Owner: alice, Started: clk.Now()}, window, 10)
+		require.NoError(t, err)
+		require.Equal(t, Unknown, got.State(clk.Now()))
 
 		_, fresh, err = m.Reserve(ctx, Sent{MessageID: "m-2", Owner: alice, Started: clk.Now(), Deadline: clk.Now().Add(time.Minute)}, window, 10)
 		require.NoError(t, err)

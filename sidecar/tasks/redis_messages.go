@@ -87,7 +87,7 @@ func (r *Redis) Reserve(ctx context.Context, s Sent, window time.Duration, maxPe
 	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	s.Done, s.TaskID, s.ContextID = false, "", ""
+	s.Done, s.Lost, s.TaskID, s.ContextID, s.Capability, s.Handler = false, false, "", "", "", ""
 	rec, err := json.Marshal(s)
 	if err != nil {
 		return Sent{}, false, fmt.Errorf("reserve message: %w", err)
