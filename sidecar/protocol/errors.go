@@ -140,7 +140,9 @@ func CodeOfReason(reason string) (Code, bool) {
 }
 
 // Valid reports whether c is one of the codes above.
-func (c Code) Valid() bool { return c == Internal || c == Unavailable || c.info().reason != "INTERNAL_ERROR" }
+func (c Code) Valid() bool {
+	return c == Internal || c == Unavailable || c.info().reason != "INTERNAL_ERROR"
+}
 
 // Error is a protocol error to be returned to an A2A client. Message and Metadata are shown to
 // the client; the wrapped cause never is.
