@@ -61,6 +61,12 @@ func (d *Dispatcher) reserve(ctx context.Context, call *operation.Call) (*reserv
 	window := cmp.Or(lim.MessageIDWindow, config.DefaultMessageIDWindow)
 	held, fresh, err := d.store.Reserve(ctx, s, window, cmp.Or(lim.MessageIDsPerCaller, config.DefaultMessageIDsPerCaller))
 	if err != nil {
+		// A reservation written but not confirmed (min_replicas) must not hold the id: this
+		// call runs nothing, and its retry must be able to run (best effort; it drops only
+		// this call's record).
+		if rerr := d.store.Release(context.WithoutCancel(ctx), s); rerr != nil {
+			d.log.Debug("unconfirmed message record not released", zap.Error(rerr))
+		}
 		d.log.Warn("message not reserved; refused before any handler call", zap.String("decision_id", call.DecisionID), zap.Error(err))
 		return nil, nil, notRun(err)
 	}
@@ -117,7 +123,7 @@ func (r *reservation) release(ctx context.Context) {
 		return
 	}
 	r.settled = true
-	if err := r.d.store.Release(context.WithoutCancel(ctx), r.s.Owner, r.s.MessageID); err != nil {
+	if err := r.d.store.Release(context.WithoutCancel(ctx), r.s); err != nil {
 		r.log.Warn("message record not released; a retry of it is refused until its deadline", zap.Error(err))
 	}
 }

@@ -72,9 +72,11 @@ type Messages interface {
 	// Capability, Handler and Lost are kept. A record that is gone (expired, evicted) is written again for what is left
 	// of window.
 	Settle(ctx context.Context, s Sent, window time.Duration) error
-	// Release drops the record of a message the handler did not accept (it was refused before
-	// the call, or the handler answered with an error), so that a retry is a new message.
-	Release(ctx context.Context, o Owner, messageID string) error
+	// Release drops the record of s.MessageID that s reserved (the one reserved at s.Started;
+	// a record another call reserved is kept): the message was not accepted — refused before
+	// the handler's call, by the handler itself, or not confirmed by the store — and a retry
+	// is a new message.
+	Release(ctx context.Context, s Sent) error
 }
 
 // ErrNoOwner is returned by Reserve for an owner without a subject (an anonymous caller, whose
@@ -164,24 +166,24 @@ func (m *Memory) Settle(_ context.Context, s Sent, window time.Duration) error {
 }
 
 // Release implements Messages.
-func (m *Memory) Release(_ context.Context, o Owner, messageID string) error {
+func (m *Memory) Release(_ context.Context, s Sent) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ok := ownerKeyOf(o)
-	k := sentKey{ok, messageID}
-	if _, found := m.sent.records[k]; !found {
+	o := ownerKeyOf(s.Owner)
+	k := sentKey{o, s.MessageID}
+	if r, found := m.sent.records[k]; !found || !r.Started.Equal(s.Started) {
 		return nil
 	}
 	delete(m.sent.records, k)
-	ids := m.sent.order[ok]
+	ids := m.sent.order[o]
 	for i, id := range ids {
-		if id == messageID {
-			m.sent.order[ok] = append(ids[:i:i], ids[i+1:]...)
+		if id == s.MessageID {
+			m.sent.order[o] = append(ids[:i:i], ids[i+1:]...)
 			break
 		}
 	}
-	if len(m.sent.order[ok]) == 0 {
-		delete(m.sent.order, ok)
+	if len(m.sent.order[o]) == 0 {
+		delete(m.sent.order, o)
 	}
 	return nil
 }

@@ -68,8 +68,13 @@ func testMessages(t *testing.T, newStore func(t *testing.T, opts ...Option) Stor
 		require.NoError(t, err)
 		require.Equal(t, Unknown, got.State(clk.Now()), "never settled, past its deadline")
 
-		// Released: the id is free again.
-		require.NoError(t, m.Release(ctx, alice, "m-2"))
+		// Released by another call than the one that reserved it: kept. By its own: the id
+		// is free again.
+		require.NoError(t, m.Release(ctx, Sent{MessageID: "m-2", Owner: alice, Started: clk.Now()}))
+		_, fresh, err = m.Reserve(ctx, Sent{MessageID: "m-2", Owner: alice, Started: clk.Now()}, window, 10)
+		require.NoError(t, err)
+		require.False(t, fresh, "another call's record is kept")
+		require.NoError(t, m.Release(ctx, got))
 		_, fresh, err = m.Reserve(ctx, Sent{MessageID: "m-2", Owner: alice, Started: clk.Now(), Deadline: clk.Now().Add(time.Minute)}, window, 10)
 		require.NoError(t, err)
 		require.True(t, fresh, "a released id is a new message")

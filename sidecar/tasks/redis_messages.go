@@ -28,7 +28,8 @@ func (k keys) sentKeys(o Owner) []string { return []string{k.sent(o), k.sentOrde
 // capgate's clock (the reservation times it wrote); the keys expire a window after the last
 // reservation, by Redis's clock, relative (PEXPIRE): no clock is compared with another.
 //
-// KEYS: sent hash, sent order (keys.sentKeys). ARGV: id record now_ms window_ms max_per_owner.
+// KEYS: sent hash, sent order (keys.sentKeys). ARGV: id record now_ms window_ms max_per_owner
+// started_ms (the record's score, by which Release knows it).
 var reserveScript = redis.NewScript(`
 local cutoff = tonumber(ARGV[3]) - tonumber(ARGV[4])
 local old = redis.call('HGET', KEYS[1], ARGV[1])
@@ -48,7 +49,7 @@ if n >= max then
   for i = 1, #out, 2 do redis.call('HDEL', KEYS[1], out[i]) end
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return {'new', ARGV[2]}
@@ -71,8 +72,11 @@ if t < 0 then redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[4]), 1)) end
 return 'ok'
 `)
 
-// releaseScript drops a record. KEYS: sent hash, sent order. ARGV: id.
+// releaseScript drops a record reserved at started_ms (its score), not one another call
+// reserved. KEYS: sent hash, sent order. ARGV: id started_ms.
 var releaseScript = redis.NewScript(`
+local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not at or tonumber(at) ~= tonumber(ARGV[2]) then return 'kept' end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 'ok'
@@ -93,7 +97,7 @@ func (r *Redis) Reserve(ctx context.Context, s Sent, window time.Duration, maxPe
 		return Sent{}, false, fmt.Errorf("reserve message: %w", err)
 	}
 	res, err := r.write(ctx, reserveScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
-		r.now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1))
+		r.now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli())
 	if err != nil {
 		return Sent{}, false, unavailable("reserve message", err)
 	}
@@ -133,10 +137,10 @@ func (r *Redis) Settle(ctx context.Context, s Sent, window time.Duration) error 
 }
 
 // Release implements Messages.
-func (r *Redis) Release(ctx context.Context, o Owner, messageID string) error {
+func (r *Redis) Release(ctx context.Context, s Sent) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	if err := releaseScript.Run(ctx, r.rdb, r.keys.sentKeys(o), url.QueryEscape(messageID)).Err(); err != nil {
+	if err := releaseScript.Run(ctx, r.rdb, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {
 		return unavailable("release message", err)
 	}
 	return nil
