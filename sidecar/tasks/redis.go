@@ -34,6 +34,14 @@ const (
 	usageDays = 32
 )
 
+// usageTTL is how long the per-day counter of a call at t lives from t: to
+// the end of the usageDays-th day after t's. It is relative (PEXPIRE), never
+// an instant (EXPIREAT), so that Redis, which expires keys by its own clock,
+// keeps a counter as long whatever the skew between its clock and capgate's.
+func usageTTL(t time.Time) time.Duration {
+	return time.UnixMilli((day(t) + usageDays) * 86400 * 1000).Sub(time.UnixMilli(t.UnixMilli()))
+}
+
 // Redis is a Store shared by replicas: bindings are hashes with a TTL,
 // each owner's task ids a set, each owner's pending task ids a sorted set
 // by expiry, usage per-day counters. Every Redis failure is returned as
@@ -110,7 +118,7 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 	pctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
 	// The first store opened on this Redis marks when usage counting began.
-	if err := r.rdb.SetNX(pctx, r.keys.since(), time.Now().UnixNano(), 0).Err(); err != nil {
+	if err := r.rdb.SetNX(pctx, r.keys.since(), r.now().UnixNano(), 0).Err(); err != nil {
 		r.log.Warn("task store unreachable at start; task operations fail closed until it answers",
 			zap.String("store", su.display), zap.Error(err))
 	}
@@ -285,7 +293,7 @@ if ARGV[4] ~= '' then
   if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 'full' end
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[2], last[2])
+  redis.call('PEXPIRE', KEYS[2], math.max(1, tonumber(last[2]) - tonumber(ARGV[2])))
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
@@ -340,7 +348,7 @@ if ARGV[12] == '' then
   redis.call('PEXPIRE', KEYS[1], ARGV[11])
 else
   redis.call('HSET', KEYS[1], 'expires', ARGV[12])
-  redis.call('PEXPIREAT', KEYS[1], ARGV[12])
+  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[12]) - tonumber(ARGV[10])))
 end
 if exists then return {'ok', old[8] or '', old[9] or '', '1'} end
 return {'ok', '', '', ''}
@@ -450,10 +458,11 @@ return {ARGV[1], ARGV[2], ARGV[3], ARGV[4]}
 `)
 
 // recordScript counts one call. KEYS: per-day counter, usage hash. ARGV:
-// expire-at (unix s), time (zero-padded unix ns, so strings order as times).
+// the counter's time to live (ms, from the call's time), time (zero-padded
+// unix ns, so strings order as times).
 var recordScript = redis.NewScript(`
 redis.call('INCR', KEYS[1])
-redis.call('EXPIREAT', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('HINCRBY', KEYS[2], 'total', 1)
 local last = redis.call('HGET', KEYS[2], 'last')
 if not last or ARGV[2] > last then redis.call('HSET', KEYS[2], 'last', ARGV[2]) end
@@ -1001,7 +1010,7 @@ func (r *Redis) RecordCall(ctx context.Context, capability string, t time.Time) 
 	d := day(t)
 	ns := max(t.UnixNano(), 0)
 	err := recordScript.Run(ctx, r.rdb, r.keys.usageKeys(capability, d),
-		(d+usageDays)*86400, fmt.Sprintf("%020d", ns)).Err()
+		usageTTL(t).Milliseconds(), fmt.Sprintf("%020d", ns)).Err()
 	if err != nil {
 		return unavailable("record call", err)
 	}

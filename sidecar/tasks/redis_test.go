@@ -53,6 +53,39 @@ func TestRedis(t *testing.T) {
 	testStore(t, func(t *testing.T, opts ...Option) Store { return openTestRedis(t, srv, opts...) })
 }
 
+// TestRedisExpiriesIgnoreSkew holds the rule behind every expiry the
+// store sets: it is a time to live counted from the store's own now
+// (PEXPIRE), so that a capgate clock a year behind or ahead of Redis's
+// neither drops a key at once nor keeps it a year too long.
+func TestRedisExpiriesIgnoreSkew(t *testing.T) {
+	srv := redisproc.Start(t)
+	raw := rawClient(t, srv)
+	for _, c := range clockOffsets {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := t.Context()
+			now := func() time.Time { return time.Now().Add(c.offset) }
+			r := openTestRedis(t, srv, WithClock(now))
+			p := Binding{TaskID: "p1", Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}
+			require.NoError(t, r.BindPending(ctx, p, 10*time.Minute, 5))
+			at := now()
+			require.NoError(t, r.RecordCall(ctx, "lookup-invoice", at))
+			require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Issuer: "i", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
+			o := Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}
+			for key, want := range map[string]time.Duration{
+				r.keys.task("p1"):                     10 * time.Minute,
+				r.keys.pending(o):                     10 * time.Minute,
+				r.keys.day("lookup-invoice", day(at)): usageTTL(at),
+				r.keys.task("t1"):                     DefaultBindingTTL,
+				r.keys.owner(o):                       DefaultBindingTTL,
+			} {
+				pttl, err := raw.PTTL(ctx, key).Result()
+				require.NoError(t, err)
+				require.InDelta(t, want.Milliseconds(), pttl.Milliseconds(), 5000, key)
+			}
+		})
+	}
+}
+
 // TestRedisKeys checks the documented key layout and expiries
 // (docs/operations.md, "Shared state on Redis").
 func TestRedisKeys(t *testing.T) {
@@ -96,16 +129,18 @@ func TestRedisKeys(t *testing.T) {
 	require.Equal(t, strconv.FormatInt(got.ExpiresAt.UnixMilli(), 10), h["expires"])
 	require.Equal(t, "1", h["pending"])
 	require.Equal(t, `["a","b"]`, h["candidates"])
-	exp, err := raw.PExpireTime(ctx, "cg:task:p1").Result()
+	// Expiries are relative (PEXPIRE from the store's now), never an instant
+	// of capgate's clock that Redis would read by its own.
+	pttl, err := raw.PTTL(ctx, "cg:task:p1").Result()
 	require.NoError(t, err)
-	require.Equal(t, got.ExpiresAt.UnixMilli(), exp.Milliseconds())
+	require.InDelta(t, (10 * time.Minute).Milliseconds(), pttl.Milliseconds(), 5000)
 	const pendingKey = "cg:pending:https%3A%2F%2Fidp.example%2F:acme:alice%40x"
 	z, err := raw.ZRangeWithScores(ctx, pendingKey, 0, -1).Result()
 	require.NoError(t, err)
 	require.Equal(t, []redis.Z{{Score: float64(got.ExpiresAt.UnixMilli()), Member: "p1"}}, z)
-	exp, err = raw.PExpireTime(ctx, pendingKey).Result()
+	pttl, err = raw.PTTL(ctx, pendingKey).Result()
 	require.NoError(t, err)
-	require.Equal(t, got.ExpiresAt.UnixMilli(), exp.Milliseconds())
+	require.InDelta(t, (10 * time.Minute).Milliseconds(), pttl.Milliseconds(), 5000)
 	members, err = raw.SMembers(ctx, ownerKey).Result()
 	require.NoError(t, err)
 	require.ElementsMatch(t, []string{"t1", "p1"}, members)
@@ -128,9 +163,9 @@ func TestRedisKeys(t *testing.T) {
 	calls, err := raw.Get(ctx, "cg:usage:lookup-invoice:"+d).Int()
 	require.NoError(t, err)
 	require.Equal(t, 1, calls)
-	exp, err = raw.ExpireTime(ctx, "cg:usage:lookup-invoice:"+d).Result()
+	pttl, err = raw.PTTL(ctx, "cg:usage:lookup-invoice:"+d).Result()
 	require.NoError(t, err)
-	require.Equal(t, time.Duration((now.Unix()/86400+32)*86400)*time.Second, exp)
+	require.InDelta(t, time.UnixMilli((now.Unix()/86400+32)*86400*1000).Sub(now).Milliseconds(), pttl.Milliseconds(), 5000)
 	u, err := raw.HGetAll(ctx, "cg:usage:lookup-invoice").Result()
 	require.NoError(t, err)
 	require.Equal(t, "1", u["total"])
