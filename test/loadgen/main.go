@@ -8,7 +8,7 @@
 // under mixed load, reloads and a Redis restart, and fails on growth, 5xx
 // or a lost task. See docs/benchmarks.md.
 //
-//	go run ./test/loadgen                 # throughput, ratio, latency at half load (~40 s)
+//	go run ./test/loadgen                 # throughput, ratio, latency at half load, then on a Redis store (~55 s)
 //	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
 //	go run ./test/loadgen -mode gateway   # capgate's gateway against a bare reverse proxy, both bindings, streaming (~1.5 min)
 //	go run ./test/loadgen -mode gateway -stream-only  # only the 10,000-event stream: RSS growth while relaying
@@ -43,6 +43,8 @@ func main() {
 	flag.IntVar(&o.distinct, "distinct-tokens", 100_000, "rss: distinct tokens sent")
 	flag.IntVar(&o.classes, "classes", 50, "rss: entitlement classes (tenant × scope) the callers fall into, at most 50")
 	flag.BoolVar(&o.noPin, "no-pin", false, "do not pin processes to CPUs")
+	flag.BoolVar(&o.noRedis, "no-redis", false, "bench: skip the phase with the task store on a loopback redis-server")
+	flag.StringVar(&o.contextCache, "context-cache", "", "bench: the Redis store's context_cache (e.g. 0 to measure without it; empty: its default)")
 	flag.StringVar(&o.cpuProfile, "server-cpuprofile", "", "write the capgate child's CPU profile to this file prefix (<prefix>.<pid>.pprof)")
 	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
 	flag.DurationVar(&o.reloadEvery, "reload-every", soakReloadEvery, "soak: reload both replicas this often (0: never)")
@@ -73,10 +75,11 @@ type options struct {
 	tokens                 int
 	capabilities, distinct int
 	classes                int
-	noPin                  bool
+	noPin, noRedis         bool
 	cpuProfile, memProfile string
 	memory                 string
 	upstream, routing      string
+	contextCache           string
 	events                 int
 	streamOnly             bool
 	reloadEvery            time.Duration
