@@ -33,6 +33,7 @@ func main() {
 	flag.StringVar(&o.routing, "routing-manifests", "../shared/data/routing/manifests.json", "gateway: the registry (a JSON list of manifests, CLINC150 routing data)")
 	flag.IntVar(&o.events, "events", 10_000, "gateway: events in the streamed answer")
 	flag.BoolVar(&o.streamOnly, "stream-only", false, "gateway: only the streaming case (no throughput or latency phases)")
+	flag.BoolVar(&o.noContexts, "no-contexts", false, "gateway: messages name no context (before #33 the only workload; by default each caller continues a context of its own)")
 	flag.StringVar(&o.config, "config", "", "internal: deployment config of the capgate child (empty: the embedded finance example)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured phase")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each phase")
@@ -49,7 +50,7 @@ func main() {
 	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
 	flag.DurationVar(&o.reloadEvery, "reload-every", soakReloadEvery, "soak: reload both replicas this often (0: never)")
 	flag.StringVar(&o.heapDir, "heap-profiles", "", "soak: write each replica's heap profile (admin /debug/pprof/heap) after warm-up and at the end into this directory (<replica>-early.pprof, <replica>-late.pprof)")
-	flag.StringVar(&o.memProfile, "server-memprofile", "", "write the capgate child's live heap on exit to this file prefix (<prefix>.<pid>.pprof)")
+	flag.StringVar(&o.memProfile, "server-memprofile", "", "write the capgate (or gateway) child's heap profile on exit to this file prefix (<prefix>.<pid>.pprof; alloc_objects counts every allocation)")
 	flag.Parse()
 	o.set = map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
@@ -76,6 +77,7 @@ type options struct {
 	capabilities, distinct int
 	classes                int
 	noPin, noRedis         bool
+	noContexts             bool
 	cpuProfile, memProfile string
 	memory                 string
 	upstream, routing      string
