@@ -10,7 +10,7 @@ import (
 )
 
 // testMessages is the conformance suite of Messages (run by testStore on every store).
-func testMessages(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) {
+func testMessages(t *testing.T, newClock func() *clock, newStore func(t *testing.T, opts ...Option) Store) {
 	const window = time.Hour
 	alice := Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme"}
 
