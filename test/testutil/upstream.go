@@ -58,7 +58,7 @@ func NewUpstreamWrapped(t testing.TB, d *deployment.Deployment, wrap func(http.H
 		Issuer: minter.Issuer(), Audience: names[0], Audiences: names[1:], JWKS: minter.JWKS(),
 	})
 	require.NoError(t, err)
-	var h http.Handler = echo.New(v.Verify)
+	h := echo.New(v.Verify)
 	if wrap != nil {
 		h = wrap(h)
 	}
