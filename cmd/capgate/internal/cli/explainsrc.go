@@ -2,8 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
@@ -51,101 +49,6 @@ func tokenCaller(ctx context.Context, env Env, d *deployment.Deployment, tok str
 	return p.Caller(), nil
 }
 
-// loggedDecision is a decision-log event as capgate writes it (console
-// JSON lines) and OPA uploads it (gzip'd JSON arrays): the fields explain
-// reads.
-type loggedDecision struct {
-	DecisionID string `json:"decision_id"`
-	Timestamp  string `json:"timestamp"`
-	Path       string `json:"path"`
-	Bundles    map[string]struct {
-		Revision string `json:"revision"`
-	} `json:"bundles"`
-	Input  map[string]any `json:"input"`
-	Result struct {
-		Allow   bool         `json:"allow"`
-		Result  string       `json:"result"`
-		Code    string       `json:"code"`
-		Reasons []string     `json:"reasons"`
-		Rules   []loggedRule `json:"rules"`
-		// The entitlement answers a replay re-asks (access replay).
-		Entitled          *bool        `json:"entitled,omitzero"`
-		RequestedEntitled *bool        `json:"requested_entitled,omitzero"`
-		RequestedRules    []loggedRule `json:"requested_rules,omitzero"`
-	} `json:"result"`
-}
-
-// loggedRule is one reason of a decision event.
-type loggedRule struct {
-	Effect string `json:"effect"`
-	Reason string `json:"reason"`
-	Rule   string `json:"rule"`
-}
-
-// maxDecisionLog bounds what is read from a decision-log file
-// (decompressed).
-const maxDecisionLog = 1 << 30
-
-// findDecision finds decision id in a decision log (see eachDecision).
-func findDecision(r io.Reader, id string) (*loggedDecision, error) {
-	var found *loggedDecision
-	err := eachDecision(r, func(e *loggedDecision) error {
-		if e.DecisionID == id {
-			found = e
-			return errFound
-		}
-		return nil
-	})
-	if errors.Is(err, errFound) {
-		err = nil
-	}
-	return found, err
-}
-
-// errFound stops eachDecision once findDecision has its event.
-var errFound = errors.New("found")
-
-// eachDecision reads a decision log, gzip'd or not, as a stream of JSON
-// values (each an event or an array of events) and calls fn with each
-// event, in order, until fn returns an error; lines that are not JSON (a
-// console log's other lines) are skipped.
-func eachDecision(r io.Reader, fn func(*loggedDecision) error) error {
-	br := bufio.NewReader(r)
-	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return err
-		}
-		br = bufio.NewReader(io.LimitReader(zr, maxDecisionLog))
-	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || (line[0] != '{' && line[0] != '[') {
-			continue
-		}
-		var events []loggedDecision
-		if line[0] == '[' {
-			if err := json.Unmarshal(line, &events); err != nil {
-				continue
-			}
-		} else {
-			var e loggedDecision
-			if err := json.Unmarshal(line, &e); err != nil {
-				continue
-			}
-			events = []loggedDecision{e}
-		}
-		for i := range events {
-			if err := fn(&events[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return sc.Err()
-}
-
 // explainLogged finds decision id in the log at path and explains it:
 // who asked for what, the outcome, and each reason with the Rego rule
 // behind it.
@@ -157,7 +60,7 @@ func explainLogged(env Env, id, path string, asJSON bool) error {
 	defer func() { _ = f.Close() }()
 	e, err := findDecision(f, id)
 	if err != nil {
-		return usageErr("%s: %v", path, err)
+		return logErr(path, err)
 	}
 	if e == nil {
 		return checkFailed("decision %s is not in %s (console JSON lines or OPA's gzip'd JSON arrays)", id, path)

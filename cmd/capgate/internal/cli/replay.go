@@ -113,7 +113,7 @@ func replayFile(ctx context.Context, r *access.Replay, path string) error {
 	defer func() { _ = file.Close() }()
 	err = eachDecision(file, func(e *loggedDecision) error { return r.Event(ctx, recordedQuestions(e)...) })
 	if err != nil {
-		return usageErr("%s: %v", path, err)
+		return logErr(path, err)
 	}
 	return nil
 }
