@@ -48,6 +48,10 @@ type loggedResult struct {
 	Entitled          *bool        `json:"entitled,omitzero"`
 	RequestedEntitled *bool        `json:"requested_entitled,omitzero"`
 	RequestedRules    []loggedRule `json:"requested_rules,omitzero"`
+	// Limits are the capability's limits the decision carried; CardVersion
+	// the card version of the revision that decided.
+	Limits      map[string]any `json:"limits,omitzero"`
+	CardVersion string         `json:"card_version,omitzero"`
 }
 
 // loggedRule is one reason of a decision event.
@@ -55,6 +59,8 @@ type loggedRule struct {
 	Effect string `json:"effect"`
 	Reason string `json:"reason"`
 	Rule   string `json:"rule"`
+	// Detail is what the reason is about (scope.missing: the scopes).
+	Detail string `json:"detail,omitzero"`
 }
 
 // opaEventType marks a decision event on OPA's console (and capgate's).

@@ -101,10 +101,14 @@ func TestExplainDecisionID(t *testing.T) {
 policy revision: 1788e47117c1804e4c2d62e5468841f3
 caller: principal partner-2, tenant globex
 asked: message/send reconcile-invoice via gateway (capgate/authz/decision)
+binding: jsonrpc, A2A -
 outcome: refused (-31403)
+reasons: scope.missing
 because:
   refuse  scope.missing  (rule data.capgate.authz._scope_reasons)
   grant   state.ga  (rule data.capgate.authz._state_reasons)
+labels: id=x version=dev
+latency: 1µs
 `, r.stdout, file)
 		r = run(t, "explain", "--decision-id", "0a0a0a0a-0000-4000-8000-000000000001", "--decisions", file, "--json")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
