@@ -3,7 +3,6 @@ package cli_test
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"io"
 	"net/http"
 	"os"
@@ -16,10 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/cmd/capgate/internal/cli"
+	"github.com/capgate/capgate/test/golden"
 	"github.com/capgate/capgate/test/testutil"
 )
-
-var updateGolden = flag.Bool("update-explain", false, "rewrite testdata/explain/*.golden from the current output")
 
 // serving is a `capgate serve` of the embedded finance example, run in
 // this process on 127.0.0.1:0, its log (stdout) kept.
@@ -168,14 +166,7 @@ func TestExplainDecisionIDOnServeLog(t *testing.T) {
 			for _, v := range volatile {
 				got = v.re.ReplaceAllString(got, v.with)
 			}
-			golden := filepath.Join("testdata", "explain", kind+".golden")
-			if *updateGolden {
-				require.NoError(t, os.MkdirAll(filepath.Dir(golden), 0o755))
-				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
-			}
-			want, err := os.ReadFile(golden)
-			require.NoError(t, err, "run with -update-explain to write it")
-			require.Equal(t, string(want), got)
+			golden.Equal(t, filepath.Join("testdata", "explain", kind+".golden"), []byte(got))
 		})
 	}
 }
