@@ -141,6 +141,9 @@ func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 	if e.AuthReason != "" {
 		enc.AddString("auth_reason", e.AuthReason)
 	}
+	if e.CardVersion != "" {
+		enc.AddString("card_version", e.CardVersion)
+	}
 	if e.Code != "" {
 		enc.AddString("code", e.Code)
 	}

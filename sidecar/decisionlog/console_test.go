@@ -59,7 +59,7 @@ func TestConsoleMatchesPlugin(t *testing.T) {
 			Requested: "apply-remittance", RequestedRules: []engine.Reason{{Rule: "scope.missing", Effect: "refuse", Detail: "payments.apply"}},
 			Result: decisionlog.Allow},
 		{DecisionID: "c-7", Capability: "x", Decided: true, Entitled: false, Result: decisionlog.Deny, Requested: "y", RequestedEntitled: true},
-		{DecisionID: "c-8", Capability: "reconcile-invoice", Decided: true, Entitled: true, Result: decisionlog.Allow,
+		{DecisionID: "c-8", Capability: "reconcile-invoice", Decided: true, Entitled: true, Result: decisionlog.Allow, CardVersion: "1.4.0+skills.3f2a",
 			Limits:    map[string]any{"max_pdf_pages": 200, "cost_class": "medium", "ratio": 0.5, "html": "<a&b>"},
 			Rules:     []engine.Reason{{Rule: "scope.held", Effect: "grant", Detail: "recon.run"}},
 			Requested: "apply-remittance", RequestedRules: []engine.Reason{{Rule: "scope.missing", Effect: "refuse", Detail: "payments.apply"},
@@ -80,6 +80,7 @@ func TestConsoleMatchesPlugin(t *testing.T) {
 	// The last event records the limits, and the missing scopes of a
 	// scope.missing reason (no other reason's detail).
 	result := lastLine(t, &fast)["result"].(map[string]any)
+	require.Equal(t, "1.4.0+skills.3f2a", result["card_version"])
 	require.Equal(t, map[string]any{"max_pdf_pages": 200.0, "cost_class": "medium", "ratio": 0.5, "html": "<a&b>"}, result["limits"])
 	require.Equal(t, []any{
 		map[string]any{"detail": "payments.apply", "effect": "refuse", "reason": "scope.missing", "rule": "data.capgate.authz._scope_reasons"},

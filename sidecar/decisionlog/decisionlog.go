@@ -72,7 +72,10 @@ type Entry struct {
 	// (the handler-call re-check of an entitled call).
 	Limits   map[string]any
 	Revision string
-	Latency  time.Duration
+	// CardVersion is the public card's version at Revision (the gateway's
+	// events; "" at ext_authz).
+	CardVersion string
+	Latency     time.Duration
 	// RequestedBy is the address of the peer that asked (OPA's
 	// requested_by): the client's socket address at the gateway, the
 	// downstream source Envoy reports at ext_authz.

@@ -94,6 +94,9 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	if e.AuthReason != "" {
 		result["auth_reason"] = e.AuthReason
 	}
+	if e.CardVersion != "" {
+		result["card_version"] = e.CardVersion
+	}
 	if e.Rule != "" {
 		result["rule"] = e.Rule
 	}

@@ -141,7 +141,7 @@ func TestExplainDecisionIDOnServeLog(t *testing.T) {
 	require.NoError(t, json.Unmarshal(answer, &task), "%s", answer)
 	require.NotEmpty(t, task.Result.Task.ID, "%s", answer)
 	ids := map[string]string{
-		"allowed": allowed,
+		"allowed":      allowed,
 		"hint-ignored": srv.send(t, partner, msg("m2", pdfText, `},"metadata":{"skillId":"apply-remittance"`)),
 		"refused-by-authentication": srv.send(t, demoToken(t, "--sub", "partner-1", "--aud", "another-agent"),
 			msg("m3", pdfText, "")),
