@@ -184,7 +184,7 @@ func (g *Gateway) run(ctx context.Context, call *operation.Call, w http.Response
 // finish records the decision and its metrics.
 func (g *Gateway) finish(rev *revision.State, start time.Time, e *decisionlog.Entry, err *protocol.Error) {
 	e.Component = component
-	e.Revision = rev.ID()
+	e.Revision, e.CardVersion = rev.ID(), rev.CardVersion
 	e.Latency = g.now().Sub(start)
 	e.Result = decisionlog.Allow
 	if err != nil {

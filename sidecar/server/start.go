@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,6 +132,7 @@ func (p *process) startObservability(ctx context.Context) error {
 	}
 	dlog, err := decisionlog.Open(ctx, decisionlog.Options{
 		Services: p.cfg.Services, DecisionLogs: p.cfg.DecisionLogs, Console: p.dlogz, Logger: p.log,
+		Labels: map[string]string{decisionlog.LabelCapgateVersion: cmp.Or(p.opts.Version, "dev")},
 	})
 	if err != nil {
 		return err
