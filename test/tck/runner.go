@@ -92,6 +92,9 @@ type Suite struct {
 	// PYTHONPATH (the generated google modules and this folder, for the tckauth plugin).
 	Dir, Python string
 	PythonPath  []string
+	// Webhook, when set, is a listening socket the 1.0 TCK's webhook receiver serves on
+	// (tckwebhook.py), so that capgate's push.allowed_urls can name its origin.
+	Webhook *os.File
 }
 
 // Prepare copies the TCK at src (../shared/a2a-tck/v1.0 or v0.3) into work and regenerates its
@@ -164,7 +167,7 @@ func (s *Suite) Run(ctx context.Context, name, token string, out io.Writer, args
 	tests := map[string][]string{"1.0": {"tests/compatibility"}, "0.3": {"tests/mandatory", "tests/optional/capabilities", "--test-scope=all"}}[s.Version]
 	cmdArgs := []string{"-m", "pytest"}
 	cmdArgs = append(cmdArgs, tests...)
-	cmdArgs = append(cmdArgs, "-c", "capgate-pytest.ini", "--rootdir=.", "-p", "tckcompat", "-p", "tckauth", "-p", "no:cacheprovider",
+	cmdArgs = append(cmdArgs, "-c", "capgate-pytest.ini", "--rootdir=.", "-p", "tckcompat", "-p", "tckauth", "-p", "tckwebhook", "-p", "no:cacheprovider",
 		"--junitxml="+report, "-o", "junit_family=xunit2", "-q", "-rN", "--tb=line", "--color=no")
 	cmd := exec.CommandContext(ctx, s.Python, append(cmdArgs, args...)...)
 	cmd.Dir = s.Dir
@@ -175,6 +178,10 @@ func (s *Suite) Run(ctx context.Context, name, token string, out io.Writer, args
 		// (docs/SUT_REQUIREMENTS.md; its client's own fallback is 30 s): the agent's long-running
 		// task outlives 2 × this, and an open stream is read no longer.
 		"TCK_STREAMING_TIMEOUT="+fmt.Sprint(StreamingTimeout.Seconds()))
+	if s.Webhook != nil {
+		cmd.ExtraFiles = []*os.File{s.Webhook} // descriptor 3 in the child
+		cmd.Env = append(cmd.Env, "CAPGATE_TCK_WEBHOOK_FD=3")
+	}
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	var exit *exec.ExitError
