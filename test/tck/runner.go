@@ -185,7 +185,7 @@ func (s *Suite) Run(ctx context.Context, name, token string, out io.Writer, args
 	cmd.Stdout, cmd.Stderr = out, out
 	err := cmd.Run()
 	var exit *exec.ExitError
-	if err != nil && !(errors.As(err, &exit) && exit.ExitCode() == 1) {
+	if failed := errors.As(err, &exit) && exit.ExitCode() == 1; err != nil && !failed {
 		return nil, fmt.Errorf("pytest (%s): %w", name, err)
 	}
 	f, err := os.Open(report)

@@ -81,14 +81,14 @@ func Start() (*Agent, error) {
 	})
 	// One caller, as the TCK has one: a2a-go's store lists only an authenticated user's tasks.
 	store := taskstore.NewInMemory(&taskstore.InMemoryStoreConfig{Authenticator: func(context.Context) (string, error) { return "tck", nil }})
-	var handler a2asrv.RequestHandler = a2asrv.NewHandler(executor{},
+	inner := a2asrv.NewHandler(executor{},
 		a2asrv.WithTaskStore(store),
 		a2asrv.WithPushNotifications(push.NewInMemoryStore(), push.NewHTTPPushSender(&push.HTTPSenderConfig{Timeout: 5 * time.Second})),
 		a2asrv.WithExtendedAgentCard(&extended),
 		a2asrv.WithCapabilityChecks(&a.Card.Capabilities),
 		a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
 	)
-	handler = subscribing{handler}
+	handler := subscribing{inner}
 	jsonrpc := versioned{v1: a2asrv.NewJSONRPCHandler(handler), v03: a2av0.NewJSONRPCHandler(handler)}
 	card03 := a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card03(a.URL03 + "/")))
 	mux := http.NewServeMux()
