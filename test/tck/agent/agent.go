@@ -235,6 +235,11 @@ func card03(url string) *a2a.AgentCard {
 // executor answers by the message's messageId prefix, as the TCK's scenarios say.
 type executor struct{}
 
+var (
+	_ a2asrv.AgentExecutor  = executor{}
+	_ a2asrv.RequestHandler = subscribing{}
+)
+
 // scenario is what the executor does for one prefix: the events after the task exists.
 type scenario func(ec *a2asrv.ExecutorContext) []a2a.Event
 
