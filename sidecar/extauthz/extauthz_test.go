@@ -400,8 +400,8 @@ func TestCheckMTLSPrincipal(t *testing.T) {
 	require.NoError(t, err)
 	requireOutcome(t, resp, want{grpc: codes.Unauthenticated, http: 200, rpcCode: -31401})
 
-	require.Equal(t, 1.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "allow")))
-	require.Equal(t, 2.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "deny")))
+	require.Equal(t, 1.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "allow", "ok")))
+	require.Equal(t, 2.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "deny", "refused")))
 	require.Equal(t, 1.0, counterValue(t, m.CacheLookups.WithLabelValues("token", "miss")))
 }
 

@@ -61,8 +61,9 @@ const (
 //	<prefix>usage:<capability>:<day>            calls on that unix day, expires 32 days after it
 //	<prefix>usage-since                         when usage counting began (unix ns), set once
 type Redis struct {
-	rdb  redis.UniversalClient
-	keys keys
+	rdb    redis.UniversalClient
+	keys   keys
+	health *health // whether Redis answers (health.go)
 	options
 }
 
@@ -77,7 +78,9 @@ var (
 func NewRedis(rdb redis.UniversalClient, opts ...Option) *Redis {
 	o := newOptions(opts)
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}}
+	r := &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}, health: newHealth(o)}
+	watchHealth(rdb, r.health)
+	return r
 }
 
 // OpenRedis connects to the Redis store URL raw (see Open; parseStoreURL
@@ -107,6 +110,7 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 		su.failover.SentinelPassword = o.sentinelPassword
 	}
 	r := NewRedis(su.client(), opts...)
+	r.logStart(su)
 	pctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
 	// The first store opened on this Redis marks when usage counting began.
@@ -114,6 +118,7 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 		r.log.Warn("task store unreachable at start; task operations fail closed until it answers",
 			zap.String("store", su.display), zap.Error(err))
 	}
+	r.checkReplicas(pctx, su.mode)
 	return r, nil
 }
 
@@ -513,7 +518,7 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 	res, err := r.write(ctx, ownerScript, r.keys.ownerSets(o, b.ContextID), b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending,
 		written, hasContext)
 	if err != nil {
-		return unavailable("bind", err)
+		return r.unavailable("bind", err)
 	}
 	if res == "full" {
 		// A conflict is the answer when both hold, as in Memory.
@@ -526,7 +531,7 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
 		now.UnixMilli(), r.ttl.Milliseconds(), exp, held, heldVersion)
 	if err != nil {
-		return unavailable("bind", err)
+		return r.unavailable("bind", err)
 	}
 	if res == "conflict" {
 		return ErrConflict
@@ -631,7 +636,7 @@ func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error
 	defer cancel()
 	vals, err := r.rdb.HMGet(ctx, r.keys.task(taskID), bindingFields...).Result()
 	if err != nil {
-		return Binding{}, false, unavailable("lookup", err)
+		return Binding{}, false, r.unavailable("lookup", err)
 	}
 	b, ok, err := decodeBinding(taskID, vals)
 	if err != nil || !ok || b.expired(r.now()) {
@@ -653,11 +658,11 @@ func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
 	res, err := r.write(ctx, claimContextScript, []string{r.keys.context(c.ContextID)},
 		c.Subject, c.Tenant, c.Issuer, strconv.FormatInt(c.CreatedAt.UnixNano(), 10), r.ttl.Milliseconds())
 	if err != nil {
-		return Context{}, unavailable("claim context", err)
+		return Context{}, r.unavailable("claim context", err)
 	}
 	vals, err := redis.NewCmdResult(res, nil).StringSlice()
 	if err != nil {
-		return Context{}, unavailable("claim context", err)
+		return Context{}, r.unavailable("claim context", err)
 	}
 	held, ok, err := decodeContext(c.ContextID, vals)
 	if err == nil && !ok {
@@ -691,7 +696,7 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 	defer cancel()
 	vals, err := r.rdb.HMGet(ctx, r.keys.context(contextID), contextFields...).Result()
 	if err != nil {
-		return Context{}, false, unavailable("lookup context", err)
+		return Context{}, false, r.unavailable("lookup context", err)
 	}
 	if len(vals) != len(contextFields) || vals[0] == nil {
 		return Context{}, false, nil
@@ -807,7 +812,7 @@ func (r *Redis) scanIndex(ctx context.Context, so Owner, after *Position, contex
 			}
 			return nil
 		}); err != nil {
-			return scanned{}, unavailable("owned", err)
+			return scanned{}, r.unavailable("owned", err)
 		}
 		if first {
 			out.total = int(card.Val())
@@ -825,7 +830,7 @@ func (r *Redis) scanIndex(ctx context.Context, so Owner, after *Position, contex
 			}
 			return nil
 		}); err != nil {
-			return scanned{}, unavailable("owned", err)
+			return scanned{}, r.unavailable("owned", err)
 		}
 		var stale, gone []any
 		for i, m := range members {
@@ -911,7 +916,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 		mark = p.Get(ctx, r.keys.unindexed(so))
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
-		return unavailable("owned", err)
+		return r.unavailable("owned", err)
 	}
 	marked := mark.Err() == nil
 	if setN.Val() == 0 || (idxN.Val() == 1 && !marked) {
@@ -922,7 +927,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 	for range buildChunks {
 		ids, next, err := r.rdb.SScan(ctx, r.keys.owner(so), cursor, "", buildChunk).Result()
 		if err != nil {
-			return unavailable("owned", err)
+			return r.unavailable("owned", err)
 		}
 		cmds := make([]*redis.SliceCmd, len(ids))
 		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -931,7 +936,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 			}
 			return nil
 		}); err != nil {
-			return unavailable("owned", err)
+			return r.unavailable("owned", err)
 		}
 		var gone []any
 		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -959,7 +964,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 			}
 			return nil
 		}); err != nil {
-			return unavailable("owned", err)
+			return r.unavailable("owned", err)
 		}
 		if cursor = next; cursor == 0 {
 			return nil
@@ -976,7 +981,7 @@ func (r *Redis) Delete(ctx context.Context, taskID string) error {
 	defer cancel()
 	res, err := r.write(ctx, deleteScript, []string{r.keys.task(taskID)})
 	if err != nil {
-		return unavailable("delete", err)
+		return r.unavailable("delete", err)
 	}
 	old, _ := res.([]any)
 	if len(old) != 5 {
@@ -989,7 +994,7 @@ func (r *Redis) Delete(ctx context.Context, taskID string) error {
 	created, _ := old[3].(string)
 	contextID, _ := old[4].(string)
 	if err := ownerDeleteScript.Run(ctx, r.rdb, r.keys.ownerSets(o, contextID)[:4], taskID, member(taskID, parseCreated(created))).Err(); err != nil {
-		return unavailable("delete", err)
+		return r.unavailable("delete", err)
 	}
 	return nil
 }
@@ -1003,7 +1008,7 @@ func (r *Redis) RecordCall(ctx context.Context, capability string, t time.Time) 
 	err := recordScript.Run(ctx, r.rdb, r.keys.usageKeys(capability, d),
 		(d+usageDays)*86400, fmt.Sprintf("%020d", ns)).Err()
 	if err != nil {
-		return unavailable("record call", err)
+		return r.unavailable("record call", err)
 	}
 	return nil
 }
@@ -1029,10 +1034,10 @@ func (r *Redis) Usage(ctx context.Context, capability string, now time.Time) (Us
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
-		return out, unavailable("usage", err)
+		return out, r.unavailable("usage", err)
 	}
 	if err := hm.Err(); err != nil {
-		return out, unavailable("usage", err)
+		return out, r.unavailable("usage", err)
 	}
 	if ns, err := since.Int64(); err == nil && ns > 0 {
 		out.ObservedSince = time.Unix(0, ns).UTC()
