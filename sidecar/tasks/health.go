@@ -95,11 +95,14 @@ func (h *health) observe(err error) {
 	if ok {
 		v = 1
 	}
-	if old := h.up.Swap(v); old == v {
+	// Changes are logged; the first outcome is not (OpenRedis logs a store
+	// that does not answer at start).
+	switch old := h.up.Swap(v); {
+	case old == v:
 		return
-	} else if ok && old == 0 {
+	case ok && old == 0:
 		h.log.Info("task store reachable again")
-	} else if !ok {
+	case !ok && old == 1:
 		h.log.Warn("task store unreachable; task operations fail closed until it answers", zap.Error(err))
 	}
 	if h.obs != nil {
