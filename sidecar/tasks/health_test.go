@@ -205,3 +205,33 @@ func TestRedisLog(t *testing.T) {
 	}
 	require.Contains(t, lines[0], "failed to dial after 5 attempts")
 }
+
+// TestRedisClusterHealth: on a Cluster the start-up line says so, each
+// master with one replica and min_replicas 1 is warned of by address, and
+// the hook on the cluster client reports reachability.
+func TestRedisClusterHealth(t *testing.T) {
+	nodes := redisproc.StartCluster(t, 3, 1)
+	var addrs []string
+	for _, n := range nodes[:3] {
+		addrs = append(addrs, n.Addr)
+	}
+	rec := &recorder{}
+	core, logs := observer.New(zapcore.InfoLevel)
+	r, err := OpenRedis(t.Context(), "redis-cluster://"+strings.Join(addrs, ","), WithObserver(rec), WithLogger(zap.New(core)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	up, ok := rec.up()
+	require.True(t, ok && up)
+	start := logs.FilterMessage("task store").All()
+	require.Len(t, start, 1)
+	require.Equal(t, "cluster", start[0].ContextMap()["mode"])
+	warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
+	require.Len(t, warns, 3, "one per master")
+	masters := map[any]bool{}
+	for _, w := range warns {
+		require.Contains(t, w.Message, "after a failover")
+		require.EqualValues(t, 1, w.ContextMap()["connected_replicas"])
+		masters[w.ContextMap()["master"]] = true
+	}
+	require.Len(t, masters, 3)
+}
