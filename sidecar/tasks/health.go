@@ -37,8 +37,7 @@ const (
 	OpDelete        = "delete"
 	OpRecordCall    = "record_call"
 	OpUsage         = "usage"
-	// OpReserveMessage, OpSettleMessage and OpReleaseMessage keep the
-	// message records (Messages).
+	// The message records of messageId retries (Reserve, Settle, Release).
 	OpReserveMessage = "reserve_message"
 	OpSettleMessage  = "settle_message"
 	OpReleaseMessage = "release_message"
