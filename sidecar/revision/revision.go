@@ -139,7 +139,7 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*State,
 		if err != nil {
 			return nil, fmt.Errorf("public card: %w", err)
 		}
-		b, err := card.Marshal(pub)
+		b, err := card.MarshalAs(pub, d.Config.Cards.SecurityRequirements)
 		if err != nil {
 			return nil, fmt.Errorf("public card: %w", err)
 		}
