@@ -97,12 +97,18 @@ func (f *front) close() {
 // appended to capgate.yaml, and returns the front's URL and the server.
 func frontedServer(t *testing.T, extra ...string) (string, *testutil.Server) {
 	t.Helper()
+	return frontedServerEdit(t, func(s string) string { return s }, extra...)
+}
+
+// frontedServerEdit is frontedServer with edit applied to capgate.yaml first.
+func frontedServerEdit(t *testing.T, edit func(string) string, extra ...string) (string, *testutil.Server) {
+	t.Helper()
 	f := newFront(t)
 	cfg := testutil.CopyFinance(t)
 	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
 		const def = "  url: http://127.0.0.1:8080\n"
 		require.Contains(t, s, def)
-		return strings.Replace(s, def, "  url: "+f.URL()+"\n", 1) + strings.Join(extra, "")
+		return strings.Replace(edit(s), def, "  url: "+f.URL()+"\n", 1) + strings.Join(extra, "")
 	})
 	srv := testutil.Start(t, testutil.LoadDeployment(t, cfg))
 	f.forwardTo(srv.Addrs.A2A)
