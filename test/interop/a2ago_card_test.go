@@ -44,7 +44,9 @@ func a2aGoFromCard(t *testing.T, base string, binding a2a.TransportProtocol, tok
 		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{binding}}),
 		a2aclient.WithCallInterceptors(&a2aclient.AuthInterceptor{Service: creds}),
 	)
-	require.NoError(t, err)
+	if err != nil {
+		return nil, nil, err
+	}
 	t.Cleanup(func() { _ = client.Destroy() })
 	return client, a2aclient.AttachSessionID(t.Context(), "session-1"), nil
 }
@@ -101,6 +103,15 @@ func TestA2AGoFromCard(t *testing.T) {
 				require.ErrorIs(t, err, a2a.ErrUnauthenticated, "the card dialled, but no requirement: no token")
 			})
 		}
+	})
+
+	// a2a-go's resolver sends no A2A-Version: with cards.default_version "0.3" it is handed the
+	// 0.3 card, which it cannot use (capgate validate warns about the setting).
+	t.Run("cards.default_version: 0.3", func(t *testing.T) {
+		base, _ := frontedServer(t, "cards: {default_version: \"0.3\"}\n")
+		_, _, err := a2aGoFromCard(t, base, a2a.TransportProtocolJSONRPC, tok)
+		require.Error(t, err, "the 0.3 card is no 1.0 card")
+		t.Logf("a2a-go v2 given the 0.3 card: %v", err)
 	})
 
 	t.Run("security_requirements: proto", func(t *testing.T) {
