@@ -651,7 +651,7 @@ func TestCardInterfaceWarnings(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []string{
 		`capgate.yaml:23: cards.default_version: "0.3" serves the 0.3 card to every request for /.well-known/agent-card.json that names no A2A-Version, and A2A 1.0 clients that send none (a2a-go v2's resolver, the A2A TCK) cannot read it; 0.3 clients find the 0.3 card at /.well-known/agent.json with the default "1.0"`,
-		`capgate.yaml:5: agent.url: "https://agents.example.com/finance" has a path, but gRPC methods are served at the host's root: the card advertises gRPC at dns:///agents.example.com:443; set agent.interface_urls.grpc to where clients reach it (or agent.grpc: false)`,
+		`capgate.yaml:5: agent.url: "https://agents.example.com/finance" has a path, but gRPC methods are served at the host's root: the card advertises gRPC at dns:///agents.example.com:443; if a proxy routes only that path to capgate, set agent.interface_urls.grpc to where clients reach gRPC (setting it also silences this warning), or agent.grpc: false`,
 	}, c.Warnings())
 
 	cfg = strings.Replace(cfg, "url: https://agents.example.com/finance\n", "url: https://agents.example.com/finance\n  interface_urls: {grpc: \"dns:///grpc.example.com:443\"}\n", 1)

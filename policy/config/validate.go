@@ -408,7 +408,8 @@ func (c *Config) Warnings() []string {
 	}
 	if u, err := url.Parse(c.Agent.URL); err == nil && c.Agent.ServesGRPC() && c.Agent.InterfaceURLs.GRPC == "" && strings.Trim(u.Path, "/") != "" {
 		warn("agent.url", "%q has a path, but gRPC methods are served at the host's root: the card advertises "+
-			"gRPC at %s; set agent.interface_urls.grpc to where clients reach it (or agent.grpc: false)", c.Agent.URL, GRPCTarget(c.Agent.URL))
+			"gRPC at %s; if a proxy routes only that path to capgate, set agent.interface_urls.grpc to where "+
+			"clients reach gRPC (setting it also silences this warning), or agent.grpc: false", c.Agent.URL, GRPCTarget(c.Agent.URL))
 	}
 	for i, e := range c.Agent.Extensions {
 		u, err := url.Parse(e.URI)
