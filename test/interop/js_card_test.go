@@ -2,6 +2,8 @@ package interop
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -78,4 +80,42 @@ func TestJSClientFromCard(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestV03RESTCardSecurity: the 0.3 HTTP+JSON binding's extended card (GET /v1/card, the 0.3
+// proto's AgentCard in ProtoJSON) carries the oauth2 scheme and the requirements as security.
+func TestV03RESTCardSecurity(t *testing.T) {
+	base, srv := frontedServerEdit(t, withTokenURL, "cards: {security_requirements: proto}\n")
+	tok := testutil.Token(t, testutil.TokenOptions{Scopes: []string{"invoices.read", "recon.run"}})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/v1/card", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	res, err := srv.HTTP.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = res.Body.Close() }()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode, "%s", body)
+	var c struct {
+		SecuritySchemes map[string]map[string]json.RawMessage `json:"securitySchemes"`
+		Security        []struct {
+			Schemes map[string]struct {
+				List []string `json:"list"`
+			} `json:"schemes"`
+		} `json:"security"`
+		Skills []struct {
+			ID       string            `json:"id"`
+			Security []json.RawMessage `json:"security"`
+		} `json:"skills"`
+	}
+	require.NoError(t, json.Unmarshal(body, &c), "%s", body)
+	require.Contains(t, c.SecuritySchemes["oauth2"], "oauth2SecurityScheme", "%s", body)
+	require.Len(t, c.Security, 2, "%s", body)
+	for _, s := range c.Skills {
+		if s.ID == "reconcile-invoice" {
+			require.Len(t, s.Security, 2, "%s", body)
+			return
+		}
+	}
+	t.Fatalf("no reconcile-invoice in %s", body)
 }
