@@ -61,7 +61,7 @@ type Options struct {
 // The card declares an HTTP bearer scheme when issuers are configured, and an oauth2 /
 // openIdConnect scheme per issuer that names its token endpoint / discovery document (see
 // securitySchemes). securityRequirements are stated only with cards.security_requirements
-// "proto" or "a2a-go" (see Requirements): a2a.proto encodes a requirement's scopes as a
+// "proto" or "a2a-go" (the card's and each skill's, see schemeSet): a2a.proto encodes a requirement's scopes as a
 // StringList object ({"list": []}) while a2a-go v2.3.1 reads and writes a bare array
 // (a2aproject/a2a-go#430), so either form breaks one family of clients.
 func Build(cfg *config.Config, caps []manifest.Capability, opts Options) *a2a.AgentCard {
@@ -92,7 +92,9 @@ func Build(cfg *config.Config, caps []manifest.Capability, opts Options) *a2a.Ag
 		c.SecurityRequirements = schemes.requirements()
 		byID := capsByID(caps)
 		for i := range c.Skills {
-			c.Skills[i].SecurityRequirements = schemes.skillRequirements(byID[c.Skills[i].ID].RequiresScopes)
+			if m := byID[c.Skills[i].ID]; m != nil {
+				c.Skills[i].SecurityRequirements = schemes.skillRequirements(m.RequiresScopes)
+			}
 		}
 	}
 	if ag.ServesGRPC() {
