@@ -22,36 +22,62 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	k8syaml "sigs.k8s.io/yaml"
 
+	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
+	policyengine "github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/test/golden"
 )
 
 // The Helm chart (envoy/helm/capgate) is rendered with Helm's own engine
 // (helm.sh/helm/v4 as a library: the chart loader, values coalescing and
-// template engine `helm template` runs), for its defaults and for each
+// template engine `helm template` runs), for the finance example and each
 // variant docs/deploy.md documents. Every object is decoded strictly into its
 // Kubernetes type, the Envoy bootstrap validated against Envoy's protos and
 // checked, and capgate.yaml loaded by capgate's own loader with the manifests
-// the pod mounts. envoy/kubernetes is the default render, kept equal here.
+// the pod mounts. The chart's defaults hold no example: the finance example
+// is a values file (examples/finance.values.yaml) and envoy/kubernetes its
+// render, kept equal here.
 
 const (
 	chartDir     = "helm/capgate"
 	chartRelease = "finance-agent"
-	// envoyKubernetesRender is the chart's default render in envoy/kubernetes.
+	// financeValuesFile is the finance example as values of the chart.
+	financeValuesFile = chartDir + "/examples/finance.values.yaml"
+	// envoyKubernetesRender is the finance example's render in envoy/kubernetes.
 	envoyKubernetesRender = "kubernetes/finance-agent.yaml"
 )
+
+// financeValues are the values of `helm template -f
+// examples/finance.values.yaml` with over given after it (as a second -f
+// or --set: maps merge, anything else replaces), merged by Helm's own
+// function for -f.
+func financeValues(t *testing.T, over map[string]any) map[string]any {
+	t.Helper()
+	base, err := common.ReadValuesFile(financeValuesFile)
+	require.NoError(t, err)
+	return loader.MergeMaps(base.AsMap(), over)
+}
 
 // renderChart renders the chart as `helm template finance-agent
 // envoy/helm/capgate` would, with vals over the chart's values.yaml: the
 // templates that produce objects, in name order, each under a "# Source:"
-// line. Missing values are errors (the engine's strict mode).
+// line. Missing values are errors (the engine's strict mode), and so are
+// values values.schema.json refuses.
 func renderChart(t *testing.T, vals map[string]any) ([]byte, error) {
+	t.Helper()
+	return renderRelease(t, chartRelease, vals)
+}
+
+// renderRelease is renderChart for the release named release (its namespace too).
+func renderRelease(t *testing.T, release string, vals map[string]any) ([]byte, error) {
 	t.Helper()
 	ch, err := loader.Load(chartDir)
 	require.NoError(t, err)
-	rv, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: chartRelease, Namespace: chartRelease, IsInstall: true}, common.DefaultCapabilities)
-	require.NoError(t, err)
+	rv, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: release, IsInstall: true}, common.DefaultCapabilities)
+	if err != nil {
+		return nil, err
+	}
 	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), ch, rv)
 	if err != nil {
 		return nil, err
@@ -64,18 +90,27 @@ func renderChart(t *testing.T, vals map[string]any) ([]byte, error) {
 	}
 	sort.Strings(names)
 	var out strings.Builder
-	out.WriteString("# Generated from envoy/helm/capgate with its default values (helm template finance-agent\n" +
-		"# envoy/helm/capgate): change the chart, then `go test ./envoy -run TestChartDefaultIsEnvoyKubernetes -update`.\n")
 	for _, name := range names {
 		fmt.Fprintf(&out, "---\n# Source: %s\n%s\n", name, strings.TrimSpace(files[name]))
 	}
 	return []byte(out.String()), nil
 }
 
+// envoyKubernetesHeader heads envoy/kubernetes/finance-agent.yaml.
+const envoyKubernetesHeader = "# Generated from envoy/helm/capgate with the finance example's values (helm template finance-agent\n" +
+	"# envoy/helm/capgate -f envoy/helm/capgate/examples/finance.values.yaml): change the chart or the example,\n" +
+	"# then `go test ./envoy -run TestChartFinanceIsEnvoyKubernetes -update`.\n"
+
 // mustRender renders the chart and decodes every object strictly.
 func mustRender(t *testing.T, vals map[string]any) (*kustomization, []byte) {
 	t.Helper()
-	out, err := renderChart(t, vals)
+	return mustRenderRelease(t, chartRelease, vals)
+}
+
+// mustRenderRelease is mustRender for the release named release.
+func mustRenderRelease(t *testing.T, release string, vals map[string]any) (*kustomization, []byte) {
+	t.Helper()
+	out, err := renderRelease(t, release, vals)
 	require.NoError(t, err)
 	docs := parseDocs(t, "render", out)
 	require.NotEmpty(t, docs)
@@ -149,19 +184,20 @@ func loadRenderedConfig(t *testing.T, k *kustomization, name string, withManifes
 	return cfg
 }
 
-// TestChartDefaultIsEnvoyKubernetes: envoy/kubernetes is the chart's default
-// render, byte for byte, so the two cannot drift; -update rewrites it.
-func TestChartDefaultIsEnvoyKubernetes(t *testing.T) {
-	_, out := mustRender(t, nil)
-	golden.Equal(t, envoyKubernetesRender, out)
+// TestChartFinanceIsEnvoyKubernetes: envoy/kubernetes is the chart rendered
+// with the finance example's values, byte for byte, so the two cannot drift;
+// -update rewrites it.
+func TestChartFinanceIsEnvoyKubernetes(t *testing.T) {
+	_, out := mustRender(t, financeValues(t, nil))
+	golden.Equal(t, envoyKubernetesRender, append([]byte(envoyKubernetesHeader), out...))
 	k := loadKustomization(t, "kubernetes")
 	require.Equal(t, []any{"namespace.yaml", filepath.Base(envoyKubernetesRender)}, list(readDocs(t, "kubernetes/kustomization.yaml")[0], "resources"))
 	require.Equal(t, chartRelease, k.namespace)
 }
 
 // TestChartFiles: the chart's bootstrap is envoy/bootstrap.yaml (the one the
-// Envoy tests validate), its default manifests the finance example's, and its
-// appVersion the image tag `make image` gives.
+// Envoy tests validate), the example values' manifests the finance example's,
+// and its appVersion the image tag `make image` gives.
 func TestChartFiles(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(chartDir, "files", "bootstrap.yaml"))
 	require.NoError(t, err)
@@ -169,12 +205,12 @@ func TestChartFiles(t *testing.T) {
 
 	ch, err := loader.Load(chartDir)
 	require.NoError(t, err)
-	files, _ := at(ch.Values, "manifests", "files").(map[string]any)
+	files, _ := at(financeValues(t, nil), "manifests", "files").(map[string]any)
 	require.NotEmpty(t, files)
 	for name, content := range files {
 		want, err := os.ReadFile(filepath.Join("..", "manifests", "finance", "capabilities", name+".yaml"))
 		require.NoError(t, err)
-		require.Equal(t, string(want), content, "values.yaml manifests.files.%s", name)
+		require.Equal(t, string(want), content, "%s manifests.files.%s", financeValuesFile, name)
 	}
 
 	t.Run("image tag is make image's", func(t *testing.T) {
@@ -184,12 +220,13 @@ func TestChartFiles(t *testing.T) {
 		out, err := exec.Command("make", "-s", "-C", "..", "image-name").CombinedOutput()
 		require.NoError(t, err, "%s", out)
 		require.Equal(t, "capgate/capgate:"+ch.Metadata.AppVersion, strings.TrimSpace(string(out)))
-		k, _ := mustRender(t, nil)
+		k, _ := mustRender(t, financeValues(t, nil))
 		require.Equal(t, strings.TrimSpace(string(out)), str(container(t, k.object(t, "Deployment/"+chartRelease), "capgate"), "image"))
 	})
 }
 
-// chartVariants are the value sets docs/deploy.md documents, over the defaults.
+// chartVariants are the value sets docs/deploy.md documents, over the finance
+// example's values.
 var chartVariants = []struct {
 	name string
 	vals map[string]any
@@ -232,7 +269,7 @@ var demoJWKS = func() string {
 func TestChartVariants(t *testing.T) {
 	for _, v := range chartVariants {
 		t.Run(v.name, func(t *testing.T) {
-			k, _ := mustRender(t, v.vals)
+			k, _ := mustRender(t, financeValues(t, v.vals))
 			istio := at(v.vals, "mode") == "istio"
 			bundle := at(v.vals, "bundle", "url") != nil
 			checkReferences(t, k, chartRelease)
@@ -317,15 +354,95 @@ func TestChartRefuses(t *testing.T) {
 		want string
 	}{
 		{"listen set", map[string]any{"config": map[string]any{"listen": map[string]any{"admin": "0.0.0.0:1"}}}, "config.listen is set by the chart"},
-		{"no manifests, no bundle", map[string]any{"manifests": map[string]any{"files": nil}}, "manifests.files is empty and bundle.url is not set"},
+		{"no manifests, no bundle", map[string]any{"manifests": map[string]any{"files": nil}}, "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name>"},
+		{"no agent identity", map[string]any{"config": map[string]any{"agent": nil}}, "config.agent is not set: give the agent's card identity, at least config.agent.name and config.agent.url"},
+		{"no agent container", map[string]any{"agent": map[string]any{"image": ""}}, "agent.image is not set"},
 		{"unknown mode", map[string]any{"mode": "linkerd"}, "mode must be envoy or istio"},
 		{"digest not sha256", map[string]any{"image": map[string]any{"digest": "latest"}}, "image.digest must be sha256:<hex>"},
 		{"replicas on memory", map[string]any{"replicas": 2}, "replicas > 1 needs a shared store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := renderChart(t, tc.vals)
+			_, err := renderChart(t, financeValues(t, tc.vals))
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// ownValues are a release of an agent that is not the finance example: its
+// own identity, issuer, handlers, image and two manifests, over the chart's
+// defaults only.
+func ownValues() map[string]any {
+	manifest := func(id, handler, name string) string {
+		return "id: " + id + "\nstate: ga\nvisibility: public\nskill:\n  name: " + name +
+			"\n  description: " + name + " for a place and a day.\n  tags: [weather]\n  examples:\n    - \"" + name + " for Lyon tomorrow\"\n" +
+			"requires_scopes: []\ntenants: \"*\"\nhandler: " + handler + "\nowner: weather-team\n"
+	}
+	return map[string]any{
+		"config": map[string]any{
+			"agent": map[string]any{"name": "Weather agent", "description": "Forecasts and storm alerts.", "version": "2.1.0", "url": "https://weather.example.net"},
+			"auth": map[string]any{"issuers": []any{map[string]any{
+				"issuer": "https://id.example.net", "audiences": []any{"weather-agent"},
+				"jwks_file": "jwks/id.json", "algorithms": []any{"ES256"},
+			}}},
+			"handlers": map[string]any{"weather.forecast": "http://127.0.0.1:7000/forecast", "weather.alerts": "http://127.0.0.1:7000/alerts"},
+		},
+		"jwks": map[string]any{"id": demoJWKS},
+		"manifests": map[string]any{"files": map[string]any{
+			"forecast":     manifest("forecast", "weather.forecast", "Forecast"),
+			"storm-alerts": manifest("storm-alerts", "weather.alerts", "Storm alerts"),
+		}},
+		"agent": map[string]any{"image": "registry.example.net/weather-agent:2.1.0"},
+	}
+}
+
+// TestChartReleaseHoldsOnlyItsValues: a release rendered with the chart's
+// defaults and only its own values publishes only its own skills — the
+// public card built by capgate's own loader and engine from what the pod
+// mounts — and nothing of the finance example is anywhere in the render.
+func TestChartReleaseHoldsOnlyItsValues(t *testing.T) {
+	const release = "weather-agent"
+	k, out := mustRenderRelease(t, release, ownValues())
+	checkReferences(t, k, release)
+	checkEnvoyPod(t, k, release)
+
+	cfg := loadRenderedConfig(t, k, release, true)
+	d, err := deployment.FromConfig(cfg)
+	require.NoError(t, err)
+	var ids []string
+	for _, c := range d.Registry().All() {
+		ids = append(ids, c.ID)
+	}
+	sort.Strings(ids)
+	require.Equal(t, []string{"forecast", "storm-alerts"}, ids, "the registry holds the release's manifests only")
+	e, err := policyengine.New(t.Context(), d.Snapshot)
+	require.NoError(t, err)
+	pub, err := card.Public(t.Context(), d.Config, e)
+	require.NoError(t, err)
+	var skills []string
+	for _, s := range pub.Skills {
+		skills = append(skills, s.ID)
+	}
+	require.Equal(t, []string{"forecast", "storm-alerts"}, skills, "the public card lists the release's skills only")
+	require.Equal(t, "Weather agent", pub.Name)
+	require.Equal(t, map[string]string{"weather.forecast": "http://127.0.0.1:7000/forecast", "weather.alerts": "http://127.0.0.1:7000/alerts"}, cfg.Handlers)
+
+	// The example's words, and its agent image and issuer, appear nowhere.
+	for i, line := range strings.Split(strings.ToLower(string(out)), "\n") {
+		for _, word := range []string{"finance", "invoice", "recon", "login.example.com"} {
+			require.NotContains(t, line, word, "line %d: the finance example leaked into a release that does not use it", i+1)
+		}
+	}
+}
+
+// TestChartDefaultsRefuse: the chart's defaults alone are no deployment: the
+// render fails and says what to give.
+func TestChartDefaultsRefuse(t *testing.T) {
+	_, err := renderChart(t, nil)
+	require.Error(t, err)
+	require.Regexp(t, `config\.agent is not set|no capability to serve|agent\.image is not set`, err.Error())
+	vals := ownValues()
+	delete(vals, "manifests")
+	_, err = renderChart(t, vals)
+	require.ErrorContains(t, err, "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name>")
 }

@@ -47,6 +47,9 @@ admin: 0.0.0.0:{{ .Values.adminPort }}
 {{- $cfg := deepCopy .Values.config -}}
 {{- if hasKey $cfg "listen" }}{{ fail "config.listen is set by the chart (mode, adminPort, istio.*)" }}{{ end -}}
 {{- if hasKey $cfg "manifests" }}{{ fail "config.manifests is set by the chart (manifests.files)" }}{{ end -}}
+{{- if not (and (get $cfg "agent") (get (get $cfg "agent" | default dict) "name") (get (get $cfg "agent" | default dict) "url")) -}}
+{{- fail "config.agent is not set: give the agent's card identity, at least config.agent.name and config.agent.url (docs/configuration.md; envoy/helm/capgate/examples/finance.values.yaml shows the form)" -}}
+{{- end -}}
 {{- $_ := set $cfg "listen" (include "capgate.listen" . | fromYaml) -}}
 {{- if .Values.bundle.url -}}
 {{- /* The bundle's capabilities are served; the config must still name a folder that exists. */ -}}
@@ -54,7 +57,7 @@ admin: 0.0.0.0:{{ .Values.adminPort }}
 {{- else if get .Values.manifests "files" -}}
 {{- $_ := set $cfg "manifests" (list "manifests") -}}
 {{- else -}}
-{{- fail "manifests.files is empty and bundle.url is not set: capgate would serve no capability" -}}
+{{- fail "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name> (--set-file manifests.files.<name>=path/to/manifest.yaml, or in a values file as envoy/helm/capgate/examples/finance.values.yaml does), or bundle.url" -}}
 {{- end -}}
 {{ toYaml $cfg }}
 {{- end -}}
