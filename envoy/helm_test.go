@@ -98,8 +98,15 @@ func renderRelease(t *testing.T, release string, vals map[string]any) ([]byte, e
 
 // envoyKubernetesHeader heads envoy/kubernetes/finance-agent.yaml.
 const envoyKubernetesHeader = "# Generated from envoy/helm/capgate with the finance example's values (helm template finance-agent\n" +
-	"# envoy/helm/capgate -f envoy/helm/capgate/examples/finance.values.yaml): change the chart or the example,\n" +
-	"# then `go test ./envoy -run TestChartFinanceIsEnvoyKubernetes -update`.\n"
+	"# envoy/helm/capgate -f envoy/helm/capgate/examples/finance.values.yaml --set adminToken.existingSecret=finance-agent-admin-token):\n" +
+	"# change the chart or the example, then `go test ./envoy -run TestChartFinanceIsEnvoyKubernetes -update`.\n"
+
+// envoyKubernetesValues are the values of envoy/kubernetes: the finance
+// example, with the admin token from a Secret created beside it (a generated
+// one would differ on every render).
+func envoyKubernetesValues(t *testing.T) map[string]any {
+	return financeValues(t, map[string]any{"adminToken": map[string]any{"existingSecret": chartRelease + "-admin-token"}})
+}
 
 // mustRender renders the chart and decodes every object strictly.
 func mustRender(t *testing.T, vals map[string]any) (*kustomization, []byte) {
@@ -123,6 +130,7 @@ func mustRenderRelease(t *testing.T, release string, vals map[string]any) (*kust
 // kubeTypes are the Kubernetes types the chart may render, by apiVersion and kind.
 var kubeTypes = map[string]func() any{
 	"v1/ConfigMap":                       func() any { return &corev1.ConfigMap{} },
+	"v1/Secret":                          func() any { return &corev1.Secret{} },
 	"v1/Service":                         func() any { return &corev1.Service{} },
 	"apps/v1/Deployment":                 func() any { return &appsv1.Deployment{} },
 	"networking.k8s.io/v1/NetworkPolicy": func() any { return &networkingv1.NetworkPolicy{} },
@@ -188,7 +196,7 @@ func loadRenderedConfig(t *testing.T, k *kustomization, name string, withManifes
 // with the finance example's values, byte for byte, so the two cannot drift;
 // -update rewrites it.
 func TestChartFinanceIsEnvoyKubernetes(t *testing.T) {
-	_, out := mustRender(t, financeValues(t, nil))
+	_, out := mustRender(t, envoyKubernetesValues(t))
 	golden.Equal(t, envoyKubernetesRender, append([]byte(envoyKubernetesHeader), out...))
 	k := loadKustomization(t, "kubernetes")
 	require.Equal(t, []any{"namespace.yaml", filepath.Base(envoyKubernetesRender)}, list(readDocs(t, "kubernetes/kustomization.yaml")[0], "resources"))
@@ -254,6 +262,7 @@ var chartVariants = []struct {
 	}},
 	{"bundle", map[string]any{"bundle": map[string]any{"url": "https://bundles.example.com/finance.tar.gz", "verificationKey": "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"}}},
 	{"istio", map[string]any{"mode": "istio"}},
+	{"admin token from a Secret of yours", map[string]any{"adminToken": map[string]any{"existingSecret": "ops-admin-token", "key": "secret"}}},
 	{"no network policy", map[string]any{"networkPolicy": map[string]any{"enabled": false}}},
 }
 
@@ -270,6 +279,10 @@ func TestChartVariants(t *testing.T) {
 	for _, v := range chartVariants {
 		t.Run(v.name, func(t *testing.T) {
 			k, _ := mustRender(t, financeValues(t, v.vals))
+			if s := str(v.vals, "adminToken", "existingSecret"); s != "" {
+				// The Secret the release names, created beside it.
+				k.secrets[s] = map[string]string{str(v.vals, "adminToken", "key"): strings.Repeat("t", config.MinAdminTokenBytes)}
+			}
 			istio := at(v.vals, "mode") == "istio"
 			bundle := at(v.vals, "bundle", "url") != nil
 			checkReferences(t, k, chartRelease)
@@ -310,6 +323,28 @@ func TestChartVariants(t *testing.T) {
 				require.Equal(t, str(sm, "spec", "endpoints", 0, "port"), str(svc, "spec", "ports", 0, "name"))
 				require.Equal(t, containerPort(t, capgateC, "admin"), portOf(t, cfg.Listen.Admin))
 			}
+			t.Run("admin token", func(t *testing.T) {
+				secret, key := chartRelease+"-admin-token", "token"
+				if s := str(v.vals, "adminToken", "existingSecret"); s != "" {
+					secret, key = s, str(v.vals, "adminToken", "key")
+					require.NotContains(t, k.objects, "Secret/"+chartRelease+"-admin-token", "no Secret is generated when one is named")
+				} else {
+					require.Len(t, k.secrets[secret][key], 64, "the generated token")
+				}
+				var found bool
+				for _, v := range list(dep, "spec", "template", "spec", "volumes") {
+					for _, s := range list(v, "projected", "sources") {
+						if str(s, "secret", "name") == secret {
+							require.Equal(t, key, str(s, "secret", "items", 0, "key"))
+							vol, rel := mountedFile(t, capgateC, "/etc/capgate/"+cfg.Listen.AdminTokenFile)
+							require.Equal(t, str(v, "name"), vol)
+							require.Equal(t, str(s, "secret", "items", 0, "path"), rel)
+							found = true
+						}
+					}
+				}
+				require.True(t, found, "capgate mounts the admin token's Secret %s at listen.admin_token_file", secret)
+			})
 			if at(v.vals, "networkPolicy", "enabled") == false {
 				require.NotContains(t, k.objects, "NetworkPolicy/"+chartRelease)
 			} else {

@@ -2,6 +2,7 @@ package envoy
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -86,11 +87,12 @@ func num(v any, path ...any) int    { n, _ := at(v, path...).(int); return n }
 
 // kustomization is a set of Kubernetes objects to check (envoy/kubernetes,
 // or a render of the chart): the objects by kind and name, and the data of
-// each ConfigMap.
+// each ConfigMap and Secret.
 type kustomization struct {
 	namespace  string
 	objects    map[string]obj               // "Kind/name"
 	configMaps map[string]map[string]string // name -> key -> content
+	secrets    map[string]map[string]string // name -> key -> decoded content
 }
 
 func loadKustomization(t *testing.T, dir string) *kustomization {
@@ -109,7 +111,7 @@ func loadKustomization(t *testing.T, dir string) *kustomization {
 // objectSet indexes rendered objects.
 func objectSet(t *testing.T, docs []obj) *kustomization {
 	t.Helper()
-	out := &kustomization{objects: map[string]obj{}, configMaps: map[string]map[string]string{}}
+	out := &kustomization{objects: map[string]obj{}, configMaps: map[string]map[string]string{}, secrets: map[string]map[string]string{}}
 	for _, d := range docs {
 		key := str(d, "kind") + "/" + str(d, "metadata", "name")
 		require.NotContains(t, out.objects, key, "defined twice")
@@ -121,6 +123,16 @@ func objectSet(t *testing.T, docs []obj) *kustomization {
 				data[k] = v.(string)
 			}
 			out.configMaps[str(d, "metadata", "name")] = data
+		}
+		if str(d, "kind") == "Secret" {
+			data := map[string]string{}
+			m, _ := at(d, "data").(obj)
+			for k, v := range m {
+				b, err := base64.StdEncoding.DecodeString(v.(string))
+				require.NoError(t, err, "Secret %s key %s", str(d, "metadata", "name"), k)
+				data[k] = string(b)
+			}
+			out.secrets[str(d, "metadata", "name")] = data
 		}
 	}
 	return out
@@ -173,7 +185,8 @@ func mountedFile(t *testing.T, c obj, path string) (volume, rel string) {
 	return "", ""
 }
 
-// volumeFiles lists what a ConfigMap-backed volume holds: path in volume -> content.
+// volumeFiles lists what a ConfigMap- or Secret-backed volume holds: path in
+// volume -> content (a Secret the objects do not hold contributes nothing).
 func volumeFiles(t *testing.T, k *kustomization, dep obj, volume string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
@@ -186,15 +199,21 @@ func volumeFiles(t *testing.T, k *kustomization, dep obj, volume string) map[str
 			sources = list(v, "projected", "sources")
 		}
 		for _, s := range sources {
-			cm := k.configMaps[str(s, "configMap", "name")]
-			items := list(s, "configMap", "items")
+			data, kind := k.configMaps[str(s, "configMap", "name")], "configMap"
+			if at(s, "secret") != nil {
+				data, kind = k.secrets[str(s, "secret", "name")], "secret"
+			}
+			if data == nil {
+				continue
+			}
+			items := list(s, kind, "items")
 			if items == nil {
-				for key, f := range cm {
+				for key, f := range data {
 					files[key] = f
 				}
 			}
 			for _, it := range items {
-				files[str(it, "path")] = cm[str(it, "key")]
+				files[str(it, "path")] = data[str(it, "key")]
 			}
 		}
 	}

@@ -40,6 +40,17 @@ a2a: 0.0.0.0:{{ .Values.istio.gatewayPort }}
 extauthz: 127.0.0.1:{{ .Values.istio.extauthzPort }}
 {{- end }}
 admin: 0.0.0.0:{{ .Values.adminPort }}
+admin_token_file: {{ include "capgate.adminTokenPath" . }}
+{{- end -}}
+
+{{/* The admin token's Secret: adminToken.existingSecret, else the one secret.yaml generates. */}}
+{{- define "capgate.adminTokenSecret" -}}
+{{- .Values.adminToken.existingSecret | default (printf "%s-admin-token" (include "capgate.fullname" .)) -}}
+{{- end -}}
+
+{{/* Where the admin token is projected, relative to /etc/capgate (capgate.yaml's folder). */}}
+{{- define "capgate.adminTokenPath" -}}
+secrets/admin-token
 {{- end -}}
 
 {{/* capgate.yaml: config with listen and manifests set by the chart. */}}
