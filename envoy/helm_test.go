@@ -1,10 +1,17 @@
 package envoy
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"testing"
@@ -16,6 +23,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
 	"helm.sh/helm/v4/pkg/engine"
 	releaseutil "helm.sh/helm/v4/pkg/release/v1/util"
+	"helm.sh/helm/v4/pkg/strvals"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -72,9 +80,15 @@ func renderChart(t *testing.T, vals map[string]any) ([]byte, error) {
 // renderRelease is renderChart for the release named release (its namespace too).
 func renderRelease(t *testing.T, release string, vals map[string]any) ([]byte, error) {
 	t.Helper()
+	return render(t, release, vals, false)
+}
+
+// render renders the chart; skipSchema is `helm template --skip-schema-validation`.
+func render(t *testing.T, release string, vals map[string]any, skipSchema bool) ([]byte, error) {
+	t.Helper()
 	ch, err := loader.Load(chartDir)
 	require.NoError(t, err)
-	rv, err := util.ToRenderValues(ch, vals, common.ReleaseOptions{Name: release, Namespace: release, IsInstall: true}, common.DefaultCapabilities)
+	rv, err := util.ToRenderValuesWithSchemaValidation(ch, vals, common.ReleaseOptions{Name: release, Namespace: release, IsInstall: true}, common.DefaultCapabilities, skipSchema)
 	if err != nil {
 		return nil, err
 	}
@@ -242,10 +256,17 @@ var chartVariants = []struct {
 	{"defaults", nil},
 	{"pinned by digest", map[string]any{"image": map[string]any{"repository": "registry.invalid/capgate", "digest": "sha256:" + strings.Repeat("ab", 32)}}},
 	{"replicated on redis", map[string]any{
-		"replicas":            3,
-		"config":              map[string]any{"store": "redis://capgate-redis:6379/0"},
-		"podDisruptionBudget": map[string]any{"enabled": true},
-		"serviceMonitor":      map[string]any{"enabled": true},
+		"replicas":       3,
+		"config":         map[string]any{"store": "redis://capgate-redis:6379/0"},
+		"signingKey":     map[string]any{"existingSecret": "finance-agent-signing-key"},
+		"serviceMonitor": map[string]any{"enabled": true},
+	}},
+	{"two replicas, no budget, own spread", map[string]any{
+		"replicas":                  2,
+		"config":                    map[string]any{"store": "redis://capgate-redis:6379/0"},
+		"signingKey":                map[string]any{"existingSecret": "finance-agent-signing-key"},
+		"podDisruptionBudget":       map[string]any{"enabled": false},
+		"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone", "whenUnsatisfiable": "DoNotSchedule", "labelSelector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": "finance-agent"}}}},
 	}},
 	{"jwks file, push, tracing, decision logs", map[string]any{
 		"jwks": map[string]any{"login": demoJWKS},
@@ -283,6 +304,9 @@ func TestChartVariants(t *testing.T) {
 				// The Secret the release names, created beside it.
 				k.secrets[s] = map[string]string{str(v.vals, "adminToken", "key"): strings.Repeat("t", config.MinAdminTokenBytes)}
 			}
+			if s := str(v.vals, "signingKey", "existingSecret"); s != "" {
+				k.secrets[s] = map[string]string{"signing-key.pem": signingKeyPEM(t)}
+			}
 			istio := at(v.vals, "mode") == "istio"
 			bundle := at(v.vals, "bundle", "url") != nil
 			checkReferences(t, k, chartRelease)
@@ -310,9 +334,26 @@ func TestChartVariants(t *testing.T) {
 				require.Equal(t, n, num(dep, "spec", "replicas"))
 				require.NotEqual(t, "memory", cfg.Store)
 			}
-			if at(v.vals, "podDisruptionBudget", "enabled") == true {
+			replicated := num(v.vals, "replicas") > 1
+			if pdbOn := at(v.vals, "podDisruptionBudget", "enabled"); pdbOn == true || (pdbOn == nil && replicated) {
 				pdb := k.object(t, "PodDisruptionBudget/"+chartRelease)
 				require.Equal(t, at(dep, "spec", "selector"), at(pdb, "spec", "selector"))
+			} else {
+				require.NotContains(t, k.objects, "PodDisruptionBudget/"+chartRelease)
+			}
+			spread := list(dep, "spec", "template", "spec", "topologySpreadConstraints")
+			switch {
+			case at(v.vals, "topologySpreadConstraints") != nil:
+				require.Equal(t, list(v.vals, "topologySpreadConstraints")[0].(map[string]any)["topologyKey"], str(spread, 0, "topologyKey"))
+			case replicated:
+				require.Len(t, spread, 1, "replicas spread over nodes by default")
+				require.Equal(t, "kubernetes.io/hostname", str(spread, 0, "topologyKey"))
+				require.Equal(t, at(dep, "spec", "selector", "matchLabels"), at(spread, 0, "labelSelector", "matchLabels"))
+			default:
+				require.Empty(t, spread)
+			}
+			if replicated {
+				require.NotEmpty(t, cfg.Identity.SigningKeyFile, "replicas share a signing key")
 			}
 			if at(v.vals, "serviceMonitor", "enabled") == true {
 				sm := k.object(t, "ServiceMonitor/"+chartRelease)
@@ -388,18 +429,35 @@ func TestChartRefuses(t *testing.T) {
 		vals map[string]any
 		want string
 	}{
-		{"listen set", map[string]any{"config": map[string]any{"listen": map[string]any{"admin": "0.0.0.0:1"}}}, "config.listen is set by the chart"},
 		{"no manifests, no bundle", map[string]any{"manifests": map[string]any{"files": nil}}, "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name>"},
-		{"no agent identity", map[string]any{"config": map[string]any{"agent": nil}}, "config.agent is not set: give the agent's card identity, at least config.agent.name and config.agent.url"},
+		{"no agent identity", map[string]any{"config": map[string]any{"agent": map[string]any{"name": ""}}}, "config.agent is not set: give the agent's card identity, at least config.agent.name and config.agent.url"},
 		{"no agent container", map[string]any{"agent": map[string]any{"image": ""}}, "agent.image is not set"},
-		{"unknown mode", map[string]any{"mode": "linkerd"}, "mode must be envoy or istio"},
-		{"digest not sha256", map[string]any{"image": map[string]any{"digest": "latest"}}, "image.digest must be sha256:<hex>"},
-		{"replicas on memory", map[string]any{"replicas": 2}, "replicas > 1 needs a shared store"},
+		{"replicas on memory", map[string]any{"replicas": 2, "signingKey": map[string]any{"existingSecret": "k"}}, "replicas > 1 needs a shared store"},
+		{"replicas without a shared signing key", map[string]any{"replicas": 2, "config": map[string]any{"store": "redis://r:6379/0"}}, "replicas > 1 needs a shared signing key: set signingKey.existingSecret"},
+		{"signing key twice", map[string]any{"signingKey": map[string]any{"existingSecret": "k"}, "config": map[string]any{"identity": map[string]any{"signing_key_file": "/k.pem"}}}, "config.identity.signing_key_file and signingKey.existingSecret are both set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := renderChart(t, financeValues(t, tc.vals))
 			require.Error(t, err)
 			require.Contains(t, err.Error(), tc.want)
+		})
+	}
+	// The templates' own guards, for renders that skip the schema
+	// (--skip-schema-validation), which refuses these first.
+	for _, tc := range []struct {
+		name string
+		vals map[string]any
+		want string
+	}{
+		{"listen set", map[string]any{"config": map[string]any{"listen": map[string]any{"admin": "0.0.0.0:1"}}}, "config.listen is set by the chart"},
+		{"unknown mode", map[string]any{"mode": "linkerd"}, "mode must be envoy or istio"},
+		{"digest not sha256", map[string]any{"image": map[string]any{"digest": "latest"}}, "image.digest must be sha256:<hex>"},
+	} {
+		t.Run(tc.name+" (no schema)", func(t *testing.T) {
+			_, err := render(t, chartRelease, financeValues(t, tc.vals), true)
+			require.ErrorContains(t, err, tc.want)
+			_, err = renderChart(t, financeValues(t, tc.vals))
+			require.ErrorContains(t, err, "values don't meet the specifications of the schema")
 		})
 	}
 }
@@ -480,4 +538,115 @@ func TestChartDefaultsRefuse(t *testing.T) {
 	delete(vals, "manifests")
 	_, err = renderChart(t, vals)
 	require.ErrorContains(t, err, "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name>")
+}
+
+// signingKeyPEM is a fresh P-256 private key in PEM (PKCS #8), as
+// `openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256` writes.
+func signingKeyPEM(t *testing.T) string {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+}
+
+// schemaFile is the chart's values schema, which Helm applies to every
+// install, upgrade, template and lint.
+const schemaFile = chartDir + "/values.schema.json"
+
+// readSchema reads values.schema.json as a generic JSON value.
+func readSchema(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(schemaFile)
+	require.NoError(t, err)
+	var s map[string]any
+	require.NoError(t, json.Unmarshal(b, &s))
+	return s
+}
+
+// withSet applies `--set` expressions over vals, with Helm's own parser.
+func withSet(t *testing.T, vals map[string]any, sets ...string) map[string]any {
+	t.Helper()
+	for _, s := range sets {
+		require.NoError(t, strvals.ParseInto(s, vals), s)
+	}
+	return vals
+}
+
+// TestChartSchema: values.schema.json refuses typos (an unknown key at any
+// level the chart reads), wrong types and values outside an enum, with
+// Helm's message naming the value; the defaults and the example pass.
+func TestChartSchema(t *testing.T) {
+	for _, tc := range []struct {
+		set  string
+		want string
+	}{
+		{"replica=3", "additional properties 'replica' not allowed"},
+		{"podDisruptionBudget.enable=true", "at '/podDisruptionBudget': additional properties 'enable' not allowed"},
+		{"envoy.image.tags=v1", "at '/envoy/image': additional properties 'tags' not allowed"},
+		{"config.handler.x=http://127.0.0.1:1/", "at '/config': additional properties 'handler' not allowed"},
+		{"serviceMonitor.enabled=yes", "at '/serviceMonitor/enabled'"},
+		{"replicas=three", "at '/replicas'"},
+		{"replicas=0", "at '/replicas'"},
+		{"mode=linkerd", "at '/mode': value must be one of 'envoy', 'istio'"},
+		{"logLevel=verbose", "at '/logLevel'"},
+		{"adminPort=70000", "at '/adminPort'"},
+		{"podDisruptionBudget.enabled=maybe", "at '/podDisruptionBudget/enabled'"},
+		{"shutdownTimeout=15", "at '/shutdownTimeout'"},
+	} {
+		t.Run(tc.set, func(t *testing.T) {
+			_, err := renderChart(t, withSet(t, financeValues(t, nil), tc.set))
+			require.ErrorContains(t, err, "values don't meet the specifications of the schema")
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	t.Run("the example and a release of one's own pass", func(t *testing.T) {
+		_, err := renderChart(t, withSet(t, financeValues(t, nil), "podDisruptionBudget.enabled=true", "replicas=1", "envoy.logLevel=warning"))
+		require.NoError(t, err)
+		_, err = renderChart(t, ownValues())
+		require.NoError(t, err)
+	})
+
+	s := readSchema(t)
+	t.Run("config's keys are capgate.yaml's, but those the chart sets", func(t *testing.T) {
+		var want []string
+		ty := reflect.TypeFor[config.Config]()
+		for i := range ty.NumField() {
+			name, _, _ := strings.Cut(ty.Field(i).Tag.Get("yaml"), ",")
+			if name != "" && name != "-" && name != "listen" && name != "manifests" {
+				want = append(want, name)
+			}
+		}
+		props, _ := at(s, "properties", "config", "properties").(map[string]any)
+		got := make([]string, 0, len(props))
+		for k := range props {
+			got = append(got, k)
+		}
+		require.ElementsMatch(t, want, got)
+		require.Equal(t, false, at(s, "properties", "config", "additionalProperties"))
+	})
+	t.Run("every object refuses unknown keys and every value is described", func(t *testing.T) {
+		var walk func(path string, node map[string]any)
+		walk = func(path string, node map[string]any) {
+			props, ok := node["properties"].(map[string]any)
+			if !ok {
+				return
+			}
+			require.Equal(t, false, node["additionalProperties"], "%s: unknown keys must fail", path)
+			for name, p := range props {
+				p := p.(map[string]any)
+				require.NotEmpty(t, p["description"], "%s.%s has no description", path, name)
+				if ref, ok := p["$ref"].(string); ok {
+					def := at(s, "$defs", strings.TrimPrefix(ref, "#/$defs/")).(map[string]any)
+					walk(path+"."+name, def)
+				}
+				walk(path+"."+name, p)
+			}
+		}
+		walk("", s)
+	})
+	t.Run("modes", func(t *testing.T) {
+		require.ElementsMatch(t, chartModes, list(at(s, "properties", "mode"), "enum"))
+	})
 }

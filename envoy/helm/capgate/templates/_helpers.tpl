@@ -48,6 +48,11 @@ admin_token_file: {{ include "capgate.adminTokenPath" . }}
 {{- .Values.adminToken.existingSecret | default (printf "%s-admin-token" (include "capgate.fullname" .)) -}}
 {{- end -}}
 
+{{/* Where the signing key is projected, relative to /etc/capgate. */}}
+{{- define "capgate.signingKeyPath" -}}
+secrets/signing-key.pem
+{{- end -}}
+
 {{/* Where the admin token is projected, relative to /etc/capgate (capgate.yaml's folder). */}}
 {{- define "capgate.adminTokenPath" -}}
 secrets/admin-token
@@ -62,6 +67,17 @@ secrets/admin-token
 {{- fail "config.agent is not set: give the agent's card identity, at least config.agent.name and config.agent.url (docs/configuration.md; envoy/helm/capgate/examples/finance.values.yaml shows the form)" -}}
 {{- end -}}
 {{- $_ := set $cfg "listen" (include "capgate.listen" . | fromYaml) -}}
+{{- if .Values.signingKey.existingSecret -}}
+{{- $identity := get $cfg "identity" | default dict -}}
+{{- if get $identity "signing_key_file" }}{{ fail "config.identity.signing_key_file and signingKey.existingSecret are both set: give the key one way" }}{{ end -}}
+{{- $_ := set $identity "signing_key_file" (include "capgate.signingKeyPath" .) -}}
+{{- $_ := set $cfg "identity" $identity -}}
+{{- end -}}
+{{- if gt (int .Values.replicas) 1 -}}
+{{- if not (get (get $cfg "identity" | default dict) "signing_key_file") -}}
+{{- fail "replicas > 1 needs a shared signing key: set signingKey.existingSecret to a Secret holding a PEM P-256 private key (or config.identity.signing_key_file to one you mount), the same in every replica; without it each pod signs with its own key and refuses the others' handler and page tokens (docs/operations.md)" -}}
+{{- end -}}
+{{- end -}}
 {{- if .Values.bundle.url -}}
 {{- /* The bundle's capabilities are served; the config must still name a folder that exists. */ -}}
 {{- $_ := set $cfg "manifests" (list ".") -}}
