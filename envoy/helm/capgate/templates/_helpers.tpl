@@ -8,6 +8,21 @@
 app.kubernetes.io/name: {{ include "capgate.fullname" . }}
 {{- end -}}
 
+{{/* pod: the chart renders the agent's whole Deployment; sidecar: only capgate's part (docs/deploy.md). */}}
+{{- define "capgate.pod" -}}
+{{- if eq .Values.form "pod" }}true{{ else if eq .Values.form "sidecar" }}{{ else }}{{ fail "form must be pod or sidecar" }}{{ end -}}
+{{- end -}}
+
+{{/* The labels selecting the pods capgate runs in: the chart's, or (form: sidecar) your workload's. */}}
+{{- define "capgate.podSelector" -}}
+{{- if include "capgate.pod" . -}}
+{{ include "capgate.selectorLabels" . }}
+{{- else -}}
+{{- if not .Values.sidecar.podLabels }}{{ fail "form: sidecar needs sidecar.podLabels: the labels of your workload's pods, which the NetworkPolicy and Istio's AuthorizationPolicy select" }}{{ end -}}
+{{ toYaml .Values.sidecar.podLabels }}
+{{- end -}}
+{{- end -}}
+
 {{- define "capgate.labels" -}}
 {{ include "capgate.selectorLabels" . }}
 app.kubernetes.io/part-of: capgate
