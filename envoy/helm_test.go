@@ -430,7 +430,6 @@ func TestChartRefuses(t *testing.T) {
 		want string
 	}{
 		{"no manifests, no bundle", map[string]any{"manifests": map[string]any{"files": nil}}, "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name>"},
-		{"no agent identity", map[string]any{"config": map[string]any{"agent": map[string]any{"name": ""}}}, "config.agent is not set: give the agent's card identity, at least config.agent.name and config.agent.url"},
 		{"no agent container", map[string]any{"agent": map[string]any{"image": ""}}, "agent.image is not set"},
 		{"replicas on memory", map[string]any{"replicas": 2, "signingKey": map[string]any{"existingSecret": "k"}}, "replicas > 1 needs a shared store"},
 		{"replicas without a shared signing key", map[string]any{"replicas": 2, "config": map[string]any{"store": "redis://r:6379/0"}}, "replicas > 1 needs a shared signing key: set signingKey.existingSecret"},
@@ -535,6 +534,10 @@ func TestChartDefaultsRefuse(t *testing.T) {
 	require.Error(t, err)
 	require.Regexp(t, `config\.agent is not set|no capability to serve|agent\.image is not set`, err.Error())
 	vals := ownValues()
+	delete(vals["config"].(map[string]any), "agent")
+	_, err = renderChart(t, vals)
+	require.ErrorContains(t, err, "config.agent is not set: give the agent's card identity, config.agent.name, description, version and url")
+	vals = ownValues()
 	delete(vals, "manifests")
 	_, err = renderChart(t, vals)
 	require.ErrorContains(t, err, "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name>")
@@ -625,6 +628,7 @@ func TestChartSchema(t *testing.T) {
 		}
 		require.ElementsMatch(t, want, got)
 		require.Equal(t, false, at(s, "properties", "config", "additionalProperties"))
+		require.ElementsMatch(t, yamlKeys(reflect.TypeFor[config.Agent]()), keys(at(s, "properties", "config", "properties", "agent", "properties")), "config.agent")
 	})
 	t.Run("every object refuses unknown keys and every value is described", func(t *testing.T) {
 		var walk func(path string, node map[string]any)
@@ -649,4 +653,25 @@ func TestChartSchema(t *testing.T) {
 	t.Run("modes", func(t *testing.T) {
 		require.ElementsMatch(t, chartModes, list(at(s, "properties", "mode"), "enum"))
 	})
+}
+
+// yamlKeys are the YAML keys of a struct type's fields.
+func yamlKeys(ty reflect.Type) []string {
+	var out []string
+	for i := range ty.NumField() {
+		if name, _, _ := strings.Cut(ty.Field(i).Tag.Get("yaml"), ","); name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// keys are the keys of a decoded JSON object.
+func keys(v any) []string {
+	m, _ := v.(map[string]any)
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }

@@ -464,7 +464,7 @@ func checkEnvoyPod(t *testing.T, k *kustomization, name string) {
 		require.Equal(t, "/readyz", str(capgateC, "readinessProbe", "httpGet", "path"))
 		require.Equal(t, "/healthz", str(capgateC, "livenessProbe", "httpGet", "path"))
 	})
-	t.Run("the agent reaches neither capgate's sockets nor Envoy's admin", func(t *testing.T) {
+	t.Run("the agent's containers reach neither capgate's sockets nor Envoy's admin", func(t *testing.T) {
 		for _, addr := range []string{cfg.Listen.A2A, cfg.Listen.ExtAuthz} {
 			require.Equal(t, []string{"capgate", "envoy"}, mountedBy(dep, filepath.Dir(unixPath(t, addr))), addr)
 		}
@@ -512,9 +512,11 @@ func checkEnvoyPod(t *testing.T, k *kustomization, name string) {
 		require.NoError(t, err)
 		require.Less(t, drain, envoySleep, "listeners close before Envoy is stopped")
 		require.Equal(t, "immediate", flagValue(t, envoyC, "--drain-strategy"))
-		agentC := container(t, dep, "agent")
-		for _, c := range []obj{capgateC, agentC} {
-			require.Greater(t, preStopSleep(t, c), envoySleep, "container %s must outlive Envoy's drain", str(c, "name"))
+		// capgate and every other container (the agent's) serve Envoy until it has exited.
+		for _, c := range list(dep, "spec", "template", "spec", "containers") {
+			if str(c, "name") != "envoy" {
+				require.Greater(t, preStopSleep(t, c.(obj)), envoySleep, "container %s must outlive Envoy's drain", str(c, "name"))
+			}
 		}
 		shutdown, err := time.ParseDuration(flagValue(t, capgateC, "--shutdown-timeout"))
 		require.NoError(t, err)

@@ -78,8 +78,9 @@ secrets/admin-token
 {{- $cfg := deepCopy .Values.config -}}
 {{- if hasKey $cfg "listen" }}{{ fail "config.listen is set by the chart (mode, adminPort, istio.*)" }}{{ end -}}
 {{- if hasKey $cfg "manifests" }}{{ fail "config.manifests is set by the chart (manifests.files)" }}{{ end -}}
-{{- if not (and (get $cfg "agent") (get (get $cfg "agent" | default dict) "name") (get (get $cfg "agent" | default dict) "url")) -}}
-{{- fail "config.agent is not set: give the agent's card identity, at least config.agent.name and config.agent.url (docs/configuration.md; envoy/helm/capgate/examples/finance.values.yaml shows the form)" -}}
+{{- $agent := get $cfg "agent" | default dict -}}
+{{- if not (and (get $agent "name") (get $agent "description") (get $agent "version") (get $agent "url")) -}}
+{{- fail "config.agent is not set: give the agent's card identity, config.agent.name, description, version and url (docs/configuration.md; envoy/helm/capgate/examples/finance.values.yaml shows the form)" -}}
 {{- end -}}
 {{- $_ := set $cfg "listen" (include "capgate.listen" . | fromYaml) -}}
 {{- if .Values.signingKey.existingSecret -}}
