@@ -46,7 +46,7 @@ func TestChartAdminClosed(t *testing.T) {
 			vals["mode"] = mode
 			const release = "weather-agent"
 			k, _ := mustRenderRelease(t, release, vals)
-			cfg, err := config.LoadFS(capgateFS(t, k, release), "capgate.yaml")
+			cfg, err := config.LoadFS(capgateFS(t, k, release), capgateConfigPath)
 			require.NoError(t, err)
 			require.NotEmpty(t, cfg.Listen.AdminTokenFile, "mode %s: the admin listener binds %s without listen.admin_token_file", mode, cfg.Listen.Admin)
 			host, _, err := net.SplitHostPort(cfg.Listen.Admin)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -180,23 +181,29 @@ func decodeStrict(t *testing.T, name string, doc []byte) {
 	require.NoError(t, k8syaml.UnmarshalStrict(doc, newObj()), "%s (%s)", name, gvk)
 }
 
-// capgateFS is /etc/capgate as the capgate container sees it.
+// capgateFS is the capgate container's filesystem as far as ConfigMaps and
+// Secrets make it: every file of every volume it mounts, at its path in the
+// container (without the leading slash: etc/capgate/capgate.yaml).
 func capgateFS(t *testing.T, k *kustomization, name string) fstest.MapFS {
 	t.Helper()
 	dep := k.object(t, "Deployment/"+name)
-	vol, _ := mountedFile(t, container(t, dep, "capgate"), "/etc/capgate/capgate.yaml")
 	fsys := fstest.MapFS{}
-	for p, content := range volumeFiles(t, k, dep, vol) {
-		fsys[p] = &fstest.MapFile{Data: []byte(content), Mode: 0o444}
+	for _, m := range list(container(t, dep, "capgate"), "volumeMounts") {
+		for p, content := range volumeFiles(t, k, dep, str(m, "name")) {
+			fsys[strings.TrimPrefix(path.Join(str(m, "mountPath"), p), "/")] = &fstest.MapFile{Data: []byte(content), Mode: 0o444}
+		}
 	}
 	return fsys
 }
+
+// capgateConfigPath is capgate.yaml in capgateFS.
+const capgateConfigPath = "etc/capgate/capgate.yaml"
 
 // loadRenderedConfig loads capgate.yaml with capgate's own loader, and the
 // manifests it names, as `capgate serve` would in the pod.
 func loadRenderedConfig(t *testing.T, k *kustomization, name string, withManifests bool) *config.Config {
 	t.Helper()
-	cfg, err := config.LoadFS(capgateFS(t, k, name), "capgate.yaml")
+	cfg, err := config.LoadFS(capgateFS(t, k, name), capgateConfigPath)
 	require.NoError(t, err)
 	if withManifests {
 		d, err := deployment.FromConfig(cfg)
@@ -283,6 +290,7 @@ var chartVariants = []struct {
 	}},
 	{"bundle", map[string]any{"bundle": map[string]any{"url": "https://bundles.example.com/finance.tar.gz", "verificationKey": "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----\n"}}},
 	{"istio", map[string]any{"mode": "istio"}},
+	{"manifests from a ConfigMap of yours", map[string]any{"manifests": map[string]any{"files": nil, "configMap": "finance-manifests"}}},
 	{"admin token from a Secret of yours", map[string]any{"adminToken": map[string]any{"existingSecret": "ops-admin-token", "key": "secret"}}},
 	{"no network policy", map[string]any{"networkPolicy": map[string]any{"enabled": false}}},
 }
@@ -303,6 +311,14 @@ func TestChartVariants(t *testing.T) {
 			if s := str(v.vals, "adminToken", "existingSecret"); s != "" {
 				// The Secret the release names, created beside it.
 				k.secrets[s] = map[string]string{str(v.vals, "adminToken", "key"): strings.Repeat("t", config.MinAdminTokenBytes)}
+			}
+			if cm := str(v.vals, "manifests", "configMap"); cm != "" {
+				// The ConfigMap the release names, created beside it.
+				k.configMaps[cm] = map[string]string{}
+				for name, m := range at(financeValues(t, nil), "manifests", "files").(map[string]any) {
+					k.configMaps[cm][name+".yaml"] = m.(string)
+				}
+				require.NotContains(t, k.objects, "ConfigMap/"+chartRelease+"-manifests")
 			}
 			if s := str(v.vals, "signingKey", "existingSecret"); s != "" {
 				k.secrets[s] = map[string]string{"signing-key.pem": signingKeyPEM(t)}
@@ -433,6 +449,7 @@ func TestChartRefuses(t *testing.T) {
 		{"no agent container", map[string]any{"agent": map[string]any{"image": ""}}, "agent.image is not set"},
 		{"replicas on memory", map[string]any{"replicas": 2, "signingKey": map[string]any{"existingSecret": "k"}}, "replicas > 1 needs a shared store"},
 		{"replicas without a shared signing key", map[string]any{"replicas": 2, "config": map[string]any{"store": "redis://r:6379/0"}}, "replicas > 1 needs a shared signing key: set signingKey.existingSecret"},
+		{"manifests twice", map[string]any{"manifests": map[string]any{"configMap": "cm"}}, "manifests.files and manifests.configMap are both set"},
 		{"signing key twice", map[string]any{"signingKey": map[string]any{"existingSecret": "k"}, "config": map[string]any{"identity": map[string]any{"signing_key_file": "/k.pem"}}}, "config.identity.signing_key_file and signingKey.existingSecret are both set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

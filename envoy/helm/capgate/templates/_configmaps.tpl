@@ -17,7 +17,7 @@ data:
   bundle-key.pem: |
     {{- .Values.bundle.verificationKey | trimSuffix "\n" | nindent 4 }}
   {{- end }}
-{{- if not .Values.bundle.url }}
+{{- if not (or .Values.bundle.url .Values.manifests.configMap) }}
 ---
 # The capability manifests, projected into /etc/capgate/manifests.
 apiVersion: v1

@@ -63,6 +63,11 @@ admin_token_file: {{ include "capgate.adminTokenPath" . }}
 {{- .Values.adminToken.existingSecret | default (printf "%s-admin-token" (include "capgate.fullname" .)) -}}
 {{- end -}}
 
+{{/* Where manifests.configMap is mounted: beside /etc/capgate, as ../capgate-manifests from capgate.yaml. */}}
+{{- define "capgate.manifestsDir" -}}
+/etc/capgate-manifests
+{{- end -}}
+
 {{/* Where the signing key is projected, relative to /etc/capgate. */}}
 {{- define "capgate.signingKeyPath" -}}
 secrets/signing-key.pem
@@ -97,10 +102,13 @@ secrets/admin-token
 {{- if .Values.bundle.url -}}
 {{- /* The bundle's capabilities are served; the config must still name a folder that exists. */ -}}
 {{- $_ := set $cfg "manifests" (list ".") -}}
+{{- else if .Values.manifests.configMap -}}
+{{- if get .Values.manifests "files" }}{{ fail "manifests.files and manifests.configMap are both set: give the manifests one way" }}{{ end -}}
+{{- $_ := set $cfg "manifests" (list (printf "..%s" (trimPrefix "/etc" (include "capgate.manifestsDir" .)))) -}}
 {{- else if get .Values.manifests "files" -}}
 {{- $_ := set $cfg "manifests" (list "manifests") -}}
 {{- else -}}
-{{- fail "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name> (--set-file manifests.files.<name>=path/to/manifest.yaml, or in a values file as envoy/helm/capgate/examples/finance.values.yaml does), or bundle.url" -}}
+{{- fail "no capability to serve: manifests.files is empty and bundle.url is not set. Give one capability manifest per key, manifests.files.<name> (--set-file manifests.files.<name>=path/to/manifest.yaml, or in a values file as envoy/helm/capgate/examples/finance.values.yaml does), or manifests.configMap (a ConfigMap of yours, one manifest per key), or bundle.url" -}}
 {{- end -}}
 {{ toYaml $cfg }}
 {{- end -}}

@@ -184,6 +184,11 @@ fsGroup: 65532
     {{- end }}
     - name: capgate-tmp
       mountPath: /tmp
+    {{- if .Values.manifests.configMap }}
+    - name: capgate-manifests
+      mountPath: {{ include "capgate.manifestsDir" . }}
+      readOnly: true
+    {{- end }}
     {{- with .Values.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -230,7 +235,7 @@ fsGroup: 65532
               path: {{ include "capgate.signingKeyPath" $ }}
               mode: 0440
       {{- end }}
-      {{- if not .Values.bundle.url }}
+      {{- if not (or .Values.bundle.url .Values.manifests.configMap) }}
       - configMap:
           name: {{ include "capgate.fullname" . }}-manifests
           items:
@@ -251,4 +256,10 @@ fsGroup: 65532
 {{- end }}
 - name: capgate-tmp
   emptyDir: {sizeLimit: 64Mi}
+{{- with .Values.manifests.configMap }}
+# The manifests of a ConfigMap of yours (manifests.configMap), every key a manifest.
+- name: capgate-manifests
+  configMap:
+    name: {{ . }}
+{{- end }}
 {{- end -}}
