@@ -18,6 +18,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	"github.com/stretchr/testify/require"
 	"helm.sh/helm/v4/pkg/chart/common"
 	"helm.sh/helm/v4/pkg/chart/common/util"
@@ -35,6 +36,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	policyengine "github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/test/golden"
 )
 
@@ -158,6 +160,7 @@ var customResources = []string{
 	"security.istio.io/v1/AuthorizationPolicy",
 	"networking.istio.io/v1/ServiceEntry",
 	"monitoring.coreos.com/v1/ServiceMonitor",
+	"monitoring.coreos.com/v1/PrometheusRule",
 }
 
 // decodeStrict decodes one rendered object into its Kubernetes type as the
@@ -691,4 +694,67 @@ func keys(v any) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestChartMetrics: with the ServiceMonitor, Envoy's stats listener (the
+// bootstrap's, GET /stats/prometheus only) is a container port, a port of
+// the metrics Service, a ServiceMonitor endpoint and a port the
+// NetworkPolicy admits from Prometheus; the PrometheusRule's alerts name the
+// bootstrap's clusters and capgate's reload metric.
+func TestChartMetrics(t *testing.T) {
+	k, _ := mustRender(t, financeValues(t, map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true},
+		"prometheusRule": map[string]any{"enabled": true},
+	}))
+	b, err := DefaultBootstrap()
+	require.NoError(t, err)
+	statsPort := listenerPort(t, b, "stats")
+	dep := k.object(t, "Deployment/"+chartRelease)
+	require.Equal(t, statsPort, containerPort(t, container(t, dep, "envoy"), "envoy-stats"))
+	svc := k.object(t, "Service/"+chartRelease+"-metrics")
+	var svcPort string
+	for _, p := range list(svc, "spec", "ports") {
+		if str(p, "targetPort") == "envoy-stats" {
+			svcPort = str(p, "name")
+		}
+	}
+	require.NotEmpty(t, svcPort, "the metrics Service has Envoy's stats port")
+	var scraped bool
+	for _, e := range list(k.object(t, "ServiceMonitor/"+chartRelease), "spec", "endpoints") {
+		if str(e, "port") == svcPort {
+			require.Equal(t, StatsPath, str(e, "path"))
+			scraped = true
+		}
+	}
+	require.True(t, scraped, "the ServiceMonitor scrapes Envoy's stats")
+	np := k.object(t, "NetworkPolicy/"+chartRelease)
+	var fromPrometheus []int
+	for _, p := range list(np, "spec", "ingress", 1, "ports") {
+		fromPrometheus = append(fromPrometheus, num(p, "port"))
+	}
+	require.Contains(t, fromPrometheus, statsPort)
+
+	var exprs []string
+	for _, g := range list(k.object(t, "PrometheusRule/"+chartRelease), "spec", "groups") {
+		for _, r := range list(g, "rules") {
+			exprs = append(exprs, str(r, "expr"))
+		}
+	}
+	all := strings.Join(exprs, "\n")
+	extauthz := clusterNamed(t, b, "capgate_extauthz")
+	require.Contains(t, all, `envoy_cluster_name="`+extauthz+`"`)
+	require.Contains(t, all, `envoy_cluster_name="capgate_gateway"`)
+	require.Contains(t, all, `capgate_reloads_total{namespace="`+chartRelease+`", result="`+reload.ResultRejected+`"}`)
+}
+
+// clusterNamed requires the bootstrap to define the cluster and returns its name.
+func clusterNamed(t *testing.T, b *bootstrapv3.Bootstrap, name string) string {
+	t.Helper()
+	for _, c := range b.GetStaticResources().GetClusters() {
+		if c.GetName() == name {
+			return name
+		}
+	}
+	require.Failf(t, "no cluster", "bootstrap has no cluster %q", name)
+	return ""
 }

@@ -59,6 +59,10 @@ fsGroup: 65532
     - name: a2a
       containerPort: {{ .Values.envoy.port }}
       protocol: TCP
+    # Envoy's Prometheus metrics (the bootstrap's stats listener: GET /stats/prometheus only).
+    - name: envoy-stats
+      containerPort: {{ .Values.envoy.statsPort }}
+      protocol: TCP
   lifecycle:
     preStop:
       exec:
