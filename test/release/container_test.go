@@ -130,7 +130,10 @@ func readChartPod(t *testing.T) chartPod {
 // and the issuer is the finance example's demo issuer (a token the test can
 // mint).
 func checkContainer(t *testing.T, podman, ref string) {
-	need(t, "runc", "runc")
+	runc := "/usr/sbin/runc" // Debian's, outside a non-root user's PATH
+	if _, err := os.Stat(runc); err != nil {
+		runc = need(t, "runc", "runc")
+	}
 	pod := readChartPod(t)
 	require.True(t, pod.readOnlyRoot && pod.noPrivEscalation && pod.dropsAll, "the chart hardens capgate's container")
 	require.Equal(t, "/etc/capgate", pod.configMount)
@@ -167,7 +170,7 @@ func checkContainer(t *testing.T, podman, ref string) {
 	// podman's default ulimits cannot be set on these machines.
 	require.NoError(t, os.WriteFile(conf, []byte("[containers]\ndefault_ulimits = []\n"), 0o644))
 	name := fmt.Sprintf("capgate-releasetest-%d-%d", os.Getpid(), time.Now().UnixNano())
-	args := []string{"run", "--rm", "--name", name, "--runtime", "runc", "--network", "host",
+	args := []string{"run", "--rm", "--name", name, "--runtime", runc, "--network", "host",
 		"--read-only", "--user", fmt.Sprintf("%d:%d", pod.runAsUser, pod.runAsGroup),
 		"--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"-v", dir + ":" + pod.configMount + ":ro"}
