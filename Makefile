@@ -6,6 +6,7 @@ REGO_COVERAGE ?= 95
 CONFIG        ?=
 VERSION       ?=
 
+.PHONY: chart
 .PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js image image-name dist
 
 # Stamping (build, image, dist): VERSION (else "dev") and the git commit, with "-modified" when
@@ -160,6 +161,11 @@ image:
 ## image-name: print the tag `make image` gives, without building (envoy/helm/capgate and envoy/kubernetes use it).
 image-name:
 	@echo "$(IMAGE):$(IMAGE_TAG)"
+
+## chart: the Helm chart's README from its values schema, its render checked with the finance example, and the
+## packaged chart dist/capgate-<version>.tgz (Helm's own packaging, as a library; push: docs/deploy.md).
+chart:
+	$(GO) run ./envoy/chartpkg -chart envoy/helm/capgate -out $(DIST)
 
 DIST            ?= dist
 DIST_PLATFORMS  ?= linux/amd64 linux/arm64

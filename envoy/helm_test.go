@@ -32,6 +32,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	k8syaml "sigs.k8s.io/yaml"
 
+	"github.com/capgate/capgate/envoy/chartdoc"
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
@@ -383,6 +384,17 @@ func TestChartVariants(t *testing.T) {
 				require.Equal(t, str(sm, "spec", "endpoints", 0, "port"), str(svc, "spec", "ports", 0, "name"))
 				require.Equal(t, containerPort(t, capgateC, "admin"), portOf(t, cfg.Listen.Admin))
 			}
+			t.Run("standard labels on every object and pod", func(t *testing.T) {
+				for key, o := range k.objects {
+					labels := at(o, "metadata", "labels")
+					for _, l := range []string{"app.kubernetes.io/name", "app.kubernetes.io/instance", "app.kubernetes.io/version", "app.kubernetes.io/managed-by", "helm.sh/chart"} {
+						require.NotEmpty(t, str(labels, l), "%s: label %s", key, l)
+					}
+					require.Equal(t, chartRelease, str(labels, "app.kubernetes.io/instance"), key)
+				}
+				require.Equal(t, chartRelease, str(dep, "spec", "selector", "matchLabels", "app.kubernetes.io/instance"))
+				require.Equal(t, chartRelease, str(dep, "spec", "template", "metadata", "labels", "app.kubernetes.io/instance"))
+			})
 			t.Run("admin token", func(t *testing.T) {
 				secret, key := chartRelease+"-admin-token", "token"
 				if s := str(v.vals, "adminToken", "existingSecret"); s != "" {
@@ -757,4 +769,18 @@ func clusterNamed(t *testing.T, b *bootstrapv3.Bootstrap, name string) string {
 	}
 	require.Failf(t, "no cluster", "bootstrap has no cluster %q", name)
 	return ""
+}
+
+// TestChartREADME: the chart's README is generated from values.schema.json
+// and values.yaml (`make chart`, or -update here), so it documents every
+// value the schema admits, with its description and default.
+func TestChartREADME(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	readme, err := chartdoc.README(chartdoc.Chart{Name: ch.Metadata.Name, Description: ch.Metadata.Description, Version: ch.Metadata.Version, AppVersion: ch.Metadata.AppVersion}, ch.Schema, ch.Values)
+	require.NoError(t, err)
+	golden.Equal(t, filepath.Join(chartDir, "README.md"), readme)
+	for _, want := range []string{"| `replicas` |", "| `podDisruptionBudget.enabled` |", "| `adminToken.existingSecret` |", "| `envoy.statsPort` |"} {
+		require.Contains(t, string(readme), want)
+	}
 }

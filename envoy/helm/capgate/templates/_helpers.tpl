@@ -3,9 +3,10 @@
 {{- default .Release.Name .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
 {{- end -}}
 
-{{/* Selector labels: stable across upgrades. */}}
+{{/* Selector labels: stable across upgrades (Kubernetes' recommended name and instance). */}}
 {{- define "capgate.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "capgate.fullname" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/* pod: the chart renders the agent's whole Deployment; sidecar: only capgate's part (docs/deploy.md). */}}
@@ -25,6 +26,7 @@ app.kubernetes.io/name: {{ include "capgate.fullname" . }}
 
 {{- define "capgate.labels" -}}
 {{ include "capgate.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/part-of: capgate
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
