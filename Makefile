@@ -172,7 +172,7 @@ DIST_PLATFORMS  ?= linux/amd64 linux/arm64
 CYCLONEDX_GOMOD ?= github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 TOOLS           ?= bin/tools
 ## dist: release binaries in DIST/ (dist/): static capgate-VERSION-linux-{amd64,arm64} (DIST_PLATFORMS), a CycloneDX SBOM
-## of each (the modules linked in, by cyclonedx-gomod, pinned) and SHA256SUMS, stamped with version and commit.
+## of each (the modules linked in with their licences, by cyclonedx-gomod, pinned) and SHA256SUMS, stamped with version and commit.
 dist:
 	rm -rf $(DIST) && mkdir -p $(DIST) $(TOOLS)
 	GOBIN=$(abspath $(TOOLS)) $(GO) install $(CYCLONEDX_GOMOD)
@@ -180,7 +180,7 @@ dist:
 		os=$${p%/*}; arch=$${p#*/}; out=$(DIST)/capgate-$(RELEASE_VERSION)-$$os-$$arch; \
 		echo "GOOS=$$os GOARCH=$$arch $(STATIC_BUILD) -o $$out ./cmd/capgate"; \
 		GOOS=$$os GOARCH=$$arch $(STATIC_BUILD) -o $$out ./cmd/capgate; \
-		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 GOFLAGS=-trimpath $(TOOLS)/cyclonedx-gomod app -json -std -noserial -notimestamp \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 GOFLAGS=-trimpath $(TOOLS)/cyclonedx-gomod app -json -std -licenses -assert-licenses -noserial -notimestamp \
 			-main cmd/capgate -output $$out.cdx.json .; \
 	done
 	cd $(DIST) && sha256sum capgate-* > SHA256SUMS
