@@ -104,7 +104,7 @@ func get(t *testing.T, c *http.Client, url, auth string) int {
 	}
 	resp, err := c.Do(req)
 	require.NoError(t, err)
-	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
 	return resp.StatusCode
 }

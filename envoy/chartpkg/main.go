@@ -9,6 +9,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -84,7 +85,7 @@ func lint(ch *chart.Chart, dir string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := (engine.Engine{Strict: true}).Render(ch, rv); err != nil {
+	if _, err := (engine.Engine{Strict: true}).RenderWithContext(context.Background(), ch, rv); err != nil {
 		return fmt.Errorf("render with examples/finance.values.yaml: %w", err)
 	}
 	return nil

@@ -203,10 +203,10 @@ func checkContainer(t *testing.T, podman, ref string) {
 			if json.Unmarshal(sc.Bytes(), &line) != nil {
 				continue
 			}
-			switch {
-			case line.Msg == "listening":
+			switch line.Msg {
+			case "listening":
 				got[line.Server] = line.Addr
-			case line.Msg == "capgate serving":
+			case "capgate serving":
 				addrs <- got
 			}
 		}
