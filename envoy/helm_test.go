@@ -102,7 +102,8 @@ func render(t *testing.T, release string, vals map[string]any, skipSchema bool) 
 	}
 	names := make([]string, 0, len(files))
 	for name, content := range files {
-		if strings.HasSuffix(name, ".yaml") && strings.TrimSpace(content) != "" {
+		// `helm template --skip-tests`: the test hooks are TestChartHelmTest's.
+		if strings.HasSuffix(name, ".yaml") && strings.TrimSpace(content) != "" && !strings.Contains(name, "/tests/") {
 			names = append(names, name)
 		}
 	}
@@ -116,7 +117,7 @@ func render(t *testing.T, release string, vals map[string]any, skipSchema bool) 
 
 // envoyKubernetesHeader heads envoy/kubernetes/finance-agent.yaml.
 const envoyKubernetesHeader = "# Generated from envoy/helm/capgate with the finance example's values (helm template finance-agent\n" +
-	"# envoy/helm/capgate -f envoy/helm/capgate/examples/finance.values.yaml --set adminToken.existingSecret=finance-agent-admin-token):\n" +
+	"# envoy/helm/capgate -f envoy/helm/capgate/examples/finance.values.yaml --set adminToken.existingSecret=finance-agent-admin-token --skip-tests):\n" +
 	"# change the chart or the example, then `go test ./envoy -run TestChartFinanceIsEnvoyKubernetes -update`.\n"
 
 // envoyKubernetesValues are the values of envoy/kubernetes: the finance
@@ -149,6 +150,7 @@ func mustRenderRelease(t *testing.T, release string, vals map[string]any) (*kust
 var kubeTypes = map[string]func() any{
 	"v1/ConfigMap":                       func() any { return &corev1.ConfigMap{} },
 	"v1/Secret":                          func() any { return &corev1.Secret{} },
+	"v1/Pod":                             func() any { return &corev1.Pod{} },
 	"v1/Service":                         func() any { return &corev1.Service{} },
 	"apps/v1/Deployment":                 func() any { return &appsv1.Deployment{} },
 	"networking.k8s.io/v1/NetworkPolicy": func() any { return &networkingv1.NetworkPolicy{} },
@@ -783,4 +785,50 @@ func TestChartREADME(t *testing.T) {
 	for _, want := range []string{"| `replicas` |", "| `podDisruptionBudget.enabled` |", "| `adminToken.existingSecret` |", "| `envoy.statsPort` |"} {
 		require.Contains(t, string(readme), want)
 	}
+}
+
+// TestChartHelmTest: `helm test` runs one hook Pod that asks capgate's
+// /readyz through the metrics Service (which the NetworkPolicy admits it
+// to) and reads the public card through the Service; it carries none of the
+// pods' selector labels, so no Service, budget or policy selects it.
+func TestChartHelmTest(t *testing.T) {
+	ch, err := loader.Load(chartDir)
+	require.NoError(t, err)
+	rv, err := util.ToRenderValues(ch, financeValues(t, nil), common.ReleaseOptions{Name: chartRelease, Namespace: chartRelease, IsInstall: true}, common.DefaultCapabilities)
+	require.NoError(t, err)
+	files, err := engine.Engine{Strict: true}.RenderWithContext(t.Context(), ch, rv)
+	require.NoError(t, err)
+	text := files["capgate/templates/tests/test-capgate.yaml"]
+	decodeStrict(t, "test-capgate.yaml", []byte(text))
+	pod := parseDocs(t, "test-capgate.yaml", []byte(text))[0]
+	require.Equal(t, "test", str(pod, "metadata", "annotations", "helm.sh/hook"))
+	script := str(pod, "spec", "containers", 0, "command", 3)
+	require.Contains(t, script, `get("`+chartRelease+`-metrics", 9090, "/readyz")`)
+	require.Contains(t, script, `get("`+chartRelease+`", 80, "`+PublicCardPath+`")`)
+	require.Equal(t, "CARD_NAME", str(pod, "spec", "containers", 0, "env", 0, "name"))
+	require.Equal(t, `"name":"Finance agent"`, str(pod, "spec", "containers", 0, "env", 0, "value"))
+
+	k, _ := mustRender(t, financeValues(t, nil))
+	selector := at(k.object(t, "Deployment/"+chartRelease), "spec", "selector", "matchLabels").(obj)
+	labels := at(pod, "metadata", "labels").(obj)
+	matches := true
+	for key, v := range selector {
+		matches = matches && labels[key] == v
+	}
+	require.False(t, matches, "the test pod must not carry the pods' selector labels")
+	np := k.object(t, "NetworkPolicy/"+chartRelease)
+	admitted := false
+	for _, from := range list(np, "spec", "ingress", 1, "from") {
+		sel, _ := at(from, "podSelector", "matchLabels").(obj)
+		if at(from, "namespaceSelector") != nil || len(sel) == 0 {
+			continue
+		}
+		ok := true
+		for key, v := range sel {
+			ok = ok && labels[key] == v
+		}
+		admitted = admitted || ok
+	}
+	require.True(t, admitted, "the NetworkPolicy admits the test pod to the admin port")
+	require.Contains(t, k.objects, "Service/"+chartRelease+"-metrics")
 }
