@@ -37,6 +37,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	policyengine "github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/test/golden"
 )
@@ -759,6 +760,20 @@ func TestChartMetrics(t *testing.T) {
 	require.Contains(t, all, `envoy_cluster_name="`+extauthz+`"`)
 	require.Contains(t, all, `envoy_cluster_name="capgate_gateway"`)
 	require.Contains(t, all, `capgate_reloads_total{namespace="`+chartRelease+`", result="`+reload.ResultRejected+`"}`)
+	// capgate's store-health series, by the names its registry gives them.
+	m := metrics.New()
+	m.StoreErrors.WithLabelValues("any").Add(0) // a vector shows once it has a series
+	m.Reloads.WithLabelValues(reload.ResultRejected).Add(0)
+	names := map[string]bool{}
+	mfs, err := m.Registry.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	for _, m := range []string{"capgate_store_reachable", "capgate_store_errors_total", "capgate_reloads_total"} {
+		require.True(t, names[m], "capgate exports %s", m)
+		require.Contains(t, all, m+"{")
+	}
 }
 
 // clusterNamed requires the bootstrap to define the cluster and returns its name.
