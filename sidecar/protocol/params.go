@@ -247,7 +247,7 @@ func (ps *parser) readList(p object, r *Request) *Error {
 	if err = field(p, "contextId", false, &l.ContextID); err != nil {
 		return err
 	}
-	r.addContext(l.ContextID, "params.contextId")
+	r.addContextFilter(l.ContextID, "params.contextId")
 	if l.Status, err = optString(p, "status"); err != nil {
 		return err
 	}
