@@ -88,6 +88,8 @@ type Request struct {
 	Method string
 	// ID is the raw JSON-RPC id (string, number or null) to echo; nil for other bindings.
 	ID jsontext.Value
+	// ErrorData is the shape of the data of a JSON-RPC error answer to it (ErrorDataShape).
+	ErrorData DataShape
 	// Params is the raw JSON-RPC params or HTTP+JSON body; nil when absent.
 	Params jsontext.Value
 	// Tenant is the request's tenant: the HTTP+JSON /{tenant} prefix, params.tenant (1.0), or the
@@ -192,7 +194,8 @@ type MessageInfo struct {
 	TaskID    string
 	ContextID string
 	Parts     []PartInfo
-	// SkillHint is metadata.skillId from the request metadata, else from the message metadata.
+	// SkillHint is metadata.skillId (in 0.3 also its alias metadata.skill_id: SkillHintAlias03)
+	// from the request metadata, else from the message metadata.
 	SkillHint string
 	// AcceptedOutputModes is configuration.acceptedOutputModes.
 	AcceptedOutputModes []string
