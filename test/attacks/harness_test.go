@@ -241,10 +241,10 @@ func parseError(t *testing.T, body []byte) (wireError, bool) {
 	t.Helper()
 	var env struct {
 		Error *struct {
-			Code    int    `json:"code"`
-			Status  string `json:"status"`
+			Code    int                `json:"code"`
+			Status  string             `json:"status"`
 			Data    testutil.ErrorData `json:"data"` // a list in 1.0, one object in 0.3
-			Details []info `json:"details"`
+			Details []info             `json:"details"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(sseData(body), &env) != nil || env.Error == nil {

@@ -194,8 +194,8 @@ func jsonrpcStreamAnswer(t *testing.T, r *testutil.Response) streamAnswer {
 	var env struct {
 		ID    json.RawMessage `json:"id"`
 		Error *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
+			Code    int                `json:"code"`
+			Message string             `json:"message"`
 			Data    testutil.ErrorData `json:"data"` // a list in 1.0, one object to 0.3 callers
 		} `json:"error"`
 	}
