@@ -158,7 +158,8 @@ func (d *Dispatcher) noteRequested(ctx context.Context, call *operation.Call, hi
 // call, enforces its limits, calls its handler with the caller's downscoped
 // credential, binds the task the handler answers with to the capability and
 // its owner (and the context it answers in to the same owner), and answers
-// with the handler's result.
+// with the handler's result. An answer in another context than the message's
+// (answerContext) is refused and binds nothing (inContext).
 func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed) (operation.Result, *protocol.Error) {
 	req, decision := call.Request, r.decision
 	d.m.Routes.WithLabelValues(string(decision.Layer)).Inc()
@@ -182,7 +183,11 @@ func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed
 	}
 	d.log.Debug("routed", zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
 		zap.String("layer", string(decision.Layer)), zap.Float64("confidence", decision.Confidence))
+	want := answerContext(call)
 	bind := func(taskID, contextID string) *protocol.Error {
+		if perr := d.inContext(call, want, contextID); perr != nil {
+			return perr // the caller's context, or nothing bound
+		}
 		o := ownerOf(call)
 		if t := call.Task; t != nil && !t.Pending && (taskID == t.TaskID || taskID == "") {
 			o = t.Owner() // the task continues under the owner it was bound to
