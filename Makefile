@@ -39,8 +39,14 @@ build:
 ## threshold among them: rego.TestRegoUnitTests runs regocheck.RunTests, the runner of
 ## `capgate policy test`, so the truth-table sweeps run once), and every parser's fuzz target for a
 ## short bounded time. test-rego runs the same tests through the CLI on their own.
-test: test-go fuzz-short
-	@GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD)
+## Every stage runs even when one before it failed (a race-stage failure used to hide whether the
+## Rego coverage threshold and the fuzz targets held); the summary then names every failed test.
+test:
+	@status=0; \
+	$(MAKE) --no-print-directory test-go-stages || status=1; \
+	$(MAKE) --no-print-directory fuzz-short || { status=1; echo "== fuzzing failed (see above)"; }; \
+	GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD) || status=1; \
+	exit $$status
 
 # NORACE packages are sequential computations: the Rego tests evaluate the policy with OPA, the
 # classifier's accuracy tests (and its small-set targets, in test/routetune beside the tuning
@@ -58,12 +64,19 @@ TESTSUM        = $(GO) run ./test/testsum
 TESTSUM_RECORD ?= $(or $(TMPDIR),/tmp)/capgate-test-summary-$(shell id -u).jsonl
 ## test-go: go vet, then every Go test with the race detector (needs a C compiler for -race), NORACE without it.
 test-go:
-	$(GO) vet ./...
+	@status=0; $(MAKE) --no-print-directory test-go-stages || status=1; \
+	GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD) || status=1; exit $$status
+
+# test-go-stages: test-go without the summary (test prints it after fuzzing). Each stage runs whatever
+# the one before it did; the exit status is 1 when any failed.
+.PHONY: test-go-stages
+test-go-stages:
 	@rm -f $(TESTSUM_RECORD); status=0; \
+	$(GO) vet ./... || status=1; \
 	GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -race -count=1 $$($(GO) list ./... | grep -vxF $(foreach p,$(NORACE),-e $(p))) || status=1; \
-	[ $$status -ne 0 ] || GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -count=1 $(NORACE) || status=1; \
-	[ $$status -ne 0 ] || GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -race -count=1 -run '^TestClassifyConcurrent$$' ./sidecar/router/classifier/ || status=1; \
-	if [ $$status -ne 0 ]; then GO=$(GO) $(TESTSUM) -summary $(TESTSUM_RECORD); exit 1; fi
+	GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -count=1 $(NORACE) || status=1; \
+	GO=$(GO) $(TESTSUM) -record $(TESTSUM_RECORD) -- -race -count=1 -run '^TestClassifyConcurrent$$' ./sidecar/router/classifier/ || status=1; \
+	exit $$status
 
 ## interop-js: install the pinned A2A JavaScript SDK for test/interop (npm ci from the committed lockfile).
 ## Without it test/interop skips the JS suite loudly; in CI (.ci/run does this) it fails instead.

@@ -84,7 +84,7 @@ func TestParseNamesPEM(t *testing.T) {
 	require.NoError(t, err)
 	pub, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "idp"}, NotBefore: time.Unix(0, 0), NotAfter: time.Unix(1<<31, 0)}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "idp"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
 	cert, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
 	require.NoError(t, err)
 	ecDER, err := x509.MarshalECPrivateKey(k)

@@ -34,6 +34,14 @@ const (
 	usageDays = 32
 )
 
+// usageTTL is how long the per-day counter of a call at t lives from t: to
+// the end of the usageDays-th day after t's. It is relative (PEXPIRE), never
+// an instant (EXPIREAT), so that Redis, which expires keys by its own clock,
+// keeps a counter as long whatever the skew between its clock and capgate's.
+func usageTTL(t time.Time) time.Duration {
+	return time.UnixMilli((day(t) + usageDays) * 86400 * 1000).Sub(time.UnixMilli(t.UnixMilli()))
+}
+
 // Redis is a Store shared by replicas: bindings are hashes with a TTL,
 // each owner's task ids a set, each owner's pending task ids a sorted set
 // by expiry, usage per-day counters. Every Redis failure is returned as
@@ -61,8 +69,9 @@ const (
 //	<prefix>usage:<capability>:<day>            calls on that unix day, expires 32 days after it
 //	<prefix>usage-since                         when usage counting began (unix ns), set once
 type Redis struct {
-	rdb  redis.UniversalClient
-	keys keys
+	rdb      redis.UniversalClient
+	keys     keys
+	contexts *contextCache
 	options
 }
 
@@ -77,7 +86,7 @@ var (
 func NewRedis(rdb redis.UniversalClient, opts ...Option) *Redis {
 	o := newOptions(opts)
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}}
+	return &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}, contexts: newContextCache(o.contextCacheAge)}
 }
 
 // OpenRedis connects to the Redis store URL raw (see Open; parseStoreURL
@@ -110,7 +119,7 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 	pctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
 	// The first store opened on this Redis marks when usage counting began.
-	if err := r.rdb.SetNX(pctx, r.keys.since(), time.Now().UnixNano(), 0).Err(); err != nil {
+	if err := r.rdb.SetNX(pctx, r.keys.since(), r.now().UnixNano(), 0).Err(); err != nil {
 		r.log.Warn("task store unreachable at start; task operations fail closed until it answers",
 			zap.String("store", su.display), zap.Error(err))
 	}
@@ -285,7 +294,7 @@ if ARGV[4] ~= '' then
   if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 'full' end
   redis.call('ZADD', KEYS[2], ARGV[4], ARGV[1])
   local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIREAT', KEYS[2], last[2])
+  redis.call('PEXPIRE', KEYS[2], math.max(1, tonumber(last[2]) - tonumber(ARGV[2])))
 else
   redis.call('ZREM', KEYS[2], ARGV[1])
 end
@@ -340,7 +349,7 @@ if ARGV[12] == '' then
   redis.call('PEXPIRE', KEYS[1], ARGV[11])
 else
   redis.call('HSET', KEYS[1], 'expires', ARGV[12])
-  redis.call('PEXPIREAT', KEYS[1], ARGV[12])
+  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[12]) - tonumber(ARGV[10])))
 end
 if exists then return {'ok', old[8] or '', old[9] or '', '1'} end
 return {'ok', '', '', ''}
@@ -435,25 +444,27 @@ func (r *Redis) writeWait(ctx context.Context, conn interface {
 }
 
 // claimContextScript makes an owner the holder of a context unless another
-// owner holds it, and returns the holder: subject, tenant, issuer, created.
-// The holder's own claim renews the key to binding_ttl_ms. KEYS: context.
-// ARGV: subject tenant issuer created binding_ttl_ms.
+// owner holds it, and returns the holder and the record's time to live:
+// subject, tenant, issuer, created, pttl (ms, as a string). The holder's
+// own claim renews the key to binding_ttl_ms. KEYS: context. ARGV: subject
+// tenant issuer created binding_ttl_ms.
 var claimContextScript = redis.NewScript(`
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'created')
 if old[1] then
   if old[1] == ARGV[1] and old[2] == ARGV[2] and (old[3] or '') == ARGV[3] then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
-  return {old[1], old[2] or '', old[3] or '', old[4] or ''}
+  return {old[1], old[2] or '', old[3] or '', old[4] or '', tostring(redis.call('PTTL', KEYS[1]))}
 end
 redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'created', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return {ARGV[1], ARGV[2], ARGV[3], ARGV[4]}
+return {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]}
 `)
 
 // recordScript counts one call. KEYS: per-day counter, usage hash. ARGV:
-// expire-at (unix s), time (zero-padded unix ns, so strings order as times).
+// the counter's time to live (ms, from the call's time), time (zero-padded
+// unix ns, so strings order as times).
 var recordScript = redis.NewScript(`
 redis.call('INCR', KEYS[1])
-redis.call('EXPIREAT', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('HINCRBY', KEYS[2], 'total', 1)
 local last = redis.call('HGET', KEYS[2], 'last')
 if not last or ARGV[2] > last then redis.call('HSET', KEYS[2], 'last', ARGV[2]) end
@@ -641,12 +652,17 @@ func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error
 }
 
 // ClaimContext implements Store: one script, so two replicas claiming one
-// new id cannot both win.
+// new id cannot both win. A context whose holder the store already knows
+// (contextCache) is answered without a round trip.
 func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
+	start := r.now()
+	if held, ok := r.contexts.get(c.ContextID, start); ok {
+		return held, nil
+	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	if c.CreatedAt.IsZero() {
-		c.CreatedAt = r.now()
+		c.CreatedAt = start
 	}
 	// An ownership write like a bind: with min_replicas it is acknowledged
 	// only once replicas confirmed it (write).
@@ -656,14 +672,23 @@ func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
 		return Context{}, unavailable("claim context", err)
 	}
 	vals, err := redis.NewCmdResult(res, nil).StringSlice()
-	if err != nil {
-		return Context{}, unavailable("claim context", err)
+	if err != nil || len(vals) != len(contextFields)+1 {
+		return Context{}, unavailable("claim context", fmt.Errorf("unexpected answer of %d values (%v)", len(vals), err))
 	}
-	held, ok, err := decodeContext(c.ContextID, vals)
+	held, ok, err := decodeContext(c.ContextID, vals[:len(contextFields)])
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: the claim of context %s answered no holder", ErrUnavailable, c.ContextID)
 	}
-	return held, err
+	if err != nil {
+		return Context{}, err
+	}
+	// With min_replicas only the holder's own claim is confirmed (it wrote).
+	if r.minReplicas == 0 || held.Owner() == c.Owner() {
+		if ms, perr := strconv.ParseInt(vals[len(contextFields)], 10, 64); perr == nil {
+			r.contexts.put(held, start, time.Duration(ms)*time.Millisecond)
+		}
+	}
+	return held, nil
 }
 
 var contextFields = []string{"subject", "tenant", "issuer", "created"}
@@ -685,14 +710,26 @@ func decodeContext(contextID string, vals []string) (Context, bool, error) {
 	return c, true, nil
 }
 
-// LookupContext implements Store.
+// LookupContext implements Store. A context whose holder the store already
+// knows (contextCache) is answered without a round trip.
 func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, bool, error) {
+	start := r.now()
+	if held, ok := r.contexts.get(contextID, start); ok {
+		return held, true, nil
+	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	vals, err := r.rdb.HMGet(ctx, r.keys.context(contextID), contextFields...).Result()
-	if err != nil {
+	key := r.keys.context(contextID)
+	var hm *redis.SliceCmd
+	var pttl *redis.DurationCmd
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hm = p.HMGet(ctx, key, contextFields...)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	}); err != nil {
 		return Context{}, false, unavailable("lookup context", err)
 	}
+	vals := hm.Val()
 	if len(vals) != len(contextFields) || vals[0] == nil {
 		return Context{}, false, nil
 	}
@@ -700,7 +737,15 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 	for i, v := range vals {
 		s[i], _ = v.(string)
 	}
-	return decodeContext(contextID, s)
+	held, ok, err := decodeContext(contextID, s)
+	// A record read, not written: kept only where no write is confirmed
+	// by replicas (min_replicas 0), and only while it still had time.
+	if err == nil && ok && r.minReplicas == 0 {
+		if left := pttl.Val(); left > 0 || left == -1 {
+			r.contexts.put(held, start, left)
+		}
+	}
+	return held, ok, err
 }
 
 // Owned implements Store, page by page (OwnedPage).
@@ -1001,7 +1046,7 @@ func (r *Redis) RecordCall(ctx context.Context, capability string, t time.Time) 
 	d := day(t)
 	ns := max(t.UnixNano(), 0)
 	err := recordScript.Run(ctx, r.rdb, r.keys.usageKeys(capability, d),
-		(d+usageDays)*86400, fmt.Sprintf("%020d", ns)).Err()
+		usageTTL(t).Milliseconds(), fmt.Sprintf("%020d", ns)).Err()
 	if err != nil {
 		return unavailable("record call", err)
 	}

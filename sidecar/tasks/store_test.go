@@ -10,9 +10,37 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// testStore is the conformance suite every Store passes. newStore returns
-// an empty store for one subtest.
+// clockOffsets are where the conformance suite sets the store's clock
+// (WithClock) against the real one, and so against the clock of a Redis,
+// which expires keys by its own: a store must not compare a time taken from
+// its clock with another machine's (docs/operations.md, "Clocks").
+var clockOffsets = []struct {
+	name   string
+	offset time.Duration
+}{
+	{"clock now", 0},
+	{"clock a year behind", -365 * 24 * time.Hour},
+	{"clock a year ahead", 365 * 24 * time.Hour},
+}
+
+// testStore is the conformance suite every Store passes, run with the
+// store's clock at each of clockOffsets. newStore returns an empty store
+// for one subtest.
 func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) {
+	for _, c := range clockOffsets {
+		t.Run(c.name, func(t *testing.T) {
+			now := func() time.Time { return time.Now().Add(c.offset) }
+			testStoreAt(t, now, func(t *testing.T, opts ...Option) Store {
+				return newStore(t, append([]Option{WithClock(now)}, opts...)...)
+			})
+		})
+	}
+}
+
+// testStoreAt is the conformance suite with the store's clock at now: every
+// time the suite gives a store is taken from now, never a calendar date.
+func testStoreAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts ...Option) Store) {
+	newClock := func() *clock { return &clock{now: now().Truncate(time.Millisecond)} }
 	t.Run("bind ownership", func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t)
@@ -87,7 +115,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 		require.False(t, ok)
 
 		b := Binding{TaskID: "task:with spaces/ünïcode", ContextID: "ctx-1", Subject: "user:1 with space", Tenant: "acme:eu",
-			Pending: true, Candidates: []string{"lookup-invoice", "reconcile-invoice"}, CreatedAt: time.Date(2026, 5, 1, 10, 0, 0, 123456789, time.UTC)}
+			Pending: true, Candidates: []string{"lookup-invoice", "reconcile-invoice"}, CreatedAt: now().Truncate(time.Second).Add(123456789)}
 		require.NoError(t, m.Bind(ctx, b))
 		got, ok, err := m.Lookup(ctx, b.TaskID)
 		require.NoError(t, err)
@@ -120,7 +148,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 		// without an issuer) against OwnedPage walked in small pages.
 		ctx := t.Context()
 		m := newStore(t)
-		base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		base := now().Add(-30 * 24 * time.Hour).Truncate(time.Second)
 		model := map[string]Binding{}
 		bind := func(b Binding) {
 			require.NoError(t, m.Bind(ctx, b))
@@ -200,7 +228,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 	t.Run("owned newest first", func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t)
-		base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		base := now().Add(-30 * 24 * time.Hour).Truncate(time.Second)
 		for i, id := range []string{"b", "a", "d", "c"} {
 			require.NoError(t, m.Bind(ctx, Binding{TaskID: id, Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h",
 				CreatedAt: base.Add(time.Duration(i/2) * time.Hour)}))
@@ -299,7 +327,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 	t.Run("legacy bindings", func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t)
-		base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		base := now().Add(-30 * 24 * time.Hour).Truncate(time.Second)
 		// Bindings without an issuer, as written before issuers were recorded.
 		require.NoError(t, m.Bind(ctx, Binding{TaskID: "old1", Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h", CreatedAt: base}))
 		require.NoError(t, m.Bind(ctx, Binding{TaskID: "old2", Subject: "alice", Tenant: "acme", Capability: "x", Handler: "h", CreatedAt: base.Add(2 * time.Hour)}))
@@ -570,7 +598,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 	t.Run("usage window", func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t)
-		now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+		now := now()
 		require.NoError(t, m.RecordCall(ctx, "old", now.Add(-40*24*time.Hour)))
 		require.NoError(t, m.RecordCall(ctx, "recent", now.Add(-2*24*time.Hour)))
 		require.NoError(t, m.RecordCall(ctx, "recent", now.Add(-1*time.Hour)))
@@ -600,13 +628,13 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 	})
 
 	t.Run("usage says since when it counts", func(t *testing.T) {
-		before := time.Now().Add(-time.Second)
+		before := now().Add(-time.Second)
 		m := newStore(t)
-		u, err := m.Usage(t.Context(), "never", time.Now())
+		u, err := m.Usage(t.Context(), "never", now())
 		require.NoError(t, err)
 		require.False(t, u.ObservedSince.IsZero(), "a store knows when it began counting")
-		require.True(t, u.ObservedSince.After(before), "a new store began now, not %s", u.ObservedSince)
-		require.True(t, u.ObservedSince.Before(time.Now().Add(time.Second)))
+		require.True(t, u.ObservedSince.After(before), "a new store began now by its clock, not %s", u.ObservedSince)
+		require.True(t, u.ObservedSince.Before(now().Add(time.Second)))
 	})
 }
 
@@ -643,8 +671,8 @@ func taskIDs(bs []Binding) []string {
 	return ids
 }
 
-// clock is a settable clock for WithClock, starting at the current time
-// (Redis drops keys by its own clock, so a test clock stays ahead of it).
+// clock is a settable clock for WithClock. The conformance suite starts it
+// at its own clock (testStoreAt); other tests at the current time.
 type clock struct {
 	mu  sync.Mutex
 	now time.Time

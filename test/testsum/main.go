@@ -3,7 +3,8 @@
 // failing tests), recording each package and test outcome; with -summary
 // it prints the closing summary of the recorded runs, naming every skipped
 // test with the reason it gave, so that a skipped suite does not read as a
-// passed one.
+// passed one, and every failed test (or package that failed outside its
+// tests), so that a failure is named at the end of a long run.
 //
 //	go run ./test/testsum -record FILE -- -race -count=1 ./...   # exit status: go test's
 //	go run ./test/testsum -summary FILE
@@ -177,7 +178,7 @@ func printSummary(w io.Writer, recordFile string) int {
 	}
 	_ = os.Remove(recordFile)
 	var pkgOK, pkgFail, pkgNone, pass, fail, subSkips int
-	var skipped []Outcome
+	var skipped, failed, failedPkgs []Outcome
 	for _, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		if l == "" {
 			continue
@@ -189,6 +190,7 @@ func printSummary(w io.Writer, recordFile string) int {
 		switch {
 		case o.Test == "" && o.Action == "fail":
 			pkgFail++
+			failedPkgs = append(failedPkgs, o)
 		case o.Test == "" && o.Action == "skip":
 			pkgNone++ // no test files, or no test matched -run
 		case o.Test == "":
@@ -197,18 +199,14 @@ func printSummary(w io.Writer, recordFile string) int {
 			pass++
 		case o.Action == "fail":
 			fail++
+			failed = append(failed, o)
 		case strings.Contains(o.Test, "/"):
 			subSkips++
 		default:
 			skipped = append(skipped, o)
 		}
 	}
-	sort.Slice(skipped, func(i, j int) bool {
-		if skipped[i].Package != skipped[j].Package {
-			return skipped[i].Package < skipped[j].Package
-		}
-		return skipped[i].Test < skipped[j].Test
-	})
+	sortOutcomes(skipped)
 	_, _ = fmt.Fprintf(w, "\n== test summary: packages %d passed, %d failed, %d without tests; tests %d passed, %d failed, %d skipped (and %d skipped subtests)\n",
 		pkgOK, pkgFail, pkgNone, pass, fail, len(skipped), subSkips)
 	if len(skipped) > 0 {
@@ -218,7 +216,52 @@ func printSummary(w io.Writer, recordFile string) int {
 		}
 	}
 	if pkgFail > 0 || fail > 0 {
+		printFailed(w, failed, failedPkgs)
 		return 1
 	}
 	return 0
+}
+
+// maxFailedListed bounds the failed tests the summary names.
+const maxFailedListed = 100
+
+// printFailed names each failed test that has no failed subtest of its own
+// (the failures to read first: a parent fails with any of its subtests),
+// then each failed package none of whose tests failed (a build failure, a
+// panic outside a test, a timeout). Its lines never start as .ci/run's
+// counted lines do ("ok ", "FAIL", "--- FAIL").
+func printFailed(w io.Writer, failed, failedPkgs []Outcome) {
+	sortOutcomes(failed)
+	var leaves []Outcome
+	withTests := map[string]bool{}
+	for i, o := range failed {
+		withTests[o.Package] = true
+		if i+1 < len(failed) && failed[i+1].Package == o.Package && strings.HasPrefix(failed[i+1].Test, o.Test+"/") {
+			continue
+		}
+		leaves = append(leaves, o)
+	}
+	_, _ = fmt.Fprintln(w, "== failed:")
+	for i, o := range leaves {
+		if i == maxFailedListed {
+			_, _ = fmt.Fprintf(w, "   … and %d more\n", len(leaves)-maxFailedListed)
+			break
+		}
+		_, _ = fmt.Fprintf(w, "   FAILED %s %s\n", o.Package, o.Test)
+	}
+	for _, p := range failedPkgs {
+		if !withTests[p.Package] {
+			_, _ = fmt.Fprintf(w, "   FAILED %s (the package failed outside its tests: build, panic or timeout; see its output above)\n", p.Package)
+		}
+	}
+}
+
+// sortOutcomes orders outcomes by package, then test name.
+func sortOutcomes(outs []Outcome) {
+	sort.Slice(outs, func(i, j int) bool {
+		if outs[i].Package != outs[j].Package {
+			return outs[i].Package < outs[j].Package
+		}
+		return outs[i].Test < outs[j].Test
+	})
 }

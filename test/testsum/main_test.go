@@ -34,11 +34,15 @@ const stream = `{"Action":"start","Package":"example.com/a"}
 {"Action":"output","Package":"example.com/b","Test":"TestB","Output":"    b_test.go:9: want 1, got 2\n"}
 {"Action":"output","Package":"example.com/b","Test":"TestB","Output":"--- FAIL: TestB (0.00s)\n"}
 {"Action":"fail","Package":"example.com/b","Test":"TestB"}
+{"Action":"fail","Package":"example.com/b","Test":"TestParent/leaf"}
+{"Action":"fail","Package":"example.com/b","Test":"TestParent"}
 {"Action":"output","Package":"example.com/b","Output":"FAIL\n"}
 {"Action":"output","Package":"example.com/b","Output":"FAIL\texample.com/b\t0.01s\n"}
 {"Action":"fail","Package":"example.com/b"}
 {"Action":"output","Package":"example.com/c","Output":"?   \texample.com/c\t[no test files]\n"}
 {"Action":"skip","Package":"example.com/c"}
+{"Action":"output","Package":"example.com/d","Output":"FAIL\texample.com/d [build failed]\n"}
+{"Action":"fail","Package":"example.com/d"}
 `
 
 func TestFilterAndSummary(t *testing.T) {
@@ -48,15 +52,20 @@ func TestFilterAndSummary(t *testing.T) {
 		"ok  \texample.com/interop\t0.02s\n"+
 		"    b_test.go:9: want 1, got 2\n--- FAIL: TestB (0.00s)\n"+
 		"FAIL\nFAIL\texample.com/b\t0.01s\n"+
-		"?   \texample.com/c\t[no test files]\n", out.String())
+		"?   \texample.com/c\t[no test files]\n"+
+		"FAIL\texample.com/d [build failed]\n", out.String())
 
 	file := filepath.Join(t.TempDir(), "record.jsonl")
 	require.NoError(t, os.WriteFile(file, rec.Bytes(), 0o600))
 	var sum bytes.Buffer
 	require.Equal(t, 1, printSummary(&sum, file))
-	require.Equal(t, "\n== test summary: packages 2 passed, 1 failed, 1 without tests; tests 1 passed, 1 failed, 1 skipped (and 0 skipped subtests)\n"+
+	require.Equal(t, "\n== test summary: packages 2 passed, 2 failed, 1 without tests; tests 1 passed, 3 failed, 1 skipped (and 0 skipped subtests)\n"+
 		"== skipped (these did not run; their package still reads ok above):\n"+
-		"   SKIP example.com/interop TestJS: SKIPPING THE JS INTEROP SUITE: node is not on PATH\n", sum.String())
+		"   SKIP example.com/interop TestJS: SKIPPING THE JS INTEROP SUITE: node is not on PATH\n"+
+		"== failed:\n"+
+		"   FAILED example.com/b TestB\n"+
+		"   FAILED example.com/b TestParent/leaf\n"+
+		"   FAILED example.com/d (the package failed outside its tests: build, panic or timeout; see its output above)\n", sum.String())
 	// The summary lines never start as .ci/run's counted lines do.
 	for _, l := range strings.Split(sum.String(), "\n") {
 		require.False(t, strings.HasPrefix(l, "ok ") || strings.HasPrefix(l, "FAIL"), l)
