@@ -4,7 +4,9 @@
 // (every position is read where the catalogue says; every task or context the parser reports is
 // in the catalogue), and the admission sweep (test/admission) drives both doors with every position
 // and caller class from it: a position added to the parser without a template fails the first
-// check, so it cannot go unswept.
+// check, so it cannot go unswept. Each position is a target (what the operation acts on: only
+// its holder is admitted) or a filter (Position.Filter: it narrows the caller's own results);
+// the parser must report each as the catalogue marks it, and the sweep holds each to its rule.
 package positions
 
 import (
