@@ -22,6 +22,7 @@ type htmlReport struct {
 	Diff            bool
 	Changed         []string    // diff: what changed
 	Groups          []htmlGroup // diff: gains by capability, riskiest first
+	Lost            []htmlLoss  // diff: the lost cells
 	Columns         []htmlColumn
 	Rows            []htmlRow
 	Notes           []htmlNote // the deciding rules, numbered
@@ -40,6 +41,11 @@ type htmlCell struct {
 	Label, Title      string
 	Change            string // "gained", "lost", "gained lost" or ""
 	Note              int    // the number of the cell's note (its deciding rules)
+}
+
+// htmlLoss is a lost cell: what the text report's "lost" list says.
+type htmlLoss struct {
+	Line, Class, Capability, Base, Head string
 }
 
 type htmlNote struct {
@@ -138,6 +144,10 @@ func WriteDiffHTML(w io.Writer, base, head *Matrix, d *Diff) error {
 			hg.Gains = append(hg.Gains, fmt.Sprintf("%s: %s → %s (%s)", c.Class, c.Base.Level(), c.Head.Level(), c.Risk))
 		}
 		r.Groups = append(r.Groups, hg)
+	}
+	for _, c := range d.Lost {
+		r.Lost = append(r.Lost, htmlLoss{Line: c.lossLine(), Class: c.Class, Capability: c.Capability,
+			Base: "base: " + orNone(c.Base.Rule()), Head: "head: " + orNone(c.Head.Rule())})
 	}
 	cols := Columns(base, head)
 	colNotes := map[string]string{}

@@ -283,7 +283,7 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 	if len(d.Lost) > 0 {
 		_, _ = fmt.Fprintln(bw, "\nlost:")
 		for _, c := range d.Lost {
-			_, _ = fmt.Fprintf(bw, "  %s × %s: %s → %s, caused by %s\n", c.Class, c.Capability, c.Base.Level(), c.Head.Level(), causes(c.Causes))
+			_, _ = fmt.Fprintf(bw, "  %s\n", c.lossLine())
 			_, _ = fmt.Fprintf(bw, "      base: %s\n      head: %s\n", c.Base.Rule(), c.Head.Rule())
 		}
 	}
@@ -291,7 +291,8 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 }
 
 func (d *Diff) counts() string {
-	return fmt.Sprintf("%d gained, %d lost, %d capabilities and %d config fields changed", len(d.Gained), len(d.Lost), len(d.Capabilities), len(d.Config))
+	return fmt.Sprintf("%d gained, %d lost, %d %s and %d %s changed", len(d.Gained), len(d.Lost),
+		len(d.Capabilities), plural(len(d.Capabilities), "capability", "capabilities"), len(d.Config), plural(len(d.Config), "config field", "config fields"))
 }
 
 // heading is "purge-invoice-cache (internal, ga; owner finance-platform-team):
@@ -319,6 +320,13 @@ func (g GainGroup) heading() string {
 		what = append(what, fmt.Sprintf("%d %s can now see it", sees, plural(sees, "class", "classes")))
 	}
 	return s + ": " + strings.Join(what, ", ")
+}
+
+// lossLine is a lost cell in one line, as the text, Markdown and HTML
+// reports say it: "tenant:acme × reconcile-invoice: entitled → none,
+// caused by …".
+func (c CellChange) lossLine() string {
+	return fmt.Sprintf("%s × %s: %s → %s, caused by %s", c.Class, c.Capability, c.Base.Level(), c.Head.Level(), causes(c.Causes))
 }
 
 func plural(n int, one, many string) string {
@@ -388,7 +396,7 @@ func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 		_, _ = fmt.Fprintln(bw, "No change in who can see or run what.")
 		return bw.Flush()
 	}
-	_, _ = fmt.Fprintf(bw, "**%d gained**, %d lost, %d capabilities and %d config fields changed.\n", len(d.Gained), len(d.Lost), len(d.Capabilities), len(d.Config))
+	_, _ = fmt.Fprintf(bw, "**%s.\n", strings.Replace(d.counts(), " gained", " gained**", 1))
 	if len(d.Capabilities) > 0 || len(d.Config) > 0 {
 		_, _ = fmt.Fprintln(bw, "\n#### What changed\n\n| where | change |\n|---|---|")
 		for _, c := range d.Capabilities {

@@ -53,6 +53,7 @@ func operationKeys(k keys, o Owner, taskID, contextID, capability string, day in
 		"buildIndex/dropStale":          {k.owner(o), k.index(o), k.contextIndex(o, contextID), k.unindexed(o)},
 		"bindScript/deleteScript":       {k.task(taskID)},
 		"recordScript":                  k.usageKeys(capability, day),
+		"reserveScript/settleScript":    append(k.sentKeys(o), k.owner(o), k.index(o)),
 	}
 }
 
