@@ -76,8 +76,11 @@ func TestHandlerAnswerStaysInTheCallersContext(t *testing.T) {
 		gw = e.gateway(t, http.MethodPost, "/", bearer10(who), []byte(body))
 		return gw, az
 	}
-	send := func(streaming bool, contextID string) string {
-		return strings.Replace(send10(`"contextId":"`+contextID+`",`), `"method":"SendMessage"`, `"method":"`+method(streaming)+`"`, 1)
+	sent := 0
+	send := func(streaming bool, contextID string) string { // each a new message: its own messageId
+		sent++
+		body := strings.Replace(send10(`"contextId":"`+contextID+`",`), `"method":"SendMessage"`, `"method":"`+method(streaming)+`"`, 1)
+		return strings.Replace(body, `"messageId":"m-c"`, fmt.Sprintf(`"messageId":"m-answer-%d"`, sent), 1)
 	}
 	for _, streaming := range []bool{false, true} {
 		t.Run(method(streaming), func(t *testing.T) {
