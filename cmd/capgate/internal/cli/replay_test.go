@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -94,7 +95,7 @@ func TestAccessReplayEndToEnd(t *testing.T) {
 		if tok != "" {
 			h = append(h, "Authorization", "Bearer "+tok)
 		}
-		resp := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",
+		resp := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"`+rand.Text()+`","role":"ROLE_USER",
 			"parts":[{"text":"`+text+`"}]},"metadata":{"skillId":"`+hint+`"}}}`, h...)
 		srv.WaitDecision(t, resp.Header.Get("X-Capgate-Decision-Id"))
 	}
