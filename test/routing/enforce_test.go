@@ -29,11 +29,9 @@ func dataPart(t *testing.T, s string) *a2a.Part {
 // rpcError is the error member of a JSON-RPC answer.
 type rpcError struct {
 	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    []struct {
-			Metadata map[string]string `json:"metadata"`
-		} `json:"data"`
+		Code    int                `json:"code"`
+		Message string             `json:"message"`
+		Data    testutil.ErrorData `json:"data"` // a list in 1.0, one object to 0.3 callers
 	} `json:"error"`
 }
 
