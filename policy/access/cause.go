@@ -51,6 +51,7 @@ const (
 	fieldState      = "state"
 	fieldVisibility = "visibility"
 	fieldScopes     = "requires_scopes"
+	fieldAnyOf      = "requires_any_of"
 	fieldTenants    = "tenants"
 	fieldReplacedBy = "replaced_by"
 	fieldHandler    = "handler"
@@ -76,6 +77,7 @@ func capabilityFields(c *manifest.Capability) []Field {
 		{fieldState, string(c.State)},
 		{fieldVisibility, string(c.Visibility)},
 		{fieldScopes, list(c.RequiresScopes)},
+		{fieldAnyOf, anyOf(c.RequiresAnyOf)},
 		{fieldTenants, tenants(c.Tenants)},
 		{fieldReplacedBy, c.ReplacedBy},
 		{fieldHandler, c.Handler},
@@ -95,6 +97,15 @@ func routing(r manifest.Routing) string {
 }
 
 func list(ss []string) string { return "[" + strings.Join(ss, " ") + "]" }
+
+// anyOf is requires_any_of as "[a] or [b c]", "" when there is none.
+func anyOf(alts [][]string) string {
+	parts := make([]string, len(alts))
+	for i, a := range alts {
+		parts[i] = list(a)
+	}
+	return strings.Join(parts, " or ")
+}
 
 func tenants(t manifest.Tenants) string {
 	if t.All {
@@ -249,7 +260,7 @@ func compareFields(capability string, a, b []Field) []FieldChange {
 var families = map[string]struct{ capability, config []string }{
 	"state":      {[]string{fieldState, fieldReplacedBy}, []string{fieldPreviewScope, fieldPreviewTenants}},
 	"visibility": {[]string{fieldVisibility}, nil},
-	"scope":      {[]string{fieldScopes}, []string{fieldScopesClaim}},
+	"scope":      {[]string{fieldScopes, fieldAnyOf}, []string{fieldScopesClaim}},
 	"tenant":     {[]string{fieldTenants}, []string{fieldTenantClaim}},
 	"auth":       {nil, []string{fieldAnonymousPublic, fieldIssuers}},
 }
