@@ -26,17 +26,19 @@ import (
 
 func runAccess(ctx context.Context, env Env, args []string) error {
 	if len(args) == 0 {
-		return usageErr("usage: capgate access matrix|diff|replay [flags]")
+		return usageErr("usage: capgate access matrix|diff|check|replay [flags]")
 	}
 	switch args[0] {
 	case "matrix":
 		return runAccessMatrix(ctx, env, args[1:])
 	case "diff":
 		return runAccessDiff(ctx, env, args[1:])
+	case "check":
+		return runAccessCheck(ctx, env, args[1:])
 	case "replay":
 		return runAccessReplay(ctx, env, args[1:])
 	}
-	return usageErr("unknown access command %q (want matrix, diff or replay)", args[0])
+	return usageErr("unknown access command %q (want matrix, diff, check or replay)", args[0])
 }
 
 // accessFlags are the flags matrix and diff share.
