@@ -94,4 +94,3 @@ func runAccessCheck(ctx context.Context, env Env, args []string) error {
 	}
 	return nil
 }
-
