@@ -31,6 +31,9 @@ type Facts struct {
 	Capabilities map[string][]Field
 	Config       []Field
 	auth         bool // AddAuth was called
+	// runs are how each capability runs (routing, tags, limits): compared
+	// for loosened guards.
+	runs map[string]runFacts
 }
 
 // authFields are the fields AddAuth adds: compared only when both sides
@@ -131,9 +134,10 @@ var denyPackage = regexp.MustCompile(`(?m)^package\s+capgate\.deny\.([A-Za-z0-9_
 // settings and its deny modules (by package, each a hash of its sources).
 // The auth fields a snapshot does not carry are added by AddAuth.
 func FactsOf(s *compile.Snapshot) *Facts {
-	f := &Facts{Capabilities: map[string][]Field{}}
+	f := &Facts{Capabilities: map[string][]Field{}, runs: map[string]runFacts{}}
 	for _, c := range s.Registry.All() {
 		f.Capabilities[c.ID] = capabilityFields(&c)
+		f.runs[c.ID] = runFactsOf(&c)
 	}
 	f.Config = append(f.Config,
 		Field{fieldPreviewScope, s.Settings.PreviewScope},
@@ -359,6 +363,7 @@ const (
 	callersAnonymous = "anonymous"
 	callersAll       = "every authenticated caller"
 	callersSome      = "some callers"
+	callersNone      = "no class reviewed"
 )
 
 func riskOf(c CellChange, class Class, visibility string) Risk {

@@ -280,6 +280,13 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 			}
 		}
 	}
+	if len(d.Guards) > 0 {
+		_, _ = fmt.Fprintln(bw, "\nloosened guards (how a skill runs), riskiest first:")
+		for _, g := range d.Guards {
+			_, _ = fmt.Fprintf(bw, "  %s\n", g)
+			_, _ = fmt.Fprintf(bw, "      entitled in head: %s\n", orNone(strings.Join(g.Callers, ", ")))
+		}
+	}
 	if len(d.Lost) > 0 {
 		_, _ = fmt.Fprintln(bw, "\nlost:")
 		for _, c := range d.Lost {
@@ -291,7 +298,15 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 }
 
 func (d *Diff) counts() string {
-	return fmt.Sprintf("%d gained, %d lost, %d capabilities and %d config fields changed", len(d.Gained), len(d.Lost), len(d.Capabilities), len(d.Config))
+	return fmt.Sprintf("%d gained, %d lost, %s%d capabilities and %d config fields changed", len(d.Gained), len(d.Lost), d.guardCount(), len(d.Capabilities), len(d.Config))
+}
+
+// guardCount is "2 guards loosened, " ("" when none).
+func (d *Diff) guardCount() string {
+	if len(d.Guards) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d %s loosened, ", len(d.Guards), plural(len(d.Guards), "guard", "guards"))
 }
 
 // heading is "purge-invoice-cache (internal, ga; owner finance-platform-team):
@@ -388,7 +403,11 @@ func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 		_, _ = fmt.Fprintln(bw, "No change in who can see or run what.")
 		return bw.Flush()
 	}
-	_, _ = fmt.Fprintf(bw, "**%d gained**, %d lost, %d capabilities and %d config fields changed.\n", len(d.Gained), len(d.Lost), len(d.Capabilities), len(d.Config))
+	guards := d.guardCount()
+	if guards != "" {
+		guards = "**" + strings.TrimSuffix(guards, ", ") + "**, "
+	}
+	_, _ = fmt.Fprintf(bw, "**%d gained**, %d lost, %s%d capabilities and %d config fields changed.\n", len(d.Gained), len(d.Lost), guards, len(d.Capabilities), len(d.Config))
 	if len(d.Capabilities) > 0 || len(d.Config) > 0 {
 		_, _ = fmt.Fprintln(bw, "\n#### What changed\n\n| where | change |\n|---|---|")
 		for _, c := range d.Capabilities {
@@ -410,6 +429,12 @@ func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 				_, _ = fmt.Fprintf(bw, "| %s | %s | %s %s | **%s** %s |\n", mdCell(c.Class), mdCell(c.Risk.String()),
 					c.Base.Level(), mdCode(c.Base.Rule()), c.Head.Level(), mdCode(c.Head.Rule()))
 			}
+		}
+	}
+	if len(d.Guards) > 0 {
+		_, _ = fmt.Fprintln(bw, "\n#### Loosened guards (how a skill runs), riskiest first\n\n| capability | change | effect | risk | entitled in head |\n|---|---|---|---|---|")
+		for _, g := range d.Guards {
+			_, _ = fmt.Fprintf(bw, "| %s | %s | %s | %s | %s |\n", mdCode(g.Capability), mdCode(g.Cause.String()), mdCell(g.Effect), mdCell(g.Risk.String()), mdCell(orNone(strings.Join(g.Callers, ", "))))
 		}
 	}
 	if len(d.Lost) > 0 {
@@ -518,5 +543,25 @@ func WriteDiffJSON(w io.Writer, d *Diff) error {
 		Gained       []cellChangeJSON `json:"gained"`
 		GainGroups   []gainGroupJSON  `json:"gained_by_capability"`
 		Lost         []cellChangeJSON `json:"lost"`
-	}{d.Provenance.json(), d.BaseName, d.HeadName, d.BaseRevision, d.HeadRevision, classesJSON(d.Classes), caps, nonNilFields(d.Config), changes(d.Gained, true), groups, changes(d.Lost, false)})
+		Guards       []guardJSON      `json:"loosened_guards"`
+	}{d.Provenance.json(), d.BaseName, d.HeadName, d.BaseRevision, d.HeadRevision, classesJSON(d.Classes), caps, nonNilFields(d.Config), changes(d.Gained, true), groups, changes(d.Lost, false), guardsJSON(d.Guards)})
+}
+
+type guardJSON struct {
+	Capability  string    `json:"capability"`
+	Kind        GuardKind `json:"kind"`
+	Destructive bool      `json:"destructive"`
+	Cause       fieldJSON `json:"cause"`
+	Effect      string    `json:"effect"`
+	Risk        Risk      `json:"risk"`
+	Callers     []string  `json:"entitled_in_head"`
+	Summary     string    `json:"summary"`
+}
+
+func guardsJSON(gs []Guard) []guardJSON {
+	out := make([]guardJSON, len(gs))
+	for i, g := range gs {
+		out[i] = guardJSON{g.Capability, g.Kind, g.Destructive, nonNilFields([]FieldChange{g.Cause})[0], g.Effect, g.Risk, append([]string{}, g.Callers...), g.String()}
+	}
+	return out
 }

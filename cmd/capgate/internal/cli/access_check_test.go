@@ -178,3 +178,16 @@ func TestAccessCheckGit(t *testing.T) {
 	require.Equal(t, cli.ExitCheck, r.code, r.stdout+r.stderr)
 	require.Contains(t, r.stdout, "FAIL  no caller without ops.admin runs a destructive skill")
 }
+
+// access diff fails on a loosened guard as on a gain: a destructive skill
+// routed automatically gains nobody access, and is still a risk.
+func TestAccessDiffFailsOnALoosenedGuard(t *testing.T) {
+	dir := editedFinance(t, "purge-invoice-cache.yaml", [2]string{"routing: {mode: explicit}", "routing: {mode: auto}"})
+	r := run(t, "access", "diff", "--base", filepath.Join(financeDir, "capgate.yaml"), "--head", filepath.Join(dir, "capgate.yaml"))
+	require.Equal(t, cli.ExitCheck, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout, "0 gained, 0 lost, 1 guard loosened")
+	require.Contains(t, r.stdout, "purge-invoice-cache: routing explicit → auto (the router may now pick it alone; runs, internal, some callers)")
+	require.Contains(t, r.stderr, "0 cell(s) gained access, 1 guard(s) of how a skill runs loosened")
+	r = run(t, "access", "diff", "--base", filepath.Join(financeDir, "capgate.yaml"), "--head", filepath.Join(dir, "capgate.yaml"), "--allow-gain")
+	require.Equal(t, cli.ExitOK, r.code, r.stdout+r.stderr)
+}
