@@ -82,7 +82,7 @@ func TestDiffRanksLoosenedGuards(t *testing.T) {
 func TestDiffTightenedGuardsAreNoRisk(t *testing.T) {
 	base := loadPath(t, "finance", filepath.Join("..", "..", "manifests", "finance", "capgate.yaml"))
 	head := loadPath(t, "tightened", financeWith(t, map[string][][2]string{
-		"apply-remittance.yaml": {{"enforced_limits: {max_body_bytes: 65536, max_parts: 4}", "enforced_limits: {max_body_bytes: 1024, max_parts: 4, max_file_bytes: 10}\nrouting: {mode: confirm}"}},
+		"apply-remittance.yaml":    {{"enforced_limits: {max_body_bytes: 65536, max_parts: 4}", "enforced_limits: {max_body_bytes: 1024, max_parts: 4, max_file_bytes: 10}\nrouting: {mode: confirm}"}},
 		"purge-invoice-cache.yaml": {{"routing: {mode: explicit}", "routing: {mode: explicit, min_confidence: 0.9}"}},
 	}))
 	_, _, d := diff(t, base, head)
