@@ -53,7 +53,9 @@ func TestAnyOfEndToEnd(t *testing.T) {
 			msg := func() *a2a.Message { return hinted(text("Decommission vehicle V-17"), id) }
 			if !c.entitled {
 				require.NotContains(t, skillIDsOf(card), id)
-				ignored := func() int { return srv.Logs.FilterMessage("skill hint ignored").FilterField(zap.String("hint", id)).Len() }
+				ignored := func() int {
+					return srv.Logs.FilterMessage("skill hint ignored").FilterField(zap.String("hint", id)).Len()
+				}
 				before := ignored()
 				task := sendTask(t, client, msg())
 				if task.Status.State == a2a.TaskStateCompleted {
