@@ -142,3 +142,27 @@ func TestAnyOfAccessTools(t *testing.T) {
 		require.Contains(t, f.After, "scope.any_of_held", "the rule of the alternative that grants it now")
 	})
 }
+
+// capgate validate reads requires_any_of like requires_scopes: a scope of
+// an alternative nothing grants is a warning at its line, with the scope
+// it likely misspells; a bad shape is an error at the element.
+func TestValidateAnyOf(t *testing.T) {
+	cfg := anyOfDeployment(t, func(s string) string {
+		return replaceOnce(t, s, "[fleet.dispatch, fleet.shift_lead]", "[fleet.dispatch, fleet.shift_laed]")
+	})
+	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+		return replaceOnce(t, s, "known_scopes: [", "known_scopes: [fleet.admin, fleet.dispatch, fleet.shift_lead, ")
+	})
+	file := filepath.Join(filepath.Dir(cfg), "capabilities", "decommission-vehicle.yaml")
+	r := run(t, "validate", "--config", cfg)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, `warning: `+file+`:18: requires_any_of: scope "fleet.shift_laed" is required by decommission-vehicle only and granted by nothing the config knows; did you mean fleet.shift_lead?`)
+	require.NotContains(t, r.stderr, `"fleet.admin"`, "a granted scope is no finding")
+
+	cfg = anyOfDeployment(t, func(s string) string {
+		return replaceOnce(t, s, "  - [fleet.dispatch, fleet.shift_lead]\n", "  - [fleet.dispatch, fleet.shift_lead]\n  - []\n")
+	})
+	r = run(t, "validate", "--config", cfg)
+	require.Equal(t, cli.ExitCheck, r.code, r.stdout+r.stderr)
+	require.Contains(t, r.stdout+r.stderr, "decommission-vehicle.yaml:20: requires_any_of[2]: empty alternative: it would grant every caller; list its scopes")
+}
