@@ -207,8 +207,8 @@ func (p expectParser) doc(root *yaml.Node) *Expectations {
 func (p expectParser) expectation(n *yaml.Node, path string) Expectation {
 	e := Expectation{Line: n.Line}
 	fs := p.fields(n, path, expectationFields)
-	if len(fs) == 0 {
-		return e
+	if yamlnode.Resolve(n).Kind != yaml.MappingNode {
+		return e // fields reported it
 	}
 	if f, ok := fs["name"]; ok && yamlnode.IsString(f.Value) && strings.TrimSpace(yamlnode.Resolve(f.Value).Value) != "" {
 		e.Name = yamlnode.Resolve(f.Value).Value
@@ -244,6 +244,7 @@ func (p expectParser) expectation(n *yaml.Node, path string) Expectation {
 		switch m := manifest.RoutingMode(v); m {
 		case manifest.RoutingConfirm, manifest.RoutingExplicit:
 			e.RoutingAtLeast = m
+		case "": // not a string: str reported it
 		default:
 			p.add(f.Value.Line, path+".routing_at_least", "%q is not one of confirm, explicit%s", v, diag.DidYouMean(v, []string{"confirm", "explicit"}))
 		}

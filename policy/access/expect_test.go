@@ -42,6 +42,11 @@ expectations:
 	require.EqualError(t, err, `x.yaml:4: expectations[1].name: "a" is already the name of expectations[0]
 x.yaml:6: expectations[1].callers.anonymus: unknown field; did you mean anonymous?
 x.yaml:7: expectations[1].capabilities.visibility: "internl" is not one of public, extended, internal; did you mean internal?`)
+	_, err = access.ParseExpectations("x.yaml", []byte("expectations:\n  - {}\n  - name: b\n    routing_at_least: [confirm]\n"))
+	require.EqualError(t, err, `x.yaml:2: expectations[0]: states nothing: give must (visible, hidden, entitled, refused) or routing_at_least
+x.yaml:2: expectations[0].name: required: a name the report shows when the expectation fails
+x.yaml:3: expectations[1]: states nothing: give must (visible, hidden, entitled, refused) or routing_at_least
+x.yaml:4: expectations[1].routing_at_least: want a string, got a list`)
 	_, err = access.ParseExpectations("x.yaml", []byte("expectations: []\n"))
 	require.ErrorContains(t, err, "x.yaml:1: expectations: want a non-empty list of expectations")
 	_, err = access.ParseExpectations("x.yaml", []byte("callers: [{claims: {sub: x}}]\nexpectations:\n  - {name: a, must: [hidden]}\n"))
