@@ -127,7 +127,8 @@ _scope_reasons(cap) := {_refuse("scope.invalid")} if not _scopes_valid(cap)
 # none; anything but a list of lists of strings is refused. Each alternative
 # the caller holds is a grant naming its scopes (the one that grants the
 # cell); when it holds none, each alternative is a refusal naming the
-# scopes it lacks there.
+# scopes it lacks there and the alternative ("fleet.shift_lead of
+# [fleet.dispatch fleet.shift_lead]").
 _declared_alternatives(cap) := object.get(cap, "requires_any_of", null)
 
 _no_alternatives(cap) if _declared_alternatives(cap) == null
@@ -164,7 +165,7 @@ _any_of_reasons(cap) := {_grant_detail("scope.any_of_held", concat(" ", sort(alt
 	count(alt - _caller_scopes) == 0
 } if _alternative_held(cap)
 
-_any_of_reasons(cap) := {_refuse_detail("scope.any_of_missing", concat(" ", sort(alt - _caller_scopes))) |
+_any_of_reasons(cap) := {_refuse_detail("scope.any_of_missing", sprintf("%s of [%s]", [concat(" ", sort(alt - _caller_scopes)), concat(" ", sort(alt))])) |
 	some alt in _alternatives(cap)
 } if {
 	count(_alternatives(cap)) > 0

@@ -809,8 +809,8 @@ test_any_of_partial_alternative_refused if {
 	not d.visible
 	not d.allow
 	refusals(d.reasons.entitled) == [
-		refuse_detail("scope.any_of_missing", "fleet.admin"),
-		refuse_detail("scope.any_of_missing", "fleet.shift_lead"),
+		refuse_detail("scope.any_of_missing", "fleet.admin of [fleet.admin]"),
+		refuse_detail("scope.any_of_missing", "fleet.shift_lead of [fleet.dispatch fleet.shift_lead]"),
 	]
 }
 

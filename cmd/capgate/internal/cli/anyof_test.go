@@ -66,7 +66,7 @@ func TestAnyOfAccessTools(t *testing.T) {
 		}
 		require.Equal(t, "entitled auth.authenticated scope.any_of_held(fleet.admin) state.ga tenant.any", cells["scopes:fleet.admin"])
 		require.Equal(t, "entitled auth.authenticated scope.any_of_held(fleet.dispatch fleet.shift_lead) state.ga tenant.any", cells["scopes:fleet.dispatch+fleet.shift_lead"])
-		require.Equal(t, "none scope.any_of_missing(fleet.admin) scope.any_of_missing(fleet.dispatch fleet.shift_lead)", cells["authenticated"])
+		require.Equal(t, "none scope.any_of_missing(fleet.admin of [fleet.admin]) scope.any_of_missing(fleet.dispatch fleet.shift_lead of [fleet.dispatch fleet.shift_lead])", cells["authenticated"])
 	})
 
 	t.Run("diff names the alternative", func(t *testing.T) {
