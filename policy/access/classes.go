@@ -51,15 +51,7 @@ func Derive(snaps ...*compile.Snapshot) []Class {
 			tenants[t] = true
 		}
 		for _, c := range s.Registry.All() {
-			sets := [][]string{c.RequiresScopes}
-			if len(c.RequiresAnyOf) > 0 {
-				sets = sets[:0] // each alternative with requires_scopes is a set that grants
-				for _, alt := range c.RequiresAnyOf {
-					sets = append(sets, slices.Concat(c.RequiresScopes, alt))
-				}
-			}
-			for _, set := range sets {
-				set = slices.Compact(slices.Sorted(slices.Values(set)))
+			for _, set := range c.ScopeSets() {
 				if len(set) > 0 {
 					scopeSets[strings.Join(set, " ")] = set
 				}

@@ -40,6 +40,9 @@ func TestRequiresAnyOf(t *testing.T) {
 	require.Equal(t, []string{"fleet.admin", "fleet.read"}, c.ScopesFor([]string{"fleet.admin", "fleet.read", "other"}))
 	require.Equal(t, []string{"fleet.dispatch", "fleet.read", "fleet.shift_lead"}, c.ScopesFor([]string{"fleet.shift_lead", "fleet.dispatch"}))
 	require.Equal(t, []string{"fleet.read"}, c.ScopesFor([]string{"fleet.dispatch"}))
+	require.Equal(t, [][]string{{"fleet.admin", "fleet.read"}, {"fleet.dispatch", "fleet.read", "fleet.shift_lead"}}, c.ScopeSets())
+	plain := manifest.Capability{RequiresScopes: []string{"b", "a", "b"}}
+	require.Equal(t, [][]string{{"a", "b"}}, plain.ScopeSets())
 }
 
 // Every wrong shape of requires_any_of is one problem at its line, naming

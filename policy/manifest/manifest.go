@@ -139,6 +139,21 @@ func (c *Capability) Routable() bool {
 	return c.State == StatePreview || c.State == StateGA || c.State == StateDeprecated
 }
 
+// ScopeSets are the scope sets that each grant the capability (an OR of
+// ANDs, as OpenAPI and A2A security requirements are): requires_scopes
+// alone, or requires_scopes ∪ A for each alternative A of requires_any_of.
+// Each set is sorted and deduplicated.
+func (c *Capability) ScopeSets() [][]string {
+	if len(c.RequiresAnyOf) == 0 {
+		return [][]string{slices.Compact(slices.Sorted(slices.Values(c.RequiresScopes)))}
+	}
+	out := make([][]string, len(c.RequiresAnyOf))
+	for i, alt := range c.RequiresAnyOf {
+		out[i] = slices.Compact(slices.Sorted(slices.Values(slices.Concat(c.RequiresScopes, alt))))
+	}
+	return out
+}
+
 // ScopesFor returns the scopes the capability requires of a caller holding
 // held: requires_scopes and every alternative of requires_any_of the caller
 // holds in full (the alternatives that grant it), deduplicated and sorted.
