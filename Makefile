@@ -141,6 +141,7 @@ fuzz-short:
 	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseHTTP$$'
 	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzScanner$$'
 	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzBareMediaType$$'
+	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzCanonicalFast$$'
 	$(FUZZ) ./policy/manifest -fuzz '^FuzzParseManifest$$'
 	$(FUZZ) ./policy/config -fuzz '^FuzzConfig$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'

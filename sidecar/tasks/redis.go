@@ -69,8 +69,9 @@ func usageTTL(t time.Time) time.Duration {
 //	<prefix>usage:<capability>:<day>            calls on that unix day, expires 32 days after it
 //	<prefix>usage-since                         when usage counting began (unix ns), set once
 type Redis struct {
-	rdb  redis.UniversalClient
-	keys keys
+	rdb      redis.UniversalClient
+	keys     keys
+	contexts *contextCache
 	options
 }
 
@@ -85,7 +86,7 @@ var (
 func NewRedis(rdb redis.UniversalClient, opts ...Option) *Redis {
 	o := newOptions(opts)
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}}
+	return &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}, contexts: newContextCache(o.contextCacheAge)}
 }
 
 // OpenRedis connects to the Redis store URL raw (see Open; parseStoreURL
@@ -443,18 +444,19 @@ func (r *Redis) writeWait(ctx context.Context, conn interface {
 }
 
 // claimContextScript makes an owner the holder of a context unless another
-// owner holds it, and returns the holder: subject, tenant, issuer, created.
-// The holder's own claim renews the key to binding_ttl_ms. KEYS: context.
-// ARGV: subject tenant issuer created binding_ttl_ms.
+// owner holds it, and returns the holder and the record's time to live:
+// subject, tenant, issuer, created, pttl (ms, as a string). The holder's
+// own claim renews the key to binding_ttl_ms. KEYS: context. ARGV: subject
+// tenant issuer created binding_ttl_ms.
 var claimContextScript = redis.NewScript(`
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'created')
 if old[1] then
   if old[1] == ARGV[1] and old[2] == ARGV[2] and (old[3] or '') == ARGV[3] then redis.call('PEXPIRE', KEYS[1], ARGV[5]) end
-  return {old[1], old[2] or '', old[3] or '', old[4] or ''}
+  return {old[1], old[2] or '', old[3] or '', old[4] or '', tostring(redis.call('PTTL', KEYS[1]))}
 end
 redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'created', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return {ARGV[1], ARGV[2], ARGV[3], ARGV[4]}
+return {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]}
 `)
 
 // recordScript counts one call. KEYS: per-day counter, usage hash. ARGV:
@@ -650,12 +652,17 @@ func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error
 }
 
 // ClaimContext implements Store: one script, so two replicas claiming one
-// new id cannot both win.
+// new id cannot both win. A context whose holder the store already knows
+// (contextCache) is answered without a round trip.
 func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
+	start := r.now()
+	if held, ok := r.contexts.get(c.ContextID, start); ok {
+		return held, nil
+	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	if c.CreatedAt.IsZero() {
-		c.CreatedAt = r.now()
+		c.CreatedAt = start
 	}
 	// An ownership write like a bind: with min_replicas it is acknowledged
 	// only once replicas confirmed it (write).
@@ -665,14 +672,23 @@ func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
 		return Context{}, unavailable("claim context", err)
 	}
 	vals, err := redis.NewCmdResult(res, nil).StringSlice()
-	if err != nil {
-		return Context{}, unavailable("claim context", err)
+	if err != nil || len(vals) != len(contextFields)+1 {
+		return Context{}, unavailable("claim context", fmt.Errorf("unexpected answer of %d values (%v)", len(vals), err))
 	}
-	held, ok, err := decodeContext(c.ContextID, vals)
+	held, ok, err := decodeContext(c.ContextID, vals[:len(contextFields)])
 	if err == nil && !ok {
 		err = fmt.Errorf("%w: the claim of context %s answered no holder", ErrUnavailable, c.ContextID)
 	}
-	return held, err
+	if err != nil {
+		return Context{}, err
+	}
+	// With min_replicas only the holder's own claim is confirmed (it wrote).
+	if r.minReplicas == 0 || held.Owner() == c.Owner() {
+		if ms, perr := strconv.ParseInt(vals[len(contextFields)], 10, 64); perr == nil {
+			r.contexts.put(held, start, time.Duration(ms)*time.Millisecond)
+		}
+	}
+	return held, nil
 }
 
 var contextFields = []string{"subject", "tenant", "issuer", "created"}
@@ -694,14 +710,26 @@ func decodeContext(contextID string, vals []string) (Context, bool, error) {
 	return c, true, nil
 }
 
-// LookupContext implements Store.
+// LookupContext implements Store. A context whose holder the store already
+// knows (contextCache) is answered without a round trip.
 func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, bool, error) {
+	start := r.now()
+	if held, ok := r.contexts.get(contextID, start); ok {
+		return held, true, nil
+	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	vals, err := r.rdb.HMGet(ctx, r.keys.context(contextID), contextFields...).Result()
-	if err != nil {
+	key := r.keys.context(contextID)
+	var hm *redis.SliceCmd
+	var pttl *redis.DurationCmd
+	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		hm = p.HMGet(ctx, key, contextFields...)
+		pttl = p.PTTL(ctx, key)
+		return nil
+	}); err != nil {
 		return Context{}, false, unavailable("lookup context", err)
 	}
+	vals := hm.Val()
 	if len(vals) != len(contextFields) || vals[0] == nil {
 		return Context{}, false, nil
 	}
@@ -709,7 +737,15 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 	for i, v := range vals {
 		s[i], _ = v.(string)
 	}
-	return decodeContext(contextID, s)
+	held, ok, err := decodeContext(contextID, s)
+	// A record read, not written: kept only where no write is confirmed
+	// by replicas (min_replicas 0), and only while it still had time.
+	if err == nil && ok && r.minReplicas == 0 {
+		if left := pttl.Val(); left > 0 || left == -1 {
+			r.contexts.put(held, start, left)
+		}
+	}
+	return held, ok, err
 }
 
 // Owned implements Store, page by page (OwnedPage).

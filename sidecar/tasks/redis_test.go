@@ -179,7 +179,9 @@ func TestRedisContextKeys(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
 	const ttl = 3 * time.Second
-	r := openTestRedis(t, srv, WithKeyPrefix("cg:"), WithBindingTTL(ttl))
+	// Without the context cache: every claim reaches Redis (TestRedisContextCache
+	// holds what the cache changes).
+	r := openTestRedis(t, srv, WithKeyPrefix("cg:"), WithBindingTTL(ttl), WithContextCache(0))
 	raw := rawClient(t, srv)
 	const id = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b" // the shape of a2a-go's context ids
 	alice := Context{ContextID: id, Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", CreatedAt: time.Unix(100, 0)}
@@ -470,6 +472,10 @@ func TestParseStoreURL(t *testing.T) {
 	require.Equal(t, 48*time.Hour, r.ttl)
 	require.Zero(t, r.minReplicas, "a single Redis waits for no replica")
 	require.False(t, r.keys.tagged)
+	require.Equal(t, DefaultContextCacheAge, r.contexts.age)
+	u, err = parseStoreURL("redis://h:6379/0?context_cache=0")
+	require.NoError(t, err)
+	require.Zero(t, NewRedis(u.client(), u.own...).contexts.age, "context_cache=0 turns the cache off")
 
 	r = NewRedis(u.client(), append(u.own, WithKeyPrefix("x:"))...)
 	t.Cleanup(func() { _ = r.Close() })
@@ -539,6 +545,8 @@ func TestCheckURL(t *testing.T) {
 		"redis-cluster://:secret@c1:7000?replica_timeout=1s":  "shorter than read_timeout",
 		"redis://:secret@h1:1,h2:2/0":                         "one host:port",
 		"redis://:secret@h:6379/0?binding_ttl=soon":           "binding_ttl",
+		"redis://:secret@h:6379/0?context_cache=2h":           "context_cache",
+		"redis://:secret@h:6379/0?context_cache=-1s":          "context_cache",
 		"redis://:secret@h:6379/0?sentinel_username=w":        "for redis-sentinel:// stores",
 		"redis-cluster://:secret@c1:7000?sentinel_username=w": "for redis-sentinel:// stores",
 	} {
@@ -746,4 +754,106 @@ func TestRedisIndexUpgrade(t *testing.T) {
 	_, err = r.OwnedPage(ctx, alice, nil, "", 10)
 	require.NoError(t, err)
 	require.Zero(t, cc.reset()["sscan"])
+}
+
+// TestRedisContextCache: the holder of a context, once read or claimed, is
+// answered without a round trip — never past its record's expiry, never
+// for a context nobody holds, renewing the holder's record at least once per
+// cache age, and with min_replicas only from the holder's own confirmed
+// claims.
+func TestRedisContextCache(t *testing.T) {
+	srv := redisproc.Start(t)
+	ctx := t.Context()
+	const age = time.Minute
+	clk := newClock()
+	r := openTestRedis(t, srv, WithClock(clk.Now), WithContextCache(age))
+	cc := &commandCounter{n: map[string]int{}}
+	r.rdb.AddHook(cc)
+	total := func() int {
+		n := 0
+		for _, v := range cc.reset() {
+			n += v
+		}
+		return n
+	}
+	alice := Context{ContextID: "ctx-1", Issuer: "i", Subject: "alice", Tenant: "acme"}
+	mallory := Context{ContextID: "ctx-1", Issuer: "i", Subject: "mallory", Tenant: "acme"}
+
+	// An unknown context is never kept: the lookup and the claim each go to Redis.
+	_, ok, err := r.LookupContext(ctx, "ctx-1")
+	require.NoError(t, err)
+	require.False(t, ok)
+	require.Positive(t, total())
+	held, err := r.ClaimContext(ctx, alice)
+	require.NoError(t, err)
+	require.True(t, held.OwnedBy(alice.Owner()))
+	require.Positive(t, total())
+
+	// Held: the holder's claims, others' claims and lookups need no round trip.
+	for range 3 {
+		held, err = r.ClaimContext(ctx, alice)
+		require.NoError(t, err)
+		require.True(t, held.OwnedBy(alice.Owner()))
+		held, err = r.ClaimContext(ctx, mallory)
+		require.NoError(t, err)
+		require.False(t, held.OwnedBy(mallory.Owner()), "another owner is still refused")
+		got, ok, err := r.LookupContext(ctx, "ctx-1")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, held, got)
+	}
+	require.Zero(t, total(), "answered from memory")
+
+	// After the cache age the holder's claim writes again, renewing the record.
+	clk.Advance(age)
+	_, err = r.ClaimContext(ctx, alice)
+	require.NoError(t, err)
+	require.Positive(t, total(), "renewed at least once per cache age")
+
+	// Never past the record's expiry: with a binding_ttl shorter than the
+	// cache age, an entry ends with its record.
+	short := openTestRedis(t, srv, WithClock(clk.Now), WithContextCache(age), WithBindingTTL(2*time.Second))
+	sc := &commandCounter{n: map[string]int{}}
+	short.rdb.AddHook(sc)
+	_, err = short.ClaimContext(ctx, Context{ContextID: "ctx-2", Issuer: "i", Subject: "alice", Tenant: "acme"})
+	require.NoError(t, err)
+	sc.reset()
+	clk.Advance(2*time.Second - time.Millisecond)
+	_, ok, err = short.LookupContext(ctx, "ctx-2")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Empty(t, sc.reset(), "within the record's life: from memory")
+	clk.Advance(time.Millisecond)
+	_, _, err = short.LookupContext(ctx, "ctx-2")
+	require.NoError(t, err)
+	require.NotEmpty(t, sc.reset(), "at the record's expiry: asked again")
+
+	// With min_replicas, a record only read may not be on the replicas yet: not kept.
+	writer := openTestRedis(t, srv, WithKeyPrefix("shared-ctx:"))
+	_, err = writer.ClaimContext(ctx, Context{ContextID: "ctx-3", Issuer: "i", Subject: "bob", Tenant: "acme"})
+	require.NoError(t, err)
+	confirmed := openTestRedis(t, srv, WithKeyPrefix("shared-ctx:"), WithReplicas(1, 50*time.Millisecond), WithContextCache(age))
+	rc := &commandCounter{n: map[string]int{}}
+	confirmed.rdb.AddHook(rc)
+	for range 2 {
+		got, ok, err := confirmed.LookupContext(ctx, "ctx-3")
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, "bob", got.Subject)
+		require.NotEmpty(t, rc.reset(), "each lookup reads Redis")
+	}
+}
+
+// TestContextCacheBounded: a full cache starts over rather than grow.
+func TestContextCacheBounded(t *testing.T) {
+	c := newContextCache(time.Minute)
+	now := time.Now()
+	for i := range maxCachedContexts + 10 {
+		c.put(Context{ContextID: strconv.Itoa(i), Subject: "s"}, now, time.Hour)
+	}
+	require.LessOrEqual(t, len(c.m), maxCachedContexts)
+	_, ok := c.get(strconv.Itoa(maxCachedContexts+9), now)
+	require.True(t, ok, "the newest entry is kept")
+	_, ok = newContextCache(0).get("x", now)
+	require.False(t, ok, "age 0: off")
 }

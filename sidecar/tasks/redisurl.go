@@ -34,6 +34,9 @@ const (
 	ParamBindingTTL     = "binding_ttl"
 	ParamMinReplicas    = "min_replicas"
 	ParamReplicaTimeout = "replica_timeout"
+	// ParamContextCache is how long a context's holder is answered from
+	// memory (WithContextCache); 0 turns the cache off.
+	ParamContextCache = "context_cache"
 	// ParamSentinelUsername is the Sentinels' ACL user (redis-sentinel://
 	// only); their password is store_sentinel_password_file or _env.
 	ParamSentinelUsername = "sentinel_username"
@@ -145,7 +148,8 @@ func (u *storeURL) setPassword(p string) {
 // Sentinels: a Sentinel is contacted with sentinel_username (a parameter)
 // and the password WithSentinelPassword gives, or without credentials.
 // Capgate's own parameters are key_prefix, binding_ttl, min_replicas,
-// replica_timeout and sentinel_username; the others are go-redis's.
+// replica_timeout, context_cache and sentinel_username; the others are
+// go-redis's.
 func parseStoreURL(raw string) (*storeURL, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	mode, tls, known := schemeMode(scheme)
@@ -284,6 +288,14 @@ func ownParams(display string, mode redisMode, q url.Values) ([]Option, error) {
 		}
 		own = append(own, WithBindingTTL(d))
 		q.Del(ParamBindingTTL)
+	}
+	if q.Has(ParamContextCache) {
+		d, err := time.ParseDuration(q.Get(ParamContextCache))
+		if err != nil || d < 0 || d > time.Hour {
+			return nil, fmt.Errorf("%s: %s=%q is not a duration from 0 to 1h", display, ParamContextCache, q.Get(ParamContextCache))
+		}
+		own = append(own, WithContextCache(d))
+		q.Del(ParamContextCache)
 	}
 	minReplicas := 0
 	if mode != modeSingle {

@@ -58,10 +58,13 @@ type options struct {
 	replicaTimeout   time.Duration
 	password         string
 	sentinelPassword string
+	// contextCacheAge bounds how long a Redis store answers a context's
+	// holder from memory (contextCache); 0 turns the cache off.
+	contextCacheAge time.Duration
 }
 
 func newOptions(opts []Option) options {
-	o := options{prefix: DefaultKeyPrefix, ttl: DefaultBindingTTL, opTimeout: DefaultOpTimeout}
+	o := options{prefix: DefaultKeyPrefix, ttl: DefaultBindingTTL, opTimeout: DefaultOpTimeout, contextCacheAge: DefaultContextCacheAge}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -111,6 +114,14 @@ func WithLogger(l *zap.Logger) Option { return func(o *options) { o.log = l } }
 // Redis to 0.
 func WithReplicas(n int, timeout time.Duration) Option {
 	return func(o *options) { o.minReplicas, o.replicaTimeout = n, timeout }
+}
+
+// WithContextCache sets how long a Redis store answers the holder of a
+// context it has read or claimed from memory, without a round trip
+// (default DefaultContextCacheAge; 0 turns it off). See contextCache for
+// why that is safe.
+func WithContextCache(age time.Duration) Option {
+	return func(o *options) { o.contextCacheAge = max(age, 0) }
 }
 
 // WithPassword sets the password of the Redis servers (store_password_file

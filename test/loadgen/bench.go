@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
@@ -51,11 +52,11 @@ func bench(ctx context.Context, o options) error {
 	}
 	printSetup(o, len(reqs[0]))
 
-	floor, err := closedPhase(ctx, o, "noop", reqs)
+	floor, err := closedPhase(ctx, o, "noop", "", reqs)
 	if err != nil {
 		return err
 	}
-	cg, err := closedPhase(ctx, o, "capgate", reqs)
+	cg, err := closedPhase(ctx, o, "capgate", "", reqs)
 	if err != nil {
 		return err
 	}
@@ -64,7 +65,76 @@ func bench(ctx context.Context, o options) error {
 		return err
 	}
 	printTable(floor, cg, half)
+	if o.noRedis {
+		return nil
+	}
+	onRedis, err := redisPhase(ctx, o, reqs)
+	if err != nil {
+		return err
+	}
+	printRedisTable(o, floor, cg, onRedis)
 	return nil
+}
+
+// targetRedisRatio is how close the checks/s on a loopback Redis must come
+// to the memory store's for a Check naming a known context (issue #33).
+const targetRedisRatio = 0.90
+
+// redisPhase measures capgate with the finance example's store on a
+// redis-server this process starts (on the generator's CPU when pinned: the
+// server's CPU pays only its client side of each round trip).
+func redisPhase(ctx context.Context, o options, reqs []marshalled) (*phase, error) {
+	if err := lookRedis(); err != nil {
+		return nil, fmt.Errorf("%w (or run with -no-redis)", err)
+	}
+	dir, err := os.MkdirTemp("", "loadgen-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if err := os.Mkdir(filepath.Join(dir, "redis"), 0o755); err != nil {
+		return nil, err
+	}
+	rds, err := startRedis(filepath.Join(dir, "redis"))
+	if err != nil {
+		return nil, err
+	}
+	defer rds.kill()
+	cfgDir := filepath.Join(dir, "finance")
+	if err := writeFinance(cfgDir); err != nil {
+		return nil, err
+	}
+	config := filepath.Join(cfgDir, "capgate.yaml")
+	raw, err := os.ReadFile(config)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.Contains(string(raw), "store: memory") {
+		return nil, fmt.Errorf("the finance example's capgate.yaml has no \"store: memory\" to replace")
+	}
+	store := "store: redis://" + rds.addr + "/0"
+	if o.contextCache != "" {
+		store += "?context_cache=" + o.contextCache
+	}
+	cfg := strings.ReplaceAll(string(raw), "store: memory", store)
+	if err := writeConfig(config, cfg); err != nil {
+		return nil, err
+	}
+	return closedPhase(ctx, o, "capgate", config, reqs)
+}
+
+func printRedisTable(o options, floor, mem, rds *phase) {
+	ratio := rds.st.rate() / mem.st.rate()
+	cache := "context_cache at its default"
+	if o.contextCache != "" {
+		cache = "context_cache=" + o.contextCache
+	}
+	fmt.Printf("\nthe same Check with the task store on a loopback redis-server (%s):\n\n", cache)
+	fmt.Println("| store | checks/s | / floor | server CPU per check |")
+	fmt.Println("|---|---:|---:|---:|")
+	fmt.Printf("| memory | %.0f | %.2f | %s |\n", mem.st.rate(), mem.st.rate()/floor.st.rate(), us(mem.cpuPerCheck()))
+	fmt.Printf("| Redis | %.0f | %.2f | %s |\n", rds.st.rate(), rds.st.rate()/floor.st.rate(), us(rds.cpuPerCheck()))
+	fmt.Printf("| Redis / memory | **%.0f %%** (target ≥ %.0f %%: %s) | | |\n", ratio*100, targetRedisRatio*100, verdict(ratio >= targetRedisRatio))
 }
 
 func printSetup(o options, reqBytes int) {
@@ -104,8 +174,8 @@ func onlineCPUs() int {
 }
 
 // closedPhase measures one child server at maximum throughput.
-func closedPhase(ctx context.Context, o options, role string, reqs []marshalled) (*phase, error) {
-	c, err := startChild(ctx, o, role, "")
+func closedPhase(ctx context.Context, o options, role, config string, reqs []marshalled) (*phase, error) {
+	c, err := startChild(ctx, o, role, config)
 	if err != nil {
 		return nil, err
 	}

@@ -61,23 +61,31 @@ handlers:
 // binding is one of the two A2A bindings the benchmark sends SendMessage on.
 type binding struct {
 	name, path string
-	body       func(text string, i int) []byte
+	body       func(text string, i int, contextID string) []byte
 }
 
 var bindings = []binding{
-	{"JSON-RPC", "/", func(text string, i int) []byte { return jsonrpcBody("SendMessage", text, i, 0) }},
-	{"HTTP+JSON", "/message:send", func(text string, i int) []byte { return mustJSON(sendParams(text, i, 0)) }},
+	{"JSON-RPC", "/", func(text string, i int, contextID string) []byte {
+		return jsonrpcBody("SendMessage", text, i, 0, contextID)
+	}},
+	{"HTTP+JSON", "/message:send", func(text string, i int, contextID string) []byte {
+		return mustJSON(sendParams(text, i, 0, contextID))
+	}},
 }
 
 // sendParams are SendMessage's params: a user message with one text part,
-// no skill id (the gateway routes it), accepting JSON. It names no context
-// (a new conversation): a context is its owner's, and the benchmark's
-// callers share the bodies.
-func sendParams(text string, i, events int) map[string]any {
+// no skill id (the gateway routes it), accepting JSON, in the context
+// contextID ("": none, a new conversation). A context is its owner's: the
+// bodies of the measured phases give each caller a context of its own
+// (contextBodies).
+func sendParams(text string, i, events int, contextID string) map[string]any {
 	msg := map[string]any{
 		"messageId": fmt.Sprintf("loadgen-msg-%05d", i),
 		"role":      "ROLE_USER",
 		"parts":     []any{map[string]any{"text": text}},
+	}
+	if contextID != "" {
+		msg["contextId"] = contextID
 	}
 	if events > 0 {
 		msg["metadata"] = map[string]any{eventsKey: events}
@@ -85,8 +93,30 @@ func sendParams(text string, i, events int) map[string]any {
 	return map[string]any{"message": msg, "configuration": map[string]any{"acceptedOutputModes": []string{"application/json"}}}
 }
 
-func jsonrpcBody(method, text string, i, events int) []byte {
-	return mustJSON(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("loadgen-%d", i), "method": method, "params": sendParams(text, i, events)})
+func jsonrpcBody(method, text string, i, events int, contextID string) []byte {
+	return mustJSON(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("loadgen-%d", i), "method": method, "params": sendParams(text, i, events, contextID)})
+}
+
+// contextBodies are b's bodies for the measured phases: every text, and
+// with contexts as many more as make their count a multiple of the
+// callers, so that request i (sent with bearer i mod callers, see
+// httpSender) names the context of that caller: each caller continues a
+// conversation of its own, as a real client does, and the gateway checks
+// and renews its context on every message.
+func contextBodies(b binding, texts []string, callers int, contexts bool) [][]byte {
+	n := len(texts)
+	if contexts {
+		n = (n + callers - 1) / callers * callers
+	}
+	bodies := make([][]byte, n)
+	for i := range bodies {
+		contextID := ""
+		if contexts {
+			contextID = fmt.Sprintf("loadgen-ctx-caller-%02d", i%callers)
+		}
+		bodies[i] = b.body(texts[i%len(texts)], i, contextID)
+	}
+	return bodies
 }
 
 func mustJSON(v any) []byte {
@@ -216,7 +246,7 @@ func gatewayBench(ctx context.Context, o options) error {
 		if len(texts) == gatewayTexts {
 			break
 		}
-		b := jsonrpcBody("SendMessage", s, i, 0)
+		b := jsonrpcBody("SendMessage", s, i, 0, "")
 		if err := probe.one(ctx, b, bearers[0]); err != nil {
 			firstErr = cmp.Or(firstErr, err)
 			continue
@@ -235,10 +265,7 @@ func gatewayBench(ctx context.Context, o options) error {
 		if o.streamOnly {
 			break
 		}
-		bodies := make([][]byte, len(texts))
-		for i, s := range texts {
-			bodies[i] = b.body(s, i)
-		}
+		bodies := contextBodies(b, texts, len(bearers), !o.noContexts)
 		if results[bi].proxy, err = gatewayClosed(ctx, o, proxy, up, b.name+", bare proxy", sender(client, "http://"+proxy.addr+b.path, bearers, bodies)); err != nil {
 			return err
 		}
@@ -413,7 +440,7 @@ type streamResult struct {
 // events, sampling the proxy's resident memory while it relays them.
 func streamPhase(ctx context.Context, client *http.Client, c *child, bearer, text string, events int) (streamResult, error) {
 	url := "http://" + c.addr + "/"
-	if _, err := stream(ctx, client, url, bearer, jsonrpcBody("SendStreamingMessage", text, 1, warmStreamEvents), warmStreamEvents); err != nil {
+	if _, err := stream(ctx, client, url, bearer, jsonrpcBody("SendStreamingMessage", text, 1, warmStreamEvents, ""), warmStreamEvents); err != nil {
 		return streamResult{}, err
 	}
 	pid := c.cmd.Process.Pid
@@ -445,7 +472,7 @@ func streamPhase(ctx context.Context, client *http.Client, c *child, bearer, tex
 		}
 	}()
 	start := time.Now()
-	n, err := stream(ctx, client, url, bearer, jsonrpcBody("SendStreamingMessage", text, 2, events), events)
+	n, err := stream(ctx, client, url, bearer, jsonrpcBody("SendStreamingMessage", text, 2, events, ""), events)
 	r.elapsed = time.Since(start)
 	close(done)
 	wg.Wait()
@@ -515,8 +542,12 @@ func printGatewaySetup(o options, caps, handlers, texts, candidates int) {
 	}
 	fmt.Printf("\nA2A gateway on loopback — %d CPUs, %s, %s\n", onlineCPUs(), runtime.Version(), pin)
 	fmt.Printf("registry: %d capabilities (%s), %d handlers, all at one a2a-go v2 upstream answering each message at once\n", caps, o.routing, handlers)
-	fmt.Printf("requests: SendMessage without skill id, one text part; %d of %d example utterances (one per skill) are routed by the classifier and sent in rotation; %d ES256 callers (cached after first use)\n",
-		texts, candidates, gatewayCallers)
+	contexts := "each continuing a context of its own (the upstream answers in it)"
+	if o.noContexts {
+		contexts = "naming no context (-no-contexts)"
+	}
+	fmt.Printf("requests: SendMessage without skill id, one text part; %d of %d example utterances (one per skill) are routed by the classifier and sent in rotation; %d ES256 callers (cached after first use), %s\n",
+		texts, candidates, gatewayCallers, contexts)
 	fmt.Printf("closed loop: %d in flight (HTTP/1.1 keep-alive), %v warm-up + %v measured per phase; open loop at a quarter of capgate's max\n",
 		o.concurrency, o.warmup, o.duration)
 }

@@ -68,7 +68,10 @@ func (upstreamAgent) Execute(_ context.Context, ec *a2asrv.ExecutorContext) iter
 		n, _ := ec.Message.Metadata[eventsKey].(float64)
 		if n <= 0 {
 			// JSON, as the routing manifests' outputModes promise.
-			yield(a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewDataPart(map[string]any{"reply": upstreamReply})), nil)
+			// In the caller's context, as an agent continuing a conversation answers.
+			m := a2a.NewMessage(a2a.MessageRoleAgent, a2a.NewDataPart(map[string]any{"reply": upstreamReply}))
+			m.ContextID = ec.Message.ContextID
+			yield(m, nil)
 			return
 		}
 		if ec.StoredTask == nil && !yield(a2a.NewSubmittedTask(ec, ec.Message), nil) {

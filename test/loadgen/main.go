@@ -8,7 +8,7 @@
 // under mixed load, reloads and a Redis restart, and fails on growth, 5xx
 // or a lost task. See docs/benchmarks.md.
 //
-//	go run ./test/loadgen                 # throughput, ratio, latency at half load (~40 s)
+//	go run ./test/loadgen                 # throughput, ratio, latency at half load, then on a Redis store (~55 s)
 //	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
 //	go run ./test/loadgen -mode gateway   # capgate's gateway against a bare reverse proxy, both bindings, streaming (~1.5 min)
 //	go run ./test/loadgen -mode gateway -stream-only  # only the 10,000-event stream: RSS growth while relaying
@@ -33,6 +33,7 @@ func main() {
 	flag.StringVar(&o.routing, "routing-manifests", "../shared/data/routing/manifests.json", "gateway: the registry (a JSON list of manifests, CLINC150 routing data)")
 	flag.IntVar(&o.events, "events", 10_000, "gateway: events in the streamed answer")
 	flag.BoolVar(&o.streamOnly, "stream-only", false, "gateway: only the streaming case (no throughput or latency phases)")
+	flag.BoolVar(&o.noContexts, "no-contexts", false, "gateway: messages name no context (before #33 the only workload; by default each caller continues a context of its own)")
 	flag.StringVar(&o.config, "config", "", "internal: deployment config of the capgate child (empty: the embedded finance example)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured phase")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each phase")
@@ -43,11 +44,13 @@ func main() {
 	flag.IntVar(&o.distinct, "distinct-tokens", 100_000, "rss: distinct tokens sent")
 	flag.IntVar(&o.classes, "classes", 50, "rss: entitlement classes (tenant × scope) the callers fall into, at most 50")
 	flag.BoolVar(&o.noPin, "no-pin", false, "do not pin processes to CPUs")
+	flag.BoolVar(&o.noRedis, "no-redis", false, "bench: skip the phase with the task store on a loopback redis-server")
+	flag.StringVar(&o.contextCache, "context-cache", "", "bench: the Redis store's context_cache (e.g. 0 to measure without it; empty: its default)")
 	flag.StringVar(&o.cpuProfile, "server-cpuprofile", "", "write the capgate child's CPU profile to this file prefix (<prefix>.<pid>.pprof)")
 	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
 	flag.DurationVar(&o.reloadEvery, "reload-every", soakReloadEvery, "soak: reload both replicas this often (0: never)")
 	flag.StringVar(&o.heapDir, "heap-profiles", "", "soak: write each replica's heap profile (admin /debug/pprof/heap) after warm-up and at the end into this directory (<replica>-early.pprof, <replica>-late.pprof)")
-	flag.StringVar(&o.memProfile, "server-memprofile", "", "write the capgate child's live heap on exit to this file prefix (<prefix>.<pid>.pprof)")
+	flag.StringVar(&o.memProfile, "server-memprofile", "", "write the capgate (or gateway) child's heap profile on exit to this file prefix (<prefix>.<pid>.pprof; alloc_objects counts every allocation)")
 	flag.Parse()
 	o.set = map[string]bool{}
 	flag.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
@@ -73,10 +76,12 @@ type options struct {
 	tokens                 int
 	capabilities, distinct int
 	classes                int
-	noPin                  bool
+	noPin, noRedis         bool
+	noContexts             bool
 	cpuProfile, memProfile string
 	memory                 string
 	upstream, routing      string
+	contextCache           string
 	events                 int
 	streamOnly             bool
 	reloadEvery            time.Duration

@@ -89,7 +89,7 @@ func startChildOn(ctx context.Context, o options, cpu, role, config string, extr
 	if o.cpuProfile != "" && (role == "capgate" || role == "gateway") {
 		args = append(args, "-server-cpuprofile", o.cpuProfile)
 	}
-	if o.memProfile != "" && role == "capgate" {
+	if o.memProfile != "" && (role == "capgate" || role == "gateway") {
 		args = append(args, "-server-memprofile", o.memProfile)
 	}
 	cmd := serverCommandOn(cpu, exe, args)

@@ -297,21 +297,7 @@ func soak(ctx context.Context, o options) error {
 // with; bindings live ttl (binding_ttl). It returns the config path and the
 // upstream's URL.
 func soakDeployment(ctx context.Context, dir, redisAddr string, ttl time.Duration) (config, upstream string, srv *http.Server, err error) {
-	err = fs.WalkDir(manifests.FS, "finance", func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "finance")))
-		if e.IsDir() {
-			return os.MkdirAll(dst, 0o755)
-		}
-		b, err := manifests.FS.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(dst, b, 0o644)
-	})
-	if err != nil {
+	if err := writeFinance(dir); err != nil {
 		return "", "", nil, err
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -370,6 +356,24 @@ func soakDeployment(ctx context.Context, dir, redisAddr string, ttl time.Duratio
 	cfg += "identity: {signing_key_file: ./signing.pem}\n"
 	cfg += fmt.Sprintf("push: {enabled: true, allowed_urls: [\"http://%s/hooks\"]}\n", addr)
 	return config, upstream, srv, writeConfig(config, cfg)
+}
+
+// writeFinance copies the embedded finance example into dir.
+func writeFinance(dir string) error {
+	return fs.WalkDir(manifests.FS, "finance", func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(dir, filepath.FromSlash(strings.TrimPrefix(p, "finance")))
+		if e.IsDir() {
+			return os.MkdirAll(dst, 0o755)
+		}
+		b, err := manifests.FS.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(dst, b, 0o644)
+	})
 }
 
 // writeConfig replaces the config file at once (a rename), as a

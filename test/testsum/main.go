@@ -130,6 +130,14 @@ func filter(r io.Reader, w, rec io.Writer) error {
 			}
 			held[key] = append(held[key], e.Output)
 		case "pass", "fail", "skip":
+			if e.Action == "fail" && e.Test == "" {
+				// A package that failed outside a test's end (a timeout's panic, a crash)
+				// leaves its running tests without an outcome: print what they logged and
+				// record them as failed, so the failure is named.
+				if err := flushUnfinished(w, enc, held, e.Package); err != nil {
+					return err
+				}
+			}
 			out := held[key]
 			delete(held, key)
 			if e.Action == "fail" && e.Test != "" {
@@ -147,6 +155,29 @@ func filter(r io.Reader, w, rec io.Writer) error {
 		}
 	}
 	return sc.Err()
+}
+
+// flushUnfinished writes the output of pkg's tests that have no outcome and records each as
+// failed, in name order.
+func flushUnfinished(w io.Writer, enc *json.Encoder, held map[string][]string, pkg string) error {
+	var keys []string
+	for k := range held {
+		if p, test, _ := strings.Cut(k, "\x00"); p == pkg && test != "" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, l := range held[k] {
+			_, _ = io.WriteString(w, l)
+		}
+		delete(held, k)
+		_, test, _ := strings.Cut(k, "\x00")
+		if err := enc.Encode(Outcome{Package: pkg, Test: test, Action: "fail"}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // skipReason is the first message a skipped test logged (its t.Skip text),

@@ -73,3 +73,23 @@ func TestFilterAndSummary(t *testing.T) {
 	_, err := os.Stat(file)
 	require.True(t, os.IsNotExist(err), "the record is removed once summarised")
 }
+
+// A package that timed out: the running test has no outcome of its own; its log (the
+// timeout's panic) is printed and it is named as failed.
+func TestTimedOutPackage(t *testing.T) {
+	const timedOut = `{"Action":"run","Package":"example.com/e","Test":"TestSlow"}
+{"Action":"output","Package":"example.com/e","Test":"TestSlow","Output":"=== RUN   TestSlow\n"}
+{"Action":"output","Package":"example.com/e","Test":"TestSlow","Output":"panic: test timed out after 10m0s\n"}
+{"Action":"output","Package":"example.com/e","Output":"FAIL\texample.com/e\t600.1s\n"}
+{"Action":"fail","Package":"example.com/e"}
+`
+	var out, rec bytes.Buffer
+	require.NoError(t, filter(strings.NewReader(timedOut), &out, &rec))
+	require.Equal(t, "FAIL\texample.com/e\t600.1s\npanic: test timed out after 10m0s\n", out.String())
+	file := filepath.Join(t.TempDir(), "record.jsonl")
+	require.NoError(t, os.WriteFile(file, rec.Bytes(), 0o600))
+	var sum bytes.Buffer
+	require.Equal(t, 1, printSummary(&sum, file))
+	require.Contains(t, sum.String(), "   FAILED example.com/e TestSlow\n")
+	require.NotContains(t, sum.String(), "outside its tests")
+}
