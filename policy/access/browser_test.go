@@ -291,3 +291,79 @@ func text(n *html.Node) string {
 func hiddenRow(td *html.Node) bool {
 	return td.Parent != nil && slices.Contains(strings.Fields(attr(td.Parent, "class")), "hidden")
 }
+
+// overflowProbe is appended to a report for the browser test: it lists,
+// in body[data-overflow], every element whose content is cut off — a
+// table's box wider than the page (but the matrix's, which scrolls under
+// sticky headers by design), a scope or rule list, a caller's scopes
+// under a class name — as "tag.class: text".
+const overflowProbe = `<script>
+(function () {
+  var cut = [];
+  document.querySelectorAll(".wrap:not(:has(#matrix)), td.list, tbody th small, #lost li").forEach(function (e) {
+    if (e.scrollWidth > e.clientWidth + 1) { cut.push(e.tagName.toLowerCase() + "." + e.className + " (" + e.scrollWidth + " > " + e.clientWidth + "): " + e.textContent.slice(0, 60)); }
+  });
+  document.body.setAttribute("data-overflow", cut.join(" | "));
+  document.body.setAttribute("data-probed", "1");
+})();
+</script>`
+
+// probe renders page (with overflowProbe) at a laptop's width and returns
+// its DOM.
+func probe(t *testing.T, bin, dir, name string, page []byte) *html.Node {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	page = bytes.Replace(page, []byte("</body>"), []byte(overflowProbe+"</body>"), 1)
+	require.NoError(t, os.WriteFile(path, page, 0o644))
+	doc, err := html.Parse(bytes.NewReader(runChromium(t, bin, "--window-size=1280,800", "--dump-dom", "file://"+path)))
+	require.NoError(t, err)
+	body := elements(doc, "body")[0]
+	require.Equal(t, "1", attr(body, "data-probed"), "the probe ran")
+	return doc
+}
+
+// The diff's HTML says what the text and Markdown say: a Lost section
+// listing every lost cell with its cause and both sides' rules; and the
+// long lists (a caller's scopes, the replay's scopes and rules) wrap
+// within their columns, none cut off at a table's edge.
+func TestHTMLReportsListLossesAndWrap(t *testing.T) {
+	bin := chromium(t)
+	dir := t.TempDir()
+	// head → base: the gains of the golden diff are losses.
+	bm, hm, d := diff(t, load(t, "head"), load(t, "base"))
+	require.NotEmpty(t, d.Lost)
+	var page, textReport bytes.Buffer
+	require.NoError(t, access.WriteDiffHTML(&page, bm, hm, d))
+	require.NoError(t, access.WriteDiffText(&textReport, d))
+	doc := probe(t, bin, dir, "diff.html", page.Bytes())
+	require.Empty(t, attr(elements(doc, "body")[0], "data-overflow"))
+	var lost []string
+	for _, li := range elements(byID(t, doc, "lost"), "li") {
+		lost = append(lost, li.FirstChild.Data)
+		require.Contains(t, textReport.String(), "  "+li.FirstChild.Data+"\n", "the text report's line")
+	}
+	require.Len(t, lost, len(d.Lost), "every lost cell is listed")
+	for i, c := range d.Lost {
+		require.True(t, strings.HasPrefix(lost[i], fmt.Sprintf("%s × %s: %s → %s, caused by ", c.Class, c.Capability, c.Base.Level(), c.Head.Level())), lost[i])
+	}
+	require.Contains(t, text(byID(t, doc, "lost")), "base: ", "both sides' rules")
+
+	// A replay whose caller holds many scopes and whose rules are long.
+	var scopes, rules []string
+	for i := range 24 {
+		scopes = append(scopes, fmt.Sprintf("finance.invoices.reconcile.region-%02d", i))
+		rules = append(rules, fmt.Sprintf("deny.incident_freeze_region_%02d", i))
+	}
+	at := time.Date(2026, 12, 3, 15, 0, 0, 0, time.UTC)
+	flip := access.Flip{Change: access.Loss, Capability: "reconcile-invoice", Operation: "SendMessage", Count: 3, First: at, Last: at,
+		Caller: access.Caller{Issuer: "https://idp.example.com", Authenticated: true, Subject: "partner-1", Tenant: "acme", Scopes: scopes},
+		Before: []string{"scope.held"}, After: rules}
+	rep := &access.ReplayReport{HeadRevision: "h", Events: 3, Questions: 3, Distinct: 1, Flips: []access.Flip{flip},
+		ByCapability: []access.CapabilityFlips{{Capability: "reconcile-invoice", Tally: access.Tally{Losses: 3}, Callers: 1}},
+		ByCaller:     []access.CallerFlips{{Caller: flip.Caller, Tally: access.Tally{Losses: 3}, Capabilities: 1}}}
+	page.Reset()
+	require.NoError(t, access.WriteReplayHTML(&page, rep))
+	doc = probe(t, bin, dir, "replay.html", page.Bytes())
+	require.Empty(t, attr(elements(doc, "body")[0], "data-overflow"))
+	require.Contains(t, page.String(), `<td class="list">`+strings.Join(scopes, " "), "the scopes are in a wrapping column")
+}

@@ -23,6 +23,7 @@ type htmlReport struct {
 	Changed         []string    // diff: what changed
 	Groups          []htmlGroup // diff: gains by capability, riskiest first
 	Guards          []string    // diff: loosened guards, riskiest first
+	Lost            []htmlLoss  // diff: the lost cells
 	Columns         []htmlColumn
 	Rows            []htmlRow
 	Notes           []htmlNote // the deciding rules, numbered
@@ -41,6 +42,11 @@ type htmlCell struct {
 	Label, Title      string
 	Change            string // "gained", "lost", "gained lost" or ""
 	Note              int    // the number of the cell's note (its deciding rules)
+}
+
+// htmlLoss is a lost cell: what the text report's "lost" list says.
+type htmlLoss struct {
+	Line, Class, Capability, Base, Head string
 }
 
 type htmlNote struct {
@@ -142,6 +148,10 @@ func WriteDiffHTML(w io.Writer, base, head *Matrix, d *Diff) error {
 	}
 	for _, g := range d.Guards {
 		r.Guards = append(r.Guards, g.String()+"; entitled in head: "+orNone(strings.Join(g.Callers, ", ")))
+	}
+	for _, c := range d.Lost {
+		r.Lost = append(r.Lost, htmlLoss{Line: c.lossLine(), Class: c.Class, Capability: c.Capability,
+			Base: "base: " + orNone(c.Base.Rule()), Head: "head: " + orNone(c.Head.Rule())})
 	}
 	cols := Columns(base, head)
 	colNotes := map[string]string{}

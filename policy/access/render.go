@@ -290,7 +290,7 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 	if len(d.Lost) > 0 {
 		_, _ = fmt.Fprintln(bw, "\nlost:")
 		for _, c := range d.Lost {
-			_, _ = fmt.Fprintf(bw, "  %s × %s: %s → %s, caused by %s\n", c.Class, c.Capability, c.Base.Level(), c.Head.Level(), causes(c.Causes))
+			_, _ = fmt.Fprintf(bw, "  %s\n", c.lossLine())
 			_, _ = fmt.Fprintf(bw, "      base: %s\n      head: %s\n", c.Base.Rule(), c.Head.Rule())
 		}
 	}
@@ -298,7 +298,8 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 }
 
 func (d *Diff) counts() string {
-	return fmt.Sprintf("%d gained, %d lost, %s%d capabilities and %d config fields changed", len(d.Gained), len(d.Lost), d.guardCount(), len(d.Capabilities), len(d.Config))
+	return fmt.Sprintf("%d gained, %d lost, %s%d %s and %d %s changed", len(d.Gained), len(d.Lost), d.guardCount(),
+		len(d.Capabilities), plural(len(d.Capabilities), "capability", "capabilities"), len(d.Config), plural(len(d.Config), "config field", "config fields"))
 }
 
 // guardCount is "2 guards loosened, " ("" when none).
@@ -334,6 +335,13 @@ func (g GainGroup) heading() string {
 		what = append(what, fmt.Sprintf("%d %s can now see it", sees, plural(sees, "class", "classes")))
 	}
 	return s + ": " + strings.Join(what, ", ")
+}
+
+// lossLine is a lost cell in one line, as the text, Markdown and HTML
+// reports say it: "tenant:acme × reconcile-invoice: entitled → none,
+// caused by …".
+func (c CellChange) lossLine() string {
+	return fmt.Sprintf("%s × %s: %s → %s, caused by %s", c.Class, c.Capability, c.Base.Level(), c.Head.Level(), causes(c.Causes))
 }
 
 func plural(n int, one, many string) string {
@@ -403,11 +411,11 @@ func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 		_, _ = fmt.Fprintln(bw, "No change in who can see or run what.")
 		return bw.Flush()
 	}
-	guards := d.guardCount()
-	if guards != "" {
-		guards = "**" + strings.TrimSuffix(guards, ", ") + "**, "
+	line := strings.Replace(d.counts(), " gained", " gained**", 1)
+	if g := d.guardCount(); g != "" {
+		line = strings.Replace(line, g, "**"+strings.TrimSuffix(g, ", ")+"**, ", 1)
 	}
-	_, _ = fmt.Fprintf(bw, "**%d gained**, %d lost, %s%d capabilities and %d config fields changed.\n", len(d.Gained), len(d.Lost), guards, len(d.Capabilities), len(d.Config))
+	_, _ = fmt.Fprintf(bw, "**%s.\n", line)
 	if len(d.Capabilities) > 0 || len(d.Config) > 0 {
 		_, _ = fmt.Fprintln(bw, "\n#### What changed\n\n| where | change |\n|---|---|")
 		for _, c := range d.Capabilities {

@@ -47,15 +47,25 @@ const (
 	DefaultStreamKeepAlive   = 15 * time.Second
 	// MinStreamKeepAlive is the shortest limits.stream_keepalive accepted
 	// (0 turns keep-alives off).
-	MinStreamKeepAlive       = time.Second
-	DefaultExchangeTimeout   = 5 * time.Second
-	DefaultModelTimeout      = 2 * time.Second
-	DefaultPendingTTL        = 10 * time.Minute
-	DefaultPendingPerCaller  = 100
-	DefaultReadTimeout       = 30 * time.Second
-	DefaultIdleTimeout       = 120 * time.Second
-	DefaultProxySecretHeader = "x-capgate-proxy-secret"
-	DefaultProxyPeerHeader   = "x-forwarded-client-cert"
+	MinStreamKeepAlive      = time.Second
+	DefaultExchangeTimeout  = 5 * time.Second
+	DefaultModelTimeout     = 2 * time.Second
+	DefaultPendingTTL       = 10 * time.Minute
+	DefaultPendingPerCaller = 100
+	// DefaultMessageIDWindow is how long a caller's messageId is remembered
+	// (limits.message_id_window); MaxMessageIDWindow bounds it (the Redis
+	// store's default binding TTL: a retry must still find its task).
+	DefaultMessageIDWindow = 24 * time.Hour
+	MinMessageIDWindow     = time.Minute
+	MaxMessageIDWindow     = 30 * 24 * time.Hour
+	// DefaultMessageIDsPerCaller bounds the messageIds remembered per owner
+	// (limits.message_ids_per_caller); MaxMessageIDsPerCaller bounds that.
+	DefaultMessageIDsPerCaller = 10000
+	MaxMessageIDsPerCaller     = 1000000
+	DefaultReadTimeout         = 30 * time.Second
+	DefaultIdleTimeout         = 120 * time.Second
+	DefaultProxySecretHeader   = "x-capgate-proxy-secret"
+	DefaultProxyPeerHeader     = "x-forwarded-client-cert"
 	// TrustedProxyUnix in auth.trusted_proxy.addresses trusts connections
 	// over the gateway's Unix socket (listen.a2a: unix:...).
 	TrustedProxyUnix = "unix"
@@ -395,6 +405,14 @@ type Limits struct {
 	// PendingPerCaller caps the clarification tasks one owner may hold
 	// (default 100).
 	PendingPerCaller int `yaml:"pending_per_caller"`
+	// MessageIDWindow is how long the messageId of a message a caller sent
+	// is remembered: a SendMessage or SendStreamingMessage repeating it
+	// within the window, from the same owner, does not call the handler
+	// again (default 24h, in [1m, 720h]).
+	MessageIDWindow time.Duration `yaml:"message_id_window"`
+	// MessageIDsPerCaller bounds the messageIds remembered per owner; the
+	// oldest are forgotten first (default 10000, in [1, 1000000]).
+	MessageIDsPerCaller int `yaml:"message_ids_per_caller"`
 	// ReadTimeout bounds reading one request, headers and body (default 30s).
 	ReadTimeout time.Duration `yaml:"read_timeout"`
 	// WriteTimeout bounds writing one response (default 0: none, so that

@@ -162,6 +162,12 @@ func (c *Config) applyDefaults() {
 	if c.Limits.PendingPerCaller == 0 {
 		c.Limits.PendingPerCaller = DefaultPendingPerCaller
 	}
+	if c.Limits.MessageIDWindow == 0 {
+		c.Limits.MessageIDWindow = DefaultMessageIDWindow
+	}
+	if c.Limits.MessageIDsPerCaller == 0 {
+		c.Limits.MessageIDsPerCaller = DefaultMessageIDsPerCaller
+	}
 	if c.Limits.ReadTimeout == 0 {
 		c.Limits.ReadTimeout = DefaultReadTimeout
 	}

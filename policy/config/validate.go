@@ -522,6 +522,12 @@ func (v *validator) limits() {
 	if l.PendingPerCaller < 0 || l.PendingPerCaller > 100000 {
 		v.add("limits.pending_per_caller", "%d is outside [0, 100000]", l.PendingPerCaller)
 	}
+	if w := l.MessageIDWindow; w < MinMessageIDWindow || w > MaxMessageIDWindow {
+		v.add("limits.message_id_window", "%s is outside [%s, %s]", w, MinMessageIDWindow, MaxMessageIDWindow)
+	}
+	if n := l.MessageIDsPerCaller; n < 1 || n > MaxMessageIDsPerCaller {
+		v.add("limits.message_ids_per_caller", "%d is outside [1, %d]", n, MaxMessageIDsPerCaller)
+	}
 	if k := l.StreamKeepAlive; k != 0 && k < MinStreamKeepAlive {
 		v.add("limits.stream_keepalive", "%s is below %s (0 turns keep-alives off)", k, MinStreamKeepAlive)
 	} else if k > 0 && l.StreamIdleTimeout > 0 && k >= l.StreamIdleTimeout {

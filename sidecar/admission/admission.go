@@ -366,10 +366,14 @@ func NotEntitled(p identity.Principal, what string) *protocol.Error {
 }
 
 // StoreError is the answer when the task store fails: a binding conflict is the handler's fault;
-// anything else is internal, and the caller may retry. The dispatcher answers the same.
+// anything else is Unavailable (outcome not_run): the request did nothing, and the caller may
+// send it again. The dispatcher answers the same for a store failure before any handler call;
+// after one it answers that the outcome is unknown (docs/operations.md, "What an error tells a
+// caller").
 func StoreError(err error) *protocol.Error {
 	if errors.Is(err, tasks.ErrConflict) {
 		return protocol.Wrap(protocol.InvalidAgentResponse, err, "the handler returned a task id that is already bound elsewhere")
 	}
-	return protocol.Wrap(protocol.Internal, err, "task bindings are unavailable; try again later")
+	return protocol.Wrap(protocol.Unavailable, err, "task bindings are unavailable; try again later").
+		WithMetadata(protocol.MetaOutcome, protocol.OutcomeNotRun)
 }

@@ -416,10 +416,10 @@ func TestStoreError(t *testing.T) {
 	}{
 		{"conflict", tasks.ErrConflict, protocol.InvalidAgentResponse, "the handler returned a task id that is already bound elsewhere"},
 		{"wrapped conflict", wrap(tasks.ErrConflict), protocol.InvalidAgentResponse, "the handler returned a task id that is already bound elsewhere"},
-		{"unavailable", wrap(tasks.ErrUnavailable), protocol.Internal, "task bindings are unavailable; try again later"},
-		{"too many pending", tasks.ErrTooManyPending, protocol.Internal, "task bindings are unavailable; try again later"},
-		{"cancelled", context.Canceled, protocol.Internal, "task bindings are unavailable; try again later"},
-		{"anything else", net.ErrClosed, protocol.Internal, "task bindings are unavailable; try again later"},
+		{"unavailable", wrap(tasks.ErrUnavailable), protocol.Unavailable, "task bindings are unavailable; try again later"},
+		{"too many pending", tasks.ErrTooManyPending, protocol.Unavailable, "task bindings are unavailable; try again later"},
+		{"cancelled", context.Canceled, protocol.Unavailable, "task bindings are unavailable; try again later"},
+		{"anything else", net.ErrClosed, protocol.Unavailable, "task bindings are unavailable; try again later"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := admission.StoreError(tc.err)
@@ -458,7 +458,7 @@ func TestStoreUnavailable(t *testing.T) {
 	} {
 		f.adm = down
 		v := f.admit(t, bearer(t, alice()), op.method, op.params)
-		refused(t, v, protocol.Internal, "task bindings are unavailable; try again later", "")
+		refused(t, v, protocol.Unavailable, "task bindings are unavailable; try again later", "")
 		require.ErrorIs(t, v.Err, tasks.ErrUnavailable)
 	}
 	// Without a store, nothing naming a task or a context is admitted either.

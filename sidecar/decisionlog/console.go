@@ -141,11 +141,17 @@ func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 	if e.AuthReason != "" {
 		enc.AddString("auth_reason", e.AuthReason)
 	}
+	if e.CardVersion != "" {
+		enc.AddString("card_version", e.CardVersion)
+	}
 	if e.Code != "" {
 		enc.AddString("code", e.Code)
 	}
 	if e.Decided {
 		enc.AddBool("entitled", e.Entitled)
+	}
+	if len(e.Limits) > 0 {
+		_ = enc.AddReflected("limits", e.Limits)
 	}
 	if len(e.Reasons) > 0 {
 		_ = enc.AddArray("reasons", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
@@ -174,6 +180,9 @@ func rulesArray(rs []engine.Reason) zapcore.ArrayMarshaler {
 	return zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
 		for _, r := range rs {
 			_ = a.AppendObject(zapcore.ObjectMarshalerFunc(func(o zapcore.ObjectEncoder) error {
+				if d := ruleDetail(r); d != "" {
+					o.AddString("detail", d)
+				}
 				o.AddString("effect", r.Effect)
 				o.AddString("reason", r.Rule)
 				o.AddString("rule", RegoRule(r.Rule))

@@ -59,6 +59,11 @@ func TestConsoleMatchesPlugin(t *testing.T) {
 			Requested: "apply-remittance", RequestedRules: []engine.Reason{{Rule: "scope.missing", Effect: "refuse", Detail: "payments.apply"}},
 			Result: decisionlog.Allow},
 		{DecisionID: "c-7", Capability: "x", Decided: true, Entitled: false, Result: decisionlog.Deny, Requested: "y", RequestedEntitled: true},
+		{DecisionID: "c-8", Capability: "reconcile-invoice", Decided: true, Entitled: true, Result: decisionlog.Allow, CardVersion: "1.4.0+skills.3f2a",
+			Limits:    map[string]any{"max_pdf_pages": 200, "cost_class": "medium", "ratio": 0.5, "html": "<a&b>"},
+			Rules:     []engine.Reason{{Rule: "scope.held", Effect: "grant", Detail: "recon.run"}},
+			Requested: "apply-remittance", RequestedRules: []engine.Reason{{Rule: "scope.missing", Effect: "refuse", Detail: "payments.apply"},
+				{Rule: "tenant.not_listed", Effect: "refuse", Detail: "acme"}}},
 	}
 	var fast, slow bytes.Buffer
 	lf := decisionlog.New(jsonLogger(&fast))
@@ -72,6 +77,16 @@ func TestConsoleMatchesPlugin(t *testing.T) {
 		require.NoError(t, ls.Sync(t.Context()))
 		require.Equal(t, lastLine(t, &slow), lastLine(t, &fast), e.DecisionID)
 	}
+	// The last event records the limits, and the missing scopes of a
+	// scope.missing reason (no other reason's detail).
+	result := lastLine(t, &fast)["result"].(map[string]any)
+	require.Equal(t, "1.4.0+skills.3f2a", result["card_version"])
+	require.Equal(t, map[string]any{"max_pdf_pages": 200.0, "cost_class": "medium", "ratio": 0.5, "html": "<a&b>"}, result["limits"])
+	require.Equal(t, []any{
+		map[string]any{"detail": "payments.apply", "effect": "refuse", "reason": "scope.missing", "rule": "data.capgate.authz._scope_reasons"},
+		map[string]any{"effect": "refuse", "reason": "tenant.not_listed", "rule": "data.capgate.authz._tenant_reasons"},
+	}, result["requested_rules"])
+	require.Equal(t, []any{map[string]any{"effect": "grant", "reason": "scope.held", "rule": "data.capgate.authz._scope_reasons"}}, result["rules"])
 }
 
 // BenchmarkConsole is the default console sink on the decision path: one
@@ -125,6 +140,7 @@ func TestSplitLabels(t *testing.T) {
 		"decision_logs.labels: want a mapping of label names to strings":            {"labels": []any{"env"}},
 		"decision_logs.labels.replicas: want a string (quote numbers and booleans)": {"labels": map[string]any{"replicas": 3}},
 		"decision_logs.labels.id: reserved":                                         {"labels": map[string]any{"id": "x"}},
+		"decision_logs.labels.capgate_version: reserved":                            {"labels": map[string]any{"capgate_version": "x"}},
 	} {
 		_, _, err := decisionlog.SplitLabels(want)
 		require.ErrorContains(t, err, in)

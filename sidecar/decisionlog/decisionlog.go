@@ -68,8 +68,14 @@ type Entry struct {
 	Requested         string
 	RequestedEntitled bool
 	RequestedRules    []engine.Reason
-	Revision          string
-	Latency           time.Duration
+	// Limits are the limits the policy's decision on Capability carried
+	// (the handler-call re-check of an entitled call).
+	Limits   map[string]any
+	Revision string
+	// CardVersion is the public card's version at Revision (the gateway's
+	// events; "" at ext_authz).
+	CardVersion string
+	Latency     time.Duration
 	// RequestedBy is the address of the peer that asked (OPA's
 	// requested_by): the client's socket address at the gateway, the
 	// downstream source Envoy reports at ext_authz.

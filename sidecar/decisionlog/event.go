@@ -1,6 +1,7 @@
 package decisionlog
 
 import (
+	"maps"
 	"strings"
 	"time"
 
@@ -96,8 +97,14 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	if e.AuthReason != "" {
 		result["auth_reason"] = e.AuthReason
 	}
+	if e.CardVersion != "" {
+		result["card_version"] = e.CardVersion
+	}
 	if e.Rule != "" {
 		result["rule"] = e.Rule
+	}
+	if len(e.Limits) > 0 {
+		result["limits"] = maps.Clone(e.Limits)
 	}
 	if len(e.Reasons) > 0 {
 		rs := make([]any, len(e.Reasons))
@@ -129,14 +136,27 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	return info
 }
 
-// ruleList is the event form of reasons: the detail (scope names, a
-// tenant) is left out, it comes from the caller's credential.
+// ruleList is the event form of reasons. A reason's detail is recorded
+// for scope.missing only: the scope names the capability requires and the
+// caller lacks (from the manifest; the caller's own scopes are in input).
 func ruleList(rs []engine.Reason) []any {
 	rules := make([]any, len(rs))
 	for i, r := range rs {
-		rules[i] = map[string]any{"reason": r.Rule, "effect": r.Effect, "rule": RegoRule(r.Rule)}
+		m := map[string]any{"reason": r.Rule, "effect": r.Effect, "rule": RegoRule(r.Rule)}
+		if d := ruleDetail(r); d != "" {
+			m["detail"] = d
+		}
+		rules[i] = m
 	}
 	return rules
+}
+
+// ruleDetail is the detail an event records of a reason.
+func ruleDetail(r engine.Reason) string {
+	if r.Rule == "scope.missing" {
+		return r.Detail
+	}
+	return ""
 }
 
 func anys(ss []string) []any {

@@ -36,7 +36,8 @@ type Options struct {
 	// console sink is on and nothing is uploaded.
 	Services     map[string]any
 	DecisionLogs map[string]any
-	// Labels are added to every event (OPA adds id and version).
+	// Labels are added to every event (OPA adds id and version; the
+	// server adds LabelCapgateVersion).
 	Labels map[string]string
 	// Console receives the console sink's events (logger "decision");
 	// Logger the plugin's own messages (upload failures, ...). Nil: discard.
@@ -50,6 +51,11 @@ type Options struct {
 	// differential test; slower).
 	Plugin bool
 }
+
+// LabelCapgateVersion is the label naming capgate's version in every
+// event, beside OPA's version (labels.version), which names the embedded
+// OPA's.
+const LabelCapgateVersion = "capgate_version"
 
 // DefaultQueue is how many decisions may wait for the plugin before new
 // ones are dropped (and counted): the decision path never waits for the
@@ -117,6 +123,9 @@ func SplitLabels(decisionLogs map[string]any) (map[string]any, map[string]string
 		}
 		if k == "id" || k == "version" {
 			return nil, nil, fmt.Errorf("decision_logs.labels.%s: reserved: OPA sets id (the instance) and version itself", k)
+		}
+		if k == LabelCapgateVersion {
+			return nil, nil, fmt.Errorf("decision_logs.labels.%s: reserved: capgate sets it to its own version", k)
 		}
 		labels[k] = s
 	}

@@ -158,6 +158,9 @@ func (d *Dispatcher) recheck(ctx context.Context, call *operation.Call, rt *rout
 	if call.Log != nil {
 		call.Log.Rules = dec.EntitledReasons // the rules that decided, for the decision log
 		call.Log.Decided, call.Log.Entitled = true, dec.Entitled
+		if dec.Entitled {
+			call.Log.Limits = dec.Limits
+		}
 	}
 	if !dec.Entitled {
 		return nil, nil, admission.NotEntitled(call.Principal, "capability "+capID)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -103,6 +104,8 @@ type fixture struct {
 	audit  *fakeAudit
 	logs   *observer.ObservedLogs
 	d      *Dispatcher
+	// sent numbers the messages call sends, each a new message (messageId).
+	sent atomic.Int64
 }
 
 var (
@@ -138,7 +141,15 @@ var (
 
 // call parses a JSON-RPC 1.0 SendMessage with message (a JSON object) as the gateway would hand it
 // over after admission.
+// Each call is a new message: its messageId ("m-…") is made unique (sameCall keeps it).
 func (f *fixture) call(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *operation.Call {
+	t.Helper()
+	message = strings.Replace(message, `"messageId":"m-`, `"messageId":"m`+strconv.FormatInt(f.sent.Add(1), 10)+`-`, 1)
+	return f.sameCall(t, p, message, task)
+}
+
+// sameCall is call with the message's messageId as it is.
+func (f *fixture) sameCall(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *operation.Call {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + message + `}}`
 	req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json", []byte(body), protocol.Limits{})
@@ -265,7 +276,7 @@ func TestForwardRecheck(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			call := f.call(t, tc.who, lookupText, nil)
-			_, perr := answered(f.d.forward(t.Context(), call, routed{decision: router.Decision{Layer: router.LayerHint, Capability: tc.capa}}))
+			_, perr := answered(f.d.forward(t.Context(), call, routed{decision: router.Decision{Layer: router.LayerHint, Capability: tc.capa}}, nil))
 			require.NotNil(t, perr)
 			require.Equal(t, tc.code, perr.Code, perr.Message)
 		})
@@ -417,6 +428,8 @@ func TestHandlerAnswersHoldContexts(t *testing.T) {
 		jsontext.Value(`{"task":{"id":"t-later","contextId":"c-later","status":{"state":"TASK_STATE_WORKING"}}}`),
 		jsontext.Value(`{"statusUpdate":{"taskId":"t-later","contextId":"c-later","status":{"state":"TASK_STATE_COMPLETED"}}}`),
 	}
+	stream = f.call(t, partner, hinted("lookup-invoice"), nil) // a new message
+	stream.Request.Operation = protocol.SendStreamingMessage
 	_, perr = answered(f.d.send(ctx, stream))
 	require.Nil(t, perr)
 	f.inv.events = nil

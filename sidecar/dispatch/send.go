@@ -20,18 +20,32 @@ import (
 // send routes a message and forwards it to the chosen capability's handler.
 // Admission has already decided who may send it (and owns every task it
 // names); send decides only where it goes.
+//
+// Before anything else the message is reserved for its owner (reserve): a message the store
+// cannot record is refused before any handler call, and a retry of one already sent is
+// answered with the first call's task, never sent to the handler again.
 func (d *Dispatcher) send(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
-	r, perr := d.route(ctx, call)
+	rsv, replayed, perr := d.reserve(ctx, call)
 	if perr != nil {
 		return operation.Result{}, perr
 	}
+	if replayed != nil {
+		return *replayed, nil
+	}
+	r, perr := d.route(ctx, call)
+	if perr != nil {
+		rsv.release(ctx)
+		return operation.Result{}, perr
+	}
 	if r.clarify != nil {
+		// capgate answers itself; no handler is called, and a retry asks again.
+		rsv.release(ctx)
 		if r.clarify.decision.Layer == router.LayerDeclined {
 			return d.decline(ctx, call, r.pending)
 		}
 		return d.clarify(ctx, call, *r.clarify)
 	}
-	return d.forward(ctx, call, r)
+	return d.forward(ctx, call, r, rsv)
 }
 
 // routed is where a message goes: the routing decision, the params to send,
@@ -159,7 +173,22 @@ func (d *Dispatcher) noteRequested(ctx context.Context, call *operation.Call, hi
 // credential, binds the task the handler answers with to the capability and
 // its owner (and the context it answers in to the same owner), and answers
 // with the handler's result.
-func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed) (operation.Result, *protocol.Error) {
+//
+// rsv is the message's reservation: released when no handler is called or the handler refuses
+// the message, settled with the task it answers with before that task is bound (so that a
+// retry finds it even when the binding fails), marked lost when the handler's effect is
+// unknown.
+func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed, rsv *reservation) (operation.Result, *protocol.Error) {
+	res, called, perr := d.forwardOnce(ctx, call, r, rsv)
+	if perr != nil && !called {
+		rsv.release(ctx)
+	}
+	return res, perr
+}
+
+// forwardOnce is forward; called reports whether the handler was called (a stream's handler is
+// called by the stream, which keeps the reservation itself).
+func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r routed, rsv *reservation) (_ operation.Result, called bool, _ *protocol.Error) {
 	req, decision := call.Request, r.decision
 	d.m.Routes.WithLabelValues(string(decision.Layer)).Inc()
 	if call.Log != nil {
@@ -167,18 +196,18 @@ func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, decision.Capability)
 	if perr != nil {
-		return operation.Result{}, perr
+		return operation.Result{}, false, perr
 	}
 	msg := req.Message
 	if r.msg != nil {
 		msg = r.msg
 	}
 	if perr := enforce.Limits(capability.ID, limits, msg, len(r.params)); perr != nil {
-		return operation.Result{}, perr
+		return operation.Result{}, false, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, r.params)
 	if perr != nil {
-		return operation.Result{}, perr
+		return operation.Result{}, false, perr
 	}
 	d.log.Debug("routed", zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
 		zap.String("layer", string(decision.Layer)), zap.Float64("confidence", decision.Confidence))
@@ -210,22 +239,33 @@ func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed
 		}
 		return nil
 	}
+	// record settles the reservation with the task the handler answered with, then binds it:
+	// a binding that fails after the handler's call leaves the outcome unknown to the caller.
+	record := func(taskID, contextID string) *protocol.Error {
+		// A task bound without its settled record is the caller's all the same: only a retry
+		// of the message would find it in progress, then unknown.
+		_ = rsv.settle(ctx, taskID, contextID, capability.ID, capability.Handler)
+		return handled(bind(taskID, contextID))
+	}
 	d.countCall(ctx, capability)
 	if req.Operation == protocol.SendStreamingMessage {
-		return d.stream(ctx, call, inv, bind), nil
+		return d.stream(ctx, call, inv, record, rsv), true, nil
 	}
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
-		return operation.Result{}, d.replyRefused(ctx, call, inv, perr)
+		rsv.failed(ctx, perr)
+		return operation.Result{}, true, d.replyRefused(ctx, call, inv, perr)
 	}
 	taskID, contextID, kind := probe(result, req.Version)
 	if kind == 0 {
-		return operation.Result{}, protocol.Errorf(protocol.InvalidAgentResponse, "the handler's answer is not a task or message")
+		rsv.lose(ctx)
+		return operation.Result{}, true, protocol.Errorf(protocol.InvalidAgentResponse, "the handler's answer is not a task or message")
 	}
-	if perr := bind(taskID, contextID); perr != nil {
-		return operation.Result{}, perr
+	if perr := record(taskID, contextID); perr != nil {
+		rsv.lose(ctx)
+		return operation.Result{}, true, perr
 	}
-	return operation.Value(kind, result), nil
+	return operation.Value(kind, result), true, nil
 }
 
 // holdContext records that the context a handler answered in (or capgate's

@@ -17,7 +17,12 @@ import (
 // version (0.3: kind-discriminated), as a unary answer must: anything else is
 // InvalidAgentResponse, on every binding. A failure before the first event is the refusal a
 // unary call would get (replyRefused); the writer decides how it travels.
-func (d *Dispatcher) stream(ctx context.Context, call *operation.Call, inv invocation, bind func(taskID, contextID string) *protocol.Error) operation.Result {
+//
+// rsv is the message's reservation (nil: none): bind settles it with the first task; a stream
+// that ends without naming one settles it with none, a handler's refusal before any event
+// releases it (failed), and any other failure leaves its outcome unknown (lose).
+func (d *Dispatcher) stream(ctx context.Context, call *operation.Call, inv invocation, bind func(taskID, contextID string) *protocol.Error,
+	rsv *reservation) operation.Result {
 	return operation.Result{Stream: func(yield func(operation.Event) error) *protocol.Error {
 		var boundTask, heldContext string
 		yielded := false
@@ -42,6 +47,14 @@ func (d *Dispatcher) stream(ctx context.Context, call *operation.Call, inv invoc
 			return yield(operation.Event{Kind: kind, JSON: result})
 		})
 		d.record(inv, d.now().Sub(start), err)
+		switch {
+		case err == nil:
+			_ = rsv.settle(ctx, "", heldContext, "", "") // a stream without a task
+		case !yielded:
+			rsv.failed(ctx, err)
+		default:
+			rsv.lose(ctx)
+		}
 		if err != nil && !yielded {
 			return d.replyRefused(ctx, call, inv, err) // nothing relayed: the error a unary call gets
 		}

@@ -44,7 +44,7 @@ func BenchmarkStreamRelay(b *testing.B) {
 	b.ReportAllocs()
 	inv.n = b.N
 	b.ResetTimer()
-	if perr := d.stream(b.Context(), call, invocation{call: call}, bind).Stream(func(operation.Event) error { events++; return nil }); perr != nil {
+	if perr := d.stream(b.Context(), call, invocation{call: call}, bind, nil).Stream(func(operation.Event) error { events++; return nil }); perr != nil {
 		b.Fatal(perr)
 	}
 	if bound != 1 || events != b.N {

@@ -42,7 +42,7 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *operation.Call) (operatio
 		return operation.Result{}, perr
 	}
 	if req.Operation.Streaming() {
-		return d.stream(ctx, call, inv, nil), nil
+		return d.stream(ctx, call, inv, nil, nil), nil
 	}
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {

@@ -315,11 +315,16 @@ func TestCheckFailsClosed(t *testing.T) {
 	auth := tok.bearer("alice", "acme", "recon.run")
 
 	t.Run("task store error", func(t *testing.T) {
-		s := New(revision.NewHolder(rev), failingOwners{})
+		m := metrics.New()
+		s := New(revision.NewHolder(rev), failingOwners{}, WithMetrics(m))
 		resp, err := s.Check(t.Context(), jsonrpc(rpcBody(`1`, "GetTask", `{"id":"task-alice"}`), map[string]string{"a2a-version": v1, "authorization": auth}))
 		require.NoError(t, err)
 		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 200, rpcCode: -32603, rpcID: `1`})
 		require.NotContains(t, resp.GetDeniedResponse().GetBody(), "connection refused")
+		// Counted as unavailability, not as a refusal of the caller.
+		require.Equal(t, 1.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetTask", "deny", "unavailable")))
+		require.Equal(t, 0.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetTask", "deny", "refused")))
+		require.Equal(t, 0.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetTask", "deny", "error")))
 	})
 	t.Run("task store error on a context", func(t *testing.T) {
 		// A message in a conversation is never admitted without its context's owner.
@@ -331,13 +336,16 @@ func TestCheckFailsClosed(t *testing.T) {
 		require.NotContains(t, resp.GetDeniedResponse().GetBody(), "connection refused")
 		resp, err = s.Check(t.Context(), httpCheck("GET", "/tasks?contextId=ctx-1", map[string]string{"a2a-version": v1, "authorization": auth}, ""))
 		require.NoError(t, err)
-		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 500, status: 500})
+		// Nothing ran: Service Unavailable, and the client may send it again.
+		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 503, status: 503, headers: map[string]string{"retry-after": "1"}})
 	})
 	t.Run("no task store", func(t *testing.T) {
-		s := New(revision.NewHolder(rev), nil)
+		m := metrics.New()
+		s := New(revision.NewHolder(rev), nil, WithMetrics(m))
 		resp, err := s.Check(t.Context(), httpCheck("GET", "/tasks/task-alice", map[string]string{"a2a-version": v1, "authorization": auth}, ""))
 		require.NoError(t, err)
 		requireOutcome(t, resp, want{grpc: codes.PermissionDenied, http: 500, status: 500})
+		require.Equal(t, 1.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetTask", "deny", "error")), "capgate's own failure")
 	})
 	t.Run("panic", func(t *testing.T) {
 		s := New(revision.NewHolder(rev), tasks.NewMemory(0))
@@ -400,8 +408,8 @@ func TestCheckMTLSPrincipal(t *testing.T) {
 	require.NoError(t, err)
 	requireOutcome(t, resp, want{grpc: codes.Unauthenticated, http: 200, rpcCode: -31401})
 
-	require.Equal(t, 1.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "allow")))
-	require.Equal(t, 2.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "deny")))
+	require.Equal(t, 1.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "allow", "ok")))
+	require.Equal(t, 2.0, counterValue(t, m.Decisions.WithLabelValues(component, "GetExtendedAgentCard", "deny", "refused")))
 	require.Equal(t, 1.0, counterValue(t, m.CacheLookups.WithLabelValues("token", "miss")))
 }
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -18,7 +18,7 @@ const unknownOperation protocol.Operation = ""
 // stats holds the collectors of this component, resolved once so that the
 // hot path does no label hashing.
 type stats struct {
-	decisions map[protocol.Operation]*[2]prometheus.Counter // [allow, deny]
+	decisions map[protocol.Operation]*metrics.DecisionCounters
 	latency   prometheus.Observer
 	tokenHit  prometheus.Counter
 	tokenMiss prometheus.Counter
@@ -33,17 +33,15 @@ type tokenCounts struct {
 
 func newStats(m *metrics.Metrics) *stats {
 	s := &stats{
-		decisions: map[protocol.Operation]*[2]prometheus.Counter{},
+		decisions: map[protocol.Operation]*metrics.DecisionCounters{},
 		latency:   m.DecisionSeconds.WithLabelValues(component),
 		tokenHit:  m.CacheLookups.WithLabelValues("token", "hit"),
 		tokenMiss: m.CacheLookups.WithLabelValues("token", "miss"),
 	}
-	// Every operation, counted under its label (protocol's operation table).
+	// Every operation, counted under its label (protocol's operation table),
+	// with every code: each series exists at 0 from the start.
 	for _, op := range append(protocol.Operations(), unknownOperation) {
-		s.decisions[op] = &[2]prometheus.Counter{
-			m.Decisions.WithLabelValues(component, op.Label(), decisionlog.Allow),
-			m.Decisions.WithLabelValues(component, op.Label(), decisionlog.Deny),
-		}
+		s.decisions[op] = m.DecisionCounters(component, op.Label())
 	}
 	return s
 }
@@ -54,9 +52,11 @@ func (s *stats) observe(d *decision, latency time.Duration) {
 		c = s.decisions[unknownOperation]
 	}
 	if d.allowed {
-		c[0].Inc()
+		c.Inc(metrics.CodeOK)
+	} else if code := admission.DecisionCode(d.err); code != metrics.CodeOK {
+		c.Inc(code)
 	} else {
-		c[1].Inc()
+		c.Inc(metrics.CodeError) // a denial without its error: never counted as allowed
 	}
 	s.latency.Observe(latency.Seconds())
 	if d.hdr.get(headerAuthorization) != "" && d.plan != nil && d.plan.rev.Verifier != nil {

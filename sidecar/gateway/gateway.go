@@ -40,8 +40,11 @@ type Gateway struct {
 	dlog   *decisionlog.Logger
 	ids    *decisionlog.IDs
 	m      *metrics.Metrics
-	limits protocol.Limits
-	ops    operation.Server
+	// decisions are the decision counters of every operation label, resolved
+	// (and so created at 0) once.
+	decisions map[string]*metrics.DecisionCounters
+	limits    protocol.Limits
+	ops       operation.Server
 	// keepAlive is the SSE keep-alive interval of streamed answers (0: none).
 	keepAlive time.Duration
 	owners    admission.Owners
@@ -100,6 +103,10 @@ func New(h *revision.Holder, opts ...Option) *Gateway {
 	}
 	if g.m == nil {
 		g.m = metrics.New()
+	}
+	g.decisions = map[string]*metrics.DecisionCounters{unknownOperation: g.m.DecisionCounters(component, unknownOperation)}
+	for _, op := range protocol.Operations() {
+		g.decisions[string(op)] = g.m.DecisionCounters(component, string(op))
 	}
 	g.admit = admission.New(g.owners, g.log)
 	if g.limits.MaxBodyBytes <= 0 {

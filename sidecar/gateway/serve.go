@@ -184,7 +184,7 @@ func (g *Gateway) run(ctx context.Context, call *operation.Call, w http.Response
 // finish records the decision and its metrics.
 func (g *Gateway) finish(rev *revision.State, start time.Time, e *decisionlog.Entry, err *protocol.Error) {
 	e.Component = component
-	e.Revision = rev.ID()
+	e.Revision, e.CardVersion = rev.ID(), rev.CardVersion
 	e.Latency = g.now().Sub(start)
 	e.Result = decisionlog.Allow
 	if err != nil {
@@ -205,13 +205,24 @@ func (g *Gateway) finish(rev *revision.State, start time.Time, e *decisionlog.En
 			g.log.Error("request failed", zap.String("decision_id", e.DecisionID), zap.Error(err.Unwrap()))
 		}
 	}
-	op := e.Operation
-	if op == "" {
-		op = "unknown"
-	}
-	g.m.Decisions.WithLabelValues(component, op, e.Result).Inc()
+	g.countDecision(e.Operation, err)
 	g.m.DecisionSeconds.WithLabelValues(component).Observe(e.Latency.Seconds())
 	g.dlog.Log(e)
+}
+
+// unknownOperation is the operation label of a request refused before its operation was known.
+const unknownOperation = protocol.UnknownLabel
+
+// countDecision counts a decision on op with the code of its answer (admission.DecisionCode).
+func (g *Gateway) countDecision(op string, err *protocol.Error) {
+	if op == "" {
+		op = unknownOperation
+	}
+	c, ok := g.decisions[op]
+	if !ok {
+		c = g.m.DecisionCounters(component, op) // an operation outside the table (none today)
+	}
+	c.Inc(admission.DecisionCode(err))
 }
 
 // readBody reads at most limit bytes; a larger body is refused, not truncated.

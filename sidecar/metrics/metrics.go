@@ -13,7 +13,8 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	// Decisions counts authorization decisions by component, operation and result.
+	// Decisions counts authorization decisions by component, operation,
+	// result and code (a DecisionCode: why a request was denied).
 	Decisions *prometheus.CounterVec
 	// DecisionSeconds observes decision latency by component.
 	DecisionSeconds *prometheus.HistogramVec
@@ -27,6 +28,12 @@ type Metrics struct {
 	Reloads *prometheus.CounterVec
 	// Revision exposes the serving policy revision as a label.
 	Revision *prometheus.GaugeVec
+	// StoreErrors counts task-store operations that failed because the
+	// store could not answer, by operation (see Store).
+	StoreErrors *prometheus.CounterVec
+	// StoreReachable is 1 while the task store answers, 0 while it does not
+	// (see Store).
+	StoreReachable prometheus.Gauge
 }
 
 // BuildInfo registers capgate_build_info{version,commit,go} (value 1): which
@@ -46,8 +53,8 @@ func New() *Metrics {
 	m := &Metrics{
 		Registry: reg,
 		Decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "capgate_decisions_total", Help: "Authorization decisions by component, operation and result.",
-		}, []string{"component", "operation", "result"}),
+			Name: "capgate_decisions_total", Help: "Authorization decisions by component, operation, result and code (ok; refused, invalid, unavailable, error for denials).",
+		}, []string{"component", "operation", "result", "code"}),
 		DecisionSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "capgate_decision_duration_seconds",
 			Help:    "Time to decide a request, by component.",
@@ -68,7 +75,14 @@ func New() *Metrics {
 		Revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "capgate_policy_revision_info", Help: "The serving policy revision (value 1).",
 		}, []string{"revision"}),
+		StoreErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "capgate_store_errors_total", Help: "Task-store operations that failed because the store could not answer, by operation.",
+		}, []string{"operation"}),
+		StoreReachable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "capgate_store_reachable", Help: "1 while the task store answers (the last command or probe was answered), 0 while it does not.",
+		}),
 	}
-	reg.MustRegister(m.Decisions, m.DecisionSeconds, m.CacheLookups, m.Routes, m.CapabilityCalls, m.Reloads, m.Revision)
+	reg.MustRegister(m.Decisions, m.DecisionSeconds, m.CacheLookups, m.Routes, m.CapabilityCalls, m.Reloads, m.Revision,
+		m.StoreErrors, m.StoreReachable)
 	return m
 }

@@ -41,6 +41,7 @@ var codeSentinels = []struct {
 	{NotFound, a2a.ErrMethodNotFound, -32601, 404, "NOT_FOUND"},
 	{MethodNotAllowed, a2a.ErrMethodNotFound, -32601, 405, "UNIMPLEMENTED"},
 	{PayloadTooLarge, a2a.ErrInvalidRequest, -32600, 413, "INVALID_ARGUMENT"},
+	{Unavailable, a2a.ErrInternalError, -32603, 503, "UNAVAILABLE"},
 }
 
 func TestErrorsDecodeWithA2AGoClients(t *testing.T) {

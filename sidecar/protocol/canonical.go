@@ -156,6 +156,24 @@ func fieldsOf(md protoreflect.MessageDescriptor) map[string]protoreflect.FieldDe
 	return m
 }
 
+// enumValues maps each enum's value names to the values; built once per enum type, so that a
+// name read from a request is looked up without a string made of it.
+var enumValues sync.Map // protoreflect.FullName → map[string]protoreflect.EnumValueDescriptor
+
+// enumValue is the value of ed named name, or nil.
+func enumValue(ed protoreflect.EnumDescriptor, name []byte) protoreflect.EnumValueDescriptor {
+	m, ok := enumValues.Load(ed.FullName())
+	if !ok {
+		vs := ed.Values()
+		byName := make(map[string]protoreflect.EnumValueDescriptor, vs.Len())
+		for i := range vs.Len() {
+			byName[string(vs.Get(i).Name())] = vs.Get(i)
+		}
+		m, _ = enumValues.LoadOrStore(ed.FullName(), byName)
+	}
+	return m.(map[string]protoreflect.EnumValueDescriptor)[string(name)]
+}
+
 // isWellKnown reports whether md is a google.protobuf type, whose JSON form is its own.
 func isWellKnown(md protoreflect.MessageDescriptor) bool {
 	return md.ParentFile().Package() == "google.protobuf"
@@ -205,7 +223,7 @@ func wrongKind(fd protoreflect.FieldDescriptor, v jsontext.Value) string {
 			return "a boolean"
 		}
 	case protoreflect.EnumKind:
-		if (k == '"' && fd.Enum().Values().ByName(protoreflect.Name(unquote(v))) != nil) || k == '0' {
+		if (k == '"' && enumValue(fd.Enum(), unquote(v)) != nil) || k == '0' {
 			return ""
 		}
 		return "one of " + enumNames(fd.Enum())

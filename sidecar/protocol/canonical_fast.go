@@ -135,7 +135,7 @@ func (ps *parser) appendSingular(out []byte, v jsontext.Value, fd protoreflect.F
 		if k != '"' {
 			return out, false, false
 		}
-		ev := fd.Enum().Values().ByName(protoreflect.Name(unquote(v)))
+		ev := enumValue(fd.Enum(), unquote(v))
 		if ev == nil {
 			return out, false, false
 		}

@@ -43,6 +43,29 @@ const (
 	MethodNotAllowed Code = "METHOD_NOT_ALLOWED"
 	// PayloadTooLarge is a body over [Limits.MaxBodyBytes] (HTTP 413, reason INVALID_REQUEST).
 	PayloadTooLarge Code = "PAYLOAD_TOO_LARGE"
+	// Unavailable is an internal error that did nothing the caller must account for: the
+	// request was refused before any handler was called (or while an earlier call of the same
+	// message is still running), and sending it again later is safe. JSON-RPC -32603 and reason
+	// INTERNAL_ERROR as Internal (A2A has no code of its own for it), HTTP 503 with
+	// Retry-After, gRPC UNAVAILABLE: the status every HTTP and gRPC client already retries.
+	Unavailable Code = "UNAVAILABLE"
+)
+
+// Metadata keys and values capgate adds to an error's ErrorInfo.
+const (
+	// MetaOutcome says what became of a message the error answers, when it is not obvious from
+	// the code: OutcomeNotRun, OutcomeInProgress or OutcomeUnknown (docs/operations.md, "What
+	// an error tells a caller").
+	MetaOutcome = "outcome"
+	// OutcomeNotRun: no handler was called for this request; sending it again is safe.
+	OutcomeNotRun = "not_run"
+	// OutcomeInProgress: an earlier call of the same message (same messageId, same caller) is
+	// still running; sending it again later answers with its task, and never runs it twice.
+	OutcomeInProgress = "in_progress"
+	// OutcomeUnknown: the handler was called, and what it did was not recorded; sending the
+	// same message again does not run it again (it answers with this outcome until the
+	// idempotency window ends): look for its effect before sending it as a new message.
+	OutcomeUnknown = "unknown"
 )
 
 // ErrorInfoType is the @type of a google.rpc.ErrorInfo detail, as a2a-go decodes it.
@@ -99,6 +122,8 @@ func (c Code) info() codeInfo {
 		return codeInfo{-32601, "METHOD_NOT_FOUND", http.StatusMethodNotAllowed, "UNIMPLEMENTED"}
 	case PayloadTooLarge:
 		return codeInfo{-32600, "INVALID_REQUEST", http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"}
+	case Unavailable:
+		return codeInfo{-32603, "INTERNAL_ERROR", http.StatusServiceUnavailable, "UNAVAILABLE"}
 	default:
 		return codeInfo{-32603, "INTERNAL_ERROR", http.StatusInternalServerError, "INTERNAL"}
 	}
@@ -115,7 +140,9 @@ func CodeOfReason(reason string) (Code, bool) {
 }
 
 // Valid reports whether c is one of the codes above.
-func (c Code) Valid() bool { return c == Internal || c.info().reason != "INTERNAL_ERROR" }
+func (c Code) Valid() bool {
+	return c == Internal || c == Unavailable || c.info().reason != "INTERNAL_ERROR"
+}
 
 // Error is a protocol error to be returned to an A2A client. Message and Metadata are shown to
 // the client; the wrapped cause never is.

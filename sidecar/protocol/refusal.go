@@ -20,7 +20,8 @@ type Refusal struct {
 //   - gRPC: a trailers-only response: HTTP 200, content-type application/grpc and the status
 //     headers (Error.GRPCStatus), no body;
 //   - HTTP+JSON (and anything refused before its binding is known): the mapped HTTP status and a
-//     google.rpc.Status body, a Bearer challenge on 401 and 403, Allow on 405;
+//     google.rpc.Status body, a Bearer challenge on 401 and 403, Allow on 405, Retry-After on
+//     503 (Unavailable);
 //   - JSON-RPC: HTTP 200 with the JSON-RPC error echoing id — as one Server-Sent Event for a
 //     streaming call, as A2A clients read it. With authStatus (auth.jsonrpc_http_status: 401),
 //     an authentication or authorization failure keeps the JSON-RPC body but takes the failure's
@@ -39,6 +40,9 @@ func Refuse(b Binding, streaming bool, id jsontext.Value, e *Error, authStatus b
 		// A 405 names the allowed methods (RFC 9110 15.5.6); the parser puts them in metadata.
 		if allow := e.Metadata["allow"]; e.Code == MethodNotAllowed && allow != "" {
 			r.Header = append(r.Header, [2]string{"allow", allow})
+		}
+		if e.Code == Unavailable {
+			r.Header = append(r.Header, [2]string{"retry-after", "1"}) // RFC 9110 10.2.3
 		}
 		return r
 	}

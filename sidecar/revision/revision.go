@@ -49,6 +49,9 @@ type State struct {
 	// served to 0.3 callers; PublicETagV03 its ETag.
 	PublicCardV03 []byte
 	PublicETagV03 string
+	// CardVersion is the public card's version (agent.version with build
+	// metadata over its skills), recorded in the gateway's decision events.
+	CardVersion string
 	// CardsModified is when the cards last changed: the cards' Last-Modified. Build sets it to
 	// the time of the build; Holder.Store keeps the previous revision's when the revision and
 	// the public cards are unchanged (a reload that changed nothing).
@@ -139,6 +142,7 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*State,
 		if err != nil {
 			return nil, fmt.Errorf("public card: %w", err)
 		}
+		r.CardVersion = pub.Version
 		b, err := card.Marshal(pub)
 		if err != nil {
 			return nil, fmt.Errorf("public card: %w", err)

@@ -14,6 +14,11 @@ import (
 // each revision with l. The returned function waits for it to stop.
 func runReload(ctx context.Context, opts Options, holder *revision.Holder, m *metrics.Metrics, l *reload.Live) (wait func()) {
 	log := l.Log.Named("reload")
+	// Both results exist at 0 from the start, reloading or not: an alert on rejections has a
+	// series to read.
+	for _, r := range []string{reload.ResultOK, reload.ResultRejected} {
+		m.Reloads.WithLabelValues(r)
+	}
 	var rl *reload.Reloader
 	var trigger func()
 	if src := opts.Source; src != nil {

@@ -134,12 +134,12 @@ func openAudit(cfg *config.Config, w io.Writer) (*audit.Logger, io.Closer, error
 // newStore opens the configured task store: memory, or Redis shared by
 // replicas. A Redis that is down at start is not fatal: cards keep being
 // served and task operations fail closed until it answers.
-func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger) (tasks.Store, error) {
+func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger, opts ...tasks.Option) (tasks.Store, error) {
 	creds, err := cfg.StoreOptions()
 	if err != nil {
 		return nil, err
 	}
-	return tasks.Open(ctx, cfg.Store, append(creds, tasks.WithLogger(log.Named("tasks")))...)
+	return tasks.Open(ctx, cfg.Store, append(append(creds, tasks.WithLogger(log.Named("tasks"))), opts...)...)
 }
 
 // publishedKeys is the admin JWKS: the token minter's key and, when cards

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -131,6 +132,7 @@ func (p *process) startObservability(ctx context.Context) error {
 	}
 	dlog, err := decisionlog.Open(ctx, decisionlog.Options{
 		Services: p.cfg.Services, DecisionLogs: p.cfg.DecisionLogs, Console: p.dlogz, Logger: p.log,
+		Labels: map[string]string{decisionlog.LabelCapgateVersion: cmp.Or(p.opts.Version, "dev")},
 	})
 	if err != nil {
 		return err
@@ -155,11 +157,18 @@ func (p *process) startObservability(ctx context.Context) error {
 
 // openStore opens the task store of the config, unless Options.Store gives one (which the
 // caller then closes).
+//
+// The store reports its health on /metrics (capgate_store_errors_total, every operation's
+// series at 0 from the start, and capgate_store_reachable); a Redis store is probed while the
+// process runs (tasks.Redis.Watch). A store given by Options.Store is its caller's to watch: it
+// is reported reachable.
 func (p *process) openStore(ctx context.Context) error {
+	health := p.m.Store(tasks.Operations())
 	if p.store = p.opts.Store; p.store != nil {
+		health.Reachable(true)
 		return nil
 	}
-	store, err := newStore(ctx, p.cfg, p.log)
+	store, err := newStore(ctx, p.cfg, p.log, tasks.WithObserver(health))
 	if err != nil {
 		return err
 	}
@@ -167,8 +176,20 @@ func (p *process) openStore(ctx context.Context) error {
 	if c, ok := store.(io.Closer); ok {
 		p.onRelease(func() { _ = c.Close() })
 	}
+	if w, ok := store.(watcher); ok {
+		watchCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			w.Watch(watchCtx)
+		}()
+		p.onRelease(func() { stop(); <-done }) // before the store is closed
+	}
 	return nil
 }
+
+// watcher is a store that probes its backend while ctx lasts (tasks.Redis).
+type watcher interface{ Watch(ctx context.Context) }
 
 // startIdentity sets up the credentials capgate gives handlers: the token minter and the
 // issuer of handler tokens (self-issued or by token exchange).

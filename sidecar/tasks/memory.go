@@ -30,6 +30,7 @@ type Memory struct {
 	nextExpiry time.Time
 	usage      map[string]*usageRecord
 	contexts   map[string]Context
+	sent       memorySent
 	max        int
 	now        func() time.Time
 	started    time.Time // the start of usage observation
@@ -59,6 +60,7 @@ func NewMemory(max int, opts ...Option) *Memory {
 		pending:  map[ownerKey]map[string]struct{}{},
 		usage:    map[string]*usageRecord{},
 		contexts: map[string]Context{},
+		sent:     memorySent{records: map[sentKey]Sent{}, order: map[ownerKey][]string{}},
 		max:      max,
 		now:      newOptions(opts).now,
 		started:  newOptions(opts).now().UTC(),

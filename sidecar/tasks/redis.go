@@ -72,6 +72,7 @@ type Redis struct {
 	rdb      redis.UniversalClient
 	keys     keys
 	contexts *contextCache
+	health   *health // whether Redis answers (health.go)
 	options
 }
 
@@ -86,7 +87,9 @@ var (
 func NewRedis(rdb redis.UniversalClient, opts ...Option) *Redis {
 	o := newOptions(opts)
 	_, cluster := rdb.(*redis.ClusterClient)
-	return &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}, contexts: newContextCache(o.contextCacheAge)}
+	r := &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}, contexts: newContextCache(o.contextCacheAge), health: newHealth(o)}
+	watchHealth(rdb, r.health)
+	return r
 }
 
 // OpenRedis connects to the Redis store URL raw (see Open; parseStoreURL
@@ -116,6 +119,7 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 		su.failover.SentinelPassword = o.sentinelPassword
 	}
 	r := NewRedis(su.client(), opts...)
+	r.logStart(su)
 	pctx, cancel := context.WithTimeout(ctx, r.opTimeout)
 	defer cancel()
 	// The first store opened on this Redis marks when usage counting began.
@@ -123,6 +127,7 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 		r.log.Warn("task store unreachable at start; task operations fail closed until it answers",
 			zap.String("store", su.display), zap.Error(err))
 	}
+	r.checkReplicas(pctx, su.mode)
 	return r, nil
 }
 
@@ -524,7 +529,7 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 	res, err := r.write(ctx, ownerScript, r.keys.ownerSets(o, b.ContextID), b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending,
 		written, hasContext)
 	if err != nil {
-		return unavailable("bind", err)
+		return r.unavailable("bind", err)
 	}
 	if res == "full" {
 		// A conflict is the answer when both hold, as in Memory.
@@ -537,7 +542,7 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
 		now.UnixMilli(), r.ttl.Milliseconds(), exp, held, heldVersion)
 	if err != nil {
-		return unavailable("bind", err)
+		return r.unavailable("bind", err)
 	}
 	if res == "conflict" {
 		return ErrConflict
@@ -642,7 +647,7 @@ func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error
 	defer cancel()
 	vals, err := r.rdb.HMGet(ctx, r.keys.task(taskID), bindingFields...).Result()
 	if err != nil {
-		return Binding{}, false, unavailable("lookup", err)
+		return Binding{}, false, r.unavailable("lookup", err)
 	}
 	b, ok, err := decodeBinding(taskID, vals)
 	if err != nil || !ok || b.expired(r.now()) {
@@ -669,11 +674,11 @@ func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
 	res, err := r.write(ctx, claimContextScript, []string{r.keys.context(c.ContextID)},
 		c.Subject, c.Tenant, c.Issuer, strconv.FormatInt(c.CreatedAt.UnixNano(), 10), r.ttl.Milliseconds())
 	if err != nil {
-		return Context{}, unavailable("claim context", err)
+		return Context{}, r.unavailable("claim context", err)
 	}
 	vals, err := redis.NewCmdResult(res, nil).StringSlice()
 	if err != nil || len(vals) != len(contextFields)+1 {
-		return Context{}, unavailable("claim context", fmt.Errorf("unexpected answer of %d values (%v)", len(vals), err))
+		return Context{}, r.unavailable("claim context", fmt.Errorf("unexpected answer of %d values (%v)", len(vals), err))
 	}
 	held, ok, err := decodeContext(c.ContextID, vals[:len(contextFields)])
 	if err == nil && !ok {
@@ -727,7 +732,7 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 		pttl = p.PTTL(ctx, key)
 		return nil
 	}); err != nil {
-		return Context{}, false, unavailable("lookup context", err)
+		return Context{}, false, r.unavailable("lookup context", err)
 	}
 	vals := hm.Val()
 	if len(vals) != len(contextFields) || vals[0] == nil {
@@ -852,7 +857,7 @@ func (r *Redis) scanIndex(ctx context.Context, so Owner, after *Position, contex
 			}
 			return nil
 		}); err != nil {
-			return scanned{}, unavailable("owned", err)
+			return scanned{}, r.unavailable("owned", err)
 		}
 		if first {
 			out.total = int(card.Val())
@@ -870,7 +875,7 @@ func (r *Redis) scanIndex(ctx context.Context, so Owner, after *Position, contex
 			}
 			return nil
 		}); err != nil {
-			return scanned{}, unavailable("owned", err)
+			return scanned{}, r.unavailable("owned", err)
 		}
 		var stale, gone []any
 		for i, m := range members {
@@ -956,7 +961,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 		mark = p.Get(ctx, r.keys.unindexed(so))
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
-		return unavailable("owned", err)
+		return r.unavailable("owned", err)
 	}
 	marked := mark.Err() == nil
 	if setN.Val() == 0 || (idxN.Val() == 1 && !marked) {
@@ -967,7 +972,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 	for range buildChunks {
 		ids, next, err := r.rdb.SScan(ctx, r.keys.owner(so), cursor, "", buildChunk).Result()
 		if err != nil {
-			return unavailable("owned", err)
+			return r.unavailable("owned", err)
 		}
 		cmds := make([]*redis.SliceCmd, len(ids))
 		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -976,7 +981,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 			}
 			return nil
 		}); err != nil {
-			return unavailable("owned", err)
+			return r.unavailable("owned", err)
 		}
 		var gone []any
 		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -1004,7 +1009,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 			}
 			return nil
 		}); err != nil {
-			return unavailable("owned", err)
+			return r.unavailable("owned", err)
 		}
 		if cursor = next; cursor == 0 {
 			return nil
@@ -1021,7 +1026,7 @@ func (r *Redis) Delete(ctx context.Context, taskID string) error {
 	defer cancel()
 	res, err := r.write(ctx, deleteScript, []string{r.keys.task(taskID)})
 	if err != nil {
-		return unavailable("delete", err)
+		return r.unavailable("delete", err)
 	}
 	old, _ := res.([]any)
 	if len(old) != 5 {
@@ -1034,7 +1039,7 @@ func (r *Redis) Delete(ctx context.Context, taskID string) error {
 	created, _ := old[3].(string)
 	contextID, _ := old[4].(string)
 	if err := ownerDeleteScript.Run(ctx, r.rdb, r.keys.ownerSets(o, contextID)[:4], taskID, member(taskID, parseCreated(created))).Err(); err != nil {
-		return unavailable("delete", err)
+		return r.unavailable("delete", err)
 	}
 	return nil
 }
@@ -1048,7 +1053,7 @@ func (r *Redis) RecordCall(ctx context.Context, capability string, t time.Time) 
 	err := recordScript.Run(ctx, r.rdb, r.keys.usageKeys(capability, d),
 		usageTTL(t).Milliseconds(), fmt.Sprintf("%020d", ns)).Err()
 	if err != nil {
-		return unavailable("record call", err)
+		return r.unavailable("record call", err)
 	}
 	return nil
 }
@@ -1074,10 +1079,10 @@ func (r *Redis) Usage(ctx context.Context, capability string, now time.Time) (Us
 		}
 		return nil
 	}); err != nil && !errors.Is(err, redis.Nil) {
-		return out, unavailable("usage", err)
+		return out, r.unavailable("usage", err)
 	}
 	if err := hm.Err(); err != nil {
-		return out, unavailable("usage", err)
+		return out, r.unavailable("usage", err)
 	}
 	if ns, err := since.Int64(); err == nil && ns > 0 {
 		out.ObservedSince = time.Unix(0, ns).UTC()

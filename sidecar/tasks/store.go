@@ -23,6 +23,7 @@ const MemoryURL = "memory"
 func Open(ctx context.Context, url string, opts ...Option) (Store, error) {
 	switch {
 	case url == MemoryURL:
+		openedMemory(opts)
 		return NewMemory(0, opts...), nil
 	case IsRedisURL(url):
 		return OpenRedis(ctx, url, opts...)
@@ -58,6 +59,10 @@ type options struct {
 	replicaTimeout   time.Duration
 	password         string
 	sentinelPassword string
+	// observer is told of failures and reachability (health.go);
+	// probeEvery is Watch's interval.
+	observer   Observer
+	probeEvery time.Duration
 	// contextCacheAge bounds how long a Redis store answers a context's
 	// holder from memory (contextCache); 0 turns the cache off.
 	contextCacheAge time.Duration

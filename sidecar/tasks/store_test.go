@@ -41,6 +41,7 @@ func testStore(t *testing.T, newStore func(t *testing.T, opts ...Option) Store) 
 // time the suite gives a store is taken from now, never a calendar date.
 func testStoreAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts ...Option) Store) {
 	newClock := func() *clock { return &clock{now: now().Truncate(time.Millisecond)} }
+	testMessages(t, newClock, newStore)
 	t.Run("bind ownership", func(t *testing.T) {
 		ctx := t.Context()
 		m := newStore(t)

@@ -177,6 +177,7 @@ type Store interface {
 	// Usage returns a capability's usage as of now.
 	Usage(ctx context.Context, capability string, now time.Time) (Usage, error)
 	ContextOwners
+	Messages
 }
 
 // ContextOwners holds context ownership.

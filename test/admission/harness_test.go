@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,6 +57,8 @@ type class struct {
 type env struct {
 	srv   *testutil.Server
 	authz authv3.AuthorizationClient
+	// setups numbers the tasks createTaskIn makes, each a new message (messageId).
+	setups atomic.Int64
 }
 
 func startBoth(t *testing.T) *env {
@@ -131,7 +134,7 @@ func (e *env) createTaskIn(t *testing.T, c *class, contextID string) (task, cont
 	if contextID != "" {
 		inContext = `"contextId":"` + contextID + `",`
 	}
-	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"setup-` + c.name + `","role":"ROLE_USER",` + inContext +
+	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"setup-` + c.name + `-` + strconv.FormatInt(e.setups.Add(1), 10) + `","role":"ROLE_USER",` + inContext +
 		`"parts":[{"text":"look up invoice INV-1"}],"metadata":{"skillId":"lookup-invoice"}}}}`
 	r := e.srv.JSONRPC(t, body, "Authorization", "Bearer "+c.token, "A2A-Version", "1.0")
 	var out struct {

@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,6 +28,7 @@ func TestSweep(t *testing.T) {
 	all := positions.All()
 	require.Greater(t, len(all), 150, "the catalogue looks truncated")
 	counts := map[string]int{}
+	sent := 0 // each request is a new message: its own messageId
 	for _, p := range all {
 		for _, c := range cs {
 			t.Run(p.Name()+"/"+c.name, func(t *testing.T) {
@@ -41,7 +43,8 @@ func TestSweep(t *testing.T) {
 				if c.anonymous {
 					ownTask, ownTenant = owner.task, owner.tenant
 				}
-				method, target, h, body, err := positions.Request(p, swept, ownTask, ownTenant, hook)
+				sent++
+				method, target, h, body, err := positions.RequestFor(p, swept, ownTask, ownTenant, hook, "sweep-"+strconv.Itoa(sent))
 				require.NoError(t, err)
 				if !c.anonymous {
 					h.Set("Authorization", "Bearer "+c.token)

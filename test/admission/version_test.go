@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"crypto/rand"
 	"net/http"
 	"net/url"
 	"testing"
@@ -68,7 +69,7 @@ func TestVersionNegotiationAtBothDoors(t *testing.T) {
 		}
 		for _, s := range sources {
 			t.Run(p.Name()+"/"+s.name, func(t *testing.T) {
-				method, target, h, body, err := positions.Request(p, owner.task, owner.task, owner.tenant, hook)
+				method, target, h, body, err := positions.RequestFor(p, owner.task, owner.task, owner.tenant, hook, "m-"+rand.Text())
 				require.NoError(t, err)
 				h.Del(protocol.VersionHeader)
 				for _, v := range s.header {
@@ -109,7 +110,7 @@ func TestGRPCVersionMetadata(t *testing.T) {
 		}
 		for _, v := range []string{"99.0", "0.3", "2.0"} {
 			t.Run(p.Name()+"/"+v, func(t *testing.T) {
-				method, target, h, body, err := positions.Request(p, owner.task, owner.task, owner.tenant, hook)
+				method, target, h, body, err := positions.RequestFor(p, owner.task, owner.task, owner.tenant, hook, "m-"+rand.Text())
 				require.NoError(t, err)
 				h.Set(protocol.VersionHeader, v)
 				h.Set("Authorization", "Bearer "+owner.token)
@@ -153,7 +154,7 @@ func TestTenantRefusalNamesTheRequestsTenant(t *testing.T) {
 			continue
 		}
 		t.Run(p.Name(), func(t *testing.T) {
-			method, target, h, body, err := positions.Request(p, "undefined", owner.task, "undefined", hook)
+			method, target, h, body, err := positions.RequestFor(p, "undefined", owner.task, "undefined", hook, "m-"+rand.Text())
 			require.NoError(t, err)
 			h.Set("Authorization", "Bearer "+owner.token)
 			gw, _ := e.door(t, method, target, h, string(body))

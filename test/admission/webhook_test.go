@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -30,7 +31,7 @@ func webhookWays() []positions.Position {
 		seen[key] = true
 		out = append(out, p)
 	}
-	msg03 := `{"kind":"message","messageId":"m-9","role":"user","parts":[{"kind":"text","text":"look up invoice INV-1"}],"metadata":{"skillId":"lookup-invoice"}}`
+	msg03 := `{"kind":"message","messageId":"m-1","role":"user","parts":[{"kind":"text","text":"look up invoice INV-1"}],"metadata":{"skillId":"lookup-invoice"}}`
 	out = append(out,
 		positions.Position{Binding: protocol.JSONRPC, Version: protocol.V03, Operation: protocol.SendMessage, Where: "params.configuration.pushNotificationConfig",
 			Method: http.MethodPost, Target: "/", Body: `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":` + msg03 +
@@ -61,7 +62,7 @@ func TestWebhookURLCorpusAtBothDoors(t *testing.T) {
 			for _, u := range corpus {
 				quoted, err := json.Marshal(u)
 				require.NoError(t, err)
-				method, target, h, body, err := positions.Request(p, owner.task, owner.task, owner.tenant, string(quoted[1:len(quoted)-1]))
+				method, target, h, body, err := positions.RequestFor(p, owner.task, owner.task, owner.tenant, string(quoted[1:len(quoted)-1]), "m-"+rand.Text())
 				require.NoError(t, err, u)
 				h.Set("Authorization", "Bearer "+owner.token)
 				want := policy.CheckURL(u) == nil

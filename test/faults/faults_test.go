@@ -1,6 +1,7 @@
 package faults_test
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"io"
 	"net"
@@ -107,7 +108,8 @@ func startCapgate(t *testing.T, u *upstream, timeout time.Duration, shutdown tim
 
 // send is one JSON-RPC SendMessage hinted at lookup-invoice-v1.
 func send(t *testing.T, c *http.Client, url, tok string) (*http.Response, []byte, error) {
-	body := `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
+	// Each send is a new message (capgate runs a messageId once per owner).
+	body := `{"jsonrpc":"2.0","id":7,"method":"SendMessage","params":{"message":{"messageId":"` + rand.Text() + `","role":"ROLE_USER",` +
 		`"parts":[{"text":"Show me invoice INV-20931"}],"metadata":{"skillId":"lookup-invoice-v1"}}}}`
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/", strings.NewReader(body))
 	if err != nil {

@@ -49,9 +49,9 @@ func TestAdmin(t *testing.T) {
 		require.Equal(t, http.StatusOK, r.Status)
 		body := string(r.Body)
 		for _, line := range []string{
-			`capgate_decisions_total{component="gateway",operation="GetExtendedAgentCard",result="allow"} 3`,
-			`capgate_decisions_total{component="gateway",operation="GetExtendedAgentCard",result="deny"} 2`,
-			`capgate_decisions_total{component="gateway",operation="unknown",result="deny"} 1`,
+			`capgate_decisions_total{code="ok",component="gateway",operation="GetExtendedAgentCard",result="allow"} 3`,
+			`capgate_decisions_total{code="refused",component="gateway",operation="GetExtendedAgentCard",result="deny"} 2`,
+			`capgate_decisions_total{code="invalid",component="gateway",operation="unknown",result="deny"} 1`,
 			`capgate_decision_duration_seconds_count{component="gateway"} 6`,
 			`capgate_policy_revision_info{revision="` + srv.Deployment.Snapshot.Revision + `"} 1`,
 			// The build serving: testutil starts the server without a version or commit.

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"io"
@@ -217,7 +218,7 @@ func clients03ReadStreamErrors(t *testing.T, srv *testutil.Server, tok string) {
 
 // message03 is a 0.3 JSON-RPC message with text for reconcile-invoice.
 func message03(text string) string {
-	return `{"kind":"message","messageId":"m-1","role":"user","parts":[{"kind":"text","text":"` + text + `"}],"metadata":{"skillId":"reconcile-invoice"}}`
+	return `{"kind":"message","messageId":"m-` + rand.Text() + `","role":"user","parts":[{"kind":"text","text":"` + text + `"}],"metadata":{"skillId":"reconcile-invoice"}}`
 }
 
 // callStream03 makes the failing streaming call op ("stream": a message with text when;
@@ -233,7 +234,7 @@ func callStream03(t *testing.T, srv *testutil.Server, caller, op, tok, when stri
 		}
 		return jsonrpcStreamAnswer(t, srv.JSONRPC(t, req, "Authorization", tok))
 	case "0.3 HTTP+JSON /v1":
-		path, body := "/v1/message:stream", `{"message":{"messageId":"m-1","role":"ROLE_USER","content":[{"text":"`+when+`"}],"metadata":{"skillId":"reconcile-invoice"}}}`
+		path, body := "/v1/message:stream", `{"message":{"messageId":"m-`+rand.Text()+`","role":"ROLE_USER","content":[{"text":"`+when+`"}],"metadata":{"skillId":"reconcile-invoice"}}}`
 		if op == "subscribe" {
 			path, body = "/v1/tasks/"+task+":subscribe", ""
 		}
@@ -281,7 +282,7 @@ func TestProtoJSON03FirstEventInexpressible(t *testing.T) {
 	const wantErr = "502 INTERNAL INVALID_AGENT_RESPONSE the agent's 0.3 stream event has file content that is not base64"
 	for when, wantForm := range map[string]string{"first": "HTTP 502 application/json", "second": "sse, 1 events before the error: t-x"} {
 		t.Run(when, func(t *testing.T) {
-			r := srv.Do(t, http.MethodPost, "/v1/message:stream", `{"message":{"messageId":"m-1","role":"ROLE_USER","content":[{"text":"`+when+`"}],"metadata":{"skillId":"reconcile-invoice"}}}`,
+			r := srv.Do(t, http.MethodPost, "/v1/message:stream", `{"message":{"messageId":"m-`+rand.Text()+`","role":"ROLE_USER","content":[{"text":"`+when+`"}],"metadata":{"skillId":"reconcile-invoice"}}}`,
 				"Content-Type", "application/json", "Authorization", tok)
 			got := statusStreamAnswer(t, r)
 			require.Equal(t, streamAnswer{form: wantForm, err: wantErr}, got)

@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -140,7 +141,7 @@ func TestStreamErrorsOneFormPerCallerBinding(t *testing.T) {
 // binding and reads the failed answer, checking its form.
 func callStream(t *testing.T, srv *testutil.Server, caller, tok, when string) streamAnswer {
 	t.Helper()
-	msg := `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"` + when + `"}],"metadata":{"skillId":"reconcile-invoice"}}`
+	msg := `{"messageId":"m-` + rand.Text() + `","role":"ROLE_USER","parts":[{"text":"` + when + `"}],"metadata":{"skillId":"reconcile-invoice"}}`
 	switch caller {
 	case "JSON-RPC":
 		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":{"message":`+msg+`}}`,

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"crypto/rand"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -30,9 +31,12 @@ func TestStreamErrorFrames(t *testing.T) {
 	d.Config.Handlers["recon.v3.reconcile"] = up.URL + "/"
 	srv := testutil.Start(t, d)
 	tok := testutil.Token(t, testutil.TokenOptions{Scopes: []string{"recon.run"}})
-	msg := `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"reconcile INV-1"}],"metadata":{"skillId":"reconcile-invoice"}}}`
+	// Each call is a new message (capgate runs a messageId once per owner).
+	msg := func() string {
+		return `{"message":{"messageId":"m-` + rand.Text() + `","role":"ROLE_USER","parts":[{"text":"reconcile INV-1"}],"metadata":{"skillId":"reconcile-invoice"}}}`
+	}
 
-	r := srv.Do(t, http.MethodPost, "/message:stream", msg, "A2A-Version", "1.0", "Content-Type", "application/json", "Authorization", "Bearer "+tok)
+	r := srv.Do(t, http.MethodPost, "/message:stream", msg(), "A2A-Version", "1.0", "Content-Type", "application/json", "Authorization", "Bearer "+tok)
 	require.Equal(t, http.StatusOK, r.Status)
 	body := string(r.Body)
 	require.Contains(t, body, `"TASK_STATE_WORKING"`, "the events before the failure are relayed")
@@ -40,7 +44,7 @@ func TestStreamErrorFrames(t *testing.T) {
 	last := body[strings.LastIndex(strings.TrimSuffix(body, "\n\n"), "\n\n")+2:]
 	require.True(t, strings.HasPrefix(last, "event: error\ndata: {\"error\":{\"code\":500,\"status\":\"INTERNAL\""), "%q", last)
 
-	r = srv.JSONRPC(t, `{"jsonrpc":"2.0","id":5,"method":"SendStreamingMessage","params":`+msg+`}`, "A2A-Version", "1.0", "Authorization", "Bearer "+tok)
+	r = srv.JSONRPC(t, `{"jsonrpc":"2.0","id":5,"method":"SendStreamingMessage","params":`+msg()+`}`, "A2A-Version", "1.0", "Authorization", "Bearer "+tok)
 	body = string(r.Body)
 	last = body[strings.LastIndex(strings.TrimSuffix(body, "\n\n"), "\n\n")+2:]
 	require.True(t, strings.HasPrefix(last, `data: {"jsonrpc":"2.0","id":5,"error":{"code":-32603`), "%q", last)

@@ -19,6 +19,12 @@ import (
 // answer (JSON-RPC, HTTP 200).
 var unavailable = fmt.Sprintf("%d task bindings are unavailable; try again later", internalError)
 
+// unrecorded is the answer to a message whose handler was called when the store went away
+// before its task was bound: the outcome is unknown (docs/operations.md, "What an error tells
+// a caller").
+var unrecorded = fmt.Sprintf("%d the skill's handler was called, but its answer could not be recorded: the outcome is unknown. "+
+	"Sending this message again with the same messageId does not run it again", internalError)
+
 // TestSentinelFailoverUnderLoad: two replicas share a Sentinel-managed
 // Redis (master, one replica, three Sentinels, down-after 1 s). Under load
 // — owners creating tasks and reading acknowledged ones, another caller
@@ -147,7 +153,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 		require.Equal(t, http.StatusOK, o.status)
 		if o.rpcError != "" {
 			failed++
-			require.Equal(t, unavailable, o.rpcError, "through %s at %s", o.replica, o.at.Format(time.StampMilli))
+			require.Contains(t, []string{unavailable, unrecorded}, o.rpcError, "through %s at %s", o.replica, o.at.Format(time.StampMilli))
 		}
 	}
 	t.Logf("%d requests, %d acknowledged tasks, %d failed closed; master killed → replica promoted in %s, → first task acknowledged again in %s (old master restarted and attached as replica)",

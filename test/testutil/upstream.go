@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -33,6 +34,13 @@ type Upstream struct {
 // NewUpstream starts the upstream echo for d's issuer and handler names; it stops with the test.
 func NewUpstream(t testing.TB, d *deployment.Deployment) *Upstream {
 	t.Helper()
+	return NewUpstreamWrapped(t, d, nil)
+}
+
+// NewUpstreamWrapped is NewUpstream with the echo handler wrapped by wrap (nil: as it is), for
+// a test that watches what reaches the handler.
+func NewUpstreamWrapped(t testing.TB, d *deployment.Deployment, wrap func(http.Handler) http.Handler) *Upstream {
+	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
 	der, err := x509.MarshalPKCS8PrivateKey(key)
@@ -50,7 +58,11 @@ func NewUpstream(t testing.TB, d *deployment.Deployment) *Upstream {
 		Issuer: minter.Issuer(), Audience: names[0], Audiences: names[1:], JWKS: minter.JWKS(),
 	})
 	require.NoError(t, err)
-	srv := httptest.NewServer(echo.New(v.Verify))
+	h := echo.New(v.Verify)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	u.URL = srv.URL + "/"
 	return u

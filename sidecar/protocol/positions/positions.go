@@ -9,6 +9,7 @@ package positions
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -426,6 +427,13 @@ func grpc03() []Position {
 // relative to the agent's base path, the headers a client of p's version and binding sends
 // (besides credentials), and the body (for gRPC the length-prefixed protobuf message).
 func Request(p Position, swept, ownTask, ownTenant, url string) (method, target string, header http.Header, body []byte, err error) {
+	return RequestFor(p, swept, ownTask, ownTenant, url, "")
+}
+
+// RequestFor is Request with the message's messageId set to messageID ("" keeps the
+// catalogue's "m-1"): capgate runs a message once per owner and messageId, so a test that sends
+// one position's request as a new message each time gives each its own id.
+func RequestFor(p Position, swept, ownTask, ownTenant, url, messageID string) (method, target string, header http.Header, body []byte, err error) {
 	header = http.Header{}
 	if p.Version == protocol.V1 {
 		header.Set(protocol.VersionHeader, "1.0")
@@ -435,6 +443,13 @@ func Request(p Position, swept, ownTask, ownTenant, url string) (method, target 
 	}
 	target = Fill(p.Target, swept, ownTask, ownTenant, url)
 	text := Fill(p.Body, swept, ownTask, ownTenant, url)
+	if messageID != "" {
+		id, qerr := json.Marshal(messageID)
+		if qerr != nil {
+			return "", "", nil, nil, qerr
+		}
+		text = strings.Replace(text, `"messageId":"m-1"`, `"messageId":`+string(id), 1)
+	}
 	if p.Binding != protocol.GRPC {
 		if text != "" {
 			header.Set("Content-Type", "application/json")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/cmd/capgate/internal/cli"
+	"github.com/capgate/capgate/test/testutil"
 )
 
 func TestExplainWordingCannotBeMisread(t *testing.T) {
@@ -101,10 +102,14 @@ func TestExplainDecisionID(t *testing.T) {
 policy revision: 1788e47117c1804e4c2d62e5468841f3
 caller: principal partner-2, tenant globex
 asked: message/send reconcile-invoice via gateway (capgate/authz/decision)
+binding: jsonrpc, A2A -
 outcome: refused (-31403)
+reasons: scope.missing
 because:
   refuse  scope.missing  (rule data.capgate.authz._scope_reasons)
   grant   state.ga  (rule data.capgate.authz._state_reasons)
+labels: id=x version=dev
+latency: 1µs
 `, r.stdout, file)
 		r = run(t, "explain", "--decision-id", "0a0a0a0a-0000-4000-8000-000000000001", "--decisions", file, "--json")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
@@ -113,4 +118,19 @@ because:
 		require.Equal(t, cli.ExitCheck, r.code)
 		require.Contains(t, r.stderr, "decision nope is not in "+file)
 	}
+}
+
+// token's warnings say which config they check the token against: the
+// embedded finance example when no --config is given.
+func TestTokenWarningsNameTheirConfig(t *testing.T) {
+	r := run(t, "token", "--issuer", "https://other.example.com")
+	require.Equal(t, cli.ExitUsage, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--aud is required for an issuer the config does not name (checked against the embedded finance example: no --config given)")
+	r = run(t, "token", "--issuer", "https://other.example.com", "--aud", "finance-agent")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, `issuer "https://other.example.com" is not in the embedded finance example's (no --config given) auth.issuers: that deployment will refuse the token`)
+	r = run(t, "token", "--config", testutil.CopyFinance(t), "--issuer", "https://other.example.com", "--aud", "finance-agent")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stderr, `issuer "https://other.example.com" is not in the config's auth.issuers`)
+	require.NotContains(t, r.stderr, "embedded")
 }

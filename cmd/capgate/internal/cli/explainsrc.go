@@ -2,14 +2,15 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -51,101 +52,6 @@ func tokenCaller(ctx context.Context, env Env, d *deployment.Deployment, tok str
 	return p.Caller(), nil
 }
 
-// loggedDecision is a decision-log event as capgate writes it (console
-// JSON lines) and OPA uploads it (gzip'd JSON arrays): the fields explain
-// reads.
-type loggedDecision struct {
-	DecisionID string `json:"decision_id"`
-	Timestamp  string `json:"timestamp"`
-	Path       string `json:"path"`
-	Bundles    map[string]struct {
-		Revision string `json:"revision"`
-	} `json:"bundles"`
-	Input  map[string]any `json:"input"`
-	Result struct {
-		Allow   bool         `json:"allow"`
-		Result  string       `json:"result"`
-		Code    string       `json:"code"`
-		Reasons []string     `json:"reasons"`
-		Rules   []loggedRule `json:"rules"`
-		// The entitlement answers a replay re-asks (access replay).
-		Entitled          *bool        `json:"entitled,omitzero"`
-		RequestedEntitled *bool        `json:"requested_entitled,omitzero"`
-		RequestedRules    []loggedRule `json:"requested_rules,omitzero"`
-	} `json:"result"`
-}
-
-// loggedRule is one reason of a decision event.
-type loggedRule struct {
-	Effect string `json:"effect"`
-	Reason string `json:"reason"`
-	Rule   string `json:"rule"`
-}
-
-// maxDecisionLog bounds what is read from a decision-log file
-// (decompressed).
-const maxDecisionLog = 1 << 30
-
-// findDecision finds decision id in a decision log (see eachDecision).
-func findDecision(r io.Reader, id string) (*loggedDecision, error) {
-	var found *loggedDecision
-	err := eachDecision(r, func(e *loggedDecision) error {
-		if e.DecisionID == id {
-			found = e
-			return errFound
-		}
-		return nil
-	})
-	if errors.Is(err, errFound) {
-		err = nil
-	}
-	return found, err
-}
-
-// errFound stops eachDecision once findDecision has its event.
-var errFound = errors.New("found")
-
-// eachDecision reads a decision log, gzip'd or not, as a stream of JSON
-// values (each an event or an array of events) and calls fn with each
-// event, in order, until fn returns an error; lines that are not JSON (a
-// console log's other lines) are skipped.
-func eachDecision(r io.Reader, fn func(*loggedDecision) error) error {
-	br := bufio.NewReader(r)
-	if head, _ := br.Peek(2); bytes.Equal(head, []byte{0x1f, 0x8b}) {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return err
-		}
-		br = bufio.NewReader(io.LimitReader(zr, maxDecisionLog))
-	}
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 || (line[0] != '{' && line[0] != '[') {
-			continue
-		}
-		var events []loggedDecision
-		if line[0] == '[' {
-			if err := json.Unmarshal(line, &events); err != nil {
-				continue
-			}
-		} else {
-			var e loggedDecision
-			if err := json.Unmarshal(line, &e); err != nil {
-				continue
-			}
-			events = []loggedDecision{e}
-		}
-		for i := range events {
-			if err := fn(&events[i]); err != nil {
-				return err
-			}
-		}
-	}
-	return sc.Err()
-}
-
 // explainLogged finds decision id in the log at path and explains it:
 // who asked for what, the outcome, and each reason with the Rego rule
 // behind it.
@@ -157,7 +63,7 @@ func explainLogged(env Env, id, path string, asJSON bool) error {
 	defer func() { _ = f.Close() }()
 	e, err := findDecision(f, id)
 	if err != nil {
-		return usageErr("%s: %v", path, err)
+		return logErr(path, err)
 	}
 	if e == nil {
 		return checkFailed("decision %s is not in %s (console JSON lines or OPA's gzip'd JSON arrays)", id, path)
@@ -168,11 +74,58 @@ func explainLogged(env Env, id, path string, asJSON bool) error {
 			return err
 		}())
 	}
-	in := func(k string) string {
+	return writeLoggedText(env.Stdout, e)
+}
+
+// writeLoggedText explains a decision event: every field it holds, the
+// outcome first, then why (the policy's rules, a check outside it, an
+// authentication failure), the skill the caller asked for by hint, and
+// where the event came from.
+func writeLoggedText(out io.Writer, e *loggedDecision) error {
+	str := func(k string) string {
 		if v, ok := e.Input[k].(string); ok && v != "" {
 			return v
 		}
 		return "-"
+	}
+	has := func(k string) bool { _, ok := e.Input[k]; return ok }
+	w := bufio.NewWriter(out)
+	p := func(format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
+	p("decision %s at %s\n", e.DecisionID, e.Timestamp)
+	if b, ok := e.Bundles["capgate"]; ok {
+		p("policy revision: %s\n", b.Revision)
+	}
+	var facts []string
+	if auth, _ := e.Input["authenticated"].(bool); auth {
+		facts = append(facts, "authenticated")
+	} else if !has("principal") {
+		facts = append(facts, "anonymous")
+	}
+	if has("issuer") {
+		facts = append(facts, "issuer "+str("issuer"))
+	}
+	if has("scopes") {
+		scopes := "scopes [" + strings.Join(stringList(e.Input["scopes"]), " ") + "]"
+		if t, _ := e.Input["scopes_truncated"].(bool); t {
+			scopes += " and more"
+		}
+		facts = append(facts, scopes)
+	}
+	p("caller: principal %s, tenant %s", str("principal"), str("tenant"))
+	if len(facts) > 0 {
+		p(" (%s)", strings.Join(facts, ", "))
+	}
+	p("\n")
+	p("asked: %s %s via %s (%s)\n", str("operation"), str("capability"), str("component"), e.Path)
+	if has("binding") || has("a2a_version") {
+		p("binding: %s, A2A %s\n", str("binding"), str("a2a_version"))
+	}
+	if has("layer") {
+		p("routed by: %s", str("layer"))
+		if c, ok := e.Input["confidence"].(float64); ok {
+			p(" (confidence %.2f)", c)
+		}
+		p("\n")
 	}
 	outcome := "refused"
 	if e.Result.Allow {
@@ -181,21 +134,87 @@ func explainLogged(env Env, id, path string, asJSON bool) error {
 	if e.Result.Code != "" {
 		outcome += " (" + e.Result.Code + ")"
 	}
-	w := bufio.NewWriter(env.Stdout)
-	_, _ = fmt.Fprintf(w, "decision %s at %s\n", e.DecisionID, e.Timestamp)
-	if b, ok := e.Bundles["capgate"]; ok {
-		_, _ = fmt.Fprintf(w, "policy revision: %s\n", b.Revision)
-	}
-	_, _ = fmt.Fprintf(w, "caller: principal %s, tenant %s\n", in("principal"), in("tenant"))
-	_, _ = fmt.Fprintf(w, "asked: %s %s via %s (%s)\n", in("operation"), in("capability"), in("component"), e.Path)
-	_, _ = fmt.Fprintf(w, "outcome: %s\n", outcome)
-	if len(e.Result.Rules) > 0 {
-		_, _ = fmt.Fprintln(w, "because:")
-		for _, r := range e.Result.Rules {
-			_, _ = fmt.Fprintf(w, "  %-7s %s  (rule %s)\n", r.Effect, r.Reason, r.Rule)
+	p("outcome: %s\n", outcome)
+	if e.Result.Rule != "" {
+		p("refused by: %s (a check outside the policy", e.Result.Rule)
+		if has("capability") {
+			p(", on %s", str("capability"))
 		}
-	} else if len(e.Result.Reasons) > 0 {
-		_, _ = fmt.Fprintf(w, "because: %s\n", strings.Join(e.Result.Reasons, ", "))
+		p(")\n")
+	}
+	if e.Result.AuthReason != "" {
+		p("authentication failed: %s\n", e.Result.AuthReason)
+	}
+	if len(e.Result.Reasons) > 0 {
+		p("reasons: %s\n", strings.Join(e.Result.Reasons, ", "))
+	}
+	if e.Result.Entitled != nil {
+		p("entitled to %s: %s\n", str("capability"), yesNo(*e.Result.Entitled))
+	}
+	if len(e.Result.Rules) > 0 {
+		p("because:\n")
+		writeLoggedRules(p, e.Result.Rules)
+	}
+	if has("requested") {
+		p("requested by skill hint: %s", str("requested"))
+		if e.Result.RequestedEntitled != nil {
+			p(", entitled: %s", yesNo(*e.Result.RequestedEntitled))
+			if !*e.Result.RequestedEntitled {
+				p(" (the hint was not honoured)")
+			}
+		}
+		p("\n")
+		writeLoggedRules(p, e.Result.RequestedRules)
+		if missing := missingScopes(e.Result.RequestedRules); missing != "" {
+			p("  missing scopes: %s\n", missing)
+		}
+	}
+	if missing := missingScopes(e.Result.Rules); missing != "" {
+		p("missing scopes: %s\n", missing)
+	}
+	if len(e.Result.Limits) > 0 {
+		p("limits: %s\n", limitsLine(e.Result.Limits))
+	}
+	if e.Result.CardVersion != "" {
+		p("card version: %s\n", e.Result.CardVersion)
+	}
+	var labels map[string]string
+	if len(e.Labels) > 0 && json.Unmarshal(e.Labels, &labels) == nil && len(labels) > 0 {
+		parts := make([]string, 0, len(labels))
+		for _, k := range slices.Sorted(maps.Keys(labels)) {
+			parts = append(parts, k+"="+labels[k])
+		}
+		p("labels: %s\n", strings.Join(parts, " "))
+	}
+	var metrics map[string]float64
+	if len(e.Metrics) > 0 && json.Unmarshal(e.Metrics, &metrics) == nil {
+		if ns, ok := metrics["timer_capgate_decision_ns"]; ok {
+			p("latency: %s\n", time.Duration(ns))
+		}
+	}
+	if e.RequestedBy != "" {
+		p("requested by: %s\n", e.RequestedBy)
+	}
+	if e.TraceID != "" {
+		p("trace: %s span %s\n", e.TraceID, e.SpanID)
 	}
 	return w.Flush()
+}
+
+// writeLoggedRules writes an event's rules, one a line.
+func writeLoggedRules(p func(string, ...any), rules []loggedRule) {
+	for _, r := range rules {
+		p("  %-7s %s  (rule %s)\n", r.Effect, r.Reason, r.Rule)
+	}
+}
+
+// missingScopes is the scopes a scope.missing rule names, when the event
+// records them.
+func missingScopes(rules []loggedRule) string {
+	for _, r := range rules {
+		if r.Reason == "scope.missing" && r.Detail != "" {
+			return r.Detail
+		}
+	}
+	return ""
 }

@@ -191,7 +191,7 @@ func TestKeysGenerateAndToken(t *testing.T) {
 			// The demo key for this config: said plainly.
 			r = run(t, "token", "--config", cfg)
 			require.Equal(t, cli.ExitOK, r.code, r.stderr)
-			require.Contains(t, r.stderr, `this config does not trust the demo key: ./mykeys/jwks.json has no key "demo-rs256"`)
+			require.Contains(t, r.stderr, `the config's issuers do not trust the demo key: ./mykeys/jwks.json has no key "demo-rs256"`)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/capgate/capgate/policy/access"
@@ -13,8 +14,9 @@ import (
 )
 
 func runAccessReplay(ctx context.Context, env Env, args []string) error {
-	fs := newFlags(env, "access replay", "access replay --decisions FILE [--decisions FILE]... [FILE...] --head SOURCE [--base SOURCE] [--since T] [--until T] [--allow-loss] [--allow-gain] [--json|--markdown] [--html report.html]\n"+
-		"SOURCE: a deployment config, an OPA bundle built by `capgate compile`, or git:REV[:path/to/capgate.yaml]; T: RFC 3339 (2026-12-03T15:00:00Z) or a date (2026-12-03)")
+	fs := newFlags(env, "access replay", "access replay --head SOURCE [--base SOURCE] [--since T] [--until T] [--allow-loss] [--allow-gain] [--json|--markdown] [--html report.html] [--decisions FILE]... [FILE...]\n"+
+		"SOURCE: a deployment config, an OPA bundle built by `capgate compile`, or git:REV[:path/to/capgate.yaml]; T: RFC 3339 (2026-12-03T15:00:00Z) or a date (2026-12-03)\n"+
+		"Flags come first: the files after the last flag are read too (a shell glob), and a flag after a file is not a flag")
 	var files listFlag
 	fs.Var(&files, "decisions", "a decision log: capgate's console log (JSON lines) or OPA decision-log uploads (gzip'd JSON arrays); repeatable")
 	headSpec := fs.String("head", "", "the deployment to replay the recorded decisions against")
@@ -33,6 +35,12 @@ func runAccessReplay(ctx context.Context, env Env, args []string) error {
 	}
 	if err := f.check(); err != nil {
 		return err
+	}
+	for _, a := range fs.Args() {
+		if strings.HasPrefix(a, "-") {
+			return usageErr("%s after a file: flags come before the files (Go's flag parsing stops at the first file), e.g. "+
+				"access replay --head SOURCE --decisions a.log b.log", a)
+		}
 	}
 	files = append(files, fs.Args()...)
 	if len(files) == 0 || *headSpec == "" {
@@ -113,7 +121,7 @@ func replayFile(ctx context.Context, r *access.Replay, path string) error {
 	defer func() { _ = file.Close() }()
 	err = eachDecision(file, func(e *loggedDecision) error { return r.Event(ctx, recordedQuestions(e)...) })
 	if err != nil {
-		return usageErr("%s: %v", path, err)
+		return logErr(path, err)
 	}
 	return nil
 }

@@ -242,6 +242,19 @@ func TestAccessReplayEndToEnd(t *testing.T) {
 		require.Contains(t, dom, `id="by-caller"`)
 		require.Regexp(t, `<style>[^<]*td\.gained`, dom, "the access report's stylesheet")
 	})
+	t.Run("the usage line is what the flag parser accepts", func(t *testing.T) {
+		r := run(t, "access", "replay", "-h")
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		line := strings.SplitN(strings.TrimPrefix(r.stdout, "usage: capgate "), "\n", 2)[0]
+		require.Regexp(t, `^access replay --head SOURCE .*\[--decisions FILE\]\.\.\. \[FILE\.\.\.\]$`, line, "files last")
+		// The line as written, with its optional parts given, parses.
+		r = run(t, "access", "replay", "--head", serving, "--allow-loss", "--allow-gain", "--json", "--decisions", console, upload, console)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		// The order the line once suggested does not, and is told so.
+		r = run(t, "access", "replay", "--decisions", console, upload, "--head", serving)
+		require.Equal(t, cli.ExitUsage, r.code)
+		require.Contains(t, r.stderr, "--head after a file: flags come before the files")
+	})
 	t.Run("usage errors", func(t *testing.T) {
 		for _, args := range [][]string{
 			{"--head", head},
@@ -249,6 +262,7 @@ func TestAccessReplayEndToEnd(t *testing.T) {
 			{"--decisions", filepath.Join(dir, "missing.log"), "--head", head},
 			{"--decisions", console, "--head", head, "--since", "last week"},
 			{"--decisions", console, "--head", head, "--json", "--markdown"},
+			{"--decisions", console, console, "--head", head},
 		} {
 			r := run(t, append([]string{"access", "replay"}, args...)...)
 			require.Equal(t, cli.ExitUsage, r.code, "%v: %s", args, r.stderr)

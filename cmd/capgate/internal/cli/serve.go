@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/sidecar/server"
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 func runServe(ctx context.Context, env Env, args []string) error {
@@ -59,6 +61,11 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	}
 	defer func() { _ = log.Sync() }()
 	opts.Logger = log
+	// go-redis logs through one logger per process (its own global, plain text on standard
+	// error by default): this process's log stream is this logger's, so go-redis's lines go
+	// there too, as JSON, bounded (tasks.RedisLog). Set here, once, and not in server.Run,
+	// which may run several times in one process.
+	redis.SetLogger(tasks.NewRedisLog(log.Named("redis")))
 	if *format == logFormatConsole {
 		// Decision events stay OPA's JSON, which tools read line by line.
 		if opts.DecisionLogger, err = newLogger(env, lvl, logFormatJSON); err != nil {

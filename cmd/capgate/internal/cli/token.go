@@ -45,12 +45,21 @@ func runToken(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	auth := d.Config.Auth
+	// Which config the warnings are about: without --config, the embedded
+	// example, which the caller may not know it is checked against.
+	which := "the config's"
+	if *cfgPath == "" {
+		which = "the embedded finance example's (no --config given)"
+	}
 	iss, audience, configured, err := tokenIssuer(auth, *issuer, *aud)
 	if err != nil {
+		if *cfgPath == "" {
+			return usageErr("%v (checked against the embedded finance example: no --config given)", err)
+		}
 		return err
 	}
 	if !configured {
-		_, _ = fmt.Fprintf(env.Stderr, "capgate token: issuer %q is not in the config's auth.issuers: this deployment will refuse the token\n", iss)
+		_, _ = fmt.Fprintf(env.Stderr, "capgate token: issuer %q is not in %s auth.issuers: that deployment will refuse the token\n", iss, which)
 	}
 	var pemBytes []byte
 	keyID := *kid
@@ -82,7 +91,7 @@ func runToken(ctx context.Context, env Env, args []string) error {
 	}
 	if demo && configured {
 		if why := untrusted(d.Config, iss, keyID, keyAlg, key.Public()); why != "" {
-			_, _ = fmt.Fprintf(env.Stderr, "capgate token: this config does not trust the demo key: %s; use --key and --kid with a key its JWKS holds (see `capgate keys generate`)\n", why)
+			_, _ = fmt.Fprintf(env.Stderr, "capgate token: %s issuers do not trust the demo key: %s; use --key and --kid with a key its JWKS holds (see `capgate keys generate`)\n", which, why)
 		}
 	}
 	now := time.Now()

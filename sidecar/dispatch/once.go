@@ -1,0 +1,234 @@
+package dispatch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/tasks"
+)
+
+// Once per message: before a message is routed, its messageId is reserved for its owner in
+// the store (tasks.Messages), so that no handler is called for a message the store cannot
+// record, and a retry of a message already sent does not call the handler again (docs/
+// operations.md, "Retries and messageId"). The reservation is settled with the task the
+// handler answered with, released when no handler accepted the message, and marked lost
+// when the handler's effect is unknown.
+
+// deadlineSlack is added to the handler's own bound (limits.handler_timeout, or
+// limits.stream_idle_timeout for the first event of a stream) for routing, the handler's
+// credential and the store's writes: a reservation not settled by then is not in progress
+// any more, and its outcome is unknown.
+const deadlineSlack = 30 * time.Second
+
+// reservation is the record of one message being sent, and what the dispatcher did with it.
+// A nil reservation keeps nothing (an anonymous caller, or a message without an id): its
+// methods do nothing.
+type reservation struct {
+	d      *Dispatcher
+	s      tasks.Sent
+	window time.Duration
+	// settled: the record says what became of the message (settle, lose or release ran).
+	settled bool
+	log     *zap.Logger
+}
+
+// reserve records the call's message for its owner before anything is done with it. It
+// answers, instead of a reservation, the earlier call's outcome when the owner sent this
+// message id within the window (replay), or a refusal when the store cannot record it:
+// nothing was run, and the caller may send it again.
+func (d *Dispatcher) reserve(ctx context.Context, call *operation.Call) (*reservation, *operation.Result, *protocol.Error) {
+	msg := call.Request.Message
+	o := ownerOf(call)
+	if msg == nil || msg.MessageID == "" || o.Subject == "" {
+		return nil, nil, nil
+	}
+	lim := call.Rev.Config().Limits
+	bound := lim.HandlerTimeout
+	if call.Request.Operation == protocol.SendStreamingMessage {
+		bound = lim.StreamIdleTimeout
+	}
+	now := d.now()
+	s := tasks.Sent{MessageID: msg.MessageID, Owner: tasks.Owner{Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant},
+		Started: now, Deadline: now.Add(cmp.Or(bound, config.DefaultHandlerTimeout) + deadlineSlack)}
+	window := cmp.Or(lim.MessageIDWindow, config.DefaultMessageIDWindow)
+	held, fresh, err := d.store.Reserve(ctx, s, window, cmp.Or(lim.MessageIDsPerCaller, config.DefaultMessageIDsPerCaller))
+	if err != nil {
+		// A reservation written but not confirmed (min_replicas) must not hold the id: this
+		// call runs nothing, and its retry must be able to run (best effort; it drops only
+		// this call's record).
+		if rerr := d.store.Release(context.WithoutCancel(ctx), s); rerr != nil {
+			d.log.Debug("unconfirmed message record not released", zap.Error(rerr))
+		}
+		d.log.Warn("message not reserved; refused before any handler call", zap.String("decision_id", call.DecisionID), zap.Error(err))
+		return nil, nil, notRun(err)
+	}
+	if !fresh {
+		res, perr := d.replay(ctx, call, held)
+		return nil, &res, perr
+	}
+	return &reservation{d: d, s: held, window: window, log: d.log.With(zap.String("decision_id", call.DecisionID))}, nil, nil
+}
+
+// notRun is the refusal of a message the store could not record before any handler call:
+// nothing ran, sending it again is safe.
+func notRun(err error) *protocol.Error { return storeError(err) }
+
+// unrecorded is the error of a message whose handler was called when what it answered could
+// not be recorded (cause): the outcome is unknown to the caller.
+func unrecorded(cause error) *protocol.Error {
+	return protocol.Wrap(protocol.Internal, cause,
+		"the skill's handler was called, but its answer could not be recorded: the outcome is unknown. "+
+			"Sending this message again with the same messageId does not run it again").
+		WithMetadata(protocol.MetaOutcome, protocol.OutcomeUnknown)
+}
+
+// handled is the error a message gets when the handler was called and a store write that
+// records its answer failed (perr from bind): a store failure is unrecorded; anything else
+// (a conflict: the handler's fault) is perr.
+func handled(perr *protocol.Error) *protocol.Error {
+	if perr != nil && (perr.Code == protocol.Unavailable || errors.Is(perr, tasks.ErrUnavailable)) {
+		return unrecorded(perr)
+	}
+	return perr
+}
+
+// settle records what the handler answered with: the task (taskID "" for a message reply) in
+// contextID, bound to capability and handler ("" for capgate's own clarification task).
+func (r *reservation) settle(ctx context.Context, taskID, contextID, capability, handler string) error {
+	if r == nil || r.settled {
+		return nil
+	}
+	r.s.TaskID, r.s.ContextID, r.s.Capability, r.s.Handler = taskID, contextID, capability, handler
+	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
+		r.log.Warn("message answer not recorded", zap.Error(err))
+		return err
+	}
+	r.settled = true
+	return nil
+}
+
+// release drops the record of a message no handler accepted: refused before the call, or by
+// the handler itself with an A2A error. A retry is then a new message. A failed release leaves
+// the record, which a retry reads as in progress and, after its deadline, as unknown.
+func (r *reservation) release(ctx context.Context) {
+	if r == nil || r.settled {
+		return
+	}
+	r.settled = true
+	if err := r.d.store.Release(context.WithoutCancel(ctx), r.s); err != nil {
+		r.log.Warn("message record not released; a retry of it is refused until its deadline", zap.Error(err))
+	}
+}
+
+// failed records a handler call that answered perr: a refusal the handler made itself (an A2A
+// error other than an internal one) accepted nothing, and is released; any other failure (a
+// timeout, an unreachable handler, an internal or invalid answer) leaves its effect unknown,
+// and is marked lost so that a retry does not run it again.
+func (r *reservation) failed(ctx context.Context, perr *protocol.Error) {
+	if r == nil || r.settled {
+		return
+	}
+	switch perr.Code {
+	case protocol.Internal, protocol.InvalidAgentResponse, protocol.Unavailable:
+		r.lose(ctx)
+	default:
+		r.release(ctx)
+	}
+}
+
+// lose marks the message's outcome unknown.
+func (r *reservation) lose(ctx context.Context) {
+	if r == nil || r.settled {
+		return
+	}
+	r.s.Lost = true
+	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
+		r.log.Warn("message outcome not recorded; a retry of it is refused until its deadline", zap.Error(err))
+	}
+	r.settled = true
+}
+
+// replay answers a message its owner already sent (s): with the task it created as it is now
+// (re-read from its handler, as GetTask), or, while the first call runs, in progress; never by
+// calling the handler with it again.
+func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.Sent) (operation.Result, *protocol.Error) {
+	d.log.Info("message already sent; answered without a handler call", zap.String("decision_id", call.DecisionID), zap.Int("state", int(s.State(d.now()))))
+	if call.Log != nil {
+		call.Log.Layer = "replay"
+	}
+	switch s.State(d.now()) {
+	case tasks.InProgress:
+		return operation.Result{}, protocol.Errorf(protocol.Unavailable,
+			"an earlier call of this message (same messageId) is still running; send it again later for its task: it is not run twice").
+			WithMetadata(protocol.MetaOutcome, protocol.OutcomeInProgress)
+	case tasks.Unknown:
+		return operation.Result{}, protocol.Errorf(protocol.Internal,
+			"an earlier call of this message (same messageId) reached the skill's handler and its outcome was not recorded; "+
+				"it is not run again with this messageId: check whether it took effect before sending it with a new messageId").
+			WithMetadata(protocol.MetaOutcome, protocol.OutcomeUnknown)
+	}
+	if s.TaskID == "" {
+		return operation.Result{}, protocol.Errorf(protocol.InvalidRequest,
+			"this message (same messageId) was already answered, with a message capgate does not keep; it is not run again: send a new messageId to ask again").
+			WithMetadata(protocol.MetaOutcome, "answered")
+	}
+	b, ok, err := d.store.Lookup(ctx, s.TaskID)
+	if err != nil {
+		return operation.Result{}, storeError(err)
+	}
+	if !ok && s.Handler != "" {
+		// The first call's binding was not written (the store failed after the record was
+		// settled): write it now, as the first call would have.
+		b = tasks.Binding{TaskID: s.TaskID, ContextID: s.ContextID, Capability: s.Capability, Handler: s.Handler,
+			Issuer: s.Owner.Issuer, Subject: s.Owner.Subject, Tenant: s.Owner.Tenant, CreatedAt: s.Started}
+		if s.ContextID != "" {
+			if perr := d.holdContext(ctx, call, s.Owner, s.ContextID); perr != nil {
+				return operation.Result{}, perr
+			}
+		}
+		if err := d.store.Bind(ctx, b); err != nil {
+			return operation.Result{}, storeError(err)
+		}
+		ok = true
+	}
+	if !ok || !b.OwnedBy(ownerOf(call)) {
+		return operation.Result{}, protocol.Errorf(protocol.TaskNotFound, "the task this message created no longer exists")
+	}
+	if b.Pending {
+		return answer(call, operation.Task, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
+	}
+	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
+	if perr != nil {
+		return operation.Result{}, perr
+	}
+	inv, perr := d.handlerRequest(ctx, call, capability, limits, getTaskParams(call.Request.Version, b.TaskID, call.Request.Tenant))
+	if perr != nil {
+		return operation.Result{}, perr
+	}
+	inv.req.Method = protocol.MethodName(call.Request.Version, protocol.GetTask)
+	result, perr := d.invoker.Call(ctx, inv.req)
+	if perr != nil {
+		return operation.Result{}, perr
+	}
+	return answer(call, operation.Task, sendResult(result, call.Request.Version)), nil
+}
+
+// sendResult is a GetTask result (a task) as a SendMessage result in version v: {"task": …} in
+// 1.0, the task itself in 0.3.
+func sendResult(task jsontext.Value, v protocol.Version) []byte {
+	if v == protocol.V03 {
+		return task
+	}
+	b := make([]byte, 0, len(task)+9)
+	b = append(b, `{"task":`...)
+	b = append(b, task...)
+	return append(b, '}')
+}
