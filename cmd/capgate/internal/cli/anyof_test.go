@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -113,9 +114,11 @@ func TestAnyOfAccessTools(t *testing.T) {
 
 	t.Run("replay", func(t *testing.T) {
 		srv := testutil.Start(t, testutil.LoadDeployment(t, base))
+		sent := 0
 		send := func(tok string) {
 			t.Helper()
-			resp := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",
+			sent++
+			resp := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m`+strconv.Itoa(sent)+`","role":"ROLE_USER",
 				"parts":[{"text":"Decommission vehicle V-17"}]},"metadata":{"skillId":"`+decommission+`"}}}`, "A2A-Version", "1.0", "Authorization", "Bearer "+tok)
 			srv.WaitDecision(t, resp.Header.Get("X-Capgate-Decision-Id"))
 		}
