@@ -89,11 +89,11 @@ func TestAccessReplayEndToEnd(t *testing.T) {
 	})
 
 	srv := testutil.Start(t, testutil.LoadDeployment(t, serving))
-	// Each send is a new message (its own messageId): a repeated one would
-	// be answered by the first call's task, without a decision of its own.
 	sent := 0
 	send := func(tok, hint, text string) {
 		t.Helper()
+		// Each send is a new message (a repeated messageId is a retry of
+		// the first, answered without a new decision on the capability).
 		sent++
 		h := []string{"A2A-Version", "1.0"}
 		if tok != "" {
