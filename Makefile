@@ -7,7 +7,7 @@ CONFIG        ?=
 VERSION       ?=
 
 .PHONY: chart
-.PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js image image-name dist
+.PHONY: all help build test test-go test-rego check card-check access-check fmt run bench e2e e2e-envoy fuzz clean interop-js image image-name dist
 
 # Stamping (build, image, dist): VERSION (else "dev") and the git commit, with "-modified" when
 # tracked files differ from it, through -ldflags, so that `capgate --version` shows both even
@@ -108,6 +108,10 @@ check:
 ## After a deliberate change: go run ./cmd/capgate card lock --config manifests/finance/capgate.yaml --out manifests/finance/public-card.lock.json
 card-check:
 	$(GO) run ./cmd/capgate card check --config manifests/finance/capgate.yaml --lock manifests/finance/public-card.lock.json
+
+## access-check: the finance example's access expectations (docs/policy.md, "Access expectations").
+access-check:
+	$(GO) run ./cmd/capgate access check --expect manifests/finance/access-expectations.yaml --config manifests/finance/capgate.yaml
 
 ## fmt: rewrite Go and Rego formatting.
 fmt:

@@ -31,6 +31,9 @@ type Facts struct {
 	Capabilities map[string][]Field
 	Config       []Field
 	auth         bool // AddAuth was called
+	// runs are how each capability runs (routing, tags, limits): compared
+	// for loosened guards.
+	runs map[string]runFacts
 }
 
 // authFields are the fields AddAuth adds: compared only when both sides
@@ -51,6 +54,7 @@ const (
 	fieldState      = "state"
 	fieldVisibility = "visibility"
 	fieldScopes     = "requires_scopes"
+	fieldAnyOf      = "requires_any_of"
 	fieldTenants    = "tenants"
 	fieldReplacedBy = "replaced_by"
 	fieldHandler    = "handler"
@@ -76,6 +80,7 @@ func capabilityFields(c *manifest.Capability) []Field {
 		{fieldState, string(c.State)},
 		{fieldVisibility, string(c.Visibility)},
 		{fieldScopes, list(c.RequiresScopes)},
+		{fieldAnyOf, anyOf(c.RequiresAnyOf)},
 		{fieldTenants, tenants(c.Tenants)},
 		{fieldReplacedBy, c.ReplacedBy},
 		{fieldHandler, c.Handler},
@@ -95,6 +100,15 @@ func routing(r manifest.Routing) string {
 }
 
 func list(ss []string) string { return "[" + strings.Join(ss, " ") + "]" }
+
+// anyOf is requires_any_of as "[a] or [b c]", "" when there is none.
+func anyOf(alts [][]string) string {
+	parts := make([]string, len(alts))
+	for i, a := range alts {
+		parts[i] = list(a)
+	}
+	return strings.Join(parts, " or ")
+}
 
 func tenants(t manifest.Tenants) string {
 	if t.All {
@@ -120,9 +134,10 @@ var denyPackage = regexp.MustCompile(`(?m)^package\s+capgate\.deny\.([A-Za-z0-9_
 // settings and its deny modules (by package, each a hash of its sources).
 // The auth fields a snapshot does not carry are added by AddAuth.
 func FactsOf(s *compile.Snapshot) *Facts {
-	f := &Facts{Capabilities: map[string][]Field{}}
+	f := &Facts{Capabilities: map[string][]Field{}, runs: map[string]runFacts{}}
 	for _, c := range s.Registry.All() {
 		f.Capabilities[c.ID] = capabilityFields(&c)
+		f.runs[c.ID] = runFactsOf(&c)
 	}
 	f.Config = append(f.Config,
 		Field{fieldPreviewScope, s.Settings.PreviewScope},
@@ -249,7 +264,7 @@ func compareFields(capability string, a, b []Field) []FieldChange {
 var families = map[string]struct{ capability, config []string }{
 	"state":      {[]string{fieldState, fieldReplacedBy}, []string{fieldPreviewScope, fieldPreviewTenants}},
 	"visibility": {[]string{fieldVisibility}, nil},
-	"scope":      {[]string{fieldScopes}, []string{fieldScopesClaim}},
+	"scope":      {[]string{fieldScopes, fieldAnyOf}, []string{fieldScopesClaim}},
 	"tenant":     {[]string{fieldTenants}, []string{fieldTenantClaim}},
 	"auth":       {nil, []string{fieldAnonymousPublic, fieldIssuers}},
 }
@@ -348,6 +363,7 @@ const (
 	callersAnonymous = "anonymous"
 	callersAll       = "every authenticated caller"
 	callersSome      = "some callers"
+	callersNone      = "no class reviewed"
 )
 
 func riskOf(c CellChange, class Class, visibility string) Risk {

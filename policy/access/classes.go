@@ -24,7 +24,9 @@ const OtherTenant = "other-tenant"
 //   - anonymous: no token;
 //   - authenticated: a token without scopes or tenant;
 //   - scopes:S, one per distinct non-empty requires_scopes set S of some
-//     manifest, with no tenant;
+//     manifest, with no tenant; for a manifest with requires_any_of, one per
+//     alternative A instead, S = requires_scopes ∪ A (each set that grants
+//     it);
 //   - all-scopes: the union of every required scope, no tenant (when it
 //     differs from every single set);
 //   - tenant:T, one per tenant T that a manifest lists or that is a preview
@@ -49,12 +51,13 @@ func Derive(snaps ...*compile.Snapshot) []Class {
 			tenants[t] = true
 		}
 		for _, c := range s.Registry.All() {
-			set := slices.Compact(slices.Sorted(slices.Values(c.RequiresScopes)))
-			if len(set) > 0 {
-				scopeSets[strings.Join(set, " ")] = set
-			}
-			for _, sc := range set {
-				all[sc] = true
+			for _, set := range c.ScopeSets() {
+				if len(set) > 0 {
+					scopeSets[strings.Join(set, " ")] = set
+				}
+				for _, sc := range set {
+					all[sc] = true
+				}
 			}
 			for _, t := range c.Tenants.List {
 				tenants[t] = true

@@ -63,6 +63,10 @@ type Diff struct {
 	// Gained is in risk order: grouped by capability, the capability
 	// with the riskiest gain first (see GainGroups).
 	Gained, Lost []CellChange
+	// Guards are the capabilities that run with less care in the head
+	// (routing mode downgraded, destructive tag removed, a limit raised or
+	// removed), riskiest first: risks like gains.
+	Guards []Guard
 	// Provenance says where the report came from; reports print it when
 	// set.
 	Provenance Provenance
@@ -71,8 +75,12 @@ type Diff struct {
 
 // Empty reports whether nothing changed.
 func (d *Diff) Empty() bool {
-	return len(d.Capabilities) == 0 && len(d.Config) == 0 && len(d.Gained) == 0 && len(d.Lost) == 0
+	return len(d.Capabilities) == 0 && len(d.Config) == 0 && len(d.Gained) == 0 && len(d.Lost) == 0 && len(d.Guards) == 0
 }
+
+// Risky reports whether the change gains access or loosens a guard: what
+// a review must look at (access diff fails on it unless allowed).
+func (d *Diff) Risky() bool { return len(d.Gained) > 0 || len(d.Guards) > 0 }
 
 // Compare diffs two matrices of the same classes (matched by name). A
 // capability one side lacks is refused there with capability.unknown.
@@ -117,6 +125,32 @@ func Compare(base, head *Matrix) (*Diff, error) {
 		if capChange != nil {
 			d.Capabilities = append(d.Capabilities, *capChange)
 		}
+		if col.Base >= 0 && col.Head >= 0 {
+			var bf, hf *runFacts
+			if facts {
+				if r, ok := base.Facts.runs[col.ID]; ok {
+					bf = &r
+				}
+				if r, ok := head.Facts.runs[col.ID]; ok {
+					hf = &r
+				}
+			}
+			for _, g := range guards(col.ID, &base.Capabilities[col.Base], &head.Capabilities[col.Head], bf, hf) {
+				// The risk of the widest class entitled in the head: who
+				// now runs it with less care.
+				g.Risk = Risk{Runs: true, Visibility: visibility, Callers: callersNone}
+				for i, class := range head.Classes {
+					if !granted(head, i, col.Head)[1] {
+						continue
+					}
+					g.Callers = append(g.Callers, class.Name)
+					if r := riskOf(CellChange{Head: Cell{Entitled: true}}, class, visibility); len(g.Callers) == 1 || compareRisk(r, g.Risk) < 0 {
+						g.Risk = r
+					}
+				}
+				d.Guards = append(d.Guards, g)
+			}
+		}
 		for i, class := range head.Classes {
 			if granted(base, i, col.Base) == granted(head, i, col.Head) {
 				continue
@@ -136,6 +170,7 @@ func Compare(base, head *Matrix) (*Diff, error) {
 		}
 	}
 	rankGains(d.Gained, classOrder)
+	slices.SortStableFunc(d.Guards, compareGuards)
 	return d, nil
 }
 

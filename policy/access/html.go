@@ -22,6 +22,7 @@ type htmlReport struct {
 	Diff            bool
 	Changed         []string    // diff: what changed
 	Groups          []htmlGroup // diff: gains by capability, riskiest first
+	Guards          []string    // diff: loosened guards, riskiest first
 	Lost            []htmlLoss  // diff: the lost cells
 	Columns         []htmlColumn
 	Rows            []htmlRow
@@ -144,6 +145,9 @@ func WriteDiffHTML(w io.Writer, base, head *Matrix, d *Diff) error {
 			hg.Gains = append(hg.Gains, fmt.Sprintf("%s: %s → %s (%s)", c.Class, c.Base.Level(), c.Head.Level(), c.Risk))
 		}
 		r.Groups = append(r.Groups, hg)
+	}
+	for _, g := range d.Guards {
+		r.Guards = append(r.Guards, g.String()+"; entitled in head: "+orNone(strings.Join(g.Callers, ", ")))
 	}
 	for _, c := range d.Lost {
 		r.Lost = append(r.Lost, htmlLoss{Line: c.lossLine(), Class: c.Class, Capability: c.Capability,

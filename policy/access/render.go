@@ -280,6 +280,13 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 			}
 		}
 	}
+	if len(d.Guards) > 0 {
+		_, _ = fmt.Fprintln(bw, "\nloosened guards (how a skill runs), riskiest first:")
+		for _, g := range d.Guards {
+			_, _ = fmt.Fprintf(bw, "  %s\n", g)
+			_, _ = fmt.Fprintf(bw, "      entitled in head: %s\n", orNone(strings.Join(g.Callers, ", ")))
+		}
+	}
 	if len(d.Lost) > 0 {
 		_, _ = fmt.Fprintln(bw, "\nlost:")
 		for _, c := range d.Lost {
@@ -291,8 +298,16 @@ func WriteDiffText(w io.Writer, d *Diff) error {
 }
 
 func (d *Diff) counts() string {
-	return fmt.Sprintf("%d gained, %d lost, %d %s and %d %s changed", len(d.Gained), len(d.Lost),
+	return fmt.Sprintf("%d gained, %d lost, %s%d %s and %d %s changed", len(d.Gained), len(d.Lost), d.guardCount(),
 		len(d.Capabilities), plural(len(d.Capabilities), "capability", "capabilities"), len(d.Config), plural(len(d.Config), "config field", "config fields"))
+}
+
+// guardCount is "2 guards loosened, " ("" when none).
+func (d *Diff) guardCount() string {
+	if len(d.Guards) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d %s loosened, ", len(d.Guards), plural(len(d.Guards), "guard", "guards"))
 }
 
 // heading is "purge-invoice-cache (internal, ga; owner finance-platform-team):
@@ -396,7 +411,11 @@ func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 		_, _ = fmt.Fprintln(bw, "No change in who can see or run what.")
 		return bw.Flush()
 	}
-	_, _ = fmt.Fprintf(bw, "**%s.\n", strings.Replace(d.counts(), " gained", " gained**", 1))
+	line := strings.Replace(d.counts(), " gained", " gained**", 1)
+	if g := d.guardCount(); g != "" {
+		line = strings.Replace(line, g, "**"+strings.TrimSuffix(g, ", ")+"**, ", 1)
+	}
+	_, _ = fmt.Fprintf(bw, "**%s.\n", line)
 	if len(d.Capabilities) > 0 || len(d.Config) > 0 {
 		_, _ = fmt.Fprintln(bw, "\n#### What changed\n\n| where | change |\n|---|---|")
 		for _, c := range d.Capabilities {
@@ -418,6 +437,12 @@ func WriteDiffMarkdown(w io.Writer, d *Diff) error {
 				_, _ = fmt.Fprintf(bw, "| %s | %s | %s %s | **%s** %s |\n", mdCell(c.Class), mdCell(c.Risk.String()),
 					c.Base.Level(), mdCode(c.Base.Rule()), c.Head.Level(), mdCode(c.Head.Rule()))
 			}
+		}
+	}
+	if len(d.Guards) > 0 {
+		_, _ = fmt.Fprintln(bw, "\n#### Loosened guards (how a skill runs), riskiest first\n\n| capability | change | effect | risk | entitled in head |\n|---|---|---|---|---|")
+		for _, g := range d.Guards {
+			_, _ = fmt.Fprintf(bw, "| %s | %s | %s | %s | %s |\n", mdCode(g.Capability), mdCode(g.Cause.String()), mdCell(g.Effect), mdCell(g.Risk.String()), mdCell(orNone(strings.Join(g.Callers, ", "))))
 		}
 	}
 	if len(d.Lost) > 0 {
@@ -526,5 +551,25 @@ func WriteDiffJSON(w io.Writer, d *Diff) error {
 		Gained       []cellChangeJSON `json:"gained"`
 		GainGroups   []gainGroupJSON  `json:"gained_by_capability"`
 		Lost         []cellChangeJSON `json:"lost"`
-	}{d.Provenance.json(), d.BaseName, d.HeadName, d.BaseRevision, d.HeadRevision, classesJSON(d.Classes), caps, nonNilFields(d.Config), changes(d.Gained, true), groups, changes(d.Lost, false)})
+		Guards       []guardJSON      `json:"loosened_guards"`
+	}{d.Provenance.json(), d.BaseName, d.HeadName, d.BaseRevision, d.HeadRevision, classesJSON(d.Classes), caps, nonNilFields(d.Config), changes(d.Gained, true), groups, changes(d.Lost, false), guardsJSON(d.Guards)})
+}
+
+type guardJSON struct {
+	Capability  string    `json:"capability"`
+	Kind        GuardKind `json:"kind"`
+	Destructive bool      `json:"destructive"`
+	Cause       fieldJSON `json:"cause"`
+	Effect      string    `json:"effect"`
+	Risk        Risk      `json:"risk"`
+	Callers     []string  `json:"entitled_in_head"`
+	Summary     string    `json:"summary"`
+}
+
+func guardsJSON(gs []Guard) []guardJSON {
+	out := make([]guardJSON, len(gs))
+	for i, g := range gs {
+		out[i] = guardJSON{g.Capability, g.Kind, g.Destructive, nonNilFields([]FieldChange{g.Cause})[0], g.Effect, g.Risk, append([]string{}, g.Callers...), g.String()}
+	}
+	return out
 }

@@ -93,7 +93,7 @@ func Build(cfg *config.Config, caps []manifest.Capability, opts Options) *a2a.Ag
 		byID := capsByID(caps)
 		for i := range c.Skills {
 			if m := byID[c.Skills[i].ID]; m != nil {
-				c.Skills[i].SecurityRequirements = schemes.skillRequirements(m.RequiresScopes)
+				c.Skills[i].SecurityRequirements = schemes.capabilityRequirements(m)
 			}
 		}
 	}

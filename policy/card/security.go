@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -94,7 +95,7 @@ func neededScopes(caps []manifest.Capability) map[string][]string {
 		if m.State == manifest.StateRemoved {
 			continue
 		}
-		for _, sc := range m.RequiresScopes {
+		for _, sc := range slices.Concat(m.ScopeSets()...) { // requires_scopes and every alternative's
 			if !slices.Contains(out[sc], m.ID) {
 				out[sc] = append(out[sc], m.ID)
 				slices.Sort(out[sc])
@@ -147,6 +148,26 @@ func (ss schemeSet) skillRequirements(scopes []string) a2a.SecurityRequirementsO
 			out = append(out, a2a.SecurityRequirements{s.name: a2a.SecuritySchemeScopes{}})
 		case len(s.scopes) == 0 || !slices.ContainsFunc(scopes, func(sc string) bool { return !slices.Contains(s.scopes, sc) }):
 			out = append(out, a2a.SecurityRequirements{s.name: a2a.SecuritySchemeScopes(slices.Clone(scopes))})
+		}
+	}
+	return out
+}
+
+// capabilityRequirements are a capability's: skillRequirements for each scope set that grants
+// it (requires_scopes, or requires_scopes with each requires_any_of alternative), OR'ed in one
+// list without repeats, so a capability admins or shift leads may run lists both. Nil when any
+// set yields nil (the card's requirements apply).
+func (ss schemeSet) capabilityRequirements(m *manifest.Capability) a2a.SecurityRequirementsOptions {
+	var out a2a.SecurityRequirementsOptions
+	for _, set := range m.ScopeSets() {
+		reqs := ss.skillRequirements(set)
+		if reqs == nil {
+			return nil
+		}
+		for _, r := range reqs {
+			if !slices.ContainsFunc(out, func(o a2a.SecurityRequirements) bool { return reflect.DeepEqual(o, r) }) {
+				out = append(out, r)
+			}
 		}
 	}
 	return out

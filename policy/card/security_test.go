@@ -208,3 +208,30 @@ func TestGRPCInterfaceURL(t *testing.T) {
 		[]string{c.SupportedInterfaces[0].URL, c.SupportedInterfaces[1].URL, c.SupportedInterfaces[2].URL})
 	require.Equal(t, "https://edge.example.com/rpc", card.V03(c).URL, "the 0.3 card's url is the JSON-RPC interface")
 }
+
+// TestSecurityRequirementsAnyOf: a capability with requires_any_of lists one requirement per
+// alternative on each scheme that carries scopes (an OR of ANDs), the shared bearer scheme once,
+// and the oauth2 flow names the alternatives' scopes.
+func TestSecurityRequirementsAnyOf(t *testing.T) {
+	cfg := oauthConfig(config.SecurityRequirementsProto)
+	cfg.Auth.Issuers[0].Scopes = nil // the token endpoint may grant any scope
+	recon := reconcileInvoice()
+	recon.RequiresScopes = []string{"recon.run"}
+	recon.RequiresAnyOf = [][]string{{"recon.admin"}, {"recon.lead", "recon.shift"}}
+	c := card.Build(cfg, []manifest.Capability{recon}, card.Options{})
+	require.Len(t, c.Skills, 1)
+	empty := a2a.SecuritySchemeScopes{}
+	require.Equal(t, a2a.SecurityRequirementsOptions{
+		{card.BearerSchemeName: empty},
+		{card.OAuth2SchemeName: {"recon.admin", "recon.run"}},
+		{card.OIDCSchemeName: {"recon.admin", "recon.run"}},
+		{card.OAuth2SchemeName: {"recon.lead", "recon.run", "recon.shift"}},
+		{card.OIDCSchemeName: {"recon.lead", "recon.run", "recon.shift"}},
+	}, c.Skills[0].SecurityRequirements)
+	oauth, ok := c.SecuritySchemes[card.OAuth2SchemeName].(a2a.OAuth2SecurityScheme)
+	require.True(t, ok)
+	flow, ok := oauth.Flows.(a2a.ClientCredentialsOAuthFlow)
+	require.True(t, ok)
+	require.Contains(t, flow.Scopes, "recon.admin")
+	require.Contains(t, flow.Scopes, "recon.shift")
+}

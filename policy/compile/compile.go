@@ -277,6 +277,9 @@ func profileOf(c *manifest.Capability) (string, map[string]any) {
 		"requires_scopes": scopes,
 		"tenants":         tenants,
 	}
+	if alts := anyOfValue(c.RequiresAnyOf); alts != nil {
+		p["requires_any_of"] = alts // only when given: keys of other profiles stay as they were
+	}
 	b, _ := json.Marshal(p) // maps of strings and string slices always marshal
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8]), p
@@ -300,6 +303,12 @@ func (pr *profiler) of(c *manifest.Capability) (string, map[string]any) {
 	b = appendStringKey(b, string(c.Visibility))
 	for _, s := range c.RequiresScopes {
 		b = appendStringKey(append(b, 'S'), s)
+	}
+	for _, alt := range c.RequiresAnyOf {
+		b = append(b, 'A')
+		for _, s := range alt {
+			b = appendStringKey(append(b, 'a'), s)
+		}
 	}
 	if c.Tenants.All {
 		b = append(b, '*')
@@ -342,6 +351,9 @@ func appendFacts(dst []fact, c *manifest.Capability, profile string) []fact {
 	if c.ReplacedBy != "" {
 		dst = append(dst, fact{"replaced_by", c.ReplacedBy})
 	}
+	if alts := anyOfValue(c.RequiresAnyOf); alts != nil {
+		dst = append(dst, fact{"requires_any_of", alts})
+	}
 	return append(dst,
 		fact{"requires_scopes", nonNil(c.RequiresScopes)},
 		fact{"state", string(c.State)},
@@ -349,6 +361,20 @@ func appendFacts(dst []fact, c *manifest.Capability, profile string) []fact {
 		fact{"tenants", tenantsValue(c.Tenants)},
 		fact{"visibility", string(c.Visibility)},
 	)
+}
+
+// anyOfValue is requires_any_of as the policy reads it: each alternative
+// sorted and deduplicated, the alternatives in the manifest's order; nil
+// when there are none (the fact is then left out).
+func anyOfValue(alts [][]string) [][]string {
+	if len(alts) == 0 {
+		return nil
+	}
+	out := make([][]string, len(alts))
+	for i, a := range alts {
+		out[i] = slices.Compact(slices.Sorted(slices.Values(a)))
+	}
+	return out
 }
 
 func tenantsValue(t manifest.Tenants) any {

@@ -154,6 +154,12 @@ func (in *interner) facts(fs []fact) (*ast.Term, error) {
 			v = in.str(x)
 		case []string:
 			v = in.stringList(x)
+		case [][]string: // requires_any_of
+			elems := make([]*ast.Term, len(x))
+			for i, l := range x {
+				elems[i] = in.stringList(l)
+			}
+			v = ast.NewTerm(ast.NewArray(elems...))
 		case map[string]any: // limits: small, and only where a manifest sets them
 			plain, err := plainJSON(x)
 			if err != nil {

@@ -20,6 +20,7 @@ type wireCapability struct {
 	ReplacedBy     string           `json:"replaced_by,omitempty"`
 	Skill          wireSkill        `json:"skill"`
 	RequiresScopes []string         `json:"requires_scopes"`
+	RequiresAnyOf  [][]string       `json:"requires_any_of,omitempty"`
 	Tenants        json.RawMessage  `json:"tenants"`
 	Handler        string           `json:"handler"`
 	Limits         map[string]any   `json:"limits,omitempty"`
@@ -71,6 +72,9 @@ func toWire(c *manifest.Capability) map[string]any {
 	}
 	if c.ReplacedBy != "" {
 		w["replaced_by"] = c.ReplacedBy
+	}
+	if len(c.RequiresAnyOf) > 0 {
+		w["requires_any_of"] = c.RequiresAnyOf
 	}
 	if len(c.Limits) > 0 {
 		w["limits"] = c.Limits
@@ -138,6 +142,7 @@ func fromWire(key string, v any) (manifest.Capability, error) {
 			DataSchemas: schemas,
 		},
 		RequiresScopes: w.RequiresScopes,
+		RequiresAnyOf:  w.RequiresAnyOf,
 		Tenants:        t,
 		Handler:        w.Handler,
 		Limits:         w.Limits,

@@ -87,19 +87,37 @@ func scopeWarnings(cfg *config.Config, reg *manifest.Registry) []string {
 		known = append(known, s)
 	}
 	sort.Strings(known)
-	users := map[string][]*manifest.Capability{}
+	// A scope's users, each with the field that requires it: one use per
+	// capability (requires_scopes first, then requires_any_of).
+	type use struct {
+		c     *manifest.Capability
+		field string
+		line  int
+	}
+	users := map[string][]use{}
 	for i := range reg.All() {
 		c := &reg.All()[i]
+		add := func(s, field string, line int) {
+			if u := users[s]; len(u) > 0 && u[len(u)-1].c == c {
+				return
+			}
+			users[s] = append(users[s], use{c, field, line})
+		}
 		for _, s := range c.RequiresScopes {
-			users[s] = append(users[s], c)
+			add(s, "requires_scopes", c.Source.ScopesLine)
+		}
+		for _, alt := range c.RequiresAnyOf {
+			for _, s := range alt {
+				add(s, "requires_any_of", c.Source.AnyOfLine)
+			}
 		}
 	}
 	var out []diag.Problem
-	for s, cs := range users {
-		if len(cs) == 1 && !granted[s] {
-			c := cs[0]
-			out = append(out, diag.Problem{File: c.Source.File, Line: c.Source.ScopesLine, Field: "requires_scopes",
-				Message: fmt.Sprintf("scope %q is required by %s only and granted by nothing the config knows%s (list the scopes your issuers grant in auth.issuers[].scopes or auth.known_scopes)", s, c.ID, scopeHint(s, known))})
+	for s, us := range users {
+		if len(us) == 1 && !granted[s] {
+			u := us[0]
+			out = append(out, diag.Problem{File: u.c.Source.File, Line: u.line, Field: u.field,
+				Message: fmt.Sprintf("scope %q is required by %s only and granted by nothing the config knows%s (list the scopes your issuers grant in auth.issuers[].scopes or auth.known_scopes)", s, u.c.ID, scopeHint(s, known))})
 		}
 	}
 	return problemStrings(out)

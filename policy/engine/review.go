@@ -29,7 +29,7 @@ denials := data.capgate.authz._denials`
 // Review is one caller's decisions over the whole registry, with the same
 // reasons Explain gives, computed the way the visible and entitled sets
 // are: the reason rules are evaluated once per profile (capabilities with
-// equal state, visibility, requires_scopes and tenants) and the deny
+// equal state, visibility, requires_scopes, requires_any_of and tenants) and the deny
 // modules' refusals are applied per id. A review costs one small
 // evaluation, whatever the registry's size; a capability's decision is
 // assembled when asked for. It is immutable and safe for concurrent use.

@@ -21,7 +21,7 @@ var idRE = regexp.MustCompile(IDPattern)
 
 // Field names of the manifest format, in documentation order.
 var (
-	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "tenants", "handler", "enforced_limits", "limits", "owner", "routing"}
+	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "requires_any_of", "tenants", "handler", "enforced_limits", "limits", "owner", "routing"}
 	routingFields = []string{"mode", "min_confidence"}
 	skillFields   = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
 	states        = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
@@ -131,6 +131,10 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 	if c.RequiresScopes == nil {
 		c.RequiresScopes = []string{}
 	}
+	if f, ok := fields["requires_any_of"]; ok {
+		c.Source.AnyOfLine = f.Value.Line
+		c.RequiresAnyOf = d.anyOf(f, c.RequiresScopes)
+	}
 
 	if f, ok := fields["tenants"]; ok {
 		c.Tenants = d.tenants(f)
@@ -166,6 +170,73 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 	}
 	p.idLine, p.replacedByLine, p.handlerLine = d.lines["id"], d.lines["replaced_by"], d.lines["handler"]
 	return p
+}
+
+// anyOf reads requires_any_of: a list of at least two alternatives, each a
+// non-empty list of scopes (the caller needs every scope of one of them,
+// besides requires_scopes). An alternative that requires_scopes already
+// holds in full would make the others pointless, and a repeated one is a
+// copy-paste slip: both are errors.
+func (d *decoder) anyOf(f yamlnode.Pair, all []string) [][]string {
+	const field = "requires_any_of"
+	const want = "want a list of alternatives, each a list of scopes (requires_any_of: [[fleet.admin], [fleet.dispatch, fleet.shift_lead]])"
+	n := yamlnode.Resolve(f.Value)
+	if n.Kind != yaml.SequenceNode {
+		d.add(f.Value.Line, field, "%s, got %s", want, yamlnode.KindName(n))
+		return nil
+	}
+	switch len(n.Content) {
+	case 0:
+		d.add(n.Line, field, "empty list: list at least two alternatives, or leave the field out")
+		return nil
+	case 1:
+		d.add(n.Line, field, "one alternative is no choice: list its scopes under requires_scopes, or add another alternative")
+		return nil
+	}
+	var out [][]string
+	seen := map[string]int{}
+	for i, c := range n.Content {
+		entry := yamlnode.Index(field, i)
+		r := yamlnode.Resolve(c)
+		if r.Kind != yaml.SequenceNode {
+			d.add(c.Line, entry, "want a list of scopes (an alternative), got %s", yamlnode.KindName(r))
+			continue
+		}
+		list, ok := d.strList(yamlnode.Pair{KeyN: f.KeyN, Value: c}, entry)
+		if !ok {
+			continue
+		}
+		if len(list) == 0 {
+			d.add(c.Line, entry, "empty alternative: it would grant every caller; list its scopes")
+			continue
+		}
+		valid := true
+		for j, s := range list {
+			switch {
+			case s == "":
+				d.add(r.Content[j].Line, yamlnode.Index(entry, j), "empty scope")
+				valid = false
+			case strings.IndexFunc(s, unicode.IsSpace) >= 0:
+				d.add(r.Content[j].Line, yamlnode.Index(entry, j), "%q contains whitespace: list each scope separately", s)
+				valid = false
+			}
+		}
+		if !valid {
+			continue
+		}
+		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(list))), " ")
+		if first, dup := seen[key]; dup {
+			d.add(c.Line, entry, "the same alternative as %s", yamlnode.Index(field, first))
+			continue
+		}
+		seen[key] = i
+		if holdsAll(all, list) {
+			d.add(c.Line, entry, "requires_scopes already holds every scope of this alternative, so every entitled caller holds it and the other alternatives add nothing: move the scopes the alternatives share to requires_scopes")
+			continue
+		}
+		out = append(out, list)
+	}
+	return out
 }
 
 // enforcedLimits reads enforced_limits: the limits capgate enforces itself,

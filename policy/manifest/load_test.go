@@ -64,7 +64,7 @@ func TestLoadInvalid(t *testing.T) {
 		"syntax-error":                `capabilities/syntax-error.yaml:5: syntax error: did not find expected ',' or ']' (in the block from line 4)`,
 		"two-documents":               `capabilities/two-documents.yaml:15: more than one document: put one document in each file`,
 		"undefined-handler":           `capabilities/undefined-handler.yaml:13: handler: "invoices.find" is not defined in the deployment config (handlers)`,
-		"unknown-field":               `capabilities/unknown-field.yaml:14: colour: unknown field; known fields are id, state, visibility, replaced_by, skill, requires_scopes, tenants, handler, enforced_limits, limits, owner, routing`,
+		"unknown-field":               `capabilities/unknown-field.yaml:14: colour: unknown field; known fields are id, state, visibility, replaced_by, skill, requires_scopes, requires_any_of, tenants, handler, enforced_limits, limits, owner, routing`,
 		"unknown-replaced-by":         `capabilities/unknown-replaced-by.yaml:3: replaced_by: "lookup-invoice-v2" is not a capability id in this registry`,
 		"unknown-skill-field":         `capabilities/unknown-skill-field.yaml:9: skill.input_modes: unknown field; did you mean inputModes?`,
 		"wildcard-media-type":         `capabilities/wildcard-media-type.yaml:10: skill.outputModes[0]: "*/*" is a wildcard: list each concrete media type (want type/subtype, e.g. application/pdf)`,

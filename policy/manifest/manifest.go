@@ -3,6 +3,7 @@
 package manifest
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/capgate/capgate/policy/diag"
@@ -32,16 +33,20 @@ const (
 // Capability is one manifest: a skill and the server-side facts about it.
 // Only Skill (plus ID) ever reaches a card.
 type Capability struct {
-	ID             string         `json:"id"`
-	State          State          `json:"state"`
-	Visibility     Visibility     `json:"visibility"`
-	ReplacedBy     string         `json:"replaced_by,omitempty"`
-	Skill          Skill          `json:"skill"`
-	RequiresScopes []string       `json:"requires_scopes"`
-	Tenants        Tenants        `json:"tenants"`
-	Handler        string         `json:"handler"`
-	Limits         map[string]any `json:"limits,omitempty"`
-	Owner          string         `json:"owner,omitempty"`
+	ID             string     `json:"id"`
+	State          State      `json:"state"`
+	Visibility     Visibility `json:"visibility"`
+	ReplacedBy     string     `json:"replaced_by,omitempty"`
+	Skill          Skill      `json:"skill"`
+	RequiresScopes []string   `json:"requires_scopes"`
+	// RequiresAnyOf are alternative scope sets (manifest requires_any_of):
+	// besides every scope of RequiresScopes, the caller must hold every
+	// scope of at least one of them. Empty when the manifest has none.
+	RequiresAnyOf [][]string     `json:"requires_any_of,omitempty"`
+	Tenants       Tenants        `json:"tenants"`
+	Handler       string         `json:"handler"`
+	Limits        map[string]any `json:"limits,omitempty"`
+	Owner         string         `json:"owner,omitempty"`
 	// Routing is how the router may choose the capability for a message
 	// (server-side only: never in a card).
 	Routing Routing `json:"routing,omitzero"`
@@ -124,12 +129,54 @@ type Source struct {
 	Line int    // line of the document start (YAML), 0 when unknown
 	// ScopesLine is the line of requires_scopes' value, 0 when absent.
 	ScopesLine int
+	// AnyOfLine is the line of requires_any_of's value, 0 when absent.
+	AnyOfLine int
 }
 
 // Routable reports whether the state allows execution at all
 // (preview still needs an opted-in caller).
 func (c *Capability) Routable() bool {
 	return c.State == StatePreview || c.State == StateGA || c.State == StateDeprecated
+}
+
+// ScopeSets are the scope sets that each grant the capability (an OR of
+// ANDs, as OpenAPI and A2A security requirements are): requires_scopes
+// alone, or requires_scopes ∪ A for each alternative A of requires_any_of.
+// Each set is sorted and deduplicated.
+func (c *Capability) ScopeSets() [][]string {
+	if len(c.RequiresAnyOf) == 0 {
+		return [][]string{slices.Compact(slices.Sorted(slices.Values(c.RequiresScopes)))}
+	}
+	out := make([][]string, len(c.RequiresAnyOf))
+	for i, alt := range c.RequiresAnyOf {
+		out[i] = slices.Compact(slices.Sorted(slices.Values(slices.Concat(c.RequiresScopes, alt))))
+	}
+	return out
+}
+
+// ScopesFor returns the scopes the capability requires of a caller holding
+// held: requires_scopes and every alternative of requires_any_of the caller
+// holds in full (the alternatives that grant it), deduplicated and sorted.
+// A caller holding no alternative gets requires_scopes alone (and is not
+// entitled: the policy decides that, this only names the scopes).
+func (c *Capability) ScopesFor(held []string) []string {
+	out := append([]string(nil), c.RequiresScopes...)
+	for _, alt := range c.RequiresAnyOf {
+		if holdsAll(held, alt) {
+			out = append(out, alt...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func holdsAll(held, want []string) bool {
+	for _, w := range want {
+		if !slices.Contains(held, w) {
+			return false
+		}
+	}
+	return true
 }
 
 // Registry is a validated set of capabilities, sorted by id. Its

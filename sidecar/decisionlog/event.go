@@ -41,6 +41,9 @@ var regoRules = map[string]string{
 
 // RegoRule names the Rego rule behind a reason such as "scope.missing".
 func RegoRule(reason string) string {
+	if strings.HasPrefix(reason, "scope.any_of_") {
+		return "data.capgate.authz._any_of_reasons" // requires_any_of's own reasons
+	}
 	prefix, _, _ := strings.Cut(reason, ".")
 	if r, ok := regoRules[prefix]; ok {
 		return r

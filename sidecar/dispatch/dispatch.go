@@ -168,8 +168,9 @@ func (d *Dispatcher) recheck(ctx context.Context, call *operation.Call, rt *rout
 	return m, dec.Limits, nil
 }
 
-// grantedScopes is the caller's scopes ∩ the capability's requires_scopes,
-// sorted; never nil, so reports show an empty list rather than null.
+// grantedScopes is the caller's scopes ∩ the scopes the capability requires
+// of it (requires_scopes and the requires_any_of alternatives it holds, see
+// manifest.Capability.ScopesFor), sorted; never nil, so reports show an empty list rather than null.
 func grantedScopes(callerScopes, required []string) []string {
 	if s := delegation.Narrow(callerScopes, required); s != nil {
 		return s

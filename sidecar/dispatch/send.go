@@ -305,7 +305,7 @@ type invocation struct {
 // handlerRequest builds the call to the capability's handler with the
 // caller's downscoped credential.
 func (d *Dispatcher) handlerRequest(ctx context.Context, call *operation.Call, m *manifest.Capability, limits map[string]any, params jsontext.Value) (invocation, *protocol.Error) {
-	scopes := grantedScopes(call.Principal.Scopes, m.RequiresScopes)
+	scopes := grantedScopes(call.Principal.Scopes, m.ScopesFor(call.Principal.Scopes))
 	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes, Limits: limits})
 	if err != nil {
 		perr := protocol.Wrap(protocol.Unauthorized, err, "a credential for the handler could not be obtained")

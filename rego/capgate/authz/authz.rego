@@ -99,7 +99,17 @@ _required_scopes(cap) := {s | some s in object.get(cap, "requires_scopes", [])} 
 
 _missing_scopes(cap) := _required_scopes(cap) - _caller_scopes
 
-_scope_reasons(cap) := {_grant("scope.none_required")} if count(_required_scopes(cap)) == 0
+_scope_reasons(cap) := {_grant("scope.none_required")} if {
+	count(_required_scopes(cap)) == 0
+	_no_alternatives(cap)
+}
+
+# With alternatives and no requires_scopes, the alternatives' reasons alone
+# say why (scope.any_of_held / scope.any_of_missing).
+_scope_reasons(cap) := set() if {
+	count(_required_scopes(cap)) == 0
+	not _no_alternatives(cap)
+}
 
 _scope_reasons(cap) := {_grant_detail("scope.held", concat(" ", sort(_required_scopes(cap))))} if {
 	count(_required_scopes(cap)) > 0
@@ -111,6 +121,58 @@ _scope_reasons(cap) := {_refuse_detail("scope.missing", s) | some s in _missing_
 }
 
 _scope_reasons(cap) := {_refuse("scope.invalid")} if not _scopes_valid(cap)
+
+# requires_any_of: alternative scope sets; besides requires_scopes the
+# caller must hold every scope of at least one. Absent, null or [] means
+# none; anything but a list of lists of strings is refused. Each alternative
+# the caller holds is a grant naming its scopes (the one that grants the
+# cell); when it holds none, each alternative is a refusal naming the
+# scopes it lacks there and the alternative ("fleet.shift_lead of
+# [fleet.dispatch fleet.shift_lead]").
+_declared_alternatives(cap) := object.get(cap, "requires_any_of", null)
+
+_no_alternatives(cap) if _declared_alternatives(cap) == null
+
+_no_alternatives(cap) if _declared_alternatives(cap) == []
+
+_alternatives_valid(cap) if _no_alternatives(cap)
+
+_alternatives_valid(cap) if {
+	alts := _declared_alternatives(cap)
+	is_array(alts)
+	every alt in alts {
+		is_array(alt)
+		every s in alt {
+			is_string(s)
+		}
+	}
+}
+
+_alternatives(cap) := [{s | some s in alt} | some alt in _declared_alternatives(cap)] if {
+	not _no_alternatives(cap)
+	_alternatives_valid(cap)
+}
+
+_alternative_held(cap) if {
+	some alt in _alternatives(cap)
+	count(alt - _caller_scopes) == 0
+}
+
+_any_of_reasons(cap) := set() if _no_alternatives(cap)
+
+_any_of_reasons(cap) := {_grant_detail("scope.any_of_held", concat(" ", sort(alt))) |
+	some alt in _alternatives(cap)
+	count(alt - _caller_scopes) == 0
+} if _alternative_held(cap)
+
+_any_of_reasons(cap) := {_refuse_detail("scope.any_of_missing", sprintf("%s of [%s]", [concat(" ", sort(alt - _caller_scopes)), concat(" ", sort(alt))])) |
+	some alt in _alternatives(cap)
+} if {
+	count(_alternatives(cap)) > 0
+	not _alternative_held(cap)
+}
+
+_any_of_reasons(cap) := {_refuse("scope.any_of_invalid")} if not _alternatives_valid(cap)
 
 _tenant_reasons(cap) := {_grant("tenant.any")} if cap.tenants == "*"
 
@@ -159,7 +221,7 @@ _visibility_reasons(cap) := {_grant("visibility.public")} if cap.visibility == "
 
 _visibility_reasons(cap) := {_refuse("visibility.internal")} if cap.visibility == "internal"
 
-_visibility_reasons(cap) := ({_grant("visibility.extended")} | _authenticated_reasons) | (_scope_reasons(cap) | _tenant_reasons(cap)) if {
+_visibility_reasons(cap) := ({_grant("visibility.extended")} | _authenticated_reasons) | ((_scope_reasons(cap) | _any_of_reasons(cap)) | _tenant_reasons(cap)) if {
 	cap.visibility == "extended"
 }
 
@@ -187,6 +249,7 @@ _anonymous_allowed(cap) if {
 	_settings.anonymous_public == true
 	cap.visibility == "public"
 	count(_required_scopes(cap)) == 0
+	_no_alternatives(cap)
 }
 
 _entitled_auth_reasons(_) := {_grant("auth.authenticated")} if _authenticated
@@ -201,13 +264,13 @@ _entitled_auth_reasons(cap) := {_refuse("auth.required")} if {
 	not _anonymous_allowed(cap)
 }
 
-_profile_entitled_reasons(p) := ((_state_reasons(p) | _entitled_auth_reasons(p)) | (_scope_reasons(p) | _tenant_reasons(p))) | _unknown_visibility_reasons(p)
+_profile_entitled_reasons(p) := ((_state_reasons(p) | _entitled_auth_reasons(p)) | ((_scope_reasons(p) | _any_of_reasons(p)) | _tenant_reasons(p))) | _unknown_visibility_reasons(p)
 
 _entitled_reasons(id, cap) := _profile_entitled_reasons(cap) | _deny_reasons(id)
 
 # --- profiles ------------------------------------------------------------------
-# Capabilities that share state, visibility, requires_scopes and tenants get
-# the same decision except for deny rules. The compiler groups them under
+# Capabilities that share state, visibility, requires_scopes, requires_any_of
+# and tenants get the same decision except for deny rules. The compiler groups them under
 # data.capgate.profiles and tags each capability with its profile key, so the
 # sets below evaluate the reason rules once per profile, not once per
 # capability. The reasons are the very same functions; only deny rules, which

@@ -768,3 +768,176 @@ test_profiles_deny_all if {
 		with data.capgate.profiles as profiles_of(profile_fixture)
 		with data.capgate.deny as deny
 }
+
+# --- any-of entitlements (requires_any_of) ----------------------------------------
+# Admins or shift leads may decommission: besides requires_scopes, the caller
+# needs every scope of one alternative.
+
+decommission := {
+	"state": "ga", "visibility": "extended", "requires_scopes": [], "tenants": "*",
+	"requires_any_of": [["fleet.admin"], ["fleet.dispatch", "fleet.shift_lead"]],
+}
+
+fleet_caller(scopes) := {"authenticated": true, "subject": "s", "tenant": "acme", "scopes": scopes}
+
+test_any_of_admin_entitled if {
+	d := decision_of(decommission, fleet_caller(["fleet.admin"]))
+	d.visible
+	d.allow
+	grant_detail("scope.any_of_held", "fleet.admin") in d.reasons.entitled
+	grant_detail("scope.any_of_held", "fleet.admin") in d.reasons.visible
+	not grant("scope.none_required") in d.reasons.entitled
+}
+
+test_any_of_shift_lead_entitled if {
+	d := decision_of(decommission, fleet_caller(["fleet.shift_lead", "fleet.dispatch"]))
+	d.allow
+	[r | some r in d.reasons.entitled; startswith(r.rule, "scope.")] == [grant_detail("scope.any_of_held", "fleet.dispatch fleet.shift_lead")]
+}
+
+test_any_of_both_alternatives_named if {
+	d := decision_of(decommission, fleet_caller(["fleet.admin", "fleet.dispatch", "fleet.shift_lead"]))
+	d.allow
+	[r | some r in d.reasons.entitled; startswith(r.rule, "scope.")] == [
+		grant_detail("scope.any_of_held", "fleet.admin"),
+		grant_detail("scope.any_of_held", "fleet.dispatch fleet.shift_lead"),
+	]
+}
+
+test_any_of_partial_alternative_refused if {
+	d := decision_of(decommission, fleet_caller(["fleet.dispatch"]))
+	not d.visible
+	not d.allow
+	refusals(d.reasons.entitled) == [
+		refuse_detail("scope.any_of_missing", "fleet.admin of [fleet.admin]"),
+		refuse_detail("scope.any_of_missing", "fleet.shift_lead of [fleet.dispatch fleet.shift_lead]"),
+	]
+}
+
+test_any_of_with_required_scopes if {
+	cap := object.union(decommission, {"requires_scopes": ["fleet.read"]})
+	d := decision_of(cap, fleet_caller(["fleet.admin"]))
+	not d.allow
+	refusals(d.reasons.entitled) == [refuse_detail("scope.missing", "fleet.read")]
+	d2 := decision_of(cap, fleet_caller(["fleet.admin", "fleet.read"]))
+	d2.allow
+	grant_detail("scope.held", "fleet.read") in d2.reasons.entitled
+	grant_detail("scope.any_of_held", "fleet.admin") in d2.reasons.entitled
+}
+
+test_any_of_not_anonymous_public if {
+	cap := object.union(decommission, {"visibility": "public"})
+	d := authz.decision with input as {"caller": anonymous, "capability": "x"}
+		with data.capgate.capabilities as {"x": cap}
+		with data.capgate.settings as {"anonymous_public": true}
+	d.visible
+	not d.allow
+	refuse("auth.required") in d.reasons.entitled
+}
+
+test_any_of_absent_null_or_empty_is_none if {
+	every alts in [null, []] {
+		d := decision_of(object.union(valid_cap, {"requires_any_of": alts}), partner)
+		d.allow
+		grant("scope.none_required") in d.reasons.entitled
+	}
+}
+
+test_any_of_invalid if {
+	every alts in ["fleet.admin", ["fleet.admin"], [["fleet.admin", 1]], {"a": ["b"]}] {
+		d := decision_of(object.union(valid_cap, {"requires_any_of": alts}), fleet_caller(["fleet.admin"]))
+		not d.allow
+		refusals(d.reasons.entitled) == [refuse("scope.any_of_invalid")]
+	}
+}
+
+# A sweep against the rule restated: the any-of shapes x requires_scopes x
+# visibility, for callers holding each combination of the scopes, decided
+# per capability and per profile.
+
+any_of_caps[id] := cap if {
+	some alts_name, alts in {"no-alts": null, "alts": [["a"], ["b", "c"]], "alts-overlap": [["a", "b"], ["b", "c"]]}
+	some scopes_name, scopes in {"no-scopes": [], "scopes-r": ["r"]}
+	some visibility in ["public", "extended"]
+	id := concat("/", [alts_name, scopes_name, visibility])
+	cap := {"id": id, "state": "ga", "visibility": visibility, "requires_scopes": scopes, "requires_any_of": alts, "tenants": "*"}
+}
+
+any_of_contexts contains ctx if {
+	some held in [[], ["a"], ["b"], ["c"], ["b", "c"], ["a", "b"], ["r"], ["a", "r"], ["b", "c", "r"], ["a", "b", "c", "r"]]
+	some authenticated in [true, false]
+	ctx := {
+		"note": sprintf("authenticated=%v scopes=%v", [authenticated, held]),
+		"caller": {"authenticated": authenticated, "subject": "s", "tenant": "", "scopes": held},
+		"settings": {"anonymous_public": true},
+	}
+}
+
+spec_any_of_held(cap, _) if cap.requires_any_of == null
+
+spec_any_of_held(cap, caller) if {
+	some alt in cap.requires_any_of
+	every s in alt {
+		s in caller.scopes
+	}
+}
+
+spec_any_of_entitled(cap, caller) if {
+	spec_scopes_held(cap, caller)
+	spec_any_of_held(cap, caller)
+	caller.authenticated
+}
+
+spec_any_of_entitled(cap, caller) if {
+	not caller.authenticated
+	cap.visibility == "public"
+	count(cap.requires_scopes) == 0
+	cap.requires_any_of == null
+}
+
+spec_any_of_visible(cap, _) if cap.visibility == "public"
+
+spec_any_of_visible(cap, caller) if {
+	caller.authenticated
+	spec_scopes_held(cap, caller)
+	spec_any_of_held(cap, caller)
+}
+
+any_of_profile_facts(cap) := object.union(profile_facts(cap), {"requires_any_of": cap.requires_any_of})
+
+any_of_profiled := {pid: object.union(cap, {"id": pid, "profile": json.marshal(any_of_profile_facts(cap))}) |
+	some id, cap in any_of_caps
+	some pid in [id, concat("", [id, "-twin"])]
+}
+
+any_of_profiles := {json.marshal(any_of_profile_facts(cap)): any_of_profile_facts(cap) | some cap in any_of_caps}
+
+any_of_failures(profiles) := {[ctx.note, profiles, diff] |
+	caps := {false: any_of_caps, true: any_of_profiled}[profiles]
+	some ctx in any_of_contexts
+	want_visible := {id | some id, cap in caps; spec_any_of_visible(cap, ctx.caller)}
+	want_entitled := {id | some id, cap in caps; spec_any_of_entitled(cap, ctx.caller)}
+	got_visible := authz.visible with input as {"caller": ctx.caller}
+		with data.capgate.capabilities as caps
+		with data.capgate.profiles as {false: {}, true: any_of_profiles}[profiles]
+		with data.capgate.settings as ctx.settings
+	got_entitled := authz.entitled with input as {"caller": ctx.caller}
+		with data.capgate.capabilities as caps
+		with data.capgate.profiles as {false: {}, true: any_of_profiles}[profiles]
+		with data.capgate.settings as ctx.settings
+	[want_visible, want_entitled] != [got_visible, got_entitled]
+	diff := {
+		"visible_missing": want_visible - got_visible, "visible_extra": got_visible - want_visible,
+		"entitled_missing": want_entitled - got_entitled, "entitled_extra": got_entitled - want_entitled,
+	}
+}
+
+test_any_of_design if no_diff("any-of: [caller, profiles, diff]", any_of_failures(false))
+
+test_any_of_design_profiles if no_diff("any-of (profiles): [caller, profiles, diff]", any_of_failures(true))
+
+test_any_of_design_size if {
+	count(any_of_caps) == 12
+	count(any_of_contexts) == 20
+	count({id | some id, _ in any_of_caps; id in authz.entitled with input as {"caller": fleet_caller(["b", "c"])} with data.capgate.capabilities as any_of_caps}) > 0
+}

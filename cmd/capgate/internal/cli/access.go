@@ -26,17 +26,19 @@ import (
 
 func runAccess(ctx context.Context, env Env, args []string) error {
 	if len(args) == 0 {
-		return usageErr("usage: capgate access matrix|diff|replay [flags]")
+		return usageErr("usage: capgate access matrix|diff|check|replay [flags]")
 	}
 	switch args[0] {
 	case "matrix":
 		return runAccessMatrix(ctx, env, args[1:])
 	case "diff":
 		return runAccessDiff(ctx, env, args[1:])
+	case "check":
+		return runAccessCheck(ctx, env, args[1:])
 	case "replay":
 		return runAccessReplay(ctx, env, args[1:])
 	}
-	return usageErr("unknown access command %q (want matrix, diff or replay)", args[0])
+	return usageErr("unknown access command %q (want matrix, diff, check or replay)", args[0])
 }
 
 // accessFlags are the flags matrix and diff share.
@@ -149,7 +151,7 @@ func runAccessDiff(ctx context.Context, env Env, args []string) error {
 	baseSpec := fs.String("base", "", "the deployment before the change")
 	headSpec := fs.String("head", "", "the deployment after the change")
 	cfgPath := fs.String("config", "", "for bundle sources: the config whose claim names read the callers file (default: the embedded finance example)")
-	allowGain := fs.Bool("allow-gain", false, "exit 0 even when a caller gains access")
+	allowGain := fs.Bool("allow-gain", false, "exit 0 even when a caller gains access or a guard of how a skill runs is loosened")
 	f := addAccessFlags(fs)
 	if err := parse(fs, args, 0); err != nil {
 		return err
@@ -212,8 +214,11 @@ func runAccessDiff(ctx context.Context, env Env, args []string) error {
 		func(w io.Writer) error { return access.WriteDiffHTML(w, bm, hm, d) }); err != nil {
 		return err
 	}
-	if len(d.Gained) > 0 && !*allowGain {
-		return checkFailed("%d cell(s) gained access: review them, then pass --allow-gain", len(d.Gained))
+	if d.Risky() && !*allowGain {
+		if len(d.Guards) == 0 {
+			return checkFailed("%d cell(s) gained access: review them, then pass --allow-gain", len(d.Gained))
+		}
+		return checkFailed("%d cell(s) gained access, %d guard(s) of how a skill runs loosened: review them, then pass --allow-gain", len(d.Gained), len(d.Guards))
 	}
 	return nil
 }

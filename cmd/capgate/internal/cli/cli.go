@@ -59,6 +59,7 @@ var groups = map[string][]string{
 	"access": {
 		"matrix  who can see and run each capability (--callers, --markdown, --json, --html)",
 		"diff    what a change does to the matrix (--base, --head; fails when a caller gains access)",
+		"check   the guarantees an expectations file states (--expect; fails when one breaks)",
 	},
 	"policy": {
 		"test   run the Rego unit tests (--coverage, --threshold N)",
@@ -90,7 +91,7 @@ func commands() map[string]command {
 		"validate": {"validate config, manifests and policy modules", runValidate},
 		"card":     {"print a card; `card lock` / `card check` for CI", runCard},
 		"explain":  {"show why each capability is visible or entitled for a caller", runExplain},
-		"access":   {"access review: `access matrix` (who can do what), `access diff` (what a change does to it), `access replay` (what it does to recorded traffic)", runAccess},
+		"access":   {"access review: `access matrix` (who can do what), `access diff` (what a change does to it), `access check` (what must hold), `access replay` (what it does to recorded traffic)", runAccess},
 		"compile":  {"write an OPA bundle of the deployment", runCompile},
 		"policy":   {"policy tooling: test, check, fmt", runPolicy},
 		"token":    {"mint a token: with the example's DEMO keys, or --key from `keys generate`", runToken},
