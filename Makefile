@@ -6,6 +6,7 @@ REGO_COVERAGE ?= 95
 CONFIG        ?=
 VERSION       ?=
 
+.PHONY: chart
 .PHONY: all help build test test-go test-rego check card-check fmt run bench e2e e2e-envoy fuzz clean interop-js image image-name dist
 
 # Stamping (build, image, dist): VERSION (else "dev") and the git commit, with "-modified" when
@@ -183,12 +184,17 @@ image:
 image-name:
 	@echo "$(IMAGE):$(IMAGE_TAG)"
 
+## chart: the Helm chart's README from its values schema, its render checked with the finance example, and the
+## packaged chart dist/capgate-<version>.tgz (Helm's own packaging, as a library; push: docs/deploy.md).
+chart:
+	$(GO) run ./envoy/chartpkg -chart envoy/helm/capgate -out $(DIST)
+
 DIST            ?= dist
 DIST_PLATFORMS  ?= linux/amd64 linux/arm64
 CYCLONEDX_GOMOD ?= github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
 TOOLS           ?= bin/tools
 ## dist: release binaries in DIST/ (dist/): static capgate-VERSION-linux-{amd64,arm64} (DIST_PLATFORMS), a CycloneDX SBOM
-## of each (the modules linked in, by cyclonedx-gomod, pinned) and SHA256SUMS, stamped with version and commit.
+## of each (the modules linked in with their licences, by cyclonedx-gomod, pinned) and SHA256SUMS, stamped with version and commit.
 dist:
 	rm -rf $(DIST) && mkdir -p $(DIST) $(TOOLS)
 	GOBIN=$(abspath $(TOOLS)) $(GO) install $(CYCLONEDX_GOMOD)
@@ -196,7 +202,7 @@ dist:
 		os=$${p%/*}; arch=$${p#*/}; out=$(DIST)/capgate-$(RELEASE_VERSION)-$$os-$$arch; \
 		echo "GOOS=$$os GOARCH=$$arch $(STATIC_BUILD) -o $$out ./cmd/capgate"; \
 		GOOS=$$os GOARCH=$$arch $(STATIC_BUILD) -o $$out ./cmd/capgate; \
-		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 GOFLAGS=-trimpath $(TOOLS)/cyclonedx-gomod app -json -std -noserial -notimestamp \
+		GOOS=$$os GOARCH=$$arch CGO_ENABLED=0 GOFLAGS=-trimpath $(TOOLS)/cyclonedx-gomod app -json -std -licenses -assert-licenses -noserial -notimestamp \
 			-main cmd/capgate -output $$out.cdx.json .; \
 	done
 	cd $(DIST) && sha256sum capgate-* > SHA256SUMS

@@ -50,6 +50,9 @@ const (
 	// DefaultHCMStreamIdleTimeout is Envoy's stream_idle_timeout when the
 	// connection manager does not set one.
 	DefaultHCMStreamIdleTimeout = 5 * time.Minute
+	// StatsPath is Envoy's Prometheus metrics on its admin API: the one path
+	// a listener without ext_authz (the stats listener) may send there.
+	StatsPath = "/stats/prometheus"
 
 	monitorFixedHeap        = "envoy.resource_monitors.fixed_heap"
 	monitorDownstreamConns  = "envoy.resource_monitors.global_downstream_max_connections"
@@ -165,13 +168,21 @@ func validateMessage(m protoreflect.Message, path string) []error {
 //
 // checkBootstrap expects a bootstrap that passed validateBootstrap.
 func checkBootstrap(b *bootstrapv3.Bootstrap) error {
-	c := checker{clusters: map[string]*clusterv3.Cluster{}}
+	c := checker{clusters: map[string]*clusterv3.Cluster{}, admin: map[string]bool{}}
 	c.maxConns = c.checkOverload(b)
+	adminPipe := b.GetAdmin().GetAddress().GetPipe().GetPath()
 	for _, cl := range b.GetStaticResources().GetClusters() {
 		if _, dup := c.clusters[cl.GetName()]; dup {
 			c.addf("cluster %q: defined twice", cl.GetName())
 		}
 		c.clusters[cl.GetName()] = cl
+		for _, e := range cl.GetLoadAssignment().GetEndpoints() {
+			for _, le := range e.GetLbEndpoints() {
+				if p := le.GetEndpoint().GetAddress().GetPipe().GetPath(); p != "" && p == adminPipe {
+					c.admin[cl.GetName()] = true
+				}
+			}
+		}
 	}
 	secrets := map[string]bool{}
 	for _, sec := range b.GetStaticResources().GetSecrets() {
@@ -188,8 +199,13 @@ func checkBootstrap(b *bootstrapv3.Bootstrap) error {
 					continue
 				}
 				if hcm, ok := m.(*hcmv3.HttpConnectionManager); ok {
-					hcms++
-					c.checkHCM(fmt.Sprintf("listener %q filter_chains[%d]", l.GetName(), i), hcm)
+					where := fmt.Sprintf("listener %q filter_chains[%d]", l.GetName(), i)
+					if hasExtAuthz(hcm) {
+						hcms++
+						c.checkHCM(where, hcm)
+					} else {
+						c.checkStatsHCM(where, hcm)
+					}
 				}
 			}
 		}
@@ -205,7 +221,8 @@ func checkBootstrap(b *bootstrapv3.Bootstrap) error {
 
 type checker struct {
 	clusters map[string]*clusterv3.Cluster
-	maxConns uint64 // global_downstream_max_connections; 0 when not set
+	admin    map[string]bool // clusters whose endpoint is Envoy's admin socket
+	maxConns uint64          // global_downstream_max_connections; 0 when not set
 	errs     []error
 }
 
@@ -469,6 +486,59 @@ func (c *checker) checkStreamIdle(where string, r *routev3.Route, hcm *hcmv3.Htt
 	}
 }
 
+// hasExtAuthz reports whether a connection manager has an ext_authz http filter.
+func hasExtAuthz(hcm *hcmv3.HttpConnectionManager) bool {
+	for _, f := range hcm.GetHttpFilters() {
+		if m, err := f.GetTypedConfig().UnmarshalNew(); err == nil {
+			if _, ok := m.(*extauthzv3.ExtAuthz); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkStatsHCM: a connection manager without ext_authz reaches neither
+// capgate nor the agent, so it may only serve Envoy's own metrics: each of
+// its routes answers directly, or sends exactly GET StatsPath, unrewritten,
+// to a cluster of Envoy's admin socket. Anything else would be a way around
+// the check (or to the admin API's /quitquitquit).
+func (c *checker) checkStatsHCM(where string, hcm *hcmv3.HttpConnectionManager) {
+	unchecked := where + ": no envoy.extensions.filters.http.ext_authz.v3.ExtAuthz http filter: requests would reach capgate unchecked"
+	rc := hcm.GetRouteConfig()
+	if rc == nil {
+		c.addf("%s (and no inline route_config to show it serves only %s)", unchecked, StatsPath)
+		return
+	}
+	for _, vh := range rc.GetVirtualHosts() {
+		for i, r := range vh.GetRoutes() {
+			rwhere := fmt.Sprintf("virtual host %q: route %q (routes[%d])", vh.GetName(), r.GetName(), i)
+			if r.GetDirectResponse() != nil {
+				continue
+			}
+			ra := r.GetRoute()
+			if ra == nil || !c.admin[ra.GetCluster()] {
+				c.addf("%s (%s forwards; without ext_authz a listener may only send GET %s to Envoy's admin socket and answer the rest directly)", unchecked, rwhere, StatsPath)
+				continue
+			}
+			getOnly := false
+			for _, h := range r.GetMatch().GetHeaders() {
+				getOnly = getOnly || (h.GetName() == ":method" && h.GetStringMatch().GetExact() == "GET" && !h.GetInvertMatch())
+			}
+			switch {
+			case r.GetMatch().GetPath() != StatsPath:
+				c.addf("%s: %s: Envoy's admin API is reached by the exact path %s only", where, rwhere, StatsPath)
+			case !getOnly:
+				c.addf("%s: %s: Envoy's admin API is reached by GET only (:method exact GET)", where, rwhere)
+			case ra.GetPrefixRewrite() != "" || ra.GetRegexRewrite() != nil || ra.GetPathRewritePolicy() != nil:
+				c.addf("%s: %s: rewrites the path to Envoy's admin API", where, rwhere)
+			case len(ra.GetRequestMirrorPolicies()) > 0:
+				c.addf("%s: %s: mirrors requests", where, rwhere)
+			}
+		}
+	}
+}
+
 func (c *checker) checkRouteClusters(where string, r *routev3.Route) {
 	ra := r.GetRoute()
 	if ra == nil {
@@ -491,6 +561,9 @@ func (c *checker) checkRouteClusters(where string, r *routev3.Route) {
 	for _, n := range names {
 		if _, ok := c.clusters[n]; !ok {
 			c.addf("%s: cluster %q is not defined in static_resources.clusters", where, n)
+		}
+		if c.admin[n] {
+			c.addf("%s: cluster %q is Envoy's admin API, reached by the stats listener's GET %s only", where, n, StatsPath)
 		}
 		c.checkCircuitBreakers(where, n)
 	}

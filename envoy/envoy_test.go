@@ -625,3 +625,59 @@ func TestGatewayClusterCarriesGRPC(t *testing.T) {
 		require.True(t, found, name)
 	}
 }
+
+// TestCheckStatsListener: the one listener without ext_authz may send
+// exactly GET /stats/prometheus, unrewritten, to Envoy's admin socket and
+// answer everything else itself; no other route reaches the admin API.
+func TestCheckStatsListener(t *testing.T) {
+	stats := func(t *testing.T, b *bootstrapv3.Bootstrap) (*hcmv3.HttpConnectionManager, func()) {
+		t.Helper()
+		for _, l := range b.GetStaticResources().GetListeners() {
+			if l.GetName() == "stats" {
+				f := l.GetFilterChains()[0].GetFilters()[0]
+				hcm := &hcmv3.HttpConnectionManager{}
+				require.NoError(t, f.GetTypedConfig().UnmarshalTo(hcm))
+				return hcm, func() { f.ConfigType = &listenerv3.Filter_TypedConfig{TypedConfig: mustAny(t, hcm)} }
+			}
+		}
+		require.FailNow(t, "no stats listener")
+		return nil, nil
+	}
+	prometheus := func(hcm *hcmv3.HttpConnectionManager) *routev3.Route {
+		return hcm.GetRouteConfig().GetVirtualHosts()[0].GetRoutes()[0]
+	}
+	for _, tc := range []struct {
+		name   string
+		mutate func(*hcmv3.HttpConnectionManager)
+		want   string
+	}{
+		{"any path to the admin API", func(h *hcmv3.HttpConnectionManager) {
+			prometheus(h).Match.PathSpecifier = &routev3.RouteMatch_Prefix{Prefix: "/"}
+		}, "Envoy's admin API is reached by the exact path /stats/prometheus only"},
+		{"POST too", func(h *hcmv3.HttpConnectionManager) { prometheus(h).Match.Headers = nil }, "reached by GET only"},
+		{"rewritten", func(h *hcmv3.HttpConnectionManager) {
+			prometheus(h).GetRoute().PrefixRewrite = "/quitquitquit"
+		}, "rewrites the path to Envoy's admin API"},
+		{"to the gateway, unchecked", func(h *hcmv3.HttpConnectionManager) {
+			prometheus(h).GetRoute().ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: "capgate_gateway"}
+		}, "no envoy.extensions.filters.http.ext_authz.v3.ExtAuthz http filter: requests would reach capgate unchecked"},
+		{"the rest forwarded", func(h *hcmv3.HttpConnectionManager) {
+			h.GetRouteConfig().GetVirtualHosts()[0].GetRoutes()[1].Action = &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: "envoy_admin"}}}
+		}, "Envoy's admin API is reached by the exact path /stats/prometheus only"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := parseBootstrap(bootstrapYAML)
+			require.NoError(t, err)
+			require.NoError(t, checkBootstrap(b))
+			hcm, pack := stats(t, b)
+			tc.mutate(hcm)
+			pack()
+			require.ErrorContains(t, checkBootstrap(b), tc.want)
+		})
+	}
+	t.Run("the a2a listener to the admin API", func(t *testing.T) {
+		s := loadSidecar(t)
+		s.route("a2a").GetRoute().ClusterSpecifier = &routev3.RouteAction_Cluster{Cluster: "envoy_admin"}
+		require.ErrorContains(t, checkBootstrap(s.pack(t)), `cluster "envoy_admin" is Envoy's admin API, reached by the stats listener's GET /stats/prometheus only`)
+	})
+}

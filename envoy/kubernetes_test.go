@@ -2,6 +2,7 @@ package envoy
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"net"
@@ -86,11 +87,12 @@ func num(v any, path ...any) int    { n, _ := at(v, path...).(int); return n }
 
 // kustomization is a set of Kubernetes objects to check (envoy/kubernetes,
 // or a render of the chart): the objects by kind and name, and the data of
-// each ConfigMap.
+// each ConfigMap and Secret.
 type kustomization struct {
 	namespace  string
 	objects    map[string]obj               // "Kind/name"
 	configMaps map[string]map[string]string // name -> key -> content
+	secrets    map[string]map[string]string // name -> key -> decoded content
 }
 
 func loadKustomization(t *testing.T, dir string) *kustomization {
@@ -109,7 +111,7 @@ func loadKustomization(t *testing.T, dir string) *kustomization {
 // objectSet indexes rendered objects.
 func objectSet(t *testing.T, docs []obj) *kustomization {
 	t.Helper()
-	out := &kustomization{objects: map[string]obj{}, configMaps: map[string]map[string]string{}}
+	out := &kustomization{objects: map[string]obj{}, configMaps: map[string]map[string]string{}, secrets: map[string]map[string]string{}}
 	for _, d := range docs {
 		key := str(d, "kind") + "/" + str(d, "metadata", "name")
 		require.NotContains(t, out.objects, key, "defined twice")
@@ -121,6 +123,16 @@ func objectSet(t *testing.T, docs []obj) *kustomization {
 				data[k] = v.(string)
 			}
 			out.configMaps[str(d, "metadata", "name")] = data
+		}
+		if str(d, "kind") == "Secret" {
+			data := map[string]string{}
+			m, _ := at(d, "data").(obj)
+			for k, v := range m {
+				b, err := base64.StdEncoding.DecodeString(v.(string))
+				require.NoError(t, err, "Secret %s key %s", str(d, "metadata", "name"), k)
+				data[k] = string(b)
+			}
+			out.secrets[str(d, "metadata", "name")] = data
 		}
 	}
 	return out
@@ -173,7 +185,8 @@ func mountedFile(t *testing.T, c obj, path string) (volume, rel string) {
 	return "", ""
 }
 
-// volumeFiles lists what a ConfigMap-backed volume holds: path in volume -> content.
+// volumeFiles lists what a ConfigMap- or Secret-backed volume holds: path in
+// volume -> content (a Secret the objects do not hold contributes nothing).
 func volumeFiles(t *testing.T, k *kustomization, dep obj, volume string) map[string]string {
 	t.Helper()
 	files := map[string]string{}
@@ -186,15 +199,21 @@ func volumeFiles(t *testing.T, k *kustomization, dep obj, volume string) map[str
 			sources = list(v, "projected", "sources")
 		}
 		for _, s := range sources {
-			cm := k.configMaps[str(s, "configMap", "name")]
-			items := list(s, "configMap", "items")
+			data, kind := k.configMaps[str(s, "configMap", "name")], "configMap"
+			if at(s, "secret") != nil {
+				data, kind = k.secrets[str(s, "secret", "name")], "secret"
+			}
+			if data == nil {
+				continue
+			}
+			items := list(s, kind, "items")
 			if items == nil {
-				for key, f := range cm {
+				for key, f := range data {
 					files[key] = f
 				}
 			}
 			for _, it := range items {
-				files[str(it, "path")] = cm[str(it, "key")]
+				files[str(it, "path")] = data[str(it, "key")]
 			}
 		}
 	}
@@ -445,7 +464,7 @@ func checkEnvoyPod(t *testing.T, k *kustomization, name string) {
 		require.Equal(t, "/readyz", str(capgateC, "readinessProbe", "httpGet", "path"))
 		require.Equal(t, "/healthz", str(capgateC, "livenessProbe", "httpGet", "path"))
 	})
-	t.Run("the agent reaches neither capgate's sockets nor Envoy's admin", func(t *testing.T) {
+	t.Run("the agent's containers reach neither capgate's sockets nor Envoy's admin", func(t *testing.T) {
 		for _, addr := range []string{cfg.Listen.A2A, cfg.Listen.ExtAuthz} {
 			require.Equal(t, []string{"capgate", "envoy"}, mountedBy(dep, filepath.Dir(unixPath(t, addr))), addr)
 		}
@@ -493,9 +512,11 @@ func checkEnvoyPod(t *testing.T, k *kustomization, name string) {
 		require.NoError(t, err)
 		require.Less(t, drain, envoySleep, "listeners close before Envoy is stopped")
 		require.Equal(t, "immediate", flagValue(t, envoyC, "--drain-strategy"))
-		agentC := container(t, dep, "agent")
-		for _, c := range []obj{capgateC, agentC} {
-			require.Greater(t, preStopSleep(t, c), envoySleep, "container %s must outlive Envoy's drain", str(c, "name"))
+		// capgate and every other container (the agent's) serve Envoy until it has exited.
+		for _, c := range list(dep, "spec", "template", "spec", "containers") {
+			if str(c, "name") != "envoy" {
+				require.Greater(t, preStopSleep(t, c.(obj)), envoySleep, "container %s must outlive Envoy's drain", str(c, "name"))
+			}
 		}
 		shutdown, err := time.ParseDuration(flagValue(t, capgateC, "--shutdown-timeout"))
 		require.NoError(t, err)
@@ -515,21 +536,24 @@ func checkEnvoyPod(t *testing.T, k *kustomization, name string) {
 		require.Positive(t, heap)
 		require.LessOrEqual(t, heap, limit*4/5, "fixed_heap max_heap_size_bytes leaves at least 20%% of the %d-byte limit for what the heap monitor does not count", limit)
 	})
-	t.Run("manifests directory is projected", func(t *testing.T) {
-		require.Equal(t, []string{"manifests"}, cfg.Manifests)
-		n := 0
-		for p := range capgateFiles {
-			if strings.HasPrefix(p, "manifests/") {
-				n++
+	// The manifests capgate reads: the files the container sees under each
+	// folder capgate.yaml names, relative to its own folder.
+	manifests := map[string]string{}
+	for _, dir := range cfg.Manifests {
+		abs := filepath.Join(filepath.Dir(cargs[j+1].(string)), dir)
+		vol, rel := mountedFile(t, capgateC, abs)
+		for p, content := range volumeFiles(t, k, dep, vol) {
+			if r, err := filepath.Rel(rel, p); err == nil && !strings.HasPrefix(r, "..") {
+				manifests[filepath.Join(abs, r)] = content
 			}
 		}
-		require.Positive(t, n, "no manifests projected under %s/manifests", filepath.Dir(cargs[j+1].(string)))
+	}
+	t.Run("manifests are mounted", func(t *testing.T) {
+		require.NotEmpty(t, cfg.Manifests)
+		require.NotEmpty(t, manifests, "no manifests mounted under %v", cfg.Manifests)
 	})
 	t.Run("every manifest's handler is configured", func(t *testing.T) {
-		for p, content := range capgateFiles {
-			if !strings.HasPrefix(p, "manifests/") {
-				continue
-			}
+		for p, content := range manifests {
 			m := parseDocs(t, p, []byte(content))
 			require.NotEmpty(t, m, p)
 			require.Contains(t, cfg.Handlers, str(m[0], "handler"), "%s: handler not in capgate.yaml handlers", p)

@@ -58,20 +58,22 @@ type Options struct {
 // naming its replacement. The card version is agent.version plus SemVer
 // build metadata over the generated skills (see Version).
 //
-// The card declares one HTTP bearer scheme when issuers are configured but no
-// securityRequirements: a2a.proto encodes a requirement's scopes as a
-// StringList object ({"list": []}) while a2a-go v2.3.1 reads and writes a
-// bare array (a2aproject/a2a-go#430), so either form breaks one family of
-// clients. Omitting the optional field is valid for every client.
+// The card declares an HTTP bearer scheme when issuers are configured, and an oauth2 /
+// openIdConnect scheme per issuer that names its token endpoint / discovery document (see
+// securitySchemes). securityRequirements are stated only with cards.security_requirements
+// "proto" or "a2a-go" (the card's and each skill's, see schemeSet): a2a.proto encodes a requirement's scopes as a
+// StringList object ({"list": []}) while a2a-go v2.3.1 reads and writes a bare array
+// (a2aproject/a2a-go#430), so either form breaks one family of clients.
 func Build(cfg *config.Config, caps []manifest.Capability, opts Options) *a2a.AgentCard {
 	ag := cfg.Agent
 	skills := buildSkills(caps)
+	schemes := securitySchemes(cfg.Auth, caps)
 	c := &a2a.AgentCard{
 		Name:        ag.Name,
 		Description: ag.Description,
 		SupportedInterfaces: []*a2a.AgentInterface{
-			{URL: ag.URL, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version},
-			{URL: ag.URL, ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: a2a.Version},
+			{URL: ag.InterfaceURL(config.BindingJSONRPC), ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version},
+			{URL: ag.InterfaceURL(config.BindingHTTPJSON), ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: a2a.Version},
 		},
 		Version:          Version(ag.Version, skills),
 		DocumentationURL: ag.DocumentationURL,
@@ -83,13 +85,23 @@ func Build(cfg *config.Config, caps []manifest.Capability, opts Options) *a2a.Ag
 		},
 		DefaultInputModes:  DefaultInputModes(),
 		DefaultOutputModes: DefaultOutputModes(),
-		SecuritySchemes:    buildSecuritySchemes(cfg.Auth),
+		SecuritySchemes:    schemes.named(),
 		Skills:             skills,
 	}
+	if f := cfg.Cards.SecurityRequirements; f == config.SecurityRequirementsProto || f == config.SecurityRequirementsA2AGo {
+		c.SecurityRequirements = schemes.requirements()
+		byID := capsByID(caps)
+		for i := range c.Skills {
+			if m := byID[c.Skills[i].ID]; m != nil {
+				c.Skills[i].SecurityRequirements = schemes.skillRequirements(m.RequiresScopes)
+			}
+		}
+	}
 	if ag.ServesGRPC() {
-		// gRPC is served on the same listener, at the same URL (see docs/cards.md).
+		// gRPC is served on the same listener, advertised as a gRPC target (dns:///host:port)
+		// that clients dial as given (see docs/cards.md, "The gRPC interface").
 		c.SupportedInterfaces = append(c.SupportedInterfaces,
-			&a2a.AgentInterface{URL: ag.URL, ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2a.Version})
+			&a2a.AgentInterface{URL: ag.InterfaceURL(config.BindingGRPC), ProtocolBinding: a2a.TransportProtocolGRPC, ProtocolVersion: a2a.Version})
 	}
 	if ag.Provider != nil {
 		c.Provider = &a2a.AgentProvider{Org: ag.Provider.Organization, URL: ag.Provider.URL}
@@ -152,30 +164,6 @@ func buildExtensions(exts []config.Extension) []a2a.AgentExtension {
 		out = append(out, a2a.AgentExtension{URI: e.URI, Description: e.Description, Required: e.Required, Params: e.Params})
 	}
 	return out
-}
-
-// buildSecuritySchemes declares one HTTP bearer (JWT) scheme naming the
-// accepted issuers, or nothing when no issuer is configured. The config has
-// no OIDC discovery URL, so an openIdConnect scheme cannot be derived.
-func buildSecuritySchemes(auth config.Auth) a2a.NamedSecuritySchemes {
-	var issuers []string
-	for _, is := range auth.Issuers {
-		if is.Issuer != "" && !slices.Contains(issuers, is.Issuer) {
-			issuers = append(issuers, is.Issuer)
-		}
-	}
-	if len(issuers) == 0 {
-		return nil
-	}
-	desc := "JWT bearer token issued by " + strings.Join(issuers, ", ") + "."
-	if auth.AnonymousPublic {
-		desc += " Required for every request except calls to public skills that need no scopes."
-	} else {
-		desc += " Required for every request."
-	}
-	return a2a.NamedSecuritySchemes{
-		BearerSchemeName: a2a.HTTPAuthSecurityScheme{Scheme: "Bearer", BearerFormat: "JWT", Description: desc},
-	}
 }
 
 // NeedsExtendedCard decides capabilities.extendedAgentCard: "on" and "off"
@@ -267,18 +255,41 @@ func SkillsHash(skills []a2a.AgentSkill) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Marshal encodes a card compactly for serving. The bytes are deterministic:
+// Marshal encodes a card compactly for serving, its security requirements in the A2A proto's
+// JSON form (MarshalAs with config.SecurityRequirementsProto). The bytes are deterministic:
 // struct fields in a2a-go's order, map keys sorted, no HTML escaping.
-func Marshal(c *a2a.AgentCard) ([]byte, error) { return encode(c, false) }
+func Marshal(c *a2a.AgentCard) ([]byte, error) {
+	return MarshalAs(c, config.SecurityRequirementsProto)
+}
+
+// MarshalAs is Marshal with the security requirements in form, a value of
+// cards.security_requirements: a2a-go's bare arrays for config.SecurityRequirementsA2AGo, the
+// proto's StringList objects otherwise (a card built with "omit" has none).
+func MarshalAs(c *a2a.AgentCard, form string) ([]byte, error) {
+	b, err := encode(c, false)
+	if err != nil || form == config.SecurityRequirementsA2AGo {
+		return b, err
+	}
+	return protoRequirements(b)
+}
 
 // MarshalIndent encodes a card with two-space indentation and a final
 // newline, for the CLI, lock files and golden files.
 func MarshalIndent(c *a2a.AgentCard) ([]byte, error) {
-	b, err := encode(c, true)
+	return MarshalIndentAs(c, config.SecurityRequirementsProto)
+}
+
+// MarshalIndentAs is MarshalIndent with the security requirements in form (see MarshalAs).
+func MarshalIndentAs(c *a2a.AgentCard, form string) ([]byte, error) {
+	b, err := MarshalAs(c, form)
 	if err != nil {
 		return nil, err
 	}
-	return append(b, '\n'), nil
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, b, "", "  "); err != nil {
+		return nil, fmt.Errorf("encode agent card: %w", err)
+	}
+	return append(buf.Bytes(), '\n'), nil
 }
 
 func encode(v any, indent bool) ([]byte, error) {

@@ -25,12 +25,17 @@ func V03(c *a2a.AgentCard) *a2alegacy.AgentCard {
 	if len(c.SecuritySchemes) > 0 {
 		out.SecuritySchemes = make(a2alegacy.NamedSecuritySchemes, len(c.SecuritySchemes))
 		for name, s := range c.SecuritySchemes {
-			// Build emits HTTP bearer schemes only.
-			if h, ok := s.(a2a.HTTPAuthSecurityScheme); ok {
-				out.SecuritySchemes[a2alegacy.SecuritySchemeName(name)] = a2alegacy.HTTPAuthSecurityScheme{
-					Scheme: h.Scheme, BearerFormat: h.BearerFormat, Description: h.Description,
-				}
+			if s03 := v03Scheme(s); s03 != nil {
+				out.SecuritySchemes[a2alegacy.SecuritySchemeName(name)] = s03
 			}
+		}
+	}
+	// The 0.3 card states the 1.0 card's requirements as security (OpenAPI's form, which the
+	// 0.3 schema and a2a-go agree on), per card and per skill.
+	out.Security = v03Security(c.SecurityRequirements)
+	for i := range out.Skills {
+		if i < len(c.Skills) && c.Skills[i].ID == out.Skills[i].ID {
+			out.Skills[i].Security = v03Security(c.Skills[i].SecurityRequirements)
 		}
 	}
 	if len(out.Signatures) == 0 {
@@ -64,3 +69,38 @@ func withoutGRPC(c *a2a.AgentCard) *a2a.AgentCard {
 }
 
 func isGRPC(i *a2a.AgentInterface) bool { return i.ProtocolBinding == a2a.TransportProtocolGRPC }
+
+// v03Scheme is a scheme Build declares in its 0.3 type: HTTP bearer, OAuth 2.0 client
+// credentials, OpenID Connect; nil for any other.
+func v03Scheme(s a2a.SecurityScheme) a2alegacy.SecurityScheme {
+	switch v := s.(type) {
+	case a2a.HTTPAuthSecurityScheme:
+		return a2alegacy.HTTPAuthSecurityScheme{Scheme: v.Scheme, BearerFormat: v.BearerFormat, Description: v.Description}
+	case a2a.OAuth2SecurityScheme:
+		cc, ok := v.Flows.(a2a.ClientCredentialsOAuthFlow)
+		if !ok {
+			return nil
+		}
+		return a2alegacy.OAuth2SecurityScheme{Description: v.Description, Flows: a2alegacy.OAuthFlows{
+			ClientCredentials: &a2alegacy.ClientCredentialsOAuthFlow{TokenURL: cc.TokenURL, RefreshURL: cc.RefreshURL, Scopes: cc.Scopes},
+		}}
+	case a2a.OpenIDConnectSecurityScheme:
+		return a2alegacy.OpenIDConnectSecurityScheme{Description: v.Description, OpenIDConnectURL: v.OpenIDConnectURL}
+	}
+	return nil
+}
+
+func v03Security(rs a2a.SecurityRequirementsOptions) []a2alegacy.SecurityRequirements {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]a2alegacy.SecurityRequirements, 0, len(rs))
+	for _, r := range rs {
+		m := make(a2alegacy.SecurityRequirements, len(r))
+		for name, scopes := range r {
+			m[a2alegacy.SecuritySchemeName(name)] = append(a2alegacy.SecuritySchemeScopes{}, scopes...)
+		}
+		out = append(out, m)
+	}
+	return out
+}

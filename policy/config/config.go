@@ -7,10 +7,13 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
 	"math"
+	"net"
+	"net/url"
 	"strings"
 	"time"
 
@@ -142,10 +145,73 @@ type Agent struct {
 	// GRPC serves the A2A 1.0 gRPC binding (lf.a2a.v1.A2AService) on the A2A listener and
 	// advertises it in the card; default true. False refuses gRPC requests as unimplemented.
 	GRPC *bool `yaml:"grpc"`
+	// InterfaceURLs override the URL the card advertises for one binding, for deployments
+	// whose clients reach a binding elsewhere than agent.url (a proxy, a separate gRPC host).
+	InterfaceURLs InterfaceURLs `yaml:"interface_urls"`
 }
+
+// InterfaceURLs are the per-binding overrides of agent.interface_urls; an empty one is derived
+// from agent.url (see Agent.InterfaceURL).
+type InterfaceURLs struct {
+	JSONRPC  string `yaml:"jsonrpc"`
+	HTTPJSON string `yaml:"http_json"`
+	// GRPC is a gRPC target URI, dns:///host:port (see GRPCTarget).
+	GRPC string `yaml:"grpc"`
+}
+
+// Forms of cards.security_requirements. The A2A proto writes a requirement's scopes as a
+// StringList ({"list": [...]}), a2a-go v2.3.1 as a bare array (a2aproject/a2a-go#430); no form
+// is read by every client, so the default states no requirement.
+const (
+	SecurityRequirementsOmit  = "omit"
+	SecurityRequirementsProto = "proto"
+	SecurityRequirementsA2AGo = "a2a-go"
+)
+
+// SecurityRequirementForms are the values of cards.security_requirements.
+var SecurityRequirementForms = []string{SecurityRequirementsOmit, SecurityRequirementsProto, SecurityRequirementsA2AGo}
 
 // ServesGRPC reports whether the gateway serves the gRPC binding (agent.grpc, default true).
 func (a Agent) ServesGRPC() bool { return a.GRPC == nil || *a.GRPC }
+
+// InterfaceURL is the URL the card advertises for binding (BindingJSONRPC, BindingHTTPJSON or
+// BindingGRPC): agent.interface_urls' entry when set; otherwise agent.url for the two HTTP
+// bindings and GRPCTarget(agent.url) for gRPC. An unknown binding is "".
+func (a Agent) InterfaceURL(binding string) string {
+	switch binding {
+	case BindingJSONRPC:
+		return cmp.Or(a.InterfaceURLs.JSONRPC, a.URL)
+	case BindingHTTPJSON:
+		return cmp.Or(a.InterfaceURLs.HTTPJSON, a.URL)
+	case BindingGRPC:
+		if a.InterfaceURLs.GRPC != "" {
+			return a.InterfaceURLs.GRPC
+		}
+		return GRPCTarget(a.URL)
+	}
+	return ""
+}
+
+// GRPCTarget is the gRPC target URI for an http(s) URL: "dns:///host:port", the port the
+// URL's or its scheme's default (80, 443). It is an absolute URI (scheme dns, empty
+// authority, path /host:port) in gRPC's name syntax, which a2a-go (grpc.NewClient),
+// @a2a-js/sdk (grpc-js) and the A2A TCK (grpcio) dial as given; an http(s) URL is no gRPC
+// target for any of them. The URL's path is dropped: gRPC methods are served at the host's
+// root. A URL that does not parse as http(s) is returned as it is.
+func GRPCTarget(httpURL string) string {
+	u, err := url.Parse(httpURL)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return httpURL
+	}
+	port := u.Port()
+	if port == "" {
+		port = "80"
+		if u.Scheme == "https" {
+			port = "443"
+		}
+	}
+	return "dns:///" + net.JoinHostPort(u.Hostname(), port)
+}
 
 // Provider is the card's provider block.
 type Provider struct {
@@ -242,6 +308,12 @@ type Issuer struct {
 	// Scopes this issuer may grant (empty: any); other scopes in its tokens
 	// are dropped.
 	Scopes []string `yaml:"scopes"`
+	// TokenURL is the issuer's OAuth 2.0 token endpoint: the card then advertises an oauth2
+	// scheme with the client credentials flow and the scopes its skills need.
+	TokenURL string `yaml:"token_url"`
+	// DiscoveryURL is the issuer's OpenID Connect discovery document
+	// (.../.well-known/openid-configuration): the card then advertises an openIdConnect scheme.
+	DiscoveryURL string `yaml:"discovery_url"`
 }
 
 // GrantedScopes are the scopes the config says some credential can carry:
@@ -561,6 +633,11 @@ type Cards struct {
 	// that names no A2A-Version: "1.0" (default) or "0.3", for fleets of 0.3 clients that
 	// fetch that path without the header.
 	DefaultVersion string `yaml:"default_version"`
+	// SecurityRequirements is how the card states which schemes a caller must use
+	// (securityRequirements, per card and per skill): SecurityRequirementsOmit (the default),
+	// SecurityRequirementsProto or SecurityRequirementsA2AGo; see docs/cards.md for which
+	// clients read which.
+	SecurityRequirements string `yaml:"security_requirements"`
 	// SigningKeyFile is a PEM private key (P-256 → ES256, RSA ≥ 2048 bits →
 	// RS256), read relative to the config file. When set, the public and
 	// extended cards carry a JWS in signatures (see docs/cards.md).

@@ -176,7 +176,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		{"unknown top-level key", "store: memory\n", "store: memory\nstorage: redis\n",
 			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, store_password_file, store_password_env, store_sentinel_password_file, store_sentinel_password_env, cards, identity, audit, limits, push, services, decision_logs, tracing"},
 		{"unknown nested key", "      algorithms: [RS256, ES256]\n", "      algorithms: [RS256, ES256]\n      jwks_ttl: 5m\n",
-			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms, tenants, scopes"},
+			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms, tenants, scopes, token_url, discovery_url"},
 		{"misspelt key", "  preview_scope:", "  previewScope:",
 			"capgate.yaml:17: auth.previewScope: unknown field; did you mean preview_scope?"},
 		{"duplicate key", "store: memory\n", "store: memory\nstore: redis://r:6379/0\n",
@@ -640,4 +640,62 @@ func TestStoreCredentials(t *testing.T) {
 	_, err = c.StoreOptions()
 	require.EqualError(t, err, "store_password_env: the environment variable CAPGATE_TEST_REDIS_PW is empty")
 	require.NotContains(t, err.Error(), secret)
+}
+
+// TestCardInterfaceWarnings: cards.default_version "0.3" strands 1.0 clients that fetch the card
+// without A2A-Version, and an agent.url with a path is not where gRPC is served; an override of
+// the gRPC interface silences the second.
+func TestCardInterfaceWarnings(t *testing.T) {
+	cfg := strings.Replace(base, "url: http://127.0.0.1:8080\n", "url: https://agents.example.com/finance\n", 1) + "cards: {default_version: \"0.3\"}\n"
+	c, err := config.LoadFS(fsWith(cfg), "capgate.yaml")
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		`capgate.yaml:23: cards.default_version: "0.3" serves the 0.3 card to every request for /.well-known/agent-card.json that names no A2A-Version, and A2A 1.0 clients that send none (a2a-go v2's resolver, the A2A TCK) cannot read it; 0.3 clients find the 0.3 card at /.well-known/agent.json with the default "1.0"`,
+		`capgate.yaml:5: agent.url: "https://agents.example.com/finance" has a path, but gRPC methods are served at the host's root: the card advertises gRPC at dns:///agents.example.com:443; if a proxy routes only that path to capgate, set agent.interface_urls.grpc to where clients reach gRPC (setting it also silences this warning), or agent.grpc: false`,
+	}, c.Warnings())
+
+	cfg = strings.Replace(cfg, "url: https://agents.example.com/finance\n", "url: https://agents.example.com/finance\n  interface_urls: {grpc: \"dns:///grpc.example.com:443\"}\n", 1)
+	cfg = strings.Replace(cfg, "cards: {default_version: \"0.3\"}\n", "", 1)
+	c, err = config.LoadFS(fsWith(cfg), "capgate.yaml")
+	require.NoError(t, err)
+	require.Empty(t, c.Warnings())
+	require.Equal(t, "dns:///grpc.example.com:443", c.Agent.InterfaceURL(config.BindingGRPC))
+	require.Equal(t, "https://agents.example.com/finance", c.Agent.InterfaceURL(config.BindingJSONRPC))
+}
+
+func TestInterfaceURLsAndSecurityRequirements(t *testing.T) {
+	c, err := config.LoadFS(fsWith(base), "capgate.yaml")
+	require.NoError(t, err)
+	require.Equal(t, config.SecurityRequirementsOmit, c.Cards.SecurityRequirements, "the default")
+	require.Equal(t, "dns:///127.0.0.1:8080", c.Agent.InterfaceURL(config.BindingGRPC))
+	require.Equal(t, "http://127.0.0.1:8080", c.Agent.InterfaceURL(config.BindingHTTPJSON))
+	require.Empty(t, c.Agent.InterfaceURL("SOAP"))
+
+	for _, form := range config.SecurityRequirementForms {
+		c, err := config.LoadFS(fsWith(base+"cards: {security_requirements: "+form+"}\n"), "capgate.yaml")
+		require.NoError(t, err, form)
+		require.Equal(t, form, c.Cards.SecurityRequirements)
+	}
+	issuer := "      algorithms: [RS256, ES256]\n"
+	for _, tt := range []struct{ old, new, want string }{
+		{"store: memory\n", "store: memory\ncards: {security_requirements: a2a_go}\n",
+			`capgate.yaml:23: cards.security_requirements: "a2a_go" is not one of omit, proto, a2a-go; did you mean a2a-go?`},
+		{"url: http://127.0.0.1:8080\n", "url: http://127.0.0.1:8080\n  interface_urls: {grpc: \"http://127.0.0.1:8080\"}\n",
+			`capgate.yaml:6: agent.interface_urls.grpc: "http://127.0.0.1:8080" is not a gRPC target dns:///host:port (an http(s) URL is no gRPC target for A2A clients)`},
+		{"url: http://127.0.0.1:8080\n", "url: http://127.0.0.1:8080\n  interface_urls: {grpc: \"dns:///grpc.example.com\"}\n",
+			`capgate.yaml:6: agent.interface_urls.grpc: "dns:///grpc.example.com" is not a gRPC target dns:///host:port: it names no host:port`},
+		{"url: http://127.0.0.1:8080\n", "url: http://127.0.0.1:8080\n  interface_urls: {grpc: \"dns:///grpc.example.com:http\"}\n",
+			`capgate.yaml:6: agent.interface_urls.grpc: "dns:///grpc.example.com:http" is not a gRPC target dns:///host:port: "http" is not a port`},
+		{"url: http://127.0.0.1:8080\n", "url: http://127.0.0.1:8080\n  interface_urls: {jsonrpc: \"/a2a\"}\n",
+			`capgate.yaml:6: agent.interface_urls.jsonrpc: "/a2a" is not an absolute http(s) URL`},
+		{issuer, issuer + "      token_url: login.example.com/token\n",
+			`capgate.yaml:17: auth.issuers[0].token_url: "login.example.com/token" is not an absolute http(s) URL`},
+		{issuer, issuer + "      discovery_url: \"ftp://login.example.com/\"\n",
+			`capgate.yaml:17: auth.issuers[0].discovery_url: "ftp://login.example.com/" is not an absolute http(s) URL`},
+	} {
+		_, err := config.LoadFS(fsWith(strings.Replace(base, tt.old, tt.new, 1)), "capgate.yaml")
+		require.EqualError(t, err, tt.want)
+	}
+	require.Equal(t, "dns:///example.com:443", config.GRPCTarget("https://example.com/a2a"))
+	require.Equal(t, "not a url", config.GRPCTarget("not a url"), "returned as it is")
 }

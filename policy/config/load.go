@@ -113,6 +113,7 @@ func (c *Config) applyDefaults() {
 	setDefault(&c.Store, DefaultStore)
 	setDefault(&c.Cards.ExtendedCard, DefaultExtendedCard)
 	setDefault(&c.Cards.DefaultVersion, DefaultCardVersion)
+	setDefault(&c.Cards.SecurityRequirements, SecurityRequirementsOmit)
 	if !c.present("router.threshold") {
 		c.Router.Threshold = DefaultRouterThreshold
 	}

@@ -79,6 +79,9 @@ func (c *Config) Validate() error {
 	if c.Cards.DefaultVersion != "1.0" && c.Cards.DefaultVersion != "0.3" {
 		v.add("cards.default_version", "%q is not one of 1.0, 0.3", c.Cards.DefaultVersion)
 	}
+	if f := c.Cards.SecurityRequirements; !slices.Contains(SecurityRequirementForms, f) {
+		v.add("cards.security_requirements", "%q is not one of %s%s", f, strings.Join(SecurityRequirementForms, ", "), diag.DidYouMean(f, SecurityRequirementForms))
+	}
 	if !slices.Contains(ExtendedCardModes, c.Cards.ExtendedCard) {
 		v.add("cards.extended_card", "%q is not one of %s%s", c.Cards.ExtendedCard, strings.Join(ExtendedCardModes, ", "), diag.DidYouMean(c.Cards.ExtendedCard, ExtendedCardModes))
 	}
@@ -135,6 +138,7 @@ func (v *validator) agent() {
 	if a.DocumentationURL != "" && !httpURL(a.DocumentationURL) {
 		v.add("agent.documentation_url", "%q is not an absolute http(s) URL", a.DocumentationURL)
 	}
+	v.interfaceURLs()
 	if p := a.Provider; p != nil {
 		if strings.TrimSpace(p.Organization) == "" {
 			v.add("agent.provider.organization", "required")
@@ -231,6 +235,12 @@ func (v *validator) auth() {
 			v.jwksFile(pre+".jwks_file", is.JWKSFile)
 		case !httpURL(is.JWKSURL):
 			v.add(pre+".jwks_url", "%q is not an absolute http(s) URL", is.JWKSURL)
+		}
+		if is.TokenURL != "" && !httpURL(is.TokenURL) {
+			v.add(pre+".token_url", "%q is not an absolute http(s) URL", is.TokenURL)
+		}
+		if is.DiscoveryURL != "" && !httpURL(is.DiscoveryURL) {
+			v.add(pre+".discovery_url", "%q is not an absolute http(s) URL", is.DiscoveryURL)
 		}
 		if len(is.Algorithms) == 0 {
 			v.add(pre+".algorithms", "required: one or more of %s", strings.Join(Algorithms, ", "))
@@ -388,6 +398,19 @@ func (l Listen) Check() []diag.Problem {
 // "file:line: field: message".
 func (c *Config) Warnings() []string {
 	var out []string
+	warn := func(field, format string, args ...any) {
+		out = append(out, diag.Problem{File: c.File(), Line: c.line(field), Field: field, Message: fmt.Sprintf(format, args...)}.String())
+	}
+	if c.Cards.DefaultVersion == "0.3" {
+		warn("cards.default_version", "\"0.3\" serves the 0.3 card to every request for /.well-known/agent-card.json "+
+			"that names no A2A-Version, and A2A 1.0 clients that send none (a2a-go v2's resolver, the A2A TCK) "+
+			"cannot read it; 0.3 clients find the 0.3 card at /.well-known/agent.json with the default \"1.0\"")
+	}
+	if u, err := url.Parse(c.Agent.URL); err == nil && c.Agent.ServesGRPC() && c.Agent.InterfaceURLs.GRPC == "" && strings.Trim(u.Path, "/") != "" {
+		warn("agent.url", "%q has a path, but gRPC methods are served at the host's root: the card advertises "+
+			"gRPC at %s; if a proxy routes only that path to capgate, set agent.interface_urls.grpc to where "+
+			"clients reach gRPC (setting it also silences this warning), or agent.grpc: false", c.Agent.URL, GRPCTarget(c.Agent.URL))
+	}
 	for i, e := range c.Agent.Extensions {
 		u, err := url.Parse(e.URI)
 		if err != nil || !u.IsAbs() {
@@ -396,8 +419,7 @@ func (c *Config) Warnings() []string {
 		segs := strings.FieldsFunc(u.Path+"/"+u.Opaque, func(r rune) bool { return r == '/' || r == ':' })
 		if !slices.ContainsFunc(segs, versionSegRE.MatchString) {
 			field := fmt.Sprintf("agent.extensions[%d].uri", i)
-			out = append(out, diag.Problem{File: c.File(), Line: c.line(field), Field: field,
-				Message: fmt.Sprintf("%q has no version segment (e.g. /v1); a breaking change needs a new URI", e.URI)}.String())
+			warn(field, "%q has no version segment (e.g. /v1); a breaking change needs a new URI", e.URI)
 		}
 	}
 	return out
@@ -420,6 +442,39 @@ func (v *validator) jwksFile(field, rel string) {
 			v.add(field, "%s: %v", rel, err)
 		}
 	}
+}
+
+// interfaceURLs checks agent.interface_urls: the HTTP bindings' overrides are http(s) URLs, the
+// gRPC one a target every A2A gRPC client dials (see GRPCTarget).
+func (v *validator) interfaceURLs() {
+	o := v.c.Agent.InterfaceURLs
+	for field, val := range map[string]string{"agent.interface_urls.jsonrpc": o.JSONRPC, "agent.interface_urls.http_json": o.HTTPJSON} {
+		if val != "" && !httpURL(val) {
+			v.add(field, "%q is not an absolute http(s) URL", val)
+		}
+	}
+	if o.GRPC != "" {
+		if err := checkGRPCTarget(o.GRPC); err != nil {
+			v.add("agent.interface_urls.grpc", "%v", err)
+		}
+	}
+}
+
+// checkGRPCTarget accepts dns:///host:port, the gRPC target form a2a-go, @a2a-js/sdk and the
+// A2A TCK all dial as advertised (docs/cards.md, "The gRPC interface").
+func checkGRPCTarget(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "dns" || u.Host != "" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("%q is not a gRPC target dns:///host:port (an http(s) URL is no gRPC target for A2A clients)", s)
+	}
+	host, port, err := net.SplitHostPort(strings.TrimPrefix(u.Path, "/"))
+	if err != nil || host == "" || strings.Contains(host, "/") {
+		return fmt.Errorf("%q is not a gRPC target dns:///host:port: it names no host:port", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q is not a gRPC target dns:///host:port: %q is not a port", s, port)
+	}
+	return nil
 }
 
 func httpURL(s string) bool {

@@ -87,8 +87,9 @@ const (
 // Admit decides one request at rev. The order is fixed: credentials, extension negotiation,
 // push availability, what the operation requires of the caller, the request's tenant, an
 // extension method's extension and capability, entitlement (messages), ownership of every named
-// task, then of every named context (a message's new one claimed), every push webhook URL, and
-// the limits of a capability known before routing.
+// task, then of every context named at a target position (a message's new one claimed; a filter
+// position such as ListTasks' contextId is not refused: it narrows the caller's own results),
+// every push webhook URL, and the limits of a capability known before routing.
 func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Verdict {
 	r := in.Request
 	if r.Operation.Public() {
@@ -143,6 +144,12 @@ func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Ver
 		}
 	}
 	for _, c := range r.Contexts {
+		if c.Filter {
+			// A filter narrows the caller's own results (the store lists the owner's tasks in
+			// that context): another owner's context answers an empty page, exactly as one
+			// that does not exist. Refusing it would tell the two apart.
+			continue
+		}
 		if err := a.context(ctx, owner, r, c, v.Task); err != nil {
 			return refuse(v, err)
 		}
@@ -292,7 +299,8 @@ func (a *Admitter) owned(ctx context.Context, o tasks.Owner, taskID string) (tas
 // task must name the task's context when the handler said which (task.ContextID); naming another
 // is InvalidParams, but only once that other context is the caller's own, and it is not claimed.
 // Another owner's context and one that does not exist get the same answer as a task that does
-// not exist. ListTasks' filter and an extension method's contextId only look up.
+// not exist. An extension method's contextId only looks up; ListTasks' filter is not admitted
+// here at all (protocol.ContextRef.Filter).
 func (a *Admitter) context(ctx context.Context, o tasks.Owner, r *protocol.Request, ref protocol.ContextRef, task *tasks.Binding) *protocol.Error {
 	if a.owners == nil {
 		return protocol.Errorf(protocol.Internal, "context ownership cannot be checked: no task store is configured")

@@ -59,7 +59,7 @@ func (f *fakeInvoker) Stream(_ context.Context, req handler.Request, yield func(
 	}
 	for _, e := range events {
 		if err := yield(e); err != nil {
-			return protocol.Wrap(protocol.Internal, err, "stream")
+			return protocol.AsError(err, protocol.Internal, "stream") // as handler.Stream: a protocol error stays itself
 		}
 	}
 	return nil

@@ -162,7 +162,7 @@ func (r *reservation) lose(ctx context.Context) {
 func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.Sent) (operation.Result, *protocol.Error) {
 	d.log.Info("message already sent; answered without a handler call", zap.String("decision_id", call.DecisionID), zap.Int("state", int(s.State(d.now()))))
 	if call.Log != nil {
-		call.Log.Layer = "replay"
+		call.Log.Layer, call.Log.Capability = "replay", s.Capability // the first call's capability
 	}
 	switch s.State(d.now()) {
 	case tasks.InProgress:

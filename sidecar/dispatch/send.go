@@ -172,7 +172,8 @@ func (d *Dispatcher) noteRequested(ctx context.Context, call *operation.Call, hi
 // call, enforces its limits, calls its handler with the caller's downscoped
 // credential, binds the task the handler answers with to the capability and
 // its owner (and the context it answers in to the same owner), and answers
-// with the handler's result.
+// with the handler's result. An answer in another context than the message's
+// (answerContext) is refused and binds nothing (inContext).
 //
 // rsv is the message's reservation: released when no handler is called or the handler refuses
 // the message, settled with the task it answers with before that task is bound (so that a
@@ -211,6 +212,7 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 	}
 	d.log.Debug("routed", zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
 		zap.String("layer", string(decision.Layer)), zap.Float64("confidence", decision.Confidence))
+	want := answerContext(call)
 	bind := func(taskID, contextID string) *protocol.Error {
 		o := ownerOf(call)
 		if t := call.Task; t != nil && !t.Pending && (taskID == t.TaskID || taskID == "") {
@@ -242,6 +244,11 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 	// record settles the reservation with the task the handler answered with, then binds it:
 	// a binding that fails after the handler's call leaves the outcome unknown to the caller.
 	record := func(taskID, contextID string) *protocol.Error {
+		// An answer in another context than the message's is neither settled nor bound: a
+		// retry must not find it, and its context must not become the caller's.
+		if perr := d.inContext(call, want, contextID); perr != nil {
+			return perr
+		}
 		// A task bound without its settled record is the caller's all the same: only a retry
 		// of the message would find it in progress, then unknown.
 		_ = rsv.settle(ctx, taskID, contextID, capability.ID, capability.Handler)

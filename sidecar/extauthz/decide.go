@@ -60,7 +60,8 @@ type decision struct {
 	binding   protocol.Binding
 	version   protocol.Version
 	op        protocol.Operation
-	reqID     jsontext.Value // JSON-RPC id to echo
+	reqID     jsontext.Value     // JSON-RPC id to echo
+	errorData protocol.DataShape // the shape of a JSON-RPC error's data
 	principal identity.Principal
 	hdr       header
 	// allowed is set only from an admitting verdict; err holds every refusal.
@@ -97,6 +98,7 @@ func (s *Server) decide(ctx context.Context, req *authv3.CheckRequest, d *decisi
 	path, query, _ := strings.Cut(hr.GetPath(), "?")
 	env := protocol.Envelope{Method: hr.GetMethod(), Path: path, Query: query, Header: &d.hdr, GRPC: true, Methods: rev.Methods}
 	d.binding = protocol.BindingOf(path, p.base) // the shape of an answer given before the parse
+	d.errorData = protocol.ErrorDataShape(&d.hdr, query)
 	if protocol.IsGRPCContentType(d.hdr.get(headerContentType)) {
 		d.binding = protocol.GRPC
 		if _, _, perr := protocol.ParseGRPCPath(path); perr != nil {
@@ -116,7 +118,7 @@ func (s *Server) decide(ctx context.Context, req *authv3.CheckRequest, d *decisi
 	}
 	r, perr := protocol.Parse(env, p.base, s.limits)
 	if r != nil {
-		d.binding, d.version, d.op, d.reqID = r.Binding, r.Version, r.Operation, r.ID
+		d.binding, d.version, d.op, d.reqID, d.errorData = r.Binding, r.Version, r.Operation, r.ID, r.ErrorData
 	}
 	if perr != nil {
 		if d.reqID == nil {

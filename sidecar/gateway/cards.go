@@ -125,7 +125,7 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *operation.Call, e
 		return nil, protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
 	}
 	entry.Reasons = []string{fmt.Sprintf("skills:%d", len(c.Skills))}
-	b, err := renderCard(c, call.Request.Version)
+	b, err := renderCard(c, call.Request, rev.Config().Cards.SecurityRequirements)
 	if err != nil {
 		return nil, protocol.Wrap(protocol.Internal, err, "the extended agent card could not be built")
 	}
@@ -159,10 +159,15 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *operation.Call, e
 }
 
 // renderCard serializes a card for the request's protocol version: 1.0 gets
-// the v1.0 card, 0.3 the 0.3 card (card.V03).
-func renderCard(c *a2a.AgentCard, v protocol.Version) ([]byte, error) {
-	if v == protocol.V03 {
+// the v1.0 card with its security requirements in form (cards.security_requirements), 0.3
+// the 0.3 card (card.V03). A gRPC answer is the proto message, so its requirements are in
+// the proto's form whatever form says.
+func renderCard(c *a2a.AgentCard, req *protocol.Request, form string) ([]byte, error) {
+	switch {
+	case req.Version == protocol.V03:
 		return card.MarshalV03(c)
+	case req.Binding == protocol.GRPC:
+		return card.Marshal(c)
 	}
-	return card.Marshal(c)
+	return card.MarshalAs(c, form)
 }

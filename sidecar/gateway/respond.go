@@ -53,11 +53,11 @@ func eventWriterFor(w http.ResponseWriter, req *protocol.Request, keepAlive time
 	case req.Binding == protocol.GRPC:
 		return &grpcEvents{r: newGRPCResponder(w, req.Operation)}
 	case req.Binding == protocol.JSONRPC:
-		return newSSE(w, sseJSONRPC, req.ID, keepAlive)
+		return newSSE(w, sseJSONRPC, req.ErrorData, req.ID, keepAlive)
 	case req.ProtoJSON03():
-		return newSSE(w, sseProtoJSON03, nil, keepAlive)
+		return newSSE(w, sseProtoJSON03, req.ErrorData, nil, keepAlive)
 	}
-	return newSSE(w, sseHTTPJSON, nil, keepAlive)
+	return newSSE(w, sseHTTPJSON, req.ErrorData, nil, keepAlive)
 }
 
 // unary writes a unary result in the request's binding, as answer does.
@@ -120,5 +120,5 @@ func writeRefusal(w http.ResponseWriter, r protocol.Refusal) {
 
 // writeStatusError answers an HTTP+JSON request with google.rpc.Status and the mapped status.
 func writeStatusError(w http.ResponseWriter, e *protocol.Error) {
-	writeRefusal(w, protocol.Refuse(protocol.HTTPJSON, false, nil, e, false))
+	writeRefusal(w, protocol.Refuse(protocol.HTTPJSON, protocol.DataList, false, nil, e, false))
 }

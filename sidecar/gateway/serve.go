@@ -56,7 +56,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	if protocol.IsGRPCContentType(r.Header.Get("Content-Type")) {
 		entry.Binding = string(protocol.GRPC) // refused before parsing: still a gRPC answer
 	}
-	req := &protocol.Request{Binding: protocol.Binding(entry.Binding)}
+	req := &protocol.Request{Binding: protocol.Binding(entry.Binding), ErrorData: protocol.ErrorDataShape(protocol.HTTPHeader(r.Header), r.URL.RawQuery)}
 	if req.Binding == protocol.GRPC {
 		// A gRPC method capgate does not serve is refused before the body is read: a client- or
 		// bidi-streaming call (a reflection client's, say) half-closes only when it hears back,
@@ -141,7 +141,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 func (g *Gateway) refuse(w http.ResponseWriter, rev *revision.State, start time.Time, entry *decisionlog.Entry, req *protocol.Request, e *protocol.Error) {
 	g.finish(rev, start, entry, e)
 	authStatus := rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
-	writeRefusal(w, protocol.Refuse(req.Binding, req.Operation.Streaming(), req.ID, e, authStatus))
+	writeRefusal(w, protocol.Refuse(req.Binding, req.ErrorData, req.Operation.Streaming(), req.ID, e, authStatus))
 }
 
 // peerOf is the mTLS peer of the request: the verified client certificate's URI SAN when the

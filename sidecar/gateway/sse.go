@@ -27,6 +27,8 @@ type sseWriter struct {
 	flusher http.Flusher
 	dialect sseDialect
 	id      jsontext.Value
+	// shape is the shape of a JSON-RPC error's data (protocol.Request.ErrorData).
+	shape protocol.DataShape
 
 	mu      sync.Mutex // writes: events and keep-alives come from two goroutines
 	buf     []byte     // the frame being written, reused from event to event
@@ -48,13 +50,13 @@ const maxKeptBuffer = 64 << 10
 // newSSE returns a stream writer that sends keepAliveComment whenever the stream has been quiet
 // for keepAlive (0: never; config limits.stream_keepalive). A stream not yet started is started
 // by it: the client (and Envoy) then know the call is alive, and a later error travels as the
-// stream's last event.
-func newSSE(w http.ResponseWriter, dialect sseDialect, id jsontext.Value, keepAlive time.Duration) *sseWriter {
+// stream's last event (a JSON-RPC error's data in shape).
+func newSSE(w http.ResponseWriter, dialect sseDialect, shape protocol.DataShape, id jsontext.Value, keepAlive time.Duration) *sseWriter {
 	f, _ := w.(http.Flusher)
 	if len(id) == 0 {
 		id = jsontext.Value("null")
 	}
-	s := &sseWriter{w: w, flusher: f, dialect: dialect, id: id}
+	s := &sseWriter{w: w, flusher: f, dialect: dialect, shape: shape, id: id}
 	if keepAlive > 0 {
 		s.mu.Lock() // the timer may fire before it is stored
 		defer s.mu.Unlock()
@@ -173,7 +175,7 @@ func (s *sseWriter) fail(e *protocol.Error) {
 	s.start()
 	var frame []byte
 	if s.dialect == sseJSONRPC {
-		frame = append([]byte("data: "), e.MarshalJSONRPC(s.id)...)
+		frame = append([]byte("data: "), e.MarshalJSONRPCIn(s.shape, s.id)...)
 	} else {
 		frame = append([]byte("event: error\ndata: "), e.MarshalStatus()...)
 	}

@@ -46,7 +46,7 @@ func TestSSEFramesMatchPlain(t *testing.T) {
 		for _, id := range []string{`"1"`, `7`, ``, `"a\"b"`} {
 			t.Run(fmt.Sprintf("%s id %s", binding, id), func(t *testing.T) {
 				rec := httptest.NewRecorder()
-				sse := newSSE(rec, sseDialects[binding], jsontext.Value(id), 0)
+				sse := newSSE(rec, sseDialects[binding], protocol.DataList, jsontext.Value(id), 0)
 				var want []byte
 				wantID := []byte(id)
 				if id == "" {
@@ -70,7 +70,7 @@ func TestSSEFrameIsOneDataLine(t *testing.T) {
 	for _, binding := range []protocol.Binding{protocol.JSONRPC, protocol.HTTPJSON} {
 		for _, result := range []string{"{\n\"task\": {\"id\": \"t1\"}\n}", "{\r\n\"a\":\r\"b\\n\"}", "\n[1,\n2]\n"} {
 			rec := httptest.NewRecorder()
-			sse := newSSE(rec, sseDialects[binding], jsontext.Value(`1`), 0)
+			sse := newSSE(rec, sseDialects[binding], protocol.DataList, jsontext.Value(`1`), 0)
 			require.NoError(t, sse.event(operation.Event{JSON: []byte(result)}))
 			body := rec.Body.String()
 			require.True(t, strings.HasSuffix(body, "\n\n"))
@@ -101,7 +101,7 @@ func BenchmarkSSEEvents(b *testing.B) {
 	ev := operation.Event{Kind: operation.StatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
 	for binding, dialect := range sseDialects {
 		b.Run(string(binding), func(b *testing.B) {
-			sse := newSSE(&discardWriter{h: http.Header{}}, dialect, jsontext.Value(`"1"`), 15e9)
+			sse := newSSE(&discardWriter{h: http.Header{}}, dialect, protocol.DataList, jsontext.Value(`"1"`), 15e9)
 			defer sse.stop()
 			b.ReportAllocs()
 			for b.Loop() {

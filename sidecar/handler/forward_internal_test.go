@@ -50,8 +50,8 @@ func TestForwardedParsesAsAdmitted(t *testing.T) {
 			if b != protocol.JSONRPC && (admitted.Version != protocol.V1 || admitted.Operation == protocol.ExtensionMethod) {
 				continue // HTTP+JSON and gRPC handlers speak A2A 1.0 and the core methods only
 			}
-			if b == protocol.GRPC && admitted.Operation == protocol.ListTasks {
-				continue // capgate answers ListTasks itself
+			if admitted.Operation == protocol.ListTasks && (b == protocol.GRPC || admitted.Version != protocol.V1) {
+				continue // capgate answers ListTasks itself (0.3 has no ListTasks method to forward)
 			}
 			t.Run(p.Name()+"/handler "+string(b), func(t *testing.T) {
 				m := protocol.MethodName(admitted.Version, admitted.Operation)

@@ -33,12 +33,11 @@ func (ps *parser) appendCanonical(out []byte, raw jsontext.Value, md protoreflec
 	fds := md.Fields()
 	// byIndex[i] is the member of field i; n is at most the fields' count on this path.
 	var buf [16]jsontext.Value
-	byIndex := buf[:0]
+	var byIndex []jsontext.Value
 	if fds.Len() > len(buf) {
 		byIndex = make([]jsontext.Value, fds.Len())
 	} else {
 		byIndex = buf[:fds.Len()]
-		clear(byIndex)
 	}
 	for _, m := range obj {
 		fd := fields[string(m.name)]
@@ -79,7 +78,7 @@ func (ps *parser) appendCanonical(out []byte, raw jsontext.Value, md protoreflec
 		if !ok {
 			return out, false
 		}
-		if empty && !(fd.HasPresence() && !fd.IsList()) {
+		if empty && (!fd.HasPresence() || fd.IsList()) {
 			out = out[:mark] // protojson leaves out an implicit-presence field at its zero value
 			continue
 		}

@@ -81,15 +81,17 @@ func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
 		if verr != nil {
 			parseAs = V1 // only to find the id to echo
 		}
+		shape := ErrorDataShape(env.Header, env.Query)
 		r, perr := parseJSONRPC(parseAs, ct, env.Body, lim, env.Methods)
 		switch {
 		case verr != nil:
-			return echo(r, perr, verr)
+			return echo(shape, r, perr, verr)
 		case cerr != nil:
-			return echo(r, perr, cerr)
+			return echo(shape, r, perr, cerr)
 		case perr != nil:
-			return echo(r, perr, perr)
+			return echo(shape, r, perr, perr)
 		}
+		r.ErrorData = shape
 		return r, nil
 	}
 	if verr != nil {
@@ -110,9 +112,9 @@ func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
 }
 
 // echo returns err for a JSON-RPC request, with the request id the parse found (from r, or from
-// the parse's own error) so the answer can echo it.
-func echo(r *Request, perr, err *Error) (*Request, *Error) {
-	out := &Request{Binding: JSONRPC}
+// the parse's own error) so the answer can echo it, in the error data shape the caller reads.
+func echo(shape DataShape, r *Request, perr, err *Error) (*Request, *Error) {
+	out := &Request{Binding: JSONRPC, ErrorData: shape}
 	switch {
 	case r != nil:
 		out.ID, out.Version, out.Operation = r.ID, r.Version, r.Operation
@@ -153,6 +155,22 @@ func RequestVersion(h Header, query string) (Version, string, *Error) {
 	}
 	v, err := ParseVersion("")
 	return v, rest, err
+}
+
+// ErrorDataShape is the shape of the data of a JSON-RPC error answer to a request with these
+// headers and raw query: DataObject when the caller names no A2A version at all (neither the
+// A2A-Version header nor the parameter) — a client of A2A 0.3, which predates the header;
+// DataList when it names one, any one (1.0 clients, and those that name 0.3 — a2a-go v2's 0.3
+// layer does, and reads a list). Both doors read it from the request as sent, before anything
+// else, so a refusal made before the body is read is shaped alike.
+func ErrorDataShape(h Header, query string) DataShape {
+	if len(h.Values(VersionHeader)) > 0 {
+		return DataList
+	}
+	if params, _ := versionParams(query); len(params) > 0 {
+		return DataList
+	}
+	return DataObject
 }
 
 // versionParams takes the A2A-Version parameters out of a raw query: their values (unescaped),

@@ -264,9 +264,31 @@ func (e *Error) HTTPStatus() int { return e.Code.info().http }
 // StatusName is the google.rpc.Code name (as in google.rpc.Status.status), also the gRPC status.
 func (e *Error) StatusName() string { return e.Code.info().status }
 
-// MarshalJSONRPC returns a JSON-RPC 2.0 error response. id is echoed when it is a valid JSON-RPC
-// id (string, number or null); when nil, e.ID is used; anything else becomes null.
+// DataShape is the shape of the data member of a JSON-RPC error answer (ErrorDataShape says
+// which a caller reads).
+type DataShape uint8
+
+// Data shapes.
+const (
+	// DataList is A2A 1.0's: a list holding the google.rpc.ErrorInfo. a2a-go v2's readers,
+	// its 0.3 layer's included, decode only a list.
+	DataList DataShape = iota
+	// DataObject is the ErrorInfo object itself, the shape of A2A 0.3's ecosystem: the 0.3
+	// schema leaves data free-form, 0.3 servers send an object or nothing, and a2a-go v0.3.15
+	// decodes only an object (a list makes every error reach it untyped: "cannot unmarshal
+	// array into … Error.error.data").
+	DataObject
+)
+
+// MarshalJSONRPC returns a JSON-RPC 2.0 error response in A2A 1.0's shape (DataList). id is
+// echoed when it is a valid JSON-RPC id (string, number or null); when nil, e.ID is used;
+// anything else becomes null.
 func (e *Error) MarshalJSONRPC(id jsontext.Value) []byte {
+	return e.MarshalJSONRPCIn(DataList, id)
+}
+
+// MarshalJSONRPCIn is MarshalJSONRPC with data in the given shape.
+func (e *Error) MarshalJSONRPCIn(shape DataShape, id jsontext.Value) []byte {
 	if id == nil {
 		id = e.ID
 	}
@@ -275,6 +297,11 @@ func (e *Error) MarshalJSONRPC(id jsontext.Value) []byte {
 	b = strconv.AppendInt(b, int64(e.JSONRPCCode()), 10)
 	b = append(b, `,"message":`...)
 	b = appendQuote(b, e.Message)
+	if shape == DataObject {
+		b = append(b, `,"data":`...)
+		b = e.appendErrorInfo(b)
+		return append(b, "}}"...)
+	}
 	b = append(b, `,"data":[`...)
 	b = e.appendErrorInfo(b)
 	return append(b, "]}}"...)

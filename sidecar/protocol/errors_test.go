@@ -41,6 +41,48 @@ func TestMarshalJSONRPCShape(t *testing.T) {
 	}
 }
 
+// TestJSONRPCDataShapes: a caller that names no A2A version (a 0.3 client) reads data as the
+// ErrorInfo object; one that names any version, 0.3 included, reads a list; a parse refusal,
+// a streaming refusal and an answer carry the caller's shape.
+func TestJSONRPCDataShapes(t *testing.T) {
+	e := Errorf(TaskNotFound, "task not found").WithMetadata("k", "v")
+	require.Equal(t, `{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"task not found","data":{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org","metadata":{"k":"v"}}}}`,
+		string(e.MarshalJSONRPCIn(DataObject, jsontext.Value(`7`))))
+	require.Equal(t, string(e.MarshalJSONRPC(jsontext.Value(`7`))), string(e.MarshalJSONRPCIn(DataList, jsontext.Value(`7`))))
+
+	type hdr map[string][]string
+	for _, tc := range []struct {
+		name   string
+		h      hdr
+		query  string
+		want   DataShape
+		parsed bool
+	}{
+		{"no version", hdr{}, "", DataObject, true},
+		{"A2A-Version 0.3", hdr{VersionHeader: {"0.3"}}, "", DataList, true},
+		{"A2A-Version 1.0", hdr{VersionHeader: {"1.0"}}, "", DataList, true},
+		{"version parameter", hdr{}, "A2A-Version=1.0", DataList, true},
+		{"unreadable version", hdr{VersionHeader: {"9"}}, "", DataList, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := headerMap(tc.h)
+			require.Equal(t, tc.want, ErrorDataShape(h, tc.query))
+			for _, body := range []string{`{"jsonrpc":"2.0","id":1,"method":"tasks/get","params":{"id":"t"}}`, `{"jsonrpc":"2.0","id":1,`} {
+				r, _ := Parse(Envelope{Method: "POST", Path: "/", Query: tc.query, Header: h, Body: []byte(body)}, "", Limits{})
+				require.NotNil(t, r)
+				require.Equal(t, tc.want, r.ErrorData, "%s", body)
+			}
+		})
+	}
+	r := Refuse(JSONRPC, DataObject, true, jsontext.Value(`1`), e, false)
+	require.Contains(t, string(r.Body), `data: {"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"task not found","data":{"@type"`)
+}
+
+// headerMap is a Header over a plain map (canonical names).
+type headerMap map[string][]string
+
+func (h headerMap) Values(n string) []string { return h[n] }
+
 func TestMarshalStatusShape(t *testing.T) {
 	e := Errorf(NotFound, `no A2A route matches "/x"`).WithMetadata("path", "/x")
 	require.Equal(t, `{"error":{"code":404,"status":"NOT_FOUND","message":"no A2A route matches \"/x\"","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"METHOD_NOT_FOUND","domain":"a2a-protocol.org","metadata":{"path":"/x"}}]}}`,

@@ -251,7 +251,7 @@ func grpcResources(op Operation, msg []byte, r *Request) error {
 		}
 		r.List = &ListParams{ContextID: m.GetContextId(), PageSize: int(m.GetPageSize()), PageToken: m.GetPageToken(),
 			IncludeArtifacts: m.GetIncludeArtifacts()}
-		r.addContext(r.List.ContextID, "context_id")
+		r.addContextFilter(r.List.ContextID, "context_id")
 		if m.GetPageSize() < 0 || m.GetHistoryLength() < 0 {
 			return Errorf(InvalidParams, "page_size and history_length must not be negative")
 		}

@@ -247,7 +247,7 @@ func (ps *parser) readList(p object, r *Request) *Error {
 	if err = field(p, "contextId", false, &l.ContextID); err != nil {
 		return err
 	}
-	r.addContext(l.ContextID, "params.contextId")
+	r.addContextFilter(l.ContextID, "params.contextId")
 	if l.Status, err = optString(p, "status"); err != nil {
 		return err
 	}
@@ -466,11 +466,11 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	if info.Parts, err = ps.readParts(v, msg.get("parts")); err != nil {
 		return err
 	}
-	if info.SkillHint, err = ps.skillHint(p.get("metadata"), "metadata"); err != nil {
+	if info.SkillHint, err = ps.skillHint(v, p.get("metadata"), "metadata"); err != nil {
 		return err
 	}
 	if info.SkillHint == "" {
-		if info.SkillHint, err = ps.skillHint(msg.get("metadata"), "message.metadata"); err != nil {
+		if info.SkillHint, err = ps.skillHint(v, msg.get("metadata"), "message.metadata"); err != nil {
 			return err
 		}
 	}
@@ -568,8 +568,20 @@ func prefix(p string, e *Error) *Error {
 	return e
 }
 
-// skillHint reads metadata.skillId. Metadata is a map: its keys are matched exactly.
-func (ps *parser) skillHint(raw jsontext.Value, where string) (string, *Error) {
+// Skill hint keys of metadata. SkillHintAlias03 is an alias of SkillHintKey read in A2A 0.3
+// requests only: a2a-go v2's 0.3 REST client (a2acompat/a2av0) snake-cases every JSON key it
+// sends, metadata's included, so the skillId its caller set arrives as skill_id. The hint is a
+// hint either way: the router honours it only for a capability the caller is entitled to.
+const (
+	SkillHintKey     = "skillId"
+	SkillHintAlias03 = "skill_id"
+)
+
+// skillHint reads metadata.skillId (and in 0.3 its alias metadata.skill_id). Metadata is a map:
+// its keys are matched exactly. The two never meet in one object: the parser refuses a key
+// beside another spelling of the same name as a duplicate (checkJSON), as ProtoJSON readers
+// would take either.
+func (ps *parser) skillHint(v Version, raw jsontext.Value, where string) (string, *Error) {
 	if raw == nil {
 		return "", nil
 	}
@@ -581,12 +593,17 @@ func (ps *parser) skillHint(raw jsontext.Value, where string) (string, *Error) {
 		return "", err
 	}
 	for _, m := range md {
-		if string(m.name) != "skillId" || m.value.Kind() == 'n' {
+		alias := v == V03 && string(m.name) == SkillHintAlias03
+		if (!alias && string(m.name) != SkillHintKey) || m.value.Kind() == 'n' {
 			continue
 		}
 		s, ok := str(m.value)
 		if !ok {
-			return "", Errorf(InvalidParams, "%s.skillId must be a string", where)
+			name := SkillHintKey
+			if alias {
+				name = SkillHintAlias03
+			}
+			return "", Errorf(InvalidParams, "%s.%s must be a string", where, name)
 		}
 		return s, nil
 	}

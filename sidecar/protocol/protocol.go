@@ -88,6 +88,8 @@ type Request struct {
 	Method string
 	// ID is the raw JSON-RPC id (string, number or null) to echo; nil for other bindings.
 	ID jsontext.Value
+	// ErrorData is the shape of the data of a JSON-RPC error answer to it (ErrorDataShape).
+	ErrorData DataShape
 	// Params is the raw JSON-RPC params or HTTP+JSON body; nil when absent.
 	Params jsontext.Value
 	// Tenant is the request's tenant: the HTTP+JSON /{tenant} prefix, params.tenant (1.0), or the
@@ -99,7 +101,8 @@ type Request struct {
 	// TaskID, when set, is first.
 	Tasks []TaskRef
 	// Contexts is every context the request names, wherever it appears (see ContextRef): a
-	// message's contextId, ListTasks' contextId filter, an extension method's params.contextId.
+	// message's contextId, ListTasks' contextId filter (a filter position), an extension
+	// method's params.contextId.
 	Contexts []ContextRef
 	// ConfigID is the push notification config id, when the operation names one.
 	ConfigID string
@@ -139,6 +142,12 @@ type TaskRef struct {
 type ContextRef struct {
 	ID    string
 	Where string
+	// Filter marks a filter position: the context narrows a listing of the caller's own
+	// (ListTasks' contextId). A context the caller does not hold narrows it to nothing, exactly
+	// as one that does not exist, so admission does not refuse it: the answer is an empty page,
+	// never an error that tells "not yours" from "does not exist". Every other position is a
+	// target: the operation acts in the context, which must be the caller's.
+	Filter bool
 }
 
 // PushRef is a push notification config a request carries.
@@ -165,10 +174,17 @@ func (r *Request) addTask(id, where string) {
 	}
 }
 
-// addContext records a context the request names.
+// addContext records a context the request names as a target.
 func (r *Request) addContext(id, where string) {
 	if id != "" {
 		r.Contexts = append(r.Contexts, ContextRef{ID: id, Where: where})
+	}
+}
+
+// addContextFilter records a context the request names as a filter (ContextRef.Filter).
+func (r *Request) addContextFilter(id, where string) {
+	if id != "" {
+		r.Contexts = append(r.Contexts, ContextRef{ID: id, Where: where, Filter: true})
 	}
 }
 
@@ -178,7 +194,8 @@ type MessageInfo struct {
 	TaskID    string
 	ContextID string
 	Parts     []PartInfo
-	// SkillHint is metadata.skillId from the request metadata, else from the message metadata.
+	// SkillHint is metadata.skillId (in 0.3 also its alias metadata.skill_id: SkillHintAlias03)
+	// from the request metadata, else from the message metadata.
 	SkillHint string
 	// AcceptedOutputModes is configuration.acceptedOutputModes.
 	AcceptedOutputModes []string

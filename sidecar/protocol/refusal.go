@@ -22,13 +22,14 @@ type Refusal struct {
 //   - HTTP+JSON (and anything refused before its binding is known): the mapped HTTP status and a
 //     google.rpc.Status body, a Bearer challenge on 401 and 403, Allow on 405, Retry-After on
 //     503 (Unavailable);
-//   - JSON-RPC: HTTP 200 with the JSON-RPC error echoing id — as one Server-Sent Event for a
-//     streaming call, as A2A clients read it. With authStatus (auth.jsonrpc_http_status: 401),
+//   - JSON-RPC: HTTP 200 with the JSON-RPC error echoing id, its data in the shape the caller
+//     reads (shape: Request.ErrorData) — as one Server-Sent Event for a streaming call, as A2A
+//     clients read it. With authStatus (auth.jsonrpc_http_status: 401),
 //     an authentication or authorization failure keeps the JSON-RPC body but takes the failure's
 //     HTTP status (401 or 403) and its challenge, for clients that react to statuses only; a
 //     client that checks the status does not read a 401 as a stream, so streaming calls get the
 //     plain body too.
-func Refuse(b Binding, streaming bool, id jsontext.Value, e *Error, authStatus bool) Refusal {
+func Refuse(b Binding, shape DataShape, streaming bool, id jsontext.Value, e *Error, authStatus bool) Refusal {
 	if b == GRPC {
 		return Refusal{Status: http.StatusOK, Header: append([][2]string{{"content-type", GRPCContentType}}, e.GRPCStatus()...)}
 	}
@@ -46,7 +47,7 @@ func Refuse(b Binding, streaming bool, id jsontext.Value, e *Error, authStatus b
 		}
 		return r
 	}
-	body := e.MarshalJSONRPC(id)
+	body := e.MarshalJSONRPCIn(shape, id)
 	if c := e.WWWAuthenticate(); c != "" && authStatus {
 		return Refusal{Status: e.HTTPStatus(), Header: [][2]string{{"content-type", "application/json"}, {"www-authenticate", c}}, Body: body}
 	}

@@ -207,3 +207,50 @@ func TestSendFieldsOfTheOtherShapeRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestSkillHintAlias03: in A2A 0.3, metadata.skill_id is an alias of metadata.skillId (a2a-go
+// v2's 0.3 REST client snake-cases metadata keys), in the request's and the message's metadata,
+// on 0.3 HTTP+JSON and 0.3 JSON-RPC; a 1.0 request has no alias; both spellings in one object
+// are refused as a duplicate key.
+func TestSkillHintAlias03(t *testing.T) {
+	send := func(t *testing.T, v Version, reqMeta, msgMeta string) (*Request, *Error) {
+		t.Helper()
+		msg := `{"messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]` + msgMeta + `}`
+		if v == V1 {
+			msg = `{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]` + msgMeta + `}`
+		}
+		return ParseHTTP(v, "POST", "/message:send", "application/json", []byte(`{"message":`+msg+reqMeta+`}`), Limits{})
+	}
+	for _, tc := range []struct {
+		name             string
+		v                Version
+		reqMeta, msgMeta string
+		hint             string
+		refused          string
+	}{
+		{"0.3 request metadata", V03, `,"metadata":{"skill_id":"lookup-invoice"}`, "", "lookup-invoice", ""},
+		{"0.3 message metadata", V03, "", `,"metadata":{"skill_id":"lookup-invoice"}`, "lookup-invoice", ""},
+		{"0.3 both spellings", V03, `,"metadata":{"skillId":"a","skill_id":"a"}`, "", "",
+			`duplicate object key "skill_id" (same field as "skillId")`},
+		{"0.3 alias not a string", V03, `,"metadata":{"skill_id":7}`, "", "", "metadata.skill_id must be a string"},
+		{"0.3 alias null", V03, `,"metadata":{"skill_id":null}`, "", "", ""},
+		{"1.0 has no alias", V1, `,"metadata":{"skill_id":"lookup-invoice"}`, "", "", ""},
+		{"1.0 skillId", V1, `,"metadata":{"skillId":"lookup-invoice"}`, "", "lookup-invoice", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, perr := send(t, tc.v, tc.reqMeta, tc.msgMeta)
+			if tc.refused != "" {
+				require.NotNil(t, perr)
+				require.Equal(t, tc.refused, perr.Message)
+				return
+			}
+			require.Nil(t, perr, "%v", perr)
+			require.Equal(t, tc.hint, r.Message.SkillHint)
+		})
+	}
+	// The same on 0.3 JSON-RPC.
+	r, perr := ParseJSONRPC(V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":`+
+		`{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"skill_id":"s"}}}}`), Limits{})
+	require.Nil(t, perr, "%v", perr)
+	require.Equal(t, "s", r.Message.SkillHint)
+}

@@ -143,7 +143,7 @@ func Build(ctx context.Context, d *deployment.Deployment, opts Options) (*State,
 			return nil, fmt.Errorf("public card: %w", err)
 		}
 		r.CardVersion = pub.Version
-		b, err := card.Marshal(pub)
+		b, err := card.MarshalAs(pub, d.Config.Cards.SecurityRequirements)
 		if err != nil {
 			return nil, fmt.Errorf("public card: %w", err)
 		}

@@ -37,6 +37,10 @@ const (
 	OpDelete        = "delete"
 	OpRecordCall    = "record_call"
 	OpUsage         = "usage"
+	// The message records of messageId retries (Reserve, Settle, Release).
+	OpReserveMessage = "reserve_message"
+	OpSettleMessage  = "settle_message"
+	OpReleaseMessage = "release_message"
 	// OpPing is Watch's probe.
 	OpPing = "ping"
 )
@@ -44,7 +48,8 @@ const (
 // Operations lists the operations an Observer is told of, so that a
 // counter of each can exist before the first failure.
 func Operations() []string {
-	return []string{OpBind, OpLookup, OpClaimContext, OpLookupContext, OpOwned, OpDelete, OpRecordCall, OpUsage, OpPing}
+	return []string{OpBind, OpLookup, OpClaimContext, OpLookupContext, OpOwned, OpDelete, OpRecordCall, OpUsage,
+		OpReserveMessage, OpSettleMessage, OpReleaseMessage, OpPing}
 }
 
 // WithObserver sets the store's observer: a Redis store reports every

@@ -99,11 +99,11 @@ func (r *Redis) Reserve(ctx context.Context, s Sent, window time.Duration, maxPe
 	res, err := r.write(ctx, reserveScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
 		r.now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli())
 	if err != nil {
-		return Sent{}, false, unavailable("reserve message", err)
+		return Sent{}, false, r.unavailable("reserve message", err)
 	}
 	vals, err := redis.NewCmdResult(res, nil).StringSlice()
 	if err != nil || len(vals) != 2 {
-		return Sent{}, false, unavailable("reserve message", fmt.Errorf("unexpected answer %v", res))
+		return Sent{}, false, r.unavailable("reserve message", fmt.Errorf("unexpected answer %v", res))
 	}
 	if vals[0] == "new" {
 		return s, true, nil
@@ -131,7 +131,7 @@ func (r *Redis) Settle(ctx context.Context, s Sent, window time.Duration) error 
 	left := s.Started.Add(window).Sub(r.now()).Milliseconds()
 	if _, err := r.write(ctx, settleScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
 		s.Started.UnixMilli(), left); err != nil {
-		return unavailable("settle message", err)
+		return r.unavailable("settle message", err)
 	}
 	return nil
 }
@@ -141,7 +141,7 @@ func (r *Redis) Release(ctx context.Context, s Sent) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	if err := releaseScript.Run(ctx, r.rdb, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {
-		return unavailable("release message", err)
+		return r.unavailable("release message", err)
 	}
 	return nil
 }

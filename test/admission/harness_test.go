@@ -309,14 +309,19 @@ func reasonOf(body []byte) string {
 		var env struct {
 			Error *struct {
 				Code    int                       `json:"code"`
-				Data    []struct{ Reason string } `json:"data"`
+				Data    testutil.ErrorData        `json:"data"` // a list in 1.0, one object in 0.3
 				Details []struct{ Reason string } `json:"details"`
 			} `json:"error"`
 		}
 		if json.Unmarshal(d, &env) != nil || env.Error == nil {
 			continue
 		}
-		for _, i := range append(env.Error.Data, env.Error.Details...) {
+		for _, i := range env.Error.Data {
+			if i.Reason != "" {
+				return i.Reason
+			}
+		}
+		for _, i := range env.Error.Details {
 			if i.Reason != "" {
 				return i.Reason
 			}

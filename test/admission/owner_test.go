@@ -79,8 +79,8 @@ func TestOwnerTaskOperations(t *testing.T) {
 				require.NoError(t, err)
 				require.Len(t, listed.Tasks, 2)
 
-				// Another caller gets the task's not-found answer for each of them, and for the
-				// task's context.
+				// Another caller gets the task's not-found answer for each of them, and for a
+				// message in the task's context.
 				other := srv.Client(t, binding, testutil.Bearer(testutil.Token(t, testutil.TokenOptions{Subject: "alice", Tenant: "globex"})))
 				_, err = other.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID})
 				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
@@ -90,8 +90,14 @@ func TestOwnerTaskOperations(t *testing.T) {
 				intrude.ContextID, intrude.Metadata = task.ContextID, map[string]any{"skillId": "lookup-invoice"}
 				_, err = other.SendMessage(ctx, &a2a.SendMessageRequest{Message: intrude})
 				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
-				_, err = other.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: task.ContextID})
-				require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+				// A filter naming the context narrows the other caller's own tasks: an empty
+				// list, as for a context that does not exist.
+				theirs, err := other.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: task.ContextID})
+				require.NoError(t, err)
+				require.Empty(t, theirs.Tasks)
+				none, err := other.ListTasks(ctx, &a2a.ListTasksRequest{ContextID: "ctx-nobody-holds"})
+				require.NoError(t, err)
+				require.Equal(t, none, theirs)
 			})
 		}
 	}

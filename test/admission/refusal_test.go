@@ -132,7 +132,9 @@ func TestDenialsOutsideRegoNameTheirRule(t *testing.T) {
 	}{
 		{"another owner's task", http.MethodPost, "/", bearer(other), rpc("GetTask", `{"id":"`+owner.task+`"}`), decisionlog.RuleTaskOwner},
 		{"another tenant", http.MethodPost, "/", bearer(owner), rpc("GetTask", `{"id":"`+owner.task+`","tenant":"globex"}`), decisionlog.RuleTenant},
-		{"another owner's context", http.MethodGet, "/tasks?contextId=" + owner.context, bearer(other), "", decisionlog.RuleContextOwner},
+		{"another owner's context", http.MethodPost, "/", bearer(other),
+			rpc("SendMessage", `{"message":{"messageId":"m-r","role":"ROLE_USER","contextId":"`+owner.context+`","parts":[{"text":"look up invoice INV-1"}]}}`),
+			decisionlog.RuleContextOwner},
 		{"no credential", http.MethodPost, "/", header("A2A-Version", "1.0", "Content-Type", "application/json"), rpc("GetTask", `{"id":"t-1"}`), decisionlog.RuleCredential},
 	}
 	for _, c := range both {

@@ -1,12 +1,16 @@
 package admission_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/positions"
@@ -16,9 +20,12 @@ import (
 // place a task id, context id or tenant can appear) with every caller class: the owner; the same
 // subject in another tenant; the same subject and tenant from another trusted issuer; anonymous.
 // The value at the position is the owner's task (or context, or tenant); anything else the
-// request needs is the caller's own. Both doors must give the same verdict, and only a caller to
-// whom everything the request names belongs gets through; another owner's context is refused as
-// a task that does not exist is. gRPC requests go to the gateway over h2c; the gateway
+// request needs is the caller's own. Both doors must give the same verdict. At a target
+// position only a caller to whom everything the request names belongs gets through; another
+// owner's context is refused as a task that does not exist is. At a filter position (ListTasks'
+// contextId) every authenticated caller gets through and is answered from its own tasks: the
+// owner's list holds its task, anyone else's is empty and byte for byte the answer to a context
+// nobody holds. gRPC requests go to the gateway over h2c; the gateway
 // serves the A2A 1.0 gRPC service only, so an admitted 0.3 gRPC request is answered
 // VERSION_NOT_SUPPORTED there (after the same admission) and reaches no handler.
 func TestSweep(t *testing.T) {
@@ -50,7 +57,8 @@ func TestSweep(t *testing.T) {
 					h.Set("Authorization", "Bearer "+c.token)
 				}
 				// Only a caller to whom everything named belongs is admitted.
-				want := c.authenticated && ((p.Kind == positions.Task || p.Kind == positions.Context) && c == owner ||
+				want := c.authenticated && (p.Filter ||
+					(p.Kind == positions.Task || p.Kind == positions.Context) && c == owner ||
 					p.Kind == positions.Tenant && c.tenant == owner.tenant)
 				if want && (p.Operation == protocol.GetTaskPushNotificationConfig || p.Operation == protocol.DeleteTaskPushNotificationConfig) {
 					e.pushConfig(t, c, ownTaskOf(p, swept, ownTask))
@@ -78,6 +86,11 @@ func TestSweep(t *testing.T) {
 				if p.Binding == protocol.GRPC && p.Version == protocol.V03 {
 					require.Equal(t, "VERSION_NOT_SUPPORTED", gw.reason, "%s %s: %s", method, target, gw.body)
 					require.False(t, e.forwarded(gw.decision), "a 0.3 gRPC request reached a handler")
+					return
+				}
+				if p.Filter {
+					counts["filter"]++
+					requireNarrowed(t, e, p, c == owner, owner.task, gw, ownTask, ownTenant, h)
 					return
 				}
 				requireServed(t, e, p, gw, method, target)
@@ -122,4 +135,63 @@ func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, metho
 	}
 	require.Eventually(t, func() bool { return e.forwarded(gw.decision) }, 5*time.Second, 10*time.Millisecond,
 		"the owner's request did not reach a handler: %s %s", method, target)
+}
+
+// requireNarrowed checks an admitted request at a filter position was answered from the caller's
+// own results: the owner's page lists its task; another caller's page is empty and the same,
+// byte for byte, as the answer to a context nobody holds — "not yours" and "does not exist" look
+// alike.
+func requireNarrowed(t *testing.T, e *env, p positions.Position, isOwner bool, ownerTask string, gw outcome, ownTask, ownTenant string, h http.Header) {
+	t.Helper()
+	require.True(t, gw.allowed, "%s", gw.body)
+	got := listedTasks(t, p, gw.body)
+	if isOwner {
+		require.Contains(t, got, ownerTask, "the owner's page lacks its task in its context: %s", gw.body)
+		return
+	}
+	require.Empty(t, got, "another caller's page lists tasks: %s", gw.body)
+	method, target, _, body, err := positions.Request(p, "ctx-nobody-holds", ownTask, ownTenant, hook)
+	require.NoError(t, err)
+	unknown := e.gateway(t, method, target, h.Clone(), body)
+	require.Equal(t, unknown.status, gw.status)
+	require.Equal(t, unknown.body, gw.body, "a context of another owner answers otherwise than one nobody holds")
+}
+
+// listedTasks reads the task ids of a ListTasks answer of p's binding.
+func listedTasks(t *testing.T, p positions.Position, body string) []string {
+	t.Helper()
+	var ids []string
+	switch p.Binding {
+	case protocol.GRPC:
+		b := []byte(body)
+		require.GreaterOrEqual(t, len(b), 5, "no gRPC message")
+		var m a2apb.ListTasksResponse
+		require.NoError(t, proto.Unmarshal(b[5:], &m))
+		for _, task := range m.GetTasks() {
+			ids = append(ids, task.GetId())
+		}
+		return ids
+	case protocol.JSONRPC:
+		var out struct {
+			Result *struct {
+				Tasks []struct{ ID string } `json:"tasks"`
+			} `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(body), &out), "%s", body)
+		require.NotNil(t, out.Result, "%s", body)
+		require.NotNil(t, out.Result.Tasks, "a page without tasks: %s", body)
+		for _, task := range out.Result.Tasks {
+			ids = append(ids, task.ID)
+		}
+		return ids
+	}
+	var out struct {
+		Tasks []struct{ ID string } `json:"tasks"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(body), &out), "%s", body)
+	require.NotNil(t, out.Tasks, "a page without tasks: %s", body)
+	for _, task := range out.Tasks {
+		ids = append(ids, task.ID)
+	}
+	return ids
 }

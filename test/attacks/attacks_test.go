@@ -340,8 +340,12 @@ func cases(t *testing.T, f fixture) []attack {
 			attack{name: p + "SendMessage in the victim's context", req: post(who.tok, rpc("SendMessage", inContext("what did we discuss", vc))), gw: taskNotFound},
 			attack{name: p + "SendStreamingMessage in the victim's context", req: post(who.tok, rpc("SendStreamingMessage", inContext("what did we discuss", vc))), gw: taskNotFound},
 			attack{name: p + "REST send in the victim's context", req: rest(http.MethodPost, "/message:send", who.tok, inContext("what did we discuss", vc)), gw: taskNotFound},
-			attack{name: p + "ListTasks of the victim's context", req: post(who.tok, rpc("ListTasks", `{"contextId":`+jsonString(vc)+`}`)), gw: taskNotFound},
-			attack{name: p + "REST list of the victim's context", req: rest(http.MethodGet, "/tasks?contextId="+url.QueryEscape(vc), who.tok, ""), gw: taskNotFound},
+			// A filter narrows the caller's own tasks: an empty page, as for a context nobody
+			// holds (test/admission compares the bytes).
+			attack{name: p + "ListTasks of the victim's context", req: post(who.tok, rpc("ListTasks", `{"contextId":`+jsonString(vc)+`}`)),
+				gw: want{allow: true, then: emptyPage}, az: &want{allow: true}},
+			attack{name: p + "REST list of the victim's context", req: rest(http.MethodGet, "/tasks?contextId="+url.QueryEscape(vc), who.tok, ""),
+				gw: want{allow: true, then: emptyPage}, az: &want{allow: true}},
 		)
 	}
 	add(attack{name: "context/anonymous SendMessage in the victim's context", req: post("", rpc("SendMessage", inContext("what did we discuss", f.victimContext))), gw: unauth})
@@ -371,6 +375,23 @@ func cases(t *testing.T, f fixture) []attack {
 			gw: want{code: protocol.UnsupportedOperation, meta: map[string]string{"replacedBy": "reconcile-invoice"}}, az: &want{mayAllow: true}},
 	)
 	return out
+}
+
+// emptyPage: a ListTasks answer (JSON-RPC or HTTP+JSON) lists no task.
+func emptyPage(t *testing.T, r response) {
+	t.Helper()
+	var page struct {
+		Tasks  *[]json.RawMessage `json:"tasks"`
+		Result *struct {
+			Tasks *[]json.RawMessage `json:"tasks"`
+		} `json:"result"`
+	}
+	require.NoError(t, json.Unmarshal(r.body, &page), "%s", r.body)
+	if page.Result != nil {
+		page.Tasks = page.Result.Tasks
+	}
+	require.NotNil(t, page.Tasks, "not a page: %s", r.body)
+	require.Empty(t, *page.Tasks, "%s", r.body)
 }
 
 // spoofStripped: when ext_authz allows, every client-sent x-capgate-*

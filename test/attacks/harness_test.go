@@ -241,17 +241,20 @@ func parseError(t *testing.T, body []byte) (wireError, bool) {
 	t.Helper()
 	var env struct {
 		Error *struct {
-			Code    int    `json:"code"`
-			Status  string `json:"status"`
-			Data    []info `json:"data"`
-			Details []info `json:"details"`
+			Code    int                `json:"code"`
+			Status  string             `json:"status"`
+			Data    testutil.ErrorData `json:"data"` // a list in 1.0, one object in 0.3
+			Details []info             `json:"details"`
 		} `json:"error"`
 	}
 	if json.Unmarshal(sseData(body), &env) != nil || env.Error == nil {
 		return wireError{}, false
 	}
 	var we wireError
-	infos := env.Error.Data
+	infos := make([]info, 0, 1)
+	for _, d := range env.Error.Data {
+		infos = append(infos, info{Reason: d.Reason, Metadata: d.Metadata})
+	}
 	if env.Error.Status != "" {
 		we.httpCode = env.Error.Code
 		infos = env.Error.Details

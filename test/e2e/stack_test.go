@@ -155,19 +155,19 @@ func (s *stack) startProxy(t *testing.T) string {
 }
 
 // startEnvoy runs envoy with a copy of envoy/bootstrap.yaml whose ports are
-// rewritten: the listener and admin on free loopback ports, the ext_authz
+// rewritten: the listener, the stats listener and admin on free loopback ports, the ext_authz
 // cluster on capgate's ext_authz address and the gateway cluster on the
 // recorder. It returns the listener's base URL.
 func startEnvoy(t *testing.T, bin, extauthzAddr, gatewayAddr string) string {
 	t.Helper()
 	src, err := os.ReadFile(filepath.Join("..", "..", "envoy", "bootstrap.yaml"))
 	require.NoError(t, err)
-	listenPort, adminPort := freePort(t), freePort(t)
+	listenPort, adminPort, statsPort := freePort(t), freePort(t), freePort(t)
 	_, azPort, err := net.SplitHostPort(extauthzAddr)
 	require.NoError(t, err)
 	_, gwPort, err := net.SplitHostPort(gatewayAddr)
 	require.NoError(t, err)
-	ports := map[string]string{"8000": listenPort}
+	ports := map[string]string{"8000": listenPort, "9901": statsPort}
 	cfg := regexp.MustCompile(`port_value: (\d+)`).ReplaceAllStringFunc(string(src), func(m string) string {
 		p := strings.TrimPrefix(m, "port_value: ")
 		require.Contains(t, ports, p, "unexpected port in envoy/bootstrap.yaml")

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,7 +65,7 @@ func TestGRPCClient(t *testing.T) {
 	srv := testutil.Start(t, d)
 	c := grpcClient(t, srv, grpcCaller)
 
-	t.Run("the card advertises gRPC at the agent URL", func(t *testing.T) {
+	t.Run("the card advertises gRPC as a gRPC target for the agent URL's host", func(t *testing.T) {
 		card := srv.PublicCard(t)
 		var urls []string
 		for _, iface := range card.SupportedInterfaces {
@@ -73,7 +74,8 @@ func TestGRPCClient(t *testing.T) {
 				urls = append(urls, iface.URL)
 			}
 		}
-		require.Equal(t, []string{card.SupportedInterfaces[0].URL}, urls)
+		require.Equal(t, []string{config.GRPCTarget(card.SupportedInterfaces[0].URL)}, urls)
+		require.True(t, strings.HasPrefix(urls[0], "dns:///"), urls[0])
 	})
 
 	res, err := c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: reconcileMessage()})

@@ -15,9 +15,16 @@ import (
 	"github.com/capgate/capgate/test/testutil"
 )
 
-// rpcErr is the exact JSON-RPC error response the gateway writes.
+// rpcErr is the exact JSON-RPC error response the gateway writes to a 1.0 caller: data is a
+// list holding the ErrorInfo.
 func rpcErr(id string, code int, reason, msg string, meta ...string) string {
 	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s,"data":[%s]}}`, id, code, quote(msg), errorInfo(reason, meta))
+}
+
+// rpcErr03 is the exact JSON-RPC error response the gateway writes to a 0.3 caller (no
+// A2A-Version): data is the ErrorInfo object itself, as 0.3 clients decode it.
+func rpcErr03(id string, code int, reason, msg string, meta ...string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%s,"data":%s}}`, id, code, quote(msg), errorInfo(reason, meta))
 }
 
 // statusErr is the exact google.rpc.Status body of an HTTP+JSON error.
@@ -136,9 +143,9 @@ func TestMalformedRequests(t *testing.T) {
 		{name: "0.3 name sent as 1.0", headers: []string{"A2A-Version", v1}, body: `{"jsonrpc":"2.0","id":1,"method":"agent/getAuthenticatedExtendedCard"}`,
 			status: 200, want: rpcErr("1", -32601, "METHOD_NOT_FOUND", `method "agent/getAuthenticatedExtendedCard" is not an A2A 1.0 method; send A2A-Version: 0.3 or use GetExtendedAgentCard`)},
 		{name: "unknown 0.3 method", body: `{"jsonrpc":"2.0","id":1,"method":"agent/getCard"}`,
-			status: 200, want: rpcErr("1", -32601, "METHOD_NOT_FOUND", `method "agent/getCard" not found`)},
+			status: 200, want: rpcErr03("1", -32601, "METHOD_NOT_FOUND", `method "agent/getCard" not found`)},
 		{name: "1.0-only method sent as 0.3", body: `{"jsonrpc":"2.0","id":1,"method":"ListTasks"}`,
-			status: 200, want: rpcErr("1", -32601, "METHOD_NOT_FOUND", `method "ListTasks" is not an A2A 0.3 method; send A2A-Version: 1.0`)},
+			status: 200, want: rpcErr03("1", -32601, "METHOD_NOT_FOUND", `method "ListTasks" is not an A2A 0.3 method; send A2A-Version: 1.0`)},
 		{name: "long unknown method is clipped", headers: []string{"A2A-Version", v1}, body: `{"jsonrpc":"2.0","id":1,"method":"` + strings.Repeat("x", 100) + `"}`,
 			status: 200, want: rpcErr("1", -32601, "METHOD_NOT_FOUND", `method "`+strings.Repeat("x", 64)+`…" not found`)},
 		{name: "deep nesting", headers: []string{"A2A-Version", v1}, body: deep,

@@ -191,15 +191,16 @@ func TestStreamErrorsOneFormPerCallerBinding03(t *testing.T) {
 }
 
 // clients03ReadStreamErrors: a2a-go's 0.3 JSON-RPC client reads the stream error, before and
-// after the first event, as the typed error, after the events before it. (Its REST client
-// snake_cases metadata keys, skillId included, so its call is not routed by the hint.)
+// after the first event, as the typed error, after the events before it. The transport is
+// given the A2A-Version: 0.3 that a2aclient.Client adds to every call of a 0.3 interface
+// (its data decoder takes a list only, which capgate sends to a caller naming a version).
 func clients03ReadStreamErrors(t *testing.T, srv *testutil.Server, tok string) {
 	tr := a2av0.NewJSONRPCTransport(a2av0.JSONRPCTransportConfig{URL: srv.URL, Client: srv.HTTP})
 	for when, wantEvents := range map[string]int{"before": 0, "mid": 1} {
 		msg := a2a.NewMessage(a2a.MessageRoleUser, a2a.NewTextPart(when))
 		msg.Metadata = map[string]any{"skillId": "reconcile-invoice"}
 		events, errs := 0, []error{}
-		for ev, err := range tr.SendStreamingMessage(t.Context(), a2aclient.ServiceParams{"authorization": {tok}}, &a2a.SendMessageRequest{Message: msg}) {
+		for ev, err := range tr.SendStreamingMessage(t.Context(), a2aclient.ServiceParams{"authorization": {tok}, a2a.SvcParamVersion: {"0.3"}}, &a2a.SendMessageRequest{Message: msg}) {
 			if err != nil {
 				errs = append(errs, err)
 				continue
@@ -232,7 +233,10 @@ func callStream03(t *testing.T, srv *testutil.Server, caller, op, tok, when stri
 		if op == "subscribe" {
 			req = `{"jsonrpc":"2.0","id":7,"method":"tasks/resubscribe","params":{"id":"` + task + `"}}`
 		}
-		return jsonrpcStreamAnswer(t, srv.JSONRPC(t, req, "Authorization", tok))
+		r := srv.JSONRPC(t, req, "Authorization", tok)
+		// A 0.3 caller that names no version reads the error's data as one object.
+		require.Contains(t, string(r.Body), `"data":{"@type":"type.googleapis.com/google.rpc.ErrorInfo"`)
+		return jsonrpcStreamAnswer(t, r)
 	case "0.3 HTTP+JSON /v1":
 		path, body := "/v1/message:stream", `{"message":{"messageId":"m-`+rand.Text()+`","role":"ROLE_USER","content":[{"text":"`+when+`"}],"metadata":{"skillId":"reconcile-invoice"}}}`
 		if op == "subscribe" {

@@ -195,11 +195,9 @@ func jsonrpcStreamAnswer(t *testing.T, r *testutil.Response) streamAnswer {
 	var env struct {
 		ID    json.RawMessage `json:"id"`
 		Error *struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-			Data    []struct {
-				Reason string `json:"reason"`
-			} `json:"data"`
+			Code    int                `json:"code"`
+			Message string             `json:"message"`
+			Data    testutil.ErrorData `json:"data"` // a list in 1.0, one object to 0.3 callers
 		} `json:"error"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(last), &env), last)

@@ -83,13 +83,15 @@ func TestProtocolVersions(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, wantSkills, skillIDs(card))
 
-		_, err = tr.GetExtendedAgentCard(t.Context(), a2aclient.ServiceParams{}, &a2a.GetExtendedAgentCardRequest{})
+		// a2aclient.Client sends A2A-Version: 0.3 on every call of a 0.3 interface, and this
+		// transport's error decoder takes data as a list only: capgate sends it one.
+		_, err = tr.GetExtendedAgentCard(t.Context(), a2aclient.ServiceParams{a2a.SvcParamVersion: {"0.3"}}, &a2a.GetExtendedAgentCardRequest{})
 		require.ErrorIs(t, err, a2a.ErrUnauthenticated)
 	})
 
 	t.Run("1.0 name without A2A-Version is -32601", func(t *testing.T) {
 		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":"x1","method":"GetExtendedAgentCard"}`, "Authorization", auth)
-		require.JSONEq(t, rpcErr(`"x1"`, -32601, "METHOD_NOT_FOUND",
+		require.JSONEq(t, rpcErr03(`"x1"`, -32601, "METHOD_NOT_FOUND",
 			`method "GetExtendedAgentCard" is not an A2A 0.3 method; send A2A-Version: 1.0 or use agent/getAuthenticatedExtendedCard`), string(r.Body))
 	})
 

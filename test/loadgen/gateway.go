@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -80,7 +81,7 @@ var bindings = []binding{
 // (contextBodies).
 func sendParams(text string, i, events int, contextID string) map[string]any {
 	msg := map[string]any{
-		"messageId": fmt.Sprintf("loadgen-msg-%05d", i),
+		"messageId": fmt.Sprintf("%s-%05d", messageIDStem, i),
 		"role":      "ROLE_USER",
 		"parts":     []any{map[string]any{"text": text}},
 	}
@@ -314,21 +315,43 @@ func gatewayBench(ctx context.Context, o options) error {
 	return nil
 }
 
-// httpSender posts pre-encoded SendMessage bodies and requires the
-// upstream's answer.
+// messageIDStem starts every messageId the gateway benchmark sends;
+// httpSender overwrites the stem with a number of its own in each request.
+const messageIDStem = "loadgen-msg-000000000000"
+
+// sentMessages numbers the requests of this process, so that no two carry
+// one messageId: a repeated id from the same caller is a retry, which capgate
+// answers from the first call's record without calling the handler
+// (docs/operations.md, "Retries and messageId"), and the benchmark measures
+// new messages.
+var sentMessages atomic.Uint64
+
+// httpSender posts pre-encoded SendMessage bodies, each with a messageId of
+// its own, and requires the upstream's answer.
 type httpSender struct {
 	client  *http.Client
 	url     string
 	bearers []string
 	bodies  [][]byte
+	stems   []int // where each body's messageIDStem starts (-1: none)
 }
 
 func sender(c *http.Client, url string, bearers []string, bodies [][]byte) *httpSender {
-	return &httpSender{client: c, url: url, bearers: bearers, bodies: bodies}
+	s := &httpSender{client: c, url: url, bearers: bearers, bodies: bodies, stems: make([]int, len(bodies))}
+	for i, b := range bodies {
+		s.stems[i] = bytes.Index(b, []byte(messageIDStem))
+	}
+	return s
 }
 
 func (s *httpSender) send(ctx context.Context, _, i int) error {
-	return s.one(ctx, s.bodies[i%len(s.bodies)], s.bearers[i%len(s.bearers)])
+	k := i % len(s.bodies)
+	body := s.bodies[k]
+	if at := s.stems[k]; at >= 0 {
+		body = bytes.Clone(body)
+		copy(body[at:at+len(messageIDStem)], fmt.Sprintf("loadgen-msg-%012d", sentMessages.Add(1)%1e12))
+	}
+	return s.one(ctx, body, s.bearers[i%len(s.bearers)])
 }
 
 func (s *httpSender) one(ctx context.Context, body []byte, bearer string) error {

@@ -94,8 +94,15 @@ func TestDist(t *testing.T) {
 				} `json:"component"`
 			} `json:"metadata"`
 			Components []struct {
-				Name    string `json:"name"`
-				Version string `json:"version"`
+				Name     string `json:"name"`
+				Version  string `json:"version"`
+				Licenses []struct {
+					License struct {
+						ID   string `json:"id"`
+						Name string `json:"name"`
+					} `json:"license"`
+					Expression string `json:"expression"`
+				} `json:"licenses"`
 			} `json:"components"`
 		}
 		require.NoError(t, json.Unmarshal(data, &bom))
@@ -111,8 +118,16 @@ func TestDist(t *testing.T) {
 		}
 		require.True(t, strings.HasSuffix(bom.Metadata.Component.Version, want), "SBOM version %q does not name %s", bom.Metadata.Component.Version, want)
 		have := map[string]bool{}
+		licences := map[string][]string{}
 		for _, c := range bom.Components {
 			have[c.Name+"@"+c.Version] = true
+			for _, l := range c.Licenses {
+				licences[c.Name] = append(licences[c.Name], l.License.ID+l.License.Name+l.Expression)
+			}
+		}
+		// Licence data (cyclonedx-gomod -licenses), as the modules' own licence files declare it.
+		for mod, id := range map[string]string{"google.golang.org/grpc": "Apache-2.0", "go.uber.org/zap": "MIT", "github.com/open-policy-agent/opa": "Apache-2.0"} {
+			require.Contains(t, licences[mod], id, "the SBOM gives %s's licence", mod)
 		}
 		require.NotEmpty(t, bi.Deps)
 		for _, d := range bi.Deps {

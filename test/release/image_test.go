@@ -23,8 +23,9 @@ import (
 // reads it with go-containerregistry: the config (user, entrypoint, command,
 // labels), the files of its layers (the binary and the CA bundle, nothing
 // else: no shell), and the binary taken out of the layers runs `--version`
-// and `serve`, answering /readyz. (Containers cannot be run on this project's
-// machines, so the binary runs on the host, as the image's entrypoint would.)
+// and `serve`, answering /readyz; then the image runs as a container the way
+// the Helm chart runs capgate's (checkContainer: podman with runc) and
+// answers a routed message.
 func TestImage(t *testing.T) {
 	podman := need(t, "podman", "podman")
 	image := "localhost/capgate-releasetest/capgate"
@@ -103,5 +104,8 @@ func TestImage(t *testing.T) {
 	})
 	t.Run("the binary runs", func(t *testing.T) {
 		checkBinary(t, bin)
+	})
+	t.Run("the container runs as the chart runs it", func(t *testing.T) {
+		checkContainer(t, podman, ref)
 	})
 }

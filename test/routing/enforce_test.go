@@ -1,6 +1,7 @@
 package routing_test
 
 import (
+	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -28,11 +29,9 @@ func dataPart(t *testing.T, s string) *a2a.Part {
 // rpcError is the error member of a JSON-RPC answer.
 type rpcError struct {
 	Error *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-		Data    []struct {
-			Metadata map[string]string `json:"metadata"`
-		} `json:"data"`
+		Code    int                `json:"code"`
+		Message string             `json:"message"`
+		Data    testutil.ErrorData `json:"data"` // a list in 1.0, one object to 0.3 callers
 	} `json:"error"`
 }
 
@@ -78,7 +77,8 @@ func TestStructuredRouting(t *testing.T) {
 func TestEnforcedLimits(t *testing.T) {
 	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
 	msg := func(parts ...string) string {
-		return `{"message":{"messageId":"m-` + strings.Repeat("x", len(parts)) + `","role":"ROLE_USER","parts":[` + strings.Join(parts, ",") + `]}}`
+		// Each case is a new message: its own messageId.
+		return `{"message":{"messageId":"m-` + rand.Text() + `","role":"ROLE_USER","parts":[` + strings.Join(parts, ",") + `]}}`
 	}
 	text := func(s string) string { return `{"text":"` + s + `"}` }
 	pdf := func(n int) string {
@@ -142,7 +142,9 @@ func TestOutputModes(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "lookup-invoice", reportOf(t, task).Capability)
 
-	_, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: ask, Config: &a2a.SendMessageConfig{AcceptedOutputModes: []string{"text/plain"}}})
+	again := *ask
+	again.ID = a2a.NewMessageID() // a new message: the same id would be answered with the first call's task
+	_, err = c.SendMessage(t.Context(), &a2a.SendMessageRequest{Message: &again, Config: &a2a.SendMessageConfig{AcceptedOutputModes: []string{"text/plain"}}})
 	require.ErrorIs(t, err, a2a.ErrUnsupportedContentType)
 	require.ErrorContains(t, err, "capability lookup-invoice answered with application/json, none of which you accept (acceptedOutputModes: text/plain)")
 
@@ -161,7 +163,7 @@ func TestOutputModes(t *testing.T) {
 func TestEnforcedLimitsEveryBindingAndVersion(t *testing.T) {
 	srv := testutil.Start(t, testutil.LoadDeployment(t, ""))
 	tok := "Bearer " + testutil.Token(t, payer)
-	five10 := `{"message":{"messageId":"m5","role":"ROLE_USER","parts":[{"data":` + remittance + `},{"text":"a"},{"text":"b"},{"text":"c"},{"text":"d"}]}}`
+	five10 := `{"message":{"messageId":"m5-` + rand.Text() + `","role":"ROLE_USER","parts":[{"data":` + remittance + `},{"text":"a"},{"text":"b"},{"text":"c"},{"text":"d"}]}}`
 
 	t.Run("HTTP+JSON", func(t *testing.T) {
 		r := srv.Do(t, "POST", "/message:send", five10, "Content-Type", "application/json", "A2A-Version", "1.0", "Authorization", tok)
@@ -181,7 +183,7 @@ func TestEnforcedLimitsEveryBindingAndVersion(t *testing.T) {
 		require.ErrorContains(t, err, "(limit max_parts)")
 	})
 	t.Run("A2A 0.3", func(t *testing.T) {
-		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m5","role":"user","parts":[`+
+		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m5-`+rand.Text()+`","role":"user","parts":[`+
 			`{"kind":"data","data":`+remittance+`},{"kind":"text","text":"a"},{"kind":"text","text":"b"},{"kind":"text","text":"c"},{"kind":"text","text":"d"}]}}}`,
 			"Authorization", tok)
 		var out rpcError

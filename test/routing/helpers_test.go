@@ -180,11 +180,9 @@ func rawStreamError(t testing.TB, srv *testutil.Server, bearer, method string, p
 	for _, f := range frames {
 		var env struct {
 			Error *struct {
-				Code    int    `json:"code"`
-				Message string `json:"message"`
-				Data    []struct {
-					Metadata map[string]string `json:"metadata"`
-				} `json:"data"`
+				Code    int                `json:"code"`
+				Message string             `json:"message"`
+				Data    testutil.ErrorData `json:"data"` // a list in 1.0, one object to 0.3 callers
 			} `json:"error"`
 		}
 		require.NoError(t, json.Unmarshal(f, &env), "%s", f)

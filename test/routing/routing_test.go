@@ -66,7 +66,9 @@ func TestReferenceExample(t *testing.T) {
 
 	t.Run("A2A 0.3 client", func(t *testing.T) {
 		tr := a2av0.NewJSONRPCTransport(a2av0.JSONRPCTransportConfig{URL: srv.URL, Client: srv.HTTP})
-		params := a2aclient.ServiceParams{"authorization": {"Bearer " + testutil.Token(t, partner)}}
+		// a2aclient.Client sends A2A-Version: 0.3 on every call of a 0.3 interface; this
+		// transport's error decoder reads the list capgate sends a caller naming a version.
+		params := a2aclient.ServiceParams{"authorization": {"Bearer " + testutil.Token(t, partner)}, a2a.SvcParamVersion: {"0.3"}}
 		res, err := tr.SendMessage(t.Context(), params, &a2a.SendMessageRequest{Message: referenceMessage()})
 		require.NoError(t, err)
 		task, ok := res.(*a2a.Task)
@@ -79,7 +81,7 @@ func TestReferenceExample(t *testing.T) {
 		got, err := tr.GetTask(t.Context(), params, &a2a.GetTaskRequest{ID: task.ID})
 		require.NoError(t, err)
 		require.Equal(t, task.ID, got.ID)
-		params2 := a2aclient.ServiceParams{"authorization": {"Bearer " + testutil.Token(t, other)}}
+		params2 := a2aclient.ServiceParams{"authorization": {"Bearer " + testutil.Token(t, other)}, a2a.SvcParamVersion: {"0.3"}}
 		_, err = tr.GetTask(t.Context(), params2, &a2a.GetTaskRequest{ID: task.ID})
 		require.ErrorIs(t, err, a2a.ErrTaskNotFound)
 	})

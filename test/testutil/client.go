@@ -3,7 +3,6 @@ package testutil
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"sync"
 	"testing"
 
@@ -98,7 +97,11 @@ func (s *Server) Client(t testing.TB, binding a2a.TransportProtocol, opts ...Cli
 			continue
 		}
 		cp := *iface
-		cp.URL = s.rewrite(iface.URL)
+		if binding == a2a.TransportProtocolGRPC {
+			cp.URL = "dns:///" + s.Addrs.A2A // the card's form (docs/cards.md), at the bound address
+		} else {
+			cp.URL = s.rewrite(iface.URL)
+		}
 		ifaces = append(ifaces, &cp)
 	}
 	require.NotEmpty(t, ifaces, "the public card advertises no %s interface", binding)
@@ -111,7 +114,7 @@ func (s *Server) Client(t testing.TB, binding a2a.TransportProtocol, opts ...Cli
 	fopts := []a2aclient.FactoryOption{
 		a2aclient.WithJSONRPCTransport(hc),
 		a2aclient.WithRESTTransport(hc),
-		a2aclient.WithTransport(a2a.TransportProtocolGRPC, grpcTransport{}),
+		a2agrpc.WithGRPCTransport(grpc.WithTransportCredentials(insecure.NewCredentials())),
 		a2aclient.WithConfig(a2aclient.Config{PreferredTransports: []a2a.TransportProtocol{binding}}),
 	}
 	if len(o.headers) > 0 {
@@ -145,20 +148,3 @@ func (h headerInterceptor) Before(ctx context.Context, req *a2aclient.Request) (
 func (headerInterceptor) After(context.Context, *a2aclient.Response) error { return nil }
 
 var _ a2aclient.CallInterceptor = headerInterceptor(nil)
-
-// grpcTransport is a2a-go's gRPC transport over a plaintext HTTP/2 (h2c) connection to the
-// interface URL's host: a2a-go's own factory (a2agrpc.WithGRPCTransport) passes the card's URL
-// to grpc.NewClient as a target, which an http:// URL is not (see docs/interop.md).
-type grpcTransport struct{}
-
-func (grpcTransport) Create(_ context.Context, _ *a2a.AgentCard, iface *a2a.AgentInterface) (a2aclient.Transport, error) {
-	u, err := url.Parse(iface.URL)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := grpc.NewClient(u.Host, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return nil, err
-	}
-	return a2agrpc.NewGRPCTransport(conn), nil
-}

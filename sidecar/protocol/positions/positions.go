@@ -4,7 +4,9 @@
 // (every position is read where the catalogue says; every task or context the parser reports is
 // in the catalogue), and the admission sweep (test/admission) drives both doors with every position
 // and caller class from it: a position added to the parser without a template fails the first
-// check, so it cannot go unswept.
+// check, so it cannot go unswept. Each position is a target (what the operation acts on: only
+// its holder is admitted) or a filter (Position.Filter: it narrows the caller's own results);
+// the parser must report each as the catalogue marks it, and the sweep holds each to its rule.
 package positions
 
 import (
@@ -67,6 +69,11 @@ type Position struct {
 	// Where is the position as the parser reports it (protocol.TaskRef.Where for tasks,
 	// protocol.ContextRef.Where for contexts; for tenants "path", "params.tenant", ... ).
 	Where string
+	// Filter marks a filter position (protocol.ContextRef.Filter): the value narrows a listing
+	// of the caller's own (ListTasks' contextId) rather than naming what the operation acts on.
+	// A value the caller does not hold is admitted and answers an empty page, exactly as one
+	// that does not exist; every other position is a target, refused unless the caller holds it.
+	Filter bool
 	// MustAgree marks a position that repeats another one (a body field beside the path's,
 	// a config name beside its parent): a different value there is refused as InvalidParams,
 	// and with the same value the parser reports the other position.
@@ -184,7 +191,8 @@ func jsonrpc10() []Position {
 		add(op, Tenant, "params.tenant", `{"tenant":"`+Swept+`","id":"`+OwnTask+`"}`)
 	}
 	add(protocol.ListTasks, Tenant, "params.tenant", `{"tenant":"`+Swept+`"}`)
-	add(protocol.ListTasks, Context, "params.contextId", `{"contextId":"`+Swept+`"}`)
+	out = append(out, Position{Binding: protocol.JSONRPC, Version: v, Operation: protocol.ListTasks, Kind: Context,
+		Where: "params.contextId", Method: "POST", Target: "/", Filter: true, Body: rpc(v, protocol.ListTasks, `{"contextId":"`+Swept+`"}`)})
 	add(protocol.GetExtendedAgentCard, Tenant, "params.tenant", `{"tenant":"`+Swept+`"}`)
 	add(protocol.CreateTaskPushNotificationConfig, Task, "params.taskId", `{"taskId":"`+Swept+`","url":"`+URL+`"}`)
 	add(protocol.CreateTaskPushNotificationConfig, Tenant, "params.tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","url":"`+URL+`"}`)
@@ -252,7 +260,8 @@ func rest10(prefix string) []Position {
 	add(protocol.CreateTaskPushNotificationConfig, Task, "params.taskId", "POST", prefix+"/tasks/"+OwnTask+"/pushNotificationConfigs",
 		`{"taskId":"`+Swept+`","url":"`+URL+`"}`, true)
 	add(protocol.ListTaskPushNotificationConfigs, Task, "path", "GET", push, "", false)
-	add(protocol.ListTasks, Context, "params.contextId", "GET", prefix+"/tasks?contextId="+Swept, "", false)
+	out = append(out, Position{Binding: protocol.HTTPJSON, Version: v, Operation: protocol.ListTasks, Kind: Context,
+		Where: "params.contextId", Method: "GET", Filter: true, Target: prefix + "/tasks?contextId=" + Swept})
 	add(protocol.GetTaskPushNotificationConfig, Task, "path", "GET", push+"/c-1", "", false)
 	add(protocol.DeleteTaskPushNotificationConfig, Task, "path", "DELETE", push+"/c-1", "", false)
 	if prefix == "" {
@@ -322,6 +331,9 @@ func rest03() []Position {
 		add(protocol.ListTaskPushNotificationConfigs, "path", "GET", t+"/pushNotificationConfigs", "", false)
 		add(protocol.GetTaskPushNotificationConfig, "path", "GET", t+"/pushNotificationConfigs/c-1", "", false)
 		add(protocol.DeleteTaskPushNotificationConfig, "path", "DELETE", t+"/pushNotificationConfigs/c-1", "", false)
+		// 0.3's JSON-RPC has no ListTasks, but its HTTP+JSON surface serves the 1.0 route.
+		out = append(out, Position{Binding: protocol.HTTPJSON, Version: v, Operation: protocol.ListTasks, Kind: Context,
+			Where: "params.contextId", Method: "GET", Filter: true, Target: base + "/tasks?contextId=" + Swept})
 	}
 	// The 0.3 specification's binding (/v1 routes) also takes SendMessageRequest in ProtoJSON
 	// (message.content, ROLE_USER), in either spelling of each field name; it is read as the
@@ -379,7 +391,8 @@ func grpc10() []Position {
 		add(op, Tenant, "tenant", `{"tenant":"`+Swept+`","id":"`+OwnTask+`"}`)
 	}
 	add(protocol.ListTasks, Tenant, "tenant", `{"tenant":"`+Swept+`"}`)
-	add(protocol.ListTasks, Context, "context_id", `{"contextId":"`+Swept+`"}`)
+	out = append(out, Position{Binding: protocol.GRPC, Version: v, Operation: protocol.ListTasks, Kind: Context,
+		Where: "context_id", Method: "POST", Target: "/" + protocol.GRPCService + "/" + string(protocol.ListTasks), Filter: true, Body: `{"contextId":"` + Swept + `"}`})
 	add(protocol.GetExtendedAgentCard, Tenant, "tenant", `{"tenant":"`+Swept+`"}`)
 	add(protocol.CreateTaskPushNotificationConfig, Task, "task_id", `{"taskId":"`+Swept+`","url":"`+URL+`"}`)
 	add(protocol.CreateTaskPushNotificationConfig, Tenant, "tenant", `{"tenant":"`+Swept+`","taskId":"`+OwnTask+`","url":"`+URL+`"}`)

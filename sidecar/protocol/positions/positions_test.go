@@ -80,13 +80,14 @@ func TestParserReadsEveryPosition(t *testing.T) {
 			}
 			for _, ref := range r.Contexts {
 				require.Equal(t, sweptContext, ref.ID, "a context the template did not place, at %s", ref.Where)
-				reported[key]["context "+ref.Where] = true
+				reported[key][contextKey(ref.Where, ref.Filter)] = true
 			}
 			switch p.Kind {
 			case positions.Task:
 				require.Contains(t, r.Tasks, protocol.TaskRef{ID: sweptTask, Where: p.Where})
 			case positions.Context:
-				require.Equal(t, []protocol.ContextRef{{ID: sweptContext, Where: p.Where}}, r.Contexts, "a request names one context")
+				require.Equal(t, []protocol.ContextRef{{ID: sweptContext, Where: p.Where, Filter: p.Filter}}, r.Contexts,
+					"a request names one context, at a filter position exactly where the catalogue has one")
 			case positions.Tenant:
 				require.Equal(t, sweptTenant, r.Tenant)
 			}
@@ -99,7 +100,10 @@ func TestParserReadsEveryPosition(t *testing.T) {
 		if catalogued[key] == nil {
 			catalogued[key] = map[string]bool{}
 		}
-		if p.Kind != positions.Tenant && !p.MustAgree {
+		switch {
+		case p.Kind == positions.Context && !p.MustAgree:
+			catalogued[key][contextKey(p.Where, p.Filter)] = true
+		case p.Kind != positions.Tenant && !p.MustAgree:
 			catalogued[key][string(p.Kind)+" "+p.Where] = true
 		}
 	}
@@ -108,6 +112,15 @@ func TestParserReadsEveryPosition(t *testing.T) {
 			require.True(t, catalogued[key][w], "%s: the parser reports a %s, which the catalogue does not sweep", key, w)
 		}
 	}
+}
+
+// contextKey names a context position, with its role: a target and a filter at the same place
+// are different positions.
+func contextKey(where string, filter bool) string {
+	if filter {
+		return "context filter " + where
+	}
+	return "context " + where
 }
 
 // TestCatalogueCoversTheProto walks the A2A 1.0 proto (../shared/spec/a2a.proto, normative)

@@ -4,7 +4,7 @@
 //   node client.mjs '<plan JSON>'
 //
 // plan: {base, jwks, token, otherToken, grpc, transport: "JSONRPC" | "HTTP+JSON" | "GRPC",
-// steps: [...]}. grpc is the gRPC target (host:port) of capgate's A2A listener.
+// steps: [...]}. grpc is the host:port of capgate's A2A listener (the card's gRPC interface is dns:///host:port).
 // It prints one line per step, '@@interop ' and {step, ok, result?, error?}. A failing
 // step does not stop the others; later steps that need an earlier result
 // (a task id) report that they could not run.
@@ -28,11 +28,11 @@ console.debug = () => {};
 
 // The server's card names agent.url from its config; the test's capgate
 // listens on a port the kernel chose, so the interfaces are pointed there
-// (as the Go tests do for a2a-go). The SDK's gRPC transport hands the
-// interface URL to grpc-js as a target, which an http:// URL is not: the
-// gRPC interface gets host:port (docs/interop.md, "gRPC interface URL").
+// (as the Go tests do for a2a-go), each in the card's own form: the gRPC
+// interface is a gRPC target, dns:///host:port, which the SDK hands to grpc-js
+// as given (card.mjs uses a card as served, unchanged).
 function pointAt(card) {
-  for (const i of card.supportedInterfaces ?? []) i.url = i.protocolBinding === 'GRPC' ? plan.grpc : plan.base;
+  for (const i of card.supportedInterfaces ?? []) i.url = i.protocolBinding === 'GRPC' ? `dns:///${plan.grpc}` : plan.base;
   return card;
 }
 

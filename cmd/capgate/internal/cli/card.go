@@ -42,7 +42,7 @@ func runCard(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := card.MarshalIndent(c)
+	b, err := card.MarshalIndentAs(c, d.Config.Cards.SecurityRequirements)
 	if err != nil {
 		return err
 	}

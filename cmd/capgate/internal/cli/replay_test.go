@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,13 +89,17 @@ func TestAccessReplayEndToEnd(t *testing.T) {
 	})
 
 	srv := testutil.Start(t, testutil.LoadDeployment(t, serving))
+	sent := 0
 	send := func(tok, hint, text string) {
 		t.Helper()
+		// Each send is a new message (a repeated messageId is a retry of
+		// the first, answered without a new decision on the capability).
+		sent++
 		h := []string{"A2A-Version", "1.0"}
 		if tok != "" {
 			h = append(h, "Authorization", "Bearer "+tok)
 		}
-		resp := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",
+		resp := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m`+strconv.Itoa(sent)+`","role":"ROLE_USER",
 			"parts":[{"text":"`+text+`"}]},"metadata":{"skillId":"`+hint+`"}}}`, h...)
 		srv.WaitDecision(t, resp.Header.Get("X-Capgate-Decision-Id"))
 	}

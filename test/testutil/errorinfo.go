@@ -1,0 +1,37 @@
+package testutil
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// ErrorInfo is the google.rpc.ErrorInfo an A2A error carries.
+type ErrorInfo struct {
+	Type     string            `json:"@type"`
+	Reason   string            `json:"reason"`
+	Domain   string            `json:"domain"`
+	Metadata map[string]string `json:"metadata"`
+}
+
+// ErrorData is a JSON-RPC error's data as capgate writes it: a list of ErrorInfo to A2A 1.0
+// callers, the one ErrorInfo object itself to 0.3 callers (protocol.Error.MarshalJSONRPCIn).
+// It reads either, as a list; tests that care which shape was sent check it themselves.
+type ErrorData []ErrorInfo
+
+// UnmarshalJSON reads a list of ErrorInfo or one ErrorInfo object.
+func (d *ErrorData) UnmarshalJSON(b []byte) error {
+	if t := bytes.TrimSpace(b); len(t) > 0 && t[0] == '{' {
+		var one ErrorInfo
+		if err := json.Unmarshal(t, &one); err != nil {
+			return err
+		}
+		*d = ErrorData{one}
+		return nil
+	}
+	var list []ErrorInfo
+	if err := json.Unmarshal(b, &list); err != nil {
+		return err
+	}
+	*d = list
+	return nil
+}
