@@ -191,7 +191,7 @@ image-name:
 ## chart: the Helm chart's README from its values schema, its render checked with the finance example, and the
 ## packaged chart dist/capgate-<version>.tgz (Helm's own packaging, as a library; push: docs/deploy.md).
 chart:
-	$(GO) run ./envoy/chartpkg -chart envoy/helm/capgate -out $(DIST)
+	$(GO) run ./test/chartpkg -chart envoy/helm/capgate -out $(DIST)
 
 DIST            ?= dist
 DIST_PLATFORMS  ?= linux/amd64 linux/arm64

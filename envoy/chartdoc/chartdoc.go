@@ -25,7 +25,7 @@ func README(c Chart, schema []byte, defaults map[string]any) ([]byte, error) {
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# %s\n\n", c.Name)
-	b.WriteString("<!-- Generated from values.schema.json and values.yaml by `make chart` (go run ./envoy/chartpkg); do not edit. -->\n\n")
+	b.WriteString("<!-- Generated from values.schema.json and values.yaml by `make chart` (go run ./test/chartpkg); do not edit. -->\n\n")
 	fmt.Fprintf(&b, "%s\n\n", c.Description)
 	fmt.Fprintf(&b, "Chart version `%s`, capgate `%s`. Install, upgrade, the sidecar form and the admin token: [docs/deploy.md](../../../docs/deploy.md).\n\n", c.Version, c.AppVersion)
 	b.WriteString("```sh\nhelm install my-agent oci://<your-registry>/charts/capgate --version " + c.Version + " -f my-values.yaml\n```\n\n")

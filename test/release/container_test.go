@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -186,8 +187,10 @@ func checkContainer(t *testing.T, podman, ref string) {
 	cmd.Env = append(os.Environ(), "CONTAINERS_CONF="+conf)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	// podman writes stderr while the container runs: read it through a lock, and only to
+	// explain a failure.
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		_ = exec.Command(podman, "stop", "--time", "5", name).Run()
@@ -217,7 +220,9 @@ func checkContainer(t *testing.T, podman, ref string) {
 	case got = <-addrs:
 	case <-ctx.Done():
 	}
-	require.NotEmpty(t, got["gateway"], "capgate in the container did not serve: %s", stderr.String())
+	if got["gateway"] == "" {
+		t.Fatalf("capgate in the container did not serve: %s", stderr.String())
+	}
 	require.Equal(t, "/var/run/capgate/extauthz.sock", got["extauthz"], "ext_authz stays on the chart's socket")
 
 	resp, err := http.Get("http://" + got["admin"] + "/readyz") //nolint:noctx // bounded by the client's default transport and the test
@@ -247,4 +252,23 @@ func checkContainer(t *testing.T, podman, ref string) {
 	require.Empty(t, rpc.Error, "%s", b)
 	require.NotEmpty(t, rpc.Result, "%s", b)
 	require.Contains(t, string(rpc.Result), `"capability":"lookup-invoice"`, "the router routed the message to lookup-invoice, and its handler answered")
+}
+
+// lockedBuffer is a bytes.Buffer written by one goroutine (os/exec's copy of a child's output)
+// and read by another.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

@@ -5,7 +5,7 @@
 // alone do not deploy), and packages it as `helm package` does (Helm's own
 // chartutil.Save), into <out>/capgate-<version>.tgz.
 //
-//	go run ./envoy/chartpkg -chart envoy/helm/capgate -out dist
+//	go run ./test/chartpkg -chart envoy/helm/capgate -out dist
 package main
 
 import (
