@@ -939,6 +939,8 @@ func TestJSHandlerV03(t *testing.T) {
 	// JSON-RPC one SSE event with the JSON-RPC error, 0.3 HTTP+JSON (/v1/ and un-prefixed) the
 	// HTTP status and google.rpc.Status; after the SDK's two events, the error as the last event.
 	t.Run("stream errors, every 0.3 caller binding", func(t *testing.T) {
+		// Each send is a new message (its own messageId): a repeated id is a retry, answered
+		// from the first call's record without a handler call.
 		text := func(mode string) string { return "Reconcile invoice INV-1 against PO-2 " + mode }
 		for mode, events := range map[string]int{"mode:fail-first": 0, "mode:fail-mid": 2} {
 			for _, caller := range []string{"JSON-RPC", "/v1/message:stream", "/message:stream"} {
@@ -947,10 +949,10 @@ func TestJSHandlerV03(t *testing.T) {
 				case "JSON-RPC":
 					r = srv.JSONRPC(t, send("message/stream", mode), "Authorization", auth)
 				case "/v1/message:stream":
-					r = srv.Do(t, http.MethodPost, caller, `{"message":{"messageId":"m-1","role":"ROLE_USER","content":[{"text":"`+text(mode)+
+					r = srv.Do(t, http.MethodPost, caller, `{"message":{"messageId":"m-`+mode+caller+`","role":"ROLE_USER","content":[{"text":"`+text(mode)+
 						`"}],"metadata":{"skillId":"`+jsCapability+`"}}}`, "Content-Type", "application/json", "Authorization", auth)
 				default:
-					r = srv.Do(t, http.MethodPost, caller, `{"message":{"kind":"message","messageId":"m-1","role":"user","parts":[{"kind":"text","text":"`+
+					r = srv.Do(t, http.MethodPost, caller, `{"message":{"kind":"message","messageId":"m-`+mode+caller+`","role":"user","parts":[{"kind":"text","text":"`+
 						text(mode)+`"}],"metadata":{"skillId":"`+jsCapability+`"}}}`, "Content-Type", "application/json", "Authorization", auth)
 				}
 				e.expectCalls(t, "message/stream")
