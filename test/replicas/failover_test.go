@@ -114,17 +114,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 			}
 		})
 	}
-	ackedSince := func(t0 time.Time) int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, at := range ackTimes {
-			if at.After(t0) {
-				n++
-			}
-		}
-		return n
-	}
+	ackedSince := func(t0 time.Time) int { return countAfter(&mu, &ackTimes, t0) }
 	require.Eventually(t, func() bool { return ackedSince(time.Time{}) >= 20 }, 30*time.Second, 10*time.Millisecond, "load before the failover")
 
 	oldMaster := set.Master.Addr
@@ -200,4 +190,18 @@ func record(start time.Time, replica string, r *reply, err error) outcome {
 		}
 	}
 	return o
+}
+
+// countAfter counts the times in *ts after t0, read under mu (the load's goroutines append to
+// it): the acknowledgements since a moment of an outage test.
+func countAfter(mu *sync.Mutex, ts *[]time.Time, t0 time.Time) int {
+	mu.Lock()
+	defer mu.Unlock()
+	n := 0
+	for _, at := range *ts {
+		if at.After(t0) {
+			n++
+		}
+	}
+	return n
 }

@@ -199,17 +199,7 @@ func runOnce(t *testing.T, store string, kill, restore func()) {
 			}
 		})
 	}
-	ackedSince := func(t0 time.Time) int {
-		mu.Lock()
-		defer mu.Unlock()
-		n := 0
-		for _, at := range ackTimes {
-			if at.After(t0) {
-				n++
-			}
-		}
-		return n
-	}
+	ackedSince := func(t0 time.Time) int { return countAfter(&mu, &ackTimes, t0) }
 	require.Eventually(t, func() bool { return ackedSince(time.Time{}) >= 20 }, 30*time.Second, 10*time.Millisecond, "load before the outage")
 	killed := time.Now()
 	kill()
