@@ -24,13 +24,6 @@ import (
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
-// Owners answers who owns a task, and who owns — or, for a message starting a conversation,
-// claims — a context: what admission needs of a task store.
-type Owners interface {
-	Lookup(ctx context.Context, taskID string) (tasks.Binding, bool, error)
-	tasks.ContextOwners
-}
-
 // Input is one request at a door.
 type Input struct {
 	Request *protocol.Request
@@ -57,13 +50,13 @@ type Verdict struct {
 
 // Admitter decides admission. It is safe for concurrent use and holds no per-request state.
 type Admitter struct {
-	owners Owners
+	owners tasks.Owners
 	log    *zap.Logger
 }
 
 // New returns an Admitter. owners answers task and context ownership; nil refuses every request
 // that names a task or a context (fail closed). log may be nil.
-func New(owners Owners, log *zap.Logger) *Admitter {
+func New(owners tasks.Owners, log *zap.Logger) *Admitter {
 	if log == nil {
 		log = zap.NewNop()
 	}

@@ -1,10 +1,14 @@
-// Package dispatch carries message and task operations from the gateway to
-// skill handlers: it resolves continuing tasks (owner only), asks the router
-// for new messages, re-checks entitlement at the moment of the call, mints
-// the caller's downscoped token for the handler, binds the task the handler
-// creates to its capability and owner, and counts usage. It answers with
-// binding-neutral values (operation.Result: a result or a stream of events);
-// the gateway writes them in the caller's binding.
+// Package dispatch carries message and task operations, once admission
+// admitted them (ownership of every task and context is admission's), from
+// the gateway to skill handlers: it reserves a message's id before any
+// handler runs (a retry is answered from the first call), continues the task
+// admission resolved or asks the router for a new message's capability,
+// re-checks entitlement at the moment of the call, mints the caller's
+// downscoped token for the handler, refuses an answer in another context than
+// the message's, binds the task the handler creates to its capability and
+// owner, and counts usage. It answers with binding-neutral values
+// (operation.Result: a result or a stream of events); the gateway writes them
+// in the caller's binding.
 package dispatch
 
 import (

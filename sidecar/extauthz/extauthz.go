@@ -27,6 +27,7 @@ import (
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // component is the decision-log and metrics label of this server.
@@ -102,7 +103,7 @@ func WithGRPCOptions(opts ...grpc.ServerOption) Option {
 // every request naming a task (fail closed). mTLS peers (Envoy's
 // attributes.source.principal) are mapped by the revision's
 // auth.mtls_principals, so a reload changes them.
-func New(h *revision.Holder, owners admission.Owners, opts ...Option) *Server {
+func New(h *revision.Holder, owners tasks.Owners, opts ...Option) *Server {
 	s := &Server{holder: h}
 	for _, o := range opts {
 		o(s)

@@ -17,6 +17,7 @@ import (
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Header names.
@@ -47,7 +48,7 @@ type Gateway struct {
 	ops       operation.Server
 	// keepAlive is the SSE keep-alive interval of streamed answers (0: none).
 	keepAlive time.Duration
-	owners    admission.Owners
+	owners    tasks.Owners
 	admit     *admission.Admitter
 	now       func() time.Time
 }
@@ -81,7 +82,7 @@ func WithStreamKeepAlive(every time.Duration) Option {
 
 // WithOwners sets the task store admission asks who owns a task. Without
 // one, every request naming a task is refused (fail closed).
-func WithOwners(o admission.Owners) Option { return func(g *Gateway) { g.owners = o } }
+func WithOwners(o tasks.Owners) Option { return func(g *Gateway) { g.owners = o } }
 
 // WithDecisionIDs shares a decision id source.
 func WithDecisionIDs(ids *decisionlog.IDs) Option { return func(g *Gateway) { g.ids = ids } }
