@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"encoding/base64"
 	"math"
 	"slices"
@@ -209,37 +210,22 @@ func (ps *parser) appendStruct(out []byte, v jsontext.Value) ([]byte, bool) {
 	if err != nil {
 		return out, false
 	}
-	names := make([]string, len(obj))
-	for i, m := range obj {
-		names[i] = string(m.name) // readObject unquoted it
-	}
-	order := make([]int, len(obj))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int {
-		switch {
-		case names[a] < names[b]:
-			return -1
-		case names[a] > names[b]:
-			return 1
-		}
-		return 0
-	})
+	// Sorted in place by name, as protojson writes a map (strings compare as bytes).
+	slices.SortFunc(obj, func(a, b member) int { return bytes.Compare(a.name, b.name) })
 	out = append(out, '{')
-	for j, i := range order {
-		if j > 0 {
-			if names[order[j-1]] == names[i] {
+	for i, m := range obj {
+		if i > 0 {
+			if bytes.Equal(obj[i-1].name, m.name) {
 				return out, false // protojson refuses a key given twice
 			}
 			out = append(out, ',')
 		}
 		var ok bool
-		if out, ok = appendQuoted(out, []byte(names[i])); !ok {
+		if out, ok = appendQuoted(out, m.name); !ok { // readObject unquoted it
 			return out, false
 		}
 		out = append(out, ':')
-		if out, ok = ps.appendValue(out, obj[i].value); !ok {
+		if out, ok = ps.appendValue(out, m.value); !ok {
 			return out, false
 		}
 	}
