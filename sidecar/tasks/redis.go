@@ -725,11 +725,17 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	key := r.keys.context(contextID)
+	// A record read, not written, is kept only where no write is confirmed by
+	// replicas (min_replicas 0), and only while it still has time: its PTTL is
+	// read only then.
+	keep := r.minReplicas == 0 && r.contexts.age > 0
 	var hm *redis.SliceCmd
 	var pttl *redis.DurationCmd
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		hm = p.HMGet(ctx, key, contextFields...)
-		pttl = p.PTTL(ctx, key)
+		if keep {
+			pttl = p.PTTL(ctx, key)
+		}
 		return nil
 	}); err != nil {
 		return Context{}, false, r.unavailable("lookup context", err)
@@ -743,9 +749,7 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 		s[i], _ = v.(string)
 	}
 	held, ok, err := decodeContext(contextID, s)
-	// A record read, not written: kept only where no write is confirmed
-	// by replicas (min_replicas 0), and only while it still had time.
-	if err == nil && ok && r.minReplicas == 0 {
+	if err == nil && ok && keep {
 		if left := pttl.Val(); left > 0 || left == -1 {
 			r.contexts.put(held, start, left)
 		}
