@@ -26,6 +26,9 @@ type wireCapability struct {
 	Limits         map[string]any   `json:"limits,omitempty"`
 	Owner          string           `json:"owner,omitempty"`
 	Routing        manifest.Routing `json:"routing,omitzero"`
+	// RoutingExamples are the examples of routing.examples_file, read when
+	// the bundle was compiled.
+	RoutingExamples []string `json:"routing_examples,omitempty"`
 }
 
 type wireSkill struct {
@@ -90,7 +93,16 @@ func toWire(c *manifest.Capability) map[string]any {
 		if c.Routing.MinConfidence > 0 {
 			r["min_confidence"] = c.Routing.MinConfidence
 		}
+		if c.Routing.Learn != nil {
+			r["learn"] = *c.Routing.Learn
+		}
+		if c.Routing.ExamplesFile != "" {
+			r["examples_file"] = c.Routing.ExamplesFile
+		}
 		w["routing"] = r
+	}
+	if len(c.RoutingExamples) > 0 {
+		w["routing_examples"] = c.RoutingExamples
 	}
 	return w
 }
@@ -141,14 +153,15 @@ func fromWire(key string, v any) (manifest.Capability, error) {
 			OutputModes: w.Skill.OutputModes,
 			DataSchemas: schemas,
 		},
-		RequiresScopes: w.RequiresScopes,
-		RequiresAnyOf:  w.RequiresAnyOf,
-		Tenants:        t,
-		Handler:        w.Handler,
-		Limits:         w.Limits,
-		Owner:          w.Owner,
-		Routing:        w.Routing,
-		Source:         manifest.Source{File: "bundle:data.capgate.registry." + key},
+		RequiresScopes:  w.RequiresScopes,
+		RequiresAnyOf:   w.RequiresAnyOf,
+		Tenants:         t,
+		Handler:         w.Handler,
+		Limits:          w.Limits,
+		Owner:           w.Owner,
+		Routing:         w.Routing,
+		RoutingExamples: w.RoutingExamples,
+		Source:          manifest.Source{File: "bundle:data.capgate.registry." + key},
 	}, nil
 }
 

@@ -405,7 +405,34 @@ type Router struct {
 	// Model is the optional model-based router, asked only when the
 	// classifier is unsure.
 	Model *ModelRouter `yaml:"model"`
+	// Learn is the capture of clarification answers as candidate routing
+	// examples (docs/routing.md, "Learning from clarifications").
+	Learn Learn `yaml:"learn"`
 }
+
+// Learn configures the capture of candidate routing examples: when a caller
+// answers a clarification, the text of the first message (redacted, bounded)
+// and the capability chosen are kept for review. Off unless Capture is set or
+// a capability's manifest says routing.learn: true.
+type Learn struct {
+	// Capture turns the capture on for every capability whose manifest does
+	// not say routing.learn.
+	Capture bool `yaml:"capture"`
+	// TTL is how long a candidate is kept after it was last seen (default 720h).
+	TTL time.Duration `yaml:"ttl"`
+	// MaxPerCapability bounds the distinct candidates kept per capability
+	// (default 200; the least recently seen go first).
+	MaxPerCapability int `yaml:"max_per_capability"`
+	// MaxTextBytes bounds a candidate's text after redaction (default 280).
+	MaxTextBytes int `yaml:"max_text_bytes"`
+}
+
+// Defaults of router.learn.
+const (
+	DefaultLearnTTL              = 720 * time.Hour
+	DefaultLearnMaxPerCapability = 200
+	DefaultLearnMaxTextBytes     = 280
+)
 
 // ModelRouter is an OpenAI-compatible chat-completions endpoint.
 type ModelRouter struct {

@@ -142,6 +142,15 @@ func (c *Config) applyDefaults() {
 	if x := c.Identity.TokenExchange; x != nil && x.Timeout == 0 {
 		x.Timeout = DefaultExchangeTimeout
 	}
+	if c.Router.Learn.TTL == 0 {
+		c.Router.Learn.TTL = DefaultLearnTTL
+	}
+	if c.Router.Learn.MaxPerCapability == 0 {
+		c.Router.Learn.MaxPerCapability = DefaultLearnMaxPerCapability
+	}
+	if c.Router.Learn.MaxTextBytes == 0 {
+		c.Router.Learn.MaxTextBytes = DefaultLearnMaxTextBytes
+	}
 	if m := c.Router.Model; m != nil && m.Timeout == 0 {
 		m.Timeout = DefaultModelTimeout
 	}

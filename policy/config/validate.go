@@ -108,6 +108,15 @@ func (c *Config) Validate() error {
 			v.add("auth.mtls_principals", "%q is not a peer principal (e.g. spiffe://example.org/ns/partners/sa/orchestrator)", peer)
 		}
 	}
+	if l := c.Router.Learn; l.TTL < 0 {
+		v.add("router.learn.ttl", "%s is negative", l.TTL)
+	}
+	if l := c.Router.Learn; l.MaxPerCapability < 0 || l.MaxPerCapability > 100000 {
+		v.add("router.learn.max_per_capability", "%d is outside [1, 100000] (0 or unset: the default %d)", l.MaxPerCapability, DefaultLearnMaxPerCapability)
+	}
+	if l := c.Router.Learn; l.MaxTextBytes < 0 || l.MaxTextBytes > 4096 {
+		v.add("router.learn.max_text_bytes", "%d is outside [1, 4096] (0 or unset: the default %d)", l.MaxTextBytes, DefaultLearnMaxTextBytes)
+	}
 	if m := c.Router.Model; m != nil {
 		if !httpURL(m.URL) {
 			v.add("router.model.url", "%q is not an absolute http(s) URL", m.URL)

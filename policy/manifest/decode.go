@@ -22,7 +22,7 @@ var idRE = regexp.MustCompile(IDPattern)
 // Field names of the manifest format, in documentation order.
 var (
 	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "requires_any_of", "tenants", "handler", "enforced_limits", "limits", "owner", "routing"}
-	routingFields = []string{"mode", "min_confidence"}
+	routingFields = []string{"mode", "min_confidence", "learn", "examples_file"}
 	skillFields   = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
 	states        = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
 	visibility    = []Visibility{VisibilityPublic, VisibilityExtended, VisibilityInternal}
@@ -332,6 +332,24 @@ func (d *decoder) routing(f yamlnode.Pair) Routing {
 			d.add(m.Value.Line, "routing.min_confidence", "%v is outside (0, 1]", v.Value)
 		} else {
 			r.MinConfidence = x
+		}
+	}
+	if m, ok := fields["routing.learn"]; ok {
+		v := yamlnode.Resolve(m.Value)
+		var b bool
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != yamlnode.TagBool || v.Decode(&b) != nil {
+			d.add(m.Value.Line, "routing.learn", "want true or false, got %s", yamlnode.KindName(v))
+		} else {
+			r.Learn = &b
+		}
+	}
+	if m, ok := fields["routing.examples_file"]; ok {
+		if v, ok := d.str(m, "routing.examples_file"); ok {
+			if msg := examplesFileProblem(v); msg != "" {
+				d.add(m.Value.Line, "routing.examples_file", "%s", msg)
+			} else {
+				r.ExamplesFile = v
+			}
 		}
 	}
 	return r

@@ -74,7 +74,9 @@ func loadDir(out []parsed, dir Dir, probs *diag.Set, s *session) []parsed {
 			return nil
 		}
 		if n := yamlnode.Parse(file, data, probs); n != nil {
-			out = append(out, decodeCapability(file, "", n, probs, s))
+			c := decodeCapability(file, "", n, probs, s)
+			c.cap.RoutingExamples = readExamples(dir, p, file, c.cap.Routing.ExamplesFile, probs)
+			out = append(out, c)
 		}
 		return nil
 	})
@@ -84,16 +86,41 @@ func loadDir(out []parsed, dir Dir, probs *diag.Set, s *session) []parsed {
 	return out
 }
 
-// IsManifestFile reports whether Load reads the file at path p: a manifest
-// file extension and no dot-named file or folder on the way (the reloader
-// reacts to changes of these files only).
+// readExamples reads the routing examples file ref (routing.examples_file) of
+// the manifest at p in dir ("": none).
+func readExamples(dir Dir, p, file, ref string, probs *diag.Set) []string {
+	if ref == "" {
+		return nil
+	}
+	ep, ok := ExamplesPath(p, ref)
+	if !ok {
+		probs.Add(file, 0, "routing.examples_file", "%q leaves the manifests folder", ref)
+		return nil
+	}
+	data, err := fs.ReadFile(dir.FS, ep)
+	if err != nil {
+		probs.Add(file, 0, "routing.examples_file", "cannot read %s: %s", path.Join(dir.Name, ep), pathErr(err))
+		return nil
+	}
+	ex, err := ParseExamples(path.Join(dir.Name, ep), data)
+	if err != nil {
+		probs.Add(file, 0, "routing.examples_file", "%v", err)
+		return nil
+	}
+	return ex
+}
+
+// IsManifestFile reports whether Load may read the file at path p: a
+// manifest file extension, or a routing examples file's (.txt), and no
+// dot-named file or folder on the way (the reloader reacts to changes of
+// these files only).
 func IsManifestFile(p string) bool {
 	for _, seg := range strings.Split(filepath.ToSlash(p), "/") {
 		if strings.HasPrefix(seg, ".") && seg != "." && seg != ".." {
 			return false
 		}
 	}
-	return isManifestFile(p)
+	return isManifestFile(p) || strings.EqualFold(path.Ext(p), ExamplesFileExt)
 }
 
 func isManifestFile(p string) bool {
@@ -148,7 +175,11 @@ func LoadJSONArray(name string, data []byte, opts Options) (*Registry, error) {
 	all := make([]parsed, 0, len(root.Content))
 	s := newSession()
 	for i, n := range root.Content {
-		all = append(all, decodeCapability(name, fmt.Sprintf("[%d].", i), n, &probs, s))
+		c := decodeCapability(name, fmt.Sprintf("[%d].", i), n, &probs, s)
+		if c.cap.Routing.ExamplesFile != "" {
+			probs.Add(name, n.Line, fmt.Sprintf("[%d].routing.examples_file", i), "needs a manifests folder to be read from; not in a JSON array")
+		}
+		all = append(all, c)
 	}
 	return finish(all, opts, &probs, s)
 }

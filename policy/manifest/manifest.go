@@ -50,6 +50,11 @@ type Capability struct {
 	// Routing is how the router may choose the capability for a message
 	// (server-side only: never in a card).
 	Routing Routing `json:"routing,omitzero"`
+	// RoutingExamples are the reviewed examples of the file
+	// routing.examples_file names, read when the registry loads: the router's
+	// classifier learns from them as from skill.examples, and, being
+	// server-side, they never reach a card.
+	RoutingExamples []string `json:"routing_examples,omitempty"`
 
 	// Source is where the manifest was read from (not part of the format).
 	Source Source `json:"-"`
@@ -94,6 +99,22 @@ type Routing struct {
 	// MinConfidence is the classifier confidence the capability needs to be
 	// chosen instead of router.threshold; 0 when not given.
 	MinConfidence float64 `json:"min_confidence,omitempty"`
+	// Learn overrides router.learn.capture for this capability (nil: the
+	// deployment's setting): whether clarification answers choosing it are
+	// kept as candidate examples.
+	Learn *bool `json:"learn,omitempty"`
+	// ExamplesFile is the server-side file of reviewed routing examples, one
+	// per line, relative to the manifest's folder ("" when none).
+	ExamplesFile string `json:"examples_file,omitempty"`
+}
+
+// LearnOn reports whether clarification answers choosing the capability are
+// captured, given the deployment's router.learn.capture.
+func (r Routing) LearnOn(deployment bool) bool {
+	if r.Learn != nil {
+		return *r.Learn
+	}
+	return deployment
 }
 
 // EffectiveMode is the mode, auto when none is given.

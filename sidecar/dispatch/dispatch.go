@@ -70,6 +70,8 @@ type Dispatcher struct {
 	now     func() time.Time
 	// pageKey is the HMAC key of ListTasks page tokens (WithPageTokenKey).
 	pageKey []byte
+	// learner keeps candidate routing examples: the store, when it can (learn.go).
+	learner Learner
 }
 
 var _ operation.Server = (*Dispatcher)(nil)
@@ -92,6 +94,7 @@ func WithClock(now func() time.Time) Option { return func(d *Dispatcher) { d.now
 // New returns a dispatcher. All three dependencies are required.
 func New(store tasks.Store, invoker Invoker, tokens Tokens, opts ...Option) *Dispatcher {
 	d := &Dispatcher{store: store, invoker: invoker, tokens: tokens, now: time.Now}
+	d.learner, _ = store.(Learner)
 	for _, o := range opts {
 		o(d)
 	}

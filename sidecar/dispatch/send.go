@@ -59,6 +59,9 @@ type routed struct {
 	msg     *protocol.MessageInfo
 	pending *tasks.Binding
 	clarify *clarification
+	// example is the text of the first message a clarification held, when
+	// this message answers it (a candidate routing example: learn.go).
+	example string
 }
 
 // clarification is a question back to the caller: which of the candidates
@@ -117,6 +120,7 @@ func (d *Dispatcher) route(ctx context.Context, call *operation.Call) (routed, *
 			if r.params, r.msg, perr = withHeld(call, params, b); perr != nil {
 				return routed{}, perr
 			}
+			r.example = heldText(r.msg, b.Held)
 		}
 		return r, nil
 	}
@@ -255,8 +259,9 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 		return handled(bind(taskID, contextID))
 	}
 	d.countCall(ctx, capability)
+	example := d.candidateExample(call, r, capability)
 	if req.Operation == protocol.SendStreamingMessage {
-		return d.stream(ctx, call, inv, record, rsv), true, nil
+		return d.learnFromStream(ctx, call, d.stream(ctx, call, inv, record, rsv), capability.ID, example), true, nil
 	}
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
@@ -271,6 +276,9 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 	if perr := record(taskID, contextID); perr != nil {
 		rsv.lose(ctx)
 		return operation.Result{}, true, perr
+	}
+	if !unsuccessful(result) {
+		d.keepExample(ctx, call, capability.ID, example)
 	}
 	return operation.Value(kind, result), true, nil
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router/classifier"
+	"github.com/capgate/capgate/sidecar/router/learn"
 	"github.com/capgate/capgate/sidecar/tracing"
 )
 
@@ -67,12 +68,30 @@ func NewIndex(reg *manifest.Registry, threshold float64) *Index {
 	ix := &Index{reg: reg, threshold: threshold, in: make([][]string, len(all)), out: make([][]string, len(all))}
 	for i := range all {
 		c := &all[i]
-		docs[i] = classifier.Doc{ID: c.ID, Name: c.Skill.Name, Description: c.Skill.Description, Tags: c.Skill.Tags, Examples: c.Skill.Examples}
+		docs[i] = classifier.Doc{ID: c.ID, Name: c.Skill.Name, Description: c.Skill.Description, Tags: c.Skill.Tags, Examples: examplesOf(c)}
 		ix.in[i] = normalizeModes(c.Skill.InputModes, card.DefaultInputModes())
 		ix.out[i] = normalizeModes(c.Skill.OutputModes, card.DefaultOutputModes())
 	}
 	ix.cls = classifier.New(docs)
 	return ix
+}
+
+// examplesOf is what the classifier learns a capability from: the card's
+// skill.examples, then the reviewed server-side examples of
+// routing.examples_file without their redaction placeholders. Learned
+// examples change scores only: entitlement still chooses the candidates and
+// the routing mode still decides whether the router may pick the skill.
+func examplesOf(c *manifest.Capability) []string {
+	if len(c.RoutingExamples) == 0 {
+		return c.Skill.Examples
+	}
+	out := slices.Clip(slices.Clone(c.Skill.Examples))
+	for _, e := range c.RoutingExamples {
+		if p := learn.Plain(e); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Threshold is the confidence below which the router asks for clarification.

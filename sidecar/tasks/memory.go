@@ -31,6 +31,7 @@ type Memory struct {
 	usage      map[string]*usageRecord
 	contexts   map[string]Context
 	sent       memorySent
+	examples   memoryExamples // candidate routing examples (examples.go)
 	max        int
 	now        func() time.Time
 	started    time.Time // the start of usage observation
