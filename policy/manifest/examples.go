@@ -49,7 +49,7 @@ func ExamplesPath(manifestFile, examplesFile string) (string, bool) {
 func ParseExamples(file string, data []byte) ([]string, error) {
 	var out []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 4096), MaxRoutingExampleBytes+2)
+	sc.Buffer(make([]byte, 0, 256), MaxRoutingExampleBytes+2)
 	line := 0
 	for sc.Scan() {
 		line++

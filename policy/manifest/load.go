@@ -75,7 +75,7 @@ func loadDir(out []parsed, dir Dir, probs *diag.Set, s *session) []parsed {
 		}
 		if n := yamlnode.Parse(file, data, probs); n != nil {
 			c := decodeCapability(file, "", n, probs, s)
-			c.cap.RoutingExamples = readExamples(dir, p, file, c.cap.Routing.ExamplesFile, probs)
+			c.cap.RoutingExamples = readExamples(dir, p, file, c.cap.Routing.ExamplesFile, probs, &s.warnings)
 			out = append(out, c)
 		}
 		return nil
@@ -87,8 +87,10 @@ func loadDir(out []parsed, dir Dir, probs *diag.Set, s *session) []parsed {
 }
 
 // readExamples reads the routing examples file ref (routing.examples_file) of
-// the manifest at p in dir ("": none).
-func readExamples(dir Dir, p, file, ref string, probs *diag.Set) []string {
+// the manifest at p in dir ("": none). A file that does not exist yet is no
+// examples and a warning (`capgate route examples accept` creates it); one
+// that cannot be read or parsed is a problem.
+func readExamples(dir Dir, p, file, ref string, probs, warnings *diag.Set) []string {
 	if ref == "" {
 		return nil
 	}
@@ -98,6 +100,10 @@ func readExamples(dir Dir, p, file, ref string, probs *diag.Set) []string {
 		return nil
 	}
 	data, err := fs.ReadFile(dir.FS, ep)
+	if errors.Is(err, fs.ErrNotExist) {
+		warnings.Add(file, 0, "routing.examples_file", "%s does not exist yet: no learned examples (capgate route examples accept creates it)", path.Join(dir.Name, ep))
+		return nil
+	}
 	if err != nil {
 		probs.Add(file, 0, "routing.examples_file", "cannot read %s: %s", path.Join(dir.Name, ep), pathErr(err))
 		return nil

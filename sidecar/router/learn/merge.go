@@ -1,6 +1,8 @@
 package learn
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"unicode"
@@ -86,4 +88,11 @@ func jaccard(a, b map[string]bool) float64 {
 		}
 	}
 	return float64(inter) / float64(len(a)+len(b)-inter)
+}
+
+// ReviewID is the short, stable id a group is reviewed by (`capgate route
+// examples accept|reject`): the first 10 hex digits of the SHA-256 of its text.
+func ReviewID(text string) string {
+	sum := sha256.Sum256([]byte(text))
+	return hex.EncodeToString(sum[:5])
 }

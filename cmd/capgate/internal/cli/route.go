@@ -24,6 +24,9 @@ func runRoute(ctx context.Context, env Env, args []string) error {
 	if len(args) > 0 && args[0] == "eval" {
 		return runRouteEval(ctx, env, args[1:])
 	}
+	if len(args) > 0 && args[0] == "examples" {
+		return runRouteExamples(ctx, env, args[1:])
+	}
 	fs := newFlags(env, "route", `route [--config capgate.yaml] [--claims claims.json] [--media type,...] [--data JSON] [--hint ID] "message text"`)
 	cfgPath := fs.String("config", "", "deployment config (default: the embedded finance example)")
 	claimsPath := fs.String("claims", "", "JWT claims of the caller (JSON object; - for stdin); omit for an anonymous caller")
