@@ -124,12 +124,16 @@ func modeNote(ix *router.Index, id string) string {
 const anonymousHint = `hint: routed as an anonymous caller (no --claims); pass the caller's JWT claims, e.g. --claims <(echo '{"sub":"partner-1","scope":"recon.run"}')`
 
 func runRouteEval(_ context.Context, env Env, args []string) error {
-	fs := newFlags(env, "route eval", "route eval --manifests FILE|DIR --cases FILE.jsonl [--threshold 0.6 | --sweep 0.4,0.5,...] [--json]")
+	fs := newFlags(env, "route eval", "route eval --manifests FILE|DIR --cases FILE.jsonl [--examples FILE.jsonl] [--threshold 0.7 | --sweep 0.4,0.5,... | --learning-curve [--curve 5,10,20] [--usage-share 0.5]] [--json]")
 	manifests := fs.String("manifests", "", "a JSON array of manifests, or a folder of manifest files")
 	casesPath := fs.String("cases", "", "JSON lines: {\"text\": ..., \"data\": [data part values] (optional), \"expect\": id or null}")
 	threshold := fs.Float64("threshold", config.DefaultRouterThreshold, "confidence below which the router asks for clarification")
 	sweepArg := fs.String("sweep", "", "comma-separated thresholds: a table of the figures at each (to choose router.threshold)")
 	asJSON := fs.Bool("json", false, "print one JSON object (with --sweep, one per threshold, as a list)")
+	examplesPath := fs.String("examples", "", "extra routing examples, JSON lines {\"text\": ..., \"expect\": id}, added to the skills as accepted examples (routing.examples_file) are")
+	curveMode := fs.Bool("learning-curve", false, "split --cases per skill into a usage half and an evaluation half, and show the figures on the evaluation half as usage texts are added as examples (--curve)")
+	curveArg := fs.String("curve", "5,10,20", "with --learning-curve: examples per skill at each point (the manifests' own count first)")
+	share := fs.Float64("usage-share", 0.5, "with --learning-curve: the share of each skill's cases in the usage half")
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -147,6 +151,20 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *examplesPath != "" {
+		exCases, err := readCases(*examplesPath)
+		if err != nil {
+			return err
+		}
+		extra, n, err := examplesByCapability(exCases, reg, *examplesPath)
+		if err != nil {
+			return err
+		}
+		reg = withExamples(reg, extra)
+		if _, err := fmt.Fprintf(env.Stdout, "extra examples: %d for %d skills (%s)\n", n, len(extra), *examplesPath); err != nil {
+			return err
+		}
+	}
 	cases, err := readCases(*casesPath)
 	if err != nil {
 		return err
@@ -157,6 +175,9 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 				return usageErr("%s:%d: expect %q is not a capability of the manifests", *casesPath, i+1, *c.Expect)
 			}
 		}
+	}
+	if *curveMode {
+		return runCurve(env, reg, cases, *curveArg, *share, *threshold, *asJSON)
 	}
 	ix := router.NewIndex(reg, *threshold)
 	structured := 0
@@ -194,6 +215,39 @@ func runRouteEval(_ context.Context, env Env, args []string) error {
 		100*m.MisrouteRate,
 		m.P50, m.P99)
 	return err
+}
+
+// runCurve is route eval --learning-curve.
+func runCurve(env Env, reg *manifest.Registry, cases []evalCase, curveArg string, share, threshold float64, asJSON bool) error {
+	perSkill, err := parseCurve(curveArg)
+	if err != nil {
+		return err
+	}
+	if !(share > 0 && share < 1) {
+		return usageErr("--usage-share must be in (0, 1)")
+	}
+	plain := make([]classifier.Case, len(cases))
+	for i, c := range cases {
+		if len(c.data) > 0 {
+			return usageErr("--learning-curve: case %d has data parts; the curve measures text examples only", i+1)
+		}
+		plain[i] = c.Case
+	}
+	pts, nu, ne := learningCurve(reg, plain, perSkill, share, threshold)
+	usage, _ := split(plain, share)
+	per := map[string]int{}
+	for _, c := range usage {
+		if c.Expect != nil {
+			per[*c.Expect]++
+		}
+	}
+	poolMin := -1
+	for _, c := range reg.All() {
+		if n := per[c.ID]; poolMin < 0 || n < poolMin {
+			poolMin = n
+		}
+	}
+	return writeCurve(env.Stdout, pts, nu, ne, share, threshold, max(poolMin, 0), asJSON)
 }
 
 // parseSweep reads --sweep: thresholds in [0, 1], comma-separated.
