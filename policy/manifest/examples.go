@@ -19,20 +19,26 @@ const (
 // ExamplesFileExt is the extension a routing examples file must have: not a
 // manifest's, so that Load never reads it as one, and one the reloader
 // watches (IsManifestFile).
-const ExamplesFileExt = ".txt"
+const ExamplesFileExt = ".examples.txt"
 
 // examplesFileProblem checks the form of routing.examples_file: a relative
-// slash path inside the manifests folder ending in .txt.
+// slash path inside the manifests folder ending in .examples.txt.
 func examplesFileProblem(p string) string {
 	switch {
 	case strings.TrimSpace(p) == "":
 		return "want a file name, e.g. cancel-booking.examples.txt"
 	case strings.HasPrefix(p, "/") || strings.Contains(p, `\`):
 		return fmt.Sprintf("%q must be a relative slash path inside the manifests folder", p)
-	case !strings.EqualFold(path.Ext(p), ExamplesFileExt):
+	case !IsExamplesFile(p):
 		return fmt.Sprintf("%q must end in %s (one example per line)", p, ExamplesFileExt)
 	}
 	return ""
+}
+
+// IsExamplesFile reports whether p has a routing examples file's name
+// (ending in .examples.txt, any case).
+func IsExamplesFile(p string) bool {
+	return len(p) >= len(ExamplesFileExt) && strings.EqualFold(p[len(p)-len(ExamplesFileExt):], ExamplesFileExt)
 }
 
 // ExamplesPath is where the examples file of a manifest read from file

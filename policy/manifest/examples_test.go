@@ -50,18 +50,20 @@ func TestRoutingExamplesFile(t *testing.T) {
 	require.Contains(t, reg.Warnings()[0].Message, "does not exist yet")
 
 	for routing, want := range map[string]string{
-		"routing: {learn: yes please}\n":                "routing.learn: want true or false",
-		"routing: {examples_file: book.yaml}\n":         "must end in .txt",
-		"routing: {examples_file: /etc/passwd.txt}\n":   "must be a relative slash path",
-		"routing: {examples_file: ../../outside.txt}\n": "leaves the manifests folder",
-		"routing: {examples_file: long.txt}\n":          "a line longer than 1024 bytes",
-		"routing: {examples_file: \"\"}\n":              "want a file name",
-		"routing: {examples_fil: x.txt}\n":              "examples_fil",
+		"routing: {learn: yes please}\n":                         "routing.learn: want true or false",
+		"routing: {examples_file: book.yaml}\n":                  "must end in .examples.txt",
+		"routing: {examples_file: /etc/passwd.examples.txt}\n":   "must be a relative slash path",
+		"routing: {examples_file: ../../outside.examples.txt}\n": "leaves the manifests folder",
+		"routing: {examples_file: long.examples.txt}\n":          "a line longer than 1024 bytes",
+		"routing: {examples_file: \"\"}\n":                       "want a file name",
+		"routing: {examples_fil: x.txt}\n":                       "examples_fil",
 	} {
-		_, err := loadLearn(t, routing, map[string]string{"sub/long.txt": strings.Repeat("x", 2000) + "\n"})
+		_, err := loadLearn(t, routing, map[string]string{"sub/long.examples.txt": strings.Repeat("x", 2000) + "\n"})
 		require.ErrorContains(t, err, want, routing)
 	}
-	_, err = manifest.LoadJSONArray("m.json", []byte(`[{"id":"book","state":"ga","visibility":"public","skill":{"name":"B","description":"d","tags":[]},"requires_scopes":[],"tenants":"*","handler":"h","routing":{"examples_file":"x.txt"}}]`), manifest.Options{})
+	_, err = manifest.LoadJSONArray("m.json", []byte(`[{"id":"book","state":"ga","visibility":"public","skill":{"name":"B","description":"d","tags":[]},"requires_scopes":[],"tenants":"*","handler":"h","routing":{"examples_file":"x.examples.txt"}}]`), manifest.Options{})
 	require.ErrorContains(t, err, "[0].routing.examples_file: needs a manifests folder")
 	require.True(t, manifest.IsManifestFile("capabilities/book.examples.txt"), "the reloader watches examples files")
+	require.True(t, manifest.IsManifestFile("capabilities/Book.EXAMPLES.TXT"))
+	require.False(t, manifest.IsManifestFile("capabilities/notes.txt"), "other text files are not the deployment's")
 }

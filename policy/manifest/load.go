@@ -117,7 +117,7 @@ func readExamples(dir Dir, p, file, ref string, probs, warnings *diag.Set) []str
 }
 
 // IsManifestFile reports whether Load may read the file at path p: a
-// manifest file extension, or a routing examples file's (.txt), and no
+// manifest file extension, or a routing examples file's (.examples.txt), and no
 // dot-named file or folder on the way (the reloader reacts to changes of
 // these files only).
 func IsManifestFile(p string) bool {
@@ -126,7 +126,7 @@ func IsManifestFile(p string) bool {
 			return false
 		}
 	}
-	return isManifestFile(p) || strings.EqualFold(path.Ext(p), ExamplesFileExt)
+	return isManifestFile(p) || IsExamplesFile(p)
 }
 
 func isManifestFile(p string) bool {
