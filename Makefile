@@ -177,6 +177,7 @@ fuzz-short:
 	$(FUZZ) ./policy/manifest -fuzz '^FuzzParseManifest$$'
 	$(FUZZ) ./policy/config -fuzz '^FuzzConfig$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'
+	$(FUZZ) ./sidecar/identity -fuzz '^FuzzEncodeClaims$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzJWTHeader$$'
 
 ## fuzz: every fuzz target for longer (500,000 executions each).
