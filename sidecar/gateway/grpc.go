@@ -5,10 +5,11 @@ import (
 
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
 // grpcResponder writes an admitted A2A 1.0 gRPC call's answer (lf.a2a.v1.A2AService): each
-// result or event, converted to the method's proto response message (protocol.GRPCResponse),
+// result or event, converted to the method's proto response message (grpcwire.Response),
 // is one length-prefixed message, and the call ends with the grpc-status trailers.
 type grpcResponder struct {
 	w       http.ResponseWriter
@@ -41,7 +42,7 @@ func (g *grpcResponder) message(msg []byte) error {
 		return errEnded
 	}
 	g.start()
-	frame := protocol.AppendGRPCFrame(g.frame[:0], msg)
+	frame := grpcwire.AppendFrame(g.frame[:0], msg)
 	if cap(frame) <= maxKeptBuffer {
 		g.frame = frame // a stream's next message reuses it; a rare large one is not kept
 	}
@@ -86,7 +87,7 @@ type grpcEvents struct {
 var _ eventWriter = (*grpcEvents)(nil)
 
 func (e *grpcEvents) event(ev operation.Event) error {
-	msg, perr := protocol.GRPCResponse(e.r.op, ev.JSON)
+	msg, perr := grpcwire.Response(e.r.op, ev.JSON)
 	if perr != nil {
 		return perr
 	}

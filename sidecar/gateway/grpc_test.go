@@ -18,6 +18,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
 // messages splits a gRPC response body into its length-prefixed messages.
@@ -168,7 +169,7 @@ type grpcEventsPlain struct {
 }
 
 func (e *grpcEventsPlain) event(ev operation.Event) error {
-	msg, perr := protocol.GRPCResponse(e.r.op, ev.JSON)
+	msg, perr := grpcwire.Response(e.r.op, ev.JSON)
 	if perr != nil {
 		return perr
 	}

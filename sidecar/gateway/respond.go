@@ -9,6 +9,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
 // answer writes an operation's result in the request's binding: a unary result by unary, a
@@ -68,7 +69,7 @@ func unary(w http.ResponseWriter, req *protocol.Request, res operation.Result) (
 		writeJSON(w, http.StatusOK, protocol.AppendJSONRPCResult(make([]byte, 0, len(result)+len(req.ID)+40), req.ID, result))
 		return nil, false
 	case protocol.GRPC:
-		msg, perr := protocol.GRPCResponse(req.Operation, result)
+		msg, perr := grpcwire.Response(req.Operation, result)
 		if perr != nil {
 			return perr, false
 		}

@@ -451,6 +451,29 @@ func MethodOperation(name string) (Operation, bool) {
 	return jsonrpc03Ops.op(name)
 }
 
+// gRPC service names of A2A 1.0 (package lf.a2a.v1) and 0.3 (package a2a.v1).
+const (
+	GRPCService    = "lf.a2a.v1.A2AService"
+	GRPCServiceV03 = "a2a.v1.A2AService"
+)
+
+// GRPCServiceOf is the gRPC service of A2A version v.
+func GRPCServiceOf(v Version) string {
+	if v == V03 {
+		return GRPCServiceV03
+	}
+	return GRPCService
+}
+
+// GRPCOperation is the operation of gRPC method name (without the service) in version v's
+// service. Names are matched exactly.
+func GRPCOperation(v Version, name string) (Operation, bool) {
+	if v == V03 {
+		return grpc03Ops.op(name)
+	}
+	return grpcOps.op(name)
+}
+
 // GRPCMethod is the gRPC full method ("/lf.a2a.v1.A2AService/SendMessage") of op in version v's
 // service; "" when that service has none.
 func GRPCMethod(v Version, op Operation) string {
@@ -461,20 +484,21 @@ func GRPCMethod(v Version, op Operation) string {
 	if m == "" {
 		return ""
 	}
-	return "/" + grpcServiceOf(v) + "/" + m
+	return "/" + GRPCServiceOf(v) + "/" + m
 }
 
-// grpcRequestMessage is a new A2A 1.0 gRPC request message of op; nil when it has none.
-func grpcRequestMessage(op Operation) proto.Message {
+// RequestMessage is a new A2A 1.0 request message of op (its gRPC request message, and what
+// the 1.0 JSON bindings' params are read against); nil when it has none.
+func RequestMessage(op Operation) proto.Message {
 	if f := op.spec().grpcRequest; f != nil {
 		return f()
 	}
 	return nil
 }
 
-// grpcResponseMessage is a new A2A 1.0 gRPC response message of op (one stream event for a
+// ResponseMessage is a new A2A 1.0 gRPC response message of op (one stream event for a
 // streaming operation); nil when it has none.
-func grpcResponseMessage(op Operation) proto.Message {
+func ResponseMessage(op Operation) proto.Message {
 	if f := op.spec().grpcResponse; f != nil {
 		return f()
 	}

@@ -76,13 +76,12 @@ func TestOperationNamesRoundTrip(t *testing.T) {
 					continue
 				}
 				require.Equal(t, "/"+c.service+"/"+c.name, full)
-				got, v, perr := ParseGRPCPath(full)
-				require.Nil(t, perr, full)
-				require.Equal(t, op, got)
-				require.Equal(t, c.v, v)
+				got, ok := GRPCOperation(c.v, c.name)
+				require.True(t, ok, full)
+				require.Equal(t, op, got) // grpcwire.TestParsePathTable reads the full path
 			}
-			require.Equal(t, s.grpcRequest != nil, grpcRequestMessage(op) != nil)
-			require.Equal(t, s.grpcResponse != nil, grpcResponseMessage(op) != nil)
+			require.Equal(t, s.grpcRequest != nil, RequestMessage(op) != nil)
+			require.Equal(t, s.grpcResponse != nil, ResponseMessage(op) != nil)
 			for _, r := range s.REST {
 				task, config := "", ""
 				if strings.Contains(r.Path, "{") {
