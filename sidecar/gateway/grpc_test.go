@@ -53,7 +53,7 @@ func errorReason(t *testing.T, details string) string {
 func events(end *protocol.Error, jsons ...string) operation.Result {
 	return operation.Result{Stream: func(yield func(operation.Event) error) *protocol.Error {
 		for _, j := range jsons {
-			if err := yield(operation.Event{Kind: operation.Task, JSON: []byte(j)}); err != nil {
+			if err := yield(operation.Event{Kind: protocol.KindTask, JSON: []byte(j)}); err != nil {
 				return operation.Failed(err)
 			}
 		}
@@ -119,7 +119,7 @@ func TestGRPCEvents(t *testing.T) {
 func TestGRPCUnary(t *testing.T) {
 	rec := httptest.NewRecorder()
 	get := &protocol.Request{Binding: protocol.GRPC, Operation: protocol.GetTask}
-	perr, _ := unary(rec, get, operation.Value(operation.Task, []byte(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)))
+	perr, _ := unary(rec, get, operation.Value(protocol.KindTask, []byte(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)))
 	require.Nil(t, perr)
 	msgs := messages(t, rec.Body.Bytes())
 	require.Len(t, msgs, 1)
@@ -130,12 +130,12 @@ func TestGRPCUnary(t *testing.T) {
 	require.Equal(t, "0", rec.Result().Trailer.Get("Grpc-Status"))
 
 	rec = httptest.NewRecorder()
-	perr, _ = unary(rec, &protocol.Request{Binding: protocol.GRPC, Operation: protocol.DeleteTaskPushNotificationConfig}, operation.Value(operation.Empty, []byte(`null`)))
+	perr, _ = unary(rec, &protocol.Request{Binding: protocol.GRPC, Operation: protocol.DeleteTaskPushNotificationConfig}, operation.Value(protocol.KindEmpty, []byte(`null`)))
 	require.Nil(t, perr)
 	require.Equal(t, [][]byte{{}}, messages(t, rec.Body.Bytes()))
 
 	rec = httptest.NewRecorder()
-	perr, written := unary(rec, get, operation.Value(operation.Task, []byte(`{"id":"t-1","secret":"x"}`)))
+	perr, written := unary(rec, get, operation.Value(protocol.KindTask, []byte(`{"id":"t-1","secret":"x"}`)))
 	require.True(t, protocol.IsCode(perr, protocol.InvalidAgentResponse))
 	require.False(t, written, "nothing is written: the gateway answers with the error")
 	require.Empty(t, rec.Body.Bytes())
@@ -152,7 +152,7 @@ func (w *discardWriter) Flush()                      {}
 // BenchmarkGRPCEvents is what the gRPC binding adds to each relayed event:
 // the event's JSON turned into a length-prefixed StreamResponse and written.
 func BenchmarkGRPCEvents(b *testing.B) {
-	ev := operation.Event{Kind: operation.StatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
+	ev := operation.Event{Kind: protocol.KindStatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
 	w := &grpcEvents{r: newGRPCResponder(&discardWriter{h: http.Header{}}, protocol.SendStreamingMessage)}
 	b.ReportAllocs()
 	for b.Loop() {

@@ -82,7 +82,7 @@ func unary(w http.ResponseWriter, req *protocol.Request, res operation.Result) (
 		g.end(nil)
 		return nil, false
 	}
-	if res.Kind == operation.Empty && string(result) == "null" {
+	if res.Kind == protocol.KindEmpty && string(result) == "null" {
 		result = jsontext.Value("{}") // google.protobuf.Empty over HTTP+JSON
 	}
 	if req.ProtoJSON03() {

@@ -170,7 +170,7 @@ func (g *Gateway) run(ctx context.Context, call *operation.Call, w http.Response
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		res := operation.Value(operation.Card, publicCardFor(call.Rev, call.Request.Version))
+		res := operation.Value(protocol.KindCard, publicCardFor(call.Rev, call.Request.Version))
 		return &res, nil
 	}
 	if g.ops == nil {

@@ -98,7 +98,7 @@ func TestSSEFrameIsOneDataLine(t *testing.T) {
 // relayed event (ns/op and allocs/op are per event): the keep-alive timer,
 // the SSE frame written and flushed to the client.
 func BenchmarkSSEEvents(b *testing.B) {
-	ev := operation.Event{Kind: operation.StatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
+	ev := operation.Event{Kind: protocol.KindStatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
 	for binding, dialect := range sseDialects {
 		b.Run(string(binding), func(b *testing.B) {
 			sse := newSSE(&discardWriter{h: http.Header{}}, dialect, protocol.DataList, jsontext.Value(`"1"`), 15e9)

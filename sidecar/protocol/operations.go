@@ -98,8 +98,10 @@ type Spec struct {
 	Params03 string
 	// Store is what it needs from the task store.
 	Store Store
-	// EmptyResult: its result is google.protobuf.Empty (JSON null).
-	EmptyResult bool
+	// Result is the kind of its unary result; 0 when the operation decides it as it runs (a
+	// message's answer is a task or a message) or streams. KindEmpty: google.protobuf.Empty
+	// (JSON null).
+	Result Kind
 	// Label is its label in ext_authz's decision metrics.
 	Label string
 	// query lists the query parameters a GET route takes, by name (queryParams).
@@ -108,6 +110,23 @@ type Spec struct {
 	// (one stream event for a streaming operation); nil when gRPC has none.
 	grpcRequest, grpcResponse func() proto.Message
 }
+
+// Kind is what a result or stream event holds.
+type Kind uint8
+
+// The kinds of results and events.
+const (
+	KindTask           Kind = iota + 1 // a task; a SendMessage result or stream event {"task": …} in 1.0
+	KindMessage                        // a message; {"message": …} in 1.0
+	KindStatusUpdate                   // a task status update event
+	KindArtifactUpdate                 // a task artifact update event
+	KindTaskList                       // a ListTasks page
+	KindPushConfig                     // a task push notification config
+	KindPushConfigList                 // a list of push notification configs
+	KindEmpty                          // no content (a delete): JSON null
+	KindExtension                      // an extension method's result, as its handler gave it
+	KindCard                           // an agent card
+)
 
 // UnknownLabel is the metrics label of a request refused before its operation was known.
 const UnknownLabel = "unknown"
@@ -137,6 +156,7 @@ var operationTable = []Spec{
 		REST:      []Route{{http.MethodGet, "/tasks/{id}", true}},
 		TaskField: "id", TaskField03: "id", Params03: "TaskQueryParams", Store: StoreLookup,
 		query:        map[string]queryParam{"historyLength": {"historyLength", queryInt}},
+		Result:       KindTask,
 		grpcRequest:  func() proto.Message { return &a2apb.GetTaskRequest{} },
 		grpcResponse: func() proto.Message { return &a2apb.Task{} },
 	},
@@ -156,6 +176,7 @@ var operationTable = []Spec{
 			"statusTimestampAfter": {"statusTimestampAfter", queryString},
 			"lastUpdatedAfter":     {"statusTimestampAfter", queryString},
 		},
+		Result:       KindTaskList,
 		grpcRequest:  func() proto.Message { return &a2apb.ListTasksRequest{} },
 		grpcResponse: func() proto.Message { return &a2apb.ListTasksResponse{} },
 	},
@@ -164,6 +185,7 @@ var operationTable = []Spec{
 		GRPC: "CancelTask", GRPC03: "CancelTask",
 		REST:      []Route{{http.MethodPost, "/tasks/{id}:cancel", true}},
 		TaskField: "id", TaskField03: "id", Params03: "TaskIdParams", Store: StoreLookup,
+		Result:       KindTask,
 		grpcRequest:  func() proto.Message { return &a2apb.CancelTaskRequest{} },
 		grpcResponse: func() proto.Message { return &a2apb.Task{} },
 	},
@@ -182,6 +204,7 @@ var operationTable = []Spec{
 		GRPC: "CreateTaskPushNotificationConfig", GRPC03: "CreateTaskPushNotificationConfig",
 		REST: []Route{{http.MethodPost, "/tasks/{taskId}/pushNotificationConfigs", true}},
 		Push: true, TaskField: "taskId", TaskField03: "taskId", Params03: "TaskPushNotificationConfig", Store: StoreLookup,
+		Result:       KindPushConfig,
 		grpcRequest:  func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
 		grpcResponse: func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
 	},
@@ -191,6 +214,7 @@ var operationTable = []Spec{
 		REST: []Route{{http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs/{id}", true}},
 		Push: true, TaskField: "taskId", ConfigField: "id", TaskField03: "id", ConfigField03: "pushNotificationConfigId",
 		Params03: "GetTaskPushNotificationConfigParams", Store: StoreLookup,
+		Result:       KindPushConfig,
 		grpcRequest:  func() proto.Message { return &a2apb.GetTaskPushNotificationConfigRequest{} },
 		grpcResponse: func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
 	},
@@ -200,6 +224,7 @@ var operationTable = []Spec{
 		REST: []Route{{http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs", true}},
 		Push: true, TaskField: "taskId", TaskField03: "id", Params03: "ListTaskPushNotificationConfigParams", Store: StoreLookup,
 		query:        map[string]queryParam{"pageSize": {"pageSize", queryInt}, "pageToken": {"pageToken", queryString}},
+		Result:       KindPushConfigList,
 		grpcRequest:  func() proto.Message { return &a2apb.ListTaskPushNotificationConfigsRequest{} },
 		grpcResponse: func() proto.Message { return &a2apb.ListTaskPushNotificationConfigsResponse{} },
 	},
@@ -208,7 +233,7 @@ var operationTable = []Spec{
 		GRPC: "DeleteTaskPushNotificationConfig", GRPC03: "DeleteTaskPushNotificationConfig",
 		REST: []Route{{http.MethodDelete, "/tasks/{taskId}/pushNotificationConfigs/{id}", true}},
 		Push: true, TaskField: "taskId", ConfigField: "id", TaskField03: "id", ConfigField03: "pushNotificationConfigId",
-		Params03: "DeleteTaskPushNotificationConfigParams", Store: StoreLookup, EmptyResult: true,
+		Params03: "DeleteTaskPushNotificationConfigParams", Store: StoreLookup, Result: KindEmpty,
 		grpcRequest:  func() proto.Message { return &a2apb.DeleteTaskPushNotificationConfigRequest{} },
 		grpcResponse: func() proto.Message { return &emptypb.Empty{} },
 	},
@@ -217,6 +242,7 @@ var operationTable = []Spec{
 		GRPC: "GetExtendedAgentCard", GRPC03: "GetAgentCard", // 0.3's authenticated card call
 		REST:         []Route{{http.MethodGet, "/extendedAgentCard", true}},
 		REST03:       []Route{{http.MethodGet, "/card", false}},
+		Result:       KindCard,
 		grpcRequest:  func() proto.Message { return &a2apb.GetExtendedAgentCardRequest{} },
 		grpcResponse: func() proto.Message { return &a2apb.AgentCard{} },
 	},
@@ -226,7 +252,7 @@ var operationTable = []Spec{
 			{http.MethodGet, AgentCardPath, false}, {http.MethodHead, AgentCardPath, false},
 			{http.MethodGet, AgentCardPathV03, false}, {http.MethodHead, AgentCardPathV03, false},
 		},
-		Public: true,
+		Public: true, Result: KindCard,
 	},
 	{
 		// Its names are the deployment's (Methods); the parser resolves them after the table's.
@@ -416,7 +442,10 @@ func (o Operation) Public() bool { return publicOps.has(o) }
 func (o Operation) Needs(what Store) bool { return what != 0 && o.spec().Store&what == what }
 
 // EmptyResult reports whether the operation's result is google.protobuf.Empty (JSON null).
-func (o Operation) EmptyResult() bool { return o.spec().EmptyResult }
+func (o Operation) EmptyResult() bool { return o.spec().Result == KindEmpty }
+
+// Result is the kind of o's unary result (Spec.Result); 0 when o decides it as it runs.
+func (o Operation) Result() Kind { return o.spec().Result }
 
 // PathFields are the A2A 1.0 params members an HTTP+JSON route's path binds: the task id's and
 // the push config id's ("" when the path binds none).

@@ -172,7 +172,8 @@ func TestOperationProperties(t *testing.T) {
 		require.Equal(t, s.Push, op.Push(), op)
 		require.Equal(t, s.Contexts, op.NamesContext(), op)
 		require.Equal(t, s.Public, op.Public(), op)
-		require.Equal(t, s.EmptyResult, op.EmptyResult(), op)
+		require.Equal(t, s.Result == KindEmpty, op.EmptyResult(), op)
+		require.Equal(t, s.Result, op.Result(), op)
 		require.Equal(t, s.Params03, params03(op), op)
 		task, config := op.PathFields()
 		require.Equal(t, s.TaskField, task, op)
@@ -292,5 +293,24 @@ func TestWireNamesScanFindsLiterals(t *testing.T) {
 		"/lf.a2a.v1.A2AService/SendMessage", "/a2a.v1.A2AService/GetAgentCard", "/tasks/{id}:subscribe",
 		"/v1/card", "/v1/message:send"} {
 		require.Contains(t, names, n)
+	}
+}
+
+// TestResultKindMatchesResponse: a row's result kind is the kind its 1.0 response message holds,
+// so the table says one thing twice in agreement; every unary row with a response message has a
+// kind, except a message's (a task or a message, decided as it runs).
+func TestResultKindMatchesResponse(t *testing.T) {
+	want := map[Kind]string{
+		KindTask: "lf.a2a.v1.Task", KindTaskList: "lf.a2a.v1.ListTasksResponse", KindPushConfig: "lf.a2a.v1.TaskPushNotificationConfig",
+		KindPushConfigList: "lf.a2a.v1.ListTaskPushNotificationConfigsResponse", KindEmpty: "google.protobuf.Empty", KindCard: "lf.a2a.v1.AgentCard",
+	}
+	for _, s := range operationTable {
+		m := ResponseMessage(s.Op)
+		switch {
+		case s.Result != 0 && m != nil:
+			require.Equal(t, want[s.Result], string(m.ProtoReflect().Descriptor().FullName()), s.Op)
+		case m != nil && !s.Streams && !s.Message:
+			t.Errorf("%s has a response message and no result kind", s.Op)
+		}
 	}
 }
