@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	a2apb03 "github.com/a2aproject/a2a-go/a2apb"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 )
 
@@ -107,8 +108,9 @@ type Spec struct {
 	// query lists the query parameters a GET route takes, by name (queryParams).
 	query map[string]queryParam
 	// grpcRequest and grpcResponse make its A2A 1.0 gRPC request message and response message
-	// (one stream event for a streaming operation); nil when gRPC has none.
-	grpcRequest, grpcResponse func() proto.Message
+	// (one stream event for a streaming operation); nil when gRPC has none. grpc03Request makes
+	// its A2A 0.3 gRPC request message; nil when the 0.3 service has none.
+	grpcRequest, grpcResponse, grpc03Request func() proto.Message
 }
 
 // Kind is what a result or stream event holds.
@@ -139,26 +141,29 @@ var operationTable = []Spec{
 		GRPC: "SendMessage", GRPC03: "SendMessage",
 		REST:    []Route{{http.MethodPost, "/message:send", true}},
 		Message: true, Contexts: true, Params03: "MessageSendParams", Store: StoreLookup | StoreClaim | StoreBind,
-		grpcRequest:  func() proto.Message { return &a2apb.SendMessageRequest{} },
-		grpcResponse: func() proto.Message { return &a2apb.SendMessageResponse{} },
+		grpcRequest:   func() proto.Message { return &a2apb.SendMessageRequest{} },
+		grpcResponse:  func() proto.Message { return &a2apb.SendMessageResponse{} },
+		grpc03Request: func() proto.Message { return &a2apb03.SendMessageRequest{} },
 	},
 	{
 		Op: SendStreamingMessage, JSONRPC: "SendStreamingMessage", JSONRPC03: "message/stream",
 		GRPC: "SendStreamingMessage", GRPC03: "SendStreamingMessage",
 		REST:    []Route{{http.MethodPost, "/message:stream", true}},
 		Streams: true, Message: true, Contexts: true, Params03: "MessageSendParams", Store: StoreLookup | StoreClaim | StoreBind,
-		grpcRequest:  func() proto.Message { return &a2apb.SendMessageRequest{} },
-		grpcResponse: func() proto.Message { return &a2apb.StreamResponse{} },
+		grpcRequest:   func() proto.Message { return &a2apb.SendMessageRequest{} },
+		grpcResponse:  func() proto.Message { return &a2apb.StreamResponse{} },
+		grpc03Request: func() proto.Message { return &a2apb03.SendMessageRequest{} },
 	},
 	{
 		Op: GetTask, JSONRPC: "GetTask", JSONRPC03: "tasks/get",
 		GRPC: "GetTask", GRPC03: "GetTask",
 		REST:      []Route{{http.MethodGet, "/tasks/{id}", true}},
 		TaskField: "id", TaskField03: "id", Params03: "TaskQueryParams", Store: StoreLookup,
-		query:        map[string]queryParam{"historyLength": {"historyLength", queryInt}},
-		Result:       KindTask,
-		grpcRequest:  func() proto.Message { return &a2apb.GetTaskRequest{} },
-		grpcResponse: func() proto.Message { return &a2apb.Task{} },
+		query:         map[string]queryParam{"historyLength": {"historyLength", queryInt}},
+		Result:        KindTask,
+		grpcRequest:   func() proto.Message { return &a2apb.GetTaskRequest{} },
+		grpcResponse:  func() proto.Message { return &a2apb.Task{} },
+		grpc03Request: func() proto.Message { return &a2apb03.GetTaskRequest{} },
 	},
 	{
 		Op: ListTasks, JSONRPC: "ListTasks",
@@ -185,9 +190,10 @@ var operationTable = []Spec{
 		GRPC: "CancelTask", GRPC03: "CancelTask",
 		REST:      []Route{{http.MethodPost, "/tasks/{id}:cancel", true}},
 		TaskField: "id", TaskField03: "id", Params03: "TaskIdParams", Store: StoreLookup,
-		Result:       KindTask,
-		grpcRequest:  func() proto.Message { return &a2apb.CancelTaskRequest{} },
-		grpcResponse: func() proto.Message { return &a2apb.Task{} },
+		Result:        KindTask,
+		grpcRequest:   func() proto.Message { return &a2apb.CancelTaskRequest{} },
+		grpcResponse:  func() proto.Message { return &a2apb.Task{} },
+		grpc03Request: func() proto.Message { return &a2apb03.CancelTaskRequest{} },
 	},
 	{
 		Op: SubscribeToTask, JSONRPC: "SubscribeToTask", JSONRPC03: "tasks/resubscribe",
@@ -196,17 +202,19 @@ var operationTable = []Spec{
 		// accept; a2a-go's server accepts no GET.
 		REST:    []Route{{http.MethodGet, "/tasks/{id}:subscribe", false}, {http.MethodPost, "/tasks/{id}:subscribe", true}},
 		Streams: true, TaskField: "id", TaskField03: "id", Params03: "TaskIdParams", Store: StoreLookup,
-		grpcRequest:  func() proto.Message { return &a2apb.SubscribeToTaskRequest{} },
-		grpcResponse: func() proto.Message { return &a2apb.StreamResponse{} },
+		grpcRequest:   func() proto.Message { return &a2apb.SubscribeToTaskRequest{} },
+		grpcResponse:  func() proto.Message { return &a2apb.StreamResponse{} },
+		grpc03Request: func() proto.Message { return &a2apb03.TaskSubscriptionRequest{} },
 	},
 	{
 		Op: CreateTaskPushNotificationConfig, JSONRPC: "CreateTaskPushNotificationConfig", JSONRPC03: "tasks/pushNotificationConfig/set",
 		GRPC: "CreateTaskPushNotificationConfig", GRPC03: "CreateTaskPushNotificationConfig",
 		REST: []Route{{http.MethodPost, "/tasks/{taskId}/pushNotificationConfigs", true}},
 		Push: true, TaskField: "taskId", TaskField03: "taskId", Params03: "TaskPushNotificationConfig", Store: StoreLookup,
-		Result:       KindPushConfig,
-		grpcRequest:  func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
-		grpcResponse: func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
+		Result:        KindPushConfig,
+		grpcRequest:   func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
+		grpcResponse:  func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
+		grpc03Request: func() proto.Message { return &a2apb03.CreateTaskPushNotificationConfigRequest{} },
 	},
 	{
 		Op: GetTaskPushNotificationConfig, JSONRPC: "GetTaskPushNotificationConfig", JSONRPC03: "tasks/pushNotificationConfig/get",
@@ -214,19 +222,21 @@ var operationTable = []Spec{
 		REST: []Route{{http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs/{id}", true}},
 		Push: true, TaskField: "taskId", ConfigField: "id", TaskField03: "id", ConfigField03: "pushNotificationConfigId",
 		Params03: "GetTaskPushNotificationConfigParams", Store: StoreLookup,
-		Result:       KindPushConfig,
-		grpcRequest:  func() proto.Message { return &a2apb.GetTaskPushNotificationConfigRequest{} },
-		grpcResponse: func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
+		Result:        KindPushConfig,
+		grpcRequest:   func() proto.Message { return &a2apb.GetTaskPushNotificationConfigRequest{} },
+		grpcResponse:  func() proto.Message { return &a2apb.TaskPushNotificationConfig{} },
+		grpc03Request: func() proto.Message { return &a2apb03.GetTaskPushNotificationConfigRequest{} },
 	},
 	{
 		Op: ListTaskPushNotificationConfigs, JSONRPC: "ListTaskPushNotificationConfigs", JSONRPC03: "tasks/pushNotificationConfig/list",
 		GRPC: "ListTaskPushNotificationConfigs", GRPC03: "ListTaskPushNotificationConfig",
 		REST: []Route{{http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs", true}},
 		Push: true, TaskField: "taskId", TaskField03: "id", Params03: "ListTaskPushNotificationConfigParams", Store: StoreLookup,
-		query:        map[string]queryParam{"pageSize": {"pageSize", queryInt}, "pageToken": {"pageToken", queryString}},
-		Result:       KindPushConfigList,
-		grpcRequest:  func() proto.Message { return &a2apb.ListTaskPushNotificationConfigsRequest{} },
-		grpcResponse: func() proto.Message { return &a2apb.ListTaskPushNotificationConfigsResponse{} },
+		query:         map[string]queryParam{"pageSize": {"pageSize", queryInt}, "pageToken": {"pageToken", queryString}},
+		Result:        KindPushConfigList,
+		grpcRequest:   func() proto.Message { return &a2apb.ListTaskPushNotificationConfigsRequest{} },
+		grpcResponse:  func() proto.Message { return &a2apb.ListTaskPushNotificationConfigsResponse{} },
+		grpc03Request: func() proto.Message { return &a2apb03.ListTaskPushNotificationConfigRequest{} },
 	},
 	{
 		Op: DeleteTaskPushNotificationConfig, JSONRPC: "DeleteTaskPushNotificationConfig", JSONRPC03: "tasks/pushNotificationConfig/delete",
@@ -234,8 +244,9 @@ var operationTable = []Spec{
 		REST: []Route{{http.MethodDelete, "/tasks/{taskId}/pushNotificationConfigs/{id}", true}},
 		Push: true, TaskField: "taskId", ConfigField: "id", TaskField03: "id", ConfigField03: "pushNotificationConfigId",
 		Params03: "DeleteTaskPushNotificationConfigParams", Store: StoreLookup, Result: KindEmpty,
-		grpcRequest:  func() proto.Message { return &a2apb.DeleteTaskPushNotificationConfigRequest{} },
-		grpcResponse: func() proto.Message { return &emptypb.Empty{} },
+		grpcRequest:   func() proto.Message { return &a2apb.DeleteTaskPushNotificationConfigRequest{} },
+		grpcResponse:  func() proto.Message { return &emptypb.Empty{} },
+		grpc03Request: func() proto.Message { return &a2apb03.DeleteTaskPushNotificationConfigRequest{} },
 	},
 	{
 		Op: GetExtendedAgentCard, JSONRPC: "GetExtendedAgentCard", JSONRPC03: "agent/getAuthenticatedExtendedCard",
@@ -520,6 +531,14 @@ func GRPCMethod(v Version, op Operation) string {
 // the 1.0 JSON bindings' params are read against); nil when it has none.
 func RequestMessage(op Operation) proto.Message {
 	if f := op.spec().grpcRequest; f != nil {
+		return f()
+	}
+	return nil
+}
+
+// RequestMessage03 is a new A2A 0.3 gRPC request message of op; nil when it has none.
+func RequestMessage03(op Operation) proto.Message {
+	if f := op.spec().grpc03Request; f != nil {
 		return f()
 	}
 	return nil

@@ -12,6 +12,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	a2apb03 "github.com/a2aproject/a2a-go/a2apb"
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 )
 
 // concretePath fills a route template's variables: {taskId} (or {id} alone) with task, the
@@ -311,6 +316,40 @@ func TestResultKindMatchesResponse(t *testing.T) {
 			require.Equal(t, want[s.Result], string(m.ProtoReflect().Descriptor().FullName()), s.Op)
 		case m != nil && !s.Streams && !s.Message:
 			t.Errorf("%s has a response message and no result kind", s.Op)
+		}
+	}
+}
+
+// TestRequestMessagesAreTheServices: each row's gRPC request message (both versions) and 1.0
+// response message are the input and output types its method has in the A2A proto's service
+// descriptor, so the readers can trust the row's factory (and read it through its getters).
+func TestRequestMessagesAreTheServices(t *testing.T) {
+	for _, c := range []struct {
+		v    Version
+		file protoreflect.FileDescriptor
+		req  func(Operation) proto.Message
+	}{{V1, a2apb.File_a2av1_proto, RequestMessage}, {V03, a2apb03.File_a2a_proto, RequestMessage03}} {
+		svc := c.file.Services().Get(0)
+		for _, s := range operationTable {
+			name := s.GRPC
+			if c.v == V03 {
+				name = s.GRPC03
+			}
+			m := c.req(s.Op)
+			if name == "" {
+				require.Nil(t, m, "%s has no %s gRPC method", s.Op, c.v)
+				continue
+			}
+			md := svc.Methods().ByName(protoreflect.Name(name))
+			require.NotNil(t, md, "%s %s", c.v, name)
+			if m == nil {
+				require.Equal(t, GetExtendedAgentCard, s.Op, "only 0.3's card call is not read") // its request is empty
+				continue
+			}
+			require.Equal(t, md.Input().FullName(), m.ProtoReflect().Descriptor().FullName(), "%s %s", c.v, name)
+			if c.v == V1 {
+				require.Equal(t, md.Output().FullName(), ResponseMessage(s.Op).ProtoReflect().Descriptor().FullName(), "%s %s", c.v, name)
+			}
 		}
 	}
 }

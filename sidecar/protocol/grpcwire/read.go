@@ -182,130 +182,121 @@ func grpcTenant(r *protocol.Request, t, where string) error {
 	return nil
 }
 
-// resources reads an A2A 1.0 (lf.a2a.v1) request message.
+// The generated getters the readers ask of a request message: every 1.0 message names its
+// tenant; a task operation's names its task (id, or task_id where id is the push config's) and
+// a push config operation's its config; 0.3 messages name the task by resource name.
+type (
+	hasTenant interface{ GetTenant() string }
+	hasTaskID interface{ GetTaskId() string }
+	hasID     interface{ GetId() string }
+	hasURL    interface{ GetUrl() string }
+	hasName   interface{ GetName() string }
+	hasParent interface{ GetParent() string }
+)
+
+// resources reads an A2A 1.0 (lf.a2a.v1) request message: the row's message
+// (protocol.RequestMessage), read through its generated getters.
 func resources(op protocol.Operation, msg []byte, r *protocol.Request) error {
-	target := func(tenant, id, where string) error {
-		r.TaskID = id
-		r.AddTask(id, where)
-		return grpcTenant(r, tenant, "tenant")
-	}
-	switch op {
-	case protocol.SendMessage, protocol.SendStreamingMessage:
-		var m a2apb.SendMessageRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		if err := grpcTenant(r, m.GetTenant(), "tenant"); err != nil {
-			return err
-		}
-		r.TaskID = m.GetMessage().GetTaskId()
-		r.AddTask(r.TaskID, "message.task_id")
-		if len(m.GetMessage().GetReferenceTaskIds()) > protocol.MaxReferenceTasks {
-			return protocol.Errorf(protocol.InvalidParams, "message.reference_task_ids has more than %d entries", protocol.MaxReferenceTasks)
-		}
-		for i, id := range m.GetMessage().GetReferenceTaskIds() {
-			if id == "" {
-				return protocol.Errorf(protocol.InvalidParams, "message.reference_task_ids[%d] must not be empty", i)
-			}
-			r.AddTask(id, "message.reference_task_ids["+strconv.Itoa(i)+"]")
-		}
-		if c := m.GetConfiguration().GetTaskPushNotificationConfig(); c != nil {
-			if err := grpcTenant(r, c.GetTenant(), "configuration.task_push_notification_config.tenant"); err != nil {
-				return err
-			}
-			r.AddTask(c.GetTaskId(), "configuration.task_push_notification_config.task_id")
-			r.Push = append(r.Push, protocol.PushRef{URL: c.GetUrl(), Where: "configuration.task_push_notification_config.url"})
-		}
-		r.Message = &protocol.MessageInfo{MessageID: m.GetMessage().GetMessageId(), TaskID: r.TaskID, ContextID: m.GetMessage().GetContextId()}
-		r.AddContext(r.Message.ContextID, "message.context_id")
+	m := protocol.RequestMessage(op)
+	if m == nil {
 		return nil
-	case protocol.GetTask:
-		var m a2apb.GetTaskRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
+	}
+	if err := proto.Unmarshal(msg, m); err != nil {
+		return err
+	}
+	switch m := m.(type) {
+	case *a2apb.SendMessageRequest:
+		return sendResources(m, r)
+	case *a2apb.ListTasksRequest:
+		return listResources(m, r)
+	}
+	if op.TargetsTask() {
+		task, where := "", "id"
+		if t, ok := m.(hasTaskID); ok { // a push config operation: id is the config's
+			task, where = t.GetTaskId(), "task_id"
+			if c, ok := m.(hasID); ok {
+				r.ConfigID = c.GetId()
+			}
+		} else if t, ok := m.(hasID); ok {
+			task = t.GetId()
 		}
-		return target(m.GetTenant(), m.GetId(), "id")
-	case protocol.CancelTask:
-		var m a2apb.CancelTaskRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return target(m.GetTenant(), m.GetId(), "id")
-	case protocol.SubscribeToTask:
-		var m a2apb.SubscribeToTaskRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return target(m.GetTenant(), m.GetId(), "id")
-	case protocol.CreateTaskPushNotificationConfig:
-		var m a2apb.TaskPushNotificationConfig
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		r.ConfigID = m.GetId()
-		r.Push = append(r.Push, protocol.PushRef{URL: m.GetUrl(), Where: "url"})
-		if m.GetUrl() == "" {
-			return protocol.Errorf(protocol.InvalidParams, "url is required")
-		}
-		return target(m.GetTenant(), m.GetTaskId(), "task_id")
-	case protocol.GetTaskPushNotificationConfig:
-		var m a2apb.GetTaskPushNotificationConfigRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		r.ConfigID = m.GetId()
-		return target(m.GetTenant(), m.GetTaskId(), "task_id")
-	case protocol.ListTaskPushNotificationConfigs:
-		var m a2apb.ListTaskPushNotificationConfigsRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return target(m.GetTenant(), m.GetTaskId(), "task_id")
-	case protocol.DeleteTaskPushNotificationConfig:
-		var m a2apb.DeleteTaskPushNotificationConfigRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		r.ConfigID = m.GetId()
-		return target(m.GetTenant(), m.GetTaskId(), "task_id")
-	case protocol.ListTasks:
-		var m a2apb.ListTasksRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		r.List = &protocol.ListParams{ContextID: m.GetContextId(), PageSize: int(m.GetPageSize()), PageToken: m.GetPageToken(),
-			IncludeArtifacts: m.GetIncludeArtifacts()}
-		r.AddContextFilter(r.List.ContextID, "context_id")
-		if m.GetPageSize() < 0 || m.GetHistoryLength() < 0 {
-			return protocol.Errorf(protocol.InvalidParams, "page_size and history_length must not be negative")
-		}
-		if st := m.GetStatus(); st != a2apb.TaskState_TASK_STATE_UNSPECIFIED {
-			if r.List.Status = st.String(); !protocol.ValidTaskState(r.List.Status) {
-				return protocol.Errorf(protocol.InvalidParams, "status must be a task state such as TASK_STATE_WORKING")
+		if u, ok := m.(hasURL); ok {
+			r.Push = append(r.Push, protocol.PushRef{URL: u.GetUrl(), Where: "url"})
+			if u.GetUrl() == "" {
+				return protocol.Errorf(protocol.InvalidParams, "url is required")
 			}
 		}
-		if m.HistoryLength != nil {
-			h := int(m.GetHistoryLength())
-			r.List.HistoryLength = &h
-		}
-		if ts := m.GetStatusTimestampAfter(); ts != nil {
-			r.List.StatusTimestampAfter = ts.AsTime().Format(time.RFC3339Nano)
-		}
-		return grpcTenant(r, m.GetTenant(), "tenant")
-	case protocol.GetExtendedAgentCard:
-		var m a2apb.GetExtendedAgentCardRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return grpcTenant(r, m.GetTenant(), "tenant")
+		r.TaskID = task
+		r.AddTask(task, where)
+	}
+	if t, ok := m.(hasTenant); ok {
+		return grpcTenant(r, t.GetTenant(), "tenant")
 	}
 	return nil
 }
 
-// resources03 reads an A2A 0.3 (a2a.v1) request message, where tasks are named by resource
-// names: "tasks/{id}" and "tasks/{id}/pushNotificationConfigs/{config}".
+// sendResources reads a 1.0 SendMessageRequest.
+func sendResources(m *a2apb.SendMessageRequest, r *protocol.Request) error {
+	if err := grpcTenant(r, m.GetTenant(), "tenant"); err != nil {
+		return err
+	}
+	r.TaskID = m.GetMessage().GetTaskId()
+	r.AddTask(r.TaskID, "message.task_id")
+	if len(m.GetMessage().GetReferenceTaskIds()) > protocol.MaxReferenceTasks {
+		return protocol.Errorf(protocol.InvalidParams, "message.reference_task_ids has more than %d entries", protocol.MaxReferenceTasks)
+	}
+	for i, id := range m.GetMessage().GetReferenceTaskIds() {
+		if id == "" {
+			return protocol.Errorf(protocol.InvalidParams, "message.reference_task_ids[%d] must not be empty", i)
+		}
+		r.AddTask(id, "message.reference_task_ids["+strconv.Itoa(i)+"]")
+	}
+	if c := m.GetConfiguration().GetTaskPushNotificationConfig(); c != nil {
+		if err := grpcTenant(r, c.GetTenant(), "configuration.task_push_notification_config.tenant"); err != nil {
+			return err
+		}
+		r.AddTask(c.GetTaskId(), "configuration.task_push_notification_config.task_id")
+		r.Push = append(r.Push, protocol.PushRef{URL: c.GetUrl(), Where: "configuration.task_push_notification_config.url"})
+	}
+	r.Message = &protocol.MessageInfo{MessageID: m.GetMessage().GetMessageId(), TaskID: r.TaskID, ContextID: m.GetMessage().GetContextId()}
+	r.AddContext(r.Message.ContextID, "message.context_id")
+	return nil
+}
+
+// listResources reads a 1.0 ListTasksRequest: its filters and paging.
+func listResources(m *a2apb.ListTasksRequest, r *protocol.Request) error {
+	r.List = &protocol.ListParams{ContextID: m.GetContextId(), PageSize: int(m.GetPageSize()), PageToken: m.GetPageToken(),
+		IncludeArtifacts: m.GetIncludeArtifacts()}
+	r.AddContextFilter(r.List.ContextID, "context_id")
+	if m.GetPageSize() < 0 || m.GetHistoryLength() < 0 {
+		return protocol.Errorf(protocol.InvalidParams, "page_size and history_length must not be negative")
+	}
+	if st := m.GetStatus(); st != a2apb.TaskState_TASK_STATE_UNSPECIFIED {
+		if r.List.Status = st.String(); !protocol.ValidTaskState(r.List.Status) {
+			return protocol.Errorf(protocol.InvalidParams, "status must be a task state such as TASK_STATE_WORKING")
+		}
+	}
+	if m.HistoryLength != nil {
+		h := int(m.GetHistoryLength())
+		r.List.HistoryLength = &h
+	}
+	if ts := m.GetStatusTimestampAfter(); ts != nil {
+		r.List.StatusTimestampAfter = ts.AsTime().Format(time.RFC3339Nano)
+	}
+	return grpcTenant(r, m.GetTenant(), "tenant")
+}
+
+// resources03 reads an A2A 0.3 (a2a.v1) request message (protocol.RequestMessage03), where
+// tasks are named by resource names: "tasks/{id}" and "tasks/{id}/pushNotificationConfigs/{config}".
 func resources03(op protocol.Operation, msg []byte, r *protocol.Request) error {
-	named := func(name, where string) error {
+	m := protocol.RequestMessage03(op)
+	if m == nil {
+		return nil
+	}
+	if err := proto.Unmarshal(msg, m); err != nil {
+		return err
+	}
+	target := func(name, where string) error {
 		id, ok := protocol.TaskOfName(name)
 		if !ok {
 			return protocol.Errorf(protocol.InvalidParams, "%s must be tasks/{id}", where)
@@ -314,12 +305,8 @@ func resources03(op protocol.Operation, msg []byte, r *protocol.Request) error {
 		r.AddTask(id, where)
 		return nil
 	}
-	switch op {
-	case protocol.SendMessage, protocol.SendStreamingMessage:
-		var m a2apb03.SendMessageRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
+	switch m := m.(type) {
+	case *a2apb03.SendMessageRequest:
 		r.TaskID = m.GetRequest().GetTaskId()
 		r.AddTask(r.TaskID, "request.task_id")
 		if len(m.GetRequest().GetReferenceTaskIds()) > protocol.MaxReferenceTasks {
@@ -337,30 +324,8 @@ func resources03(op protocol.Operation, msg []byte, r *protocol.Request) error {
 		r.Message = &protocol.MessageInfo{MessageID: m.GetRequest().GetMessageId(), TaskID: r.TaskID, ContextID: m.GetRequest().GetContextId()}
 		r.AddContext(r.Message.ContextID, "request.context_id")
 		return nil
-	case protocol.GetTask:
-		var m a2apb03.GetTaskRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return named(m.GetName(), "name")
-	case protocol.CancelTask:
-		var m a2apb03.CancelTaskRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return named(m.GetName(), "name")
-	case protocol.SubscribeToTask:
-		var m a2apb03.TaskSubscriptionRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return named(m.GetName(), "name")
-	case protocol.CreateTaskPushNotificationConfig:
-		var m a2apb03.CreateTaskPushNotificationConfigRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		if err := named(m.GetParent(), "parent"); err != nil {
+	case *a2apb03.CreateTaskPushNotificationConfigRequest:
+		if err := target(m.GetParent(), "parent"); err != nil {
 			return err
 		}
 		if n := m.GetConfig().GetName(); n != "" {
@@ -377,24 +342,10 @@ func resources03(op protocol.Operation, msg []byte, r *protocol.Request) error {
 		}
 		r.Push = append(r.Push, protocol.PushRef{URL: u, Where: "config.push_notification_config.url"})
 		return nil
-	case protocol.GetTaskPushNotificationConfig:
-		var m a2apb03.GetTaskPushNotificationConfigRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return named(m.GetName(), "name")
-	case protocol.ListTaskPushNotificationConfigs:
-		var m a2apb03.ListTaskPushNotificationConfigRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return named(m.GetParent(), "parent")
-	case protocol.DeleteTaskPushNotificationConfig:
-		var m a2apb03.DeleteTaskPushNotificationConfigRequest
-		if err := proto.Unmarshal(msg, &m); err != nil {
-			return err
-		}
-		return named(m.GetName(), "name")
+	case hasName:
+		return target(m.GetName(), "name")
+	case hasParent:
+		return target(m.GetParent(), "parent")
 	}
 	return nil
 }
