@@ -48,11 +48,6 @@ func rawClient(t *testing.T, srv *redisproc.Server) *redis.Client {
 	return c
 }
 
-func TestRedis(t *testing.T) {
-	srv := redisproc.Start(t)
-	testStore(t, func(t *testing.T, opts ...Option) Store { return openTestRedis(t, srv, opts...) })
-}
-
 // TestRedisExpiriesIgnoreSkew holds the rule behind every expiry the
 // store sets: it is a time to live counted from the store's own now
 // (PEXPIRE), so that a capgate clock a year behind or ahead of Redis's

@@ -90,6 +90,31 @@ func newOptions(opts []Option) options {
 	return o
 }
 
+// Settings are the options a store was opened with, resolved with their
+// defaults, for a backend outside this package (its Open reads them with
+// ApplyOptions; Option's fields are this package's own).
+type Settings struct {
+	KeyPrefix        string
+	BindingTTL       time.Duration
+	OpTimeout        time.Duration
+	Log              *zap.Logger
+	Now              func() time.Time
+	MinReplicas      int
+	ReplicaTimeout   time.Duration
+	Password         string
+	SentinelPassword string
+	Observer         Observer
+	ContextCacheAge  time.Duration
+}
+
+// ApplyOptions resolves opts as this package's stores do.
+func ApplyOptions(opts ...Option) Settings {
+	o := newOptions(opts)
+	return Settings{KeyPrefix: o.prefix, BindingTTL: o.ttl, OpTimeout: o.opTimeout, Log: o.log, Now: o.now,
+		MinReplicas: o.minReplicas, ReplicaTimeout: o.replicaTimeout, Password: o.password, SentinelPassword: o.sentinelPassword,
+		Observer: o.observer, ContextCacheAge: o.contextCacheAge}
+}
+
 // WithClock sets the clock that decides when pending bindings expire
 // (default time.Now). Tests use it; Redis still drops expired keys by its
 // own clock.

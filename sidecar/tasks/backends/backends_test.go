@@ -3,6 +3,7 @@ package backends_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -50,4 +51,19 @@ func TestTable(t *testing.T) {
 	require.ErrorAs(t, err, &ce)
 	require.Equal(t, tasks.FieldSentinelPassword, ce.Field)
 	require.NoError(t, tasks.Config{URL: "redis-sentinel://s:26379/m", Password: "p", SentinelPassword: "q"}.Validate(table))
+}
+
+// TestApplyOptions: a backend outside package tasks reads the options it is
+// opened with, defaults filled in.
+func TestApplyOptions(t *testing.T) {
+	s := tasks.ApplyOptions()
+	require.Equal(t, tasks.DefaultKeyPrefix, s.KeyPrefix)
+	require.Equal(t, tasks.DefaultBindingTTL, s.BindingTTL)
+	require.NotNil(t, s.Now)
+	require.NotNil(t, s.Log)
+	at := time.Unix(1000, 0)
+	s = tasks.ApplyOptions(tasks.WithClock(func() time.Time { return at }), tasks.WithPassword("pw"), tasks.WithKeyPrefix("p:"))
+	require.Equal(t, at, s.Now())
+	require.Equal(t, "pw", s.Password)
+	require.Equal(t, "p:", s.KeyPrefix)
 }
