@@ -208,7 +208,7 @@ func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.S
 		return operation.Result{}, protocol.Errorf(protocol.TaskNotFound, "the task this message created no longer exists")
 	}
 	if b.Pending {
-		return answer(call, operation.Task, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
+		return answer(call, protocol.KindTask, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
@@ -223,7 +223,7 @@ func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.S
 	if perr != nil {
 		return operation.Result{}, perr
 	}
-	return answer(call, operation.Task, sendResult(result, call.Request.Version)), nil
+	return answer(call, protocol.KindTask, sendResult(result, call.Request.Version)), nil
 }
 
 // sendResult is a GetTask result (a task) as a SendMessage result in version v: {"task": …} in

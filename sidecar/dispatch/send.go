@@ -432,5 +432,5 @@ func (d *Dispatcher) extensionMethod(ctx context.Context, call *operation.Call) 
 	if perr != nil {
 		return operation.Result{}, perr
 	}
-	return operation.Value(operation.Extension, result), nil
+	return operation.Value(protocol.KindExtension, result), nil
 }
