@@ -27,7 +27,7 @@ func parseBuilds(s string) ([]build, error) {
 		bs = append(bs, build{name, bin})
 	}
 	if len(bs) == 0 {
-		return nil, fmt.Errorf("-builds %q: want name=loadgen-binary,...", s)
+		return nil, fmt.Errorf("-builds %q: want one or more name=loadgen-binary, comma-separated", s)
 	}
 	return bs, nil
 }
