@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -349,6 +350,23 @@ func TestRequestMessagesAreTheServices(t *testing.T) {
 			if c.v == V1 {
 				require.Equal(t, md.Output().FullName(), ResponseMessage(s.Op).ProtoReflect().Descriptor().FullName(), "%s %s", c.v, name)
 			}
+		}
+	}
+}
+
+// TestUnreadOperationRefused: an operation the params reader has no case for is refused, in
+// both versions, never read as having params that name nothing (the "add an operation"
+// walkthrough relies on it: a forgotten case fails closed).
+func TestUnreadOperationRefused(t *testing.T) {
+	for _, v := range []Version{V1, V03} {
+		for _, restBody := range []bool{false, true} {
+			ps := newParser()
+			r := &Request{}
+			err := ps.readParams(v, Operation("ArchiveTask"), jsontext.Value(`{"id":"t-1"}`), r, restBody)
+			ps.release()
+			require.NotNil(t, err, "%s", v)
+			require.Equal(t, UnsupportedOperation, err.Code, "%s", v)
+			require.Empty(t, r.Tasks, "%s", v)
 		}
 	}
 }
