@@ -36,8 +36,13 @@ type reservation struct {
 	s      tasks.Sent
 	window time.Duration
 	// settled: the record says what became of the message (settle, lose or release ran).
-	settled bool
-	log     *zap.Logger
+	settled    bool
+	decisionID string // for the warnings (a logger With it per message would cost a copy each)
+}
+
+// warn logs a record the store did not take.
+func (r *reservation) warn(msg string, err error) {
+	r.d.log.Warn(msg, zap.String("decision_id", r.decisionID), zap.Error(err))
 }
 
 // reserve records the call's message for its owner before anything is done with it. It
@@ -74,7 +79,7 @@ func (d *Dispatcher) reserve(ctx context.Context, call *exchange.Call) (*reserva
 		res, perr := d.replay(ctx, call, held)
 		return nil, &res, perr
 	}
-	return &reservation{d: d, s: held, window: window, log: d.log.With(zap.String("decision_id", call.DecisionID))}, nil, nil
+	return &reservation{d: d, s: held, window: window, decisionID: call.DecisionID}, nil, nil
 }
 
 // notRun is the refusal of a message the store could not record before any handler call:
@@ -108,7 +113,7 @@ func (r *reservation) settle(ctx context.Context, taskID, contextID, capability,
 	}
 	r.s.TaskID, r.s.ContextID, r.s.Capability, r.s.Handler = taskID, contextID, capability, handler
 	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
-		r.log.Warn("message answer not recorded", zap.Error(err))
+		r.warn("message answer not recorded", err)
 		return err
 	}
 	r.settled = true
@@ -124,7 +129,7 @@ func (r *reservation) release(ctx context.Context) {
 	}
 	r.settled = true
 	if err := r.d.store.Release(context.WithoutCancel(ctx), r.s); err != nil {
-		r.log.Warn("message record not released; a retry of it is refused until its deadline", zap.Error(err))
+		r.warn("message record not released; a retry of it is refused until its deadline", err)
 	}
 }
 
@@ -151,7 +156,7 @@ func (r *reservation) lose(ctx context.Context) {
 	}
 	r.s.Lost = true
 	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
-		r.log.Warn("message outcome not recorded; a retry of it is refused until its deadline", zap.Error(err))
+		r.warn("message outcome not recorded; a retry of it is refused until its deadline", err)
 	}
 	r.settled = true
 }

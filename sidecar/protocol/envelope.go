@@ -16,7 +16,22 @@ type Header interface {
 type HTTPHeader http.Header
 
 // Values implements Header.
-func (h HTTPHeader) Values(name string) []string { return http.Header(h).Values(name) }
+func (h HTTPHeader) Values(name string) []string { return h[canonicalKey(name)] }
+
+// canonicalKey is http.CanonicalHeaderKey(name), spelled out for the A2A headers every request
+// is read for: their names are not canonical ("A2A-…"), and net/http would allocate the
+// canonical form again on each lookup. TestCanonicalKey holds the two equal.
+func canonicalKey(name string) string {
+	switch name {
+	case VersionHeader:
+		return "A2a-Version"
+	case ExtensionsHeader:
+		return "A2a-Extensions"
+	case ExtensionsHeaderV03:
+		return "X-A2a-Extensions"
+	}
+	return http.CanonicalHeaderKey(name)
+}
 
 // Envelope is an A2A request as a door received it, before anything in it is read: the gateway
 // builds one from its http.Request, the ext_authz server from Envoy's CheckRequest. Parse reads
