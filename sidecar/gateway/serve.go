@@ -13,8 +13,8 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/identity"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/wire"
@@ -122,7 +122,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 			w.Header().Set(HeaderExtensionsV03, list)
 		}
 	}
-	call := &operation.Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
+	call := &exchange.Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
 		Header: r.Header, Log: entry, Task: v.Task}
 	res, toAnswer, e := g.run(r.Context(), call, w)
 	if e == nil && toAnswer {
@@ -164,21 +164,21 @@ func peerOf(r *http.Request, rev *revision.State) (string, *protocol.Error) {
 // run serves an admitted operation: its result, for answer to write when toAnswer (false when
 // run has answered itself: a card not modified). A returned error has not been written yet.
 // The result is a value: a pointer to it would be an allocation per request.
-func (g *Gateway) run(ctx context.Context, call *operation.Call, w http.ResponseWriter) (_ operation.Result, toAnswer bool, _ *protocol.Error) {
+func (g *Gateway) run(ctx context.Context, call *exchange.Call, w http.ResponseWriter) (_ exchange.Result, toAnswer bool, _ *protocol.Error) {
 	switch call.Request.Operation {
 	case protocol.GetExtendedAgentCard:
 		res, perr := g.serveExtendedCard(ctx, call, call.Log, w)
 		if res == nil {
-			return operation.Result{}, false, perr
+			return exchange.Result{}, false, perr
 		}
 		return *res, true, perr
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		return operation.Value(protocol.KindCard, publicCardFor(call.Rev, call.Request.Version)), true, nil
+		return exchange.Value(protocol.KindCard, publicCardFor(call.Rev, call.Request.Version)), true, nil
 	}
 	if g.ops == nil {
-		return operation.Result{}, false, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)
+		return exchange.Result{}, false, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)
 	}
 	res, perr := g.ops.Serve(ctx, call)
 	return res, perr == nil, perr
