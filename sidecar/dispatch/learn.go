@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/manifest"
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/router/learn"
@@ -40,7 +40,7 @@ func heldText(msg *protocol.MessageInfo, held []byte) string {
 // deployment's router.learn.capture, overridden by its routing.learn), the
 // message was not the answer to a clarification, or nothing is left of its
 // text. Nothing of the caller goes with it.
-func (d *Dispatcher) candidateExample(call *operation.Call, r routed, m *manifest.Capability) string {
+func (d *Dispatcher) candidateExample(call *exchange.Call, r routed, m *manifest.Capability) string {
 	if d.learner == nil || r.pending == nil || r.example == "" {
 		return ""
 	}
@@ -53,7 +53,7 @@ func (d *Dispatcher) candidateExample(call *operation.Call, r routed, m *manifes
 
 // keepExample stores a candidate example; a failure costs the example only.
 // The text is never logged.
-func (d *Dispatcher) keepExample(ctx context.Context, call *operation.Call, capability, text string) {
+func (d *Dispatcher) keepExample(ctx context.Context, call *exchange.Call, capability, text string) {
 	if text == "" {
 		return
 	}
@@ -102,14 +102,14 @@ func unsuccessful(result jsontext.Value) bool {
 
 // learnFromStream keeps text as a candidate of capability once the stream
 // has ended without error and without a failed, rejected or canceled state.
-func (d *Dispatcher) learnFromStream(ctx context.Context, call *operation.Call, res operation.Result, capability, text string) operation.Result {
+func (d *Dispatcher) learnFromStream(ctx context.Context, call *exchange.Call, res exchange.Result, capability, text string) exchange.Result {
 	if text == "" || res.Stream == nil {
 		return res
 	}
 	inner := res.Stream
-	res.Stream = func(yield func(operation.Event) error) *protocol.Error {
+	res.Stream = func(yield func(exchange.Event) error) *protocol.Error {
 		bad := false
-		err := inner(func(ev operation.Event) error {
+		err := inner(func(ev exchange.Event) error {
 			bad = bad || unsuccessful(ev.JSON)
 			return yield(ev)
 		})

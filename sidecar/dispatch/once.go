@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/config"
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
@@ -36,15 +36,20 @@ type reservation struct {
 	s      tasks.Sent
 	window time.Duration
 	// settled: the record says what became of the message (settle, lose or release ran).
-	settled bool
-	log     *zap.Logger
+	settled    bool
+	decisionID string // for the warnings (a logger With it per message would cost a copy each)
+}
+
+// warn logs a record the store did not take.
+func (r *reservation) warn(msg string, err error) {
+	r.d.log.Warn(msg, zap.String("decision_id", r.decisionID), zap.Error(err))
 }
 
 // reserve records the call's message for its owner before anything is done with it. It
 // answers, instead of a reservation, the earlier call's outcome when the owner sent this
 // message id within the window (replay), or a refusal when the store cannot record it:
 // nothing was run, and the caller may send it again.
-func (d *Dispatcher) reserve(ctx context.Context, call *operation.Call) (*reservation, *operation.Result, *protocol.Error) {
+func (d *Dispatcher) reserve(ctx context.Context, call *exchange.Call) (*reservation, *exchange.Result, *protocol.Error) {
 	msg := call.Request.Message
 	o := ownerOf(call)
 	if msg == nil || msg.MessageID == "" || o.Subject == "" {
@@ -74,7 +79,7 @@ func (d *Dispatcher) reserve(ctx context.Context, call *operation.Call) (*reserv
 		res, perr := d.replay(ctx, call, held)
 		return nil, &res, perr
 	}
-	return &reservation{d: d, s: held, window: window, log: d.log.With(zap.String("decision_id", call.DecisionID))}, nil, nil
+	return &reservation{d: d, s: held, window: window, decisionID: call.DecisionID}, nil, nil
 }
 
 // notRun is the refusal of a message the store could not record before any handler call:
@@ -108,7 +113,7 @@ func (r *reservation) settle(ctx context.Context, taskID, contextID, capability,
 	}
 	r.s.TaskID, r.s.ContextID, r.s.Capability, r.s.Handler = taskID, contextID, capability, handler
 	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
-		r.log.Warn("message answer not recorded", zap.Error(err))
+		r.warn("message answer not recorded", err)
 		return err
 	}
 	r.settled = true
@@ -124,7 +129,7 @@ func (r *reservation) release(ctx context.Context) {
 	}
 	r.settled = true
 	if err := r.d.store.Release(context.WithoutCancel(ctx), r.s); err != nil {
-		r.log.Warn("message record not released; a retry of it is refused until its deadline", zap.Error(err))
+		r.warn("message record not released; a retry of it is refused until its deadline", err)
 	}
 }
 
@@ -151,7 +156,7 @@ func (r *reservation) lose(ctx context.Context) {
 	}
 	r.s.Lost = true
 	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
-		r.log.Warn("message outcome not recorded; a retry of it is refused until its deadline", zap.Error(err))
+		r.warn("message outcome not recorded; a retry of it is refused until its deadline", err)
 	}
 	r.settled = true
 }
@@ -159,30 +164,30 @@ func (r *reservation) lose(ctx context.Context) {
 // replay answers a message its owner already sent (s): with the task it created as it is now
 // (re-read from its handler, as GetTask), or, while the first call runs, in progress; never by
 // calling the handler with it again.
-func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.Sent) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) replay(ctx context.Context, call *exchange.Call, s tasks.Sent) (exchange.Result, *protocol.Error) {
 	d.log.Info("message already sent; answered without a handler call", zap.String("decision_id", call.DecisionID), zap.Int("state", int(s.State(d.now()))))
 	if call.Log != nil {
 		call.Log.Layer, call.Log.Capability = "replay", s.Capability // the first call's capability
 	}
 	switch s.State(d.now()) {
 	case tasks.InProgress:
-		return operation.Result{}, protocol.Errorf(protocol.Unavailable,
+		return exchange.Result{}, protocol.Errorf(protocol.Unavailable,
 			"an earlier call of this message (same messageId) is still running; send it again later for its task: it is not run twice").
 			WithMetadata(protocol.MetaOutcome, protocol.OutcomeInProgress)
 	case tasks.Unknown:
-		return operation.Result{}, protocol.Errorf(protocol.Internal,
+		return exchange.Result{}, protocol.Errorf(protocol.Internal,
 			"an earlier call of this message (same messageId) reached the skill's handler and its outcome was not recorded; "+
 				"it is not run again with this messageId: check whether it took effect before sending it with a new messageId").
 			WithMetadata(protocol.MetaOutcome, protocol.OutcomeUnknown)
 	}
 	if s.TaskID == "" {
-		return operation.Result{}, protocol.Errorf(protocol.InvalidRequest,
+		return exchange.Result{}, protocol.Errorf(protocol.InvalidRequest,
 			"this message (same messageId) was already answered, with a message capgate does not keep; it is not run again: send a new messageId to ask again").
 			WithMetadata(protocol.MetaOutcome, "answered")
 	}
 	b, ok, err := d.store.Lookup(ctx, s.TaskID)
 	if err != nil {
-		return operation.Result{}, storeError(err)
+		return exchange.Result{}, storeError(err)
 	}
 	if !ok && s.Handler != "" {
 		// The first call's binding was not written (the store failed after the record was
@@ -191,34 +196,34 @@ func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.S
 			Issuer: s.Owner.Issuer, Subject: s.Owner.Subject, Tenant: s.Owner.Tenant, CreatedAt: s.Started}
 		if s.ContextID != "" {
 			if perr := d.holdContext(ctx, call, s.Owner, s.ContextID); perr != nil {
-				return operation.Result{}, perr
+				return exchange.Result{}, perr
 			}
 		}
 		if err := d.store.Bind(ctx, b); err != nil {
-			return operation.Result{}, storeError(err)
+			return exchange.Result{}, storeError(err)
 		}
 		ok = true
 	}
 	if !ok || !b.OwnedBy(ownerOf(call)) {
-		return operation.Result{}, protocol.Errorf(protocol.TaskNotFound, "the task this message created no longer exists")
+		return exchange.Result{}, protocol.Errorf(protocol.TaskNotFound, "the task this message created no longer exists")
 	}
 	if b.Pending {
-		return answer(call, operation.Task, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
+		return answer(call, protocol.KindTask, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, getTaskParams(call.Request.Version, b.TaskID, call.Request.Tenant))
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	inv.req.Method = protocol.MethodName(call.Request.Version, protocol.GetTask)
 	result, perr := d.invoker.Call(ctx, inv.req)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
-	return answer(call, operation.Task, sendResult(result, call.Request.Version)), nil
+	return answer(call, protocol.KindTask, sendResult(result, call.Request.Version)), nil
 }
 
 // sendResult is a GetTask result (a task) as a SendMessage result in version v: {"task": …} in

@@ -11,6 +11,7 @@
 //	go run ./test/loadgen                 # throughput, ratio, latency at half load, then on a Redis store (~55 s)
 //	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
 //	go run ./test/loadgen -mode gateway   # capgate's gateway against a bare reverse proxy, both bindings, streaming (~1.5 min)
+//	go run ./test/loadgen -mode gateway-compare -builds base=BIN,head=BIN  # the gateways of two builds side by side (make bench-compare BASE=commit)
 //	go run ./test/loadgen -mode gateway -stream-only  # only the 10,000-event stream: RSS growth while relaying
 //	go run ./test/loadgen -mode soak      # two capgate replicas on one redis-server, all operations, reloads, a Redis restart (~2 min; -heap-profiles DIR saves heap profiles)
 package main
@@ -27,13 +28,16 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; soak: two replicas on one Redis under mixed load, reloads and a Redis restart; all: bench, rss and gateway")
+	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; gateway-compare: the gateways of -builds side by side (A B A B); soak: two replicas on one Redis under mixed load, reloads and a Redis restart; all: bench, rss and gateway")
 	flag.StringVar(&o.role, "role", "", "internal: run as a child server (capgate, noop, upstream, proxy, gateway)")
 	flag.StringVar(&o.upstream, "upstream", "", "internal: the upstream URL of the proxy child")
 	flag.StringVar(&o.routing, "routing-manifests", "../shared/data/routing/manifests.json", "gateway: the registry (a JSON list of manifests, CLINC150 routing data)")
 	flag.IntVar(&o.events, "events", 10_000, "gateway: events in the streamed answer")
 	flag.BoolVar(&o.streamOnly, "stream-only", false, "gateway: only the streaming case (no throughput or latency phases)")
 	flag.BoolVar(&o.noContexts, "no-contexts", false, "gateway: messages name no context (before #33 the only workload; by default each caller continues a context of its own)")
+	flag.IntVar(&o.contextTasks, "context-tasks", 0, "gateway: tasks each caller's context holds before the measured phases (each an upstream task bound to the context)")
+	flag.StringVar(&o.builds, "builds", "", "gateway-compare: name=loadgen-binary,... built from the commits to compare (see scripts/bench-compare.sh)")
+	flag.IntVar(&o.rounds, "rounds", 3, "gateway-compare: A B A B rounds")
 	flag.StringVar(&o.config, "config", "", "internal: deployment config of the capgate child (empty: the embedded finance example)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured phase")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each phase")
@@ -44,7 +48,7 @@ func main() {
 	flag.IntVar(&o.distinct, "distinct-tokens", 100_000, "rss: distinct tokens sent")
 	flag.IntVar(&o.classes, "classes", 50, "rss: entitlement classes (tenant × scope) the callers fall into, at most 50")
 	flag.BoolVar(&o.noPin, "no-pin", false, "do not pin processes to CPUs")
-	flag.BoolVar(&o.noRedis, "no-redis", false, "bench: skip the phase with the task store on a loopback redis-server")
+	flag.BoolVar(&o.noRedis, "no-redis", false, "bench, gateway, gateway-compare: skip the phases with the task store on a loopback redis-server")
 	flag.StringVar(&o.contextCache, "context-cache", "", "bench: the Redis store's context_cache (e.g. 0 to measure without it; empty: its default)")
 	flag.StringVar(&o.cpuProfile, "server-cpuprofile", "", "write the capgate child's CPU profile to this file prefix (<prefix>.<pid>.pprof)")
 	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
@@ -78,6 +82,8 @@ type options struct {
 	classes                int
 	noPin, noRedis         bool
 	noContexts             bool
+	contextTasks, rounds   int
+	builds                 string
 	cpuProfile, memProfile string
 	memory                 string
 	upstream, routing      string
@@ -107,6 +113,8 @@ func run(ctx context.Context, o options) error {
 		return rss(ctx, o)
 	case "gateway":
 		return gatewayBench(ctx, o)
+	case "gateway-compare":
+		return gatewayCompare(ctx, o)
 	case "all":
 		if err := bench(ctx, o); err != nil {
 			return err
@@ -116,6 +124,6 @@ func run(ctx context.Context, o options) error {
 		}
 		return gatewayBench(ctx, o)
 	default:
-		return fmt.Errorf("-mode %q: want bench, rss, gateway, soak or all", o.mode)
+		return fmt.Errorf("-mode %q: want bench, rss, gateway, gateway-compare, soak or all", o.mode)
 	}
 }

@@ -14,7 +14,9 @@ import (
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/router/learn"
+	"github.com/capgate/capgate/sidecar/settings"
 	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/backends"
 )
 
 const routeExamplesUsage = `route examples [list|accept|reject] [--config capgate.yaml] [--capability ID] [--json] [REVIEW-ID... | all]`
@@ -124,15 +126,16 @@ func runRouteExamples(ctx context.Context, env Env, args []string) error {
 // openExamples opens the store the config names for its candidates. The
 // memory store lives in the serving process only: there is nothing to read.
 func openExamples(ctx context.Context, cfg *config.Config) (tasks.Examples, func(), error) {
-	if !tasks.IsRedisURL(cfg.Store) {
+	table := backends.Table()
+	if !table.Shared(cfg.Store) {
 		return nil, nil, usageErr("store %q: the memory store keeps candidates inside the serving capgate only; "+
 			"review them with a Redis store (store: redis://...)", cfg.Store)
 	}
-	creds, err := cfg.StoreOptions()
+	sc, err := settings.Store(cfg)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
 	}
-	st, err := tasks.Open(ctx, cfg.Store, creds...)
+	st, err := table.Open(ctx, sc.URL, sc.Options()...)
 	if err != nil {
 		return nil, nil, usageErr("store: %v", err)
 	}

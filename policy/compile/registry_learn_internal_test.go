@@ -17,7 +17,7 @@ func TestRoutingExamplesRoundTrip(t *testing.T) {
 		Skill: manifest.Skill{Name: "Book", Description: "Books.", Tags: []string{}}, Tenants: manifest.Tenants{All: true}, Handler: "h",
 		Routing:         manifest.Routing{Learn: &off, ExamplesFile: "book.examples.txt"},
 		RoutingExamples: []string{"i need to move my flight", "rebook me"}}
-	c, err := fromWire(m.ID, toWire(m))
+	c, err := registryEntry(m.ID, entryOf(t, m))
 	require.NoError(t, err)
 	require.Equal(t, m.Routing.ExamplesFile, c.Routing.ExamplesFile)
 	require.Equal(t, m.Routing.Learn, c.Routing.Learn)

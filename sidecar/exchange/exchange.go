@@ -1,9 +1,11 @@
-// Package operation holds what passes between the gateway and the operations it runs: the
-// admitted Call, and the answer an operation gives in no binding's shape — a Result (its kind
-// and the A2A object's JSON in the request's version: the JSON-RPC result object, which is
-// binding-neutral data) or a Stream of Events. Each binding at the gateway writes its own
-// answer from these values; an operation never sees a response writer.
-package operation
+// Package exchange holds what passes between the gateway and the operations it runs (one
+// exchange: a call in, an answer out): the admitted Call, and the answer an operation gives in
+// no binding's shape — a Result (its kind, protocol.Kind, and the A2A object's JSON in the
+// request's version: the JSON-RPC result object, which is binding-neutral data) or a Stream of
+// Events. Each binding writes its own answer from these values (the gateway's answerWriter); an
+// operation never sees a response writer. (protocol.Operation is the A2A operation a request
+// names; this package was called operation before.)
+package exchange
 
 import (
 	"context"
@@ -40,27 +42,10 @@ type Server interface {
 	Serve(ctx context.Context, call *Call) (Result, *protocol.Error)
 }
 
-// Kind is what a result or event holds.
-type Kind uint8
-
-// The kinds of results and events.
-const (
-	Task           Kind = iota + 1 // a task; a SendMessage result or stream event {"task": …} in 1.0
-	Message                        // a message; {"message": …} in 1.0
-	StatusUpdate                   // a task status update event
-	ArtifactUpdate                 // a task artifact update event
-	TaskList                       // a ListTasks page
-	PushConfig                     // a task push notification config
-	PushConfigList                 // a list of push notification configs
-	Empty                          // no content (a delete): JSON null
-	Extension                      // an extension method's result, as its handler gave it
-	Card                           // an agent card
-)
-
 // Result is an operation's answer: one value (JSON), or, when Stream is set, a stream of
 // events.
 type Result struct {
-	Kind Kind
+	Kind protocol.Kind
 	// JSON is the result object in the request's version (unary answers).
 	JSON jsontext.Value
 	// Stream, when set, is a streaming answer.
@@ -71,7 +56,7 @@ type Result struct {
 // (1.0: a StreamResponse, {"task"|"message"|"statusUpdate"|"artifactUpdate": …}; 0.3: the
 // kind-discriminated object).
 type Event struct {
-	Kind Kind
+	Kind protocol.Kind
 	JSON jsontext.Value
 }
 
@@ -83,7 +68,7 @@ type Event struct {
 type Stream func(yield func(Event) error) *protocol.Error
 
 // Value is a unary result of kind k.
-func Value(k Kind, b jsontext.Value) Result { return Result{Kind: k, JSON: b} }
+func Value(k protocol.Kind, b jsontext.Value) Result { return Result{Kind: k, JSON: b} }
 
 // Events is a stream of the given events, already rendered.
 func Events(events ...Event) Result {
