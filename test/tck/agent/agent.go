@@ -2,7 +2,7 @@
 // v2 server whose executor acts on the messageId prefixes of the TCK's scenarios
 // (../shared/a2a-tck/v1.0/scenarios/*.feature, the behaviour of its own SUTs in v1.0/sut and of
 // v0.3/python-sut). It serves A2A 1.0 over JSON-RPC, HTTP+JSON and gRPC, and A2A 0.3 over
-// JSON-RPC (a2a-go's a2av0 layer), with push notifications and an extended card. The harness
+// JSON-RPC (a2a-go's a2av0 layer) and the 0.3 specification's HTTP+JSON binding (rest03), with push notifications and an extended card. The harness
 // (package tck) runs the TCK against it alone, as the control, and with capgate in front.
 package agent
 
@@ -102,6 +102,7 @@ func Start() (*Agent, error) {
 	mux.Handle("/", jsonrpc)
 	mux03 := http.NewServeMux()
 	mux03.Handle(a2asrv.WellKnownAgentCardPath, card03)
+	mux03.Handle(RESTPath03, rest03{jsonrpc: jsonrpc.v03, card: card03})
 	mux03.Handle("/", jsonrpc)
 	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	a.http03Srv = &http.Server{Handler: mux03, ReadHeaderTimeout: 10 * time.Second}
@@ -177,6 +178,49 @@ func (h subscribing) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTa
 	}
 }
 
+// known is TaskNotFound unless the caller's task id exists: a push config names a task, and
+// A2A (1.0 section 3.1.7-3.1.10, 0.3 section 7.5-7.8) answers TaskNotFound for one that does
+// not exist, where a2a-go v2.3.1 keeps configs for any id.
+func (h subscribing) known(ctx context.Context, tenant string, id a2a.TaskID) error {
+	if id == "" {
+		return nil // a2a-go says what is missing
+	}
+	_, err := h.GetTask(ctx, &a2a.GetTaskRequest{Tenant: tenant, ID: id})
+	return err
+}
+
+// CreateTaskPushConfig implements a2asrv.RequestHandler: for an existing task only.
+func (h subscribing) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if err := h.known(ctx, req.Tenant, req.TaskID); err != nil {
+		return nil, err
+	}
+	return h.RequestHandler.CreateTaskPushConfig(ctx, req)
+}
+
+// GetTaskPushConfig implements a2asrv.RequestHandler: for an existing task only.
+func (h subscribing) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	if err := h.known(ctx, req.Tenant, req.TaskID); err != nil {
+		return nil, err
+	}
+	return h.RequestHandler.GetTaskPushConfig(ctx, req)
+}
+
+// ListTaskPushConfigs implements a2asrv.RequestHandler: for an existing task only.
+func (h subscribing) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	if err := h.known(ctx, req.Tenant, req.TaskID); err != nil {
+		return nil, err
+	}
+	return h.RequestHandler.ListTaskPushConfigs(ctx, req)
+}
+
+// DeleteTaskPushConfig implements a2asrv.RequestHandler: for an existing task only.
+func (h subscribing) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) error {
+	if err := h.known(ctx, req.Tenant, req.TaskID); err != nil {
+		return err
+	}
+	return h.RequestHandler.DeleteTaskPushConfig(ctx, req)
+}
+
 // cached serves the card with the caching headers A2A 1.0 section 8.6.1 asks of a card endpoint
 // (Cache-Control with max-age, ETag; Last-Modified, a MAY) and answers a matching
 // If-None-Match with 304.
@@ -224,10 +268,14 @@ func card(base, grpcAddr string) *a2a.AgentCard {
 	}
 }
 
-// card03 is the card a2av0 serves to A2A 0.3 callers: the JSON-RPC endpoint at url only.
+// card03 is the card a2av0 serves to A2A 0.3 callers: the JSON-RPC endpoint at url, and the 0.3
+// HTTP+JSON binding (rest03) whose /v1/… routes follow the same url.
 func card03(url string) *a2a.AgentCard {
 	c := card(url, "")
-	c.SupportedInterfaces = []*a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "0.3"}}
+	c.SupportedInterfaces = []*a2a.AgentInterface{
+		{URL: url, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "0.3"},
+		{URL: strings.TrimSuffix(url, "/"), ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: "0.3"},
+	}
 	c.Capabilities.ExtendedAgentCard = false
 	return c
 }
