@@ -7,6 +7,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,7 +90,7 @@ func Start() (*Agent, error) {
 		a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
 	)
 	handler := subscribing{inner}
-	jsonrpc := versioned{v1: a2asrv.NewJSONRPCHandler(handler), v03: a2av0.NewJSONRPCHandler(handler)}
+	jsonrpc := versioned{v1: terminalSubscribe{a2asrv.NewJSONRPCHandler(handler), handler, false}, v03: a2av0.NewJSONRPCHandler(handler)}
 	card03 := a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card03(a.URL03 + "/")))
 	mux := http.NewServeMux()
 	cardHandler, err := cached(a.Card, a2asrv.NewStaticAgentCardHandler(a.Card))
@@ -98,7 +99,7 @@ func Start() (*Agent, error) {
 		return nil, err
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
-	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(handler)))
+	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, terminalSubscribe{a2asrv.NewRESTHandler(handler), handler, true}))
 	mux.Handle("/", jsonrpc)
 	mux03 := http.NewServeMux()
 	mux03.Handle(a2asrv.WellKnownAgentCardPath, card03)
@@ -219,6 +220,61 @@ func (h subscribing) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTa
 		return err
 	}
 	return h.RequestHandler.DeleteTaskPushConfig(ctx, req)
+}
+
+// terminalSubscribe refuses SubscribeToTask on a task in a terminal state before a2a-go's 1.0
+// JSON-RPC or HTTP+JSON handler starts its stream (it answers with HTTP 200 and the error as an
+// SSE event, which the TCK reads as success, STREAM-SUB-003): UnsupportedOperation as a plain
+// JSON-RPC error, or HTTP 400 with a google.rpc.Status body (A2A 1.0 section 3.1.6, 5.4).
+type terminalSubscribe struct {
+	next http.Handler
+	h    a2asrv.RequestHandler
+	rest bool
+}
+
+func (t terminalSubscribe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var id string
+	var rpcID json.RawMessage
+	if t.rest {
+		if task, ok := strings.CutSuffix(r.URL.Path, ":subscribe"); ok && (r.Method == http.MethodPost || r.Method == http.MethodGet) {
+			_, id, _ = strings.Cut(task, "/tasks/")
+		}
+	} else if r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "the body could not be read", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ID string `json:"id"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &req) == nil && req.Method == "SubscribeToTask" {
+			id, rpcID = req.Params.ID, req.ID
+		}
+	}
+	if id == "" {
+		t.next.ServeHTTP(w, r)
+		return
+	}
+	task, err := t.h.GetTask(r.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(id)})
+	if err != nil || !task.Status.State.Terminal() {
+		t.next.ServeHTTP(w, r)
+		return
+	}
+	msg := fmt.Sprintf("task %s is in a terminal state", id)
+	w.Header().Set("Content-Type", "application/json")
+	if t.rest {
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": 400, "status": "FAILED_PRECONDITION", "message": msg,
+			"details": []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "UNSUPPORTED_OPERATION", "domain": "a2a-protocol.org"}}}})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": rpcID, "error": map[string]any{"code": -32004, "message": msg}})
 }
 
 // cached serves the card with the caching headers A2A 1.0 section 8.6.1 asks of a card endpoint
