@@ -147,7 +147,7 @@ func (ps *parser) pushRequest03(body jsontext.Value, task string) (jsontext.Valu
 	}
 	for _, m := range p {
 		if !sameField(m.name, "parent") && !sameField(m.name, "configId") && !sameField(m.name, "config") {
-			return nil, Errorf(InvalidParams, "%s is not a field of the A2A 0.3 CreateTaskPushNotificationConfigRequest", clip(string(m.name)))
+			return nil, Errorf(InvalidParams, "%s is not a field of the A2A 0.3 CreateTaskPushNotificationConfigRequest", Clip(string(m.name)))
 		}
 	}
 	parent, err := optString(p, "parent")
