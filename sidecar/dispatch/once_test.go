@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
@@ -258,20 +258,20 @@ func TestReusedMessageIDForAnotherMessage(t *testing.T) {
 	}
 	// The first request again, laid out otherwise: member order and spacing.
 	const reordered = `{ "message" : { "metadata" : {"skillId":"lookup-invoice"}, "parts":[ {"text":"What is the status of invoice INV-1042?"} ], "role":"ROLE_USER", "messageId":"m-1" } }`
-	jsonrpcCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *operation.Call {
+	jsonrpcCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *exchange.Call {
 		t.Helper()
 		req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json",
 			[]byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+params+`}`), protocol.Limits{})
 		require.Nil(t, perr)
 		req.Operation = op
-		return &operation.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-1", Log: &decisionlog.Entry{}}
+		return &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-1", Log: &decisionlog.Entry{}}
 	}
-	restCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *operation.Call {
+	restCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *exchange.Call {
 		t.Helper()
 		req, perr := protocol.ParseHTTP(protocol.V1, "POST", "/message:send", "application/json", []byte(params), protocol.Limits{})
 		require.Nil(t, perr)
 		req.Operation = op
-		return &operation.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-1", Log: &decisionlog.Entry{}}
+		return &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-1", Log: &decisionlog.Entry{}}
 	}
 	const firstTask = `"id":"t-m-1-1"`
 	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
@@ -299,7 +299,7 @@ func TestReusedMessageIDForAnotherMessage(t *testing.T) {
 			f, _, h := onceFixture(t)
 			_, perr := answered(f.d.send(t.Context(), jsonrpcCall(t, f, op, first)))
 			require.Nil(t, perr)
-			for _, call := range []*operation.Call{jsonrpcCall(t, f, op, reordered), restCall(t, f, op, first), restCall(t, f, op, reordered)} {
+			for _, call := range []*exchange.Call{jsonrpcCall(t, f, op, reordered), restCall(t, f, op, first), restCall(t, f, op, reordered)} {
 				got, perr := answered(f.d.send(t.Context(), call))
 				require.Nil(t, perr, "%s: the same request is a retry", call.Request.Binding)
 				require.Contains(t, string(got), firstTask)
