@@ -84,7 +84,7 @@ test-go-stages:
 interop-js:
 	cd test/interop/js && npm ci --no-audit --no-fund
 
-## tck: the official A2A TCK (../shared/a2a-tck, 1.0 on JSON-RPC, HTTP+JSON and gRPC, and 0.3) against the reference
+## tck: the official A2A TCK (../shared/a2a-tck, 1.0 on JSON-RPC, HTTP+JSON and gRPC, and 0.3 on JSON-RPC and HTTP+JSON) against the reference
 ## agent alone and with capgate in front, held to test/tck/expected-failures.txt (docs/interop.md, "The official TCK").
 ## Needs Debian's python3-pytest, -pytest-asyncio, -httpx, -grpcio, -grpc-tools, -protobuf, -jsonschema, -jinja2,
 ## -requests, -yaml (.ci/run installs them); TCK_DIR= another TCK folder, PYTHON= another interpreter.

@@ -168,6 +168,14 @@ func hinted(skill string) string {
 	return `{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}],"metadata":{"skillId":"` + skill + `"}}`
 }
 
+// routeOf routes call with the request's forwarded params, as send gives them to route.
+func routeOf(t *testing.T, d *Dispatcher, call *exchange.Call) (routed, *protocol.Error) {
+	t.Helper()
+	params, perr := call.Request.ForwardParams()
+	require.Nil(t, perr)
+	return d.route(t.Context(), call, params)
+}
+
 func onTask(id, text string) string {
 	return `{"messageId":"m-2","role":"ROLE_USER","taskId":"` + id + `","parts":[{"text":"` + text + `"}]}`
 }
@@ -177,13 +185,13 @@ func onTask(id, text string) string {
 // checked against the combined message.
 func TestHeldFirstMessage(t *testing.T) {
 	f := newFixture(t, nil)
-	r, perr := f.d.route(t.Context(), f.call(t, public, pdfOnly, nil))
+	r, perr := routeOf(t, f.d, f.call(t, public, pdfOnly, nil))
 	require.Nil(t, perr)
 	require.NotNil(t, r.clarify)
 	require.JSONEq(t, `[{"raw":"JVBERi0xLjQK","mediaType":"application/pdf"}]`, string(r.clarify.held))
 	pending := &tasks.Binding{TaskID: "capgate-1", ContextID: "c-9", Pending: true, Candidates: []string{"extract-invoice-fields"},
 		Issuer: public.Issuer, Subject: public.Subject, Tenant: public.Tenant, Held: r.clarify.held, HeldVersion: r.clarify.heldVersion}
-	r, perr = f.d.route(t.Context(), f.call(t, public, onTask("capgate-1", "yes"), pending))
+	r, perr = routeOf(t, f.d, f.call(t, public, onTask("capgate-1", "yes"), pending))
 	require.Nil(t, perr, "%v", perr)
 	require.Equal(t, "extract-invoice-fields", r.decision.Capability)
 	require.NotNil(t, r.msg)
@@ -195,7 +203,7 @@ func TestHeldFirstMessage(t *testing.T) {
 
 	// Held in another A2A version than the answer: refused, not mixed.
 	pending.HeldVersion = "0.3"
-	_, perr = f.d.route(t.Context(), f.call(t, public, onTask("capgate-1", "yes"), pending))
+	_, perr = routeOf(t, f.d, f.call(t, public, onTask("capgate-1", "yes"), pending))
 	require.NotNil(t, perr)
 	require.Equal(t, protocol.InvalidRequest, perr.Code)
 }
@@ -226,7 +234,7 @@ func TestRoute(t *testing.T) {
 		{"a reply that picks nothing asks again on the same task", partner, onTask("capgate-1", "hmm"), pending, router.LayerClarify, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r, perr := f.d.route(t.Context(), f.call(t, tc.who, tc.msg, tc.task))
+			r, perr := routeOf(t, f.d, f.call(t, tc.who, tc.msg, tc.task))
 			require.Nil(t, perr, "%v", perr)
 			if tc.clarify {
 				require.NotNil(t, r.clarify)

@@ -3,7 +3,10 @@ package dispatch
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -49,11 +52,15 @@ func (r *reservation) warn(msg string, err error) {
 // answers, instead of a reservation, the earlier call's outcome when the owner sent this
 // message id within the window (replay), or a refusal when the store cannot record it:
 // nothing was run, and the caller may send it again.
-func (d *Dispatcher) reserve(ctx context.Context, call *exchange.Call) (*reservation, *exchange.Result, *protocol.Error) {
+func (d *Dispatcher) reserve(ctx context.Context, call *exchange.Call, params jsontext.Value) (*reservation, *exchange.Result, *protocol.Error) {
 	msg := call.Request.Message
 	o := ownerOf(call)
 	if msg == nil || msg.MessageID == "" || o.Subject == "" {
 		return nil, nil, nil
+	}
+	digest, perr := requestDigest(call.Request.Version, params)
+	if perr != nil {
+		return nil, nil, perr
 	}
 	lim := call.Rev.Config().Limits
 	bound := lim.HandlerTimeout
@@ -62,7 +69,7 @@ func (d *Dispatcher) reserve(ctx context.Context, call *exchange.Call) (*reserva
 	}
 	now := d.now()
 	s := tasks.Sent{MessageID: msg.MessageID, Owner: tasks.Owner{Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant},
-		Started: now, Deadline: now.Add(cmp.Or(bound, config.DefaultHandlerTimeout) + deadlineSlack)}
+		Started: now, Deadline: now.Add(cmp.Or(bound, config.DefaultHandlerTimeout) + deadlineSlack), Digest: digest}
 	window := cmp.Or(lim.MessageIDWindow, config.DefaultMessageIDWindow)
 	held, fresh, err := d.store.Reserve(ctx, s, window, cmp.Or(lim.MessageIDsPerCaller, config.DefaultMessageIDsPerCaller))
 	if err != nil {
@@ -76,10 +83,44 @@ func (d *Dispatcher) reserve(ctx context.Context, call *exchange.Call) (*reserva
 		return nil, nil, notRun(err)
 	}
 	if !fresh {
+		if !held.Retries(digest) {
+			d.log.Info("messageId reused for a different message; refused", zap.String("decision_id", call.DecisionID))
+			if call.Log != nil {
+				call.Log.Layer = "replay"
+			}
+			return nil, nil, reusedID()
+		}
 		res, perr := d.replay(ctx, call, held)
 		return nil, &res, perr
 	}
 	return &reservation{d: d, s: held, window: window, decisionID: call.DecisionID}, nil, nil
+}
+
+// requestDigest fingerprints a message's request: SHA-256 of its version and its params (as
+// forwarded: for A2A 1.0 the canonical request message, for 0.3 the JSON-RPC params) in the
+// JSON canonical form of RFC 8785, so that key order and spacing do not count. A retry — the
+// same request sent again — has the same digest.
+func requestDigest(v protocol.Version, params jsontext.Value) (string, *protocol.Error) {
+	canon := slices.Clone(params)
+	if err := canon.Canonicalize(); err != nil {
+		return "", protocol.Wrap(protocol.InvalidParams, err, "the params are not valid JSON")
+	}
+	h := sha256.New()
+	h.Write([]byte(v))
+	h.Write([]byte{0})
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// reusedID is the refusal of a message whose messageId its owner already used, within the
+// window, for a request with other content: not a retry (a retry repeats the request), and not
+// a new message either (a messageId names one message). Nothing is run; the first message's
+// record is kept.
+func reusedID() *protocol.Error {
+	return protocol.Errorf(protocol.InvalidParams,
+		"messageId already used for a different message: a retry must repeat the message exactly; "+
+			"a new message needs a new messageId").
+		WithMetadata(protocol.MetaOutcome, "messageIdReused")
 }
 
 // notRun is the refusal of a message the store could not record before any handler call:

@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -236,4 +238,81 @@ func TestInProgressAndRefused(t *testing.T) {
 	}
 	require.Equal(t, protocol.OutcomeUnknown, outcome(perr))
 	require.Equal(t, 1, h.count("m-lost"), "a failure of unknown effect is not run again")
+}
+
+// TestReusedMessageIDForAnotherMessage: the owner of a messageId sending it again within the
+// window with another request is refused — InvalidParams, outcome messageIdReused — before
+// anything runs, whatever part of the request differs, on both message operations; the same
+// request again is a retry, however its JSON is laid out and over whichever binding; and the
+// first message's record is kept, so its own retry still answers with its task.
+func TestReusedMessageIDForAnotherMessage(t *testing.T) {
+	const first = `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}],"metadata":{"skillId":"lookup-invoice"}}}`
+	// Each way a request can differ from the first, the messageId kept.
+	differs := map[string]string{
+		"text":             `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1043?"}],"metadata":{"skillId":"lookup-invoice"}}}`,
+		"another part":     `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"},{"text":"urgent"}],"metadata":{"skillId":"lookup-invoice"}}}`,
+		"contextId":        `{"message":{"messageId":"m-1","contextId":"c-other","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}],"metadata":{"skillId":"lookup-invoice"}}}`,
+		"message metadata": `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}],"metadata":{"skillId":"lookup-invoice","priority":"high"}}}`,
+		"request metadata": `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}],"metadata":{"skillId":"lookup-invoice"}},"metadata":{"trace":"t-2"}}`,
+		"configuration":    `{"message":{"messageId":"m-1","role":"ROLE_USER","parts":[{"text":"What is the status of invoice INV-1042?"}],"metadata":{"skillId":"lookup-invoice"}},"configuration":{"historyLength":1}}`,
+	}
+	// The first request again, laid out otherwise: member order and spacing.
+	const reordered = `{ "message" : { "metadata" : {"skillId":"lookup-invoice"}, "parts":[ {"text":"What is the status of invoice INV-1042?"} ], "role":"ROLE_USER", "messageId":"m-1" } }`
+	jsonrpcCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *exchange.Call {
+		t.Helper()
+		req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json",
+			[]byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+params+`}`), protocol.Limits{})
+		require.Nil(t, perr)
+		req.Operation = op
+		return &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-1", Log: &decisionlog.Entry{}}
+	}
+	restCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *exchange.Call {
+		t.Helper()
+		req, perr := protocol.ParseHTTP(protocol.V1, "POST", "/message:send", "application/json", []byte(params), protocol.Limits{})
+		require.Nil(t, perr)
+		req.Operation = op
+		return &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-1", Log: &decisionlog.Entry{}}
+	}
+	const firstTask = `"id":"t-m-1-1"`
+	for _, op := range []protocol.Operation{protocol.SendMessage, protocol.SendStreamingMessage} {
+		for name, params := range differs {
+			t.Run(string(op)+"/"+name, func(t *testing.T) {
+				f, _, h := onceFixture(t)
+				got, perr := answered(f.d.send(t.Context(), jsonrpcCall(t, f, op, first)))
+				require.Nil(t, perr)
+				require.Contains(t, string(got), firstTask)
+
+				_, perr = answered(f.d.send(t.Context(), jsonrpcCall(t, f, op, params)))
+				require.NotNil(t, perr, "a different message under a used messageId is refused")
+				require.Equal(t, protocol.InvalidParams, perr.Code)
+				require.Equal(t, "messageIdReused", outcome(perr))
+				require.Contains(t, perr.Message, "messageId already used for a different message")
+				require.Equal(t, 1, h.count("m-1"), "nothing ran for it")
+
+				got, perr = answered(f.d.send(t.Context(), jsonrpcCall(t, f, op, first)))
+				require.Nil(t, perr, "the first message's record is kept")
+				require.Contains(t, string(got), firstTask)
+				require.Equal(t, 1, h.count("m-1"))
+			})
+		}
+		t.Run(string(op)+"/same request", func(t *testing.T) {
+			f, _, h := onceFixture(t)
+			_, perr := answered(f.d.send(t.Context(), jsonrpcCall(t, f, op, first)))
+			require.Nil(t, perr)
+			for _, call := range []*exchange.Call{jsonrpcCall(t, f, op, reordered), restCall(t, f, op, first), restCall(t, f, op, reordered)} {
+				got, perr := answered(f.d.send(t.Context(), call))
+				require.Nil(t, perr, "%s: the same request is a retry", call.Request.Binding)
+				require.Contains(t, string(got), firstTask)
+			}
+			require.Equal(t, 1, h.count("m-1"))
+		})
+	}
+}
+
+// TestRecordWithoutDigestMatchesAny: a record written before fingerprints were kept (no
+// digest) answers any request with its id as a retry, as before.
+func TestRecordWithoutDigestMatchesAny(t *testing.T) {
+	require.True(t, tasks.Sent{}.Retries("abc"))
+	require.True(t, tasks.Sent{Digest: "abc"}.Retries("abc"))
+	require.False(t, tasks.Sent{Digest: "abc"}.Retries("abd"))
 }

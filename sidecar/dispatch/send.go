@@ -25,14 +25,23 @@ import (
 // cannot record is refused before any handler call, and a retry of one already sent is
 // answered with the first call's task, never sent to the handler again.
 func (d *Dispatcher) send(ctx context.Context, call *exchange.Call) (exchange.Result, *protocol.Error) {
-	rsv, replayed, perr := d.reserve(ctx, call)
+	if call.Request.Message == nil {
+		return exchange.Result{}, protocol.Errorf(protocol.InvalidParams, "params.message is required")
+	}
+	// The params the handler is sent, as admission read them: the reservation fingerprints
+	// them (a retry repeats them) and the route forwards them.
+	params, perr := call.Request.ForwardParams()
+	if perr != nil {
+		return exchange.Result{}, perr
+	}
+	rsv, replayed, perr := d.reserve(ctx, call, params)
 	if perr != nil {
 		return exchange.Result{}, perr
 	}
 	if replayed != nil {
 		return *replayed, nil
 	}
-	r, perr := d.route(ctx, call)
+	r, perr := d.route(ctx, call, params)
 	if perr != nil {
 		rsv.release(ctx)
 		return exchange.Result{}, perr
@@ -79,21 +88,15 @@ type clarification struct {
 // among the offered candidates), else the router's layers (hint, single
 // candidate, structured data, classifier) and, when unsure, the optional
 // model router; still unsure, a clarification.
-func (d *Dispatcher) route(ctx context.Context, call *exchange.Call) (routed, *protocol.Error) {
+func (d *Dispatcher) route(ctx context.Context, call *exchange.Call, params jsontext.Value) (routed, *protocol.Error) {
 	req := call.Request
 	msg := req.Message
-	if msg == nil {
-		return routed{}, protocol.Errorf(protocol.InvalidParams, "params.message is required")
-	}
 	rev := call.Rev
 	rg, err := router.NewRights(ctx, rev.Engine, call.Principal.Caller())
 	if err != nil {
 		return routed{}, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
-	params, perr := req.ForwardParams()
-	if perr != nil {
-		return routed{}, perr
-	}
+	var perr *protocol.Error
 	if msg.TaskID != "" {
 		b, perr := bound(call)
 		if perr != nil {

@@ -141,7 +141,7 @@ func (s *Server) deny(d *decision) *authv3.CheckResponse {
 	denied := &authv3.DeniedHttpResponse{}
 	// The same answer the gateway writes (protocol.Refuse).
 	authStatus := d.plan != nil && d.plan.rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
-	r := protocol.Refuse(d.binding, d.errorData, d.op.Streaming(), d.reqID, e, authStatus)
+	r := protocol.Refuse(d.binding, d.version, d.errorData, d.op.Streaming(), d.reqID, e, authStatus)
 	denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode(r.Status)}
 	if len(r.Body) > 0 {
 		denied.Body = string(r.Body)

@@ -64,7 +64,7 @@ func TestJSONRPCAuthStatus(t *testing.T) {
 	}{
 		{"200: no credential", config.JSONRPCStatusOK, notFound, getCard, "", 200, "application/json", "", "-31401"},
 		{"200: forbidden", config.JSONRPCStatusOK, forbidden, send, auth, 200, "application/json", "", "-31403"},
-		{"200: streaming, no credential", config.JSONRPCStatusOK, missing, stream, "", 200, "text/event-stream", "", "-31401"},
+		{"200: a streaming refusal is a plain JSON-RPC error with its status", config.JSONRPCStatusOK, missing, stream, "", 401, "application/json", "Bearer", "-31401"},
 		{"401: no credential", config.JSONRPCStatusAuth, notFound, getCard, "", 401, "application/json", "Bearer", "-31401"},
 		{"401: bad credential", config.JSONRPCStatusAuth, notFound, getCard, "Bearer nope", 401, "application/json", `Bearer error="invalid_token"`, "-31401"},
 		{"401: forbidden is 403", config.JSONRPCStatusAuth, forbidden, send, auth, 403, "application/json", `Bearer error="insufficient_scope"`, "-31403"},

@@ -93,5 +93,5 @@ func writeRefusal(w http.ResponseWriter, r protocol.Refusal) {
 
 // writeStatusError answers an HTTP+JSON request with google.rpc.Status and the mapped status.
 func writeStatusError(w http.ResponseWriter, e *protocol.Error) {
-	writeRefusal(w, protocol.Refuse(protocol.HTTPJSON, protocol.DataList, false, nil, e, false))
+	writeRefusal(w, protocol.Refuse(protocol.HTTPJSON, protocol.V1, protocol.DataList, false, nil, e, false))
 }

@@ -3,6 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -69,8 +70,12 @@ func TestJSONRPCDataShapes(t *testing.T) {
 			require.Equal(t, tc.want, ErrorDataShape(h, tc.query)) // wire.TestParseErrorData: Parse sets it
 		})
 	}
-	r := Refuse(JSONRPC, DataObject, true, jsontext.Value(`1`), e, false)
-	require.Contains(t, string(r.Body), `data: {"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"task not found","data":{"@type"`)
+	r := Refuse(JSONRPC, V1, DataObject, true, jsontext.Value(`1`), e, false)
+	require.Equal(t, 404, r.Status, "a streaming method's refusal: a plain JSON-RPC error with the error's status")
+	require.True(t, strings.HasPrefix(string(r.Body), `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"task not found","data":{"@type"`), "%s", r.Body)
+	r = Refuse(JSONRPC, V03, DataObject, true, jsontext.Value(`1`), e, false)
+	require.Equal(t, 200, r.Status, "0.3: one Server-Sent Event")
+	require.True(t, strings.HasPrefix(string(r.Body), `data: {"jsonrpc":"2.0","id":1,"error":{"code":-32001`), "%s", r.Body)
 }
 
 // headerMap is a Header over a plain map (canonical names).

@@ -112,6 +112,13 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 			}
 		}
 	}
+	if r.ProtoJSON03() && rt.op == CreateTaskPushNotificationConfig && r.Params != nil {
+		// The whole CreateTaskPushNotificationConfigRequest, as the 0.3 Python SDK reads it
+		// (rest03.go).
+		if r.Params, err = p.pushRequest03(r.Params, r.TaskID); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.readParams(v, rt.op, r.Params, r, true); err != nil {
 		return nil, err
 	}

@@ -159,7 +159,9 @@ var operationTable = []Spec{
 		GRPC: "GetTask", GRPC03: "GetTask",
 		REST:      []Route{{http.MethodGet, "/tasks/{id}", true}},
 		TaskField: "id", TaskField03: "id", Params03: "TaskQueryParams", Store: StoreLookup,
-		query:         map[string]queryParam{"historyLength": {"historyLength", queryInt}},
+		// history_length is the proto field's own name, which HTTP transcoding accepts as a
+		// query parameter beside the JSON name (the 0.3 TCK's REST client sends it).
+		query:         map[string]queryParam{"historyLength": {"historyLength", queryInt}, "history_length": {"historyLength", queryInt}},
 		Result:        KindTask,
 		grpcRequest:   func() proto.Message { return &a2apb.GetTaskRequest{} },
 		grpcResponse:  func() proto.Message { return &a2apb.Task{} },

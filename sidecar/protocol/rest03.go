@@ -125,6 +125,60 @@ func (ps *parser) isProtoSend03(body jsontext.Value) (bool, *Error) {
 	return m.get("content") != nil, nil
 }
 
+// pushRequest03 reads a 0.3 push config create body on a /v1/ route. The 0.3 proto's
+// annotation makes the body the TaskPushNotificationConfig (body: "config"), which the JS SDK's
+// legacyCompat transport sends; the 0.3 Python SDK's server reads the whole
+// CreateTaskPushNotificationConfigRequest instead ({"parent": "tasks/{id}", "configId": …,
+// "config": {…}}), and the 0.3 TCK sends that. A body with a config member is that request: its
+// parent, when given, must name the path's task, its configId the config's
+// pushNotificationConfig.id when both are given, and no other member is accepted; the config is
+// then read as the body. Any other body is returned as it is.
+func (ps *parser) pushRequest03(body jsontext.Value, task string) (jsontext.Value, *Error) {
+	p, err := ps.readObject(body)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.get("config")
+	if cfg == nil {
+		return body, nil
+	}
+	if cfg.Kind() != '{' {
+		return nil, Errorf(InvalidParams, "config must be an object (a TaskPushNotificationConfig)")
+	}
+	for _, m := range p {
+		if !sameField(m.name, "parent") && !sameField(m.name, "configId") && !sameField(m.name, "config") {
+			return nil, Errorf(InvalidParams, "%s is not a field of the A2A 0.3 CreateTaskPushNotificationConfigRequest", Clip(string(m.name)))
+		}
+	}
+	parent, err := optString(p, "parent")
+	if err != nil {
+		return nil, err
+	}
+	if parent != "" && parent != "tasks/"+task {
+		return nil, Errorf(InvalidParams, "parent must be tasks/{id}, naming the task the path names")
+	}
+	configID, err := optString(p, "configId")
+	if err != nil {
+		return nil, err
+	}
+	c, err := ps.readObject(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if inner := c.get("pushNotificationConfig"); configID != "" && inner != nil && inner.Kind() == '{' {
+		pc, err := ps.readObject(inner)
+		if err != nil {
+			return nil, err
+		}
+		if id, err := optString(pc, "id"); err != nil {
+			return nil, err
+		} else if id != "" && id != configID {
+			return nil, Errorf(InvalidParams, "configId does not name config.pushNotificationConfig.id")
+		}
+	}
+	return cfg, nil
+}
+
 // wireCopy copies src into dst through the wire format (the two share field numbers).
 func wireCopy(src, dst proto.Message) error {
 	b, err := proto.Marshal(src)

@@ -97,6 +97,51 @@ func TestProtoJSON03PushName(t *testing.T) {
 	}
 }
 
+// TestProtoJSON03PushRequest: the whole CreateTaskPushNotificationConfigRequest as the body (the
+// 0.3 Python SDK's server reads it so; the 0.3 TCK sends it, proto or JSON names) is read as its
+// config; its parent must be the path's task, its configId the config's id, and nothing else may
+// stand beside them.
+func TestProtoJSON03PushRequest(t *testing.T) {
+	for _, body := range []string{
+		`{"parent":"tasks/t1","config_id":"c1","config":{"name":"tasks/t1/pushNotificationConfigs/c1","push_notification_config":{"id":"c1","url":"https://hook","token":"","authentication":{}}}}`,
+		`{"parent":"tasks/t1","configId":"c1","config":{"pushNotificationConfig":{"id":"c1","url":"https://hook"}}}`,
+		`{"config":{"pushNotificationConfig":{"url":"https://hook"}}}`,
+	} {
+		r, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(body), Limits{})
+		require.Nil(t, perr, "%s: %v", body, perr)
+		require.Equal(t, []TaskRef{{ID: "t1", Where: "path"}}, r.Tasks)
+		require.Equal(t, []string{"https://hook"}, []string{r.Push[0].URL})
+		fwd, perr := r.ForwardParams()
+		require.Nil(t, perr)
+		require.Contains(t, string(fwd), `"taskId":"t1"`)
+		require.NotContains(t, string(fwd), "parent")
+	}
+	for name, b := range map[string]string{
+		"another task's parent": `{"parent":"tasks/t2","config":{"pushNotificationConfig":{"url":"https://hook"}}}`,
+		"another config id":     `{"configId":"c2","config":{"pushNotificationConfig":{"id":"c1","url":"https://hook"}}}`,
+		"a member beside":       `{"taskId":"t1","config":{"pushNotificationConfig":{"url":"https://hook"}}}`,
+		"config not an object":  `{"config":"https://hook"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(b), Limits{})
+			require.NotNil(t, perr)
+			require.Equal(t, InvalidParams, perr.Code)
+		})
+	}
+}
+
+// TestHistoryLengthProtoName: GET /v1/tasks/{id} takes history_length (the proto field's own
+// name, as HTTP transcoding does) beside historyLength; both at once name one field twice.
+func TestHistoryLengthProtoName(t *testing.T) {
+	for _, q := range []string{"historyLength=2", "history_length=2"} {
+		r, perr := ParseHTTP(V03, "GET", "/v1/tasks/t1?"+q, "", nil, Limits{})
+		require.Nil(t, perr, "%s: %v", q, perr)
+		require.JSONEq(t, `{"historyLength":2}`, string(r.Params))
+	}
+	_, perr := ParseHTTP(V03, "GET", "/v1/tasks/t1?historyLength=2&history_length=3", "", nil, Limits{})
+	require.NotNil(t, perr)
+}
+
 func TestProtoJSON03Response(t *testing.T) {
 	task := `{"kind":"task","id":"t1","contextId":"c1","status":{"state":"canceled","message":{"kind":"message","messageId":"m2","role":"agent",` +
 		`"parts":[{"kind":"text","text":"bye"}]}},"artifacts":[{"artifactId":"a1","parts":[{"kind":"file","file":{"bytes":"AAEC","mimeType":"image/png"}}]}]}`

@@ -17,6 +17,10 @@ type Sent struct {
 	// stops counting as in progress (the handler's time is up): its outcome is then unknown.
 	Started  time.Time `json:"started"`
 	Deadline time.Time `json:"deadline"`
+	// Digest fingerprints the request the message came in (its canonical params), as the
+	// caller reserved it: a later call with the same id and another digest is not a retry of
+	// this message. "" (a record written before digests were kept) matches any.
+	Digest string `json:"digest,omitempty"`
 	// Done is set by Settle: the handler answered. TaskID is the task it answered with (""
 	// for a message reply, which creates no task), ContextID the context it answered in.
 	Done      bool   `json:"done,omitempty"`
@@ -44,6 +48,10 @@ const (
 	// was (or may have been) called and nothing recorded its answer.
 	Unknown
 )
+
+// Retries reports whether a call whose request has digest d repeats the message s records: the
+// same request, or a record that kept no digest.
+func (s Sent) Retries(d string) bool { return s.Digest == "" || d == "" || s.Digest == d }
 
 // State is the record's state at now.
 func (s Sent) State(now time.Time) State {

@@ -47,7 +47,7 @@ func TestOwnerTaskOperations(t *testing.T) {
 					// A completed task has no execution to follow: a2a-go's handler says so
 					// about this very task.
 					if err != nil {
-						require.ErrorIs(t, err, a2a.ErrTaskNotFound)
+						testutil.RequireStreamRefused(t, binding, err, a2a.ErrTaskNotFound)
 					}
 				}
 

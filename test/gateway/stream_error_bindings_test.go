@@ -101,8 +101,8 @@ type streamAnswer struct{ form, err string }
 // TestStreamErrorsOneFormPerCallerBinding: a handler's stream error reaches the caller in one
 // form per caller binding, whichever binding the handler answered over (3 × 3), and the error
 // itself — code, reason and message — is the same from every handler binding:
-//   - before the first event: JSON-RPC, HTTP 200 and one SSE event, the JSON-RPC error
-//     response; HTTP+JSON, the error's HTTP status and google.rpc.Status JSON; gRPC, a
+//   - before the first event: JSON-RPC, a plain JSON-RPC error response with the error's HTTP
+//     status; HTTP+JSON, the error's HTTP status and google.rpc.Status JSON; gRPC, a
 //     trailers-only response;
 //   - after an event: the event, then JSON-RPC's error response as the last event, HTTP+JSON's
 //     "event: error" with the google.rpc.Status body, gRPC's status in the trailers.
@@ -183,13 +183,21 @@ func callStream(t *testing.T, srv *testutil.Server, caller, tok, when string) st
 		err: fmt.Sprintf("%s %s %s", st.Get("Grpc-Status"), info.GetReason(), decisionSuffix.ReplaceAllString(st.Get("Grpc-Message"), ""))}
 }
 
-// jsonrpcStreamAnswer reads a JSON-RPC streaming answer (request id 7) that failed: HTTP 200,
-// SSE, the error response as the last event.
+// jsonrpcStreamAnswer reads a JSON-RPC streaming answer (request id 7) that failed: a plain
+// JSON-RPC error response with the error's HTTP status (A2A 1.0, before any event), or HTTP 200
+// SSE with the error response as the last event.
 func jsonrpcStreamAnswer(t *testing.T, r *testutil.Response) streamAnswer {
 	t.Helper()
-	require.Equal(t, http.StatusOK, r.Status)
-	require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"), "%s", r.Body)
-	events := strings.Split(strings.TrimSuffix(string(r.Body), "\n\n"), "\n\n")
+	events := []string{"data: " + string(r.Body)}
+	form := fmt.Sprintf("HTTP %d %s", r.Status, r.Header.Get("Content-Type"))
+	if r.Header.Get("Content-Type") == "text/event-stream" {
+		require.Equal(t, http.StatusOK, r.Status)
+		events = strings.Split(strings.TrimSuffix(string(r.Body), "\n\n"), "\n\n")
+		form = fmt.Sprintf("sse, %d events before the error: %s", len(events)-1, eventIDs(events[:len(events)-1]))
+	} else {
+		require.Equal(t, "application/json", r.Header.Get("Content-Type"), "%s", r.Body)
+		require.GreaterOrEqual(t, r.Status, 400, "%s", r.Body)
+	}
 	last, ok := strings.CutPrefix(events[len(events)-1], "data: ")
 	require.True(t, ok, "%q", r.Body)
 	var env struct {
@@ -204,7 +212,7 @@ func jsonrpcStreamAnswer(t *testing.T, r *testutil.Response) streamAnswer {
 	require.NotNil(t, env.Error, last)
 	require.Equal(t, "7", string(env.ID))
 	require.Len(t, env.Error.Data, 1)
-	return streamAnswer{form: fmt.Sprintf("sse, %d events before the error: %s", len(events)-1, eventIDs(events[:len(events)-1])),
+	return streamAnswer{form: form,
 		err: fmt.Sprintf("%d %s %s", env.Error.Code, env.Error.Data[0].Reason, decisionSuffix.ReplaceAllString(env.Error.Message, ""))}
 }
 

@@ -15,10 +15,10 @@ import (
 // TestStreamingRefusalsHaveOneForm: every refusal of a streaming call before its first event has
 // one form per binding, whatever refused it — the parser (params), admission (credentials,
 // entitlement) or the handler (an error answer instead of a stream):
-//   - JSON-RPC: once the method is read as streaming, HTTP 200, text/event-stream and one event
-//     whose data is the JSON-RPC error response, as a2a-go's server answers and as the A2A 0.3
-//     JavaScript client (which reads only SSE on streaming methods) needs; before the method is
-//     read (a body that is not JSON-RPC), a plain JSON-RPC error, as for any method;
+//   - JSON-RPC (A2A 1.0): a plain JSON-RPC error response (application/json, never
+//     text/event-stream) with the error's HTTP status, once the method is read as streaming
+//     (0.3 JSON-RPC: one event, TestPreStreamRefusalsAreNotStreams); before the method is read
+//     (a body that is not JSON-RPC), a plain JSON-RPC error with HTTP 200, as for any method;
 //   - HTTP+JSON: the error's HTTP status and a google.rpc.Status JSON body.
 func TestStreamingRefusalsHaveOneForm(t *testing.T) {
 	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -46,11 +46,10 @@ func TestStreamingRefusalsHaveOneForm(t *testing.T) {
 				h = append(h, "Authorization", tc.auth)
 			}
 			r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":7,"method":"SendStreamingMessage","params":`+tc.params+`}`, h...)
-			require.Equal(t, http.StatusOK, r.Status)
-			require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"), "%s", r.Body)
+			require.GreaterOrEqual(t, r.Status, 400, "%s", r.Body)
+			require.Equal(t, "application/json", r.Header.Get("Content-Type"), "%s", r.Body)
 			body := string(r.Body)
-			require.True(t, strings.HasPrefix(body, `data: {"jsonrpc":"2.0","id":7,"error":`), "%q", body)
-			require.Equal(t, 1, strings.Count(body, "data: "), "one event: %q", body)
+			require.True(t, strings.HasPrefix(body, `{"jsonrpc":"2.0","id":7,"error":`), "%q", body)
 			require.Contains(t, body, `"reason":"`+tc.reason+`"`)
 		})
 		t.Run("HTTP+JSON/"+tc.name, func(t *testing.T) {
@@ -97,8 +96,13 @@ func TestStreamEventsCheckedLikeUnaryAnswers(t *testing.T) {
 				h = []string{"A2A-Version", "0.3", "Authorization", tok}
 			}
 			r := srv.JSONRPC(t, body, h...)
-			require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"))
-			require.Equal(t, 1, strings.Count(string(r.Body), "data: "), "%s", r.Body)
+			if v == "0.3" { // 0.3: one event holding the error
+				require.Equal(t, "text/event-stream", r.Header.Get("Content-Type"))
+				require.Equal(t, 1, strings.Count(string(r.Body), "data: "), "%s", r.Body)
+			} else { // 1.0: a plain JSON-RPC error with the error's status (502)
+				require.Equal(t, "application/json", r.Header.Get("Content-Type"))
+				require.Equal(t, http.StatusBadGateway, r.Status, "%s", r.Body)
+			}
 			require.Contains(t, string(r.Body), `"reason":"INVALID_AGENT_RESPONSE"`, "%s", r.Body)
 			require.NotContains(t, string(r.Body), "t-x", "the invalid event is not relayed")
 		})

@@ -327,6 +327,19 @@ func (e *jsHandlerEnv) jsUnsupported(t *testing.T, err error, msg string) {
 	require.ErrorContains(t, err, msg)
 }
 
+// jsUnsupportedBeforeStream is jsUnsupported for a streaming call refused before its stream:
+// over A2A 1.0 JSON-RPC capgate answers a plain JSON-RPC error with the error's HTTP status
+// (400), which a2a-go v2.3.1's JSON-RPC stream reader reports by its status only
+// (docs/interop.md, "Stream errors have one form per caller binding").
+func (e *jsHandlerEnv) jsUnsupportedBeforeStream(t *testing.T, err error, msg string) {
+	t.Helper()
+	if e.binding == a2a.TransportProtocolJSONRPC {
+		require.ErrorContains(t, err, "unexpected HTTP status: 400 Bad Request")
+		return
+	}
+	e.jsUnsupported(t, err, msg)
+}
+
 // jsHandlerSteps are docs/interop.md's "@a2a-js/sdk as an upstream handler"
 // table, in order: later steps use the tasks earlier ones created.
 var jsHandlerSteps = []struct {
@@ -473,7 +486,7 @@ var jsHandlerSteps = []struct {
 		// the stream starts; capgate relays the code with its own message.
 		events, err := drain(e.c.SubscribeToTask(t.Context(), &a2a.SubscribeToTaskRequest{ID: e.tasks["completed"].ID}))
 		require.Empty(t, events)
-		e.jsUnsupported(t, err, "the skill's handler does not support this operation (decision ")
+		e.jsUnsupportedBeforeStream(t, err, "the skill's handler does not support this operation (decision ")
 		e.expectCalls(t, "SubscribeToTask")
 	}},
 	{"push config", func(t *testing.T, e *jsHandlerEnv) {
@@ -573,7 +586,7 @@ var jsHandlerSteps = []struct {
 	{"error before a stream", func(t *testing.T, e *jsHandlerEnv) {
 		events, err := drain(e.c.SendStreamingMessage(t.Context(), jsMessage("mode:fail-first")))
 		require.Empty(t, events)
-		e.jsUnsupported(t, err, "the skill's handler does not support this operation (decision ")
+		e.jsUnsupportedBeforeStream(t, err, "the skill's handler does not support this operation (decision ")
 		e.expectCalls(t, "SendStreamingMessage")
 	}},
 	{"error in the middle of a stream", func(t *testing.T, e *jsHandlerEnv) {

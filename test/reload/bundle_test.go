@@ -127,7 +127,7 @@ func sorted(s []string) []string { return slices.Sorted(slices.Values(s)) }
 func (r *running) sendMessage(t *testing.T, skill string) string {
 	t.Helper()
 	tok := testutil.Token(t, testutil.TokenOptions{Scopes: []string{"recon.run"}})
-	msg := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER",` +
+	msg := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m-` + rand.Text() + `","role":"ROLE_USER",` +
 		`"parts":[{"text":"What is the status of invoice INV-20931?"}],"metadata":{"skillId":"` + skill + `"}}}}`
 	status, body, err := r.do(t.Context(), http.MethodPost, "/", msg, "Content-Type", "application/json", "A2A-Version", "1.0", "Authorization", "Bearer "+tok)
 	require.NoError(t, err)

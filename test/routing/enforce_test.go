@@ -180,7 +180,9 @@ func TestEnforcedLimitsEveryBindingAndVersion(t *testing.T) {
 				break
 			}
 		}
-		require.ErrorContains(t, err, "(limit max_parts)")
+		// Refused before the stream: a plain JSON-RPC error with HTTP 413, which a2a-go's
+		// JSON-RPC stream reader reports by its status (docs/interop.md).
+		require.ErrorContains(t, err, "unexpected HTTP status: 413")
 	})
 	t.Run("A2A 0.3", func(t *testing.T) {
 		r := srv.JSONRPC(t, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"kind":"message","messageId":"m5-`+rand.Text()+`","role":"user","parts":[`+

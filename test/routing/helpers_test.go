@@ -167,7 +167,12 @@ func rawStreamError(t testing.TB, srv *testutil.Server, bearer, method string, p
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	require.NoError(t, err)
 	r := srv.JSONRPC(t, string(body), "A2A-Version", "1.0", "Authorization", bearer, "Accept", "text/event-stream")
-	require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	if r.Header.Get("Content-Type") == "application/json" {
+		// Refused before the stream: a plain JSON-RPC error with the error's HTTP status.
+		require.GreaterOrEqual(t, r.Status, 400, "%s", r.Body)
+	} else {
+		require.Equal(t, http.StatusOK, r.Status, "%s", r.Body)
+	}
 	frames := [][]byte{r.Body}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "text/event-stream") {
 		frames = nil

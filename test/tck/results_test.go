@@ -63,7 +63,7 @@ func TestExpectedFailuresFile(t *testing.T) {
 	exp, err := ParseExpected(bufio.NewReader(f), runs)
 	require.NoError(t, err)
 	for _, e := range exp {
-		whose := strings.SplitN(e.Reason, " ", 2)[0]
+		whose := strings.SplitN(strings.TrimSpace(strings.TrimPrefix(e.Reason, NotReached)), " ", 2)[0]
 		require.Contains(t, []string{"capgate", "capgate,", "agent", "TCK", "harness:"}, whose,
 			"expected-failures.txt:%d: the reason starts with whose failure it is (capgate, agent, TCK, harness)", e.Line)
 	}
@@ -84,13 +84,40 @@ func TestCompare(t *testing.T) {
 		{Run: "capgate/1.0", ID: "t::gone", Line: 4},
 		{Run: "agent/1.0", ID: "t::passes", Line: 5}, // another run's line
 	}
-	got := Compare("capgate/1.0", results, expected)
+	got := Compare("capgate/1.0", results, nil, expected)
 	require.Len(t, got, 4, "%q", got)
 	require.Contains(t, got[0], "t::unlisted_fails: failed and is not in expected-failures.txt: boom")
 	require.Contains(t, got[1], "t::listed_passes (expected-failures.txt:2): listed as failing but passed")
 	require.Contains(t, got[2], "t::listed_xfails (expected-failures.txt:3): listed as failing but was an expected failure")
 	require.Contains(t, got[3], "t::gone (expected-failures.txt:4): the TCK ran no such test")
-	require.Empty(t, Compare("agent/1.0", []Result{{ID: "t::passes", Outcome: Fail}}, expected), "each run is held to its own lines")
+	require.Empty(t, Compare("agent/1.0", []Result{{ID: "t::passes", Outcome: Fail}}, nil, expected), "each run is held to its own lines")
+}
+
+// TestCompareNotReached: with a control, a test skipped through capgate that the control ran
+// must be listed as not reached, and a test listed so must be one.
+func TestCompareNotReached(t *testing.T) {
+	control := []Result{
+		{ID: "t::listed_skips", Outcome: Pass}, {ID: "t::unlisted_skips", Outcome: Fail},
+		{ID: "t::listed_runs", Outcome: Pass}, {ID: "t::both_skip", Outcome: Skip}, {ID: "t::listed_fails", Outcome: Pass},
+	}
+	results := []Result{
+		{ID: "t::listed_skips", Outcome: Skip}, {ID: "t::unlisted_skips", Outcome: Skip, Message: "send_message failed"},
+		{ID: "t::listed_runs", Outcome: Pass}, {ID: "t::both_skip", Outcome: Skip}, {ID: "t::listed_fails", Outcome: Fail},
+	}
+	expected := []Expected{
+		{Run: "capgate/1.0", ID: "t::listed_skips", Reason: NotReached + " TCK defect: …", Line: 1},
+		{Run: "capgate/1.0", ID: "t::listed_runs", Reason: NotReached + " TCK defect: …", Line: 2},
+		{Run: "capgate/1.0", ID: "t::both_skip", Reason: NotReached + " TCK defect: …", Line: 3},
+		{Run: "capgate/1.0", ID: "t::listed_fails", Reason: NotReached + " TCK defect: …", Line: 4},
+	}
+	got := Compare("capgate/1.0", results, control, expected)
+	require.Len(t, got, 5, "%q", got)
+	require.Contains(t, got[0], "t::unlisted_skips: skipped although the control ran it, and not in expected-failures.txt")
+	require.Contains(t, got[1], "t::listed_fails: failed and is not in expected-failures.txt")
+	require.Contains(t, got[2], "t::listed_runs (expected-failures.txt:2): listed as not reached but passed")
+	require.Contains(t, got[3], "t::both_skip (expected-failures.txt:3): listed as not reached but was skipped")
+	require.Contains(t, got[4], "t::listed_fails (expected-failures.txt:4): listed as not reached but failed")
+	require.Empty(t, Compare("capgate/1.0", results[:1], control, expected[:1]))
 }
 
 func TestForwarder(t *testing.T) {

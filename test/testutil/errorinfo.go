@@ -3,6 +3,10 @@ package testutil
 import (
 	"bytes"
 	"encoding/json"
+	"testing"
+
+	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/stretchr/testify/require"
 )
 
 // ErrorInfo is the google.rpc.ErrorInfo an A2A error carries.
@@ -34,4 +38,18 @@ func (d *ErrorData) UnmarshalJSON(b []byte) error {
 	}
 	*d = list
 	return nil
+}
+
+// RequireStreamRefused checks the error an a2a-go v2 client of binding reports for a streaming
+// call refused before its stream: target (errors.Is) over HTTP+JSON and gRPC; over A2A 1.0
+// JSON-RPC capgate answers a plain JSON-RPC error with the error's HTTP status, which a2a-go
+// v2.3.1's JSON-RPC stream reader reports by that status only ("unexpected HTTP status: …",
+// docs/interop.md, "Stream errors have one form per caller binding").
+func RequireStreamRefused(t testing.TB, binding a2a.TransportProtocol, err, target error) {
+	t.Helper()
+	if binding == a2a.TransportProtocolJSONRPC {
+		require.ErrorContains(t, err, "unexpected HTTP status: ")
+		return
+	}
+	require.ErrorIs(t, err, target)
 }

@@ -105,7 +105,7 @@ func TestGRPCForwardTaskOps(t *testing.T) {
 
 // TestGRPCRefusal: a gRPC refusal is trailers-only, with the status its code maps to.
 func TestGRPCRefusal(t *testing.T) {
-	r := protocol.Refuse(protocol.GRPC, protocol.DataList, true, nil, protocol.Errorf(protocol.TaskNotCancelable, "%s", "100% done"), false)
+	r := protocol.Refuse(protocol.GRPC, protocol.V1, protocol.DataList, true, nil, protocol.Errorf(protocol.TaskNotCancelable, "%s", "100% done"), false)
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Empty(t, r.Body)
 	h := map[string]string{}

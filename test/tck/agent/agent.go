@@ -2,11 +2,12 @@
 // v2 server whose executor acts on the messageId prefixes of the TCK's scenarios
 // (../shared/a2a-tck/v1.0/scenarios/*.feature, the behaviour of its own SUTs in v1.0/sut and of
 // v0.3/python-sut). It serves A2A 1.0 over JSON-RPC, HTTP+JSON and gRPC, and A2A 0.3 over
-// JSON-RPC (a2a-go's a2av0 layer), with push notifications and an extended card. The harness
+// JSON-RPC (a2a-go's a2av0 layer) and the 0.3 specification's HTTP+JSON binding (rest03), with push notifications and an extended card. The harness
 // (package tck) runs the TCK against it alone, as the control, and with capgate in front.
 package agent
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -89,7 +90,7 @@ func Start() (*Agent, error) {
 		a2asrv.WithLogger(slog.New(slog.DiscardHandler)),
 	)
 	handler := subscribing{inner}
-	jsonrpc := versioned{v1: a2asrv.NewJSONRPCHandler(handler), v03: a2av0.NewJSONRPCHandler(handler)}
+	jsonrpc := versioned{v1: terminalSubscribe{a2asrv.NewJSONRPCHandler(handler), handler, false}, v03: a2av0.NewJSONRPCHandler(handler)}
 	card03 := a2asrv.NewAgentCardHandler(a2av0.NewStaticAgentCardProducer(card03(a.URL03 + "/")))
 	mux := http.NewServeMux()
 	cardHandler, err := cached(a.Card, a2asrv.NewStaticAgentCardHandler(a.Card))
@@ -98,10 +99,11 @@ func Start() (*Agent, error) {
 		return nil, err
 	}
 	mux.Handle(a2asrv.WellKnownAgentCardPath, cardHandler)
-	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, a2asrv.NewRESTHandler(handler)))
+	mux.Handle(RESTPath+"/", http.StripPrefix(RESTPath, terminalSubscribe{a2asrv.NewRESTHandler(handler), handler, true}))
 	mux.Handle("/", jsonrpc)
 	mux03 := http.NewServeMux()
 	mux03.Handle(a2asrv.WellKnownAgentCardPath, card03)
+	mux03.Handle(RESTPath03, rest03{jsonrpc: jsonrpc.v03, card: card03})
 	mux03.Handle("/", jsonrpc)
 	a.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	a.http03Srv = &http.Server{Handler: mux03, ReadHeaderTimeout: 10 * time.Second}
@@ -177,6 +179,104 @@ func (h subscribing) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTa
 	}
 }
 
+// known is TaskNotFound unless the caller's task id exists: a push config names a task, and
+// A2A (1.0 section 3.1.7-3.1.10, 0.3 section 7.5-7.8) answers TaskNotFound for one that does
+// not exist, where a2a-go v2.3.1 keeps configs for any id.
+func (h subscribing) known(ctx context.Context, tenant string, id a2a.TaskID) error {
+	if id == "" {
+		return nil // a2a-go says what is missing
+	}
+	_, err := h.GetTask(ctx, &a2a.GetTaskRequest{Tenant: tenant, ID: id})
+	return err
+}
+
+// CreateTaskPushConfig implements a2asrv.RequestHandler: for an existing task only.
+func (h subscribing) CreateTaskPushConfig(ctx context.Context, req *a2a.PushConfig) (*a2a.PushConfig, error) {
+	if err := h.known(ctx, req.Tenant, req.TaskID); err != nil {
+		return nil, err
+	}
+	return h.RequestHandler.CreateTaskPushConfig(ctx, req)
+}
+
+// GetTaskPushConfig implements a2asrv.RequestHandler: for an existing task only.
+func (h subscribing) GetTaskPushConfig(ctx context.Context, req *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
+	if err := h.known(ctx, req.Tenant, req.TaskID); err != nil {
+		return nil, err
+	}
+	return h.RequestHandler.GetTaskPushConfig(ctx, req)
+}
+
+// ListTaskPushConfigs implements a2asrv.RequestHandler: for an existing task only.
+func (h subscribing) ListTaskPushConfigs(ctx context.Context, req *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
+	if err := h.known(ctx, req.Tenant, req.TaskID); err != nil {
+		return nil, err
+	}
+	return h.RequestHandler.ListTaskPushConfigs(ctx, req)
+}
+
+// DeleteTaskPushConfig implements a2asrv.RequestHandler: for an existing task only.
+func (h subscribing) DeleteTaskPushConfig(ctx context.Context, req *a2a.DeleteTaskPushConfigRequest) error {
+	if err := h.known(ctx, req.Tenant, req.TaskID); err != nil {
+		return err
+	}
+	return h.RequestHandler.DeleteTaskPushConfig(ctx, req)
+}
+
+// terminalSubscribe refuses SubscribeToTask on a task in a terminal state before a2a-go's 1.0
+// JSON-RPC or HTTP+JSON handler starts its stream (it answers with HTTP 200 and the error as an
+// SSE event, which the TCK reads as success, STREAM-SUB-003): UnsupportedOperation as a plain
+// JSON-RPC error, or HTTP 400 with a google.rpc.Status body (A2A 1.0 section 3.1.6, 5.4).
+type terminalSubscribe struct {
+	next http.Handler
+	h    a2asrv.RequestHandler
+	rest bool
+}
+
+func (t terminalSubscribe) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var id string
+	var rpcID json.RawMessage
+	if t.rest {
+		if task, ok := strings.CutSuffix(r.URL.Path, ":subscribe"); ok && (r.Method == http.MethodPost || r.Method == http.MethodGet) {
+			_, id, _ = strings.Cut(task, "/tasks/")
+		}
+	} else if r.Method == http.MethodPost {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		if err != nil {
+			http.Error(w, "the body could not be read", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				ID string `json:"id"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(body, &req) == nil && req.Method == "SubscribeToTask" {
+			id, rpcID = req.Params.ID, req.ID
+		}
+	}
+	if id == "" {
+		t.next.ServeHTTP(w, r)
+		return
+	}
+	task, err := t.h.GetTask(r.Context(), &a2a.GetTaskRequest{ID: a2a.TaskID(id)})
+	if err != nil || !task.Status.State.Terminal() {
+		t.next.ServeHTTP(w, r)
+		return
+	}
+	msg := fmt.Sprintf("task %s is in a terminal state", id)
+	w.Header().Set("Content-Type", "application/json")
+	if t.rest {
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": 400, "status": "FAILED_PRECONDITION", "message": msg,
+			"details": []any{map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "UNSUPPORTED_OPERATION", "domain": "a2a-protocol.org"}}}})
+		return
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": rpcID, "error": map[string]any{"code": -32004, "message": msg}})
+}
+
 // cached serves the card with the caching headers A2A 1.0 section 8.6.1 asks of a card endpoint
 // (Cache-Control with max-age, ETag; Last-Modified, a MAY) and answers a matching
 // If-None-Match with 304.
@@ -224,10 +324,14 @@ func card(base, grpcAddr string) *a2a.AgentCard {
 	}
 }
 
-// card03 is the card a2av0 serves to A2A 0.3 callers: the JSON-RPC endpoint at url only.
+// card03 is the card a2av0 serves to A2A 0.3 callers: the JSON-RPC endpoint at url, and the 0.3
+// HTTP+JSON binding (rest03) whose /v1/… routes follow the same url.
 func card03(url string) *a2a.AgentCard {
 	c := card(url, "")
-	c.SupportedInterfaces = []*a2a.AgentInterface{{URL: url, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "0.3"}}
+	c.SupportedInterfaces = []*a2a.AgentInterface{
+		{URL: url, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: "0.3"},
+		{URL: strings.TrimSuffix(url, "/"), ProtocolBinding: a2a.TransportProtocolHTTPJSON, ProtocolVersion: "0.3"},
+	}
 	c.Capabilities.ExtendedAgentCard = false
 	return c
 }
