@@ -35,10 +35,10 @@ type Input struct {
 }
 
 // Verdict is admission's answer. Allowed is set only by a decision that admits; every other
-// outcome carries Err.
+// outcome carries Err: a door answers a refusal with Err as it is, and never needs to invent one.
 type Verdict struct {
 	Allowed bool
-	// Err is the refusal, in the protocol's error model; nil when Allowed.
+	// Err is the refusal, in the protocol's error model: nil exactly when Allowed.
 	Err *protocol.Error
 	// Principal is the caller (the zero Principal when anonymous or not yet known).
 	Principal identity.Principal
@@ -196,7 +196,12 @@ func (a *Admitter) limits(ctx context.Context, rev *revision.State, r *protocol.
 	return enforce.Limits(capID, limits, r.Message, len(params))
 }
 
+// refuse is every refusal's way out of Admit. It guarantees the verdict's error: a refusal
+// without one (a bug) is Internal, never an admission.
 func refuse(v Verdict, err *protocol.Error) Verdict {
+	if err == nil {
+		err = protocol.Errorf(protocol.Internal, "admission refused without a reason")
+	}
 	v.Allowed, v.Err = false, err
 	return v
 }
