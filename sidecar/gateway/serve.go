@@ -86,10 +86,6 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		g.refuse(w, rev, start, entry, req, perr)
 		return
 	}
-	if req.Binding == protocol.GRPC && !rev.Config().Agent.ServesGRPC() {
-		g.refuse(w, rev, start, entry, req, protocol.Errorf(protocol.MethodNotFound, "this agent does not serve the gRPC binding"))
-		return
-	}
 	peer, perr := peerOf(r, rev)
 	if perr != nil {
 		g.refuse(w, rev, start, entry, req, perr)
@@ -101,11 +97,6 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	entry.SetScopes(v.Principal.Scopes)
 	if !v.Allowed {
 		g.refuse(w, rev, start, entry, req, v.Err) // Admit gives every refusal its error
-		return
-	}
-	if req.Binding == protocol.GRPC && req.Version != protocol.V1 {
-		g.refuse(w, rev, start, entry, req, protocol.Errorf(protocol.VersionNotSupported,
-			"the A2A 0.3 gRPC service is not served; use %s", protocol.GRPCService))
 		return
 	}
 	if len(v.Extensions) > 0 {
