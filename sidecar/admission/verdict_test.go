@@ -10,6 +10,7 @@ import (
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
 // admitPosition fills position p with the owner's task, context or tenant (as its kind names),
@@ -23,7 +24,7 @@ func (f *fixture) admitPosition(t *testing.T, p positions.Position, c caller, n 
 		h.Set("Authorization", string(c))
 	}
 	path, query, _ := strings.Cut(target, "?")
-	r, perr := protocol.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: protocol.HTTPHeader(h),
+	r, perr := wire.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: protocol.HTTPHeader(h),
 		Body: body, GRPC: true, Methods: f.rev.Methods}, "", protocol.Limits{})
 	if perr != nil {
 		return admission.Verdict{Err: perr} // refused by the parser: not admission's to decide
