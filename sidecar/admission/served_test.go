@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -26,7 +26,7 @@ func TestServedBindings(t *testing.T) {
 	}
 	callers := map[string]caller{"owner": bearer(t, alice()), "other": bearer(t, bob()), "anonymous": anonymous}
 	n := 0
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		if p.Binding != protocol.GRPC {
 			continue
 		}
@@ -42,7 +42,7 @@ func TestServedBindings(t *testing.T) {
 				v = on.admitPosition(t, p, c, n)
 				if p.Version == protocol.V03 {
 					require.False(t, v.Allowed, "a 0.3 gRPC call was admitted")
-					if p.Operation == protocol.GetTask && p.Kind == positions.Task {
+					if p.Operation == protocol.GetTask && p.Kind == positionstest.Task {
 						want := map[string]protocol.Code{"owner": protocol.VersionNotSupported, "other": protocol.TaskNotFound, "anonymous": protocol.Unauthenticated}[name]
 						require.Equal(t, want, v.Err.Code, "%v", v.Err)
 					}

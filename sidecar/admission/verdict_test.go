@@ -9,16 +9,16 @@ import (
 
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
 // admitPosition fills position p with the owner's task, context or tenant (as its kind names),
 // parses it as the doors do and admits it for caller c.
-func (f *fixture) admitPosition(t *testing.T, p positions.Position, c caller, n int) admission.Verdict {
+func (f *fixture) admitPosition(t *testing.T, p positionstest.Position, c caller, n int) admission.Verdict {
 	t.Helper()
-	swept := map[positions.Kind]string{positions.Task: "t-own", positions.Context: "ctx-own", positions.Tenant: alice().Tenant}[p.Kind]
-	method, target, h, body, err := positions.RequestFor(p, swept, "t-own", alice().Tenant, "https://hooks.example.com/", "m-"+strconv.Itoa(n))
+	swept := map[positionstest.Kind]string{positionstest.Task: "t-own", positionstest.Context: "ctx-own", positionstest.Tenant: alice().Tenant}[p.Kind]
+	method, target, h, body, err := positionstest.RequestFor(p, swept, "t-own", alice().Tenant, "https://hooks.example.com/", "m-"+strconv.Itoa(n))
 	require.NoError(t, err)
 	if c != anonymous {
 		h.Set("Authorization", string(c))
@@ -40,7 +40,7 @@ func TestEveryRefusalCarriesItsError(t *testing.T) {
 	f.bind(t, alice(), "t-own", "ctx-own", "reconcile-invoice")
 	callers := []caller{bearer(t, alice()), bearer(t, bob()), anonymous}
 	n := 0
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		for _, c := range callers {
 			n++
 			v := f.admitPosition(t, p, c, n)

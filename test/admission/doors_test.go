@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -207,14 +207,14 @@ func TestGRPCOffAtBothDoors(t *testing.T) {
 	e := connect(t, testutil.Start(t, d, testutil.StartOptions{ExtAuthz: true}))
 	token := testutil.Token(t, testutil.Partner())
 	n := 0
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		if p.Binding != protocol.GRPC {
 			continue
 		}
 		for _, authorized := range []bool{true, false} {
 			t.Run(p.Name()+"/"+strconv.FormatBool(authorized), func(t *testing.T) {
 				n++
-				method, target, h, body, err := positions.RequestFor(p, "t-1", "t-1", testutil.Partner().Tenant, hook, "grpc-off-"+strconv.Itoa(n))
+				method, target, h, body, err := positionstest.RequestFor(p, "t-1", "t-1", testutil.Partner().Tenant, hook, "grpc-off-"+strconv.Itoa(n))
 				require.NoError(t, err)
 				if authorized {
 					h.Set("Authorization", "Bearer "+token)
