@@ -24,18 +24,18 @@ var idRE = regexp.MustCompile(IDPattern)
 // merges into limits). decodeCapability is this table run over a mapping,
 // as the operation table drives the protocol. A new field is a row here,
 // a field of Capability, and its value rules in validate.go.
-var topTable = []field{
-	{name: "id", doc: 0, required: always("required"), decode: decodeID},
-	{name: "state", doc: 1, required: always(stateRequired), decode: decodeState},
-	{name: "visibility", doc: 2, required: always(visibilityRequired), decode: decodeVisibility},
+var topTable = []field[Capability]{
+	{name: "id", doc: 0, required: always[Capability]("required"), decode: decodeID},
+	{name: "state", doc: 1, required: always[Capability](stateRequired), decode: decodeState},
+	{name: "visibility", doc: 2, required: always[Capability](visibilityRequired), decode: decodeVisibility},
 	{name: "replaced_by", doc: 3, required: replacedByRequired, decode: decodeReplacedBy},
-	{name: "skill", doc: 4, required: always("required"), decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Skill = d.skill(f) }},
+	{name: "skill", doc: 4, required: always[Capability]("required"), decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Skill = d.skill(f) }},
 	{name: "requires_scopes", doc: 5, decode: decodeScopes},
 	{name: "requires_any_of", doc: 6, decode: func(d *decoder, f yamlnode.Pair, c *Capability) {
 		c.Source.AnyOfLine = f.Value.Line
 		c.RequiresAnyOf = d.anyOf(f, c.RequiresScopes)
 	}},
-	{name: "tenants", doc: 7, required: always(tenantsRequired), decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Tenants = d.tenants(f) }},
+	{name: "tenants", doc: 7, required: always[Capability](tenantsRequired), decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Tenants = d.tenants(f) }},
 	{name: "handler", doc: 8, required: handlerRequired, decode: decodeHandler},
 	{name: "limits", doc: 10, decode: decodeLimits},
 	{name: "enforced_limits", doc: 9, decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Limits = d.enforcedLimits(f, c.Limits) }},
@@ -46,21 +46,39 @@ var topTable = []field{
 	{name: "routing", doc: 12, decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Routing = d.routing(f) }},
 }
 
-// field is one row of topTable.
-type field struct {
-	name string // the key in a manifest
+// field is one row of a table of the manifest format's fields (topTable,
+// skillTable, routingTable): the fields of a mapping that decodes into a T.
+type field[T any] struct {
+	name string // the key in the mapping
 	// doc is the field's place in documentation order: the order a manifest
 	// is written in and "known fields are ..." lists them.
 	doc int
 	// required says what is wrong when the field is absent, given the
 	// fields decoded before it; "" (or a nil func) when it may be absent.
-	required func(c *Capability) string
-	// decode reads the field's value into c, reporting each problem.
-	decode func(d *decoder, f yamlnode.Pair, c *Capability)
+	required func(into *T) string
+	// decode reads the field's value, reporting each problem at its line.
+	decode func(d *decoder, f yamlnode.Pair, into *T)
 }
 
-func always(msg string) func(*Capability) string {
-	return func(*Capability) string { return msg }
+func always[T any](msg string) func(*T) string {
+	return func(*T) string { return msg }
+}
+
+// decodeFields runs table over the mapping n at path ("" at the top):
+// each field present is decoded, in table order; each absent one is
+// reported at line when it is required. known is docOrder(table).
+func decodeFields[T any](d *decoder, n *yaml.Node, path string, line int, table []field[T], known []string, into *T) {
+	fields := d.fields(n, path, known)
+	for _, row := range table {
+		name := yamlnode.Join(path, row.name)
+		if f, ok := fields[name]; ok {
+			row.decode(d, f, into)
+		} else if row.required != nil {
+			if msg := row.required(into); msg != "" {
+				d.missing(line, name, "%s", msg)
+			}
+		}
+	}
 }
 
 func replacedByRequired(c *Capability) string {
@@ -77,8 +95,31 @@ func handlerRequired(c *Capability) string {
 	return "required"
 }
 
+// skillTable is the fields of skill, in decoding (and documentation) order.
+var skillTable = []field[Skill]{
+	{name: "name", doc: 0, required: always[Skill]("required"), decode: func(d *decoder, f yamlnode.Pair, s *Skill) {
+		s.Name, _ = d.nonBlank(f, "skill.name", "required")
+	}},
+	{name: "description", doc: 1, required: always[Skill]("required"), decode: func(d *decoder, f yamlnode.Pair, s *Skill) {
+		s.Description, _ = d.nonBlank(f, "skill.description", "required")
+	}},
+	{name: "tags", doc: 2, required: always[Skill]("required"), decode: decodeTags},
+	{name: "examples", doc: 3, decode: func(d *decoder, f yamlnode.Pair, s *Skill) { s.Examples, _ = d.strList(f, "skill.examples") }},
+	{name: "inputModes", doc: 4, decode: func(d *decoder, f yamlnode.Pair, s *Skill) { s.InputModes = d.modes(f, "skill.inputModes") }},
+	{name: "outputModes", doc: 5, decode: func(d *decoder, f yamlnode.Pair, s *Skill) { s.OutputModes = d.modes(f, "skill.outputModes") }},
+	{name: "data_schemas", doc: 6, decode: func(d *decoder, f yamlnode.Pair, s *Skill) { s.DataSchemas = d.dataSchemas(f) }},
+}
+
+// routingTable is the fields of routing, in decoding (and documentation) order.
+var routingTable = []field[Routing]{
+	{name: "mode", doc: 0, decode: decodeMode},
+	{name: "min_confidence", doc: 1, decode: decodeMinConfidence},
+	{name: "learn", doc: 2, decode: decodeLearn},
+	{name: "examples_file", doc: 3, decode: decodeExamplesFile},
+}
+
 // docOrder is the names of table's fields in documentation order.
-func docOrder(table []field) []string {
+func docOrder[T any](table []field[T]) []string {
 	out := make([]string, len(table))
 	for _, f := range table {
 		out[f.doc] = f.name
@@ -89,8 +130,8 @@ func docOrder(table []field) []string {
 // Field names of the manifest format, in documentation order.
 var (
 	topFields     = docOrder(topTable)
-	routingFields = []string{"mode", "min_confidence", "learn", "examples_file"}
-	skillFields   = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
+	routingFields = docOrder(routingTable)
+	skillFields   = docOrder(skillTable)
 	states        = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
 	visibility    = []Visibility{VisibilityPublic, VisibilityExtended, VisibilityInternal}
 )
@@ -145,16 +186,7 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 		probs.Add(file, n.Line, strings.TrimSuffix(prefix, "."), "want a mapping (one capability manifest), got %s", yamlnode.KindName(n))
 		return p
 	}
-	fields := d.fields(n, "", topFields)
-	for _, row := range topTable {
-		if f, ok := fields[row.name]; ok {
-			row.decode(d, f, &p.cap)
-		} else if row.required != nil {
-			if msg := row.required(&p.cap); msg != "" {
-				d.missing(n.Line, row.name, "%s", msg)
-			}
-		}
-	}
+	decodeFields(d, n, "", n.Line, topTable, topFields, &p.cap)
 	p.idLine, p.replacedByLine, p.handlerLine = d.lines["id"], d.lines["replaced_by"], d.lines["handler"]
 	return p
 }
@@ -347,46 +379,50 @@ func (d *decoder) routing(f yamlnode.Pair) Routing {
 		d.add(f.Value.Line, "routing", "want a mapping {mode: %s, min_confidence: 0..1}, got %s", strings.Join(modeNames(), " | "), yamlnode.KindName(n))
 		return r
 	}
-	fields := d.fields(n, "routing", routingFields)
-	if m, ok := fields["routing.mode"]; ok {
-		if v, ok := d.str(m, "routing.mode"); ok {
-			if msg := modeProblem(RoutingMode(v)); msg != "" {
-				d.add(m.Value.Line, "routing.mode", "%s", msg)
-			} else {
-				r.Mode = RoutingMode(v)
-			}
-		}
-	}
-	if m, ok := fields["routing.min_confidence"]; ok {
-		v := yamlnode.Resolve(m.Value)
-		var x float64
-		if v.Kind != yaml.ScalarNode || (v.ShortTag() != yamlnode.TagFloat && v.ShortTag() != yamlnode.TagInt) || v.Decode(&x) != nil {
-			d.add(m.Value.Line, "routing.min_confidence", "want a number in (0, 1], got %s", yamlnode.KindName(v))
-		} else if msg := minConfidenceProblem(x, v.Value); msg != "" {
-			d.add(m.Value.Line, "routing.min_confidence", "%s", msg)
-		} else {
-			r.MinConfidence = x
-		}
-	}
-	if m, ok := fields["routing.learn"]; ok {
-		v := yamlnode.Resolve(m.Value)
-		var b bool
-		if v.Kind != yaml.ScalarNode || v.ShortTag() != yamlnode.TagBool || v.Decode(&b) != nil {
-			d.add(m.Value.Line, "routing.learn", "want true or false, got %s", yamlnode.KindName(v))
-		} else {
-			r.Learn = &b
-		}
-	}
-	if m, ok := fields["routing.examples_file"]; ok {
-		if v, ok := d.str(m, "routing.examples_file"); ok {
-			if msg := examplesFileProblem(v); msg != "" {
-				d.add(m.Value.Line, "routing.examples_file", "%s", msg)
-			} else {
-				r.ExamplesFile = v
-			}
-		}
-	}
+	decodeFields(d, n, "routing", f.KeyN.Line, routingTable, routingFields, &r)
 	return r
+}
+
+func decodeMode(d *decoder, m yamlnode.Pair, r *Routing) {
+	if v, ok := d.str(m, "routing.mode"); ok {
+		if msg := modeProblem(RoutingMode(v)); msg != "" {
+			d.add(m.Value.Line, "routing.mode", "%s", msg)
+		} else {
+			r.Mode = RoutingMode(v)
+		}
+	}
+}
+
+func decodeMinConfidence(d *decoder, m yamlnode.Pair, r *Routing) {
+	v := yamlnode.Resolve(m.Value)
+	var x float64
+	if v.Kind != yaml.ScalarNode || (v.ShortTag() != yamlnode.TagFloat && v.ShortTag() != yamlnode.TagInt) || v.Decode(&x) != nil {
+		d.add(m.Value.Line, "routing.min_confidence", "want a number in (0, 1], got %s", yamlnode.KindName(v))
+	} else if msg := minConfidenceProblem(x, v.Value); msg != "" {
+		d.add(m.Value.Line, "routing.min_confidence", "%s", msg)
+	} else {
+		r.MinConfidence = x
+	}
+}
+
+func decodeLearn(d *decoder, m yamlnode.Pair, r *Routing) {
+	v := yamlnode.Resolve(m.Value)
+	var b bool
+	if v.Kind != yaml.ScalarNode || v.ShortTag() != yamlnode.TagBool || v.Decode(&b) != nil {
+		d.add(m.Value.Line, "routing.learn", "want true or false, got %s", yamlnode.KindName(v))
+	} else {
+		r.Learn = &b
+	}
+}
+
+func decodeExamplesFile(d *decoder, m yamlnode.Pair, r *Routing) {
+	if v, ok := d.str(m, "routing.examples_file"); ok {
+		if msg := examplesFileProblem(v); msg != "" {
+			d.add(m.Value.Line, "routing.examples_file", "%s", msg)
+		} else {
+			r.ExamplesFile = v
+		}
+	}
 }
 
 func modeNames() []string {
@@ -418,34 +454,24 @@ func (d *decoder) skill(f yamlnode.Pair) Skill {
 		d.add(f.Value.Line, "skill", "want a mapping, got %s", yamlnode.KindName(n))
 		return s
 	}
-	fields := d.fields(n, "skill", skillFields)
-	line := f.KeyN.Line
-	s.Name, _ = d.requiredString(fields, line, "skill.name", "required")
-	s.Description, _ = d.requiredString(fields, line, "skill.description", "required")
-	if t, ok := fields["skill.tags"]; ok {
-		if list, ok := d.strList(t, "skill.tags"); ok {
-			if len(list) == 0 {
-				d.add(t.Value.Line, "skill.tags", "must list at least one tag")
-			}
-			for i, v := range list {
-				if msg := tagProblem(v); msg != "" {
-					d.add(yamlnode.Resolve(t.Value).Content[i].Line, yamlnode.Index("skill.tags", i), "%s", msg)
-				}
-			}
-			s.Tags = list
-		}
-	} else {
-		d.missing(line, "skill.tags", "required")
-	}
-	if e, ok := fields["skill.examples"]; ok {
-		s.Examples, _ = d.strList(e, "skill.examples")
-	}
-	s.InputModes = d.modes(fields, "skill.inputModes")
-	s.OutputModes = d.modes(fields, "skill.outputModes")
-	if f, ok := fields["skill.data_schemas"]; ok {
-		s.DataSchemas = d.dataSchemas(f)
-	}
+	decodeFields(d, n, "skill", f.KeyN.Line, skillTable, skillFields, &s)
 	return s
+}
+
+func decodeTags(d *decoder, t yamlnode.Pair, s *Skill) {
+	list, ok := d.strList(t, "skill.tags")
+	if !ok {
+		return
+	}
+	if len(list) == 0 {
+		d.add(t.Value.Line, "skill.tags", "must list at least one tag")
+	}
+	for i, v := range list {
+		if msg := tagProblem(v); msg != "" {
+			d.add(yamlnode.Resolve(t.Value).Content[i].Line, yamlnode.Index("skill.tags", i), "%s", msg)
+		}
+	}
+	s.Tags = list
 }
 
 // dataSchemas reads skill.data_schemas: a non-empty list of JSON Schemas,
@@ -485,11 +511,7 @@ func (d *decoder) dataSchemas(f yamlnode.Pair) []DataSchema {
 // modes reads a list of media types. A valid entry is a lower-case
 // type/subtype without wildcards or parameters, so that routing can compare
 // media types as plain strings.
-func (d *decoder) modes(fields map[string]yamlnode.Pair, field string) []string {
-	f, ok := fields[field]
-	if !ok {
-		return nil
-	}
+func (d *decoder) modes(f yamlnode.Pair, field string) []string {
 	list, ok := d.strList(f, field)
 	if !ok {
 		return nil
@@ -567,15 +589,6 @@ func (d *decoder) fields(n *yaml.Node, path string, known []string) map[string]y
 		out[field] = p
 	}
 	return out
-}
-
-func (d *decoder) requiredString(fields map[string]yamlnode.Pair, line int, field, missing string) (string, bool) {
-	f, ok := fields[field]
-	if !ok {
-		d.missing(line, field, "%s", missing)
-		return "", false
-	}
-	return d.nonBlank(f, field, missing)
 }
 
 // nonBlank reads a string that must not be blank (blank gets msg).

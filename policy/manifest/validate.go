@@ -221,6 +221,11 @@ func (c *Capability) Validate() error {
 			add("routing.min_confidence", p)
 		}
 	}
+	if f := c.Routing.ExamplesFile; f != "" {
+		if p := examplesFileProblem(f); p != "" {
+			add("routing.examples_file", p)
+		}
+	}
 	return errors.Join(errs...)
 }
 

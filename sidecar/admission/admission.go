@@ -35,10 +35,10 @@ type Input struct {
 }
 
 // Verdict is admission's answer. Allowed is set only by a decision that admits; every other
-// outcome carries Err.
+// outcome carries Err: a door answers a refusal with Err as it is, and never needs to invent one.
 type Verdict struct {
 	Allowed bool
-	// Err is the refusal, in the protocol's error model; nil when Allowed.
+	// Err is the refusal, in the protocol's error model: nil exactly when Allowed.
 	Err *protocol.Error
 	// Principal is the caller (the zero Principal when anonymous or not yet known).
 	Principal identity.Principal
@@ -77,15 +77,23 @@ const (
 	msgPushOff       = "push notifications are not supported by this agent"
 )
 
-// Admit decides one request at rev. The order is fixed: credentials, extension negotiation,
+// Admit decides one request at rev. The order is fixed: the binding (a gRPC call when the agent
+// does not serve gRPC is refused before anything else), credentials, extension negotiation,
 // push availability, what the operation requires of the caller, the request's tenant, an
 // extension method's extension and capability, entitlement (messages), ownership of every named
 // task, then of every context named at a target position (a message's new one claimed; a filter
 // position such as ListTasks' contextId is not refused: it narrows the caller's own results),
-// every push webhook URL, and the limits of a capability known before routing.
+// every push webhook URL, the limits of a capability known before routing, and last the version
+// of a gRPC call (see servedVersion).
 func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Verdict {
 	r := in.Request
+	if err := servedBinding(rev, r); err != nil {
+		return refuse(Verdict{}, err)
+	}
 	if r.Operation.Public() {
+		if err := servedVersion(r); err != nil {
+			return refuse(Verdict{}, err)
+		}
 		return Verdict{Allowed: true} // the public card: anyone
 	}
 	var v Verdict
@@ -155,8 +163,32 @@ func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Ver
 	if err := a.limits(ctx, rev, r, p, v.Task, decided); err != nil {
 		return refuse(v, err)
 	}
+	if err := servedVersion(r); err != nil {
+		return refuse(v, err)
+	}
 	v.Allowed = true
 	return v
+}
+
+// servedBinding refuses a gRPC call when the agent does not serve the gRPC binding (agent.grpc:
+// false): the method does not exist here, for any caller.
+func servedBinding(rev *revision.State, r *protocol.Request) *protocol.Error {
+	if r.Binding == protocol.GRPC && !rev.Config().Agent.ServesGRPC() {
+		return protocol.Errorf(protocol.MethodNotFound, "this agent does not serve the gRPC binding")
+	}
+	return nil
+}
+
+// servedVersion refuses a call to the A2A 0.3 gRPC service: only the 1.0 service is served. The
+// parser reads a 0.3 gRPC call in full, so it is decided last, after every rule about what it
+// names: a caller naming another's task hears TaskNotFound as on every other binding (the
+// two-door sweep holds each 0.3 gRPC position to that), and only a request admissible in every
+// other respect learns that the service is not served.
+func servedVersion(r *protocol.Request) *protocol.Error {
+	if r.Binding == protocol.GRPC && r.Version != protocol.V1 {
+		return protocol.Errorf(protocol.VersionNotSupported, "the A2A 0.3 gRPC service is not served; use %s", protocol.GRPCService)
+	}
+	return nil
 }
 
 // limits enforces the capability's limits (max_body_bytes, max_parts, max_file_bytes) when the
@@ -196,7 +228,12 @@ func (a *Admitter) limits(ctx context.Context, rev *revision.State, r *protocol.
 	return enforce.Limits(capID, limits, r.Message, len(params))
 }
 
+// refuse is every refusal's way out of Admit. It guarantees the verdict's error: a refusal
+// without one (a bug) is Internal, never an admission.
 func refuse(v Verdict, err *protocol.Error) Verdict {
+	if err == nil {
+		err = protocol.Errorf(protocol.Internal, "admission refused without a reason")
+	}
 	v.Allowed, v.Err = false, err
 	return v
 }

@@ -22,6 +22,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // Result values.
@@ -103,6 +105,30 @@ func (e *Entry) SetScopes(scopes []string) {
 	e.Scopes, e.ScopesTruncated = scopes, false
 	if len(scopes) > MaxScopes {
 		e.Scopes, e.ScopesTruncated = scopes[:MaxScopes], true
+	}
+}
+
+// SetRefusal records err as the decision's refusal, the same at every door: the result deny,
+// the error's code, its reason (unless the entry already holds the policy's reasons), the rule
+// outside Rego that made it and the capability it names (unless one is already recorded), and for
+// an Unauthenticated refusal the class of the refused credential and its issuer. A nil err
+// records nothing: the decision stands as it is.
+func (e *Entry) SetRefusal(err *protocol.Error) {
+	if err == nil {
+		return
+	}
+	e.Result = Deny
+	e.Code = string(err.Code)
+	if e.Reasons == nil {
+		e.Reasons = []string{err.Reason()}
+	}
+	e.Rule = err.Rule()
+	if e.Capability == "" {
+		e.Capability = err.Capability()
+	}
+	if err.Code == protocol.Unauthenticated {
+		reason, iss := identity.Refusal(err)
+		e.AuthReason, e.Issuer = string(reason), iss
 	}
 }
 

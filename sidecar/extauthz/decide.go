@@ -131,14 +131,7 @@ func (s *Server) decide(ctx context.Context, req *authv3.CheckRequest, d *decisi
 	}
 	v := s.admit.Admit(ctx, rev, admission.Input{Request: r, Header: &d.hdr, Peer: req.GetAttributes().GetSource().GetPrincipal()})
 	d.principal = v.Principal
-	switch {
-	case v.Allowed:
-		d.allowed = true
-	case v.Err != nil:
-		d.err = v.Err
-	default:
-		d.err = protocol.Errorf(protocol.Internal, "admission returned no verdict")
-	}
+	d.allowed, d.err = v.Allowed, v.Err // Admit gives every refusal its error
 }
 
 // body returns the request body Envoy sent, refusing a body Envoy withheld

@@ -12,7 +12,6 @@ import (
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/decisionlog"
-	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -37,10 +36,7 @@ func (s *Server) finish(d *decision, start time.Time) *authv3.CheckResponse {
 	if d.allowed {
 		resp = s.allow(d)
 	} else {
-		if d.err == nil { // never allow by default
-			d.err = protocol.Errorf(protocol.Internal, "no decision was reached")
-		}
-		resp = s.deny(d)
+		resp = s.deny(d) // every refusal decide reaches carries its error
 	}
 	s.record(d, time.Since(start))
 	return resp
@@ -77,15 +73,8 @@ func (s *Server) record(d *decision, latency time.Duration) {
 	if d.plan != nil {
 		e.Revision = d.plan.id
 	}
-	if !d.allowed && d.err != nil {
-		e.Result = decisionlog.Deny
-		e.Code = string(d.err.Code)
-		e.Reasons = []string{d.err.Reason()}
-		e.Rule, e.Capability = d.err.Rule(), d.err.Capability()
-		if d.err.Code == protocol.Unauthenticated {
-			reason, iss := identity.Refusal(d.err)
-			e.AuthReason, e.Issuer = string(reason), iss
-		}
+	if !d.allowed {
+		e.SetRefusal(d.err)
 	}
 	s.dlog.Log(&e)
 	s.stats.observe(d, latency)

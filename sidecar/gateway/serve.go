@@ -14,7 +14,6 @@ import (
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/exchange"
-	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/wire"
@@ -89,10 +88,6 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		g.refuse(w, rev, start, entry, req, perr)
 		return
 	}
-	if req.Binding == protocol.GRPC && !rev.Config().Agent.ServesGRPC() {
-		g.refuse(w, rev, start, entry, req, protocol.Errorf(protocol.MethodNotFound, "this agent does not serve the gRPC binding"))
-		return
-	}
 	peer, perr := peerOf(r, rev)
 	if perr != nil {
 		g.refuse(w, rev, start, entry, req, perr)
@@ -103,16 +98,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	entry.Authenticated, entry.Issuer = v.Principal.Authenticated, v.Principal.Issuer
 	entry.SetScopes(v.Principal.Scopes)
 	if !v.Allowed {
-		e := v.Err
-		if e == nil { // never allow by default
-			e = protocol.Errorf(protocol.Internal, "admission returned no verdict")
-		}
-		g.refuse(w, rev, start, entry, req, e)
-		return
-	}
-	if req.Binding == protocol.GRPC && req.Version != protocol.V1 {
-		g.refuse(w, rev, start, entry, req, protocol.Errorf(protocol.VersionNotSupported,
-			"the A2A 0.3 gRPC service is not served; use %s", protocol.GRPCService))
+		g.refuse(w, rev, start, entry, req, v.Err) // Admit gives every refusal its error
 		return
 	}
 	if len(v.Extensions) > 0 {
@@ -190,23 +176,9 @@ func (g *Gateway) finish(rev *revision.State, start time.Time, e *decisionlog.En
 	e.Revision, e.CardVersion = rev.ID(), rev.CardVersion
 	e.Latency = g.now().Sub(start)
 	e.Result = decisionlog.Allow
-	if err != nil {
-		e.Result = decisionlog.Deny
-		e.Code = string(err.Code)
-		if e.Reasons == nil {
-			e.Reasons = []string{err.Reason()}
-		}
-		e.Rule = err.Rule()
-		if e.Capability == "" {
-			e.Capability = err.Capability()
-		}
-		if err.Code == protocol.Unauthenticated {
-			reason, iss := identity.Refusal(err)
-			e.AuthReason, e.Issuer = string(reason), iss
-		}
-		if err.Code == protocol.Internal {
-			g.log.Error("request failed", zap.String("decision_id", e.DecisionID), zap.Error(err.Unwrap()))
-		}
+	e.SetRefusal(err)
+	if err != nil && err.Code == protocol.Internal {
+		g.log.Error("request failed", zap.String("decision_id", e.DecisionID), zap.Error(err.Unwrap()))
 	}
 	g.countDecision(e.Operation, err)
 	g.m.DecisionSeconds.WithLabelValues(component).Observe(e.Latency.Seconds())

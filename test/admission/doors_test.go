@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -193,4 +195,33 @@ func TestLimitsOfAKnownCapabilityAtBothDoors(t *testing.T) {
 	require.True(t, e.extauthz(t, http.MethodPost, "/", h.Clone(), []byte(parts(4))).allowed)
 	gw = e.gateway(t, http.MethodPost, "/", h.Clone(), []byte(parts(4)))
 	require.True(t, e.forwarded(gw.decision), "forwarded: %s", gw.body)
+}
+
+// TestGRPCOffAtBothDoors: with agent.grpc false, every gRPC call — either service, every
+// operation and position, with a credential or without — is refused at both doors alike
+// (UNIMPLEMENTED, METHOD_NOT_FOUND): the served-binding rule is admission's, not the gateway's.
+func TestGRPCOffAtBothDoors(t *testing.T) {
+	d := testutil.LoadDeployment(t, "")
+	off := false
+	d.Config.Agent.GRPC = &off
+	e := connect(t, testutil.Start(t, d, testutil.StartOptions{ExtAuthz: true}))
+	token := testutil.Token(t, testutil.Partner())
+	n := 0
+	for _, p := range positionstest.All() {
+		if p.Binding != protocol.GRPC {
+			continue
+		}
+		for _, authorized := range []bool{true, false} {
+			t.Run(p.Name()+"/"+strconv.FormatBool(authorized), func(t *testing.T) {
+				n++
+				method, target, h, body, err := positionstest.RequestFor(p, "t-1", "t-1", testutil.Partner().Tenant, hook, "grpc-off-"+strconv.Itoa(n))
+				require.NoError(t, err)
+				if authorized {
+					h.Set("Authorization", "Bearer "+token)
+				}
+				gw, _ := e.door(t, method, target, h, string(body))
+				require.Equal(t, "METHOD_NOT_FOUND", gw.reason, "%s", gw.body)
+			})
+		}
+	}
 }

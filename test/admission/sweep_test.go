@@ -25,9 +25,10 @@ import (
 // owner's context is refused as a task that does not exist is. At a filter position (ListTasks'
 // contextId) every authenticated caller gets through and is answered from its own tasks: the
 // owner's list holds its task, anyone else's is empty and byte for byte the answer to a context
-// nobody holds. gRPC requests go to the gateway over h2c; the gateway
-// serves the A2A 1.0 gRPC service only, so an admitted 0.3 gRPC request is answered
-// VERSION_NOT_SUPPORTED there (after the same admission) and reaches no handler.
+// nobody holds. gRPC requests go to the gateway over h2c. Only the A2A 1.0 gRPC service is
+// served, a rule of admission (decided last, after everything the request names): a 0.3 gRPC
+// request admissible in every other respect is VERSION_NOT_SUPPORTED at both doors and reaches
+// no handler; any other caller is refused there for what it names, as on every binding.
 func TestSweep(t *testing.T) {
 	e := startBoth(t)
 	cs := classes(t, e)
@@ -63,6 +64,12 @@ func TestSweep(t *testing.T) {
 				if want && (p.Operation == protocol.GetTaskPushNotificationConfig || p.Operation == protocol.DeleteTaskPushNotificationConfig) {
 					e.pushConfig(t, c, ownTaskOf(p, swept, ownTask))
 				}
+				if want && p.Binding == protocol.GRPC && p.Version == protocol.V03 {
+					gw, _ := e.door(t, method, target, h, string(body))
+					counts["grpc 0.3 refused at both doors"]++
+					require.Equal(t, "VERSION_NOT_SUPPORTED", gw.reason, "%s %s: %s", method, target, gw.body)
+					return
+				}
 				az := e.extauthz(t, method, target, h.Clone(), body)
 				require.Equal(t, want, az.allowed, "ext_authz: %s\n%s %s\n%s", az, method, target, az.body)
 				counts["extauthz"]++
@@ -81,11 +88,6 @@ func TestSweep(t *testing.T) {
 						require.Equal(t, "TASK_NOT_FOUND", gw.reason, "another owner's context is answered as a task that does not exist")
 					}
 					require.False(t, e.forwarded(gw.decision), "a refused request reached a handler")
-					return
-				}
-				if p.Binding == protocol.GRPC && p.Version == protocol.V03 {
-					require.Equal(t, "VERSION_NOT_SUPPORTED", gw.reason, "%s %s: %s", method, target, gw.body)
-					require.False(t, e.forwarded(gw.decision), "a 0.3 gRPC request reached a handler")
 					return
 				}
 				if p.Filter {
