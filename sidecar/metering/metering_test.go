@@ -180,8 +180,8 @@ func (failing) Take(context.Context, string, int64, time.Duration, int64) (meter
 	return metering.Taken{}, errDown
 }
 func (failing) Give(context.Context, string, int64, time.Duration, int64) error { return errDown }
-func (failing) Mark(context.Context, string, time.Duration) (bool, error)      { return false, errDown }
-func (failing) Unmark(context.Context, string) error                           { return errDown }
+func (failing) Mark(context.Context, string, time.Duration) (bool, error)       { return false, errDown }
+func (failing) Unmark(context.Context, string) error                            { return errDown }
 
 // TestEnforcerStoreErrors: a fail-open quota lets the call pass uncounted;
 // a fail-closed one refuses it Unavailable (outcome not_run).
