@@ -18,6 +18,7 @@ func startQuotas(t *testing.T) *env {
 	t.Helper()
 	cfg := testutil.CopyFinance(t)
 	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+		s, _, _ = strings.Cut(s, "\nquotas:\n") // the example's plans end the file: replace them
 		return s + `
 quotas:
   plans:
