@@ -11,7 +11,7 @@
 // label. The parser's name lookups are indexes built from the table when the package loads, and
 // the properties other packages ask of an Operation (Streaming, TargetsTask, Push, PathFields,
 // ...) are the row's. Adding an operation is adding a row, and — when its params are new —
-// teaching the readers to read them (params.go, grpcwire) and the positions catalogue where they
+// teaching the readers to read them (params.go, grpcwire) and the positions catalogue (positionstest) where they
 // name a task, context or tenant (docs/walkthroughs.md). operations_test.go fails when a product
 // file spells a wire name of an operation outside the table.
 package protocol
@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Binding is an A2A protocol binding.
@@ -125,9 +126,10 @@ type Request struct {
 
 	// path holds what an HTTP+JSON path bound, for ForwardParams.
 	path pathValues
-	// canon marks an A2A 1.0 JSON-RPC or HTTP+JSON request whose params are its proto request
-	// message: ForwardParams re-encodes them from it (canonical.go).
-	canon bool
+	// canon is, for an A2A 1.0 JSON-RPC or HTTP+JSON request whose params are its proto
+	// request message, that message's descriptor (nil for any other request): ForwardParams
+	// re-encodes the params from it (canonical.go).
+	canon protoreflect.MessageDescriptor
 }
 
 // pathValues are the identifiers an HTTP+JSON route binds.
