@@ -98,6 +98,7 @@ func (c *Config) Validate() error {
 	v.limits()
 	v.trustedProxy()
 	v.tracing()
+	c.Quotas.Check("quotas", v.add)
 	for peer := range c.Auth.MTLSPrincipals {
 		if strings.TrimSpace(peer) == "" || strings.ContainsAny(peer, " \t\n") {
 			v.add("auth.mtls_principals", "%q is not a peer principal (e.g. spiffe://example.org/ns/partners/sa/orchestrator)", peer)
@@ -613,3 +614,7 @@ func (v *validator) trustedProxy() {
 		v.add("auth.trusted_proxy.secret_file", "the secret must be at least 32 bytes")
 	}
 }
+
+// Line is the line of field in the config file (or of its nearest enclosing field), 0 when
+// unknown: for checks of the config against what it names (the registry's capabilities).
+func (c *Config) Line(field string) int { return c.line(field) }

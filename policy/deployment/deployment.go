@@ -67,12 +67,13 @@ func FromConfig(cfg *config.Config) (*Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := compile.Build(reg, cfg.Auth, extra)
+	snap, err := compile.Build(reg, cfg.Auth, extra, compile.WithQuotas(cfg.Quotas))
 	if err != nil {
 		return nil, fmt.Errorf("compile deployment: %w", err)
 	}
 	warnings := append(cfg.Warnings(), problemStrings(reg.Warnings())...)
 	warnings = append(warnings, scopeWarnings(cfg, reg)...)
+	warnings = append(warnings, quotaWarnings(cfg, reg)...)
 	return &Deployment{Config: cfg, Snapshot: snap, Warnings: warnings}, nil
 }
 
@@ -159,6 +160,9 @@ func parts(cfg *config.Config) (*manifest.Registry, map[string]string, error) {
 	}
 	reg, err := manifest.Load(dirs, manifest.Options{Handlers: cfg.HasHandler})
 	problems.Merge(err)
+	if reg != nil {
+		checkQuotas(cfg, reg, &problems)
+	}
 
 	extra, err := readModules(cfg)
 	problems.Merge(err)

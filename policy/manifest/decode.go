@@ -44,6 +44,7 @@ var topTable = []field[Capability]{
 		c.Owner = d.s.str(o)
 	}},
 	{name: "routing", doc: 12, decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Routing = d.routing(f) }},
+	{name: "quota", doc: 13, decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Quota = d.quota(f) }},
 }
 
 // field is one row of a table of the manifest format's fields (topTable,

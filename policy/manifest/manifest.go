@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // State is a capability's lifecycle state.
@@ -45,6 +46,10 @@ type Capability struct {
 	ID      string         `json:"id"`
 	Limits  map[string]any `json:"limits,omitempty"`
 	Owner   string         `json:"owner,omitempty"`
+	// Quota is what capgate counts for calls of the capability (manifest
+	// quota: a rate per caller and/or its cost in units); zero when the
+	// manifest has none. Server-side only.
+	Quota quota.Capability `json:"quota,omitzero"`
 	// ReplacedBy is the capability that replaces this one.
 	ReplacedBy string `json:"replaced_by,omitempty"`
 	// RequiresAnyOf are alternative scope sets (manifest requires_any_of):

@@ -226,6 +226,7 @@ func (c *Capability) Validate() error {
 			add("routing.examples_file", p)
 		}
 	}
+	quotaProblems(c.Quota, add)
 	return errors.Join(errs...)
 }
 

@@ -213,6 +213,9 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 	if perr := enforce.Limits(capability.ID, limits, msg, len(r.params)); perr != nil {
 		return exchange.Result{}, false, perr
 	}
+	if perr := d.charge(ctx, call, capability.ID); perr != nil {
+		return exchange.Result{}, false, perr
+	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, r.params)
 	if perr != nil {
 		return exchange.Result{}, false, perr

@@ -93,7 +93,8 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		g.refuse(w, rev, start, entry, req, perr)
 		return
 	}
-	v := g.admit.Admit(r.Context(), rev, admission.Input{Request: req, Header: env.Header, Peer: peer})
+	v := g.admit.Admit(r.Context(), rev, admission.Input{Request: req, Header: env.Header, Peer: peer, DecisionID: id})
+	entry.Quotas = v.Quotas
 	entry.Principal, entry.Tenant = v.Principal.Subject, v.Principal.Tenant
 	entry.Authenticated, entry.Issuer = v.Principal.Authenticated, v.Principal.Issuer
 	entry.SetScopes(v.Principal.Scopes)
@@ -111,6 +112,9 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	call := &exchange.Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
 		Header: r.Header, Log: entry, Task: v.Task}
 	res, toAnswer, e := g.run(r.Context(), call, w)
+	for _, h := range protocol.RateLimitHeaders(entry.Quotas) { // charged at admission or once routed
+		w.Header().Set(h[0], h[1])
+	}
 	if e == nil && toAnswer {
 		var written bool
 		if e, written = answer(w, req, res, g.keepAlive); written {
