@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/capgate/capgate/policy/compile"
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // DefaultCacheSize is how many entitlement classes' views an engine keeps.
@@ -42,9 +43,12 @@ const (
 // Caller is the principal a decision is made for.
 type Caller struct {
 	Authenticated bool
-	Subject       string
-	Tenant        string
-	Scopes        []string
+	// Issuer is the iss of the caller's token ("" for an mTLS peer or an
+	// anonymous caller); quota plans may be granted by issuer.
+	Issuer  string
+	Subject string
+	Tenant  string
+	Scopes  []string
 }
 
 // Reason is one rule that fired, as the policy reports it.
@@ -69,6 +73,10 @@ type Decision struct {
 	// manifest's limits; empty when it has none). Whole numbers are int64,
 	// others float64. Callers must not modify them.
 	Limits map[string]any `json:"limits,omitempty"`
+	// Quotas are the quotas the policy decided apply to a call of the
+	// capability by this caller, sorted by id (none: no quota applies).
+	// See package quota for the contract. Callers must not modify them.
+	Quotas []quota.Applied `json:"quotas,omitempty"`
 }
 
 // Option tunes an engine.
@@ -305,6 +313,7 @@ func decisionKey(c Caller, capability string) string {
 
 func appendClassKey(b []byte, c Caller) []byte {
 	b = strconv.AppendBool(b, c.Authenticated)
+	b = appendField(b, c.Issuer)
 	b = appendField(b, c.Tenant)
 	b = appendField(b, c.Subject)
 	b = strconv.AppendInt(b, int64(len(c.Scopes)), 10)
@@ -445,6 +454,7 @@ func input(c Caller) ast.Object {
 	}
 	caller := ast.NewObject(
 		ast.Item(ast.StringTerm("authenticated"), ast.BooleanTerm(c.Authenticated)),
+		ast.Item(ast.StringTerm("issuer"), ast.StringTerm(c.Issuer)),
 		ast.Item(ast.StringTerm("subject"), ast.StringTerm(c.Subject)),
 		ast.Item(ast.StringTerm("tenant"), ast.StringTerm(c.Tenant)),
 		ast.Item(ast.StringTerm("scopes"), ast.ArrayTerm(scopes...)),

@@ -8,5 +8,5 @@ func (p Principal) Caller() engine.Caller {
 	if !p.Authenticated {
 		return engine.Caller{}
 	}
-	return engine.Caller{Authenticated: true, Subject: p.Subject, Tenant: p.Tenant, Scopes: p.Scopes}
+	return engine.Caller{Authenticated: true, Issuer: p.Issuer, Subject: p.Subject, Tenant: p.Tenant, Scopes: p.Scopes}
 }

@@ -27,7 +27,7 @@ default _given_settings := {}
 
 _given_settings := data.capgate.settings
 
-_default_caller := {"authenticated": false, "subject": "", "tenant": "", "scopes": []}
+_default_caller := {"authenticated": false, "issuer": "", "subject": "", "tenant": "", "scopes": []}
 
 _caller := object.union(_default_caller, object.get(input, "caller", {}))
 
