@@ -15,7 +15,15 @@
 package ratelimit
 
 import (
+	"errors"
+	"fmt"
+	"slices"
 	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // Names shared by ext_authz (which writes the metadata), Envoy's rate_limits
@@ -35,19 +43,86 @@ const (
 	// decimal string, as Envoy's hits_addend format reads it).
 	FieldID   = "id"
 	FieldHits = "hits"
-
-	// The counter key's parts, in descriptor order.
-	PartCaller     = "caller"
-	PartTenant     = "tenant"
-	PartCapability = "capability"
-	PartCostClass  = "cost_class"
 )
 
-// Parts returns the counter key's parts in the order their descriptor
-// entries follow the quota entry.
-func Parts() []string {
-	return []string{PartCaller, PartTenant, PartCapability, PartCostClass}
-}
+// Parts returns the counter key's parts (quota.KeyParts) in the order their
+// descriptor entries follow the quota entry.
+func Parts() []string { return slices.Clone(quota.KeyParts) }
 
 // SlotKey is the metadata key of slot i.
 func SlotKey(i int) string { return "quota_" + strconv.Itoa(i) }
+
+// Metadata returns the slots ext_authz adds to its dynamic metadata for the
+// quotas applied to one admitted call by caller (quota.Caller's value): slot
+// i holds applied[i]'s id, its hits (the call's cost) and the value of each
+// key part it names. A quota this call costs nothing under takes no slot
+// (the service would count a zero as one). More quotas than Slots is an
+// error: the call could not be counted whole, and ext_authz refuses it.
+func Metadata(applied []quota.Applied, caller string) (map[string]*structpb.Value, error) {
+	out := make(map[string]*structpb.Value, len(applied))
+	i := 0
+	for _, a := range applied {
+		if a.Cost <= 0 {
+			continue
+		}
+		if i == Slots {
+			return nil, fmt.Errorf("%d quotas apply to the call; Envoy's rate limits carry %d", len(applied), Slots)
+		}
+		f := map[string]*structpb.Value{
+			FieldID:   structpb.NewStringValue(a.ID),
+			FieldHits: structpb.NewStringValue(strconv.FormatInt(a.Cost, 10)),
+		}
+		for _, p := range a.Key {
+			v := p.Value
+			if p.Name == quota.PartCaller {
+				v = caller
+			}
+			f[p.Name] = structpb.NewStringValue(v)
+		}
+		out[SlotKey(i)] = structpb.NewStructValue(&structpb.Struct{Fields: f})
+		i++
+	}
+	return out, nil
+}
+
+// Capability is one capability's own rate (its manifest quota.rate), for
+// Limits.
+type Capability struct {
+	ID   string
+	Rate quota.Rate
+}
+
+// CapabilityRateKey are the key parts of a capability's own rate quota.
+func CapabilityRateKey() []string { return []string{quota.PartCaller, quota.PartCapability} }
+
+// Limits lists what the service must count: every plan (quota id
+// "plan.<id>", its key, default [caller]) and every capability's own rate
+// ("rate.<id>", per caller and capability). A budget of units counts the
+// call's cost as hits; one of calls counts 1.
+func Limits(plans []quota.Plan, caps []Capability) ([]Limit, error) {
+	var errs []error
+	out := make([]Limit, 0, len(plans)+len(caps))
+	for _, p := range plans {
+		key := p.Key
+		if len(key) == 0 {
+			key = []string{quota.PartCaller}
+		}
+		lim := p.Budget.Limit()
+		if lim < 1 {
+			errs = append(errs, fmt.Errorf("plan %q: no budget", p.ID))
+			continue
+		}
+		out = append(out, Limit{Quota: "plan." + p.ID, Parts: key, Window: p.Budget.Per, Limit: uint64(lim)})
+	}
+	for _, c := range caps {
+		if c.Rate.IsZero() {
+			continue
+		}
+		if c.Rate.Calls < 1 || c.Rate.Per < time.Second {
+			errs = append(errs, fmt.Errorf("capability %q: rate %d per %s", c.ID, c.Rate.Calls, c.Rate.Per))
+			continue
+		}
+		out = append(out, Limit{Quota: "rate." + c.ID, Parts: CapabilityRateKey(), Window: c.Rate.Per, Limit: uint64(c.Rate.Calls)})
+	}
+	return out, errors.Join(errs...)
+}

@@ -7,21 +7,23 @@ import (
 	rlsconfv3 "github.com/envoyproxy/go-control-plane/ratelimit/config/ratelimit/v3"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/capgate/capgate/policy/quota"
 )
 
 func TestConfigRendersAndParses(t *testing.T) {
 	cfg, err := Config([]Limit{
-		{Quota: "paid.units", Parts: []string{PartTenant}, Window: 24 * time.Hour, Limit: 10000},
-		{Quota: "free.calls", Parts: []string{PartCostClass, PartCaller}, Window: time.Hour, Limit: 100},
+		{Quota: "paid.units", Parts: []string{quota.PartTenant}, Window: 24 * time.Hour, Limit: 10000},
+		{Quota: "free.calls", Parts: []string{quota.PartCostClass, quota.PartCaller}, Window: time.Hour, Limit: 100},
 	})
 	require.NoError(t, err)
 	// Sorted by id; parts in descriptor order whatever order they were named in.
 	require.Equal(t, "free.calls", cfg.GetDescriptors()[0].GetValue())
 	free := cfg.GetDescriptors()[0]
 	require.Equal(t, KeyQuota, free.GetKey())
-	require.Equal(t, PartCaller, free.GetDescriptors()[0].GetKey())
+	require.Equal(t, quota.PartCaller, free.GetDescriptors()[0].GetKey())
 	leaf := free.GetDescriptors()[0].GetDescriptors()[0]
-	require.Equal(t, PartCostClass, leaf.GetKey())
+	require.Equal(t, quota.PartCostClass, leaf.GetKey())
 	require.Empty(t, leaf.GetValue(), "a value-less key: one counter per distinct value")
 	require.Equal(t, rlsconfv3.RateLimitUnit_HOUR, leaf.GetRateLimit().GetUnit())
 	require.EqualValues(t, 100, leaf.GetRateLimit().GetRequestsPerUnit())
@@ -44,7 +46,7 @@ func TestConfigRefuses(t *testing.T) {
 		{"zero limit", Limit{Quota: "q", Window: time.Minute}, "limit 0"},
 		{"huge limit", Limit{Quota: "q", Window: time.Minute, Limit: 1 << 40}, "limit 1099511627776"},
 		{"unknown part", Limit{Quota: "q", Parts: []string{"issuer"}, Window: time.Minute, Limit: 1}, `key part "issuer"`},
-		{"repeated part", Limit{Quota: "q", Parts: []string{PartCaller, PartCaller}, Window: time.Minute, Limit: 1}, "named twice"},
+		{"repeated part", Limit{Quota: "q", Parts: []string{quota.PartCaller, quota.PartCaller}, Window: time.Minute, Limit: 1}, "named twice"},
 		{"no id", Limit{Window: time.Minute, Limit: 1}, "no id"},
 	}
 	for _, tt := range tests {
