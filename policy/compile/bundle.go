@@ -257,6 +257,11 @@ func decodeSettings(v any) (Settings, error) {
 		}
 		s.PreviewTenants = append(s.PreviewTenants, x)
 	}
+	q, err := decodeQuotas(m["quotas"])
+	if err != nil {
+		errs = append(errs, err)
+	}
+	s.Quotas = q
 	return s, errors.Join(errs...)
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/policy/quota"
 	"github.com/capgate/capgate/policy/regocheck"
 	"github.com/capgate/capgate/rego"
 )
@@ -48,6 +49,8 @@ type Settings struct {
 	PreviewScope    string   `json:"preview_scope"`
 	PreviewTenants  []string `json:"preview_tenants"`
 	AnonymousPublic bool     `json:"anonymous_public"`
+	// Quotas are the deployment's quota plans (nil: none).
+	Quotas *Quotas `json:"quotas,omitempty"`
 }
 
 // Snapshot is one checked, immutable revision of everything the policy
@@ -77,7 +80,11 @@ type Snapshot struct {
 // it is returned: ids are non-empty and unique, every replaced_by resolves
 // (see check), every module compiles (Rego v1, strict, input schema) and the
 // policy evaluates over the data (see smoke).
-func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string) (*Snapshot, error) {
+func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string, opts ...BuildOption) (*Snapshot, error) {
+	var o buildOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if reg == nil {
 		return nil, errors.New("build policy snapshot: nil registry")
 	}
@@ -100,9 +107,19 @@ func Build(reg *manifest.Registry, auth config.Auth, extra map[string]string) (*
 		PreviewScope:    auth.PreviewScope,
 		PreviewTenants:  slices.Clone(auth.PreviewTenants),
 		AnonymousPublic: auth.AnonymousPublic,
+		Quotas:          QuotaSettings(o.quotas),
 	}
 	return assemble(reg, settings, modules)
 }
+
+// BuildOption adds an optional part to a build.
+type BuildOption func(*buildOptions)
+
+type buildOptions struct{ quotas quota.Config }
+
+// WithQuotas compiles the deployment's validated quota plans
+// (data.capgate.settings.quotas).
+func WithQuotas(q quota.Config) BuildOption { return func(o *buildOptions) { o.quotas = q } }
 
 // extraPath maps an extra module name to its module path under ExtraDir.
 func extraPath(name string) (string, error) {
@@ -348,6 +365,9 @@ func appendFacts(dst []fact, c *manifest.Capability, profile string) []fact {
 		dst = append(dst, fact{"limits", c.Limits})
 	}
 	dst = append(dst, fact{"profile", profile})
+	if q := quotaFact(c.Quota); q != nil {
+		dst = append(dst, fact{"quota", q})
+	}
 	if c.ReplacedBy != "" {
 		dst = append(dst, fact{"replaced_by", c.ReplacedBy})
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // wireCapability is a full manifest as a bundle stores it under
@@ -26,6 +27,7 @@ type wireCapability struct {
 	Limits         map[string]any   `json:"limits,omitempty"`
 	Owner          string           `json:"owner,omitempty"`
 	Routing        manifest.Routing `json:"routing,omitzero"`
+	Quota          *wireQuota       `json:"quota,omitempty"`
 }
 
 type wireSkill struct {
@@ -92,6 +94,9 @@ func toWire(c *manifest.Capability) map[string]any {
 		}
 		w["routing"] = r
 	}
+	if c.Quota != (quota.Capability{}) {
+		w["quota"] = toWireQuota(c.Quota)
+	}
 	return w
 }
 
@@ -118,6 +123,10 @@ func fromWire(key string, v any) (manifest.Capability, error) {
 	}
 	if mc := w.Routing.MinConfidence; mc < 0 || mc > 1 {
 		return manifest.Capability{}, fmt.Errorf("registry %s: routing.min_confidence %v is outside (0, 1]", key, mc)
+	}
+	q, err := fromWireQuota(key, w.Quota)
+	if err != nil {
+		return manifest.Capability{}, err
 	}
 	var schemas []manifest.DataSchema
 	for i, doc := range w.Skill.DataSchemas {
@@ -148,6 +157,7 @@ func fromWire(key string, v any) (manifest.Capability, error) {
 		Limits:         w.Limits,
 		Owner:          w.Owner,
 		Routing:        w.Routing,
+		Quota:          q,
 		Source:         manifest.Source{File: "bundle:data.capgate.registry." + key},
 	}, nil
 }

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/capgate/capgate/policy/diag/yamlnode"
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // Defaults.
@@ -110,6 +111,9 @@ type Config struct {
 	DecisionLogs map[string]any `yaml:"decision_logs"`
 	// Tracing exports OpenTelemetry traces over OTLP; off by default.
 	Tracing Tracing `yaml:"tracing"`
+	// Quotas are the cost classes and plans capgate counts calls against
+	// (package quota; docs/quotas.md).
+	Quotas quota.Config `yaml:"quotas"`
 
 	// Dir is the directory of the config file; relative paths resolve against it.
 	// For a config read from an fs.FS it is a path inside that FS.

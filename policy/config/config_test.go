@@ -174,7 +174,7 @@ func TestLoadFSInvalid(t *testing.T) {
 		want     string
 	}{
 		{"unknown top-level key", "store: memory\n", "store: memory\nstorage: redis\n",
-			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, store_password_file, store_password_env, store_sentinel_password_file, store_sentinel_password_env, cards, identity, audit, limits, push, services, decision_logs, tracing"},
+			"capgate.yaml:23: storage: unknown field; known fields are agent, manifests, policy_dirs, auth, handlers, listen, router, store, store_password_file, store_password_env, store_sentinel_password_file, store_sentinel_password_env, cards, identity, audit, limits, push, services, decision_logs, tracing, quotas"},
 		{"unknown nested key", "      algorithms: [RS256, ES256]\n", "      algorithms: [RS256, ES256]\n      jwks_ttl: 5m\n",
 			"capgate.yaml:17: auth.issuers[0].jwks_ttl: unknown field; known fields are issuer, audiences, jwks_file, jwks_url, algorithms, tenants, scopes, token_url, discovery_url"},
 		{"misspelt key", "  preview_scope:", "  previewScope:",
@@ -342,6 +342,18 @@ func TestLoadFSInvalid(t *testing.T) {
 			`capgate.yaml:18: auth.clock_skew: "30 seconds" is not a duration (want e.g. "30s" or "5m")`},
 		{"negative duration", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  clock_skew: -5s\n",
 			"capgate.yaml:18: auth.clock_skew: -5s is negative"},
+		{"quota plan budget misspelt", "store: memory\n", "store: memory\nquotas:\n  plans:\n    - id: free\n      budgt: {calls: 1, per: 1h}\n",
+			"capgate.yaml:26: quotas.plans[0].budgt: unknown field; did you mean budget?"},
+		{"quota plan both units", "store: memory\n", "store: memory\nquotas:\n  cost_classes: {low: 1}\n  plans:\n    - id: free\n      budget: {calls: 1, units: 2, per: 1h}\n",
+			"capgate.yaml:27: quotas.plans[0].budget: give exactly one of calls and units (e.g. {calls: 100, per: 1h})"},
+		{"quota plan key part", "store: memory\n", "store: memory\nquotas:\n  plans:\n    - id: free\n      budget: {calls: 1, per: 1h}\n      key: [caler]\n",
+			`capgate.yaml:27: quotas.plans[0].key[0]: "caler" is not one of caller, tenant, capability, cost_class; did you mean caller?`},
+		{"quota plan window", "store: memory\n", "store: memory\nquotas:\n  plans:\n    - id: free\n      budget: {calls: 1, per: 1500ms}\n",
+			"capgate.yaml:26: quotas.plans[0].budget.per: 1.5s: want whole seconds, at least 1s"},
+		{"quota store error mode", "store: memory\n", "store: memory\nquotas:\n  plans:\n    - id: free\n      budget: {calls: 1, per: 1h}\n      on_store_error: opn\n",
+			`capgate.yaml:27: quotas.plans[0].on_store_error: "opn" is not one of closed, open; did you mean open?`},
+		{"quota cost class units", "store: memory\n", "store: memory\nquotas:\n  cost_classes: {low: 0}\n",
+			"capgate.yaml:24: quotas.cost_classes.low: 0: want a positive number of units"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -103,6 +103,7 @@ func (c *Config) Validate() error {
 	v.push()
 	v.trustedProxy()
 	v.tracing()
+	c.Quotas.Check("quotas", v.add)
 	for peer := range c.Auth.MTLSPrincipals {
 		if strings.TrimSpace(peer) == "" || strings.ContainsAny(peer, " \t\n") {
 			v.add("auth.mtls_principals", "%q is not a peer principal (e.g. spiffe://example.org/ns/partners/sa/orchestrator)", peer)

@@ -65,7 +65,7 @@ func FromConfig(cfg *config.Config) (*Deployment, error) {
 	if err != nil {
 		return nil, err
 	}
-	snap, err := compile.Build(reg, cfg.Auth, extra)
+	snap, err := compile.Build(reg, cfg.Auth, extra, compile.WithQuotas(cfg.Quotas))
 	if err != nil {
 		return nil, fmt.Errorf("compile deployment: %w", err)
 	}

@@ -21,7 +21,7 @@ var idRE = regexp.MustCompile(IDPattern)
 
 // Field names of the manifest format, in documentation order.
 var (
-	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "requires_any_of", "tenants", "handler", "enforced_limits", "limits", "owner", "routing"}
+	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "requires_any_of", "tenants", "handler", "enforced_limits", "limits", "owner", "routing", "quota"}
 	routingFields = []string{"mode", "min_confidence"}
 	skillFields   = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
 	states        = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
@@ -167,6 +167,9 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 	}
 	if f, ok := fields["routing"]; ok {
 		c.Routing = d.routing(f)
+	}
+	if f, ok := fields["quota"]; ok {
+		c.Quota = d.quota(f)
 	}
 	p.idLine, p.replacedByLine, p.handlerLine = d.lines["id"], d.lines["replaced_by"], d.lines["handler"]
 	return p

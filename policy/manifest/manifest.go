@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/capgate/capgate/policy/diag"
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // State is a capability's lifecycle state.
@@ -50,6 +51,10 @@ type Capability struct {
 	// Routing is how the router may choose the capability for a message
 	// (server-side only: never in a card).
 	Routing Routing `json:"routing,omitzero"`
+	// Quota is what capgate counts for calls of the capability (manifest
+	// quota: a rate per caller and/or its cost in units); zero when the
+	// manifest has none. Server-side only.
+	Quota quota.Capability `json:"quota,omitzero"`
 
 	// Source is where the manifest was read from (not part of the format).
 	Source Source `json:"-"`

@@ -372,6 +372,7 @@ _report(id, cap) := {
 	"allow": _granted(er),
 	"reasons": {"visible": _sort_reasons(vr), "entitled": _sort_reasons(er)},
 	"limits": _limits(cap),
+	"quotas": _report_quotas(id, cap, er),
 } if {
 	vr := _visible_reasons(id, cap)
 	er := _entitled_reasons(id, cap)
@@ -396,12 +397,167 @@ _limits(cap) := l if {
 
 _limits(cap) := {} if not is_object(object.get(cap, "limits", {}))
 
+# --- quotas --------------------------------------------------------------------
+# Which quotas apply to a call of a capability the caller is entitled to
+# (none when it is not: a refused call is not counted). capgate counts;
+# the policy never sees a counter. Each quota is {id, plan?, unit, limit,
+# window_seconds, cost, key: [{name, value}], on_store_error}; the caller
+# key part's value is left empty (the caller is bound when counting, so a
+# decision stays shared by its entitlement class). Sources:
+#   - plans of the config (data.capgate.settings.quotas.plans): granted by
+#     scopes, tenants and issuers like entitlement, optionally restricted to
+#     capabilities or cost classes; a unit budget counts the capability's
+#     units (manifest quota.units, else quotas.cost_classes[cost_class]) and
+#     does not apply to a capability that costs nothing;
+#   - the capability's own rate (manifest quota.rate), per caller;
+#   - deny modules: `quota contains {"capability": <id or "*">, "id", "unit",
+#     "limit", "window_seconds", "key": [part names], "on_store_error"?}` in
+#     package capgate.deny.<name> adds a quota (deny.<name>.<id>); a quota can
+#     only refuse more, so deny modules tighten and never loosen.
+
+default _quota_settings := {}
+
+_quota_settings := _settings.quotas
+
+_plans := object.get(_quota_settings, "plans", [])
+
+_cost_classes := object.get(_quota_settings, "cost_classes", {})
+
+_cost_class(cap) := c if {
+	c := object.get(_limits(cap), "cost_class", null)
+	is_string(c)
+} else := ""
+
+_units(cap) := u if {
+	u := object.get(object.get(cap, "quota", {}), "units", 0)
+	u > 0
+} else := u if {
+	u := _cost_classes[_cost_class(cap)]
+} else := 0
+
+_in_or_any(list, _) if count(list) == 0
+
+_in_or_any(list, v) if {
+	v != ""
+	v in list
+}
+
+_plan_granted(p) if {
+	g := p.grant
+	_grant_auth(g)
+	every s in g.scopes {
+		s in _caller_scopes
+	}
+	_in_or_any(g.tenants, _caller.tenant)
+	_in_or_any(g.issuers, _caller.issuer)
+}
+
+_grant_auth(g) if g.authenticated != true
+
+_grant_auth(g) if {
+	g.authenticated == true
+	_authenticated
+}
+
+_plan_covers(p, _, _) if {
+	count(p.capabilities) == 0
+	count(p.cost_classes) == 0
+}
+
+_plan_covers(p, id, _) if id in p.capabilities
+
+_plan_covers(p, _, cap) if {
+	_cost_class(cap) != ""
+	_cost_class(cap) in p.cost_classes
+}
+
+_cost(unit, _) := 1 if unit == "calls"
+
+_cost(unit, cap) := _units(cap) if unit == "units"
+
+_key_part("caller", _, _) := {"name": "caller", "value": ""}
+
+_key_part("tenant", _, _) := {"name": "tenant", "value": _caller.tenant}
+
+_key_part("capability", id, _) := {"name": "capability", "value": id}
+
+_key_part("cost_class", _, cap) := {"name": "cost_class", "value": _cost_class(cap)}
+
+_plan_quotas(id, cap) := {q |
+	some p in _plans
+	_plan_granted(p)
+	_plan_covers(p, id, cap)
+	cost := _cost(p.unit, cap)
+	cost > 0
+	q := {
+		"id": concat(".", ["plan", p.id]),
+		"plan": p.id,
+		"unit": p.unit,
+		"limit": p.limit,
+		"window_seconds": p.window_seconds,
+		"cost": cost,
+		"key": [_key_part(k, id, cap) | some k in p.key],
+		"on_store_error": p.on_store_error,
+	}
+}
+
+_rate_quotas(id, cap) := {q |
+	r := cap.quota.rate
+	q := {
+		"id": concat(".", ["rate", id]),
+		"unit": "calls",
+		"limit": r.calls,
+		"window_seconds": r.window_seconds,
+		"cost": 1,
+		"key": [_key_part("caller", id, cap), _key_part("capability", id, cap)],
+		"on_store_error": r.on_store_error,
+	}
+}
+
+_deny_quotas(id, cap) := {q |
+	some name
+	some d in data.capgate.deny[name].quota
+	object.get(d, "capability", null) in {id, "*"}
+	cost := _deny_cost(d, cap)
+	cost != 0
+	q := {
+		"id": concat(".", ["deny", name, sprintf("%v", [object.get(d, "id", null)])]),
+		"unit": object.get(d, "unit", null),
+		"limit": object.get(d, "limit", null),
+		"window_seconds": object.get(d, "window_seconds", null),
+		"cost": cost,
+		"key": [_deny_key_part(k, id, cap) | some k in object.get(d, "key", [])],
+		"on_store_error": object.get(d, "on_store_error", _default_store_error(object.get(d, "unit", null))),
+	}
+}
+
+# A deny module's malformed quota is reported as it is (null where a member
+# is missing or wrong), so that reading the decision fails and the call is
+# refused: a tightening rule is never dropped in silence.
+_deny_cost(d, cap) := _cost(d.unit, cap) if d.unit in {"calls", "units"}
+
+_deny_cost(d, _) := null if not object.get(d, "unit", null) in {"calls", "units"}
+
+_deny_key_part(k, id, cap) := _key_part(k, id, cap) if k in {"caller", "tenant", "capability", "cost_class"}
+
+_deny_key_part(k, _, _) := {"name": sprintf("%v", [k]), "value": ""} if not k in {"caller", "tenant", "capability", "cost_class"}
+
+_default_store_error(unit) := "closed" if unit == "units"
+
+_default_store_error(unit) := "open" if unit != "units"
+
+_quotas(id, cap) := (_plan_quotas(id, cap) | _rate_quotas(id, cap)) | _deny_quotas(id, cap)
+
+_report_quotas(id, cap, er) := sort([q | some q in _quotas(id, cap)]) if _granted(er)
+
+_report_quotas(_, _, er) := [] if not _granted(er)
+
 # METADATA
 # title: decision
 # description: >-
 #   For input.capability: exists, visible, entitled, allow (= entitled),
-#   the reasons for each and the capability's limits. An unknown id is
-#   refused.
+#   the reasons for each, the capability's limits and the quotas a call
+#   of it by this caller counts against. An unknown id is refused.
 # entrypoint: true
 decision := _report(input.capability, _caps[input.capability])
 
@@ -416,6 +572,7 @@ decision := {
 		"entitled": [_refuse("capability.unknown")],
 	},
 	"limits": {},
+	"quotas": [],
 } if {
 	not _caps[input.capability]
 }

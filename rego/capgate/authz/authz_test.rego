@@ -206,6 +206,7 @@ test_decision_partner_deprecated_all_reasons if {
 			],
 		},
 		"limits": {},
+		"quotas": [],
 	}
 }
 
@@ -295,6 +296,7 @@ test_decision_capability_unknown if {
 			"entitled": [refuse("capability.unknown")],
 		},
 		"limits": {},
+		"quotas": [],
 	}
 }
 
@@ -940,4 +942,124 @@ test_any_of_design_size if {
 	count(any_of_caps) == 12
 	count(any_of_contexts) == 20
 	count({id | some id, _ in any_of_caps; id in authz.entitled with input as {"caller": fleet_caller(["b", "c"])} with data.capgate.capabilities as any_of_caps}) > 0
+}
+
+# --- quotas --------------------------------------------------------------------
+
+quota_caps := {
+	"cheap": {
+		"id": "cheap", "state": "ga", "visibility": "public",
+		"requires_scopes": [], "tenants": "*", "handler": "h", "tags": [],
+		"limits": {"cost_class": "low"},
+	},
+	"costly": {
+		"id": "costly", "state": "ga", "visibility": "extended",
+		"requires_scopes": ["recon.run"], "tenants": "*", "handler": "h", "tags": [],
+		"limits": {"cost_class": "high"},
+		"quota": {"rate": {"calls": 10, "window_seconds": 60, "on_store_error": "open"}},
+	},
+	"priced": {
+		"id": "priced", "state": "ga", "visibility": "extended",
+		"requires_scopes": ["recon.run"], "tenants": "*", "handler": "h", "tags": [],
+		"limits": {"cost_class": "high"}, "quota": {"units": 7},
+	},
+	"free": {
+		"id": "free", "state": "ga", "visibility": "public",
+		"requires_scopes": [], "tenants": "*", "handler": "h", "tags": [],
+	},
+}
+
+plan(id, grant_, unit, limit, key, extra) := object.union(
+	{
+		"id": id, "grant": object.union({"scopes": [], "tenants": [], "issuers": [], "authenticated": false}, grant_),
+		"unit": unit, "limit": limit, "window_seconds": 3600, "capabilities": [], "cost_classes": [],
+		"key": key, "on_store_error": "closed",
+	},
+	extra,
+)
+
+quota_settings := object.union(settings, {"quotas": {
+	"cost_classes": {"low": 1, "high": 20},
+	"plans": [
+		plan("free-high", {"scopes": ["partner.free"]}, "calls", 100, ["caller"], {"cost_classes": ["high"], "on_store_error": "open"}),
+		plan("acme-daily", {"tenants": ["acme"]}, "units", 10000, ["tenant"], {}),
+		plan("issuer-a", {"issuers": ["https://a.example"], "authenticated": true}, "calls", 5, ["caller", "capability"], {"capabilities": ["cheap"]}),
+	],
+}})
+
+quotas_for(id, caller) := d.quotas if {
+	d := authz.decision with input as {"caller": caller, "capability": id}
+		with data.capgate.capabilities as quota_caps
+		with data.capgate.settings as quota_settings
+}
+
+quota_ids(qs) := {q.id | some q in qs}
+
+test_quotas_plan_by_scope_on_cost_class if {
+	qs := quotas_for("costly", {"authenticated": true, "subject": "s", "tenant": "", "scopes": ["recon.run", "partner.free"]})
+	quota_ids(qs) == {"plan.free-high", "rate.costly"}
+	some q in qs
+	q.id == "plan.free-high"
+	q == {
+		"id": "plan.free-high", "plan": "free-high", "unit": "calls", "limit": 100, "window_seconds": 3600,
+		"cost": 1, "key": [{"name": "caller", "value": ""}], "on_store_error": "open",
+	}
+}
+
+test_quotas_plan_by_tenant_counts_units if {
+	qs := quotas_for("costly", {"authenticated": true, "subject": "s", "tenant": "acme", "scopes": ["recon.run"]})
+	some q in qs
+	q.id == "plan.acme-daily"
+	q.cost == 20
+	q.key == [{"name": "tenant", "value": "acme"}]
+	q.on_store_error == "closed"
+}
+
+test_quotas_manifest_units_override_cost_class if {
+	qs := quotas_for("priced", {"authenticated": true, "subject": "s", "tenant": "acme", "scopes": ["recon.run"]})
+	[q.cost | some q in qs; q.id == "plan.acme-daily"] == [7]
+}
+
+test_quotas_unit_budget_skips_costless if {
+	qs := quotas_for("free", {"authenticated": true, "subject": "s", "tenant": "acme", "scopes": []})
+	qs == []
+}
+
+test_quotas_plan_by_issuer_and_capability if {
+	qs := quotas_for("cheap", {"authenticated": true, "issuer": "https://a.example", "subject": "s", "tenant": "", "scopes": []})
+	quota_ids(qs) == {"plan.issuer-a"}
+	qs[0].key == [{"name": "caller", "value": ""}, {"name": "capability", "value": "cheap"}]
+	other := quotas_for("cheap", {"authenticated": true, "issuer": "https://b.example", "subject": "s", "tenant": "", "scopes": []})
+	other == []
+}
+
+test_quotas_none_when_not_entitled if {
+	qs := quotas_for("costly", {"authenticated": true, "subject": "s", "tenant": "acme", "scopes": ["partner.free"]})
+	qs == []
+}
+
+test_quotas_unknown_capability_none if {
+	quotas_for("nope", partner) == []
+}
+
+test_quotas_deny_module_tightens if {
+	d := authz.decision with input as {"caller": {"authenticated": true, "subject": "x", "tenant": "", "scopes": []}, "capability": "cheap"}
+		with data.capgate.capabilities as quota_caps
+		with data.capgate.settings as quota_settings
+		with data.capgate.deny.ops.quota as [{"capability": "*", "id": "burst", "unit": "calls", "limit": 2, "window_seconds": 1, "key": ["caller"]}]
+	d.entitled
+	d.quotas == [{
+		"id": "deny.ops.burst", "unit": "calls", "limit": 2, "window_seconds": 1, "cost": 1,
+		"key": [{"name": "caller", "value": ""}], "on_store_error": "open",
+	}]
+}
+
+test_quotas_deny_module_malformed_is_reported_not_dropped if {
+	d := authz.decision with input as {"caller": {"authenticated": true, "subject": "x", "tenant": "", "scopes": []}, "capability": "cheap"}
+		with data.capgate.capabilities as quota_caps
+		with data.capgate.settings as quota_settings
+		with data.capgate.deny.ops.quota as [{"capability": "cheap", "id": "burst", "unit": "tokens", "limit": 2, "key": ["who"]}]
+	count(d.quotas) == 1
+	d.quotas[0].cost == null
+	d.quotas[0].window_seconds == null
 }
