@@ -152,7 +152,7 @@ type Matrix struct {
 	// set.
 	Provenance Provenance
 	// Plans are the deployment's quota plans (for why a quota applies).
-	Plans  []quota.Plan
+	Plans  []compile.Plan
 	rows   []*engine.Review    // per class
 	quotas [][][]quota.Applied // per class, per review index; nil: no quotas
 	cols   []int               // the review index of each column; nil: the identity

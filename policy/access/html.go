@@ -124,7 +124,7 @@ func WriteHTML(w io.Writer, m *Matrix) error {
 	r.Notes = ns.list
 	for i, class := range m.Classes {
 		for _, q := range m.ClassQuotas(i) {
-			r.Quotas = append(r.Quotas, fmt.Sprintf("%s: %s, on %s (%s)", class.Name, QuotaLine(q.Quota), strings.Join(q.Capabilities, ", "), QuotaWhy(q.Quota, m.Plans)))
+			r.Quotas = append(r.Quotas, fmt.Sprintf("%s: %s, on %s (%s)", class.Name, q.Line(), strings.Join(q.Capabilities, ", "), QuotaWhy(q.Quota, m.Plans)))
 		}
 	}
 	return reportTmpl.Execute(w, r)

@@ -19,7 +19,9 @@ import (
 // its counter is kept per, what this call costs and what a store error
 // does: "plan.free: 100 calls per 1h per caller, cost_class high; costs 1;
 // store error: open".
-func QuotaLine(a quota.Applied) string {
+func QuotaLine(a quota.Applied) string { return quotaLine(a, fmt.Sprint(a.Cost)) }
+
+func quotaLine(a quota.Applied, cost string) string {
 	var per []string
 	for _, p := range a.Key {
 		if p.Value == "" || p.Name == quota.PartCaller {
@@ -28,8 +30,8 @@ func QuotaLine(a quota.Applied) string {
 			per = append(per, p.Name+" "+p.Value)
 		}
 	}
-	return fmt.Sprintf("%s: %d %s per %s per %s; costs %d; store error: %s",
-		a.ID, a.Limit, a.Unit, window(a.Window), strings.Join(per, ", "), a.Cost, a.OnStoreError)
+	return fmt.Sprintf("%s: %d %s per %s per %s; costs %s; store error: %s",
+		a.ID, a.Limit, a.Unit, window(a.Window), strings.Join(per, ", "), cost, a.OnStoreError)
 }
 
 // window prints a window the way plans are written: 1h, 24h, 1m, 30s.
@@ -45,14 +47,14 @@ func window(d time.Duration) string {
 
 // QuotaWhy says why a quota applies: the plan's grant and filter from plans,
 // a capability's own rate, or a deny module's tightening.
-func QuotaWhy(a quota.Applied, plans []quota.Plan) string {
+func QuotaWhy(a quota.Applied, plans []compile.Plan) string {
 	switch {
 	case strings.HasPrefix(a.ID, "rate."):
 		return "the capability's own rate (manifest quota.rate)"
 	case strings.HasPrefix(a.ID, "deny."):
 		return "added by a deny module (tightening)"
 	}
-	i := slices.IndexFunc(plans, func(p quota.Plan) bool { return p.ID == a.Plan })
+	i := slices.IndexFunc(plans, func(p compile.Plan) bool { return p.ID == a.Plan })
 	if i < 0 {
 		return "plan " + a.Plan
 	}
@@ -103,7 +105,7 @@ type QuotaJSON struct {
 }
 
 // QuotasJSON converts applied quotas for a report (nil when none).
-func QuotasJSON(as []quota.Applied, plans []quota.Plan) []QuotaJSON {
+func QuotasJSON(as []quota.Applied, plans []compile.Plan) []QuotaJSON {
 	if len(as) == 0 {
 		return nil
 	}
@@ -120,13 +122,23 @@ func QuotasJSON(as []quota.Applied, plans []quota.Plan) []QuotaJSON {
 // ClassQuota is one quota a class is counted against, and the capabilities
 // (entitled to the class) it counts.
 type ClassQuota struct {
-	Quota        quota.Applied
+	Quota        quota.Applied // as applied to the first capability
 	Capabilities []string
+	// MinCost and MaxCost are what one call costs, over the capabilities.
+	MinCost, MaxCost int64
+}
+
+// Line is QuotaLine with the cost over the capabilities ("1-5").
+func (q ClassQuota) Line() string {
+	cost := fmt.Sprint(q.MinCost)
+	if q.MaxCost != q.MinCost {
+		cost += "-" + fmt.Sprint(q.MaxCost)
+	}
+	return quotaLine(q.Quota, cost)
 }
 
 // ClassQuotas lists the quotas class i is counted against over the
-// capabilities it may run, by quota id; a quota whose cost differs by
-// capability shows the first capability's cost.
+// capabilities it may run, by quota id.
 func (m *Matrix) ClassQuotas(i int) []ClassQuota {
 	var out []ClassQuota
 	for j, c := range m.Capabilities {
@@ -137,10 +149,11 @@ func (m *Matrix) ClassQuotas(i int) []ClassQuota {
 		for _, a := range cell.Quotas {
 			k := slices.IndexFunc(out, func(q ClassQuota) bool { return q.Quota.ID == a.ID })
 			if k < 0 {
-				out = append(out, ClassQuota{Quota: a})
+				out = append(out, ClassQuota{Quota: a, MinCost: a.Cost, MaxCost: a.Cost})
 				k = len(out) - 1
 			}
 			out[k].Capabilities = append(out[k].Capabilities, c.ID)
+			out[k].MinCost, out[k].MaxCost = min(out[k].MinCost, a.Cost), max(out[k].MaxCost, a.Cost)
 		}
 	}
 	slices.SortFunc(out, func(a, b ClassQuota) int { return strings.Compare(a.Quota.ID, b.Quota.ID) })
@@ -210,7 +223,7 @@ func quotaGuards(id string, base, head *Matrix, col Column) []Guard {
 				effects = append(effects, "the quota no longer applies")
 			} else {
 				hq := h.Quotas[k]
-				headLine = QuotaLine(hq)
+				headLine = strings.TrimPrefix(QuotaLine(hq), hq.ID+": ")
 				// More per window: hl/hw > bl/bw, compared without division.
 				if float64(hq.Limit)*bq.Window.Seconds() > float64(bq.Limit)*hq.Window.Seconds() || hq.Unit != bq.Unit {
 					effects = append(effects, "the quota was raised")
@@ -227,7 +240,7 @@ func quotaGuards(id string, base, head *Matrix, col Column) []Guard {
 				g, ok := byKey[kk]
 				if !ok {
 					g = &Guard{Capability: id, Kind: GuardQuota, Effect: eff,
-						Cause: FieldChange{Capability: id, Field: "quota " + bq.ID, Base: QuotaLine(bq), Head: headLine}}
+						Cause: FieldChange{Capability: id, Field: "quota " + bq.ID, Base: strings.TrimPrefix(QuotaLine(bq), bq.ID+": "), Head: headLine}}
 					byKey[kk] = g
 					order = append(order, kk)
 				}
@@ -252,8 +265,20 @@ func visibilityOf(m *Matrix, col Column) string {
 	return ""
 }
 
-// snapshotQuotas returns the deployment's plans, and whether it has any
-// quota (a plan or a capability's own rate).
-func snapshotQuotas(s *compile.Snapshot) ([]quota.Plan, bool) {
-	return nil, false
+// snapshotQuotas returns the deployment's plans, and whether it may apply
+// any quota: a plan, a capability's own rate, or a deny module (which may
+// add quotas).
+func snapshotQuotas(s *compile.Snapshot) ([]compile.Plan, bool) {
+	var plans []compile.Plan
+	if q := s.Settings.Quotas; q != nil {
+		plans = q.Plans
+	}
+	on := len(plans) > 0
+	for path := range s.Modules {
+		on = on || strings.HasPrefix(path, compile.ExtraDir)
+	}
+	for _, c := range s.Registry.All() {
+		on = on || !c.Quota.Rate.IsZero()
+	}
+	return plans, on
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/engine"
-	"github.com/capgate/capgate/policy/quota"
 )
 
 // The writers below print to a bufio.Writer: its first error sticks and
@@ -80,7 +80,7 @@ func writeClassQuotas(w io.Writer, m *Matrix, indent, item string) {
 		}
 		_, _ = fmt.Fprintf(w, "%s%s:\n", indent, class.Name)
 		for _, q := range qs {
-			_, _ = fmt.Fprintf(w, "%s%s\n%s  on %s; %s\n", item, QuotaLine(q.Quota), item, strings.Join(q.Capabilities, ", "), QuotaWhy(q.Quota, m.Plans))
+			_, _ = fmt.Fprintf(w, "%s%s\n%s  on %s; %s\n", item, q.Line(), item, strings.Join(q.Capabilities, ", "), QuotaWhy(q.Quota, m.Plans))
 		}
 	}
 }
@@ -167,7 +167,7 @@ func WriteMarkdown(w io.Writer, m *Matrix) error {
 		_, _ = fmt.Fprintln(bw, "|---|---|---|---|")
 		for i, class := range m.Classes {
 			for _, q := range m.ClassQuotas(i) {
-				_, _ = fmt.Fprintf(bw, "| %s | %s | %s | %s |\n", mdCell(class.Name), mdCell(QuotaLine(q.Quota)),
+				_, _ = fmt.Fprintf(bw, "| %s | %s | %s | %s |\n", mdCell(class.Name), mdCell(q.Line()),
 					mdCell(strings.Join(q.Capabilities, ", ")), mdCell(QuotaWhy(q.Quota, m.Plans)))
 			}
 		}
@@ -234,7 +234,7 @@ func classesJSON(cs []Class) []classJSON {
 	return out
 }
 
-func toCellJSON(id string, c Cell, plans []quota.Plan) cellJSON {
+func toCellJSON(id string, c Cell, plans []compile.Plan) cellJSON {
 	return cellJSON{Capability: id, Level: c.Level(), Visible: c.Visible, Entitled: c.Entitled, Rule: c.Rule(),
 		Reasons: reasonsJSON{Visible: nonNil(c.VisibleReasons), Entitled: nonNil(c.EntitledReasons)},
 		Quotas:  QuotasJSON(c.Quotas, plans)}

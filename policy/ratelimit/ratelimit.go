@@ -23,6 +23,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/quota"
 )
 
@@ -96,23 +97,19 @@ type Capability struct {
 func CapabilityRateKey() []string { return []string{quota.PartCaller, quota.PartCapability} }
 
 // Limits lists what the service must count: every plan (quota id
-// "plan.<id>", its key, default [caller]) and every capability's own rate
-// ("rate.<id>", per caller and capability). A budget of units counts the
-// call's cost as hits; one of calls counts 1.
-func Limits(plans []quota.Plan, caps []Capability) ([]Limit, error) {
+// "plan.<id>", its key) and every capability's own rate ("rate.<id>", per
+// caller and capability), from a snapshot's resolved plans (so a bundle
+// serves as well as a config). A budget of units counts the call's cost as
+// hits; one of calls counts 1.
+func Limits(plans []compile.Plan, caps []Capability) ([]Limit, error) {
 	var errs []error
 	out := make([]Limit, 0, len(plans)+len(caps))
 	for _, p := range plans {
-		key := p.Key
-		if len(key) == 0 {
-			key = []string{quota.PartCaller}
-		}
-		lim := p.Budget.Limit()
-		if lim < 1 {
-			errs = append(errs, fmt.Errorf("plan %q: no budget", p.ID))
+		if p.Limit < 1 || p.WindowSeconds < 1 || len(p.Key) == 0 {
+			errs = append(errs, fmt.Errorf("plan %q: no budget or key", p.ID))
 			continue
 		}
-		out = append(out, Limit{Quota: "plan." + p.ID, Parts: key, Window: p.Budget.Per, Limit: uint64(lim)})
+		out = append(out, Limit{Quota: "plan." + p.ID, Parts: p.Key, Window: time.Duration(p.WindowSeconds) * time.Second, Limit: uint64(p.Limit)})
 	}
 	for _, c := range caps {
 		if c.Rate.IsZero() {

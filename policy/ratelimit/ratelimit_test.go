@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/quota"
 )
 
@@ -35,9 +36,9 @@ func TestMetadataSlots(t *testing.T) {
 }
 
 func TestLimitsFromPlans(t *testing.T) {
-	plans := []quota.Plan{
-		{ID: "free", Budget: quota.Budget{Calls: 100, Per: time.Hour}},
-		{ID: "acme", Budget: quota.Budget{Units: 10000, Per: 24 * time.Hour}, Key: []string{quota.PartTenant}},
+	plans := []compile.Plan{
+		{ID: "free", Unit: "calls", Limit: 100, WindowSeconds: 3600, Key: []string{quota.PartCaller}},
+		{ID: "acme", Unit: "units", Limit: 10000, WindowSeconds: 86400, Key: []string{quota.PartTenant}},
 	}
 	caps := []Capability{{ID: "reconcile-invoice", Rate: quota.Rate{Calls: 10, Per: time.Minute}}, {ID: "other"}}
 	ls, err := Limits(plans, caps)
