@@ -70,3 +70,27 @@ func TestRateLimitConfig(t *testing.T) {
 	require.Equal(t, cli.ExitCheck, r.code)
 	require.Contains(t, r.stderr, "declares no quotas")
 }
+
+// TestAccessReplaySaysQuotaRefusalsAreNotReproduced: an event a quota
+// refused (metering's rule quota.<id>) is counted apart and said to be
+// unreproducible, not replayed as if counters were known.
+func TestAccessReplaySaysQuotaRefusalsAreNotReproduced(t *testing.T) {
+	ev := func(id, rule string, allow bool) string {
+		res := `"allow":true,"result":"allow"`
+		if !allow {
+			res = `"allow":false,"result":"deny","code":"RESOURCE_EXHAUSTED","rule":"` + rule + `"`
+		}
+		return `{"decision_id":"` + id + `","timestamp":"2026-12-04T10:00:00Z","path":"capgate/authz/decision",` +
+			`"input":{"authenticated":true,"principal":"partner-1","tenant":"acme","scopes":["recon.run"],"operation":"SendMessage","capability":"reconcile-invoice","layer":"classifier"},` +
+			`"result":{` + res + `,"entitled":true,"rules":[{"reason":"scope.held","effect":"grant"}]}}` + "\n"
+	}
+	log := filepath.Join(t.TempDir(), "decisions.log")
+	require.NoError(t, os.WriteFile(log, []byte(ev("d1", "", true)+ev("d2", "quota.plan.free", false)+ev("d3", "quota.store_error", false)), 0o600))
+	head := filepath.Join("..", "..", "..", "..", "manifests", "finance", "capgate.yaml")
+	r := run(t, "access", "replay", "--head", head, "--decisions", log)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, "2 events were refused by a quota: not reproduced")
+	r = run(t, "access", "replay", "--head", head, "--decisions", log, "--json")
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.Contains(t, r.stdout, `"quota_refusals_not_reproduced": 2`)
+}
