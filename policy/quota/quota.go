@@ -291,3 +291,19 @@ func (a Applied) Validate() error {
 	}
 	return nil
 }
+
+// MarkKey is the store key recording that a caller's message (messageId)
+// has been charged, so that the second door a message passes (ext_authz,
+// then the gateway behind it) and a retry of it are not charged again. It
+// shares the hash tag of the caller's counters.
+func MarkKey(caller, messageID string) string {
+	var b strings.Builder
+	b.WriteString("qm{")
+	b.WriteString(hexTag("c" + caller))
+	b.WriteString("}")
+	b.WriteString(strconv.Itoa(len(caller)))
+	b.WriteByte(':')
+	b.WriteString(caller)
+	b.WriteString(messageID)
+	return b.String()
+}

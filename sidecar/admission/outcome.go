@@ -27,7 +27,7 @@ func DecisionCode(err *protocol.Error) metrics.DecisionCode {
 	}
 	switch err.Code {
 	case protocol.Unauthenticated, protocol.Unauthorized, protocol.TaskNotFound, protocol.ContentTypeNotSupported,
-		protocol.ExtensionSupportRequired, protocol.ExtendedAgentCardNotConfigured:
+		protocol.ExtensionSupportRequired, protocol.ExtendedAgentCardNotConfigured, protocol.ResourceExhausted:
 		return metrics.CodeRefused
 	case protocol.ParseError, protocol.InvalidRequest, protocol.MethodNotFound, protocol.InvalidParams,
 		protocol.NotFound, protocol.MethodNotAllowed, protocol.PayloadTooLarge, protocol.UnsupportedOperation,

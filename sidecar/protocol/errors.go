@@ -49,6 +49,11 @@ const (
 	// INTERNAL_ERROR as Internal (A2A has no code of its own for it), HTTP 503 with
 	// Retry-After, gRPC UNAVAILABLE: the status every HTTP and gRPC client already retries.
 	Unavailable Code = "UNAVAILABLE"
+	// ResourceExhausted is a call over one of the caller's quotas (docs/quotas.md): nothing was
+	// run, and the same call fits after the retry delay its metadata names (MetaRetryAfter).
+	// A2A defines no error for it: JSON-RPC -32029 (a server-defined code) with ErrorInfo reason
+	// RESOURCE_EXHAUSTED, HTTP 429 with Retry-After, gRPC RESOURCE_EXHAUSTED with RetryInfo.
+	ResourceExhausted Code = "RESOURCE_EXHAUSTED"
 )
 
 // Metadata keys and values capgate adds to an error's ErrorInfo.
@@ -66,6 +71,15 @@ const (
 	// same message again does not run it again (it answers with this outcome until the
 	// idempotency window ends): look for its effect before sending it as a new message.
 	OutcomeUnknown = "unknown"
+	// MetaQuota names the quota a ResourceExhausted refusal is over (policy/quota.Applied.ID).
+	MetaQuota = "quota"
+	// MetaRetryAfter is the whole seconds until the refused call would fit (ResourceExhausted);
+	// the same delay is the Retry-After header and the gRPC RetryInfo.
+	MetaRetryAfter = "retry_after"
+	// MetaQuotaLimit and MetaQuotaWindow are the refused quota's budget and window (whole
+	// seconds), for the RateLimit-Policy header.
+	MetaQuotaLimit  = "quota_limit"
+	MetaQuotaWindow = "quota_window"
 )
 
 // ErrorInfoType is the @type of a google.rpc.ErrorInfo detail, as a2a-go decodes it.
@@ -124,6 +138,8 @@ func (c Code) info() codeInfo {
 		return codeInfo{-32600, "INVALID_REQUEST", http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT"}
 	case Unavailable:
 		return codeInfo{-32603, "INTERNAL_ERROR", http.StatusServiceUnavailable, "UNAVAILABLE"}
+	case ResourceExhausted:
+		return codeInfo{-32029, "RESOURCE_EXHAUSTED", http.StatusTooManyRequests, "RESOURCE_EXHAUSTED"}
 	default:
 		return codeInfo{-32603, "INTERNAL_ERROR", http.StatusInternalServerError, "INTERNAL"}
 	}
@@ -304,6 +320,7 @@ func (e *Error) MarshalJSONRPCIn(shape DataShape, id jsontext.Value) []byte {
 	}
 	b = append(b, `,"data":[`...)
 	b = e.appendErrorInfo(b)
+	b = e.appendRetryInfo(b)
 	return append(b, "]}}"...)
 }
 
@@ -363,6 +380,7 @@ func (e *Error) MarshalStatus() []byte {
 	b = appendQuote(b, e.Message)
 	b = append(b, `,"details":[`...)
 	b = e.appendErrorInfo(b)
+	b = e.appendRetryInfo(b)
 	return append(b, "]}}"...)
 }
 
@@ -383,6 +401,31 @@ func (e *Error) appendErrorInfo(b []byte) []byte {
 		b = append(b, '}')
 	}
 	return append(b, '}')
+}
+
+// RetryInfoType is the @type of a google.rpc.RetryInfo detail.
+const RetryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
+
+// RetryAfter is the retry delay in whole seconds a ResourceExhausted error carries
+// (MetaRetryAfter); false for any other error.
+func (e *Error) RetryAfter() (int64, bool) {
+	if e.Code != ResourceExhausted {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(e.Metadata[MetaRetryAfter], 10, 64)
+	return n, err == nil && n >= 0
+}
+
+// appendRetryInfo appends ,{google.rpc.RetryInfo} to a details list when e carries a retry
+// delay.
+func (e *Error) appendRetryInfo(b []byte) []byte {
+	n, ok := e.RetryAfter()
+	if !ok {
+		return b
+	}
+	b = append(b, `,{"@type":"`+RetryInfoType+`","retryDelay":"`...)
+	b = strconv.AppendInt(b, n, 10)
+	return append(b, `s"}`...)
 }
 
 // WWWAuthenticate is the RFC 6750 challenge for Unauthenticated and Unauthorized errors, "" for

@@ -3,6 +3,7 @@ package protocol
 import (
 	"encoding/base64"
 	"strconv"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/emptypb"
 )
 
@@ -35,6 +37,8 @@ func GRPCCodeOf(name string) codes.Code {
 		return codes.PermissionDenied
 	case "UNAVAILABLE":
 		return codes.Unavailable
+	case "RESOURCE_EXHAUSTED":
+		return codes.ResourceExhausted
 	default:
 		return codes.Internal
 	}
@@ -85,6 +89,11 @@ func GRPCStatusHeaders(status, message, reason string, metadata map[string]strin
 	st := &rpcstatus.Status{Code: int32(code), Message: message}
 	if info, err := anypb.New(&errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: metadata}); err == nil {
 		st.Details = []*anypb.Any{info}
+	}
+	if secs, err := strconv.ParseInt(metadata[MetaRetryAfter], 10, 64); err == nil && secs >= 0 && reason == string(ResourceExhausted) {
+		if ri, err := anypb.New(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)}); err == nil {
+			st.Details = append(st.Details, ri)
+		}
 	}
 	if b, err := proto.Marshal(st); err == nil {
 		out = append(out, [2]string{"grpc-status-details-bin", base64.RawStdEncoding.EncodeToString(b)})

@@ -16,7 +16,8 @@ type Refusal struct {
 	Body   []byte
 }
 
-// Refuse shapes e for a request of binding b:
+// Refuse shapes e for a request of binding b (every binding: a ResourceExhausted refusal also
+// carries Retry-After and the RateLimit header fields, see Error.QuotaHeaders):
 //   - gRPC: a trailers-only response: HTTP 200, content-type application/grpc and the status
 //     headers (Error.GRPCStatus), no body;
 //   - HTTP+JSON (and anything refused before its binding is known): the mapped HTTP status and a
@@ -30,6 +31,12 @@ type Refusal struct {
 //     client that checks the status does not read a 401 as a stream, so streaming calls get the
 //     plain body too.
 func Refuse(b Binding, shape DataShape, streaming bool, id jsontext.Value, e *Error, authStatus bool) Refusal {
+	r := refuse(b, shape, streaming, id, e, authStatus)
+	r.Header = append(r.Header, e.QuotaHeaders()...)
+	return r
+}
+
+func refuse(b Binding, shape DataShape, streaming bool, id jsontext.Value, e *Error, authStatus bool) Refusal {
 	if b == GRPC {
 		return Refusal{Status: http.StatusOK, Header: append([][2]string{{"content-type", GRPCContentType}}, e.GRPCStatus()...)}
 	}
