@@ -63,8 +63,7 @@ func TestMatrixShowsPlansPerClass(t *testing.T) {
 	require.Equal(t, []string{"reconcile-invoice"}, acme[1].Capabilities, "free counts medium and high cost classes only")
 	require.Empty(t, m.ClassQuotas(byName["anonymous"]))
 
-	var text []byte
-	text = render(t, func(w ioWriter) error { return access.WriteText(w, m) })
+	text := render(t, func(w ioWriter) error { return access.WriteText(w, m) })
 	require.Contains(t, string(text), "plan.free: 100 calls per 1h per caller; costs 1; store error: open")
 	html := render(t, func(w ioWriter) error { return access.WriteHTML(w, m) })
 	require.Contains(t, string(html), "Quotas per caller class")
