@@ -307,3 +307,13 @@ func MarkKey(caller, messageID string) string {
 	b.WriteString(messageID)
 	return b.String()
 }
+
+// State is what is left of one quota after a call was charged: for the
+// RateLimit response headers and the decision log.
+type State struct {
+	ID        string `json:"quota"`
+	Limit     int64  `json:"limit"`
+	Window    int64  `json:"window_seconds"`
+	Remaining int64  `json:"remaining"`
+	Reset     int64  `json:"reset_seconds"` // until the budget is full again
+}

@@ -16,9 +16,12 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/policy/quota"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/enforce"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/metering"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -32,6 +35,8 @@ type Input struct {
 	// Peer is the mTLS peer identity the transport established (the client certificate's URI
 	// SAN, e.g. a SPIFFE id), "" when there is none or it cannot be trusted.
 	Peer string
+	// DecisionID is the request's decision id, for logs (optional).
+	DecisionID string
 }
 
 // Verdict is admission's answer. Allowed is set only by a decision that admits; every other
@@ -46,21 +51,29 @@ type Verdict struct {
 	Extensions []string
 	// Task is the binding of the task the request targets (Request.TaskID), when it names one.
 	Task *tasks.Binding
+	// Quotas are the budgets left after this call was charged, when admission charged it
+	// (ChargedHere): for the RateLimit headers and the decision log.
+	Quotas []quota.State
 }
 
 // Admitter decides admission. It is safe for concurrent use and holds no per-request state.
 type Admitter struct {
 	owners tasks.Owners
 	log    *zap.Logger
+	quotas *metering.Enforcer
 }
 
 // New returns an Admitter. owners answers task and context ownership; nil refuses every request
 // that names a task or a context (fail closed). log may be nil.
-func New(owners tasks.Owners, log *zap.Logger) *Admitter {
+func New(owners tasks.Owners, log *zap.Logger, opts ...Option) *Admitter {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Admitter{owners: owners, log: log.Named("admission")}
+	a := &Admitter{owners: owners, log: log.Named("admission")}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 // Messages of refusals. They name no resource the caller did not send and hint at no other
@@ -82,7 +95,8 @@ const (
 // extension method's extension and capability, entitlement (messages), ownership of every named
 // task, then of every context named at a target position (a message's new one claimed; a filter
 // position such as ListTasks' contextId is not refused: it narrows the caller's own results),
-// every push webhook URL, and the limits of a capability known before routing.
+// every push webhook URL, the limits of a capability known before routing, and last its quotas
+// (ChargedHere): a call refused for anything else is never counted.
 func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Verdict {
 	r := in.Request
 	if r.Operation.Public() {
@@ -108,9 +122,9 @@ func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Ver
 	if err := checkTenant(r, p); err != nil {
 		return refuse(v, err)
 	}
-	// decided holds the limits of an extension method's capability, as the decision that
-	// admitted the caller to it carries them.
-	var decided map[string]any
+	// decided holds the limits and quotas of an extension method's capability, as the
+	// decision that admitted the caller to it carries them.
+	var decided engine.Decision
 	if r.Operation == protocol.ExtensionMethod {
 		if decided, err = a.extensionMethod(ctx, rev, r, p, v.Extensions); err != nil {
 			return refuse(v, err)
@@ -152,7 +166,10 @@ func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Ver
 			return refuse(v, protocol.Wrap(protocol.InvalidParams, err, err.Error()))
 		}
 	}
-	if err := a.limits(ctx, rev, r, p, v.Task, decided); err != nil {
+	if err := a.limits(ctx, rev, r, p, v.Task, decided.Limits); err != nil {
+		return refuse(v, err)
+	}
+	if v.Quotas, err = a.charge(ctx, rev, r, p, v.Task, decided.Quotas, in.DecisionID); err != nil {
 		return refuse(v, err)
 	}
 	v.Allowed = true
@@ -328,29 +345,29 @@ func (a *Admitter) context(ctx context.Context, o tasks.Owner, r *protocol.Reque
 
 // extensionMethod admits a method an extension adds: only when the caller activated that
 // extension (otherwise the method does not exist for it), and only when the caller is entitled
-// to the capability that serves it. It returns the limits that decision carries.
-func (a *Admitter) extensionMethod(ctx context.Context, rev *revision.State, r *protocol.Request, p identity.Principal, activated []string) (map[string]any, *protocol.Error) {
+// to the capability that serves it. It returns that decision (its limits and quotas).
+func (a *Admitter) extensionMethod(ctx context.Context, rev *revision.State, r *protocol.Request, p identity.Principal, activated []string) (engine.Decision, *protocol.Error) {
 	x := r.Extension
 	if x == nil {
-		return nil, protocol.Errorf(protocol.Internal, "the method's extension is not known")
+		return engine.Decision{}, protocol.Errorf(protocol.Internal, "the method's extension is not known")
 	}
 	if !slices.Contains(activated, x.URI) {
-		return nil, protocol.Errorf(protocol.MethodNotFound, "method %q is added by extension %s; activate it in %s", protocol.ForLog(r.Method), x.URI, protocol.ExtensionsHeader).
+		return engine.Decision{}, protocol.Errorf(protocol.MethodNotFound, "method %q is added by extension %s; activate it in %s", protocol.ForLog(r.Method), x.URI, protocol.ExtensionsHeader).
 			Decided(decisionlog.RuleExtensionMethod, x.Capability)
 	}
 	dec, err := rev.Engine.Decide(ctx, p.Caller(), x.Capability)
 	if err != nil {
 		a.log.Error("policy evaluation failed", zap.Error(err))
-		return nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+		return engine.Decision{}, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
 	if !dec.Entitled {
 		e := NotEntitled(p, fmt.Sprintf("method %q", protocol.ForLog(r.Method)))
 		if e.Code == protocol.Unauthenticated {
-			return nil, e.Decided(decisionlog.RuleCredential, x.Capability)
+			return engine.Decision{}, e.Decided(decisionlog.RuleCredential, x.Capability)
 		}
-		return nil, e.Decided(decisionlog.RuleExtensionMethod, x.Capability)
+		return engine.Decision{}, e.Decided(decisionlog.RuleExtensionMethod, x.Capability)
 	}
-	return dec.Limits, nil
+	return dec, nil
 }
 
 // NotEntitled is the refusal of a caller p whom the policy does not entitle to what it asked

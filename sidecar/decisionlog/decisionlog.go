@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // Result values.
@@ -70,7 +71,10 @@ type Entry struct {
 	RequestedRules    []engine.Reason
 	// Limits are the limits the policy's decision on Capability carried
 	// (the handler-call re-check of an entitled call).
-	Limits   map[string]any
+	Limits map[string]any
+	// Quotas are what is left of each quota the call was charged against (package
+	// policy/quota); a refusal over a quota names it in Rule ("quota.<id>").
+	Quotas   []quota.State
 	Revision string
 	// CardVersion is the public card's version at Revision (the gateway's
 	// events; "" at ext_authz).

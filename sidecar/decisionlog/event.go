@@ -106,6 +106,13 @@ func (e *Entry) info(now func() time.Time) *server.Info {
 	if len(e.Limits) > 0 {
 		result["limits"] = maps.Clone(e.Limits)
 	}
+	if len(e.Quotas) > 0 {
+		qs := make([]any, len(e.Quotas))
+		for i, q := range e.Quotas {
+			qs[i] = map[string]any{"quota": q.ID, "limit": q.Limit, "window_seconds": q.Window, "remaining": q.Remaining, "reset_seconds": q.Reset}
+		}
+		result["quotas"] = qs
+	}
 	if len(e.Reasons) > 0 {
 		rs := make([]any, len(e.Reasons))
 		for i, r := range e.Reasons {

@@ -24,6 +24,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/delegation"
 	"github.com/capgate/capgate/sidecar/handler"
+	"github.com/capgate/capgate/sidecar/metering"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -70,6 +71,8 @@ type Dispatcher struct {
 	now     func() time.Time
 	// pageKey is the HMAC key of ListTasks page tokens (WithPageTokenKey).
 	pageKey []byte
+	// quotas counts routed messages against their quotas (WithQuotas).
+	quotas *metering.Enforcer
 }
 
 var _ operation.Server = (*Dispatcher)(nil)
@@ -85,6 +88,10 @@ func WithMetrics(m *metrics.Metrics) Option { return func(d *Dispatcher) { d.m =
 
 // WithAudit records every handler invocation (nil: none).
 func WithAudit(a Auditor) Option { return func(d *Dispatcher) { d.audit = a } }
+
+// WithQuotas counts each routed message against its quotas before its handler is called (nil:
+// not enforced). Calls whose capability admission knows are charged there (admission.ChargedHere).
+func WithQuotas(e *metering.Enforcer) Option { return func(d *Dispatcher) { d.quotas = e } }
 
 // WithClock sets the clock (tests).
 func WithClock(now func() time.Time) Option { return func(d *Dispatcher) { d.now = now } }

@@ -206,6 +206,9 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 	if perr := enforce.Limits(capability.ID, limits, msg, len(r.params)); perr != nil {
 		return operation.Result{}, false, perr
 	}
+	if perr := d.charge(ctx, call, capability.ID); perr != nil {
+		return operation.Result{}, false, perr
+	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, r.params)
 	if perr != nil {
 		return operation.Result{}, false, perr

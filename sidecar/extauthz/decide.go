@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/policy/quota"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -64,6 +65,7 @@ type decision struct {
 	errorData protocol.DataShape // the shape of a JSON-RPC error's data
 	principal identity.Principal
 	hdr       header
+	quotas    []quota.State // what is left of each quota admission charged
 	// allowed is set only from an admitting verdict; err holds every refusal.
 	allowed bool
 	err     *protocol.Error
@@ -127,8 +129,8 @@ func (s *Server) decide(ctx context.Context, req *authv3.CheckRequest, d *decisi
 		d.err = perr
 		return
 	}
-	v := s.admit.Admit(ctx, rev, admission.Input{Request: r, Header: &d.hdr, Peer: req.GetAttributes().GetSource().GetPrincipal()})
-	d.principal = v.Principal
+	v := s.admit.Admit(ctx, rev, admission.Input{Request: r, Header: &d.hdr, Peer: req.GetAttributes().GetSource().GetPrincipal(), DecisionID: d.id})
+	d.principal, d.quotas = v.Principal, v.Quotas
 	switch {
 	case v.Allowed:
 		d.allowed = true

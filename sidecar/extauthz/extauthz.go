@@ -24,6 +24,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/metering"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
@@ -55,6 +56,7 @@ type Server struct {
 	dlog       *decisionlog.Logger
 	ids        *decisionlog.IDs
 	limits     protocol.Limits
+	quotas     *metering.Enforcer
 	reflection bool
 	grpcOpts   []grpc.ServerOption
 	stats      *stats
@@ -81,6 +83,9 @@ func WithDecisionLog(d *decisionlog.Logger) Option { return func(s *Server) { s.
 
 // WithMetrics sets the Prometheus collectors (default: a private registry).
 func WithMetrics(m *metrics.Metrics) Option { return func(s *Server) { s.stats = newStats(m) } }
+
+// WithQuotas counts admitted calls against their quotas (nil: not enforced).
+func WithQuotas(e *metering.Enforcer) Option { return func(s *Server) { s.quotas = e } }
 
 // WithDecisionIDs shares a decision id source with the gateway.
 func WithDecisionIDs(ids *decisionlog.IDs) Option { return func(s *Server) { s.ids = ids } }
@@ -112,7 +117,7 @@ func New(h *revision.Holder, owners tasks.Owners, opts ...Option) *Server {
 		s.log = zap.NewNop()
 	}
 	s.log = s.log.Named(component)
-	s.admit = admission.New(owners, s.log)
+	s.admit = admission.New(owners, s.log, admission.WithQuotas(s.quotas))
 	if s.dlog == nil {
 		s.dlog = decisionlog.New(nil)
 	}

@@ -74,6 +74,7 @@ func (s *Server) record(d *decision, latency time.Duration) {
 		RequestedBy:   d.requestedBy,
 	}
 	e.SetScopes(d.principal.Scopes)
+	e.Quotas = d.quotas
 	if d.plan != nil {
 		e.Revision = d.plan.id
 	}
@@ -110,11 +111,16 @@ func (s *Server) allow(d *decision) *authv3.CheckResponse {
 			add(HeaderTenant, d.principal.Tenant)
 		}
 	}
+	var answer []*corev3.HeaderValueOption // added to the agent's answer: the RateLimit fields
+	for _, h := range protocol.RateLimitHeaders(d.quotas) {
+		answer = append(answer, headerOpt(h[0], h[1]))
+	}
 	return &authv3.CheckResponse{
 		Status: okStatus(),
 		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
-			Headers:         hs,
-			HeadersToRemove: d.hdr.capgateHeaders(set...),
+			Headers:              hs,
+			HeadersToRemove:      d.hdr.capgateHeaders(set...),
+			ResponseHeadersToAdd: answer,
 		}},
 		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
 			MetadataDecisionID: structpb.NewStringValue(d.id),

@@ -13,6 +13,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/metering"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -36,6 +37,7 @@ const (
 
 // Gateway is the A2A HTTP handler.
 type Gateway struct {
+	quotas *metering.Enforcer
 	holder *revision.Holder
 	log    *zap.Logger
 	dlog   *decisionlog.Logger
@@ -84,6 +86,9 @@ func WithStreamKeepAlive(every time.Duration) Option {
 // one, every request naming a task is refused (fail closed).
 func WithOwners(o tasks.Owners) Option { return func(g *Gateway) { g.owners = o } }
 
+// WithQuotas counts admitted calls against their quotas (nil: not enforced).
+func WithQuotas(e *metering.Enforcer) Option { return func(g *Gateway) { g.quotas = e } }
+
 // WithDecisionIDs shares a decision id source.
 func WithDecisionIDs(ids *decisionlog.IDs) Option { return func(g *Gateway) { g.ids = ids } }
 
@@ -109,7 +114,7 @@ func New(h *revision.Holder, opts ...Option) *Gateway {
 	for _, op := range protocol.Operations() {
 		g.decisions[string(op)] = g.m.DecisionCounters(component, string(op))
 	}
-	g.admit = admission.New(g.owners, g.log)
+	g.admit = admission.New(g.owners, g.log, admission.WithQuotas(g.quotas))
 	if g.limits.MaxBodyBytes <= 0 {
 		g.limits.MaxBodyBytes = protocol.DefaultMaxBodyBytes
 	}

@@ -96,7 +96,8 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		g.refuse(w, rev, start, entry, req, perr)
 		return
 	}
-	v := g.admit.Admit(r.Context(), rev, admission.Input{Request: req, Header: env.Header, Peer: peer})
+	v := g.admit.Admit(r.Context(), rev, admission.Input{Request: req, Header: env.Header, Peer: peer, DecisionID: id})
+	entry.Quotas = v.Quotas
 	entry.Principal, entry.Tenant = v.Principal.Subject, v.Principal.Tenant
 	entry.Authenticated, entry.Issuer = v.Principal.Authenticated, v.Principal.Issuer
 	entry.SetScopes(v.Principal.Scopes)
@@ -123,6 +124,9 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	call := &operation.Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
 		Header: r.Header, Log: entry, Task: v.Task}
 	res, e := g.run(r.Context(), call, w)
+	for _, h := range protocol.RateLimitHeaders(entry.Quotas) { // charged at admission or once routed
+		w.Header().Set(h[0], h[1])
+	}
 	if e == nil && res != nil {
 		var written bool
 		if e, written = answer(w, req, *res, g.keepAlive); written {

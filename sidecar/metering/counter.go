@@ -109,3 +109,19 @@ func (r *Redis) Mark(ctx context.Context, key string, ttl time.Duration) (bool, 
 func (r *Redis) Unmark(ctx context.Context, key string) error {
 	return r.rdb.Del(ctx, r.prefix+key).Err()
 }
+
+// redisStore is the part of tasks.Redis a Redis counter needs.
+type redisStore interface {
+	Client() redis.UniversalClient
+	KeyPrefix() string
+}
+
+// ForStore is the counter that shares store: a Redis counter on a Redis
+// store's servers (one server, Sentinel or Cluster), else an in-process
+// one (the memory store serves one replica).
+func ForStore(store any) Counter {
+	if r, ok := store.(redisStore); ok {
+		return NewRedis(r.Client(), r.KeyPrefix())
+	}
+	return NewMemory(nil)
+}

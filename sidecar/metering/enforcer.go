@@ -95,7 +95,7 @@ type Call struct {
 // charged before the refusing one, and its message is not marked, so its
 // retry is charged afresh. A message already charged (by the other door,
 // or a retry) passes without a charge and without budgets.
-func (e *Enforcer) Charge(ctx context.Context, c Call) ([]protocol.QuotaState, *protocol.Error) {
+func (e *Enforcer) Charge(ctx context.Context, c Call) ([]quota.State, *protocol.Error) {
 	if e == nil || len(c.Quotas) == 0 {
 		return nil, nil
 	}
@@ -112,7 +112,7 @@ func (e *Enforcer) Charge(ctx context.Context, c Call) ([]protocol.QuotaState, *
 			return nil, nil
 		}
 	}
-	states := make([]protocol.QuotaState, 0, len(c.Quotas))
+	states := make([]quota.State, 0, len(c.Quotas))
 	charged := make([]int, 0, len(c.Quotas))
 	undo := func() {
 		for _, i := range charged {
@@ -149,7 +149,7 @@ func (e *Enforcer) Charge(ctx context.Context, c Call) ([]protocol.QuotaState, *
 			return nil, Refusal(q, t.RetryAfter, c.Capability)
 		}
 		charged = append(charged, i)
-		states = append(states, protocol.QuotaState{ID: q.ID, Limit: q.Limit, WindowSecs: int64(q.Window / time.Second),
+		states = append(states, quota.State{ID: q.ID, Limit: q.Limit, Window: int64(q.Window / time.Second),
 			Remaining: t.Remaining, Reset: ceilSeconds(t.ResetAfter)})
 	}
 	for _, i := range charged {

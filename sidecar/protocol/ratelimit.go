@@ -3,6 +3,8 @@ package protocol
 import (
 	"strconv"
 	"strings"
+
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // Remaining-budget header fields: the IETF "RateLimit header fields for HTTP" draft
@@ -15,16 +17,9 @@ const (
 	HeaderRateLimit       = "ratelimit"
 )
 
-// QuotaState is one quota's budget as a header reports it.
-type QuotaState struct {
-	ID                string
-	Limit, WindowSecs int64
-	Remaining, Reset  int64 // Reset: seconds until the budget is full again
-}
-
 // RateLimitHeaders renders quota states as the RateLimit-Policy and RateLimit header fields
 // (nil for none).
-func RateLimitHeaders(states []QuotaState) [][2]string {
+func RateLimitHeaders(states []quota.State) [][2]string {
 	if len(states) == 0 {
 		return nil
 	}
@@ -35,7 +30,7 @@ func RateLimitHeaders(states []QuotaState) [][2]string {
 			limit.WriteString(", ")
 		}
 		name := sfString(q.ID)
-		policy.WriteString(name + ";q=" + strconv.FormatInt(q.Limit, 10) + ";w=" + strconv.FormatInt(q.WindowSecs, 10))
+		policy.WriteString(name + ";q=" + strconv.FormatInt(q.Limit, 10) + ";w=" + strconv.FormatInt(q.Window, 10))
 		limit.WriteString(name + ";r=" + strconv.FormatInt(max(q.Remaining, 0), 10) + ";t=" + strconv.FormatInt(max(q.Reset, 0), 10))
 	}
 	return [][2]string{{HeaderRateLimitPolicy, policy.String()}, {HeaderRateLimit, limit.String()}}
@@ -72,7 +67,7 @@ func (e *Error) QuotaHeaders() [][2]string {
 	limit, err1 := strconv.ParseInt(e.Metadata[MetaQuotaLimit], 10, 64)
 	window, err2 := strconv.ParseInt(e.Metadata[MetaQuotaWindow], 10, 64)
 	if id := e.Metadata[MetaQuota]; id != "" && err1 == nil && err2 == nil {
-		out = append(out, RateLimitHeaders([]QuotaState{{ID: id, Limit: limit, WindowSecs: window, Reset: secs}})...)
+		out = append(out, RateLimitHeaders([]quota.State{{ID: id, Limit: limit, Window: window, Reset: secs}})...)
 	}
 	return out
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/capgate/capgate/sidecar/gateway"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/metering"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/reload"
@@ -47,7 +48,9 @@ type process struct {
 	ids    *decisionlog.IDs
 	limits protocol.Limits
 
-	store  tasks.Store
+	store tasks.Store
+	// quotas counts calls against their quotas on the store, for both doors (openStore).
+	quotas *metering.Enforcer
 	issuer delegation.Issuer
 	minter *identity.Minter
 	admin  *admin.Handler
@@ -166,6 +169,7 @@ func (p *process) openStore(ctx context.Context) error {
 	health := p.m.Store(tasks.Operations())
 	if p.store = p.opts.Store; p.store != nil {
 		health.Reachable(true)
+		p.quotas = p.newQuotas()
 		return nil
 	}
 	store, err := newStore(ctx, p.cfg, p.log, tasks.WithObserver(health))
@@ -185,6 +189,7 @@ func (p *process) openStore(ctx context.Context) error {
 		}()
 		p.onRelease(func() { stop(); <-done }) // before the store is closed
 	}
+	p.quotas = p.newQuotas()
 	return nil
 }
 
@@ -231,6 +236,7 @@ func (p *process) startExtAuthz(ctx context.Context) error {
 		extauthz.WithDecisionIDs(p.ids),
 		extauthz.WithMetrics(p.m),
 		extauthz.WithLimits(p.limits),
+		extauthz.WithQuotas(p.quotas),
 		extauthz.WithGRPCOptions(p.tp.ServerOptions()...),
 	)
 	p.addrs.ExtAuthz = ln.Addr().String()
@@ -268,6 +274,7 @@ func (p *process) startGateway(ctx context.Context) error {
 		dispatch.WithLogger(p.log.Named("dispatch")),
 		dispatch.WithMetrics(p.m),
 		dispatch.WithAudit(auditLog),
+		dispatch.WithQuotas(p.quotas),
 	)
 	gw := gateway.New(p.holder,
 		gateway.WithLogger(p.log.Named("gateway")),
@@ -278,6 +285,7 @@ func (p *process) startGateway(ctx context.Context) error {
 		gateway.WithOperations(ops),
 		gateway.WithStreamKeepAlive(p.cfg.Limits.StreamKeepAlive),
 		gateway.WithOwners(p.store),
+		gateway.WithQuotas(p.quotas),
 	)
 	p.addrs.A2A, err = p.serveHTTP("gateway", p.bind.A2A, p.tp.Handler(gw), servePlainHTTP2)
 	return err
@@ -383,4 +391,11 @@ func (p *process) release() {
 	for i := len(p.releases) - 1; i >= 0; i-- {
 		p.releases[i]()
 	}
+}
+
+// newQuotas is the quota enforcer of both doors, counting on the store: on its Redis servers
+// when it is a Redis store, else in memory (one replica). A charged messageId is remembered as
+// long as a retry of it is (limits.message_id_window).
+func (p *process) newQuotas() *metering.Enforcer {
+	return metering.NewEnforcer(metering.ForStore(p.store), p.m.Registry, p.log, p.cfg.Limits.MessageIDWindow)
 }
