@@ -151,33 +151,58 @@ func TestQuotaAcrossReplicas(t *testing.T) {
 }
 
 // TestQuotaStoreOutage: with Redis down, a plan with on_store_error closed
-// refuses the call before its handler (the decision names
-// quota.store_error); one with open lets it past the quota uncounted (the
-// call then meets the task store's own outage), and the metrics say which.
+// refuses the call before its handler (UNAVAILABLE, the decision naming
+// quota.store_error); one with open lets it through uncounted (the handler
+// answers), and the metrics say which. The call is the finance example's
+// extension method finance/explainVariance (served by reconcile-invoice):
+// admission charges it, and it needs no task binding, so the task store's
+// own outage does not answer first, as it would for a message.
 func TestQuotaStoreOutage(t *testing.T) {
 	for _, mode := range []string{"closed", "open"} {
 		t.Run(mode, func(t *testing.T) {
 			rds := redisproc.Start(t)
 			c := quotaCluster(t, withPlan(t, mode), rds.URL(0))
 			owner := testutil.Token(t, partner)
-			send(t, c.a, owner, "q-before") // counted while Redis is up
+			status, body, id := variance(t, c.a, owner)
+			require.Equal(t, http.StatusOK, status)
+			require.NotContains(t, body, `"error"`, "counted while Redis is up: %s", body)
+			c.a.WaitDecision(t, id)
 			rds.Kill()
 
-			r, err := call(c.a, owner, "SendMessage", reconcile("q-during", ""))
-			require.NoError(t, err)
-			require.NotNil(t, r.Error, "the task store is down too: %s", r.Raw)
-			dec := c.a.WaitDecision(t, r.Header.Get("X-Capgate-Decision-Id"))
+			status, body, id = variance(t, c.a, owner)
+			dec := c.a.WaitDecision(t, id)
 			metrics := scrape(t, c.a)
 			switch mode {
 			case "closed":
+				require.Contains(t, body, `"error"`, "refused: %s", body)
 				require.Equal(t, "quota.store_error", dec[0]["rule"], "refused by the quota, before the handler: %v", dec[0])
+				require.Equal(t, "UNAVAILABLE", dec[0]["code"])
 				require.Regexp(t, `capgate_quota_calls_total\{capability="reconcile-invoice",quota="plan.replicas",result="store_error_closed"\} 1`, metrics)
 			case "open":
-				require.NotEqual(t, "quota.store_error", dec[0]["rule"], "not refused by the quota: %v", dec[0])
+				require.Equal(t, http.StatusOK, status)
+				require.NotContains(t, body, `"error"`, "let through uncounted, the handler answered: %s", body)
 				require.Regexp(t, `capgate_quota_calls_total\{capability="reconcile-invoice",quota="plan.replicas",result="store_error_open"\} 1`, metrics)
 			}
 		})
 	}
+}
+
+// variance calls finance/explainVariance through srv as tok and returns
+// the status, the body and the decision id.
+func variance(t *testing.T, srv *testutil.Server, tok string) (int, string, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, srv.Endpoint("/"), strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"finance/explainVariance","params":{"invoice":"INV-1"}}`))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("A2A-Version", "1.0")
+	req.Header.Set("A2A-Extensions", "https://example.com/ext/variance/v1")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := srv.HTTP.Do(req)
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b), resp.Header.Get("X-Capgate-Decision-Id")
 }
 
 func scrape(t *testing.T, srv *testutil.Server) string {
