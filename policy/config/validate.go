@@ -656,3 +656,7 @@ func (v *validator) store() {
 		}
 	}
 }
+
+// Line is the line of field in the config file (or of its nearest enclosing field), 0 when
+// unknown: for checks of the config against what it names (the registry's capabilities).
+func (c *Config) Line(field string) int { return c.line(field) }

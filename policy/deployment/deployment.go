@@ -71,6 +71,7 @@ func FromConfig(cfg *config.Config) (*Deployment, error) {
 	}
 	warnings := append(cfg.Warnings(), problemStrings(reg.Warnings())...)
 	warnings = append(warnings, scopeWarnings(cfg, reg)...)
+	warnings = append(warnings, quotaWarnings(cfg, reg)...)
 	return &Deployment{Config: cfg, Snapshot: snap, Warnings: warnings}, nil
 }
 
@@ -157,6 +158,9 @@ func parts(cfg *config.Config) (*manifest.Registry, map[string]string, error) {
 	}
 	reg, err := manifest.Load(dirs, manifest.Options{Handlers: cfg.HasHandler})
 	problems.Merge(err)
+	if reg != nil {
+		checkQuotas(cfg, reg, &problems)
+	}
 
 	extra, err := readModules(cfg)
 	problems.Merge(err)

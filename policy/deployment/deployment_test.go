@@ -105,3 +105,23 @@ func TestFromConfigKeepsWarnings(t *testing.T) {
 	require.Len(t, d.Warnings, 1)
 	require.Contains(t, d.Warnings[0], "version segment")
 }
+
+// TestQuotaPlansAgainstTheRegistry: a plan restricted to a capability the registry does not hold
+// is an error at its line, with the id it most likely misspells; a capability whose cost_class
+// quotas.cost_classes does not price is a warning naming its manifest.
+func TestQuotaPlansAgainstTheRegistry(t *testing.T) {
+	cfgPath := copyFinance(t)
+	edit(t, cfgPath, "      grant: {scopes: [plan.free]}\n      budget: {units: 40, per: 24h}",
+		"      grant: {scopes: [plan.free]}\n      budget: {units: 40, per: 24h}\n      capabilities: [reconcile-invoic]")
+	_, err := deployment.Load(cfgPath)
+	require.Error(t, err)
+	require.Regexp(t, `capgate\.yaml:\d+: quotas\.plans\[0\]\.capabilities\[0\]: "reconcile-invoic" is not a capability of the registry; did you mean reconcile-invoice\?`, err.Error())
+
+	cfgPath = copyFinance(t)
+	edit(t, cfgPath, "cost_classes: {low: 1, medium: 5, high: 20}", "cost_classes: {low: 1, medium: 5}")
+	d, err := deployment.Load(cfgPath)
+	require.NoError(t, err)
+	require.Len(t, d.Warnings, 1)
+	require.Contains(t, d.Warnings[0], `forecast-cashflow.yaml`)
+	require.Contains(t, d.Warnings[0], `"high" is not in quotas.cost_classes`)
+}

@@ -153,6 +153,9 @@ func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 	if len(e.Limits) > 0 {
 		_ = enc.AddReflected("limits", e.Limits)
 	}
+	if len(e.Quotas) > 0 {
+		_ = enc.AddReflected("quotas", e.Quotas)
+	}
 	if len(e.Reasons) > 0 {
 		_ = enc.AddArray("reasons", zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
 			for _, r := range e.Reasons {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/policy/quota"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 )
 
@@ -59,6 +60,8 @@ func TestConsoleMatchesPlugin(t *testing.T) {
 			Requested: "apply-remittance", RequestedRules: []engine.Reason{{Rule: "scope.missing", Effect: "refuse", Detail: "payments.apply"}},
 			Result: decisionlog.Allow},
 		{DecisionID: "c-7", Capability: "x", Decided: true, Entitled: false, Result: decisionlog.Deny, Requested: "y", RequestedEntitled: true},
+		{DecisionID: "c-7q", Capability: "reconcile-invoice", Result: decisionlog.Allow,
+			Quotas: []quota.State{{ID: "plan.free", Limit: 40, Window: 86400, Remaining: 32, Reset: 17280}}},
 		{DecisionID: "c-8", Capability: "reconcile-invoice", Decided: true, Entitled: true, Result: decisionlog.Allow, CardVersion: "1.4.0+skills.3f2a",
 			Limits:    map[string]any{"max_pdf_pages": 200, "cost_class": "medium", "ratio": 0.5, "html": "<a&b>"},
 			Rules:     []engine.Reason{{Rule: "scope.held", Effect: "grant", Detail: "recon.run"}},

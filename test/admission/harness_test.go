@@ -167,6 +167,9 @@ type outcome struct {
 	body    string
 	// decision is the door's decision id (X-Capgate-Decision-Id; ext_authz: of a denial).
 	decision string
+	// header holds the answer's headers (ext_authz: a denial's, or an allow's response headers
+	// to add).
+	header http.Header
 }
 
 func (o outcome) String() string {
@@ -193,7 +196,7 @@ func (e *env) gateway(t *testing.T, method, target string, h http.Header, body [
 	require.NoError(t, err)
 	r := reasonOf(b)
 	return outcome{allowed: resp.StatusCode/100 == 2 && r == "", reason: r, status: resp.StatusCode, body: string(b),
-		decision: resp.Header.Get("X-Capgate-Decision-Id")}
+		decision: resp.Header.Get("X-Capgate-Decision-Id"), header: resp.Header}
 }
 
 // extauthz sends the CheckRequest Envoy would send for the request.
@@ -219,7 +222,11 @@ func (e *env) extauthz(t *testing.T, method, target string, h http.Header, body 
 	}})
 	require.NoError(t, err)
 	if codes.Code(resp.GetStatus().GetCode()) == codes.OK {
-		return outcome{allowed: true, status: http.StatusOK}
+		added := http.Header{}
+		for _, hv := range resp.GetOkResponse().GetResponseHeadersToAdd() {
+			added.Set(hv.GetHeader().GetKey(), hv.GetHeader().GetValue())
+		}
+		return outcome{allowed: true, status: http.StatusOK, header: added}
 	}
 	d := resp.GetDeniedResponse()
 	require.NotNil(t, d)
@@ -228,7 +235,7 @@ func (e *env) extauthz(t *testing.T, method, target string, h http.Header, body 
 	for _, hv := range d.GetHeaders() {
 		grpcStatus.Set(hv.GetHeader().GetKey(), hv.GetHeader().GetValue())
 	}
-	o.decision = grpcStatus.Get("X-Capgate-Decision-Id")
+	o.decision, o.header = grpcStatus.Get("X-Capgate-Decision-Id"), grpcStatus
 	if grpcStatus.Get("grpc-status") != "" {
 		o.reason, o.status = grpcReason(t, grpcStatus)
 	}
@@ -256,7 +263,7 @@ func (e *env) gatewayGRPC(t *testing.T, method, target string, h http.Header, bo
 	for k, vs := range resp.Trailer {
 		st[k] = vs
 	}
-	o := outcome{status: http.StatusOK, body: string(b), decision: resp.Header.Get("X-Capgate-Decision-Id")}
+	o := outcome{status: http.StatusOK, body: string(b), decision: resp.Header.Get("X-Capgate-Decision-Id"), header: st}
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	require.NotEmpty(t, st.Get("grpc-status"), "a gRPC answer without grpc-status")
 	if st.Get("grpc-status") == "0" {
