@@ -7,7 +7,7 @@ CONFIG        ?=
 VERSION       ?=
 
 .PHONY: chart
-.PHONY: all help build test test-go test-rego check card-check access-check fmt run bench e2e e2e-envoy fuzz clean interop-js image image-name dist
+.PHONY: all help build test test-go test-rego check card-check access-check fmt run bench bench-compare e2e e2e-envoy fuzz clean interop-js image image-name dist
 
 # Stamping (build, image, dist): VERSION (else "dev") and the git commit, with "-modified" when
 # tracked files differ from it, through -ldflags, so that `capgate --version` shows both even
@@ -133,6 +133,25 @@ bench:
 	$(GO) run ./test/loadgen -mode rss -memory 32MiB
 	$(GO) run ./test/loadgen -mode gateway
 
+# bench-compare's builds: BASE (required) and HEAD (empty: the work tree as it is), each a loadgen
+# whose gateway child serves that commit's code, built with `go build -o` into BENCH_DIR.
+BASE      ?=
+HEAD      ?=
+ROUNDS    ?= 3
+BENCH_DIR ?= $(or $(TMPDIR),/tmp)/capgate-bench-compare-$(shell id -u)
+## bench-compare: the gateway of BASE=<commit> and of HEAD (default: the work tree) side by side on one workload:
+## A B A B for ROUNDS rounds, servers on CPU 0, the bare proxy's floor before each phase, both bindings on the
+## memory store then JSON-RPC on a loopback redis-server (test/loadgen -mode gateway-compare; ARGS adds flags,
+## e.g. ARGS='-context-tasks 1000' or '-no-redis'). BASE needs test/loadgen's gateway role (75ab4ce or later).
+bench-compare:
+	@test -n "$(BASE)" || { echo "usage: make bench-compare BASE=<commit> [HEAD=<commit>] [ROUNDS=3] [ARGS='-context-tasks 100']"; exit 2; }
+	rm -rf $(BENCH_DIR) && mkdir -p $(BENCH_DIR)/base $(BENCH_DIR)/head
+	git archive $(BASE) | tar -x -C $(BENCH_DIR)/base
+	cd $(BENCH_DIR)/base && $(GO) build -buildvcs=false -o $(BENCH_DIR)/loadgen-base ./test/loadgen
+	$(if $(HEAD),git archive $(HEAD) | tar -x -C $(BENCH_DIR)/head && cd $(BENCH_DIR)/head && )$(GO) build -buildvcs=false -o $(BENCH_DIR)/loadgen-head ./test/loadgen
+	$(BENCH_DIR)/loadgen-head -mode gateway-compare -routing-manifests $(CURDIR)/../shared/data/routing/manifests.json \
+		-builds base=$(BENCH_DIR)/loadgen-base,head=$(BENCH_DIR)/loadgen-head -rounds $(ROUNDS) $(ARGS)
+
 ## e2e: the end-to-end suite through the Envoy-faithful proxy (test/envoyproxy), plus the other suites under test/.
 e2e:
 	$(GO) test -count=1 ./test/...
@@ -158,6 +177,7 @@ fuzz-short:
 	$(FUZZ) ./policy/manifest -fuzz '^FuzzParseManifest$$'
 	$(FUZZ) ./policy/config -fuzz '^FuzzConfig$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'
+	$(FUZZ) ./sidecar/identity -fuzz '^FuzzEncodeClaims$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzJWTHeader$$'
 
 ## fuzz: every fuzz target for longer (500,000 executions each).

@@ -186,7 +186,7 @@ func fromBundle(b *bundle.Bundle) (*Snapshot, error) {
 	}
 	caps := make([]manifest.Capability, 0, len(regDoc))
 	for _, id := range slices.Sorted(maps.Keys(regDoc)) {
-		c, err := fromWire(id, regDoc[id])
+		c, err := registryEntry(id, regDoc[id])
 		if err != nil {
 			return nil, err
 		}
@@ -225,6 +225,29 @@ func fromBundle(b *bundle.Bundle) (*Snapshot, error) {
 		return nil, fmt.Errorf("content hash %s does not match the manifest revision %q", s.Revision, b.Manifest.Revision)
 	}
 	return s, nil
+}
+
+// registryEntry decodes the manifest a bundle stores under
+// data.capgate.registry[key]: the manifest's own JSON, checked by the
+// format's value rules (manifest.Capability.Validate). Limits come back as
+// plain JSON values (numbers as float64).
+func registryEntry(key string, v any) (manifest.Capability, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return manifest.Capability{}, fmt.Errorf("registry %s: %w", key, err)
+	}
+	var c manifest.Capability
+	if err := json.Unmarshal(b, &c); err != nil {
+		return manifest.Capability{}, fmt.Errorf("registry %s: %w", key, err)
+	}
+	if c.ID != key {
+		return manifest.Capability{}, fmt.Errorf("registry %s: id %q differs from its key", key, c.ID)
+	}
+	if err := c.Validate(); err != nil {
+		return manifest.Capability{}, fmt.Errorf("registry %s: %w", key, err)
+	}
+	c.Source = manifest.Source{File: "bundle:data.capgate.registry." + key}
+	return c, nil
 }
 
 func decodeSettings(v any) (Settings, error) {

@@ -507,7 +507,7 @@ func (c *canonicalWriter) registry(reg *manifest.Registry) {
 			c.raw(",")
 		}
 		c.key(all[i].ID)
-		c.value(toWire(&all[i]))
+		c.value(&all[i])
 	}
 	c.raw("}")
 }
@@ -533,9 +533,10 @@ func (c *canonicalWriter) object(v any) {
 // bundleDocument is the document a bundle stores under data.capgate: data
 // (from Data) plus the full manifests under "registry".
 func (s *Snapshot) bundleDocument(data map[string]any) (map[string]any, error) {
-	regs := make(map[string]any, s.Registry.Len())
-	for _, c := range s.Registry.All() {
-		regs[c.ID] = toWire(&c)
+	all := s.Registry.All()
+	regs := make(map[string]any, len(all))
+	for i := range all {
+		regs[all[i].ID] = &all[i] // the manifest's own JSON
 	}
 	r, err := plainJSON(regs)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/policy/quota"
 )
 
@@ -103,47 +102,6 @@ func quotaFact(q quota.Capability) map[string]any {
 		}
 	}
 	return f
-}
-
-// wireQuota is a manifest's quota as a bundle stores it.
-type wireQuota struct {
-	Rate         *wireRate `json:"rate,omitempty"`
-	Units        int64     `json:"units,omitempty"`
-	OnStoreError string    `json:"on_store_error,omitempty"`
-}
-
-type wireRate struct {
-	Calls      int64 `json:"calls"`
-	PerSeconds int64 `json:"per_seconds"`
-}
-
-func toWireQuota(q quota.Capability) any {
-	w := wireQuota{Units: q.Units, OnStoreError: string(q.OnStoreError)}
-	if !q.Rate.IsZero() {
-		w.Rate = &wireRate{Calls: q.Rate.Calls, PerSeconds: int64(q.Rate.Per / time.Second)}
-	}
-	return w
-}
-
-func fromWireQuota(key string, w *wireQuota) (quota.Capability, error) {
-	if w == nil {
-		return quota.Capability{}, nil
-	}
-	q := quota.Capability{Units: w.Units, OnStoreError: quota.StoreErrorMode(w.OnStoreError)}
-	if w.Units < 0 {
-		return q, fmt.Errorf("registry %s: quota.units %d is negative", key, w.Units)
-	}
-	if q.OnStoreError != "" && !slices.Contains(quota.StoreErrorModes, q.OnStoreError) {
-		return q, fmt.Errorf("registry %s: quota.on_store_error %q is not a mode", key, q.OnStoreError)
-	}
-	if w.Rate != nil {
-		per := time.Duration(w.Rate.PerSeconds) * time.Second
-		if w.Rate.Calls < 1 || per < time.Second || per > manifest.MaxQuotaWindow {
-			return q, fmt.Errorf("registry %s: quota.rate is not a positive rate", key)
-		}
-		q.Rate = quota.Rate{Calls: w.Rate.Calls, Per: per}
-	}
-	return q, nil
 }
 
 // decodeQuotas reads settings.quotas of a bundle (absent: none). The

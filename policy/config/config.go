@@ -3,6 +3,13 @@
 // handlers, listeners, router, store, cards, identity, audit, limits, push,
 // decision logs and tracing; it is decoded and validated once, reporting
 // every problem with its line.
+//
+// The rule of the layers: this package holds the file's shape and the rules
+// of the policy's own settings; nothing under policy/ imports sidecar/ (a
+// test in test/imports holds it). Settings whose rules the runtime owns (the
+// store, push.allowed_urls, an issuer's JWKS file) are decoded here and
+// checked by the runtime's Checks (sidecar/settings), which Load runs and
+// reports with their lines like its own problems.
 package config
 
 import (
@@ -87,7 +94,7 @@ type Config struct {
 	Handlers   map[string]string `yaml:"handlers"` // handler name -> "builtin:echo" or http(s) URL (url of the object form)
 	Listen     Listen            `yaml:"listen"`
 	Router     Router            `yaml:"router"`
-	Store      string            `yaml:"store"` // "memory" or a Redis URL (tasks.Open)
+	Store      string            `yaml:"store"` // "memory" or a backend's URL (sidecar/tasks/backends)
 	// StorePasswordFile holds the password of the Redis servers of store
 	// (relative to the config file); it takes precedence over one in the URL.
 	StorePasswordFile string `yaml:"store_password_file"`

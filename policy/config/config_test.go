@@ -195,10 +195,6 @@ func TestLoadFSInvalid(t *testing.T) {
 			"capgate.yaml:23: identity.signing_key_file: read keys/nope.pem: file does not exist"},
 		{"jsonrpc_http_status not 200 or 401", "  preview_scope: a2a.preview\n", "  preview_scope: a2a.preview\n  jsonrpc_http_status: 403\n",
 			"capgate.yaml:18: auth.jsonrpc_http_status: 403 is not one of 200 (always 200), 401 (401 or 403 with WWW-Authenticate for authentication and authorization failures)"},
-		{"push prefix not canonical", "store: memory\n", "store: memory\npush: {allowed_urls: [\"HTTPS://Hooks.example.com:443/a2a/../b\"]}\n",
-			"capgate.yaml:23: push.allowed_urls[0]: \"HTTPS://Hooks.example.com:443/a2a/../b\" is not in canonical form (RFC 3986 section 6); write it as \"https://hooks.example.com/b\""},
-		{"push prefix with an encoded slash", "store: memory\n", "store: memory\npush: {allowed_urls: [\"https://hooks.example.com/a%2fb\"]}\n",
-			"capgate.yaml:23: push.allowed_urls[0]: \"https://hooks.example.com/a%2fb\" has an encoded \"/\" or \"\\\" in its path"},
 		{"admin token file missing", "admin: 127.0.0.1:9090}", "admin: 127.0.0.1:9090, admin_token_file: ./keys/nope.token}",
 			"capgate.yaml:20: listen.admin_token_file: read keys/nope.token: file does not exist"},
 		{"card signing key missing", "store: memory\n", "store: memory\ncards: {signing_key_file: ./keys/nope.pem}\n",
@@ -280,34 +276,6 @@ func TestLoadFSInvalid(t *testing.T) {
 			"capgate.yaml:21: router.threshold: 1.5 is outside [0, 1]"},
 		{"threshold negative", "threshold: 0.6", "threshold: -0.1",
 			"capgate.yaml:21: router.threshold: -0.1 is outside [0, 1]"},
-		{"store unknown", "store: memory", "store: mysql://db:3306",
-			`capgate.yaml:22: store: "mysql://db:3306" is neither "memory" nor a Redis URL (redis://, rediss://, redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://)`},
-		{"store sentinel without master", "store: memory", "store: redis-sentinel://:pw@s1:26379,s2:26379",
-			`capgate.yaml:22: store: redis-sentinel://s1:26379,s2:26379: the path must be the master's name, e.g. redis-sentinel://host:26379,host:26380/mymaster`},
-		{"store cluster with a database", "store: memory", "store: rediss-cluster://c1:7000,c2:7000/2",
-			`capgate.yaml:22: store: rediss-cluster://c1:7000,c2:7000/2: a Redis Cluster has no database numbers or paths (found "2")`},
-		{"store reads from replicas", "store: memory", "store: redis-cluster://c1:7000?read_only=true",
-			`capgate.yaml:22: store: redis-cluster://c1:7000: read_only is not accepted: capgate reads task ownership from the master only`},
-		{"store password file without Redis", "store: memory", "store: memory\nstore_password_file: redis.pw",
-			`capgate.yaml:23: store_password_file: set, but store is "memory": only a Redis store has a password`},
-		{"store password file missing", "store: memory", "store: redis-sentinel://s1:26379/main\nstore_password_file: nope.pw",
-			`capgate.yaml:23: store_password_file: read nope.pw: file does not exist`},
-		{"store password env without Redis", "store: memory", "store: memory\nstore_password_env: REDIS_PASSWORD",
-			`capgate.yaml:23: store_password_env: set, but store is "memory": only a Redis store has a password`},
-		{"store password env not set", "store: memory", "store: redis://r1:6379/0\nstore_password_env: CAPGATE_TEST_UNSET_0x",
-			`capgate.yaml:23: store_password_env: the environment variable CAPGATE_TEST_UNSET_0x is not set`},
-		{"store password env not a name", "store: memory", "store: redis://r1:6379/0\nstore_password_env: 'A=B'",
-			`capgate.yaml:23: store_password_env: "A=B" is not an environment variable name`},
-		{"store password file and env", "store: memory", "store: redis://r1:6379/0\nstore_password_file: redis.pw\nstore_password_env: REDIS_PASSWORD",
-			`capgate.yaml:23: store_password_file: set this or store_password_env, not both`},
-		{"store password file empty", "store: memory", "store: redis://r1:6379/0\nstore_password_file: keys/empty.pw",
-			`capgate.yaml:23: store_password_file: keys/empty.pw is empty`},
-		{"sentinel password without Sentinels", "store: memory", "store: redis-cluster://c1:7000\nstore_sentinel_password_file: keys/empty.pw",
-			`capgate.yaml:23: store_sentinel_password_file: set, but store is not redis-sentinel:// or rediss-sentinel://: only Sentinels have this password (the Redis servers' is store_password_file or store_password_env)`},
-		{"sentinel password file missing", "store: memory", "store: rediss-sentinel://s1:26379/main\nstore_sentinel_password_file: nope.pw",
-			`capgate.yaml:23: store_sentinel_password_file: read nope.pw: file does not exist`},
-		{"sentinel password env not set", "store: memory", "store: redis-sentinel://s1:26379/main\nstore_sentinel_password_env: CAPGATE_TEST_UNSET_0x",
-			`capgate.yaml:23: store_sentinel_password_env: the environment variable CAPGATE_TEST_UNSET_0x is not set`},
 		{"listen not host:port", "a2a: 127.0.0.1:8080", "a2a: localhost",
 			`capgate.yaml:20: listen.a2a: "localhost" is not host:port (e.g. 127.0.0.1:8080)`},
 		{"listen bad port", "admin: 127.0.0.1:9090", "admin: 127.0.0.1:http",
@@ -384,7 +352,11 @@ auth:
 router: {threshold: 2}
 store: memcached
 `
-	_, err := config.LoadFS(fsWith(cfg), "capgate.yaml")
+	// A runtime check's problems are reported at their fields' lines, after the config's own.
+	storeCheck := func(c *config.Config) []diag.Problem {
+		return []diag.Problem{{Field: "store", Message: c.Store + ": not a store (a runtime check)"}}
+	}
+	_, err := config.LoadFS(fsWith(cfg), "capgate.yaml", storeCheck)
 	require.EqualError(t, err, `capgate.yaml:1: agent.description: required
 capgate.yaml:3: agent.version: "1.4" is not a semantic version (want x.y.z, e.g. 1.4.0)
 capgate.yaml:4: agent.url: "127.0.0.1:8080" is not an absolute http(s) URL
@@ -393,7 +365,7 @@ capgate.yaml:12: auth.issuers[0].algorithms[0]: "none" is refused: unsigned toke
 capgate.yaml:12: auth.issuers[0].algorithms[1]: "HS512" is refused: shared-secret (HMAC) algorithms are not supported; use an asymmetric algorithm such as RS256 or ES256
 capgate.yaml:13: auth.colour: unknown field; known fields are issuers, scopes_claim, tenant_claim, preview_scope, preview_tenants, anonymous_public, clock_skew, max_token_lifetime, jsonrpc_http_status, mtls_principals, known_scopes, trusted_proxy
 capgate.yaml:14: router.threshold: 2 is outside [0, 1]
-capgate.yaml:15: store: "memcached" is neither "memory" nor a Redis URL (redis://, rediss://, redis-sentinel://, rediss-sentinel://, redis-cluster://, rediss-cluster://)`)
+capgate.yaml:15: store: memcached: not a store (a runtime check)`)
 }
 
 func TestWarnings(t *testing.T) {
@@ -603,55 +575,6 @@ func TestHandlerBindings(t *testing.T) {
 			require.EqualError(t, err, tt.want)
 		})
 	}
-}
-
-// TestStoreCredentials: the store's passwords come from a file or from the
-// environment; an empty variable is refused as an unset one is, and the
-// secret never appears in an error.
-func TestStoreCredentials(t *testing.T) {
-	const secret = "hunter2-but-longer"
-	load := func(t *testing.T, extra string, files map[string]string) (*config.Config, error) {
-		t.Helper()
-		fsys := fsWith(strings.Replace(base, "store: memory", "store: redis-sentinel://s1:26379/main\n"+extra, 1))
-		for name, data := range files {
-			fsys[name] = &fstest.MapFile{Data: []byte(data)}
-		}
-		return config.LoadFS(fsys, "capgate.yaml")
-	}
-
-	t.Setenv("CAPGATE_TEST_REDIS_PW", secret)
-	t.Setenv("CAPGATE_TEST_SENTINEL_PW", secret+"-sentinel")
-	c, err := load(t, "store_password_env: CAPGATE_TEST_REDIS_PW\nstore_sentinel_password_env: CAPGATE_TEST_SENTINEL_PW", nil)
-	require.NoError(t, err)
-	opts, err := c.StoreOptions()
-	require.NoError(t, err)
-	require.Len(t, opts, 2, "the servers' password and the Sentinels'")
-
-	c, err = load(t, "store_password_file: keys/redis.pw", map[string]string{"keys/redis.pw": "  " + secret + "\n"})
-	require.NoError(t, err)
-	opts, err = c.StoreOptions()
-	require.NoError(t, err)
-	require.Len(t, opts, 1)
-
-	c, err = load(t, "", nil)
-	require.NoError(t, err)
-	opts, err = c.StoreOptions()
-	require.NoError(t, err)
-	require.Empty(t, opts, "no credentials: the URL's, if any")
-
-	t.Setenv("CAPGATE_TEST_REDIS_PW", "")
-	_, err = load(t, "store_password_env: CAPGATE_TEST_REDIS_PW", nil)
-	require.EqualError(t, err, "capgate.yaml:23: store_password_env: the environment variable CAPGATE_TEST_REDIS_PW is empty")
-
-	// Validated at load, read again at start: a variable emptied in between
-	// is still refused, by name.
-	t.Setenv("CAPGATE_TEST_REDIS_PW", secret)
-	c, err = load(t, "store_password_env: CAPGATE_TEST_REDIS_PW", nil)
-	require.NoError(t, err)
-	t.Setenv("CAPGATE_TEST_REDIS_PW", "")
-	_, err = c.StoreOptions()
-	require.EqualError(t, err, "store_password_env: the environment variable CAPGATE_TEST_REDIS_PW is empty")
-	require.NotContains(t, err.Error(), secret)
 }
 
 // TestCardInterfaceWarnings: cards.default_version "0.3" strands 1.0 clients that fetch the card

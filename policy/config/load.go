@@ -14,14 +14,13 @@ import (
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/diag/yamlnode"
 	"github.com/capgate/capgate/policy/manifest"
-	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Load reads, defaults and validates the config file at path. Relative
 // paths inside it resolve against its directory. Every problem is returned
 // at once as a *diag.Set.
-func Load(p string) (*Config, error) {
-	c, err := Inspect(p)
+func Load(p string, checks ...Check) (*Config, error) {
+	c, err := Inspect(p, checks...)
 	if err != nil {
 		return nil, err
 	}
@@ -32,7 +31,7 @@ func Load(p string) (*Config, error) {
 // problems, so that a checker can go on to what it names (manifests, policy
 // modules) and report every problem at once. A config returned with an
 // error must not be served. The config is nil when nothing could be decoded.
-func Inspect(p string) (*Config, error) {
+func Inspect(p string, checks ...Check) (*Config, error) {
 	data, err := os.ReadFile(p)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", p, err)
@@ -47,14 +46,14 @@ func Inspect(p string) (*Config, error) {
 	}
 	c.Dir = filepath.Dir(abs)
 	c.dispDir = filepath.ToSlash(filepath.Dir(p))
-	return c.finish(err)
+	return c.finish(err, checks)
 }
 
 // LoadFS reads, defaults and validates the config file name inside fsys
 // (e.g. the embedded default). Relative paths resolve inside fsys and may
 // not leave it.
-func LoadFS(fsys fs.FS, name string) (*Config, error) {
-	c, err := InspectFS(fsys, name)
+func LoadFS(fsys fs.FS, name string, checks ...Check) (*Config, error) {
+	c, err := InspectFS(fsys, name, checks...)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +62,7 @@ func LoadFS(fsys fs.FS, name string) (*Config, error) {
 
 // InspectFS is LoadFS that also returns a decoded config with problems
 // (see Inspect).
-func InspectFS(fsys fs.FS, name string) (*Config, error) {
+func InspectFS(fsys fs.FS, name string, checks ...Check) (*Config, error) {
 	data, err := fs.ReadFile(fsys, name)
 	if err != nil {
 		return nil, fmt.Errorf("read config %s: %w", name, err)
@@ -75,7 +74,7 @@ func InspectFS(fsys fs.FS, name string) (*Config, error) {
 	c.fsys = fsys
 	c.Dir = path.Dir(name)
 	c.dispDir = c.Dir
-	return c.finish(err)
+	return c.finish(err, checks)
 }
 
 // parse decodes data; it returns a nil config only when nothing could be
@@ -95,13 +94,39 @@ func parse(file string, data []byte) (*Config, error) {
 	return c, probs.ErrOrNil()
 }
 
-// finish validates the decoded config and joins decoding problems with
-// validation problems; the config is returned with them (see Inspect).
-func (c *Config) finish(decodeErr error) (*Config, error) {
+// finish validates the decoded config, runs the runtime's checks and joins
+// decoding problems with validation problems; the config is returned with
+// them (see Inspect).
+func (c *Config) finish(decodeErr error, checks []Check) (*Config, error) {
 	var all diag.Set
 	all.Merge(decodeErr)
 	all.Merge(c.Validate())
+	all.Merge(c.Check(checks...))
 	return c, all.ErrOrNil()
+}
+
+// A Check checks settings whose rules the runtime owns: capgate.yaml holds
+// them — store and its credentials, push.allowed_urls, an issuer's
+// jwks_file — and this package decodes them (their shape, types and keys,
+// with did-you-mean), but what makes a value right lives with the code that
+// uses it, under sidecar/, which nothing under policy/ imports. A Check
+// returns its problems by field (diag.Problem's Field and Message); the
+// config gives them its file and the field's line. The runtime's checks are
+// sidecar/settings.Checks, which every loader of a config to serve passes
+// to Load (or Inspect, LoadFS, InspectFS).
+type Check func(c *Config) []diag.Problem
+
+// Check runs checks on c and returns their problems at their lines, as a
+// *diag.Set, or nil. A field whose value did not decode is not reported
+// twice.
+func (c *Config) Check(checks ...Check) error {
+	v := &validator{c: c}
+	for _, check := range checks {
+		for _, p := range check(c) {
+			v.add(p.Field, "%s", p.Message)
+		}
+	}
+	return v.probs.ErrOrNil()
 }
 
 func (c *Config) applyDefaults() {
@@ -350,45 +375,14 @@ func (c *Config) LoadRegistry() (*manifest.Registry, error) {
 	return manifest.Load(dirs, manifest.Options{Handlers: c.HasHandler})
 }
 
-// StoreOptions are the store's credentials as tasks.Open takes them: the
-// Redis servers' password (store_password_file or store_password_env) and
-// the Sentinels' (store_sentinel_password_file or _env). An error names the
-// setting at fault, never the secret.
-func (c *Config) StoreOptions() ([]tasks.Option, error) {
-	var opts []tasks.Option
-	for _, s := range c.storeSecrets() {
-		p, key, err := c.secret(s.name, s.file, s.env)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", key, err)
-		}
-		if p != "" {
-			opts = append(opts, s.option(p))
-		}
-	}
-	return opts, nil
-}
-
-// storeSecret is one credential of the store, from a file or the
-// environment.
-type storeSecret struct {
-	name, file, env string // name: the settings' stem (name_file, name_env)
-	option          func(string) tasks.Option
-}
-
-func (c *Config) storeSecrets() []storeSecret {
-	return []storeSecret{
-		{"store_password", c.StorePasswordFile, c.StorePasswordEnv, tasks.WithPassword},
-		{"store_sentinel_password", c.StoreSentinelPasswordFile, c.StoreSentinelPasswordEnv, tasks.WithSentinelPassword},
-	}
-}
-
 // envName is a portable environment variable name.
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// secret reads name_file (relative to the config file, surrounding white
-// space removed) or name_env (the variable's value as is): "" when neither
-// is set. On error, key is the setting at fault.
-func (c *Config) secret(name, file, env string) (p, key string, err error) {
+// Secret reads a secret given as name_file (relative to the config file,
+// surrounding white space removed) or name_env (the variable's value as
+// is): "" when neither is set. On error, key is the setting at fault; the
+// error never holds the secret.
+func (c *Config) Secret(name, file, env string) (p, key string, err error) {
 	switch {
 	case file != "" && env != "":
 		return "", name + "_file", fmt.Errorf("set this or %s_env, not both", name)

@@ -16,9 +16,6 @@ import (
 	"unicode"
 
 	"github.com/capgate/capgate/policy/diag"
-	"github.com/capgate/capgate/sidecar/jwks"
-	"github.com/capgate/capgate/sidecar/push"
-	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Algorithms are the JWT signature algorithms an issuer may use.
@@ -75,7 +72,6 @@ func (c *Config) Validate() error {
 	if t := c.Router.Threshold; math.IsNaN(t) || t < 0 || t > 1 {
 		v.add("router.threshold", "%v is outside [0, 1]", t)
 	}
-	v.store()
 	if c.Cards.DefaultVersion != "1.0" && c.Cards.DefaultVersion != "0.3" {
 		v.add("cards.default_version", "%q is not one of 1.0, 0.3", c.Cards.DefaultVersion)
 	}
@@ -100,7 +96,6 @@ func (c *Config) Validate() error {
 	}
 	v.identity()
 	v.limits()
-	v.push()
 	v.trustedProxy()
 	v.tracing()
 	c.Quotas.Check("quotas", v.add)
@@ -426,22 +421,15 @@ func (c *Config) Warnings() []string {
 	return out
 }
 
-// jwksFile checks a jwks_file as serving reads it: it exists, is not too
-// large, parses as a JWKS and holds a usable verification key (jwks.Parse,
-// the parser the verifier uses, so the messages are the same).
+// jwksFile checks that a jwks_file can be read; what it must hold is the
+// runtime's rule (sidecar/settings, with jwks.Check).
 func (v *validator) jwksFile(field, rel string) {
-	b, err := v.c.ReadFile(rel)
+	_, err := v.c.ReadFile(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		v.add(field, "%q does not exist", rel)
 	case err != nil:
 		v.add(field, "%v", err)
-	case len(b) > jwks.MaxBytes:
-		v.add(field, "%s is larger than %d bytes", rel, jwks.MaxBytes)
-	default:
-		if _, _, err := jwks.Parse(b); err != nil {
-			v.add(field, "%s: %v", rel, err)
-		}
 	}
 }
 
@@ -596,14 +584,6 @@ func (v *validator) limits() {
 	}
 }
 
-func (v *validator) push() {
-	for i, u := range v.c.Push.AllowedURLs {
-		if err := push.CheckPrefix(u); err != nil {
-			v.add(fmt.Sprintf("push.allowed_urls[%d]", i), "%v", err)
-		}
-	}
-}
-
 func (v *validator) trustedProxy() {
 	t := v.c.Auth.TrustedProxy
 	if t == nil {
@@ -623,37 +603,6 @@ func (v *validator) trustedProxy() {
 		v.add("auth.trusted_proxy.secret_file", "cannot be read: %v", err)
 	} else if len(strings.TrimSpace(string(b))) < 32 {
 		v.add("auth.trusted_proxy.secret_file", "the secret must be at least 32 bytes")
-	}
-}
-
-// store checks store as tasks.Open reads it, and the store's credentials
-// (store_password_file or _env, store_sentinel_password_file or _env).
-func (v *validator) store() {
-	c := v.c
-	if c.Store != tasks.MemoryURL {
-		if err := tasks.CheckURL(c.Store); err != nil {
-			v.add("store", "%v", err)
-		}
-	}
-	sentinel := strings.HasPrefix(c.Store, tasks.SchemeSentinel+"://") || strings.HasPrefix(c.Store, tasks.SchemeSentinelTLS+"://")
-	for _, s := range c.storeSecrets() {
-		if s.file == "" && s.env == "" {
-			continue
-		}
-		key := s.name + "_file"
-		if s.file == "" {
-			key = s.name + "_env"
-		}
-		switch {
-		case c.Store == tasks.MemoryURL:
-			v.add(key, "set, but store is %q: only a Redis store has a password", tasks.MemoryURL)
-		case s.name == "store_sentinel_password" && !sentinel:
-			v.add(key, "set, but store is not %s:// or %s://: only Sentinels have this password (the Redis servers' is store_password_file or store_password_env)", tasks.SchemeSentinel, tasks.SchemeSentinelTLS)
-		default:
-			if _, k, err := c.secret(s.name, s.file, s.env); err != nil {
-				v.add(k, "%v", err)
-			}
-		}
 	}
 }
 

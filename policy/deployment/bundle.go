@@ -15,8 +15,8 @@ import (
 // bundle r — built by `capgate compile` — for the capabilities and policy
 // modules. With a verification key in opts the bundle's signature is
 // checked first, and an unsigned or tampered bundle is refused.
-func LoadBundle(path string, r io.Reader, opts compile.VerifyOptions) (*Deployment, error) {
-	cfg, err := config.Load(path)
+func LoadBundle(path string, r io.Reader, opts compile.VerifyOptions, checks ...config.Check) (*Deployment, error) {
+	cfg, err := config.Load(path, checks...)
 	if err != nil {
 		return nil, err
 	}

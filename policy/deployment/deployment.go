@@ -31,16 +31,18 @@ type Deployment struct {
 func (d *Deployment) Registry() *manifest.Registry { return d.Snapshot.Registry }
 
 // Load reads the config at path and everything it references. An empty path
-// loads the embedded default (the finance example).
-func Load(path string) (*Deployment, error) {
+// loads the embedded default (the finance example). checks are the
+// runtime's checks of its settings (sidecar/settings.Checks; see
+// config.Check).
+func Load(path string, checks ...config.Check) (*Deployment, error) {
 	var (
 		cfg *config.Config
 		err error
 	)
 	if path == "" {
-		cfg, err = config.InspectFS(manifests.FS, manifests.DefaultConfig)
+		cfg, err = config.InspectFS(manifests.FS, manifests.DefaultConfig, checks...)
 	} else {
-		cfg, err = config.Inspect(path)
+		cfg, err = config.Inspect(path, checks...)
 	}
 	if err != nil {
 		if cfg == nil {

@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"unicode"
 
 	"gopkg.in/yaml.v3"
 
@@ -19,9 +18,78 @@ const IDPattern = `^[a-z0-9][a-z0-9.-]{0,62}$`
 
 var idRE = regexp.MustCompile(IDPattern)
 
+// topTable is the manifest format's top-level fields, in decoding order:
+// a field comes after the fields its rules read (replaced_by and handler
+// read state; requires_any_of reads requires_scopes; enforced_limits
+// merges into limits). decodeCapability is this table run over a mapping,
+// as the operation table drives the protocol. A new field is a row here,
+// a field of Capability, and its value rules in validate.go.
+var topTable = []field{
+	{name: "id", doc: 0, required: always("required"), decode: decodeID},
+	{name: "state", doc: 1, required: always(stateRequired), decode: decodeState},
+	{name: "visibility", doc: 2, required: always(visibilityRequired), decode: decodeVisibility},
+	{name: "replaced_by", doc: 3, required: replacedByRequired, decode: decodeReplacedBy},
+	{name: "skill", doc: 4, required: always("required"), decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Skill = d.skill(f) }},
+	{name: "requires_scopes", doc: 5, decode: decodeScopes},
+	{name: "requires_any_of", doc: 6, decode: func(d *decoder, f yamlnode.Pair, c *Capability) {
+		c.Source.AnyOfLine = f.Value.Line
+		c.RequiresAnyOf = d.anyOf(f, c.RequiresScopes)
+	}},
+	{name: "tenants", doc: 7, required: always(tenantsRequired), decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Tenants = d.tenants(f) }},
+	{name: "handler", doc: 8, required: handlerRequired, decode: decodeHandler},
+	{name: "limits", doc: 10, decode: decodeLimits},
+	{name: "enforced_limits", doc: 9, decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Limits = d.enforcedLimits(f, c.Limits) }},
+	{name: "owner", doc: 11, decode: func(d *decoder, f yamlnode.Pair, c *Capability) {
+		o, _ := d.str(f, "owner")
+		c.Owner = d.s.str(o)
+	}},
+	{name: "routing", doc: 12, decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Routing = d.routing(f) }},
+	{name: "quota", doc: 13, decode: func(d *decoder, f yamlnode.Pair, c *Capability) { c.Quota = d.quota(f) }},
+}
+
+// field is one row of topTable.
+type field struct {
+	name string // the key in a manifest
+	// doc is the field's place in documentation order: the order a manifest
+	// is written in and "known fields are ..." lists them.
+	doc int
+	// required says what is wrong when the field is absent, given the
+	// fields decoded before it; "" (or a nil func) when it may be absent.
+	required func(c *Capability) string
+	// decode reads the field's value into c, reporting each problem.
+	decode func(d *decoder, f yamlnode.Pair, c *Capability)
+}
+
+func always(msg string) func(*Capability) string {
+	return func(*Capability) string { return msg }
+}
+
+func replacedByRequired(c *Capability) string {
+	if c.State == StateRemoved {
+		return replacedByMissing
+	}
+	return ""
+}
+
+func handlerRequired(c *Capability) string {
+	if c.State == StateRemoved {
+		return ""
+	}
+	return "required"
+}
+
+// docOrder is the names of table's fields in documentation order.
+func docOrder(table []field) []string {
+	out := make([]string, len(table))
+	for _, f := range table {
+		out[f.doc] = f.name
+	}
+	return out
+}
+
 // Field names of the manifest format, in documentation order.
 var (
-	topFields     = []string{"id", "state", "visibility", "replaced_by", "skill", "requires_scopes", "requires_any_of", "tenants", "handler", "enforced_limits", "limits", "owner", "routing", "quota"}
+	topFields     = docOrder(topTable)
 	routingFields = []string{"mode", "min_confidence"}
 	skillFields   = []string{"name", "description", "tags", "examples", "inputModes", "outputModes", "data_schemas"}
 	states        = []State{StatePreview, StateGA, StateDeprecated, StateRemoved}
@@ -71,108 +139,100 @@ func decodeCapability(file, prefix string, n *yaml.Node, probs *diag.Set, s *ses
 	clear(s.meant)
 	d := &decoder{file: file, prefix: prefix, probs: probs, lines: s.lines, s: s}
 	p := parsed{prefix: prefix}
-	p.cap.Source = Source{File: file, Line: n.Line}
+	// requires_scopes may be left out: it is then the empty list.
+	p.cap = Capability{RequiresScopes: []string{}, Source: Source{File: file, Line: n.Line}}
 	n = yamlnode.Resolve(n)
 	if n.Kind != yaml.MappingNode {
 		probs.Add(file, n.Line, strings.TrimSuffix(prefix, "."), "want a mapping (one capability manifest), got %s", yamlnode.KindName(n))
 		return p
 	}
-	c := &p.cap
 	fields := d.fields(n, "", topFields)
-
-	if v, ok := d.requiredString(fields, n.Line, "id", "required"); ok {
-		if !idRE.MatchString(v) {
-			d.add(d.lines["id"], "id", "%q does not match %s", v, IDPattern)
-		} else {
-			c.ID = within(file, v)
-		}
-	}
-	if v, ok := d.requiredString(fields, n.Line, "state", "required: one of "+join(states)); ok {
-		if !slices.Contains(states, State(v)) {
-			d.add(d.lines["state"], "state", "%q is not one of %s%s", v, join(states), diag.DidYouMean(v, strs(states)))
-		}
-		c.State = State(d.s.str(v))
-	}
-	if v, ok := d.requiredString(fields, n.Line, "visibility", "required: one of "+join(visibility)); ok {
-		if !slices.Contains(visibility, Visibility(v)) {
-			d.add(d.lines["visibility"], "visibility", "%q is not one of %s%s", v, join(visibility), diag.DidYouMean(v, strs(visibility)))
-		}
-		c.Visibility = Visibility(d.s.str(v))
-	}
-	rbLine, rbOK := n.Line, true
-	if f, ok := fields["replaced_by"]; ok {
-		c.ReplacedBy, rbOK = d.str(f, "replaced_by")
-		rbLine = f.Value.Line
-	}
-	if c.State == StateRemoved && c.ReplacedBy == "" && rbOK {
-		d.missing(rbLine, "replaced_by", "required when state is removed")
-	}
-
-	if f, ok := fields["skill"]; ok {
-		c.Skill = d.skill(f)
-	} else {
-		d.missing(n.Line, "skill", "required")
-	}
-
-	if f, ok := fields["requires_scopes"]; ok {
-		c.Source.ScopesLine = f.Value.Line
-		if list, ok := d.strList(f, "requires_scopes"); ok {
-			for i, s := range list {
-				switch {
-				case s == "":
-					d.add(yamlnode.Resolve(f.Value).Content[i].Line, yamlnode.Index("requires_scopes", i), "empty scope")
-				case strings.IndexFunc(s, unicode.IsSpace) >= 0:
-					d.add(yamlnode.Resolve(f.Value).Content[i].Line, yamlnode.Index("requires_scopes", i), "%q contains whitespace: list each scope separately", s)
-				}
+	for _, row := range topTable {
+		if f, ok := fields[row.name]; ok {
+			row.decode(d, f, &p.cap)
+		} else if row.required != nil {
+			if msg := row.required(&p.cap); msg != "" {
+				d.missing(n.Line, row.name, "%s", msg)
 			}
-			c.RequiresScopes = list
 		}
-	}
-	if c.RequiresScopes == nil {
-		c.RequiresScopes = []string{}
-	}
-	if f, ok := fields["requires_any_of"]; ok {
-		c.Source.AnyOfLine = f.Value.Line
-		c.RequiresAnyOf = d.anyOf(f, c.RequiresScopes)
-	}
-
-	if f, ok := fields["tenants"]; ok {
-		c.Tenants = d.tenants(f)
-	} else {
-		d.missing(n.Line, "tenants", `required: "*" or a non-empty list`)
-	}
-
-	if f, ok := fields["handler"]; ok {
-		h, _ := d.str(f, "handler")
-		c.Handler = d.s.str(h)
-	}
-	if _, given := fields["handler"]; !given && c.State != StateRemoved {
-		d.missing(n.Line, "handler", "required")
-	}
-
-	if f, ok := fields["limits"]; ok {
-		if v := yamlnode.Resolve(f.Value); v.Kind != yaml.MappingNode {
-			d.add(f.Value.Line, "limits", "want a mapping, got %s", yamlnode.KindName(v))
-		} else if m, ok := yamlnode.Value(d.file, v, d.prefix+"limits", d.probs); ok {
-			c.Limits = m.(map[string]any)
-			d.legacyLimits(v, c.Limits)
-		}
-	}
-	if f, ok := fields["enforced_limits"]; ok {
-		c.Limits = d.enforcedLimits(f, c.Limits)
-	}
-	if f, ok := fields["owner"]; ok {
-		o, _ := d.str(f, "owner")
-		c.Owner = d.s.str(o)
-	}
-	if f, ok := fields["routing"]; ok {
-		c.Routing = d.routing(f)
-	}
-	if f, ok := fields["quota"]; ok {
-		c.Quota = d.quota(f)
 	}
 	p.idLine, p.replacedByLine, p.handlerLine = d.lines["id"], d.lines["replaced_by"], d.lines["handler"]
 	return p
+}
+
+func decodeID(d *decoder, f yamlnode.Pair, c *Capability) {
+	v, ok := d.nonBlank(f, "id", "required")
+	if !ok {
+		return
+	}
+	if msg := idProblem(v); msg != "" {
+		d.add(f.Value.Line, "id", "%s", msg)
+		return
+	}
+	c.ID = within(d.file, v)
+}
+
+func decodeState(d *decoder, f yamlnode.Pair, c *Capability) {
+	if v, ok := d.nonBlank(f, "state", stateRequired); ok {
+		if msg := stateProblem(State(v)); msg != "" {
+			d.add(f.Value.Line, "state", "%s", msg)
+		}
+		c.State = State(d.s.str(v))
+	}
+}
+
+func decodeVisibility(d *decoder, f yamlnode.Pair, c *Capability) {
+	if v, ok := d.nonBlank(f, "visibility", visibilityRequired); ok {
+		if msg := visibilityProblem(Visibility(v)); msg != "" {
+			d.add(f.Value.Line, "visibility", "%s", msg)
+		}
+		c.Visibility = Visibility(d.s.str(v))
+	}
+}
+
+func decodeReplacedBy(d *decoder, f yamlnode.Pair, c *Capability) {
+	v, ok := d.str(f, "replaced_by")
+	if !ok {
+		return
+	}
+	c.ReplacedBy = v
+	if v == "" && c.State == StateRemoved {
+		d.missing(f.Value.Line, "replaced_by", replacedByMissing)
+	}
+}
+
+func decodeScopes(d *decoder, f yamlnode.Pair, c *Capability) {
+	c.Source.ScopesLine = f.Value.Line
+	list, ok := d.strList(f, "requires_scopes")
+	if !ok {
+		return
+	}
+	for i, s := range list {
+		if msg := scopeProblem(s); msg != "" {
+			d.add(yamlnode.Resolve(f.Value).Content[i].Line, yamlnode.Index("requires_scopes", i), "%s", msg)
+		}
+	}
+	c.RequiresScopes = list
+}
+
+func decodeHandler(d *decoder, f yamlnode.Pair, c *Capability) {
+	h, ok := d.str(f, "handler")
+	if ok && h == "" && c.State != StateRemoved {
+		d.add(f.Value.Line, "handler", "required")
+	}
+	c.Handler = d.s.str(h)
+}
+
+func decodeLimits(d *decoder, f yamlnode.Pair, c *Capability) {
+	v := yamlnode.Resolve(f.Value)
+	if v.Kind != yaml.MappingNode {
+		d.add(f.Value.Line, "limits", "want a mapping, got %s", yamlnode.KindName(v))
+		return
+	}
+	if m, ok := yamlnode.Value(d.file, v, d.prefix+"limits", d.probs); ok {
+		c.Limits = m.(map[string]any)
+		d.legacyLimits(v, c.Limits)
+	}
 }
 
 // anyOf reads requires_any_of: a list of at least two alternatives, each a
@@ -188,58 +248,30 @@ func (d *decoder) anyOf(f yamlnode.Pair, all []string) [][]string {
 		d.add(f.Value.Line, field, "%s, got %s", want, yamlnode.KindName(n))
 		return nil
 	}
-	switch len(n.Content) {
-	case 0:
-		d.add(n.Line, field, "empty list: list at least two alternatives, or leave the field out")
-		return nil
-	case 1:
-		d.add(n.Line, field, "one alternative is no choice: list its scopes under requires_scopes, or add another alternative")
-		return nil
-	}
-	var out [][]string
-	seen := map[string]int{}
+	alts := make([][]string, len(n.Content))
 	for i, c := range n.Content {
+		if len(alts) < 2 {
+			break // no choice: anyOfProblems says so, whatever it holds
+		}
 		entry := yamlnode.Index(field, i)
-		r := yamlnode.Resolve(c)
-		if r.Kind != yaml.SequenceNode {
+		if r := yamlnode.Resolve(c); r.Kind != yaml.SequenceNode {
 			d.add(c.Line, entry, "want a list of scopes (an alternative), got %s", yamlnode.KindName(r))
 			continue
 		}
-		list, ok := d.strList(yamlnode.Pair{KeyN: f.KeyN, Value: c}, entry)
-		if !ok {
-			continue
+		if list, ok := d.strList(yamlnode.Pair{KeyN: f.KeyN, Value: c}, entry); ok {
+			alts[i] = list // never nil: an empty alternative stays empty
 		}
-		if len(list) == 0 {
-			d.add(c.Line, entry, "empty alternative: it would grant every caller; list its scopes")
-			continue
-		}
-		valid := true
-		for j, s := range list {
-			switch {
-			case s == "":
-				d.add(r.Content[j].Line, yamlnode.Index(entry, j), "empty scope")
-				valid = false
-			case strings.IndexFunc(s, unicode.IsSpace) >= 0:
-				d.add(r.Content[j].Line, yamlnode.Index(entry, j), "%q contains whitespace: list each scope separately", s)
-				valid = false
-			}
-		}
-		if !valid {
-			continue
-		}
-		key := strings.Join(slices.Compact(slices.Sorted(slices.Values(list))), " ")
-		if first, dup := seen[key]; dup {
-			d.add(c.Line, entry, "the same alternative as %s", yamlnode.Index(field, first))
-			continue
-		}
-		seen[key] = i
-		if holdsAll(all, list) {
-			d.add(c.Line, entry, "requires_scopes already holds every scope of this alternative, so every entitled caller holds it and the other alternatives add nothing: move the scopes the alternatives share to requires_scopes")
-			continue
-		}
-		out = append(out, list)
 	}
-	return out
+	return anyOfProblems(alts, all, func(i, j int, msg string) {
+		line := n.Line
+		switch {
+		case j >= 0:
+			line = yamlnode.Resolve(n.Content[i]).Content[j].Line
+		case i >= 0:
+			line = n.Content[i].Line
+		}
+		d.add(line, anyOfField(i, j), "%s", msg)
+	})
 }
 
 // enforcedLimits reads enforced_limits: the limits capgate enforces itself,
@@ -319,8 +351,8 @@ func (d *decoder) routing(f yamlnode.Pair) Routing {
 	fields := d.fields(n, "routing", routingFields)
 	if m, ok := fields["routing.mode"]; ok {
 		if v, ok := d.str(m, "routing.mode"); ok {
-			if !slices.Contains(RoutingModes, RoutingMode(v)) {
-				d.add(m.Value.Line, "routing.mode", "%q is not one of %s", v, join(RoutingModes))
+			if msg := modeProblem(RoutingMode(v)); msg != "" {
+				d.add(m.Value.Line, "routing.mode", "%s", msg)
 			} else {
 				r.Mode = RoutingMode(v)
 			}
@@ -331,8 +363,8 @@ func (d *decoder) routing(f yamlnode.Pair) Routing {
 		var x float64
 		if v.Kind != yaml.ScalarNode || (v.ShortTag() != yamlnode.TagFloat && v.ShortTag() != yamlnode.TagInt) || v.Decode(&x) != nil {
 			d.add(m.Value.Line, "routing.min_confidence", "want a number in (0, 1], got %s", yamlnode.KindName(v))
-		} else if !(x > 0 && x <= 1) {
-			d.add(m.Value.Line, "routing.min_confidence", "%v is outside (0, 1]", v.Value)
+		} else if msg := minConfidenceProblem(x, v.Value); msg != "" {
+			d.add(m.Value.Line, "routing.min_confidence", "%s", msg)
 		} else {
 			r.MinConfidence = x
 		}
@@ -379,8 +411,8 @@ func (d *decoder) skill(f yamlnode.Pair) Skill {
 				d.add(t.Value.Line, "skill.tags", "must list at least one tag")
 			}
 			for i, v := range list {
-				if strings.TrimSpace(v) == "" {
-					d.add(yamlnode.Resolve(t.Value).Content[i].Line, yamlnode.Index("skill.tags", i), "empty tag")
+				if msg := tagProblem(v); msg != "" {
+					d.add(yamlnode.Resolve(t.Value).Content[i].Line, yamlnode.Index("skill.tags", i), "%s", msg)
 				}
 			}
 			s.Tags = list
@@ -445,19 +477,9 @@ func (d *decoder) modes(fields map[string]yamlnode.Pair, field string) []string 
 	if !ok {
 		return nil
 	}
-	seen := map[string]bool{}
-	for i, m := range list {
-		entry := yamlnode.Index(field, i)
-		line := yamlnode.Resolve(f.Value).Content[i].Line
-		if msg := mediaTypeProblem(m); msg != "" {
-			d.add(line, entry, "%q %s", m, msg)
-			continue
-		}
-		if seen[m] {
-			d.add(line, entry, "%q is listed twice", m)
-		}
-		seen[m] = true
-	}
+	modesProblems(list, func(i int, msg string) {
+		d.add(yamlnode.Resolve(f.Value).Content[i].Line, yamlnode.Index(field, i), "%s", msg)
+	})
 	return list
 }
 
@@ -485,33 +507,29 @@ func mediaTypeProblem(m string) string {
 }
 
 func (d *decoder) tenants(f yamlnode.Pair) Tenants {
-	const want = `want "*" or a non-empty list of tenant ids`
 	n := yamlnode.Resolve(f.Value)
 	switch {
 	case yamlnode.IsString(n):
 		if n.Value == "*" {
 			return Tenants{All: true}
 		}
-		d.add(n.Line, "tenants", "%q is not allowed: %s", n.Value, want)
+		d.add(n.Line, "tenants", "%q is not allowed: %s", n.Value, tenantsWant)
 	case n.Kind == yaml.SequenceNode:
 		list, ok := d.strList(f, "tenants")
 		if !ok {
 			return Tenants{}
 		}
 		if len(list) == 0 {
-			d.add(n.Line, "tenants", "empty list: %s", want)
+			d.add(n.Line, "tenants", "empty list: %s", tenantsWant)
 		}
 		for i, t := range list {
-			switch {
-			case t == "*":
-				d.add(n.Content[i].Line, yamlnode.Index("tenants", i), `"*" must stand alone (tenants: "*"), not inside a list`)
-			case strings.TrimSpace(t) == "":
-				d.add(n.Content[i].Line, yamlnode.Index("tenants", i), "empty tenant id")
+			if msg := tenantProblem(t); msg != "" {
+				d.add(n.Content[i].Line, yamlnode.Index("tenants", i), "%s", msg)
 			}
 		}
 		return Tenants{List: list}
 	default:
-		d.add(f.Value.Line, "tenants", "%s, got %s", want, yamlnode.KindName(n))
+		d.add(f.Value.Line, "tenants", "%s, got %s", tenantsWant, yamlnode.KindName(n))
 	}
 	return Tenants{}
 }
@@ -540,9 +558,14 @@ func (d *decoder) requiredString(fields map[string]yamlnode.Pair, line int, fiel
 		d.missing(line, field, "%s", missing)
 		return "", false
 	}
+	return d.nonBlank(f, field, missing)
+}
+
+// nonBlank reads a string that must not be blank (blank gets msg).
+func (d *decoder) nonBlank(f yamlnode.Pair, field, msg string) (string, bool) {
 	v, ok := d.str(f, field)
 	if ok && strings.TrimSpace(v) == "" {
-		d.add(f.Value.Line, field, "%s", missing)
+		d.add(f.Value.Line, field, "%s", msg)
 		return "", false
 	}
 	return v, ok

@@ -3,6 +3,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"slices"
 	"sort"
 
@@ -33,44 +34,67 @@ const (
 
 // Capability is one manifest: a skill and the server-side facts about it.
 // Only Skill (plus ID) ever reaches a card.
+//
+// Its JSON (MarshalJSON) is the manifest format and the entry a policy
+// bundle stores under data.capgate.registry[id]: one schema, written once.
+// The fields are declared in the bytewise order of their JSON names, so
+// that encoding/json writes canonical JSON (sorted keys, as it writes a
+// map), which the bundle's revision hashes; TestJSONIsCanonical holds it.
+// The manifest format's field order for people is decode.go's table.
 type Capability struct {
-	ID             string     `json:"id"`
-	State          State      `json:"state"`
-	Visibility     Visibility `json:"visibility"`
-	ReplacedBy     string     `json:"replaced_by,omitempty"`
-	Skill          Skill      `json:"skill"`
-	RequiresScopes []string   `json:"requires_scopes"`
-	// RequiresAnyOf are alternative scope sets (manifest requires_any_of):
-	// besides every scope of RequiresScopes, the caller must hold every
-	// scope of at least one of them. Empty when the manifest has none.
-	RequiresAnyOf [][]string     `json:"requires_any_of,omitempty"`
-	Tenants       Tenants        `json:"tenants"`
-	Handler       string         `json:"handler"`
-	Limits        map[string]any `json:"limits,omitempty"`
-	Owner         string         `json:"owner,omitempty"`
-	// Routing is how the router may choose the capability for a message
-	// (server-side only: never in a card).
-	Routing Routing `json:"routing,omitzero"`
+	Handler string         `json:"handler"`
+	ID      string         `json:"id"`
+	Limits  map[string]any `json:"limits,omitempty"`
+	Owner   string         `json:"owner,omitempty"`
 	// Quota is what capgate counts for calls of the capability (manifest
 	// quota: a rate per caller and/or its cost in units); zero when the
 	// manifest has none. Server-side only.
 	Quota quota.Capability `json:"quota,omitzero"`
+	// ReplacedBy is the capability that replaces this one.
+	ReplacedBy string `json:"replaced_by,omitempty"`
+	// RequiresAnyOf are alternative scope sets (manifest requires_any_of):
+	// besides every scope of RequiresScopes, the caller must hold every
+	// scope of at least one of them. Empty when the manifest has none.
+	RequiresAnyOf  [][]string `json:"requires_any_of,omitempty"`
+	RequiresScopes []string   `json:"requires_scopes"`
+	// Routing is how the router may choose the capability for a message
+	// (server-side only: never in a card).
+	Routing    Routing    `json:"routing,omitzero"`
+	Skill      Skill      `json:"skill"`
+	State      State      `json:"state"`
+	Tenants    Tenants    `json:"tenants"`
+	Visibility Visibility `json:"visibility"`
 
 	// Source is where the manifest was read from (not part of the format).
 	Source Source `json:"-"`
 }
 
+// MarshalJSON writes the manifest as JSON, lists that are required by the
+// format (requires_scopes, skill.tags) as [] rather than null when empty.
+func (c Capability) MarshalJSON() ([]byte, error) {
+	type plain Capability // the fields, without this method
+	p := plain(c)
+	if p.RequiresScopes == nil {
+		p.RequiresScopes = []string{}
+	}
+	if p.Skill.Tags == nil {
+		p.Skill.Tags = []string{}
+	}
+	return json.Marshal(p)
+}
+
 // Skill is the card-facing block of a manifest (A2A AgentSkill minus id).
+// Its fields are in JSON-name order too (see Capability).
 type Skill struct {
-	Name        string   `json:"name"`
-	Description string   `json:"description"`
-	Tags        []string `json:"tags"`
-	Examples    []string `json:"examples,omitempty"`
-	InputModes  []string `json:"inputModes,omitempty"`
-	OutputModes []string `json:"outputModes,omitempty"`
 	// DataSchemas are the JSON Schemas of the structured data parts the
 	// skill accepts (routing only: they never reach a card).
 	DataSchemas []DataSchema `json:"data_schemas,omitempty"`
+	Description string       `json:"description"`
+	Examples    []string     `json:"examples,omitempty"`
+	InputModes  []string     `json:"inputModes,omitempty"`
+	Name        string       `json:"name"`
+	OutputModes []string     `json:"outputModes,omitempty"`
+	Tags        []string     `json:"tags"`
 }
 
 // RoutingMode says how a message may reach a capability without the
@@ -92,13 +116,14 @@ const (
 // RoutingModes are the modes, in documentation order.
 var RoutingModes = []RoutingMode{RoutingAuto, RoutingConfirm, RoutingExplicit}
 
-// Routing is a capability's routing policy (manifest field routing).
+// Routing is a capability's routing policy (manifest field routing). Its
+// fields are in JSON-name order too (see Capability).
 type Routing struct {
-	// Mode is "" when not given: auto.
-	Mode RoutingMode `json:"mode,omitempty"`
 	// MinConfidence is the classifier confidence the capability needs to be
 	// chosen instead of router.threshold; 0 when not given.
 	MinConfidence float64 `json:"min_confidence,omitempty"`
+	// Mode is "" when not given: auto.
+	Mode RoutingMode `json:"mode,omitempty"`
 }
 
 // EffectiveMode is the mode, auto when none is given.

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -43,12 +44,8 @@ func (d *decoder) quota(f yamlnode.Pair) quota.Capability {
 	}
 	if m, ok := fields["quota.on_store_error"]; ok {
 		if v, ok := d.str(m, "quota.on_store_error"); ok {
-			names := make([]string, len(quota.StoreErrorModes))
-			for i, x := range quota.StoreErrorModes {
-				names[i] = string(x)
-			}
-			if !slices.Contains(names, v) {
-				d.add(m.Value.Line, "quota.on_store_error", "%q is not one of %s%s", v, strings.Join(names, ", "), diag.DidYouMean(v, names))
+			if p := storeErrorProblem(quota.StoreErrorMode(v)); p != "" {
+				d.add(m.Value.Line, "quota.on_store_error", "%s", p)
 			} else {
 				q.OnStoreError = quota.StoreErrorMode(v)
 			}
@@ -79,10 +76,8 @@ func (d *decoder) rate(f yamlnode.Pair) quota.Rate {
 		switch {
 		case !yamlnode.IsString(v) || err != nil:
 			d.add(p.Value.Line, "quota.rate.per", `want a duration such as "1m" or "1h", got %s`, yamlnode.KindName(v))
-		case dur < time.Second || dur%time.Second != 0:
-			d.add(p.Value.Line, "quota.rate.per", "%s: want whole seconds, at least 1s", v.Value)
-		case dur > MaxQuotaWindow:
-			d.add(p.Value.Line, "quota.rate.per", "%s: longer than %s", v.Value, MaxQuotaWindow)
+		case windowProblem(dur) != "":
+			d.add(p.Value.Line, "quota.rate.per", "%s: %s", v.Value, windowProblem(dur))
 		default:
 			r.Per = dur
 		}
@@ -100,9 +95,64 @@ func (d *decoder) positive(f yamlnode.Pair, field string) (int64, bool) {
 		d.add(f.Value.Line, field, "want a positive whole number, got %s", yamlnode.KindName(v))
 		return 0, false
 	}
-	if x < 1 {
-		d.add(f.Value.Line, field, "%d: must be positive", x)
+	if p := positiveProblem(x); p != "" {
+		d.add(f.Value.Line, field, "%s", p)
 		return 0, false
 	}
 	return x, true
+}
+
+// The value rules of the quota field (see validate.go), shared by the decoder and Validate.
+
+func positiveProblem(x int64) string {
+	if x < 1 {
+		return fmt.Sprintf("%d: must be positive", x)
+	}
+	return ""
+}
+
+func windowProblem(d time.Duration) string {
+	switch {
+	case d < time.Second || d%time.Second != 0:
+		return "want whole seconds, at least 1s"
+	case d > MaxQuotaWindow:
+		return "longer than " + MaxQuotaWindow.String()
+	}
+	return ""
+}
+
+func storeErrorProblem(m quota.StoreErrorMode) string {
+	names := make([]string, len(quota.StoreErrorModes))
+	for i, x := range quota.StoreErrorModes {
+		names[i] = string(x)
+	}
+	if !slices.Contains(names, string(m)) {
+		return fmt.Sprintf("%q is not one of %s%s", m, strings.Join(names, ", "), diag.DidYouMean(string(m), names))
+	}
+	return ""
+}
+
+// quotaProblems applies the quota field's value rules to a capability that came as JSON.
+func quotaProblems(q quota.Capability, add func(field, msg string)) {
+	if q.Units != 0 {
+		if p := positiveProblem(q.Units); p != "" {
+			add("quota.units", p)
+		}
+	}
+	if !q.Rate.IsZero() {
+		if p := positiveProblem(q.Rate.Calls); p != "" {
+			add("quota.rate.calls", p)
+		}
+		if p := windowProblem(q.Rate.Per); p != "" {
+			add("quota.rate.per", p)
+		}
+	}
+	if q.OnStoreError != "" {
+		if p := storeErrorProblem(q.OnStoreError); p != "" {
+			add("quota.on_store_error", p)
+		}
+		if q.Rate.IsZero() {
+			add("quota.on_store_error", "applies to the rate: give quota.rate too")
+		}
+	}
 }

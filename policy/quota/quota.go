@@ -25,6 +25,7 @@
 package quota
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -153,22 +154,50 @@ func DefaultOnStoreError(u Unit) StoreErrorMode {
 	return FailOpen
 }
 
-// Capability is a manifest capability's `quota:` field.
+// Capability is a manifest capability's `quota:` field. Its JSON is the
+// manifest format's (fields in JSON-name order, so that it is canonical:
+// see manifest.Capability).
 type Capability struct {
+	// OnStoreError is the rate's store error mode; "" takes the default.
+	OnStoreError StoreErrorMode `json:"on_store_error,omitempty"`
 	// Rate bounds calls per window per caller (a quota of its own, id
 	// "rate.<capability id>"); zero when not given.
 	Rate Rate `json:"rate,omitzero"`
 	// Units is what one call costs in units, overriding the config's
 	// cost_classes entry for the capability's cost_class; 0 when not given.
 	Units int64 `json:"units,omitempty"`
-	// OnStoreError is the rate's store error mode; "" takes the default.
-	OnStoreError StoreErrorMode `json:"on_store_error,omitempty"`
 }
 
-// Rate is a number of calls per window.
+// Rate is a number of calls per window. In JSON the window is a duration
+// string, as in a manifest ({"calls": 30, "per": "1m0s"}).
 type Rate struct {
 	Calls int64         `json:"calls"`
 	Per   time.Duration `json:"per"`
+}
+
+// MarshalJSON writes the window as a duration string.
+func (r Rate) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Calls int64  `json:"calls"`
+		Per   string `json:"per"`
+	}{r.Calls, r.Per.String()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (r *Rate) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Calls int64  `json:"calls"`
+		Per   string `json:"per"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	per, err := time.ParseDuration(w.Per)
+	if err != nil {
+		return fmt.Errorf("quota.rate.per: %w", err)
+	}
+	r.Calls, r.Per = w.Calls, per
+	return nil
 }
 
 // IsZero reports whether no rate is given.

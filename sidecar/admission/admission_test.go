@@ -15,6 +15,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/test/testutil"
@@ -68,7 +69,7 @@ func bearer(t *testing.T, o testutil.TokenOptions) caller {
 
 const anonymous caller = ""
 
-// admit parses a JSON-RPC 1.0 request as the doors do (protocol.Parse) and admits it.
+// admit parses a JSON-RPC 1.0 request as the doors do (wire.Parse) and admits it.
 func (f *fixture) admit(t *testing.T, c caller, method, params string, extra ...string) admission.Verdict {
 	t.Helper()
 	h := http.Header{"A2a-Version": {"1.0"}, "Content-Type": {"application/json"}}
@@ -79,7 +80,7 @@ func (f *fixture) admit(t *testing.T, c caller, method, params string, extra ...
 		h.Add(extra[i], extra[i+1])
 	}
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
-	r, perr := protocol.Parse(protocol.Envelope{Method: http.MethodPost, Path: "/", Header: protocol.HTTPHeader(h),
+	r, perr := wire.Parse(protocol.Envelope{Method: http.MethodPost, Path: "/", Header: protocol.HTTPHeader(h),
 		Body: []byte(body), Methods: f.rev.Methods}, "", protocol.Limits{})
 	require.Nil(t, perr, "parse %s", body)
 	return f.adm.Admit(t.Context(), f.rev, admission.Input{Request: r, Header: protocol.HTTPHeader(h)})
@@ -126,7 +127,7 @@ func bob() testutil.TokenOptions   { return testutil.OtherPartner() } // partner
 
 func TestPublicCardNeedsNothing(t *testing.T) {
 	f := finance(t)
-	r, perr := protocol.Parse(protocol.Envelope{Method: http.MethodGet, Path: protocol.AgentCardPath, Header: protocol.HTTPHeader{}}, "", protocol.Limits{})
+	r, perr := wire.Parse(protocol.Envelope{Method: http.MethodGet, Path: protocol.AgentCardPath, Header: protocol.HTTPHeader{}}, "", protocol.Limits{})
 	require.Nil(t, perr)
 	v := f.adm.Admit(t.Context(), f.rev, admission.Input{Request: r, Header: protocol.HTTPHeader{}})
 	allowed(t, v)

@@ -166,32 +166,41 @@ func (e *Entry) result(enc zapcore.ObjectEncoder) error {
 	}
 	if e.Requested != "" {
 		enc.AddBool("requested_entitled", e.RequestedEntitled)
-		_ = enc.AddArray("requested_rules", rulesArray(e.RequestedRules))
+		_ = enc.AddArray("requested_rules", (*rulesArray)(&e.RequestedRules))
 	}
 	enc.AddString("result", e.Result)
 	if e.Rule != "" {
 		enc.AddString("rule", e.Rule)
 	}
 	if len(e.Rules) > 0 {
-		_ = enc.AddArray("rules", rulesArray(e.Rules))
+		_ = enc.AddArray("rules", (*rulesArray)(&e.Rules))
 	}
 	return nil
 }
 
-// rulesArray writes reasons as ruleList does.
-func rulesArray(rs []engine.Reason) zapcore.ArrayMarshaler {
-	return zapcore.ArrayMarshalerFunc(func(a zapcore.ArrayEncoder) error {
-		for _, r := range rs {
-			_ = a.AppendObject(zapcore.ObjectMarshalerFunc(func(o zapcore.ObjectEncoder) error {
-				if d := ruleDetail(r); d != "" {
-					o.AddString("detail", d)
-				}
-				o.AddString("effect", r.Effect)
-				o.AddString("reason", r.Rule)
-				o.AddString("rule", RegoRule(r.Rule))
-				return nil
-			}))
-		}
-		return nil
-	})
+// rulesArray writes reasons as ruleList does. It is passed as a pointer, and each reason as
+// a pointer to it (ruleObject): boxing a pointer copies nothing, where a closure per reason
+// was an allocation per rule of every decision event.
+type rulesArray []engine.Reason
+
+// MarshalLogArray implements zapcore.ArrayMarshaler.
+func (rs *rulesArray) MarshalLogArray(a zapcore.ArrayEncoder) error {
+	for i := range *rs {
+		_ = a.AppendObject((*ruleObject)(&(*rs)[i]))
+	}
+	return nil
+}
+
+// ruleObject is one reason of a rulesArray.
+type ruleObject engine.Reason
+
+// MarshalLogObject implements zapcore.ObjectMarshaler.
+func (r *ruleObject) MarshalLogObject(o zapcore.ObjectEncoder) error {
+	if d := ruleDetail(engine.Reason(*r)); d != "" {
+		o.AddString("detail", d)
+	}
+	o.AddString("effect", r.Effect)
+	o.AddString("reason", r.Rule)
+	o.AddString("rule", RegoRule(r.Rule))
+	return nil
 }

@@ -61,7 +61,7 @@ func (d *Dispatcher) clarify(ctx context.Context, call *operation.Call, c clarif
 		return operation.Result{}, storeError(err)
 	}
 	d.countQuestion(call, dec)
-	return answer(call, operation.Task, streamResult(questionTask(b, dec), call.Request.Version)), nil
+	return answer(call, protocol.KindTask, streamResult(questionTask(b, dec), call.Request.Version)), nil
 }
 
 // countQuestion counts a clarification or confirmation and logs its layer.
@@ -111,7 +111,7 @@ func (d *Dispatcher) writeMessage(call *operation.Call, msg *a2a.Message) (opera
 	if err != nil {
 		return operation.Result{}, protocol.Wrap(protocol.Internal, err, "the clarification could not be rendered")
 	}
-	return answer(call, operation.Message, b), nil
+	return answer(call, protocol.KindMessage, b), nil
 }
 
 // decline answers a caller's "no" to a question offering one capability:
@@ -129,7 +129,7 @@ func (d *Dispatcher) decline(ctx context.Context, call *operation.Call, b *tasks
 	ts := d.now().UTC()
 	task := &a2a.Task{ID: a2a.TaskID(b.TaskID), ContextID: b.ContextID,
 		Status: a2a.TaskStatus{State: a2a.TaskStateCanceled, Message: msg, Timestamp: &ts}}
-	return answer(call, operation.Task, streamResult(task, call.Request.Version)), nil
+	return answer(call, protocol.KindTask, streamResult(task, call.Request.Version)), nil
 }
 
 // clarificationMessage is the agent's question: a text part listing the
@@ -206,7 +206,7 @@ func renderTask(task *a2a.Task, v protocol.Version, v1 any) []byte {
 
 // answer is capgate's own answer to a message: the SendMessage result b of kind k, or, to
 // SendStreamingMessage, a stream of that one event.
-func answer(call *operation.Call, k operation.Kind, b []byte) operation.Result {
+func answer(call *operation.Call, k protocol.Kind, b []byte) operation.Result {
 	if call.Request.Operation == protocol.SendStreamingMessage {
 		return operation.Events(operation.Event{Kind: k, JSON: b})
 	}

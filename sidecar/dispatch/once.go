@@ -36,8 +36,13 @@ type reservation struct {
 	s      tasks.Sent
 	window time.Duration
 	// settled: the record says what became of the message (settle, lose or release ran).
-	settled bool
-	log     *zap.Logger
+	settled    bool
+	decisionID string // for the warnings (a logger With it per message would cost a copy each)
+}
+
+// warn logs a record the store did not take.
+func (r *reservation) warn(msg string, err error) {
+	r.d.log.Warn(msg, zap.String("decision_id", r.decisionID), zap.Error(err))
 }
 
 // reserve records the call's message for its owner before anything is done with it. It
@@ -74,7 +79,7 @@ func (d *Dispatcher) reserve(ctx context.Context, call *operation.Call) (*reserv
 		res, perr := d.replay(ctx, call, held)
 		return nil, &res, perr
 	}
-	return &reservation{d: d, s: held, window: window, log: d.log.With(zap.String("decision_id", call.DecisionID))}, nil, nil
+	return &reservation{d: d, s: held, window: window, decisionID: call.DecisionID}, nil, nil
 }
 
 // notRun is the refusal of a message the store could not record before any handler call:
@@ -108,7 +113,7 @@ func (r *reservation) settle(ctx context.Context, taskID, contextID, capability,
 	}
 	r.s.TaskID, r.s.ContextID, r.s.Capability, r.s.Handler = taskID, contextID, capability, handler
 	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
-		r.log.Warn("message answer not recorded", zap.Error(err))
+		r.warn("message answer not recorded", err)
 		return err
 	}
 	r.settled = true
@@ -124,7 +129,7 @@ func (r *reservation) release(ctx context.Context) {
 	}
 	r.settled = true
 	if err := r.d.store.Release(context.WithoutCancel(ctx), r.s); err != nil {
-		r.log.Warn("message record not released; a retry of it is refused until its deadline", zap.Error(err))
+		r.warn("message record not released; a retry of it is refused until its deadline", err)
 	}
 }
 
@@ -151,7 +156,7 @@ func (r *reservation) lose(ctx context.Context) {
 	}
 	r.s.Lost = true
 	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
-		r.log.Warn("message outcome not recorded; a retry of it is refused until its deadline", zap.Error(err))
+		r.warn("message outcome not recorded; a retry of it is refused until its deadline", err)
 	}
 	r.settled = true
 }
@@ -203,7 +208,7 @@ func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.S
 		return operation.Result{}, protocol.Errorf(protocol.TaskNotFound, "the task this message created no longer exists")
 	}
 	if b.Pending {
-		return answer(call, operation.Task, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
+		return answer(call, protocol.KindTask, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
@@ -218,7 +223,7 @@ func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.S
 	if perr != nil {
 		return operation.Result{}, perr
 	}
-	return answer(call, operation.Task, sendResult(result, call.Request.Version)), nil
+	return answer(call, protocol.KindTask, sendResult(result, call.Request.Version)), nil
 }
 
 // sendResult is a GetTask result (a task) as a SendMessage result in version v: {"task": …} in

@@ -213,9 +213,11 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 	if perr != nil {
 		return operation.Result{}, false, perr
 	}
-	d.log.Debug("routed", zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
-		zap.String("layer", string(decision.Layer)), zap.Float64("confidence", decision.Confidence))
-	want := answerContext(call)
+	if ce := d.log.Check(zap.DebugLevel, "routed"); ce != nil { // no fields built when debug is off
+		ce.Write(zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
+			zap.String("layer", string(decision.Layer)), zap.Float64("confidence", decision.Confidence))
+	}
+	want, pending := answerContext(call), r.pending // the closures below keep these, not all of r
 	bind := func(taskID, contextID string) *protocol.Error {
 		o := ownerOf(call)
 		if t := call.Task; t != nil && !t.Pending && (taskID == t.TaskID || taskID == "") {
@@ -234,10 +236,10 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 		if err := d.store.Bind(ctx, b); err != nil {
 			return storeError(err)
 		}
-		if r.pending != nil && r.pending.TaskID != taskID {
+		if pending != nil && pending.TaskID != taskID {
 			// The clarification is answered. A failure to drop it is not the
 			// caller's: it expires with limits.pending_ttl.
-			if err := d.store.Delete(ctx, r.pending.TaskID); err != nil {
+			if err := d.store.Delete(ctx, pending.TaskID); err != nil {
 				d.log.Warn("answered clarification task not deleted; it expires with limits.pending_ttl",
 					zap.String("decision_id", call.DecisionID), zap.Error(err))
 			}
@@ -433,5 +435,5 @@ func (d *Dispatcher) extensionMethod(ctx context.Context, call *operation.Call) 
 	if perr != nil {
 		return operation.Result{}, perr
 	}
-	return operation.Value(operation.Extension, result), nil
+	return operation.Value(protocol.KindExtension, result), nil
 }

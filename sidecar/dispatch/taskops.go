@@ -51,20 +51,16 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *operation.Call) (operatio
 	return operation.Value(resultKind(req.Operation, result), result), nil
 }
 
-// resultKind is the kind of a task operation's result.
-func resultKind(op protocol.Operation, result jsontext.Value) operation.Kind {
+// resultKind is the kind of a task operation's result: the table's (protocol.Kind), except
+// that a JSON null is empty whatever the row says.
+func resultKind(op protocol.Operation, result jsontext.Value) protocol.Kind {
 	if string(result) == "null" {
-		return operation.Empty
+		return protocol.KindEmpty
 	}
-	switch op {
-	case protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig:
-		return operation.PushConfig
-	case protocol.ListTaskPushNotificationConfigs:
-		return operation.PushConfigList
-	case protocol.DeleteTaskPushNotificationConfig:
-		return operation.Empty
+	if k := op.Result(); k != 0 {
+		return k
 	}
-	return operation.Task
+	return protocol.KindTask
 }
 
 // pendingOp answers task operations on a clarification task capgate holds.
@@ -73,17 +69,17 @@ func (d *Dispatcher) pendingOp(ctx context.Context, call *operation.Call, b task
 	task := clarificationTask(b, cands)
 	switch call.Request.Operation {
 	case protocol.GetTask:
-		return operation.Value(operation.Task, taskJSON(task, call.Request.Version)), nil
+		return operation.Value(protocol.KindTask, taskJSON(task, call.Request.Version)), nil
 	case protocol.SubscribeToTask:
 		// A stream event: {"task": …} in 1.0, as SendStreamingMessage sends it.
-		return operation.Events(operation.Event{Kind: operation.Task, JSON: streamResult(task, call.Request.Version)}), nil
+		return operation.Events(operation.Event{Kind: protocol.KindTask, JSON: streamResult(task, call.Request.Version)}), nil
 	case protocol.CancelTask:
 		if err := d.store.Delete(ctx, b.TaskID); err != nil {
 			return operation.Result{}, storeError(err)
 		}
 		now := d.now().UTC()
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &now}
-		return operation.Value(operation.Task, taskJSON(task, call.Request.Version)), nil
+		return operation.Value(protocol.KindTask, taskJSON(task, call.Request.Version)), nil
 	}
 	return operation.Result{}, protocol.Errorf(protocol.PushNotificationNotSupported, "push notifications are not supported for a task awaiting clarification")
 }
@@ -158,7 +154,7 @@ func (d *Dispatcher) list(ctx context.Context, call *operation.Call) (operation.
 	if merr != nil {
 		return operation.Result{}, protocol.Wrap(protocol.Internal, merr, "the task list could not be rendered")
 	}
-	return operation.Value(operation.TaskList, body), nil
+	return operation.Value(protocol.KindTaskList, body), nil
 }
 
 // collect examines candidates in order, in batches, until the page is

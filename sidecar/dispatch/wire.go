@@ -13,7 +13,7 @@ import (
 
 // probe reads a SendMessage result or stream event once: its task id, context id and kind
 // (0: neither a task with an id, a message nor a task update).
-func probe(result jsontext.Value, v protocol.Version) (taskID, contextID string, kind operation.Kind) {
+func probe(result jsontext.Value, v protocol.Version) (taskID, contextID string, kind protocol.Kind) {
 	var p struct {
 		Task *struct {
 			ID        string `json:"id"`
@@ -42,30 +42,30 @@ func probe(result jsontext.Value, v protocol.Version) (taskID, contextID string,
 	}
 	switch {
 	case p.Task != nil:
-		return p.Task.ID, p.Task.ContextID, kindIf(p.Task.ID != "", operation.Task)
+		return p.Task.ID, p.Task.ContextID, kindIf(p.Task.ID != "", protocol.KindTask)
 	case p.Message != nil:
-		return p.Message.TaskID, p.Message.ContextID, operation.Message
+		return p.Message.TaskID, p.Message.ContextID, protocol.KindMessage
 	case p.StatusUpdate != nil:
-		return p.StatusUpdate.TaskID, p.StatusUpdate.ContextID, operation.StatusUpdate
+		return p.StatusUpdate.TaskID, p.StatusUpdate.ContextID, protocol.KindStatusUpdate
 	case p.ArtifactUpdate != nil:
-		return p.ArtifactUpdate.TaskID, p.ArtifactUpdate.ContextID, operation.ArtifactUpdate
+		return p.ArtifactUpdate.TaskID, p.ArtifactUpdate.ContextID, protocol.KindArtifactUpdate
 	}
 	if v == protocol.V03 {
 		switch p.Kind {
 		case "task":
-			return p.ID, p.ContextID, kindIf(p.ID != "", operation.Task)
+			return p.ID, p.ContextID, kindIf(p.ID != "", protocol.KindTask)
 		case "message":
-			return p.TaskID, p.ContextID, operation.Message
+			return p.TaskID, p.ContextID, protocol.KindMessage
 		case "status-update":
-			return p.TaskID, p.ContextID, operation.StatusUpdate
+			return p.TaskID, p.ContextID, protocol.KindStatusUpdate
 		case "artifact-update":
-			return p.TaskID, p.ContextID, operation.ArtifactUpdate
+			return p.TaskID, p.ContextID, protocol.KindArtifactUpdate
 		}
 	}
 	return "", "", 0
 }
 
-func kindIf(ok bool, k operation.Kind) operation.Kind {
+func kindIf(ok bool, k protocol.Kind) protocol.Kind {
 	if ok {
 		return k
 	}

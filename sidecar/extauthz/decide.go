@@ -18,6 +18,8 @@ import (
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 	"github.com/capgate/capgate/sidecar/revision"
 )
 
@@ -105,9 +107,9 @@ func (s *Server) decide(ctx context.Context, req *authv3.CheckRequest, d *decisi
 	env := protocol.Envelope{Method: hr.GetMethod(), Path: path, Query: query, Header: &d.hdr, GRPC: true, Methods: rev.Methods}
 	d.binding = protocol.BindingOf(path, p.base) // the shape of an answer given before the parse
 	d.errorData = protocol.ErrorDataShape(&d.hdr, query)
-	if protocol.IsGRPCContentType(d.hdr.get(headerContentType)) {
+	if grpcwire.IsContentType(d.hdr.get(headerContentType)) {
 		d.binding = protocol.GRPC
-		if _, _, perr := protocol.ParseGRPCPath(path); perr != nil {
+		if _, _, perr := grpcwire.ParsePath(path); perr != nil {
 			d.err = perr // an unknown method is refused before its body is looked for
 			return
 		}
@@ -122,7 +124,7 @@ func (s *Server) decide(ctx context.Context, req *authv3.CheckRequest, d *decisi
 	} else {
 		env.Body = requestBody(hr) // the parser refuses a body on GET and DELETE
 	}
-	r, perr := protocol.Parse(env, p.base, s.limits)
+	r, perr := wire.Parse(env, p.base, s.limits)
 	if r != nil {
 		d.binding, d.version, d.op, d.reqID, d.errorData = r.Binding, r.Version, r.Operation, r.ID, r.ErrorData
 	}
@@ -170,7 +172,7 @@ func (s *Server) body(hr *authv3.AttributeContext_HttpRequest, d *decision) ([]b
 		case len(raw) == 0:
 			return nil, s.misconfigured(d, msgNoBody+" (with pack_as_bytes: true); capgate reads the task id from the gRPC request message")
 		}
-		if n, ok := protocol.GRPCMessageLength(b); ok && n > int64(len(b)-5) && n <= s.maxBody() {
+		if n, ok := grpcwire.MessageLength(b); ok && n > int64(len(b)-5) && n <= s.maxBody() {
 			return nil, s.misconfigured(d, msgTruncated)
 		}
 		return b, nil

@@ -154,7 +154,7 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *operation.Call, e
 			return nil, nil
 		}
 	}
-	res := operation.Value(operation.Card, b)
+	res := operation.Value(protocol.KindCard, b)
 	return &res, nil
 }
 

@@ -3,9 +3,7 @@ package gateway
 import (
 	"encoding/base64"
 	"encoding/binary"
-	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -52,7 +50,7 @@ func errorReason(t *testing.T, details string) string {
 func events(end *protocol.Error, jsons ...string) operation.Result {
 	return operation.Result{Stream: func(yield func(operation.Event) error) *protocol.Error {
 		for _, j := range jsons {
-			if err := yield(operation.Event{Kind: operation.Task, JSON: []byte(j)}); err != nil {
+			if err := yield(operation.Event{Kind: protocol.KindTask, JSON: []byte(j)}); err != nil {
 				return operation.Failed(err)
 			}
 		}
@@ -118,7 +116,7 @@ func TestGRPCEvents(t *testing.T) {
 func TestGRPCUnary(t *testing.T) {
 	rec := httptest.NewRecorder()
 	get := &protocol.Request{Binding: protocol.GRPC, Operation: protocol.GetTask}
-	perr, _ := unary(rec, get, operation.Value(operation.Task, []byte(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)))
+	perr, _ := answer(rec, get, operation.Value(protocol.KindTask, []byte(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)), 0)
 	require.Nil(t, perr)
 	msgs := messages(t, rec.Body.Bytes())
 	require.Len(t, msgs, 1)
@@ -129,97 +127,13 @@ func TestGRPCUnary(t *testing.T) {
 	require.Equal(t, "0", rec.Result().Trailer.Get("Grpc-Status"))
 
 	rec = httptest.NewRecorder()
-	perr, _ = unary(rec, &protocol.Request{Binding: protocol.GRPC, Operation: protocol.DeleteTaskPushNotificationConfig}, operation.Value(operation.Empty, []byte(`null`)))
+	perr, _ = answer(rec, &protocol.Request{Binding: protocol.GRPC, Operation: protocol.DeleteTaskPushNotificationConfig}, operation.Value(protocol.KindEmpty, []byte(`null`)), 0)
 	require.Nil(t, perr)
 	require.Equal(t, [][]byte{{}}, messages(t, rec.Body.Bytes()))
 
 	rec = httptest.NewRecorder()
-	perr, written := unary(rec, get, operation.Value(operation.Task, []byte(`{"id":"t-1","secret":"x"}`)))
+	perr, written := answer(rec, get, operation.Value(protocol.KindTask, []byte(`{"id":"t-1","secret":"x"}`)), 0)
 	require.True(t, protocol.IsCode(perr, protocol.InvalidAgentResponse))
 	require.False(t, written, "nothing is written: the gateway answers with the error")
 	require.Empty(t, rec.Body.Bytes())
-}
-
-// discardWriter is an http.ResponseWriter and Flusher that drops the body.
-type discardWriter struct{ h http.Header }
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) WriteHeader(int)             {}
-func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (w *discardWriter) Flush()                      {}
-
-// BenchmarkGRPCEvents is what the gRPC binding adds to each relayed event:
-// the event's JSON turned into a length-prefixed StreamResponse and written.
-func BenchmarkGRPCEvents(b *testing.B) {
-	ev := operation.Event{Kind: operation.StatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
-	w := &grpcEvents{r: newGRPCResponder(&discardWriter{h: http.Header{}}, protocol.SendStreamingMessage)}
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := w.event(ev); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// grpcEventsPlain writes each event as a fresh frame: the reference
-// TestGRPCEventsMatchPlain compares the writer that reuses its buffer with.
-type grpcEventsPlain struct {
-	r *grpcResponder
-}
-
-func (e *grpcEventsPlain) event(ev operation.Event) error {
-	msg, perr := protocol.GRPCResponse(e.r.op, ev.JSON)
-	if perr != nil {
-		return perr
-	}
-	if e.r.ended {
-		return errEnded
-	}
-	e.r.start()
-	frame := make([]byte, 5, 5+len(msg))
-	binary.BigEndian.PutUint32(frame[1:], uint32(len(msg)))
-	_, err := e.r.w.Write(append(frame, msg...))
-	return err
-}
-
-// TestGRPCEventsMatchPlain: the gRPC stream written from a reused buffer is
-// byte for byte (messages and trailers) the one written from fresh frames,
-// for streams of events, events too large to keep a buffer for (before and
-// after small ones), and events the proto cannot hold.
-func TestGRPCEventsMatchPlain(t *testing.T) {
-	const task = `{"task":{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`
-	const update = `{"statusUpdate":{"taskId":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_WORKING"}}}`
-	big := `{"artifactUpdate":{"taskId":"t-1","contextId":"c-1","artifact":{"artifactId":"a","parts":[{"text":"` + strings.Repeat("x", maxKeptBuffer+10) + `"}]}}}`
-	notFound := protocol.Errorf(protocol.TaskNotFound, "task not found")
-	streams := map[string]struct {
-		end    *protocol.Error
-		events []string
-	}{
-		"events":      {nil, []string{update, update, update, update, update}},
-		"task first":  {nil, []string{task, update}},
-		"large event": {nil, []string{big, update, big, update}},
-		"error end":   {notFound, []string{update, task}},
-		"bad event":   {nil, []string{update, `{"task":{"extra":1}}`, update}},
-	}
-	run := func(name string, plain bool) (string, http.Header) {
-		rec := httptest.NewRecorder()
-		ge := &grpcEvents{r: newGRPCResponder(rec, protocol.SubscribeToTask)}
-		write := ge.event
-		if plain {
-			write = (&grpcEventsPlain{r: ge.r}).event
-		}
-		perr := events(streams[name].end, streams[name].events...).Stream(write)
-		if perr != nil {
-			ge.fail(perr)
-		} else {
-			ge.end()
-		}
-		return rec.Body.String(), rec.Result().Trailer
-	}
-	for name := range streams {
-		wantBody, wantTrailer := run(name, true)
-		gotBody, gotTrailer := run(name, false)
-		require.Equal(t, wantBody, gotBody, name)
-		require.Equal(t, wantTrailer, gotTrailer, name)
-	}
 }

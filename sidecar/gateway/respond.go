@@ -9,90 +9,63 @@ import (
 
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
-// answer writes an operation's result in the request's binding: a unary result by unary, a
-// stream by the binding's event writer (eventWriterFor). It returns the error that ended the
-// answer and whether any of the answer had been written: an error with nothing written is
-// refused in the binding's ordinary shape (a stream's included, so a streaming method's error
-// before its first event has one form per binding); once written, the error has ended the
-// answer in the binding's own way (the stream's last event, or gRPC trailers).
+// answer writes an operation's result in the request's binding, through the binding's
+// answerWriter: a unary result by Unary, a stream event by event. It returns the error that
+// ended the answer and whether any of the answer had been written: an error with nothing
+// written is refused in the binding's ordinary shape (a stream's included, so a streaming
+// method's error before its first event has one form per binding); once written, the error has
+// ended the answer in the binding's own way (the stream's last event, or gRPC trailers).
 func answer(w http.ResponseWriter, req *protocol.Request, res operation.Result, keepAlive time.Duration) (*protocol.Error, bool) {
 	if res.Stream == nil {
-		return unary(w, req, res)
+		return writerFor(w, req, 0).Unary(res.JSON, res.Kind == protocol.KindEmpty)
 	}
-	ew := eventWriterFor(w, req, keepAlive)
-	e := res.Stream(ew.event)
-	ew.stop() // no keep-alive is written once this returns
+	aw := writerFor(w, req, keepAlive)
+	e := res.Stream(func(ev operation.Event) error { return aw.Event(ev.JSON) })
+	aw.Stop() // no keep-alive is written once this returns
 	switch {
-	case e == nil && !ew.begun():
+	case e == nil && !aw.Begun():
 		return protocol.Errorf(protocol.InvalidAgentResponse, "the stream ended without an event"), false
 	case e == nil:
-		ew.end()
-	case ew.begun():
-		ew.fail(e)
+		aw.End()
+	case aw.Begun():
+		aw.Fail(e)
 	}
-	return e, ew.begun()
+	return e, aw.Begun()
 }
 
-// eventWriter writes a stream's events in one binding.
-type eventWriter interface {
-	// event writes one event; an error ends the stream.
-	event(operation.Event) error
-	// begun reports whether the response has begun (the status and headers are sent).
-	begun() bool
-	// stop stops keep-alives for good; once it returns none is being written.
-	stop()
-	// end ends a stream that ended normally; fail ends a begun stream with an error.
-	end()
-	fail(e *protocol.Error)
+// answerWriter writes an admitted request's answer in one binding: a unary result, or a
+// stream's events. The gRPC binding's is grpcwire.Writer; the JSON-RPC and HTTP+JSON
+// bindings' (both versions) is sseWriter.
+type answerWriter interface {
+	// Unary writes a unary result (empty: the operation's result is empty). It returns an
+	// error and whether any of the answer had been written, as answer does.
+	Unary(result jsontext.Value, empty bool) (*protocol.Error, bool)
+	// Event writes one event of a stream; an error ends the stream.
+	Event(event jsontext.Value) error
+	// Begun reports whether the response has begun (the status and headers are sent).
+	Begun() bool
+	// Stop stops keep-alives for good; once it returns none is being written.
+	Stop()
+	// End ends a stream that ended normally; Fail ends a begun stream with an error.
+	End()
+	Fail(e *protocol.Error)
 }
 
-func eventWriterFor(w http.ResponseWriter, req *protocol.Request, keepAlive time.Duration) eventWriter {
+// writerFor is the answer writer of req's binding; a stream quiet for keepAlive gets a
+// keep-alive (0: none; unary answers have none).
+func writerFor(w http.ResponseWriter, req *protocol.Request, keepAlive time.Duration) answerWriter {
 	switch {
 	case req.Binding == protocol.GRPC:
-		return &grpcEvents{r: newGRPCResponder(w, req.Operation)}
+		return grpcwire.NewWriter(w, req.Operation)
 	case req.Binding == protocol.JSONRPC:
-		return newSSE(w, sseJSONRPC, req.ErrorData, req.ID, keepAlive)
+		return newSSE(w, sseJSONRPC, req, keepAlive)
 	case req.ProtoJSON03():
-		return newSSE(w, sseProtoJSON03, req.ErrorData, nil, keepAlive)
+		return newSSE(w, sseProtoJSON03, req, keepAlive)
 	}
-	return newSSE(w, sseHTTPJSON, req.ErrorData, nil, keepAlive)
-}
-
-// unary writes a unary result in the request's binding, as answer does.
-func unary(w http.ResponseWriter, req *protocol.Request, res operation.Result) (*protocol.Error, bool) {
-	result := res.JSON
-	switch req.Binding {
-	case protocol.JSONRPC:
-		writeJSON(w, http.StatusOK, protocol.AppendJSONRPCResult(make([]byte, 0, len(result)+len(req.ID)+40), req.ID, result))
-		return nil, false
-	case protocol.GRPC:
-		msg, perr := protocol.GRPCResponse(req.Operation, result)
-		if perr != nil {
-			return perr, false
-		}
-		g := newGRPCResponder(w, req.Operation)
-		if err := g.message(msg); err != nil {
-			perr = protocol.Wrap(protocol.Internal, err, "the response could not be written")
-			g.end(perr.GRPCStatus())
-			return perr, true
-		}
-		g.end(nil)
-		return nil, false
-	}
-	if res.Kind == operation.Empty && string(result) == "null" {
-		result = jsontext.Value("{}") // google.protobuf.Empty over HTTP+JSON
-	}
-	if req.ProtoJSON03() {
-		b, perr := protocol.ProtoJSON03Response(req.Operation, result)
-		if perr != nil {
-			return perr, false
-		}
-		result = b
-	}
-	writeJSON(w, http.StatusOK, result)
-	return nil, false
+	return newSSE(w, sseHTTPJSON, req, keepAlive)
 }
 
 func writeJSON(w http.ResponseWriter, status int, body []byte) {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
 // The http.route of a request is a template, never the path with its ids:
@@ -18,7 +19,7 @@ func TestRouteOf(t *testing.T) {
 		h := http.Header{}
 		h.Set("A2A-Version", "1.0")
 		h.Set("Content-Type", ctype)
-		req, perr := protocol.Parse(protocol.Envelope{Method: method, Path: path, Body: []byte(body), Header: protocol.HTTPHeader(h)}, "", protocol.Limits{})
+		req, perr := wire.Parse(protocol.Envelope{Method: method, Path: path, Body: []byte(body), Header: protocol.HTTPHeader(h)}, "", protocol.Limits{})
 		require.Nil(t, perr)
 		return req
 	}

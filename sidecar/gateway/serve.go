@@ -16,6 +16,8 @@ import (
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tracing"
 )
@@ -53,7 +55,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	w.Header().Set(HeaderDecisionID, id)
 	path := r.URL.EscapedPath()
 	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, basePath(rev))), Span: trace.SpanFromContext(r.Context()), RequestedBy: r.RemoteAddr}
-	if protocol.IsGRPCContentType(r.Header.Get("Content-Type")) {
+	if grpcwire.IsContentType(r.Header.Get("Content-Type")) {
 		entry.Binding = string(protocol.GRPC) // refused before parsing: still a gRPC answer
 	}
 	req := &protocol.Request{Binding: protocol.Binding(entry.Binding), ErrorData: protocol.ErrorDataShape(protocol.HTTPHeader(r.Header), r.URL.RawQuery)}
@@ -61,7 +63,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		// A gRPC method capgate does not serve is refused before the body is read: a client- or
 		// bidi-streaming call (a reflection client's, say) half-closes only when it hears back,
 		// so reading its body first would hold the stream until the caller's deadline.
-		if _, _, perr := protocol.ParseGRPCPath(path); perr != nil {
+		if _, _, perr := grpcwire.ParsePath(path); perr != nil {
 			g.refuse(w, rev, start, entry, req, perr)
 			return
 		}
@@ -72,7 +74,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		return
 	}
 	env := protocol.Envelope{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: protocol.HTTPHeader(r.Header), Body: body, GRPC: true, Methods: rev.Methods}
-	parsed, perr := protocol.Parse(env, basePath(rev), g.limits)
+	parsed, perr := wire.Parse(env, basePath(rev), g.limits)
 	if parsed != nil {
 		req = parsed
 	}
@@ -172,7 +174,7 @@ func (g *Gateway) run(ctx context.Context, call *operation.Call, w http.Response
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		res := operation.Value(operation.Card, publicCardFor(call.Rev, call.Request.Version))
+		res := operation.Value(protocol.KindCard, publicCardFor(call.Rev, call.Request.Version))
 		return &res, nil
 	}
 	if g.ops == nil {

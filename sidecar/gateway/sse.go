@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -20,12 +19,14 @@ const (
 	sseProtoJSON03                   // the 0.3 proto's StreamResponse in ProtoJSON (A2A 0.3 HTTP+JSON)
 )
 
-// sseWriter writes a stream as Server-Sent Events, unbuffered: the JSON-RPC and HTTP+JSON
-// bindings' event writer. While the stream is quiet it sends keep-alive comments.
+// sseWriter is the JSON-RPC and HTTP+JSON bindings' answer writer: a unary result is one JSON
+// body, a stream is written as Server-Sent Events, unbuffered. While a stream is quiet it sends
+// keep-alive comments.
 type sseWriter struct {
 	w       http.ResponseWriter
 	flusher http.Flusher
 	dialect sseDialect
+	op      protocol.Operation
 	id      jsontext.Value
 	// shape is the shape of a JSON-RPC error's data (protocol.Request.ErrorData).
 	shape protocol.DataShape
@@ -38,7 +39,7 @@ type sseWriter struct {
 	stopped bool
 }
 
-var _ eventWriter = (*sseWriter)(nil)
+var _ answerWriter = (*sseWriter)(nil)
 
 // keepAliveComment is the SSE comment sent while a stream is quiet: clients
 // ignore it, proxies see the stream is alive.
@@ -50,13 +51,14 @@ const maxKeptBuffer = 64 << 10
 // newSSE returns a stream writer that sends keepAliveComment whenever the stream has been quiet
 // for keepAlive (0: never; config limits.stream_keepalive). A stream not yet started is started
 // by it: the client (and Envoy) then know the call is alive, and a later error travels as the
-// stream's last event (a JSON-RPC error's data in shape).
-func newSSE(w http.ResponseWriter, dialect sseDialect, shape protocol.DataShape, id jsontext.Value, keepAlive time.Duration) *sseWriter {
+// stream's last event (a JSON-RPC error's data in req's ErrorData shape, with req's id).
+func newSSE(w http.ResponseWriter, dialect sseDialect, req *protocol.Request, keepAlive time.Duration) *sseWriter {
 	f, _ := w.(http.Flusher)
+	id := req.ID
 	if len(id) == 0 {
 		id = jsontext.Value("null")
 	}
-	s := &sseWriter{w: w, flusher: f, dialect: dialect, shape: shape, id: id}
+	s := &sseWriter{w: w, flusher: f, dialect: dialect, op: req.Operation, shape: req.ErrorData, id: id}
 	if keepAlive > 0 {
 		s.mu.Lock() // the timer may fire before it is stored
 		defer s.mu.Unlock()
@@ -82,9 +84,31 @@ func (s *sseWriter) tick() {
 	s.timer.Reset(s.every)
 }
 
-// stop stops keep-alives for good; once it returns none is being written.
+// Unary writes a unary result as one JSON body: the JSON-RPC response, the result object
+// (HTTP+JSON; an empty result is {}, google.protobuf.Empty's JSON), or the 0.3 proto's
+// response in ProtoJSON (0.3 HTTP+JSON).
+func (s *sseWriter) Unary(result jsontext.Value, empty bool) (*protocol.Error, bool) {
+	if s.dialect == sseJSONRPC {
+		writeJSON(s.w, http.StatusOK, protocol.AppendJSONRPCResult(make([]byte, 0, len(result)+len(s.id)+40), s.id, result))
+		return nil, false
+	}
+	if empty && string(result) == "null" {
+		result = jsontext.Value("{}") // google.protobuf.Empty over HTTP+JSON
+	}
+	if s.dialect == sseProtoJSON03 {
+		b, perr := protocol.ProtoJSON03Response(s.op, result)
+		if perr != nil {
+			return perr, false
+		}
+		result = b
+	}
+	writeJSON(s.w, http.StatusOK, result)
+	return nil, false
+}
+
+// Stop stops keep-alives for good; once it returns none is being written.
 // The response writer must not be used after the handler returns.
-func (s *sseWriter) stop() {
+func (s *sseWriter) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = true
@@ -93,7 +117,8 @@ func (s *sseWriter) stop() {
 	}
 }
 
-func (s *sseWriter) begun() bool {
+// Begun reports whether the stream has begun.
+func (s *sseWriter) Begun() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.started
@@ -111,10 +136,10 @@ func (s *sseWriter) start() {
 	s.w.WriteHeader(http.StatusOK)
 }
 
-// event writes one event as one data line. An event the 0.3 HTTP+JSON binding cannot express
+// Event writes one event as one data line. An event the 0.3 HTTP+JSON binding cannot express
 // ends the stream with that error.
-func (s *sseWriter) event(e operation.Event) error {
-	data := []byte(e.JSON)
+func (s *sseWriter) Event(event jsontext.Value) error {
+	data := []byte(event)
 	if s.dialect == sseProtoJSON03 {
 		b, perr := protocol.ProtoJSON03Event(data)
 		if perr != nil {
@@ -163,13 +188,14 @@ func oneLine(v []byte) {
 	}
 }
 
-func (s *sseWriter) end() {}
+// End ends a stream that ended normally: its last event was its end.
+func (s *sseWriter) End() {}
 
-// fail ends a begun stream with e. JSON-RPC: the stream's last event is a JSON-RPC error
+// Fail ends a begun stream with e. JSON-RPC: the stream's last event is a JSON-RPC error
 // response. HTTP+JSON: an SSE event of type "error" whose data is the google.rpc.Status body,
 // as the A2A JavaScript SDK reads it; clients that read only data lines (a2a-go) see the same
 // error body.
-func (s *sseWriter) fail(e *protocol.Error) {
+func (s *sseWriter) Fail(e *protocol.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()

@@ -11,7 +11,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -46,14 +45,14 @@ func TestSSEFramesMatchPlain(t *testing.T) {
 		for _, id := range []string{`"1"`, `7`, ``, `"a\"b"`} {
 			t.Run(fmt.Sprintf("%s id %s", binding, id), func(t *testing.T) {
 				rec := httptest.NewRecorder()
-				sse := newSSE(rec, sseDialects[binding], protocol.DataList, jsontext.Value(id), 0)
+				sse := newSSE(rec, sseDialects[binding], &protocol.Request{ID: jsontext.Value(id), ErrorData: protocol.DataList}, 0)
 				var want []byte
 				wantID := []byte(id)
 				if id == "" {
 					wantID = []byte("null")
 				}
 				for _, r := range results {
-					require.NoError(t, sse.event(operation.Event{JSON: []byte(r)}))
+					require.NoError(t, sse.Event([]byte(r)))
 					want = append(want, frameSSEPlain(binding == protocol.JSONRPC, wantID, []byte(r))...)
 				}
 				require.Equal(t, string(want), rec.Body.String())
@@ -70,8 +69,8 @@ func TestSSEFrameIsOneDataLine(t *testing.T) {
 	for _, binding := range []protocol.Binding{protocol.JSONRPC, protocol.HTTPJSON} {
 		for _, result := range []string{"{\n\"task\": {\"id\": \"t1\"}\n}", "{\r\n\"a\":\r\"b\\n\"}", "\n[1,\n2]\n"} {
 			rec := httptest.NewRecorder()
-			sse := newSSE(rec, sseDialects[binding], protocol.DataList, jsontext.Value(`1`), 0)
-			require.NoError(t, sse.event(operation.Event{JSON: []byte(result)}))
+			sse := newSSE(rec, sseDialects[binding], &protocol.Request{ID: jsontext.Value(`1`), ErrorData: protocol.DataList}, 0)
+			require.NoError(t, sse.Event([]byte(result)))
 			body := rec.Body.String()
 			require.True(t, strings.HasSuffix(body, "\n\n"))
 			line, ok := strings.CutPrefix(strings.TrimSuffix(body, "\n\n"), "data: ")
@@ -98,17 +97,25 @@ func TestSSEFrameIsOneDataLine(t *testing.T) {
 // relayed event (ns/op and allocs/op are per event): the keep-alive timer,
 // the SSE frame written and flushed to the client.
 func BenchmarkSSEEvents(b *testing.B) {
-	ev := operation.Event{Kind: operation.StatusUpdate, JSON: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
+	ev := jsontext.Value(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)
 	for binding, dialect := range sseDialects {
 		b.Run(string(binding), func(b *testing.B) {
-			sse := newSSE(&discardWriter{h: http.Header{}}, dialect, protocol.DataList, jsontext.Value(`"1"`), 15e9)
-			defer sse.stop()
+			sse := newSSE(&discardWriter{h: http.Header{}}, dialect, &protocol.Request{ID: jsontext.Value(`"1"`), ErrorData: protocol.DataList}, 15e9)
+			defer sse.Stop()
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := sse.event(ev); err != nil {
+				if err := sse.Event(ev); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 	}
 }
+
+// discardWriter is an http.ResponseWriter and Flusher that drops the body.
+type discardWriter struct{ h http.Header }
+
+func (w *discardWriter) Header() http.Header         { return w.h }
+func (w *discardWriter) WriteHeader(int)             {}
+func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (w *discardWriter) Flush()                      {}

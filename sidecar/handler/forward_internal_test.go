@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
 type header http.Header
@@ -38,7 +39,7 @@ func TestForwardedParsesAsAdmitted(t *testing.T) {
 		method, tgt, h, body, err := positions.Request(p, swept, ownTask, ownTenant, hook)
 		require.NoError(t, err)
 		path, query, _ := cut(tgt)
-		admitted, perr := protocol.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: header(h), Body: body,
+		admitted, perr := wire.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: header(h), Body: body,
 			GRPC: true, Methods: positions.Methods()}, "", protocol.Limits{})
 		require.Nil(t, perr, "%s: %v", p.Name(), perr)
 		if p.Binding == protocol.GRPC && p.Version == protocol.V03 {
@@ -71,7 +72,7 @@ func TestForwardedParsesAsAdmitted(t *testing.T) {
 					sent, err = io.ReadAll(hr.Body)
 					require.NoError(t, err)
 				}
-				received, perr := protocol.Parse(protocol.Envelope{Method: hr.Method, Path: hr.URL.EscapedPath(), Query: hr.URL.RawQuery,
+				received, perr := wire.Parse(protocol.Envelope{Method: hr.Method, Path: hr.URL.EscapedPath(), Query: hr.URL.RawQuery,
 					Header: header(hr.Header), Body: sent, GRPC: true, Methods: positions.Methods()}, base, protocol.Limits{})
 				require.Nil(t, perr, "the handler's call does not parse: %v\n%s %s\n%s", perr, hr.Method, hr.URL, sent)
 				requireSameModel(t, admitted, received)

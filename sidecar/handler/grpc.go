@@ -19,24 +19,25 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
 // This file is the gRPC binding (A2A 1.0, lf.a2a.v1.A2AService) over
 // net/http's HTTP/2 client, so that a gRPC call passes through the same
 // transport wrapping (tracing), limits and timeouts as the others: the
-// params are converted to the request message (protocol.GRPCRequest), each
-// response message back to ProtoJSON (protocol.GRPCResult), and a non-OK
+// params are converted to the request message (grpcwire.Request), each
+// response message back to ProtoJSON (grpcwire.Result), and a non-OK
 // grpc-status with its google.rpc.Status details to the A2A error.
 
 // newGRPCRequest builds the gRPC call for req: POST /lf.a2a.v1.A2AService/<op>
 // with one uncompressed message; the A2A headers travel as metadata.
 func newGRPCRequest(ctx context.Context, t target, req Request) (*http.Request, *protocol.Error) {
 	op, _ := operation(req)
-	msg, perr := protocol.GRPCRequest(op, req.Params)
+	msg, perr := grpcwire.Request(op, req.Params)
 	if perr != nil {
 		return nil, perr
 	}
-	frame := protocol.AppendGRPCFrame(make([]byte, 0, protocol.GRPCFrameHeader+len(msg)), msg)
+	frame := grpcwire.AppendFrame(make([]byte, 0, grpcwire.FrameHeader+len(msg)), msg)
 	u := strings.TrimSuffix(t.url, "/") + protocol.GRPCMethod(protocol.V1, op)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(frame))
 	if err != nil {
@@ -58,7 +59,7 @@ func (i *Invoker) grpcStart(t target, req Request, resp *http.Response) *protoco
 	if resp.StatusCode != http.StatusOK {
 		return i.invalid(t, req, fmt.Sprintf("a gRPC answer with HTTP %d", resp.StatusCode))
 	}
-	if !protocol.IsGRPCContentType(resp.Header.Get("Content-Type")) {
+	if !grpcwire.IsContentType(resp.Header.Get("Content-Type")) {
 		return i.invalid(t, req, fmt.Sprintf("a gRPC answer with content type %q", clip(mediaType(resp.Header), 64)))
 	}
 	return nil
@@ -146,7 +147,7 @@ var errCompressed = errors.New("compressed gRPC message")
 // nextFrame reads one length-prefixed message of at most max bytes; io.EOF
 // at a message boundary ends the stream.
 func nextFrame(r io.Reader, max int) ([]byte, error) {
-	var hdr [protocol.GRPCFrameHeader]byte
+	var hdr [grpcwire.FrameHeader]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return nil, fmt.Errorf("truncated gRPC message: %w", err)
@@ -156,7 +157,7 @@ func nextFrame(r io.Reader, max int) ([]byte, error) {
 	if hdr[0] != 0 {
 		return nil, errCompressed
 	}
-	n, _ := protocol.GRPCMessageLength(hdr[:])
+	n, _ := grpcwire.MessageLength(hdr[:])
 	if n > int64(max) {
 		return nil, errFrameTooLarge
 	}
@@ -184,7 +185,7 @@ func (i *Invoker) grpcUnary(t target, req Request, resp *http.Response, body []b
 		return nil, i.invalid(t, req, "more than one gRPC response message")
 	}
 	op, _ := operation(req)
-	result, perr := protocol.GRPCResult(op, msg)
+	result, perr := grpcwire.Result(op, msg)
 	if perr != nil {
 		return nil, i.invalid(t, req, perr.Error())
 	}

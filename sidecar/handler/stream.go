@@ -14,6 +14,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
 var errEventTooLarge = errors.New("event larger than the limit")
@@ -151,7 +152,7 @@ func (i *Invoker) grpcStream(ctx context.Context, t target, req Request, resp *h
 		case err != nil:
 			return i.failure(ctx, t, req, err, errIdle, i.idleMsg)
 		}
-		result, perr := protocol.GRPCResult(op, msg)
+		result, perr := grpcwire.Result(op, msg)
 		if perr != nil {
 			return i.invalid(t, req, fmt.Sprintf("event %d: %s", events+1, perr.Error()))
 		}

@@ -1,6 +1,7 @@
 package identity
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -131,23 +132,58 @@ type MintClaims struct {
 
 // Mint signs a token for c. Scopes are sorted, deduplicated and space-separated.
 // The token is what jwt's Token.SignedString writes: the header (jwt's, with
-// the kid; encoded once per Minter) and the claims encoded by encoding/json,
-// signed with jwt's ES256.
+// the kid; encoded once per Minter) and the claims as encoding/json encodes
+// them (encodeClaims), signed with jwt's ES256.
 func (m *Minter) Mint(c MintClaims) (string, error) {
 	cl, err := m.claims(c)
 	if err != nil {
 		return "", err
 	}
-	payload, err := json.Marshal(cl)
+	payload, err := encodeClaims(cl)
 	if err != nil {
 		return "", fmt.Errorf("mint: encode claims: %w", err)
 	}
-	signing := m.header + "." + base64.RawURLEncoding.EncodeToString(payload)
-	sig, err := jwt.SigningMethodES256.Sign(signing, m.key)
+	enc := base64.RawURLEncoding
+	tok := make([]byte, 0, len(m.header)+1+enc.EncodedLen(len(payload))+1+enc.EncodedLen(64))
+	tok = enc.AppendEncode(append(append(tok, m.header...), '.'), payload)
+	sig, err := jwt.SigningMethodES256.Sign(string(tok), m.key)
 	if err != nil {
 		return "", fmt.Errorf("mint: sign: %w", err)
 	}
-	return signing + "." + base64.RawURLEncoding.EncodeToString(sig), nil
+	return string(enc.AppendEncode(append(tok, '.'), sig)), nil
+}
+
+// encodeClaims is json.Marshal(cl), byte for byte: the members in sorted name order, each
+// name and value encoded by encoding/json. It spares the reflection json.Marshal pays for
+// every member of a map (a handler token's claims: 34 of BenchmarkMint's 138 allocations
+// against 4 here). TestEncodeClaimsMatchesMarshal holds it to json.Marshal.
+func encodeClaims(cl jwt.MapClaims) ([]byte, error) {
+	names := make([]string, 0, len(cl))
+	for name := range cl {
+		names = append(names, name)
+	}
+	slices.Sort(names) // encoding/json's order for map keys
+	var b bytes.Buffer
+	b.Grow(512)
+	enc := json.NewEncoder(&b) // escapes HTML, as json.Marshal does
+	b.WriteByte('{')
+	for i := range names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		// &names[i]: a pointer into the slice is boxed without a copy of the string.
+		for j, v := range [2]any{&names[i], cl[names[i]]} {
+			if err := enc.Encode(v); err != nil {
+				return nil, err
+			}
+			b.Truncate(b.Len() - 1) // Encode ends each value with a newline
+			if j == 0 {
+				b.WriteByte(':')
+			}
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
 }
 
 // claims returns the claims of the token for c.
@@ -180,40 +216,38 @@ func (m *Minter) claims(c MintClaims) (jwt.MapClaims, error) {
 		return nil, fmt.Errorf("mint: %w", err)
 	}
 	now := m.now()
-	cl := jwt.MapClaims{
-		"iss": m.issuer, "sub": c.Subject, "aud": c.Audience,
-		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(ttl).Unix(),
-		"jti": jti,
-	}
-	set := func(name string, v any) error {
+	cl := make(jwt.MapClaims, 12+len(c.Extra)) // sized once for the claims below
+	cl["iss"], cl["sub"], cl["aud"], cl["jti"] = m.issuer, c.Subject, c.Audience, jti
+	cl["iat"], cl["nbf"], cl["exp"] = now.Unix(), now.Unix(), now.Add(ttl).Unix()
+	var errs []error
+	set := func(name string, v any) {
 		if _, dup := cl[name]; dup {
-			return fmt.Errorf("mint: claim %q set twice", name)
+			errs = append(errs, fmt.Errorf("mint: claim %q set twice", name))
+			return
 		}
 		cl[name] = v
-		return nil
 	}
-	var errs []error
 	if scopes := normaliseScopes(c.Scopes); scopes != "" {
-		errs = append(errs, set(scopesClaim, scopes))
+		set(scopesClaim, scopes)
 	}
 	if c.Tenant != "" {
-		errs = append(errs, set(tenantClaim, c.Tenant))
+		set(tenantClaim, c.Tenant)
 	}
 	if c.Capability != "" {
-		errs = append(errs, set(ClaimCapability, c.Capability))
+		set(ClaimCapability, c.Capability)
 	}
 	if c.DecisionID != "" {
-		errs = append(errs, set(ClaimDecisionID, c.DecisionID))
+		set(ClaimDecisionID, c.DecisionID)
 	}
 	if c.Actor != "" {
 		act := map[string]any{"sub": c.Actor}
 		if c.PriorAct != nil {
 			act["act"] = c.PriorAct
 		}
-		errs = append(errs, set(ClaimActor, act))
+		set(ClaimActor, act)
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Extra)) {
-		errs = append(errs, set(k, c.Extra[k]))
+		set(k, c.Extra[k])
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -99,3 +99,57 @@ func TestMintMatchesJWT(t *testing.T) {
 		require.NotEqual(t, tok, again, "never the same token twice")
 	}
 }
+
+// TestEncodeClaimsMatchesMarshal: encodeClaims writes exactly json.Marshal's bytes for the
+// claims of every mint case (escaped, non-ASCII and invalid UTF-8 text, HTML characters,
+// U+2028, nested objects, numbers, arrays, null) and for edge-case names and values, and
+// refuses what json.Marshal refuses.
+func TestEncodeClaimsMatchesMarshal(t *testing.T) {
+	m, err := GenerateMinter(mintIssuer, WithMintClock(newFakeClock().Now))
+	require.NoError(t, err)
+	var all []jwt.MapClaims
+	for _, c := range mintCases() {
+		cl, err := m.claims(c)
+		require.NoError(t, err)
+		all = append(all, cl)
+	}
+	odd := []string{"", "a", "<", ">", "&", "\u2028", "\u2029", "\x00", "\x1f", "\x7f", "\xff", "\xc3", "é", "\"", `\`, "/",
+		"\ufffd", "\U0001F600", "a\nb", "\t", " "}
+	for _, name := range odd {
+		for _, v := range odd {
+			all = append(all, jwt.MapClaims{name: v, name + "x": []any{v, map[string]any{v: name}}})
+		}
+	}
+	all = append(all, jwt.MapClaims{}, jwt.MapClaims{"n": nil, "i": int64(-1) << 62, "f": 0.1, "e": 1e-7, "b": true,
+		"raw": json.RawMessage(`{"b": 1,"a" :[ ]}`), "s": []string(nil), "bytes": []byte("x<y")})
+	for _, cl := range all {
+		want, err := json.Marshal(cl)
+		require.NoError(t, err)
+		got, err := encodeClaims(cl)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got), "%#v", cl)
+	}
+	for _, bad := range []any{math.NaN(), math.Inf(1), make(chan int), map[string]any{"f": func() {}}} {
+		_, werr := json.Marshal(jwt.MapClaims{"x": bad})
+		_, gerr := encodeClaims(jwt.MapClaims{"a": "ok", "x": bad})
+		require.Error(t, werr)
+		require.Error(t, gerr)
+	}
+}
+
+// FuzzEncodeClaims holds encodeClaims to json.Marshal over any names and string values.
+func FuzzEncodeClaims(f *testing.F) {
+	f.Add("sub", "alice", "tenant", "ténant <&> \u2028")
+	f.Add("", "\xff\xfe", "a\x00", "\U0001F600")
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string) {
+		cl := jwt.MapClaims{k1: v1, k2: map[string]any{v2: k1, k1: []any{v1, int64(len(v2))}}}
+		want, err := json.Marshal(cl)
+		if err != nil {
+			t.Skip()
+		}
+		got, err := encodeClaims(cl)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("encodeClaims = %q, %v; json.Marshal = %q", got, err, want)
+		}
+	})
+}

@@ -118,6 +118,21 @@ type Skipped struct {
 	Reason string
 }
 
+// ErrTooLarge is Check's answer for a key set larger than MaxBytes.
+var ErrTooLarge = fmt.Errorf("larger than %d bytes", MaxBytes)
+
+// Check reports what is wrong with a key set file as the verifier would
+// read it: no larger than MaxBytes, and Parse finds a usable key. It is the
+// rule for an issuer's jwks_file (policy/config holds the setting;
+// sidecar/settings applies this check to it).
+func Check(data []byte) error {
+	if len(data) > MaxBytes {
+		return ErrTooLarge
+	}
+	_, _, err := Parse(data)
+	return err
+}
+
 // Parse parses a JWKS document. Keys that are not usable for signature
 // verification (other use, unsupported type, invalid parameters, private
 // material, duplicate kid) are left out and reported in skipped; only an

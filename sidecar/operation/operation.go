@@ -40,27 +40,10 @@ type Server interface {
 	Serve(ctx context.Context, call *Call) (Result, *protocol.Error)
 }
 
-// Kind is what a result or event holds.
-type Kind uint8
-
-// The kinds of results and events.
-const (
-	Task           Kind = iota + 1 // a task; a SendMessage result or stream event {"task": …} in 1.0
-	Message                        // a message; {"message": …} in 1.0
-	StatusUpdate                   // a task status update event
-	ArtifactUpdate                 // a task artifact update event
-	TaskList                       // a ListTasks page
-	PushConfig                     // a task push notification config
-	PushConfigList                 // a list of push notification configs
-	Empty                          // no content (a delete): JSON null
-	Extension                      // an extension method's result, as its handler gave it
-	Card                           // an agent card
-)
-
 // Result is an operation's answer: one value (JSON), or, when Stream is set, a stream of
 // events.
 type Result struct {
-	Kind Kind
+	Kind protocol.Kind
 	// JSON is the result object in the request's version (unary answers).
 	JSON jsontext.Value
 	// Stream, when set, is a streaming answer.
@@ -71,7 +54,7 @@ type Result struct {
 // (1.0: a StreamResponse, {"task"|"message"|"statusUpdate"|"artifactUpdate": …}; 0.3: the
 // kind-discriminated object).
 type Event struct {
-	Kind Kind
+	Kind protocol.Kind
 	JSON jsontext.Value
 }
 
@@ -83,7 +66,7 @@ type Event struct {
 type Stream func(yield func(Event) error) *protocol.Error
 
 // Value is a unary result of kind k.
-func Value(k Kind, b jsontext.Value) Result { return Result{Kind: k, JSON: b} }
+func Value(k protocol.Kind, b jsontext.Value) Result { return Result{Kind: k, JSON: b} }
 
 // Events is a stream of the given events, already rendered.
 func Events(events ...Event) Result {

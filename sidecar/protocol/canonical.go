@@ -28,7 +28,7 @@ func (r *Request) canonicalize(ps *parser) *Error {
 		r.Operation == ListTasks { // capgate answers ListTasks itself (and reads 0.3 task states there)
 		return nil
 	}
-	m := grpcRequestMessage(r.Operation)
+	m := RequestMessage(r.Operation)
 	if m == nil {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (r *Request) canonicalParams() (jsontext.Value, *Error) {
 	if perr != nil {
 		return nil, perr
 	}
-	m := grpcRequestMessage(r.Operation)
+	m := RequestMessage(r.Operation)
 	ps := newParser()
 	b, ok := ps.appendCanonical(make([]byte, 0, len(params)+len(params)/8), params, m.ProtoReflect().Descriptor())
 	ps.release()
@@ -94,7 +94,7 @@ func (ps *parser) knownFields(raw jsontext.Value, md protoreflect.MessageDescrip
 	for _, m := range obj {
 		fd := fields[string(m.name)]
 		if fd == nil {
-			return Errorf(InvalidParams, "%s is not a field of the A2A 1.0 %s message", clip(string(m.name)), md.Name())
+			return Errorf(InvalidParams, "%s is not a field of the A2A 1.0 %s message", Clip(string(m.name)), md.Name())
 		}
 		if m.value.Kind() == 'n' {
 			continue // protojson reads null as the field's absence
@@ -116,7 +116,7 @@ func (ps *parser) knownFields(raw jsontext.Value, md protoreflect.MessageDescrip
 			}
 			for _, e := range entries {
 				if err := ps.knownFields(e.value, fd.MapValue().Message()); err != nil {
-					return prefix(fd.JSONName()+"."+clip(string(e.name))+".", err)
+					return prefix(fd.JSONName()+"."+Clip(string(e.name))+".", err)
 				}
 			}
 		case fd.IsList():

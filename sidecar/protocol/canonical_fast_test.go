@@ -49,7 +49,7 @@ var canonicalCases = []struct {
 func TestCanonicalFastMatchesProtojson(t *testing.T) {
 	for _, tc := range canonicalCases {
 		t.Run(string(tc.op)+" "+tc.params, func(t *testing.T) {
-			if m := grpcRequestMessage(tc.op); m != nil {
+			if m := RequestMessage(tc.op); m != nil {
 				ps := newParser()
 				require.Nil(t, ps.knownFields(jsontext.Value(tc.params), m.ProtoReflect().Descriptor()), "a case admission accepts")
 				ps.release()
@@ -63,14 +63,14 @@ func TestCanonicalFastMatchesProtojson(t *testing.T) {
 // knownFields accepted) and reports whether the fast path answered.
 func checkCanonicalFast(t *testing.T, op Operation, params []byte) bool {
 	t.Helper()
-	m := grpcRequestMessage(op)
+	m := RequestMessage(op)
 	if m == nil {
 		return false
 	}
 	ps := newParser()
 	got, ok := ps.appendCanonical(nil, jsontext.Value(params), m.ProtoReflect().Descriptor())
 	ps.release()
-	want, perr := protojsonCanonical(jsontext.Value(params), grpcRequestMessage(op), JSONRPC)
+	want, perr := protojsonCanonical(jsontext.Value(params), RequestMessage(op), JSONRPC)
 	if !ok {
 		return false
 	}
@@ -90,7 +90,7 @@ func FuzzCanonicalFast(f *testing.F) {
 			f.Add(tc.params)
 		}
 	}
-	md := grpcRequestMessage(SendMessage).ProtoReflect().Descriptor()
+	md := RequestMessage(SendMessage).ProtoReflect().Descriptor()
 	f.Fuzz(func(t *testing.T, params string) {
 		if !jsontext.Value(params).IsValid() || jsontext.Value(params).Kind() != '{' {
 			return
@@ -109,7 +109,7 @@ func FuzzCanonicalFast(f *testing.F) {
 // by the protojson round trip it stands in for.
 func BenchmarkCanonicalParams(b *testing.B) {
 	params := jsontext.Value(canonicalCases[1].params)
-	md := grpcRequestMessage(SendMessage).ProtoReflect().Descriptor()
+	md := RequestMessage(SendMessage).ProtoReflect().Descriptor()
 	b.Run("fast", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -123,7 +123,7 @@ func BenchmarkCanonicalParams(b *testing.B) {
 	b.Run("protojson", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := protojsonCanonical(params, grpcRequestMessage(SendMessage), JSONRPC); err != nil {
+			if _, err := protojsonCanonical(params, RequestMessage(SendMessage), JSONRPC); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -16,7 +16,22 @@ type Header interface {
 type HTTPHeader http.Header
 
 // Values implements Header.
-func (h HTTPHeader) Values(name string) []string { return http.Header(h).Values(name) }
+func (h HTTPHeader) Values(name string) []string { return h[canonicalKey(name)] }
+
+// canonicalKey is http.CanonicalHeaderKey(name), spelled out for the A2A headers every request
+// is read for: their names are not canonical ("A2A-…"), and net/http would allocate the
+// canonical form again on each lookup. TestCanonicalKey holds the two equal.
+func canonicalKey(name string) string {
+	switch name {
+	case VersionHeader:
+		return "A2a-Version"
+	case ExtensionsHeader:
+		return "A2a-Extensions"
+	case ExtensionsHeaderV03:
+		return "X-A2a-Extensions"
+	}
+	return http.CanonicalHeaderKey(name)
+}
 
 // Envelope is an A2A request as a door received it, before anything in it is read: the gateway
 // builds one from its http.Request, the ext_authz server from Envoy's CheckRequest. Parse reads
@@ -36,93 +51,10 @@ type Envelope struct {
 	Methods Methods
 }
 
-// Header names read by Parse.
+// Header names read by the doors.
 const (
 	headerContentType = "Content-Type"
 )
-
-// Parse reads one A2A request of any binding and version: the public card route, the JSON-RPC
-// endpoint at base (the path of the agent's URL, "" at the root), the HTTP+JSON routes under
-// it, and gRPC. It refuses a header that decides how the request is read (A2A-Version,
-// Content-Type) when given more than once, as a proxy joining repeated lines would show it:
-// readers disagree about which copy wins.
-func Parse(env Envelope, base string, lim Limits) (*Request, *Error) {
-	path, method := env.Path, env.Method
-	if (path == AgentCardPath || path == AgentCardPathV03) && (method == http.MethodGet || method == http.MethodHead) {
-		v := V1
-		if path == AgentCardPathV03 {
-			v = V03
-		}
-		return &Request{Binding: HTTPJSON, Version: v, Operation: GetAgentCard, Method: method + " " + path}, nil
-	}
-	ct, cerr := contentType(env.Header)
-	if env.GRPC && isGRPCContentType(ct) {
-		if cerr != nil {
-			return &Request{Binding: GRPC}, cerr
-		}
-		r, perr := parseGRPC(method, path, ct, env.Body, lim)
-		if perr == nil {
-			perr = grpcVersion(env.Header, r.Version)
-		}
-		return r, perr
-	}
-	rel, ok := strings.CutPrefix(path, base)
-	if !ok || (rel != "" && rel[0] != '/') {
-		return nil, Errorf(NotFound, "no A2A route at %s", clip(path))
-	}
-	jsonrpc := rel == "" || rel == "/"
-	if jsonrpc && method != http.MethodPost {
-		// Refused at the HTTP level, as 405 with Allow: not a JSON-RPC call.
-		return &Request{Binding: HTTPJSON}, Errorf(MethodNotAllowed, "the JSON-RPC endpoint accepts POST only").WithMetadata("allow", http.MethodPost)
-	}
-	version, query, verr := RequestVersion(env.Header, env.Query)
-	if jsonrpc {
-		parseAs := version
-		if verr != nil {
-			parseAs = V1 // only to find the id to echo
-		}
-		shape := ErrorDataShape(env.Header, env.Query)
-		r, perr := parseJSONRPC(parseAs, ct, env.Body, lim, env.Methods)
-		switch {
-		case verr != nil:
-			return echo(shape, r, perr, verr)
-		case cerr != nil:
-			return echo(shape, r, perr, cerr)
-		case perr != nil:
-			return echo(shape, r, perr, perr)
-		}
-		r.ErrorData = shape
-		return r, nil
-	}
-	if verr != nil {
-		return &Request{Binding: HTTPJSON}, verr
-	}
-	if cerr != nil {
-		return &Request{Binding: HTTPJSON, Version: version}, cerr
-	}
-	target := rel
-	if query != "" {
-		target += "?" + query
-	}
-	r, perr := ParseHTTP(version, method, target, ct, env.Body, lim)
-	if perr != nil {
-		return &Request{Binding: HTTPJSON, Version: version}, perr
-	}
-	return r, nil
-}
-
-// echo returns err for a JSON-RPC request, with the request id the parse found (from r, or from
-// the parse's own error) so the answer can echo it, in the error data shape the caller reads.
-func echo(shape DataShape, r *Request, perr, err *Error) (*Request, *Error) {
-	out := &Request{Binding: JSONRPC, ErrorData: shape}
-	switch {
-	case r != nil:
-		out.ID, out.Version, out.Operation = r.ID, r.Version, r.Operation
-	case perr != nil:
-		out.ID = perr.ID
-	}
-	return out, err.WithID(out.ID)
-}
 
 // VersionParam is the request parameter a client may name the A2A version with instead of the
 // A2A-Version header (A2A 1.0 §3.6.1: `GET /tasks/t?A2A-Version=1.0`). Its name is matched
@@ -134,7 +66,7 @@ const VersionParam = "A2A-Version"
 // (§3.6.2). Given more than once — two header lines, a comma-joined list, the parameter twice,
 // or header and parameter with different values — it is RepeatedVersion: readers disagree
 // about which copy wins. It returns the query without the version parameter, the query the
-// binding reads. gRPC requests carry the version in metadata, read by [grpcVersion].
+// binding reads. gRPC requests carry the version in metadata, read by the gRPC binding.
 func RequestVersion(h Header, query string) (Version, string, *Error) {
 	vs := h.Values(VersionHeader)
 	if len(vs) > 1 {
@@ -196,33 +128,6 @@ func versionParams(query string) (values []string, rest string) {
 	return values, strings.Join(kept, "&")
 }
 
-// grpcVersion checks the a2a-version metadata of a gRPC request against the version its
-// service serves (the :path's package: lf.a2a.v1 is 1.0). Absent, the service's version
-// holds; given, it must be one capgate supports (else VersionNotSupported, as on the other
-// bindings) and the service's (a 0.3 request to the 1.0 service is VersionNotSupported, not
-// served as 1.0); given more than once it is RepeatedVersion.
-func grpcVersion(h Header, service Version) *Error {
-	vs := h.Values(VersionHeader)
-	switch {
-	case len(vs) == 0:
-		return nil
-	case len(vs) > 1:
-		return RepeatedVersion()
-	}
-	if strings.TrimSpace(vs[0]) == "" {
-		return nil // an empty value is no value: the service's version
-	}
-	v, err := ParseVersion(vs[0])
-	if err != nil {
-		return err
-	}
-	if v != service {
-		return Errorf(VersionNotSupported, "A2A version %s is not served by %s; use %s for A2A %s",
-			v, grpcServiceOf(service), grpcServiceOf(v), v).WithMetadata("supportedVersions", string(service))
-	}
-	return nil
-}
-
 // single returns the one value of a header that must not repeat; repeated reports it given on
 // two lines, or as a comma-joined list (a proxy's join of two lines). Both doors read it so.
 func single(h Header, name string) (value string, repeated bool) {
@@ -236,8 +141,8 @@ func single(h Header, name string) (value string, repeated bool) {
 	return vs[0], false
 }
 
-// contentType returns the Content-Type; given more than once it is InvalidRequest.
-func contentType(h Header) (string, *Error) {
+// ContentType returns the Content-Type; given more than once it is InvalidRequest.
+func ContentType(h Header) (string, *Error) {
 	ct, repeated := single(h, headerContentType)
 	if repeated {
 		return "", Errorf(InvalidRequest, "the %s header must be given once", headerContentType)

@@ -2,6 +2,9 @@ package protocol
 
 import (
 	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -62,4 +65,22 @@ func TestJSONRPCRequestEnvelope(t *testing.T) {
 	require.JSONEq(t, `{"jsonrpc":"2.0","id":"1","method":"GetTask"}`, string(b), "no params member when there are none")
 	_, err = MarshalJSONRPCRequest("1", "bad\xffname", nil)
 	require.Error(t, err, "a method that is not valid UTF-8 is refused, not sent")
+}
+
+// TestCanonicalKey: the spelled-out keys of HTTPHeader.Values are net/http's canonical forms,
+// and a lookup by any spelling of a header name finds its values.
+func TestCanonicalKey(t *testing.T) {
+	for _, name := range []string{VersionHeader, ExtensionsHeader, ExtensionsHeaderV03, "Authorization", "x-other-header"} {
+		if got, want := canonicalKey(name), http.CanonicalHeaderKey(name); got != want {
+			t.Errorf("canonicalKey(%q) = %q, want %q", name, got, want)
+		}
+		h := http.Header{}
+		h.Add(name, "v1")
+		h.Add(strings.ToLower(name), "v2")
+		for _, spelling := range []string{name, strings.ToLower(name), strings.ToUpper(name)} {
+			if got := HTTPHeader(h).Values(spelling); !slices.Equal(got, []string{"v1", "v2"}) {
+				t.Errorf("Values(%q) = %q, want [v1 v2]", spelling, got)
+			}
+		}
+	}
 }

@@ -339,7 +339,7 @@ func AppendJSONRPCResult(buf []byte, id jsontext.Value, result []byte) []byte {
 // (params left out when empty): the one request envelope, of handler calls and of a message
 // capgate re-reads through its own parser.
 func MarshalJSONRPCRequest(id, method string, params jsontext.Value) ([]byte, error) {
-	b := make([]byte, 0, 64+len(method)+len(params))
+	b := make([]byte, 0, 64+len(id)+len(method)+len(params))
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b, err := jsontext.AppendQuote(b, id)
 	if err != nil {

@@ -3,6 +3,9 @@ package protocol
 import (
 	"strings"
 
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -158,4 +161,26 @@ func hasSnake(obj object) bool {
 		}
 	}
 	return false
+}
+
+// grpcForwardParams is the A2A 1.0 JSON-RPC params of a gRPC request: the request message as
+// ProtoJSON (lowerCamelCase names), the JSON form the 1.0 JSON-RPC binding uses for the same
+// message. It is read from the message bytes the parser read, so a handler is sent exactly
+// what admission saw.
+func (r *Request) grpcForwardParams() (jsontext.Value, *Error) {
+	if r.Version != V1 {
+		return nil, Errorf(VersionNotSupported, "A2A 0.3 gRPC requests are not served; use %s", GRPCService)
+	}
+	m := RequestMessage(r.Operation)
+	if m == nil {
+		return nil, Errorf(UnsupportedOperation, "%s is not supported over gRPC", r.Operation)
+	}
+	if err := proto.Unmarshal(r.Proto, m); err != nil {
+		return nil, Wrap(InvalidRequest, err, "the gRPC request message could not be decoded")
+	}
+	b, err := protojson.Marshal(m)
+	if err != nil {
+		return nil, Wrap(Internal, err, "the gRPC request could not be forwarded")
+	}
+	return jsontext.Value(b), nil
 }

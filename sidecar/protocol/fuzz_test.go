@@ -34,7 +34,7 @@ func checkResult(t *testing.T, r *Request, err *Error) {
 		}
 	}
 	if r.Tenant != "" {
-		require.True(t, validTenant(r.Tenant))
+		require.True(t, ValidTenant(r.Tenant))
 	}
 }
 

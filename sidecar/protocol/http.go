@@ -39,7 +39,7 @@ type route struct {
 // Anything else is NotFound: unknown routes, empty or dot segments, encoded slashes. A body is
 // read only for POST; an empty body or JSON null counts as none.
 func ParseHTTP(v Version, method, target, contentType string, body []byte, lim Limits) (*Request, *Error) {
-	lim = lim.withDefaults()
+	lim = lim.WithDefaults()
 	if err := checkSize(body, lim); err != nil {
 		return nil, err
 	}
@@ -50,7 +50,7 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 	}
 	if !allowed(rt.methods, method) {
 		return nil, Errorf(MethodNotAllowed, "method %q is not allowed for %s; use %s",
-			clip(method), rt.template, strings.Join(rt.methods, " or ")).
+			Clip(method), rt.template, strings.Join(rt.methods, " or ")).
 			WithMetadata("allow", strings.Join(rt.methods, ", "))
 	}
 	for i, m := range rt.methods {
@@ -132,7 +132,7 @@ func allowed(methods []string, m string) bool {
 
 // matchRoute finds the route of an escaped path, with its tenant.
 func matchRoute(v Version, path string) (route, string, *Error) {
-	notFound := Errorf(NotFound, "no A2A route matches %q", clip(path))
+	notFound := Errorf(NotFound, "no A2A route matches %q", Clip(path))
 	if rt, ok := matchFixed(path); ok {
 		return rt, "", nil
 	}
@@ -159,7 +159,7 @@ func matchRoute(v Version, path string) (route, string, *Error) {
 	if rt, ok := matchSegments(segs); ok {
 		return rt, "", nil
 	}
-	if len(segs) > 1 && validTenant(segs[0]) {
+	if len(segs) > 1 && ValidTenant(segs[0]) {
 		if rt, ok := matchSegments(segs[1:]); ok {
 			rt.template = "/{tenant}" + rt.template
 			return rt, segs[0], nil
@@ -243,7 +243,7 @@ func HTTPCall(op Operation, tenant, taskID, configID string) (method, path strin
 		}
 		var b strings.Builder
 		if tenant != "" {
-			if !validTenant(tenant) {
+			if !ValidTenant(tenant) {
 				return "", "", false
 			}
 			b.WriteString("/" + tenant)
@@ -350,14 +350,14 @@ func queryParams(op Operation, q string, hasBody bool) (jsontext.Value, *Error) 
 	keys := make([]string, 0, len(vals))
 	for k, vs := range vals {
 		if len(vs) > 1 {
-			return nil, Errorf(InvalidRequest, "query parameter %q is repeated", clip(k))
+			return nil, Errorf(InvalidRequest, "query parameter %q is repeated", Clip(k))
 		}
 		if _, ok := known[k]; !ok {
 			switch fieldKey(k) {
 			case "TENANT", "ID", "TASKID", "NAME", "PARENT", "PUSHNOTIFICATIONCONFIGID":
-				return nil, Errorf(InvalidRequest, "query parameter %q is not allowed; the path names it", clip(k))
+				return nil, Errorf(InvalidRequest, "query parameter %q is not allowed; the path names it", Clip(k))
 			}
-			return nil, Errorf(InvalidRequest, "query parameter %q is not accepted by %s", clip(k), op)
+			return nil, Errorf(InvalidRequest, "query parameter %q is not accepted by %s", Clip(k), op)
 		}
 		keys = append(keys, k)
 	}
@@ -367,7 +367,7 @@ func queryParams(op Operation, q string, hasBody bool) (jsontext.Value, *Error) 
 	for _, k := range keys {
 		qp, v := known[k], vals[k][0]
 		if seen[qp.field] {
-			return nil, Errorf(InvalidRequest, "query parameter %q names the same field as another", clip(k))
+			return nil, Errorf(InvalidRequest, "query parameter %q names the same field as another", Clip(k))
 		}
 		seen[qp.field] = true
 		if len(b) > 1 {

@@ -174,58 +174,6 @@ func TestParseHTTPMethodNotAllowedListsAllow(t *testing.T) {
 	require.Equal(t, "POST, GET", err.Metadata["allow"])
 }
 
-func TestParseGRPCPath(t *testing.T) {
-	tests := []struct {
-		path string
-		op   Operation
-		v    Version
-		msg  string
-	}{
-		{path: "/lf.a2a.v1.A2AService/SendMessage", op: SendMessage, v: V1},
-		{path: "/lf.a2a.v1.A2AService/SendStreamingMessage", op: SendStreamingMessage, v: V1},
-		{path: "/lf.a2a.v1.A2AService/GetTask", op: GetTask, v: V1},
-		{path: "/lf.a2a.v1.A2AService/ListTasks", op: ListTasks, v: V1},
-		{path: "/lf.a2a.v1.A2AService/CancelTask", op: CancelTask, v: V1},
-		{path: "/lf.a2a.v1.A2AService/SubscribeToTask", op: SubscribeToTask, v: V1},
-		{path: "/lf.a2a.v1.A2AService/CreateTaskPushNotificationConfig", op: CreateTaskPushNotificationConfig, v: V1},
-		{path: "/lf.a2a.v1.A2AService/GetTaskPushNotificationConfig", op: GetTaskPushNotificationConfig, v: V1},
-		{path: "/lf.a2a.v1.A2AService/ListTaskPushNotificationConfigs", op: ListTaskPushNotificationConfigs, v: V1},
-		{path: "/lf.a2a.v1.A2AService/DeleteTaskPushNotificationConfig", op: DeleteTaskPushNotificationConfig, v: V1},
-		{path: "/lf.a2a.v1.A2AService/GetExtendedAgentCard", op: GetExtendedAgentCard, v: V1},
-		{path: "/a2a.v1.A2AService/SendMessage", op: SendMessage, v: V03},
-		{path: "/a2a.v1.A2AService/SendStreamingMessage", op: SendStreamingMessage, v: V03},
-		{path: "/a2a.v1.A2AService/GetTask", op: GetTask, v: V03},
-		{path: "/a2a.v1.A2AService/CancelTask", op: CancelTask, v: V03},
-		{path: "/a2a.v1.A2AService/TaskSubscription", op: SubscribeToTask, v: V03},
-		{path: "/a2a.v1.A2AService/CreateTaskPushNotificationConfig", op: CreateTaskPushNotificationConfig, v: V03},
-		{path: "/a2a.v1.A2AService/GetTaskPushNotificationConfig", op: GetTaskPushNotificationConfig, v: V03},
-		{path: "/a2a.v1.A2AService/ListTaskPushNotificationConfig", op: ListTaskPushNotificationConfigs, v: V03},
-		{path: "/a2a.v1.A2AService/DeleteTaskPushNotificationConfig", op: DeleteTaskPushNotificationConfig, v: V03},
-		{path: "/a2a.v1.A2AService/GetAgentCard", op: GetExtendedAgentCard, v: V03},
-		{path: "/lf.a2a.v1.A2AService/TaskSubscription", msg: `gRPC method "TaskSubscription" is an A2A 0.3 method; use /lf.a2a.v1.A2AService/SubscribeToTask`},
-		{path: "/a2a.v1.A2AService/ListTasks", msg: `gRPC method "ListTasks" is not an A2A 0.3 method; use /lf.a2a.v1.A2AService/ListTasks`},
-		{path: "/lf.a2a.v1.A2AService/sendMessage", msg: `gRPC method "/lf.a2a.v1.A2AService/sendMessage" not found`},
-		{path: "/lf.a2a.v1.A2AService/SendMessage/", msg: `gRPC method "/lf.a2a.v1.A2AService/SendMessage/" not found`},
-		{path: "lf.a2a.v1.A2AService/SendMessage", msg: `gRPC method "lf.a2a.v1.A2AService/SendMessage" not found`},
-		{path: "/grpc.health.v1.Health/Check", msg: `gRPC method "/grpc.health.v1.Health/Check" not found`},
-		{path: "", msg: `gRPC method "" not found`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.path, func(t *testing.T) {
-			op, v, err := ParseGRPCPath(tc.path)
-			if tc.msg != "" {
-				require.NotNil(t, err)
-				require.Equal(t, MethodNotFound, err.Code)
-				require.Equal(t, tc.msg, err.Message)
-				return
-			}
-			require.Nil(t, err)
-			require.Equal(t, tc.op, op)
-			require.Equal(t, tc.v, v)
-		})
-	}
-}
-
 func TestNegotiateExtensions(t *testing.T) {
 	declared := []Extension{{URI: "https://ext/a"}, {URI: "https://ext/b", Required: true}, {URI: "https://ext/c", Required: true}}
 	tests := []struct {

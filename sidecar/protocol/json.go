@@ -115,7 +115,7 @@ func (ps *parser) checkJSON(body []byte, maxDepth int) *Error {
 			if kind, n := dec.StackIndex(depth); kind == '{' && n%2 == 1 {
 				name := unquote(nameAt(body, prevEnd, dec.InputOffset()))
 				if !ps.names.add(name) {
-					return Errorf(ParseError, "duplicate object key %q", clip(string(name)))
+					return Errorf(ParseError, "duplicate object key %q", Clip(string(name)))
 				}
 			}
 		}
@@ -252,7 +252,7 @@ func (ps *parser) readObject(raw jsontext.Value) (object, *Error) {
 	}
 	obj := object(ps.members[start:len(ps.members):len(ps.members)])
 	if i, j := obj.sameFields(); i >= 0 {
-		return nil, Errorf(ParseError, "duplicate object key %q (same field as %q)", clip(string(obj[i].name)), clip(string(obj[j].name)))
+		return nil, Errorf(ParseError, "duplicate object key %q (same field as %q)", Clip(string(obj[i].name)), Clip(string(obj[j].name)))
 	}
 	return obj, nil
 }

@@ -10,19 +10,19 @@ import (
 // ParseJSONRPC parses one JSON-RPC 2.0 request of A2A version v. The body is checked whole
 // before any field is read (see [Limits]); errors carry the request id once it has been read.
 func ParseJSONRPC(v Version, contentType string, body []byte, lim Limits) (*Request, *Error) {
-	r, err := parseJSONRPC(v, contentType, body, lim, nil)
+	r, err := ParseJSONRPCWith(v, contentType, body, lim, nil)
 	if err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-// parseJSONRPC is ParseJSONRPC knowing the methods extensions add. A request whose method was
+// ParseJSONRPCWith is ParseJSONRPC knowing the methods extensions add. A request whose method was
 // read but whose params are refused comes back with the error and a Request holding its id and
 // operation (nothing else), so that a refusal of a streaming method is written as a stream like
 // every other refusal of it ([Refuse]); before the method is read, the Request is nil.
-func parseJSONRPC(v Version, contentType string, body []byte, lim Limits, methods Methods) (*Request, *Error) {
-	lim = lim.withDefaults()
+func ParseJSONRPCWith(v Version, contentType string, body []byte, lim Limits, methods Methods) (*Request, *Error) {
+	lim = lim.WithDefaults()
 	if err := checkSize(body, lim); err != nil {
 		return nil, err
 	}

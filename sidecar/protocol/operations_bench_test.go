@@ -3,13 +3,16 @@ package protocol
 import "testing"
 
 // BenchmarkOperationLookup is the request path's use of the operation list: a JSON-RPC method
-// and a gRPC :path resolved to their operation, and the properties a door asks of it.
+// and a gRPC method resolved to their operation, and the properties a door asks of it.
 func BenchmarkOperationLookup(b *testing.B) {
 	methods := []struct {
 		v    Version
 		name string
 	}{{V1, "SendMessage"}, {V1, "GetTaskPushNotificationConfig"}, {V03, "message/send"}, {V03, "tasks/resubscribe"}}
-	paths := []string{"/lf.a2a.v1.A2AService/SendMessage", "/a2a.v1.A2AService/TaskSubscription"}
+	grpcMethods := []struct {
+		v    Version
+		name string
+	}{{V1, "SendMessage"}, {V03, "TaskSubscription"}}
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
@@ -25,10 +28,10 @@ func BenchmarkOperationLookup(b *testing.B) {
 				n++
 			}
 		}
-		for _, p := range paths {
-			op, _, err := ParseGRPCPath(p)
-			if err != nil {
-				b.Fatal(err)
+		for _, m := range grpcMethods {
+			op, ok := GRPCOperation(m.v, m.name)
+			if !ok {
+				b.Fatal(m.name)
 			}
 			if op.Streaming() {
 				n++

@@ -12,6 +12,11 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	a2apb03 "github.com/a2aproject/a2a-go/a2apb"
+	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 )
 
 // concretePath fills a route template's variables: {taskId} (or {id} alone) with task, the
@@ -76,13 +81,12 @@ func TestOperationNamesRoundTrip(t *testing.T) {
 					continue
 				}
 				require.Equal(t, "/"+c.service+"/"+c.name, full)
-				got, v, perr := ParseGRPCPath(full)
-				require.Nil(t, perr, full)
-				require.Equal(t, op, got)
-				require.Equal(t, c.v, v)
+				got, ok := GRPCOperation(c.v, c.name)
+				require.True(t, ok, full)
+				require.Equal(t, op, got) // grpcwire.TestParsePathTable reads the full path
 			}
-			require.Equal(t, s.grpcRequest != nil, grpcRequestMessage(op) != nil)
-			require.Equal(t, s.grpcResponse != nil, grpcResponseMessage(op) != nil)
+			require.Equal(t, s.grpcRequest != nil, RequestMessage(op) != nil)
+			require.Equal(t, s.grpcResponse != nil, ResponseMessage(op) != nil)
 			for _, r := range s.REST {
 				task, config := "", ""
 				if strings.Contains(r.Path, "{") {
@@ -173,7 +177,8 @@ func TestOperationProperties(t *testing.T) {
 		require.Equal(t, s.Push, op.Push(), op)
 		require.Equal(t, s.Contexts, op.NamesContext(), op)
 		require.Equal(t, s.Public, op.Public(), op)
-		require.Equal(t, s.EmptyResult, op.EmptyResult(), op)
+		require.Equal(t, s.Result == KindEmpty, op.EmptyResult(), op)
+		require.Equal(t, s.Result, op.Result(), op)
 		require.Equal(t, s.Params03, params03(op), op)
 		task, config := op.PathFields()
 		require.Equal(t, s.TaskField, task, op)
@@ -293,5 +298,58 @@ func TestWireNamesScanFindsLiterals(t *testing.T) {
 		"/lf.a2a.v1.A2AService/SendMessage", "/a2a.v1.A2AService/GetAgentCard", "/tasks/{id}:subscribe",
 		"/v1/card", "/v1/message:send"} {
 		require.Contains(t, names, n)
+	}
+}
+
+// TestResultKindMatchesResponse: a row's result kind is the kind its 1.0 response message holds,
+// so the table says one thing twice in agreement; every unary row with a response message has a
+// kind, except a message's (a task or a message, decided as it runs).
+func TestResultKindMatchesResponse(t *testing.T) {
+	want := map[Kind]string{
+		KindTask: "lf.a2a.v1.Task", KindTaskList: "lf.a2a.v1.ListTasksResponse", KindPushConfig: "lf.a2a.v1.TaskPushNotificationConfig",
+		KindPushConfigList: "lf.a2a.v1.ListTaskPushNotificationConfigsResponse", KindEmpty: "google.protobuf.Empty", KindCard: "lf.a2a.v1.AgentCard",
+	}
+	for _, s := range operationTable {
+		m := ResponseMessage(s.Op)
+		switch {
+		case s.Result != 0 && m != nil:
+			require.Equal(t, want[s.Result], string(m.ProtoReflect().Descriptor().FullName()), s.Op)
+		case m != nil && !s.Streams && !s.Message:
+			t.Errorf("%s has a response message and no result kind", s.Op)
+		}
+	}
+}
+
+// TestRequestMessagesAreTheServices: each row's gRPC request message (both versions) and 1.0
+// response message are the input and output types its method has in the A2A proto's service
+// descriptor, so the readers can trust the row's factory (and read it through its getters).
+func TestRequestMessagesAreTheServices(t *testing.T) {
+	for _, c := range []struct {
+		v    Version
+		file protoreflect.FileDescriptor
+		req  func(Operation) proto.Message
+	}{{V1, a2apb.File_a2av1_proto, RequestMessage}, {V03, a2apb03.File_a2a_proto, RequestMessage03}} {
+		svc := c.file.Services().Get(0)
+		for _, s := range operationTable {
+			name := s.GRPC
+			if c.v == V03 {
+				name = s.GRPC03
+			}
+			m := c.req(s.Op)
+			if name == "" {
+				require.Nil(t, m, "%s has no %s gRPC method", s.Op, c.v)
+				continue
+			}
+			md := svc.Methods().ByName(protoreflect.Name(name))
+			require.NotNil(t, md, "%s %s", c.v, name)
+			if m == nil {
+				require.Equal(t, GetExtendedAgentCard, s.Op, "only 0.3's card call is not read") // its request is empty
+				continue
+			}
+			require.Equal(t, md.Input().FullName(), m.ProtoReflect().Descriptor().FullName(), "%s %s", c.v, name)
+			if c.v == V1 {
+				require.Equal(t, md.Output().FullName(), ResponseMessage(s.Op).ProtoReflect().Descriptor().FullName(), "%s %s", c.v, name)
+			}
+		}
 	}
 }

@@ -14,7 +14,7 @@ import (
 // Limits on identifiers read from params.
 const (
 	maxIDBytes     = 1024
-	maxTenantBytes = 128
+	MaxTenantBytes = 128
 )
 
 // readParams checks raw (the JSON-RPC params or the HTTP+JSON body; nil when absent, already
@@ -46,7 +46,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		if err != nil {
 			return err
 		}
-		if r.Tenant, err = agree("tenant", r.Tenant, t); err != nil {
+		if r.Tenant, err = Agree("tenant", r.Tenant, t); err != nil {
 			return err
 		}
 	}
@@ -62,9 +62,9 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			return err
 		}
 		if fromPath {
-			r.addTask(r.TaskID, "path")
+			r.AddTask(r.TaskID, "path")
 		} else {
-			r.addTask(r.TaskID, "params."+name)
+			r.AddTask(r.TaskID, "params."+name)
 		}
 		return nil
 	}
@@ -116,7 +116,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			if err := field(p, "taskId", false, &r.TaskID); err != nil {
 				return err
 			}
-			r.addTask(r.TaskID, "path")
+			r.AddTask(r.TaskID, "path")
 			if err := field(p, "id", false, &r.ConfigID); err != nil {
 				return err
 			}
@@ -167,11 +167,11 @@ func configName03(p object, r *Request) (config string, perr *Error) {
 	if err != nil || name == "" {
 		return "", err
 	}
-	task, ok := taskFromName(name)
+	task, ok := TaskOfName(name)
 	if !ok {
 		return "", Errorf(InvalidParams, "name must be tasks/{id}/pushNotificationConfigs/{configId}")
 	}
-	if err := checkIdentifier("name", name); err != nil {
+	if err := CheckIdentifier("name", name); err != nil {
 		return "", err
 	}
 	if task != r.TaskID {
@@ -247,11 +247,11 @@ func (ps *parser) readList(p object, r *Request) *Error {
 	if err = field(p, "contextId", false, &l.ContextID); err != nil {
 		return err
 	}
-	r.addContextFilter(l.ContextID, "params.contextId")
+	r.AddContextFilter(l.ContextID, "params.contextId")
 	if l.Status, err = optString(p, "status"); err != nil {
 		return err
 	}
-	if l.Status != "" && !validTaskState(l.Status) {
+	if l.Status != "" && !ValidTaskState(l.Status) {
 		return Errorf(InvalidParams, "status must be a task state such as TASK_STATE_WORKING")
 	}
 	n, err := optInt(p, "pageSize", 0, 1<<31-1)
@@ -291,9 +291,9 @@ func (ps *parser) readList(p object, r *Request) *Error {
 	return nil
 }
 
-// validTaskState reports whether s names a task state, in 1.0 (TASK_STATE_WORKING) or 0.3
+// ValidTaskState reports whether s names a task state, in 1.0 (TASK_STATE_WORKING) or 0.3
 // (working) form.
-func validTaskState(s string) bool {
+func ValidTaskState(s string) bool {
 	switch s {
 	case "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
 		"TASK_STATE_CANCELED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_REJECTED", "TASK_STATE_AUTH_REQUIRED",
@@ -311,11 +311,11 @@ func field(p object, name string, required bool, dst *string) *Error {
 		return err
 	}
 	if s != "" {
-		if err := checkIdentifier(name, s); err != nil {
+		if err := CheckIdentifier(name, s); err != nil {
 			return err
 		}
 	}
-	if *dst, err = agree(name, *dst, s); err != nil {
+	if *dst, err = Agree(name, *dst, s); err != nil {
 		return err
 	}
 	if required && *dst == "" {
@@ -324,8 +324,8 @@ func field(p object, name string, required bool, dst *string) *Error {
 	return nil
 }
 
-// agree merges a value from the path with the one from the body.
-func agree(name, fromPath, fromBody string) (string, *Error) {
+// Agree merges a value from the path with the one from the body.
+func Agree(name, fromPath, fromBody string) (string, *Error) {
 	switch {
 	case fromBody == "":
 		return fromPath, nil
@@ -336,7 +336,9 @@ func agree(name, fromPath, fromBody string) (string, *Error) {
 	}
 }
 
-func checkIdentifier(name, s string) *Error {
+// CheckIdentifier checks an identifier a request names (a task, context or config id) at
+// position name: at most maxIDBytes, no control characters.
+func CheckIdentifier(name, s string) *Error {
 	if len(s) > maxIDBytes {
 		return Errorf(InvalidParams, "%s is longer than %d bytes", name, maxIDBytes)
 	}
@@ -388,15 +390,20 @@ func optTenant(p object, name string) (string, *Error) {
 	if err != nil || t == "" {
 		return "", err
 	}
-	if !validTenant(t) {
-		return "", Errorf(InvalidParams, "tenant must be 1 to %d characters of A-Z a-z 0-9 . _ - and not . or ..", maxTenantBytes)
+	if !ValidTenant(t) {
+		return "", InvalidTenant()
 	}
 	return t, nil
 }
 
-// validTenant reports whether t is a single safe path segment.
-func validTenant(t string) bool {
-	if t == "" || t == "." || t == ".." || len(t) > maxTenantBytes {
+// InvalidTenant is the error for a tenant ValidTenant refuses.
+func InvalidTenant() *Error {
+	return Errorf(InvalidParams, "tenant must be 1 to %d characters of A-Z a-z 0-9 . _ - and not . or ..", MaxTenantBytes)
+}
+
+// ValidTenant reports whether t is a single safe path segment.
+func ValidTenant(t string) bool {
+	if t == "" || t == "." || t == ".." || len(t) > MaxTenantBytes {
 		return false
 	}
 	for i := 0; i < len(t); i++ {
@@ -454,7 +461,7 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	if err := field(msg, "contextId", false, &info.ContextID); err != nil {
 		return prefix("message.", err)
 	}
-	r.addContext(info.ContextID, "params.message.contextId")
+	r.AddContext(info.ContextID, "params.message.contextId")
 	if err := checkOptString(msg, "role"); err != nil {
 		return prefix("message.", err)
 	}
@@ -475,23 +482,23 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 		}
 	}
 	r.TaskID = info.TaskID
-	r.addTask(info.TaskID, "params.message.taskId")
+	r.AddTask(info.TaskID, "params.message.taskId")
 	refs, err := ps.stringArray(msg.get("referenceTaskIds"), "message.referenceTaskIds")
 	if err != nil {
 		return err
 	}
-	if len(refs) > maxReferenceTasks {
-		return Errorf(InvalidParams, "message.referenceTaskIds has more than %d entries", maxReferenceTasks)
+	if len(refs) > MaxReferenceTasks {
+		return Errorf(InvalidParams, "message.referenceTaskIds has more than %d entries", MaxReferenceTasks)
 	}
 	for i, id := range refs {
 		where := "message.referenceTaskIds[" + strconv.Itoa(i) + "]"
 		if id == "" {
 			return Errorf(InvalidParams, "%s must not be empty", where)
 		}
-		if err := checkIdentifier(where, id); err != nil {
+		if err := CheckIdentifier(where, id); err != nil {
 			return err
 		}
-		r.addTask(id, "params."+where)
+		r.AddTask(id, "params."+where)
 	}
 	if cfg := p.get("configuration"); cfg != nil {
 		if cfg.Kind() != '{' {
@@ -512,8 +519,8 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	return nil
 }
 
-// maxReferenceTasks bounds message.referenceTaskIds: each one is an ownership lookup.
-const maxReferenceTasks = 32
+// MaxReferenceTasks bounds message.referenceTaskIds: each one is an ownership lookup.
+const MaxReferenceTasks = 32
 
 // sendPushConfig reads the push notification config SendMessage's configuration may carry:
 // 1.0's taskPushNotificationConfig (which names a task and a tenant of its own) or 0.3's
@@ -549,14 +556,14 @@ func (ps *parser) sendPushConfig(v Version, c object, r *Request) *Error {
 		if err != nil {
 			return prefix(where+".", err)
 		}
-		if r.Tenant, err = agree(where+".tenant", r.Tenant, t); err != nil {
+		if r.Tenant, err = Agree(where+".tenant", r.Tenant, t); err != nil {
 			return err
 		}
 		var task string
 		if err := field(cfg, "taskId", false, &task); err != nil {
 			return prefix(where+".", err)
 		}
-		r.addTask(task, "params."+where+".taskId")
+		r.AddTask(task, "params."+where+".taskId")
 	} else if err := noTaskField(cfg, where); err != nil {
 		return err
 	}
@@ -855,25 +862,25 @@ func (ps *parser) readExtensionParams(v Version, p object, r *Request) *Error {
 	if err := field(p, "contextId", false, &contextID); err != nil {
 		return err
 	}
-	r.addContext(contextID, "params.contextId")
+	r.AddContext(contextID, "params.contextId")
 	r.TaskID = task
-	r.addTask(task, "params.taskId")
+	r.AddTask(task, "params.taskId")
 	refs, err := ps.stringArray(p.get("referenceTaskIds"), "referenceTaskIds")
 	if err != nil {
 		return err
 	}
-	if len(refs) > maxReferenceTasks {
-		return Errorf(InvalidParams, "referenceTaskIds has more than %d entries", maxReferenceTasks)
+	if len(refs) > MaxReferenceTasks {
+		return Errorf(InvalidParams, "referenceTaskIds has more than %d entries", MaxReferenceTasks)
 	}
 	for i, id := range refs {
 		where := "referenceTaskIds[" + strconv.Itoa(i) + "]"
 		if id == "" {
 			return Errorf(InvalidParams, "%s must not be empty", where)
 		}
-		if err := checkIdentifier(where, id); err != nil {
+		if err := CheckIdentifier(where, id); err != nil {
 			return err
 		}
-		r.addTask(id, "params."+where)
+		r.AddTask(id, "params."+where)
 	}
 	if v == V03 { // 0.3 has no tenant field; an extension's own is refused rather than ignored
 		if p.get("tenant") != nil {
@@ -881,4 +888,38 @@ func (ps *parser) readExtensionParams(v Version, p object, r *Request) *Error {
 		}
 	}
 	return nil
+}
+
+// MessageOf reads the message of A2A 1.0 SendMessage params (JSON, as the JSON-RPC binding
+// carries them) the way the JSON bindings read theirs: the same parts, media types, skill hint
+// and accepted output modes, and the same checks (message id, part shapes, depth). A binding
+// whose messages are not JSON (gRPC) reads its message's ProtoJSON with it.
+func MessageOf(params jsontext.Value, lim Limits) (*MessageInfo, *Error) {
+	ps := newParser()
+	defer ps.release()
+	if err := ps.checkJSON(params, lim.WithDefaults().MaxDepth); err != nil {
+		return nil, err
+	}
+	p, err := ps.readObject(params)
+	if err != nil {
+		return nil, err
+	}
+	scratch := &Request{Version: V1}
+	if err := ps.readSend(V1, p, scratch); err != nil {
+		return nil, err
+	}
+	return scratch.Message, nil
+}
+
+// TaskOfName extracts {id} (A2A 0.3 resource names) from "tasks/{id}" or "tasks/{id}/pushNotificationConfigs/{c}".
+func TaskOfName(name string) (string, bool) {
+	rest, ok := strings.CutPrefix(name, "tasks/")
+	if !ok {
+		return "", false
+	}
+	id, sub, hasSub := strings.Cut(rest, "/")
+	if id == "" || (hasSub && !strings.HasPrefix(sub, "pushNotificationConfigs/")) {
+		return "", false
+	}
+	return id, true
 }

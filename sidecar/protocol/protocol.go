@@ -1,4 +1,7 @@
-// Package protocol is the one strict A2A request parser and error model shared by the gateway and the ext_authz server.
+// Package protocol is the A2A request model and error model shared by the gateway and the
+// ext_authz server, and the operation table; the bindings read into it and write from it, each
+// in a package of its own (grpcwire: gRPC; the JSON-RPC and HTTP+JSON readers are still here),
+// and wire picks the binding of a request as a door received it.
 //
 // The operations are listed once, in operations.go's operation table: each row gives an
 // operation's names on every binding and version (JSON-RPC methods of 1.0 and 0.3, the methods
@@ -8,9 +11,9 @@
 // label. The parser's name lookups are indexes built from the table when the package loads, and
 // the properties other packages ask of an Operation (Streaming, TargetsTask, Push, PathFields,
 // ...) are the row's. Adding an operation is adding a row, and — when its params are new —
-// teaching the parser to read them (params.go, grpc.go) and the positions catalogue where they
-// name a task, context or tenant. operations_test.go fails when a product file spells a wire
-// name of an operation outside the table.
+// teaching the readers to read them (params.go, grpcwire) and the positions catalogue where they
+// name a task, context or tenant (docs/walkthroughs.md). operations_test.go fails when a product
+// file spells a wire name of an operation outside the table.
 package protocol
 
 import (
@@ -68,7 +71,8 @@ type Limits struct {
 	MaxDepth int
 }
 
-func (l Limits) withDefaults() Limits {
+// WithDefaults is l with its zero fields set to the defaults.
+func (l Limits) WithDefaults() Limits {
 	if l.MaxBodyBytes <= 0 {
 		l.MaxBodyBytes = DefaultMaxBodyBytes
 	}
@@ -92,6 +96,9 @@ type Request struct {
 	ErrorData DataShape
 	// Params is the raw JSON-RPC params or HTTP+JSON body; nil when absent.
 	Params jsontext.Value
+	// Proto is a gRPC request's message as read (binary protobuf), for ForwardParams; nil for
+	// other bindings.
+	Proto []byte
 	// Tenant is the request's tenant: the HTTP+JSON /{tenant} prefix, params.tenant (1.0), or the
 	// tenant of a push config it carries; every position that names one agrees.
 	Tenant string
@@ -118,8 +125,6 @@ type Request struct {
 
 	// path holds what an HTTP+JSON path bound, for ForwardParams.
 	path pathValues
-	// grpcMsg is a gRPC request's message as read, for ForwardParams.
-	grpcMsg []byte
 	// canon marks an A2A 1.0 JSON-RPC or HTTP+JSON request whose params are its proto request
 	// message: ForwardParams re-encodes them from it (canonical.go).
 	canon bool
@@ -167,22 +172,22 @@ type ListParams struct {
 	StatusTimestampAfter string // RFC 3339
 }
 
-// addTask records a task the request names. The target task is recorded first.
-func (r *Request) addTask(id, where string) {
+// AddTask records a task the request names. The target task is recorded first.
+func (r *Request) AddTask(id, where string) {
 	if id != "" {
 		r.Tasks = append(r.Tasks, TaskRef{ID: id, Where: where})
 	}
 }
 
-// addContext records a context the request names as a target.
-func (r *Request) addContext(id, where string) {
+// AddContext records a context the request names as a target.
+func (r *Request) AddContext(id, where string) {
 	if id != "" {
 		r.Contexts = append(r.Contexts, ContextRef{ID: id, Where: where})
 	}
 }
 
-// addContextFilter records a context the request names as a filter (ContextRef.Filter).
-func (r *Request) addContextFilter(id, where string) {
+// AddContextFilter records a context the request names as a filter (ContextRef.Filter).
+func (r *Request) AddContextFilter(id, where string) {
 	if id != "" {
 		r.Contexts = append(r.Contexts, ContextRef{ID: id, Where: where, Filter: true})
 	}
@@ -240,7 +245,7 @@ func ParseVersion(header string) (Version, *Error) {
 		return V03, nil
 	default:
 		return "", Errorf(VersionNotSupported, "A2A version %q is not supported; supported versions: 1.0, 0.3",
-			clip(strings.TrimSpace(header))).WithMetadata("supportedVersions", "1.0,0.3")
+			Clip(strings.TrimSpace(header))).WithMetadata("supportedVersions", "1.0,0.3")
 	}
 }
 
@@ -274,11 +279,11 @@ func lookupMethod(v Version, method string) (Operation, *Error) {
 			return "", Errorf(MethodNotFound, "method %q is not an A2A 0.3 method; send %s: 1.0", method, VersionHeader)
 		}
 	}
-	return "", Errorf(MethodNotFound, "method %q not found", clip(method))
+	return "", Errorf(MethodNotFound, "method %q not found", Clip(method))
 }
 
-// clip shortens client-supplied text echoed in messages.
-func clip(s string) string { return cut(s, 64) }
+// Clip shortens client-supplied text echoed in messages.
+func Clip(s string) string { return cut(s, 64) }
 
 // cut shortens s to at most max bytes, at a rune boundary, with "…" appended when it cut.
 func cut(s string, max int) string {

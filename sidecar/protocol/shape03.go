@@ -91,7 +91,7 @@ func (ps *parser) members03(o object, name string, extra []string, where string,
 			if member == "tenant" {
 				return Errorf(InvalidParams, "%stenant is not an A2A 0.3 field: a 0.3 request names no tenant (A2A 1.0 has tenants)", where)
 			}
-			return Errorf(InvalidParams, "%s%s is not a field of the A2A 0.3 %s object", where, clip(member), name)
+			return Errorf(InvalidParams, "%s%s is not a field of the A2A 0.3 %s object", where, Clip(member), name)
 		}
 		inner, ok := members03[[2]string{name, member}]
 		if !ok || m.value.Kind() == 'n' {

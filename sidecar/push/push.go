@@ -18,6 +18,27 @@ type Policy struct {
 	Allowed []string
 }
 
+// Validate reports every problem of the policy (errors.Join of *PrefixError): each allowed
+// prefix must pass CheckPrefix. policy/config holds the file's push section; this is its rule.
+func (p Policy) Validate() error {
+	var errs []error
+	for i, u := range p.Allowed {
+		if err := CheckPrefix(u); err != nil {
+			errs = append(errs, &PrefixError{Index: i, Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// PrefixError is a push.allowed_urls entry CheckPrefix refuses: its index and why.
+type PrefixError struct {
+	Index int
+	Err   error
+}
+
+func (e *PrefixError) Error() string { return fmt.Sprintf("allowed_urls[%d]: %v", e.Index, e.Err) }
+func (e *PrefixError) Unwrap() error { return e.Err }
+
 // ErrDisabled is CheckURL's answer when push notifications are off.
 var ErrDisabled = errors.New("push notifications are not supported by this agent")
 

@@ -25,6 +25,7 @@ import (
 	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 // DefaultPoll is the interval between two polls of a bundle URL.
@@ -188,7 +189,7 @@ func (b *Bundle) fetch(ctx context.Context) (bool, error) {
 // again; a URL's last verified bundle is used, downloaded first when there
 // is none yet.
 func (b *Bundle) Load(ctx context.Context) (*deployment.Deployment, error) {
-	cfg, err := config.Load(b.config)
+	cfg, err := config.Load(b.config, settings.Checks()...)
 	if err != nil {
 		return nil, err
 	}

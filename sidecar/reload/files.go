@@ -9,6 +9,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 // Files is the deployment on disk: the config file and the manifests and
@@ -27,7 +28,7 @@ func NewFiles(path string) *Files {
 
 // Load reads the config and everything it references (deployment.Load).
 func (f *Files) Load(context.Context) (*deployment.Deployment, error) {
-	cfg, err := config.Load(f.path)
+	cfg, err := config.Load(f.path, settings.Checks()...)
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,9 @@ import (
 	"github.com/capgate/capgate/sidecar/cardsig"
 	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/sidecar/revision"
+	"github.com/capgate/capgate/sidecar/settings"
 	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/backends"
 )
 
 // Defaults.
@@ -135,11 +137,11 @@ func openAudit(cfg *config.Config, w io.Writer) (*audit.Logger, io.Closer, error
 // replicas. A Redis that is down at start is not fatal: cards keep being
 // served and task operations fail closed until it answers.
 func newStore(ctx context.Context, cfg *config.Config, log *zap.Logger, opts ...tasks.Option) (tasks.Store, error) {
-	creds, err := cfg.StoreOptions()
+	sc, err := settings.Store(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return tasks.Open(ctx, cfg.Store, append(append(creds, tasks.WithLogger(log.Named("tasks"))), opts...)...)
+	return backends.Open(ctx, sc.URL, append(append(sc.Options(), tasks.WithLogger(log.Named("tasks"))), opts...)...)
 }
 
 // publishedKeys is the admin JWKS: the token minter's key and, when cards

@@ -1,16 +1,12 @@
 package tasks
 
 import (
-	"context"
-	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/test/replicas/redisproc"
@@ -97,85 +93,6 @@ func TestClusterKeySlots(t *testing.T) {
 	require.Equal(t, "p:owner:{:acme:alice}", k.owner(Owner{Subject: "alice", Tenant: "acme"}))
 	require.Equal(t, "p:pending:{i:acme:alice}", k.pending(Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}))
 	require.Equal(t, "p:usage:{c}:3", k.day("c", 3))
-}
-
-// TestRedisCluster runs the store conformance suite on a real 3-master
-// Cluster with one replica per master (writes wait for it, the default),
-// and checks the test's slot function against CLUSTER KEYSLOT.
-func TestRedisCluster(t *testing.T) {
-	nodes := redisproc.StartCluster(t, 3, 1)
-	var addrs []string
-	for _, n := range nodes {
-		addrs = append(addrs, n.Addr)
-	}
-	url := "redis-cluster://" + strings.Join(addrs[:3], ",")
-
-	raw := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
-	t.Cleanup(func() { _ = raw.Close() })
-	k := keys{prefix: "capgate:", tagged: true}
-	for _, key := range []string{k.task("t-1"), k.owner(Owner{Issuer: "https://idp", Subject: "s", Tenant: "t"}), k.day("c", 20000), "plain", "a{}b{c}"} {
-		got, err := raw.ClusterKeySlot(t.Context(), key).Result()
-		require.NoError(t, err)
-		require.Equal(t, int64(slot(key)), got, key)
-	}
-
-	testStore(t, func(t *testing.T, opts ...Option) Store {
-		prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
-		r, err := OpenRedis(t.Context(), withPatientReplicas(url), append([]Option{WithKeyPrefix(prefix)}, opts...)...)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = r.Close() })
-		require.True(t, r.keys.tagged)
-		require.Equal(t, 1, r.minReplicas)
-		return r
-	})
-
-	// Bindings spread over the masters.
-	r, err := OpenRedis(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Close() })
-	for i := range 30 {
-		require.NoError(t, r.Bind(t.Context(), Binding{TaskID: fmt.Sprintf("spread-%d", i), Subject: fmt.Sprintf("s%d", i), Capability: "c", Handler: "h"}))
-	}
-	var masters atomic.Int32
-	require.NoError(t, raw.ForEachMaster(t.Context(), func(ctx2 context.Context, m *redis.Client) error {
-		n, err := m.DBSize(ctx2).Result()
-		if n > 0 {
-			masters.Add(1)
-		}
-		return err
-	}))
-	require.Equal(t, int32(3), masters.Load(), "every master holds bindings")
-}
-
-// TestRedisSentinel runs the store conformance suite through Sentinel on a
-// master with one replica: every ownership write waits for the replica.
-// Then, with the replica stopped, a write is refused, not acknowledged.
-func TestRedisSentinel(t *testing.T) {
-	set := redisproc.StartSentinelSet(t, "main", 5*time.Second) // no failover wanted here: a slow shared machine must not start one
-	url := set.URL()
-	testStore(t, func(t *testing.T, opts ...Option) Store {
-		prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
-		r, err := OpenRedis(t.Context(), withPatientReplicas(url), append([]Option{WithKeyPrefix(prefix)}, opts...)...)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = r.Close() })
-		require.Equal(t, 1, r.minReplicas)
-		return r
-	})
-
-	r, err := OpenRedis(t.Context(), url)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = r.Close() })
-	b := Binding{TaskID: "t-1", Subject: "alice", Capability: "c", Handler: "h"}
-	require.NoError(t, r.Bind(t.Context(), b))
-	set.Replica.Kill()
-	err = r.Bind(t.Context(), Binding{TaskID: "t-2", Subject: "alice", Capability: "c", Handler: "h"})
-	require.ErrorIs(t, err, ErrUnavailable, "a write no replica confirmed is not acknowledged")
-	require.ErrorContains(t, err, "not confirmed by enough replicas")
-	require.ErrorIs(t, r.Delete(t.Context(), "t-1"), ErrUnavailable)
-	got, ok, err := r.Lookup(t.Context(), "t-1")
-	require.NoError(t, err, "reads need no replica")
-	require.False(t, ok, "the master applied the delete; it was only not acknowledged")
-	_ = got
 }
 
 // TestRedisSentinelAuth: Sentinels and Redis servers with different

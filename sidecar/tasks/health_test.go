@@ -141,7 +141,7 @@ func TestRedisStartLine(t *testing.T) {
 	}
 
 	core, logs = observer.New(zapcore.InfoLevel)
-	_, err = Open(t.Context(), MemoryURL, WithLogger(zap.New(core)))
+	_, err = OpenMemory(t.Context(), MemoryURL, WithLogger(zap.New(core)))
 	require.NoError(t, err)
 	require.Equal(t, "memory", logs.FilterMessage("task store").All()[0].ContextMap()["mode"])
 }

@@ -7,10 +7,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestMemory(t *testing.T) {
-	testStore(t, func(_ *testing.T, opts ...Option) Store { return NewMemory(0, opts...) })
-}
-
 func TestMemoryBounded(t *testing.T) {
 	m := NewMemory(2)
 	ctx := t.Context()

@@ -48,11 +48,6 @@ func rawClient(t *testing.T, srv *redisproc.Server) *redis.Client {
 	return c
 }
 
-func TestRedis(t *testing.T) {
-	srv := redisproc.Start(t)
-	testStore(t, func(t *testing.T, opts ...Option) Store { return openTestRedis(t, srv, opts...) })
-}
-
 // TestRedisExpiriesIgnoreSkew holds the rule behind every expiry the
 // store sets: it is a time to live counted from the store's own now
 // (PEXPIRE), so that a capgate clock a year behind or ahead of Redis's
@@ -359,7 +354,7 @@ func TestRedisUnavailable(t *testing.T) {
 	addr := testnet.RefusedAddr(t)
 
 	start := time.Now()
-	s, err := Open(t.Context(), "redis://"+addr+"/0")
+	s, err := OpenRedisStore(t.Context(), "redis://"+addr+"/0")
 	require.NoError(t, err, "a Redis that is down at start is not fatal")
 	r := s.(*Redis)
 	t.Cleanup(func() { _ = r.Close() })
@@ -440,18 +435,6 @@ func TestRedisRestart(t *testing.T) {
 	// Scripts are reloaded after the restart flushed Redis's script cache.
 	require.NoError(t, r.Bind(ctx, b))
 	require.ErrorIs(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "mallory"}), ErrConflict)
-}
-
-func TestOpen(t *testing.T) {
-	s, err := Open(t.Context(), "memory")
-	require.NoError(t, err)
-	require.IsType(t, &Memory{}, s)
-
-	for _, bad := range []string{"", "postgres://x", "redis://:secret@h:6379/0?binding_ttl=soon", "redis://:secret@h:6379/0?nope=1", "redis://:secret@h:6379/x"} {
-		_, err := Open(t.Context(), bad)
-		require.Error(t, err, bad)
-		require.NotContains(t, err.Error(), "secret", "the password is not echoed")
-	}
 }
 
 func TestParseStoreURL(t *testing.T) {

@@ -2,7 +2,6 @@ package tasks
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -12,23 +11,23 @@ import (
 // MemoryURL selects the in-process store.
 const MemoryURL = "memory"
 
-// Open opens the store a config names: "memory" for an in-process Memory,
-// or a Redis URL — one server (redis://, rediss://), a Sentinel set
-// (redis-sentinel://, rediss-sentinel://) or a Cluster (redis-cluster://,
-// rediss-cluster://) — for a Redis store shared by replicas (see
-// OpenRedis: a Redis that does not answer at start is logged, not an error;
-// task operations then fail closed with ErrUnavailable). A store ignores the
-// options it has no use for. A store that holds connections implements
-// io.Closer.
-func Open(ctx context.Context, url string, opts ...Option) (Store, error) {
-	switch {
-	case url == MemoryURL:
-		openedMemory(opts)
-		return NewMemory(0, opts...), nil
-	case IsRedisURL(url):
-		return OpenRedis(ctx, url, opts...)
+// OpenMemory opens the in-process store (url is MemoryURL; the Backend row
+// "memory" of sidecar/tasks/backends): a Memory with the default bounds that
+// logs its start-up line and reports itself reachable to WithObserver.
+func OpenMemory(_ context.Context, _ string, opts ...Option) (Store, error) {
+	openedMemory(opts)
+	return NewMemory(0, opts...), nil
+}
+
+// OpenRedisStore is OpenRedis as a Backend's Open: a Redis store shared by
+// replicas (a Redis that does not answer at start is logged, not an error;
+// task operations then fail closed with ErrUnavailable).
+func OpenRedisStore(ctx context.Context, url string, opts ...Option) (Store, error) {
+	r, err := OpenRedis(ctx, url, opts...)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("store: %w", CheckURL(url))
+	return r, nil
 }
 
 // redactedStore hides anything after "://" that looks like credentials.
@@ -89,6 +88,31 @@ func newOptions(opts []Option) options {
 		o.now = time.Now
 	}
 	return o
+}
+
+// Settings are the options a store was opened with, resolved with their
+// defaults, for a backend outside this package (its Open reads them with
+// ApplyOptions; Option's fields are this package's own).
+type Settings struct {
+	KeyPrefix        string
+	BindingTTL       time.Duration
+	OpTimeout        time.Duration
+	Log              *zap.Logger
+	Now              func() time.Time
+	MinReplicas      int
+	ReplicaTimeout   time.Duration
+	Password         string
+	SentinelPassword string
+	Observer         Observer
+	ContextCacheAge  time.Duration
+}
+
+// ApplyOptions resolves opts as this package's stores do.
+func ApplyOptions(opts ...Option) Settings {
+	o := newOptions(opts)
+	return Settings{KeyPrefix: o.prefix, BindingTTL: o.ttl, OpTimeout: o.opTimeout, Log: o.log, Now: o.now,
+		MinReplicas: o.minReplicas, ReplicaTimeout: o.replicaTimeout, Password: o.password, SentinelPassword: o.sentinelPassword,
+		Observer: o.observer, ContextCacheAge: o.contextCacheAge}
 }
 
 // WithClock sets the clock that decides when pending bindings expire

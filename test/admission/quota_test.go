@@ -1,6 +1,7 @@
 package admission_test
 
 import (
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,4 +153,40 @@ func TestQuotaNewMessage(t *testing.T) {
 		})
 	}
 	require.Len(t, seen, 5, "jsonrpc, http+json in 1.0 and 0.3, grpc 1.0: %v", seen)
+}
+
+// TestQuotaCancelAndReads: cancelling and reading one's own task are free by default — a caller
+// past its budget still gets through both doors — and charged against the task's capability
+// with quotas.charge.cancel and quotas.charge.reads, when both doors refuse them alike.
+func TestQuotaCancelAndReads(t *testing.T) {
+	for _, charged := range []bool{false, true} {
+		t.Run("charged="+strconv.FormatBool(charged), func(t *testing.T) {
+			cfg := testutil.CopyFinance(t)
+			testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
+				s, _, _ = strings.Cut(s, "\nquotas:\n")
+				s += "\nquotas:\n  plans:\n    - id: free\n      grant: {scopes: [plan.free]}\n      budget: {calls: 1, per: 1h}\n"
+				if charged {
+					s += "  charge: {cancel: true, reads: true}\n"
+				}
+				return s
+			})
+			e := connect(t, testutil.Start(t, testutil.LoadDeployment(t, cfg), testutil.StartOptions{ExtAuthz: true}))
+			c := &class{name: "reader", issuer: issuerA, subject: "reader", tenant: "acme", authenticated: true}
+			c.token = testutil.Token(t, testutil.TokenOptions{Issuer: c.issuer, Subject: c.subject, Tenant: c.tenant, Scopes: []string{"recon.run", "plan.free"}})
+			c.task, _ = e.createTaskIn(t, c, "") // the one call
+			for _, method := range []string{"GetTask", "CancelTask"} {
+				body := []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":{"id":"` + c.task + `"}}`)
+				h := http.Header{"Content-Type": {"application/json"}, "A2a-Version": {"1.0"}, "Authorization": {"Bearer " + c.token}}
+				az := e.extauthz(t, http.MethodPost, "/", h.Clone(), body)
+				gw := e.gateway(t, http.MethodPost, "/", h.Clone(), body)
+				if !charged {
+					require.True(t, az.allowed, "%s is free: %s", method, az)
+					require.NotEqual(t, "RESOURCE_EXHAUSTED", gw.reason, "%s is free: %s", method, gw.body)
+					continue
+				}
+				require.Equal(t, "RESOURCE_EXHAUSTED", az.reason, "%s: %s", method, az.body)
+				require.Equal(t, az.reason, gw.reason, "%s: the doors disagree", method)
+			}
+		})
+	}
 }

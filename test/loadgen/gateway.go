@@ -113,7 +113,7 @@ func contextBodies(b binding, texts []string, callers int, contexts bool) [][]by
 	for i := range bodies {
 		contextID := ""
 		if contexts {
-			contextID = fmt.Sprintf("loadgen-ctx-caller-%02d", i%callers)
+			contextID = contextOf(i % callers)
 		}
 		bodies[i] = b.body(texts[i%len(texts)], i, contextID)
 	}
@@ -145,7 +145,29 @@ func (p *gwPhase) perReq(d time.Duration) time.Duration {
 	return d / time.Duration(p.st.n)
 }
 
-func gatewayBench(ctx context.Context, o options) error {
+// gwSetup is what every gateway measurement shares: the deployment's
+// files (the memory-store config and, with -store redis, one on Redis), the
+// upstream, the callers' bearers and the texts the classifier routes.
+type gwSetup struct {
+	dir, upstreamURL           string
+	config                     string // store: memory
+	up                         *child
+	bearers, texts             []string
+	client                     *http.Client
+	caps, handlers, candidates int
+}
+
+// close stops the upstream and removes the deployment's files.
+func (g *gwSetup) close() {
+	if g.up != nil {
+		g.up.stop()
+	}
+	_ = os.RemoveAll(g.dir)
+}
+
+// gatewayDefaults applies the gateway benchmark's phase lengths and
+// concurrency unless the flags were given.
+func gatewayDefaults(o options) options {
 	if !o.set["duration"] {
 		o.duration = gatewayDuration
 	}
@@ -155,31 +177,40 @@ func gatewayBench(ctx context.Context, o options) error {
 	if !o.set["concurrency"] {
 		o.concurrency = gatewayConcurrency
 	}
+	return o
+}
+
+// setupGateway writes the routing deployment, starts the upstream and finds
+// the texts the classifier routes (probing a capgate child of probeBin, ""
+// for this binary). The caller closes it.
+func setupGateway(ctx context.Context, o options, probeBin string) (_ *gwSetup, err error) {
 	raw, err := os.ReadFile(o.routing)
 	if err != nil {
-		return fmt.Errorf("read the routing registry (the CLINC150 manifests of shared/data/routing; -routing-manifests): %w", err)
+		return nil, fmt.Errorf("read the routing registry (the CLINC150 manifests of shared/data/routing; -routing-manifests): %w", err)
 	}
 	var mans []map[string]any
 	if err := json.Unmarshal(raw, &mans); err != nil {
-		return fmt.Errorf("%s: %w", o.routing, err)
+		return nil, fmt.Errorf("%s: %w", o.routing, err)
 	}
 	dir, err := os.MkdirTemp("", "capgate-gateway-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-
-	up, err := startChildOn(ctx, o, generatorCPU, "upstream", "")
-	if err != nil {
-		return err
+	g := &gwSetup{dir: dir, caps: len(mans)}
+	defer func() {
+		if err != nil {
+			g.close()
+		}
+	}()
+	if g.up, err = startChildOn(ctx, o, generatorCPU, "upstream", ""); err != nil {
+		return nil, err
 	}
-	defer up.stop()
-	upstreamURL := "http://" + up.addr + "/"
+	g.upstreamURL = "http://" + g.up.addr + "/"
 
 	const kid = "gateway-es256"
 	key, jwks, err := callerKey(kid)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg := fmt.Sprintf(gatewayConfig, issuer, audience)
 	files := map[string][]byte{"jwks.json": jwks}
@@ -189,11 +220,11 @@ func gatewayBench(ctx context.Context, o options) error {
 		id, _ := m["id"].(string)
 		h, _ := m["handler"].(string)
 		if id == "" || h == "" {
-			return fmt.Errorf("%s: a manifest without id or handler", o.routing)
+			return nil, fmt.Errorf("%s: a manifest without id or handler", o.routing)
 		}
 		if !handlers[h] {
 			handlers[h] = true
-			cfg += fmt.Sprintf("  %s: %s\n", h, upstreamURL)
+			cfg += fmt.Sprintf("  %s: %s\n", h, g.upstreamURL)
 		}
 		files["capabilities/"+id+".json"] = mustJSON(m)
 		if skill, ok := m["skill"].(map[string]any); ok {
@@ -204,62 +235,135 @@ func gatewayBench(ctx context.Context, o options) error {
 			}
 		}
 	}
+	g.handlers, g.candidates = len(handlers), len(candidates)
 	files["capgate.yaml"] = []byte(cfg)
 	for name, b := range files {
 		p := filepath.Join(dir, filepath.FromSlash(name))
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			return err
+			return nil, err
 		}
 		if err := os.WriteFile(p, b, 0o644); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	bearers := make([]string, gatewayCallers)
-	for i := range bearers {
+	g.bearers = make([]string, gatewayCallers)
+	for i := range g.bearers {
 		tok, err := mint(key, kid, fmt.Sprintf("orchestrator-%d@partner", i), "partner-co", "")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		bearers[i] = "Bearer " + tok
+		g.bearers[i] = "Bearer " + tok
 	}
-	config := filepath.Join(dir, "capgate.yaml")
+	g.config = filepath.Join(dir, "capgate.yaml")
+	g.client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{
+		MaxIdleConns: 4 * o.concurrency, MaxIdleConnsPerHost: 2 * o.concurrency, DisableCompression: true,
+	}}
 
-	proxy, err := startChildOn(ctx, o, serverCPU, "proxy", "", "-upstream", upstreamURL)
+	gw, err := startGatewayChild(ctx, o, probeBin, g.config)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.stop()
+	// Keep the utterances the classifier routes with confidence (the others
+	// get a clarification, answered by capgate without the upstream).
+	probe := sender(g.client, "http://"+gw.addr+"/", g.bearers, nil)
+	var firstErr error
+	for i, s := range candidates {
+		if len(g.texts) == gatewayTexts {
+			break
+		}
+		b := jsonrpcBody("SendMessage", s, i, 0, "")
+		if err := probe.one(ctx, b, g.bearers[0]); err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		g.texts = append(g.texts, s)
+	}
+	if len(g.texts) == 0 {
+		return nil, fmt.Errorf("the gateway routed none of the %d example utterances to the upstream; first answer: %w", len(candidates), firstErr)
+	}
+	return g, nil
+}
+
+// redisConfig writes a copy of the deployment's config with its task store
+// on the redis-server at addr and returns its path.
+func (g *gwSetup) redisConfig(addr string) (string, error) {
+	raw, err := os.ReadFile(g.config)
+	if err != nil {
+		return "", err
+	}
+	cfg := strings.Replace(string(raw), "store: memory", "store: redis://"+addr+"/0", 1)
+	p := filepath.Join(g.dir, "capgate-redis.yaml")
+	return p, os.WriteFile(p, []byte(cfg), 0o644)
+}
+
+// startGatewayChild starts a gateway child from bin ("": this binary; else
+// a loadgen built from another commit, whose gateway role speaks the same
+// READY line and statistics).
+func startGatewayChild(ctx context.Context, o options, bin, config string) (*child, error) {
+	if bin == "" {
+		return startChildOn(ctx, o, serverCPU, "gateway", config)
+	}
+	return startChildBin(ctx, o, bin, serverCPU, "gateway", config)
+}
+
+// fillContexts gives each caller's context n tasks before a measurement:
+// n SendMessages per caller asking the upstream for a task (one status
+// update), each answered with a task in that caller's context, which the
+// gateway binds to it.
+func (g *gwSetup) fillContexts(ctx context.Context, gw *child, n int) error {
+	if n <= 0 {
+		return nil
+	}
+	s := sender(g.client, "http://"+gw.addr+"/", g.bearers, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, len(g.bearers))
+	for c, bearer := range g.bearers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range n {
+				body := jsonrpcBody("SendMessage", g.texts[i%len(g.texts)], 0, 1, contextOf(c))
+				body = bytes.Replace(body, []byte(messageIDStem), []byte(fmt.Sprintf("loadgen-msg-%012d", sentMessages.Add(1)%1e12)), 1)
+				if err := s.oneWant(ctx, body, bearer, "TASK_STATE_COMPLETED"); err != nil {
+					errs <- fmt.Errorf("filling caller %d's context (task %d of %d): %w", c, i+1, n, err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+// contextOf is caller c's context id.
+func contextOf(c int) string { return fmt.Sprintf("loadgen-ctx-caller-%02d", c) }
+
+func gatewayBench(ctx context.Context, o options) error {
+	o = gatewayDefaults(o)
+	g, err := setupGateway(ctx, o, "")
+	if err != nil {
+		return err
+	}
+	defer g.close()
+	proxy, err := startChildOn(ctx, o, serverCPU, "proxy", "", "-upstream", g.upstreamURL)
 	if err != nil {
 		return err
 	}
 	defer proxy.stop()
-	gw, err := startChildOn(ctx, o, serverCPU, "gateway", config)
+	gw, err := startChildOn(ctx, o, serverCPU, "gateway", g.config)
 	if err != nil {
 		return err
 	}
 	defer gw.stop()
-
-	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{
-		MaxIdleConns: 4 * o.concurrency, MaxIdleConnsPerHost: 2 * o.concurrency, DisableCompression: true,
-	}}
-	// Keep the utterances the classifier routes with confidence (the others
-	// get a clarification, answered by capgate without the upstream).
-	probe := sender(client, "http://"+gw.addr+"/", bearers, nil)
-	var texts []string
-	var firstErr error
-	for i, s := range candidates {
-		if len(texts) == gatewayTexts {
-			break
-		}
-		b := jsonrpcBody("SendMessage", s, i, 0, "")
-		if err := probe.one(ctx, b, bearers[0]); err != nil {
-			firstErr = cmp.Or(firstErr, err)
-			continue
-		}
-		texts = append(texts, s)
+	if err := g.fillContexts(ctx, gw, o.contextTasks); err != nil {
+		return err
 	}
-	if len(texts) == 0 {
-		return fmt.Errorf("the gateway routed none of the %d example utterances to the upstream; first answer: %w", len(candidates), firstErr)
-	}
-	printGatewaySetup(o, len(mans), len(handlers), len(texts), len(candidates))
+	printGatewaySetup(o, g.caps, g.handlers, len(g.texts), g.candidates)
 	fmt.Printf("profiles while it runs: bare proxy http://%s/debug/pprof/, capgate http://%s/debug/pprof/\n\n", proxy.stats, gw.stats)
 
+	client, bearers, texts := g.client, g.bearers, g.texts
 	type pair struct{ proxy, gw *gwPhase }
 	results := make([]pair, len(bindings))
 	for bi, b := range bindings {
@@ -267,10 +371,10 @@ func gatewayBench(ctx context.Context, o options) error {
 			break
 		}
 		bodies := contextBodies(b, texts, len(bearers), !o.noContexts)
-		if results[bi].proxy, err = gatewayClosed(ctx, o, proxy, up, b.name+", bare proxy", sender(client, "http://"+proxy.addr+b.path, bearers, bodies)); err != nil {
+		if results[bi].proxy, err = gatewayClosed(ctx, o, proxy, g.up, b.name+", bare proxy", sender(client, "http://"+proxy.addr+b.path, bearers, bodies)); err != nil {
 			return err
 		}
-		if results[bi].gw, err = gatewayClosed(ctx, o, gw, up, b.name+", capgate", sender(client, "http://"+gw.addr+b.path, bearers, bodies)); err != nil {
+		if results[bi].gw, err = gatewayClosed(ctx, o, gw, g.up, b.name+", capgate", sender(client, "http://"+gw.addr+b.path, bearers, bodies)); err != nil {
 			return err
 		}
 		rate := results[bi].gw.st.rate() / openLoopShare
@@ -284,17 +388,23 @@ func gatewayBench(ctx context.Context, o options) error {
 			}
 		}
 	}
-	proxy.stop()
 	gw.stop()
+	var onRedis *gwPhase
+	if !o.streamOnly && !o.noRedis {
+		if onRedis, err = gatewayRedis(ctx, o, g, "", ""); err != nil {
+			return err
+		}
+	}
+	proxy.stop()
 
 	// Streaming: fresh processes, one warm-up stream, then the measured one.
 	var streams [2]streamResult
 	for i, role := range []string{"proxy", "gateway"} {
 		var c *child
 		if role == "proxy" {
-			c, err = startChildOn(ctx, o, serverCPU, "proxy", "", "-upstream", upstreamURL)
+			c, err = startChildOn(ctx, o, serverCPU, "proxy", "", "-upstream", g.upstreamURL)
 		} else {
-			c, err = startChildOn(ctx, o, serverCPU, "gateway", config)
+			c, err = startChildOn(ctx, o, serverCPU, "gateway", g.config)
 		}
 		if err != nil {
 			return err
@@ -311,8 +421,65 @@ func gatewayBench(ctx context.Context, o options) error {
 			printGatewayTable(b.name, results[bi].proxy, results[bi].gw)
 		}
 	}
+	if onRedis != nil {
+		printGatewayRedis(results[0].proxy, results[0].gw, onRedis)
+	}
 	printStreamTable(o.events, streams)
 	return nil
+}
+
+// gatewayRedis measures the gateway (a child of bin, "" for this binary)
+// with its task store on a redis-server this process starts (on the
+// generator's CPU when pinned, so capgate's core pays only its side of each
+// round trip): JSON-RPC, the contexts workload, in closed loop. Every
+// message then reserves its messageId, claims its context and settles on
+// Redis, as replicas sharing a store do.
+func gatewayRedis(ctx context.Context, o options, g *gwSetup, bin, label string) (*gwPhase, error) {
+	if err := lookRedis(); err != nil {
+		return nil, fmt.Errorf("%w (or run with -no-redis)", err)
+	}
+	rdir := filepath.Join(g.dir, fmt.Sprintf("redis-%d", sentMessages.Load()))
+	if err := os.Mkdir(rdir, 0o755); err != nil {
+		return nil, err
+	}
+	rds, err := startRedisVolatile(rdir)
+	if err != nil {
+		return nil, err
+	}
+	defer rds.kill()
+	config, err := g.redisConfig(rds.addr)
+	if err != nil {
+		return nil, err
+	}
+	gw, err := startGatewayChild(ctx, o, bin, config)
+	if err != nil {
+		return nil, err
+	}
+	defer gw.stop()
+	if err := g.fillContexts(ctx, gw, o.contextTasks); err != nil {
+		return nil, err
+	}
+	b := bindings[0]
+	bodies := contextBodies(b, g.texts, len(g.bearers), !o.noContexts)
+	return gatewayClosed(ctx, o, gw, g.up, label+b.name+", capgate on Redis", sender(g.client, "http://"+gw.addr+b.path, g.bearers, bodies))
+}
+
+// printGatewayRedis sets the gateway on Redis beside the same gateway on
+// the memory store (and the bare proxy) of this run.
+func printGatewayRedis(px, mem, rds *gwPhase) {
+	fmt.Printf("SendMessage, JSON-RPC, the task store on a loopback redis-server (messageId reserved and settled, context claimed, on Redis):\n\n")
+	fmt.Println("| store | req/s (closed loop) | CPU per message | × bare proxy | allocations per message (objects · bytes) |")
+	fmt.Println("|---|---:|---:|---:|---|")
+	for _, r := range []struct {
+		n string
+		p *gwPhase
+	}{{"memory", mem}, {"Redis", rds}} {
+		fmt.Printf("| %s | %.0f | %s | %.1f× | %d · %d |\n", r.n, r.p.st.rate(), us(r.p.perReq(r.p.serverCPU)),
+			float64(r.p.perReq(r.p.serverCPU))/float64(max(px.perReq(px.serverCPU), 1)),
+			r.p.allocObjs/uint64(max(r.p.st.n, 1)), r.p.allocBytes/uint64(max(r.p.st.n, 1)))
+	}
+	fmt.Printf("| Redis / memory | %.0f %% | %.2f× | | |\n\n", 100*rds.st.rate()/mem.st.rate(),
+		float64(rds.perReq(rds.serverCPU))/float64(max(mem.perReq(mem.serverCPU), 1)))
 }
 
 // messageIDStem starts every messageId the gateway benchmark sends;
@@ -355,6 +522,11 @@ func (s *httpSender) send(ctx context.Context, _, i int) error {
 }
 
 func (s *httpSender) one(ctx context.Context, body []byte, bearer string) error {
+	return s.oneWant(ctx, body, bearer, upstreamReply)
+}
+
+// oneWant posts body and requires an answer of 200 holding want.
+func (s *httpSender) oneWant(ctx context.Context, body []byte, bearer, want string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return err
@@ -371,7 +543,7 @@ func (s *httpSender) one(ctx context.Context, body []byte, bearer string) error 
 	if err != nil {
 		return err
 	}
-	if res.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(upstreamReply)) {
+	if res.StatusCode != http.StatusOK || !bytes.Contains(b, []byte(want)) {
 		return fmt.Errorf("status %d without the upstream's answer: %.300s", res.StatusCode, b)
 	}
 	return nil

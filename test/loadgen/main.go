@@ -27,13 +27,16 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; soak: two replicas on one Redis under mixed load, reloads and a Redis restart; quotas: ext_authz on Redis with quotas off and on; all: bench, rss and gateway")
+	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; gateway-compare: the gateways of -builds side by side (A B A B); soak: two replicas on one Redis under mixed load, reloads and a Redis restart; quotas: ext_authz and the gateway on Redis with quotas off and on; all: bench, rss and gateway")
 	flag.StringVar(&o.role, "role", "", "internal: run as a child server (capgate, noop, upstream, proxy, gateway)")
 	flag.StringVar(&o.upstream, "upstream", "", "internal: the upstream URL of the proxy child")
 	flag.StringVar(&o.routing, "routing-manifests", "../shared/data/routing/manifests.json", "gateway: the registry (a JSON list of manifests, CLINC150 routing data)")
 	flag.IntVar(&o.events, "events", 10_000, "gateway: events in the streamed answer")
 	flag.BoolVar(&o.streamOnly, "stream-only", false, "gateway: only the streaming case (no throughput or latency phases)")
 	flag.BoolVar(&o.noContexts, "no-contexts", false, "gateway: messages name no context (before #33 the only workload; by default each caller continues a context of its own)")
+	flag.IntVar(&o.contextTasks, "context-tasks", 0, "gateway: tasks each caller's context holds before the measured phases (each an upstream task bound to the context)")
+	flag.StringVar(&o.builds, "builds", "", "gateway-compare: name=loadgen-binary,... built from the commits to compare (see scripts/bench-compare.sh)")
+	flag.IntVar(&o.rounds, "rounds", 3, "gateway-compare: A B A B rounds")
 	flag.StringVar(&o.config, "config", "", "internal: deployment config of the capgate child (empty: the embedded finance example)")
 	flag.DurationVar(&o.duration, "duration", 10*time.Second, "length of each measured phase")
 	flag.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured load before each phase")
@@ -78,6 +81,8 @@ type options struct {
 	classes                int
 	noPin, noRedis         bool
 	noContexts             bool
+	contextTasks, rounds   int
+	builds                 string
 	cpuProfile, memProfile string
 	memory                 string
 	upstream, routing      string
@@ -107,6 +112,8 @@ func run(ctx context.Context, o options) error {
 		return rss(ctx, o)
 	case "gateway":
 		return gatewayBench(ctx, o)
+	case "gateway-compare":
+		return gatewayCompare(ctx, o)
 	case "quotas":
 		return quotasBench(ctx, o)
 	case "all":
@@ -118,6 +125,6 @@ func run(ctx context.Context, o options) error {
 		}
 		return gatewayBench(ctx, o)
 	default:
-		return fmt.Errorf("-mode %q: want bench, rss, gateway, quotas, soak or all", o.mode)
+		return fmt.Errorf("-mode %q: want bench, rss, gateway, gateway-compare, quotas, soak or all", o.mode)
 	}
 }

@@ -82,6 +82,12 @@ func startChildOn(ctx context.Context, o options, cpu, role, config string, extr
 	if err != nil {
 		return nil, err
 	}
+	return startChildBin(ctx, o, exe, cpu, role, config, extra...)
+}
+
+// startChildBin is startChildOn with the child run from the loadgen binary
+// exe (another commit's build, for side-by-side runs).
+func startChildBin(ctx context.Context, o options, exe, cpu, role, config string, extra ...string) (*child, error) {
 	args := append([]string{"-role", role}, extra...)
 	if config != "" {
 		args = append(args, "-config", config)

@@ -16,6 +16,7 @@ import (
 // testing.TB, which a command does not have.
 type redisServer struct {
 	addr, dir string
+	persist   []string // redis-server's persistence arguments
 	cmd       *exec.Cmd
 	done      chan struct{}
 }
@@ -23,13 +24,26 @@ type redisServer struct {
 // startRedis runs redis-server on a free loopback port with dir as its data
 // directory.
 func startRedis(dir string) (*redisServer, error) {
+	return startRedisWith(dir, "--appendonly", "yes", "--appendfsync", "always")
+}
+
+// startRedisVolatile runs redis-server on a free loopback port without
+// persistence (no append-only file, no snapshots): a throughput phase
+// measures capgate's round trips, not the disk.
+func startRedisVolatile(dir string) (*redisServer, error) {
+	return startRedisWith(dir, "--appendonly", "no")
+}
+
+// startRedisWith runs redis-server on a free loopback port with dir as its
+// data directory and the persistence arguments persist.
+func startRedisWith(dir string, persist ...string) (*redisServer, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	addr := ln.Addr().String()
 	_ = ln.Close()
-	r := &redisServer{addr: addr, dir: dir}
+	r := &redisServer{addr: addr, dir: dir, persist: persist}
 	return r, r.start()
 }
 
@@ -37,8 +51,9 @@ func (r *redisServer) start() error {
 	_, port, _ := net.SplitHostPort(r.addr)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		cmd := exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", r.dir,
-			"--save", "", "--appendonly", "yes", "--appendfsync", "always", "--daemonize", "no", "--logfile", "")
+		args := append([]string{"--port", port, "--bind", "127.0.0.1", "--dir", r.dir,
+			"--save", "", "--daemonize", "no", "--logfile", ""}, r.persist...)
+		cmd := exec.Command("redis-server", args...)
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("redis-server: %w", err)
 		}

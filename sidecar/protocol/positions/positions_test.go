@@ -15,6 +15,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
 const (
@@ -35,7 +36,7 @@ func parse(t *testing.T, p positions.Position, swept, own string) (*protocol.Req
 	method, target, h, body, err := positions.Request(p, swept, own, ownTenant, hook)
 	require.NoError(t, err)
 	path, query, _ := strings.Cut(target, "?")
-	return protocol.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: hdr(h), Body: body, GRPC: true, Methods: positions.Methods()}, "", protocol.Limits{})
+	return wire.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: hdr(h), Body: body, GRPC: true, Methods: positions.Methods()}, "", protocol.Limits{})
 }
 
 // TestParserReadsEveryPosition checks the parser against the catalogue: the value placed at each

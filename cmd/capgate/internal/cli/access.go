@@ -22,6 +22,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 func runAccess(ctx context.Context, env Env, args []string) error {
@@ -342,7 +343,7 @@ func loadGitSide(ctx context.Context, spec string) (side, error) {
 		return side{}, usageErr("git:%s: %s is not in %s's tree: the path is relative to the repository root (git:%s:path/to/capgate.yaml), "+
 			"and the file must be committed in that revision", spec, cfgPath, rev, rev)
 	}
-	cfg, err := config.LoadFS(tree, cfgPath)
+	cfg, err := config.LoadFS(tree, cfgPath, settings.Checks()...)
 	if err != nil {
 		return side{}, usageErr("git:%s: %v", spec, err)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/lifecycle"
-	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/settings"
+	"github.com/capgate/capgate/sidecar/tasks/backends"
 )
 
 func runLifecycle(ctx context.Context, env Env, args []string) error {
@@ -38,19 +39,20 @@ func runLifecycle(ctx context.Context, env Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	// Usage lives in the store of the running server: a shared Redis store is
-	// read directly (unless --admin is given); the memory store exists only
-	// in the server's process, so it is read through the admin listener.
+	// Usage lives in the store of the running server: a store replicas share
+	// (the backend table says which) is read directly (unless --admin is
+	// given); one that lives in the server's process alone (memory) is read
+	// through the admin listener.
 	var (
 		src  lifecycle.Source
 		name string
 	)
-	if store := d.Config.Store; *adminURL == "" && tasks.IsRedisURL(store) {
-		creds, err := d.Config.StoreOptions()
+	if table := backends.Table(); *adminURL == "" && table.Shared(d.Config.Store) {
+		sc, err := settings.Store(d.Config)
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		st, err := tasks.Open(ctx, store, creds...)
+		st, err := table.Open(ctx, sc.URL, sc.Options()...)
 		if err != nil {
 			return usageErr("store: %v", err)
 		}

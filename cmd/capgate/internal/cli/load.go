@@ -13,13 +13,14 @@ import (
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 // loadDeployment loads the config at path (embedded default when empty).
 // Validation problems are an input error here (exit 2); `validate` maps them
 // to a failed check instead.
 func loadDeployment(path string) (*deployment.Deployment, error) {
-	d, err := deployment.Load(path)
+	d, err := deployment.Load(path, settings.Checks()...)
 	if err != nil {
 		var set *diag.Set
 		if errors.As(err, &set) {

@@ -18,6 +18,7 @@ import (
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/sidecar/server"
+	"github.com/capgate/capgate/sidecar/settings"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -100,7 +101,7 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	if *cfgPath != "" {
 		// Before loading, so the limit bounds the peak of loading a large
 		// registry; a broken config is reported by the load below.
-		if cfg, err := config.Load(*cfgPath); err == nil {
+		if cfg, err := config.Load(*cfgPath, settings.Checks()...); err == nil {
 			server.ApplyMemoryLimit(cfg)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/delegation"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 func runValidate(ctx context.Context, env Env, args []string) error {
@@ -20,7 +21,7 @@ func runValidate(ctx context.Context, env Env, args []string) error {
 	if err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	d, err := deployment.Load(*cfgPath)
+	d, err := deployment.Load(*cfgPath, settings.Checks()...)
 	if err != nil {
 		var set *diag.Set
 		if errors.As(err, &set) {

@@ -1,4 +1,4 @@
-package protocol_test
+package grpcwire_test
 
 import (
 	"encoding/binary"
@@ -13,6 +13,7 @@ import (
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
 func grpcFrame(t *testing.T, m proto.Message) []byte {
@@ -27,7 +28,7 @@ func grpcFrame(t *testing.T, m proto.Message) []byte {
 func parseGRPC(t *testing.T, op string, m proto.Message) (*protocol.Request, *protocol.Error) {
 	t.Helper()
 	h := http.Header{"Content-Type": {"application/grpc"}}
-	return protocol.Parse(protocol.Envelope{Method: http.MethodPost, Path: "/" + protocol.GRPCService + "/" + op,
+	return wire.Parse(protocol.Envelope{Method: http.MethodPost, Path: "/" + protocol.GRPCService + "/" + op,
 		Header: protocol.HTTPHeader(h), Body: grpcFrame(t, m), GRPC: true}, "", protocol.Limits{})
 }
 
@@ -59,7 +60,7 @@ func TestGRPCSendMatchesJSONRPC(t *testing.T) {
 	h := http.Header{}
 	h.Set("Content-Type", "application/json")
 	h.Set("A2A-Version", "1.0")
-	j, perr := protocol.Parse(protocol.Envelope{Method: http.MethodPost, Path: "/", Header: protocol.HTTPHeader(h), Body: []byte(body)}, "", protocol.Limits{})
+	j, perr := wire.Parse(protocol.Envelope{Method: http.MethodPost, Path: "/", Header: protocol.HTTPHeader(h), Body: []byte(body)}, "", protocol.Limits{})
 	require.Nil(t, perr)
 
 	require.Equal(t, j.Message, g.Message)

@@ -8,21 +8,21 @@ import (
 	"github.com/capgate/capgate/policy/manifest"
 )
 
-func TestFromWireDataSchemas(t *testing.T) {
+func TestRegistryEntryDataSchemas(t *testing.T) {
 	entry := func(schema any) map[string]any {
 		return map[string]any{
 			"id": "x", "state": "ga", "visibility": "public", "tenants": "*", "handler": "h", "requires_scopes": []any{},
 			"skill": map[string]any{"name": "X", "description": "x", "tags": []any{"t"}, "data_schemas": []any{schema}},
 		}
 	}
-	c, err := fromWire("x", entry(map[string]any{"type": "object", "required": []any{"a"}}))
+	c, err := registryEntry("x", entry(map[string]any{"type": "object", "required": []any{"a"}}))
 	require.NoError(t, err)
 	require.Len(t, c.Skill.DataSchemas, 1)
 	require.True(t, c.Skill.DataSchemas[0].Matches(map[string]any{"a": 1.0}))
 
-	_, err = fromWire("x", entry(map[string]any{"type": "objekt"}))
-	require.ErrorContains(t, err, "registry x: skill.data_schemas[0]: not a valid JSON Schema")
-	_, err = fromWire("x", entry(map[string]any{"$ref": "file:///etc/passwd"}))
+	_, err = registryEntry("x", entry(map[string]any{"type": "objekt"}))
+	require.ErrorContains(t, err, "registry x: data schema: not a valid JSON Schema")
+	_, err = registryEntry("x", entry(map[string]any{"$ref": "file:///etc/passwd"}))
 	require.ErrorContains(t, err, "external references are not allowed")
 }
 
@@ -39,16 +39,24 @@ routing: {mode: explicit, min_confidence: 0.85}
 `))
 	require.NoError(t, err)
 	require.Equal(t, manifest.Routing{Mode: manifest.RoutingExplicit, MinConfidence: 0.85}, m.Routing)
-	c, err := fromWire(m.ID, toWire(m))
+	c, err := registryEntry(m.ID, entryOf(t, m))
 	require.NoError(t, err)
 	require.Equal(t, m.Routing, c.Routing)
 
-	w := toWire(m)
+	w := entryOf(t, m)
 	w["routing"] = map[string]any{"mode": "sometimes"}
-	_, err = fromWire(m.ID, w)
-	require.ErrorContains(t, err, `routing.mode "sometimes" is not a routing mode`)
+	_, err = registryEntry(m.ID, w)
+	require.ErrorContains(t, err, `routing.mode: "sometimes" is not one of auto, confirm, explicit`)
 	delete(w, "routing")
-	c, err = fromWire(m.ID, w)
+	c, err = registryEntry(m.ID, w)
 	require.NoError(t, err)
 	require.Equal(t, manifest.RoutingAuto, c.Routing.EffectiveMode())
+}
+
+// entryOf is c as a bundle's registry holds it: plain JSON values.
+func entryOf(t *testing.T, c *manifest.Capability) map[string]any {
+	t.Helper()
+	m, err := plainJSON(c)
+	require.NoError(t, err)
+	return m
 }
