@@ -49,7 +49,7 @@ tenants: "*"
 handler: invoices.lookup
 `
 
-// demoJWKS is the finance example's JWKS: config validation parses it.
+// demoJWKS is the finance example's JWKS: config validation reads it (sidecar/settings parses it).
 var demoJWKS = func() []byte {
 	b, err := os.ReadFile("../../manifests/finance/keys/demo.jwks.json")
 	if err != nil {

@@ -3,14 +3,14 @@ package dispatch
 import (
 	"go.uber.org/zap"
 
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // answerContext is the context a message's answer must be in: the contextId the message names,
 // else the context of the bound task it continues (when the handler said which). "" when it
 // names neither: a new conversation, which the handler's answer starts.
-func answerContext(call *operation.Call) string {
+func answerContext(call *exchange.Call) string {
 	msg := call.Request.Message
 	if msg == nil {
 		return ""
@@ -29,7 +29,7 @@ func answerContext(call *operation.Call) string {
 // conversation. It is the handler's error (InvalidAgentResponse), refused before anything is
 // bound from the answer, so the other context does not become the caller's; the operator's log
 // names both ids (bounded), never the answer's content.
-func (d *Dispatcher) inContext(call *operation.Call, want, got string) *protocol.Error {
+func (d *Dispatcher) inContext(call *exchange.Call, want, got string) *protocol.Error {
 	if want == "" || got == "" || got == want {
 		return nil
 	}

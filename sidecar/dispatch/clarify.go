@@ -11,7 +11,7 @@ import (
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
 	"github.com/capgate/capgate/sidecar/decisionlog"
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -22,10 +22,10 @@ import (
 // until the caller's reply resolves it, with the first message's parts. The
 // clarification's taskID is reused when the caller's reply was itself too
 // vague.
-func (d *Dispatcher) clarify(ctx context.Context, call *operation.Call, c clarification) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) clarify(ctx context.Context, call *exchange.Call, c clarification) (exchange.Result, *protocol.Error) {
 	dec, taskID, contextID := c.decision, c.taskID, c.contextID
 	if len(dec.Candidates) == 0 {
-		return operation.Result{}, protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller").Decided(decisionlog.RuleNoCandidate, "")
+		return exchange.Result{}, protocol.Errorf(protocol.Unauthorized, "no capability of this agent is available to the caller").Decided(decisionlog.RuleNoCandidate, "")
 	}
 	if !call.Principal.Authenticated {
 		// Nobody can own a task for an anonymous caller (any other anonymous
@@ -48,24 +48,24 @@ func (d *Dispatcher) clarify(ctx context.Context, call *operation.Call, c clarif
 		o = call.Task.Owner() // asked again on the same clarification task
 	}
 	if perr := d.holdContext(ctx, call, o, contextID); perr != nil {
-		return operation.Result{}, perr // the caller's reply continues in this context: it must be the caller's
+		return exchange.Result{}, perr // the caller's reply continues in this context: it must be the caller's
 	}
 	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant,
 		Pending: true, Candidates: ids, CreatedAt: d.now(), Held: c.held, HeldVersion: c.heldVersion}
 	lim := call.Rev.Config().Limits
 	if err := d.store.BindPending(ctx, b, lim.PendingTTL, lim.PendingPerCaller); err != nil {
 		if errors.Is(err, tasks.ErrTooManyPending) {
-			return operation.Result{}, protocol.Errorf(protocol.InvalidRequest,
+			return exchange.Result{}, protocol.Errorf(protocol.InvalidRequest,
 				"too many of your tasks await clarification (limit %d); answer or cancel one, or name the skill in metadata.skillId", lim.PendingPerCaller)
 		}
-		return operation.Result{}, storeError(err)
+		return exchange.Result{}, storeError(err)
 	}
 	d.countQuestion(call, dec)
 	return answer(call, protocol.KindTask, streamResult(questionTask(b, dec), call.Request.Version)), nil
 }
 
 // countQuestion counts a clarification or confirmation and logs its layer.
-func (d *Dispatcher) countQuestion(call *operation.Call, dec router.Decision) {
+func (d *Dispatcher) countQuestion(call *exchange.Call, dec router.Decision) {
 	layer := router.LayerClarify
 	if dec.Layer == router.LayerConfirm {
 		layer = router.LayerConfirm
@@ -78,7 +78,7 @@ func (d *Dispatcher) countQuestion(call *operation.Call, dec router.Decision) {
 
 // clarifyAnonymous answers an anonymous caller's unclear message with an
 // agent message listing the candidates; no task is created.
-func (d *Dispatcher) clarifyAnonymous(call *operation.Call, dec router.Decision, contextID string) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) clarifyAnonymous(call *exchange.Call, dec router.Decision, contextID string) (exchange.Result, *protocol.Error) {
 	if contextID == "" {
 		contextID = a2a.NewContextID()
 	}
@@ -98,7 +98,7 @@ func (d *Dispatcher) clarifyAnonymous(call *operation.Call, dec router.Decision,
 
 // writeMessage answers with an agent message (a SendMessage result in the
 // request's version; one event on a stream).
-func (d *Dispatcher) writeMessage(call *operation.Call, msg *a2a.Message) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) writeMessage(call *exchange.Call, msg *a2a.Message) (exchange.Result, *protocol.Error) {
 	var (
 		b   []byte
 		err error
@@ -109,16 +109,16 @@ func (d *Dispatcher) writeMessage(call *operation.Call, msg *a2a.Message) (opera
 		b, err = stdjson.Marshal(a2a.StreamResponse{Event: msg})
 	}
 	if err != nil {
-		return operation.Result{}, protocol.Wrap(protocol.Internal, err, "the clarification could not be rendered")
+		return exchange.Result{}, protocol.Wrap(protocol.Internal, err, "the clarification could not be rendered")
 	}
 	return answer(call, protocol.KindMessage, b), nil
 }
 
 // decline answers a caller's "no" to a question offering one capability:
 // the clarification task ends canceled, and nothing runs.
-func (d *Dispatcher) decline(ctx context.Context, call *operation.Call, b *tasks.Binding) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) decline(ctx context.Context, call *exchange.Call, b *tasks.Binding) (exchange.Result, *protocol.Error) {
 	if err := d.store.Delete(ctx, b.TaskID); err != nil {
-		return operation.Result{}, storeError(err)
+		return exchange.Result{}, storeError(err)
 	}
 	d.m.Routes.WithLabelValues(string(router.LayerDeclined)).Inc()
 	if call.Log != nil {
@@ -206,9 +206,9 @@ func renderTask(task *a2a.Task, v protocol.Version, v1 any) []byte {
 
 // answer is capgate's own answer to a message: the SendMessage result b of kind k, or, to
 // SendStreamingMessage, a stream of that one event.
-func answer(call *operation.Call, k protocol.Kind, b []byte) operation.Result {
+func answer(call *exchange.Call, k protocol.Kind, b []byte) exchange.Result {
 	if call.Request.Operation == protocol.SendStreamingMessage {
-		return operation.Events(operation.Event{Kind: k, JSON: b})
+		return exchange.Events(exchange.Event{Kind: k, JSON: b})
 	}
-	return operation.Value(k, b)
+	return exchange.Value(k, b)
 }

@@ -7,7 +7,7 @@
 // downscoped token for the handler, refuses an answer in another context than
 // the message's, binds the task the handler creates to its capability and
 // owner, and counts usage. It answers with binding-neutral values
-// (operation.Result: a result or a stream of events); the gateway writes them
+// (exchange.Result: a result or a stream of events); the gateway writes them
 // in the caller's binding.
 package dispatch
 
@@ -23,10 +23,10 @@ import (
 	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/delegation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/metering"
 	"github.com/capgate/capgate/sidecar/metrics"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -48,7 +48,7 @@ type Tokens interface {
 // Grant is what a handler call is allowed: this caller, this capability,
 // the caller's scopes narrowed to the capability's requires_scopes.
 type Grant struct {
-	Call       *operation.Call
+	Call       *exchange.Call
 	Capability *manifest.Capability
 	Scopes     []string
 	// Limits are the capability's limits from the policy decision.
@@ -60,7 +60,7 @@ type Auditor interface {
 	Log(e audit.Entry)
 }
 
-// Dispatcher implements operation.Server.
+// Dispatcher implements exchange.Server.
 type Dispatcher struct {
 	store   tasks.Store
 	invoker Invoker
@@ -75,7 +75,7 @@ type Dispatcher struct {
 	quotas *metering.Enforcer
 }
 
-var _ operation.Server = (*Dispatcher)(nil)
+var _ exchange.Server = (*Dispatcher)(nil)
 
 // Option configures a Dispatcher.
 type Option func(*Dispatcher)
@@ -114,8 +114,8 @@ func New(store tasks.Store, invoker Invoker, tokens Tokens, opts ...Option) *Dis
 	return d
 }
 
-// Serve implements operation.Server.
-func (d *Dispatcher) Serve(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
+// Serve implements exchange.Server.
+func (d *Dispatcher) Serve(ctx context.Context, call *exchange.Call) (exchange.Result, *protocol.Error) {
 	if call.Log == nil {
 		call.Log = &decisionlog.Entry{} // a call made without the gateway's entry (tests, embedders)
 	}
@@ -131,12 +131,12 @@ func (d *Dispatcher) Serve(ctx context.Context, call *operation.Call) (operation
 	if req.Operation.TargetsTask() {
 		return d.taskOp(ctx, call)
 	}
-	return operation.Result{}, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
+	return exchange.Result{}, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", req.Operation)
 }
 
-// bound is the task admission found the caller owns (operation.Call.Task). Ownership is
+// bound is the task admission found the caller owns (exchange.Call.Task). Ownership is
 // admission's rule alone: the dispatcher never decides it again.
-func bound(call *operation.Call) (tasks.Binding, *protocol.Error) {
+func bound(call *exchange.Call) (tasks.Binding, *protocol.Error) {
 	if call.Task == nil {
 		return tasks.Binding{}, protocol.Errorf(protocol.Internal, "the task was not admitted")
 	}
@@ -144,7 +144,7 @@ func bound(call *operation.Call) (tasks.Binding, *protocol.Error) {
 }
 
 // ownerOf is the owner tasks the caller creates are bound to.
-func ownerOf(call *operation.Call) tasks.Owner {
+func ownerOf(call *exchange.Call) tasks.Owner {
 	return admission.OwnerOf(call.Rev, call.Principal)
 }
 
@@ -154,7 +154,7 @@ func storeError(err error) *protocol.Error { return admission.StoreError(err) }
 // (at the revision served now; the engine caches the decision per class),
 // with reasons for the decision log. It returns the capability and the
 // limits the decision carries.
-func (d *Dispatcher) recheck(ctx context.Context, call *operation.Call, rt *router.Index, capID string) (*manifest.Capability, map[string]any, *protocol.Error) {
+func (d *Dispatcher) recheck(ctx context.Context, call *exchange.Call, rt *router.Index, capID string) (*manifest.Capability, map[string]any, *protocol.Error) {
 	if err := rt.Tombstone(capID); err != nil {
 		return nil, nil, err
 	}

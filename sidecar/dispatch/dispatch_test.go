@@ -19,9 +19,9 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/router"
@@ -79,12 +79,12 @@ func (f *fakeAudit) Log(e audit.Entry) { f.entries = append(f.entries, e) }
 // answered is what a binding's writer receives from an operation: a unary result's JSON, or
 // each of a stream's events' JSON (copied: an event is valid only while yield runs), one after
 // another; nothing when it fails before the first event.
-func answered(res operation.Result, perr *protocol.Error) ([]byte, *protocol.Error) {
+func answered(res exchange.Result, perr *protocol.Error) ([]byte, *protocol.Error) {
 	if perr != nil || res.Stream == nil {
 		return res.JSON, perr
 	}
 	var out []byte
-	perr = res.Stream(func(e operation.Event) error {
+	perr = res.Stream(func(e exchange.Event) error {
 		out = append(out, e.JSON...)
 		return nil
 	})
@@ -142,19 +142,19 @@ var (
 // call parses a JSON-RPC 1.0 SendMessage with message (a JSON object) as the gateway would hand it
 // over after admission.
 // Each call is a new message: its messageId ("m-…") is made unique (sameCall keeps it).
-func (f *fixture) call(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *operation.Call {
+func (f *fixture) call(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *exchange.Call {
 	t.Helper()
 	message = strings.Replace(message, `"messageId":"m-`, `"messageId":"m`+strconv.FormatInt(f.sent.Add(1), 10)+`-`, 1)
 	return f.sameCall(t, p, message, task)
 }
 
 // sameCall is call with the message's messageId as it is.
-func (f *fixture) sameCall(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *operation.Call {
+func (f *fixture) sameCall(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *exchange.Call {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + message + `}}`
 	req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json", []byte(body), protocol.Limits{})
 	require.Nil(t, perr)
-	return &operation.Call{Rev: f.rev, Request: req, Principal: p, DecisionID: "d-1", Task: task, Log: &decisionlog.Entry{}}
+	return &exchange.Call{Rev: f.rev, Request: req, Principal: p, DecisionID: "d-1", Task: task, Log: &decisionlog.Entry{}}
 }
 
 const (
@@ -347,7 +347,7 @@ func TestTaskOpsUseTheAdmittedBinding(t *testing.T) {
 	req, perr := protocol.ParseHTTP(protocol.V1, "GET", "/tasks/t-1?historyLength=2", "", nil, protocol.Limits{})
 	require.Nil(t, perr)
 	b := &tasks.Binding{TaskID: "t-1", Capability: "reconcile-invoice", Handler: "recon.v3.reconcile", Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
-	call := &operation.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-2", Task: b}
+	call := &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-2", Task: b}
 	_, perr = answered(f.d.Serve(t.Context(), call))
 	require.Nil(t, perr)
 	require.Len(t, f.inv.calls, 1)
@@ -378,7 +378,7 @@ func TestListSendsTheTenant(t *testing.T) {
 			req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json",
 				[]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":`+tc.params+`}`), protocol.Limits{})
 			require.Nil(t, perr)
-			raw, perr := answered(f.d.Serve(t.Context(), &operation.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-3"}))
+			raw, perr := answered(f.d.Serve(t.Context(), &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-3"}))
 			require.Nil(t, perr)
 			require.Len(t, f.inv.calls, 1)
 			require.Equal(t, "GetTask", f.inv.calls[0].Method)
@@ -509,7 +509,7 @@ func TestListReadsOnePage(t *testing.T) {
 		req, perr := protocol.ParseJSONRPC(protocol.V1, "application/json",
 			[]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":`+params+`}`), protocol.Limits{})
 		require.Nil(t, perr)
-		raw, perr := answered(f.d.Serve(t.Context(), &operation.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-4"}))
+		raw, perr := answered(f.d.Serve(t.Context(), &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-4"}))
 		require.Nil(t, perr)
 		var res struct {
 			Tasks []struct {

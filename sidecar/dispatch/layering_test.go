@@ -57,7 +57,7 @@ func TestDispatchKnowsNoBinding(t *testing.T) {
 			queue = append(queue, imp)
 		}
 	}
-	require.Contains(t, seen, module+"sidecar/operation")
+	require.Contains(t, seen, module+"sidecar/exchange")
 	importer, ok := seen[module+"sidecar/gateway"]
 	require.False(t, ok, "dispatch reaches the gateway through %s", importer)
 }

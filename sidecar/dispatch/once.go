@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/policy/config"
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
@@ -49,7 +49,7 @@ func (r *reservation) warn(msg string, err error) {
 // answers, instead of a reservation, the earlier call's outcome when the owner sent this
 // message id within the window (replay), or a refusal when the store cannot record it:
 // nothing was run, and the caller may send it again.
-func (d *Dispatcher) reserve(ctx context.Context, call *operation.Call) (*reservation, *operation.Result, *protocol.Error) {
+func (d *Dispatcher) reserve(ctx context.Context, call *exchange.Call) (*reservation, *exchange.Result, *protocol.Error) {
 	msg := call.Request.Message
 	o := ownerOf(call)
 	if msg == nil || msg.MessageID == "" || o.Subject == "" {
@@ -164,30 +164,30 @@ func (r *reservation) lose(ctx context.Context) {
 // replay answers a message its owner already sent (s): with the task it created as it is now
 // (re-read from its handler, as GetTask), or, while the first call runs, in progress; never by
 // calling the handler with it again.
-func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.Sent) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) replay(ctx context.Context, call *exchange.Call, s tasks.Sent) (exchange.Result, *protocol.Error) {
 	d.log.Info("message already sent; answered without a handler call", zap.String("decision_id", call.DecisionID), zap.Int("state", int(s.State(d.now()))))
 	if call.Log != nil {
 		call.Log.Layer, call.Log.Capability = "replay", s.Capability // the first call's capability
 	}
 	switch s.State(d.now()) {
 	case tasks.InProgress:
-		return operation.Result{}, protocol.Errorf(protocol.Unavailable,
+		return exchange.Result{}, protocol.Errorf(protocol.Unavailable,
 			"an earlier call of this message (same messageId) is still running; send it again later for its task: it is not run twice").
 			WithMetadata(protocol.MetaOutcome, protocol.OutcomeInProgress)
 	case tasks.Unknown:
-		return operation.Result{}, protocol.Errorf(protocol.Internal,
+		return exchange.Result{}, protocol.Errorf(protocol.Internal,
 			"an earlier call of this message (same messageId) reached the skill's handler and its outcome was not recorded; "+
 				"it is not run again with this messageId: check whether it took effect before sending it with a new messageId").
 			WithMetadata(protocol.MetaOutcome, protocol.OutcomeUnknown)
 	}
 	if s.TaskID == "" {
-		return operation.Result{}, protocol.Errorf(protocol.InvalidRequest,
+		return exchange.Result{}, protocol.Errorf(protocol.InvalidRequest,
 			"this message (same messageId) was already answered, with a message capgate does not keep; it is not run again: send a new messageId to ask again").
 			WithMetadata(protocol.MetaOutcome, "answered")
 	}
 	b, ok, err := d.store.Lookup(ctx, s.TaskID)
 	if err != nil {
-		return operation.Result{}, storeError(err)
+		return exchange.Result{}, storeError(err)
 	}
 	if !ok && s.Handler != "" {
 		// The first call's binding was not written (the store failed after the record was
@@ -196,32 +196,32 @@ func (d *Dispatcher) replay(ctx context.Context, call *operation.Call, s tasks.S
 			Issuer: s.Owner.Issuer, Subject: s.Owner.Subject, Tenant: s.Owner.Tenant, CreatedAt: s.Started}
 		if s.ContextID != "" {
 			if perr := d.holdContext(ctx, call, s.Owner, s.ContextID); perr != nil {
-				return operation.Result{}, perr
+				return exchange.Result{}, perr
 			}
 		}
 		if err := d.store.Bind(ctx, b); err != nil {
-			return operation.Result{}, storeError(err)
+			return exchange.Result{}, storeError(err)
 		}
 		ok = true
 	}
 	if !ok || !b.OwnedBy(ownerOf(call)) {
-		return operation.Result{}, protocol.Errorf(protocol.TaskNotFound, "the task this message created no longer exists")
+		return exchange.Result{}, protocol.Errorf(protocol.TaskNotFound, "the task this message created no longer exists")
 	}
 	if b.Pending {
 		return answer(call, protocol.KindTask, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, getTaskParams(call.Request.Version, b.TaskID, call.Request.Tenant))
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	inv.req.Method = protocol.MethodName(call.Request.Version, protocol.GetTask)
 	result, perr := d.invoker.Call(ctx, inv.req)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	return answer(call, protocol.KindTask, sendResult(result, call.Request.Version)), nil
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/capgate/capgate/sidecar/admission"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/metering"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -13,7 +13,7 @@ import (
 // handler is called: a message whose capability admission knew was charged there
 // (admission.ChargedHere) and is not charged again. The decision is the re-check's, from the
 // engine's cache. What is left goes to the decision log and the answer's RateLimit headers.
-func (d *Dispatcher) charge(ctx context.Context, call *operation.Call, capID string) *protocol.Error {
+func (d *Dispatcher) charge(ctx context.Context, call *exchange.Call, capID string) *protocol.Error {
 	if d.quotas == nil {
 		return nil
 	}

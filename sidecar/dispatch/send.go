@@ -10,8 +10,8 @@ import (
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/audit"
 	"github.com/capgate/capgate/sidecar/enforce"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/handler"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -24,10 +24,10 @@ import (
 // Before anything else the message is reserved for its owner (reserve): a message the store
 // cannot record is refused before any handler call, and a retry of one already sent is
 // answered with the first call's task, never sent to the handler again.
-func (d *Dispatcher) send(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) send(ctx context.Context, call *exchange.Call) (exchange.Result, *protocol.Error) {
 	rsv, replayed, perr := d.reserve(ctx, call)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	if replayed != nil {
 		return *replayed, nil
@@ -35,7 +35,7 @@ func (d *Dispatcher) send(ctx context.Context, call *operation.Call) (operation.
 	r, perr := d.route(ctx, call)
 	if perr != nil {
 		rsv.release(ctx)
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	if r.clarify != nil {
 		// capgate answers itself; no handler is called, and a retry asks again.
@@ -76,7 +76,7 @@ type clarification struct {
 // among the offered candidates), else the router's layers (hint, single
 // candidate, structured data, classifier) and, when unsure, the optional
 // model router; still unsure, a clarification.
-func (d *Dispatcher) route(ctx context.Context, call *operation.Call) (routed, *protocol.Error) {
+func (d *Dispatcher) route(ctx context.Context, call *exchange.Call) (routed, *protocol.Error) {
 	req := call.Request
 	msg := req.Message
 	if msg == nil {
@@ -154,7 +154,7 @@ func (d *Dispatcher) route(ctx context.Context, call *operation.Call) (routed, *
 // capability the caller named by skill hint but was not routed to: the
 // question `capgate access replay` asks again. A hint that is not a known
 // capability id is client text and is not recorded.
-func (d *Dispatcher) noteRequested(ctx context.Context, call *operation.Call, hint string) {
+func (d *Dispatcher) noteRequested(ctx context.Context, call *exchange.Call, hint string) {
 	if hint == "" || call.Log == nil {
 		return
 	}
@@ -179,7 +179,7 @@ func (d *Dispatcher) noteRequested(ctx context.Context, call *operation.Call, hi
 // the message, settled with the task it answers with before that task is bound (so that a
 // retry finds it even when the binding fails), marked lost when the handler's effect is
 // unknown.
-func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed, rsv *reservation) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) forward(ctx context.Context, call *exchange.Call, r routed, rsv *reservation) (exchange.Result, *protocol.Error) {
 	res, called, perr := d.forwardOnce(ctx, call, r, rsv)
 	if perr != nil && !called {
 		rsv.release(ctx)
@@ -189,7 +189,7 @@ func (d *Dispatcher) forward(ctx context.Context, call *operation.Call, r routed
 
 // forwardOnce is forward; called reports whether the handler was called (a stream's handler is
 // called by the stream, which keeps the reservation itself).
-func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r routed, rsv *reservation) (_ operation.Result, called bool, _ *protocol.Error) {
+func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r routed, rsv *reservation) (_ exchange.Result, called bool, _ *protocol.Error) {
 	req, decision := call.Request, r.decision
 	d.m.Routes.WithLabelValues(string(decision.Layer)).Inc()
 	if call.Log != nil {
@@ -197,21 +197,21 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, decision.Capability)
 	if perr != nil {
-		return operation.Result{}, false, perr
+		return exchange.Result{}, false, perr
 	}
 	msg := req.Message
 	if r.msg != nil {
 		msg = r.msg
 	}
 	if perr := enforce.Limits(capability.ID, limits, msg, len(r.params)); perr != nil {
-		return operation.Result{}, false, perr
+		return exchange.Result{}, false, perr
 	}
 	if perr := d.charge(ctx, call, capability.ID); perr != nil {
-		return operation.Result{}, false, perr
+		return exchange.Result{}, false, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, r.params)
 	if perr != nil {
-		return operation.Result{}, false, perr
+		return exchange.Result{}, false, perr
 	}
 	if ce := d.log.Check(zap.DebugLevel, "routed"); ce != nil { // no fields built when debug is off
 		ce.Write(zap.String("decision_id", call.DecisionID), zap.String("capability", capability.ID),
@@ -266,25 +266,25 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *operation.Call, r ro
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
 		rsv.failed(ctx, perr)
-		return operation.Result{}, true, d.replyRefused(ctx, call, inv, perr)
+		return exchange.Result{}, true, d.replyRefused(ctx, call, inv, perr)
 	}
 	taskID, contextID, kind := probe(result, req.Version)
 	if kind == 0 {
 		rsv.lose(ctx)
-		return operation.Result{}, true, protocol.Errorf(protocol.InvalidAgentResponse, "the handler's answer is not a task or message")
+		return exchange.Result{}, true, protocol.Errorf(protocol.InvalidAgentResponse, "the handler's answer is not a task or message")
 	}
 	if perr := record(taskID, contextID); perr != nil {
 		rsv.lose(ctx)
-		return operation.Result{}, true, perr
+		return exchange.Result{}, true, perr
 	}
-	return operation.Value(kind, result), true, nil
+	return exchange.Value(kind, result), true, nil
 }
 
 // holdContext records that the context a handler answered in (or capgate's
 // clarification opened) is o's, as a binding records a task's owner. A context
 // another owner holds means the handler filed this caller's work in someone
 // else's conversation: the answer is not passed on.
-func (d *Dispatcher) holdContext(ctx context.Context, call *operation.Call, o tasks.Owner, contextID string) *protocol.Error {
+func (d *Dispatcher) holdContext(ctx context.Context, call *exchange.Call, o tasks.Owner, contextID string) *protocol.Error {
 	held, err := d.store.ClaimContext(ctx, tasks.Context{ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: d.now()})
 	if err != nil {
 		return storeError(err)
@@ -299,7 +299,7 @@ func (d *Dispatcher) holdContext(ctx context.Context, call *operation.Call, o ta
 
 // invocation is one handler call and what it was granted.
 type invocation struct {
-	call       *operation.Call
+	call       *exchange.Call
 	capability *manifest.Capability
 	scopes     []string
 	req        handler.Request
@@ -309,7 +309,7 @@ type invocation struct {
 
 // handlerRequest builds the call to the capability's handler with the
 // caller's downscoped credential.
-func (d *Dispatcher) handlerRequest(ctx context.Context, call *operation.Call, m *manifest.Capability, limits map[string]any, params jsontext.Value) (invocation, *protocol.Error) {
+func (d *Dispatcher) handlerRequest(ctx context.Context, call *exchange.Call, m *manifest.Capability, limits map[string]any, params jsontext.Value) (invocation, *protocol.Error) {
 	scopes := grantedScopes(call.Principal.Scopes, m.ScopesFor(call.Principal.Scopes))
 	tok, err := d.tokens.HandlerToken(ctx, Grant{Call: call, Capability: m, Scopes: scopes, Limits: limits})
 	if err != nil {
@@ -388,7 +388,7 @@ func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability) {
 
 // askModel gives the optional model-based router the candidates the
 // classifier was unsure about. Any failure or doubt keeps the clarification.
-func (d *Dispatcher) askModel(ctx context.Context, call *operation.Call, msg *protocol.MessageInfo, dec router.Decision) router.Decision {
+func (d *Dispatcher) askModel(ctx context.Context, call *exchange.Call, msg *protocol.MessageInfo, dec router.Decision) router.Decision {
 	model := call.Rev.Model
 	if model == nil || len(dec.Candidates) < 2 {
 		return dec
@@ -410,30 +410,30 @@ func (d *Dispatcher) askModel(ctx context.Context, call *operation.Call, msg *pr
 // extensionMethod forwards a method an extension adds to the handler of the capability that
 // serves it (admission checked the extension is active and the caller entitled); the answer is
 // the handler's, unchanged.
-func (d *Dispatcher) extensionMethod(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) extensionMethod(ctx context.Context, call *exchange.Call) (exchange.Result, *protocol.Error) {
 	x := call.Request.Extension
 	if x == nil {
-		return operation.Result{}, protocol.Errorf(protocol.Internal, "the method's extension is not known")
+		return exchange.Result{}, protocol.Errorf(protocol.Internal, "the method's extension is not known")
 	}
 	if call.Log != nil {
 		call.Log.Capability, call.Log.Layer = x.Capability, "extension"
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, x.Capability)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	params, perr := call.Request.ForwardParams()
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, params)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	d.countCall(ctx, capability)
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
-	return operation.Value(protocol.KindExtension, result), nil
+	return exchange.Value(protocol.KindExtension, result), nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -21,9 +21,9 @@ import (
 // rsv is the message's reservation (nil: none): bind settles it with the first task; a stream
 // that ends without naming one settles it with none, a handler's refusal before any event
 // releases it (failed), and any other failure leaves its outcome unknown (lose).
-func (d *Dispatcher) stream(ctx context.Context, call *operation.Call, inv invocation, bind func(taskID, contextID string) *protocol.Error,
-	rsv *reservation) operation.Result {
-	return operation.Result{Stream: func(yield func(operation.Event) error) *protocol.Error {
+func (d *Dispatcher) stream(ctx context.Context, call *exchange.Call, inv invocation, bind func(taskID, contextID string) *protocol.Error,
+	rsv *reservation) exchange.Result {
+	return exchange.Result{Stream: func(yield func(exchange.Event) error) *protocol.Error {
 		var boundTask, heldContext string
 		yielded := false
 		start := d.now()
@@ -44,7 +44,7 @@ func (d *Dispatcher) stream(ctx context.Context, call *operation.Call, inv invoc
 				}
 			}
 			yielded = true
-			return yield(operation.Event{Kind: kind, JSON: result})
+			return yield(exchange.Event{Kind: kind, JSON: result})
 		})
 		d.record(inv, d.now().Sub(start), err)
 		switch {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/handler"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -38,13 +38,13 @@ func (f *eventsInvoker) Stream(_ context.Context, _ handler.Request, yield func(
 func BenchmarkStreamRelay(b *testing.B) {
 	inv := &eventsInvoker{event: []byte(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)}
 	d := New(nil, inv, nil)
-	call := &operation.Call{Request: &protocol.Request{ID: jsontext.Value(`"1"`), Version: protocol.V1}}
+	call := &exchange.Call{Request: &protocol.Request{ID: jsontext.Value(`"1"`), Version: protocol.V1}}
 	bound, events := 0, 0
 	bind := func(string, string) *protocol.Error { bound++; return nil }
 	b.ReportAllocs()
 	inv.n = b.N
 	b.ResetTimer()
-	if perr := d.stream(b.Context(), call, invocation{call: call}, bind, nil).Stream(func(operation.Event) error { events++; return nil }); perr != nil {
+	if perr := d.stream(b.Context(), call, invocation{call: call}, bind, nil).Stream(func(exchange.Event) error { events++; return nil }); perr != nil {
 		b.Fatal(perr)
 	}
 	if bound != 1 || events != b.N {

@@ -9,7 +9,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -17,11 +17,11 @@ import (
 
 // taskOp forwards an operation on an existing task to the handler it is
 // bound to — for its owner only, and only while still entitled.
-func (d *Dispatcher) taskOp(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) taskOp(ctx context.Context, call *exchange.Call) (exchange.Result, *protocol.Error) {
 	req := call.Request
 	b, perr := bound(call)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	if b.Pending {
 		return d.pendingOp(ctx, call, b)
@@ -31,24 +31,24 @@ func (d *Dispatcher) taskOp(ctx context.Context, call *operation.Call) (operatio
 	}
 	m, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	params, perr := req.ForwardParams()
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, m, limits, params)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
 	if req.Operation.Streaming() {
 		return d.stream(ctx, call, inv, nil, nil), nil
 	}
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
-		return operation.Result{}, perr
+		return exchange.Result{}, perr
 	}
-	return operation.Value(resultKind(req.Operation, result), result), nil
+	return exchange.Value(resultKind(req.Operation, result), result), nil
 }
 
 // resultKind is the kind of a task operation's result: the table's (protocol.Kind), except
@@ -64,27 +64,27 @@ func resultKind(op protocol.Operation, result jsontext.Value) protocol.Kind {
 }
 
 // pendingOp answers task operations on a clarification task capgate holds.
-func (d *Dispatcher) pendingOp(ctx context.Context, call *operation.Call, b tasks.Binding) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) pendingOp(ctx context.Context, call *exchange.Call, b tasks.Binding) (exchange.Result, *protocol.Error) {
 	cands := d.candidates(call, b)
 	task := clarificationTask(b, cands)
 	switch call.Request.Operation {
 	case protocol.GetTask:
-		return operation.Value(protocol.KindTask, taskJSON(task, call.Request.Version)), nil
+		return exchange.Value(protocol.KindTask, taskJSON(task, call.Request.Version)), nil
 	case protocol.SubscribeToTask:
 		// A stream event: {"task": …} in 1.0, as SendStreamingMessage sends it.
-		return operation.Events(operation.Event{Kind: protocol.KindTask, JSON: streamResult(task, call.Request.Version)}), nil
+		return exchange.Events(exchange.Event{Kind: protocol.KindTask, JSON: streamResult(task, call.Request.Version)}), nil
 	case protocol.CancelTask:
 		if err := d.store.Delete(ctx, b.TaskID); err != nil {
-			return operation.Result{}, storeError(err)
+			return exchange.Result{}, storeError(err)
 		}
 		now := d.now().UTC()
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &now}
-		return operation.Value(protocol.KindTask, taskJSON(task, call.Request.Version)), nil
+		return exchange.Value(protocol.KindTask, taskJSON(task, call.Request.Version)), nil
 	}
-	return operation.Result{}, protocol.Errorf(protocol.PushNotificationNotSupported, "push notifications are not supported for a task awaiting clarification")
+	return exchange.Result{}, protocol.Errorf(protocol.PushNotificationNotSupported, "push notifications are not supported for a task awaiting clarification")
 }
 
-func (d *Dispatcher) candidates(call *operation.Call, b tasks.Binding) []router.Candidate {
+func (d *Dispatcher) candidates(call *exchange.Call, b tasks.Binding) []router.Candidate {
 	out := make([]router.Candidate, 0, len(b.Candidates))
 	for _, id := range b.Candidates {
 		if m, ok := call.Rev.Registry().Get(id); ok {
@@ -100,7 +100,7 @@ const MaxListTasks = 100
 
 // listCall is one ListTasks in progress.
 type listCall struct {
-	call *operation.Call
+	call *exchange.Call
 	q    listQuery
 	// checks are the entitlement re-checks made so far, by capability.
 	checks map[string]capCheck
@@ -116,9 +116,9 @@ type listCall struct {
 // (pagetoken.go). totalSize counts the owned tasks that pass the filters
 // the store can answer: with status or statusTimestampAfter, or when a
 // handler fails, it is an upper bound.
-func (d *Dispatcher) list(ctx context.Context, call *operation.Call) (operation.Result, *protocol.Error) {
+func (d *Dispatcher) list(ctx context.Context, call *exchange.Call) (exchange.Result, *protocol.Error) {
 	if !call.Principal.Authenticated {
-		return operation.Result{}, protocol.MissingCredentials()
+		return exchange.Result{}, protocol.MissingCredentials()
 	}
 	owner := ownerOf(call)
 	lc := &listCall{call: call, q: listQueryOf(call.Request.List), checks: map[string]capCheck{}, taskTimeout: ListDeadline / 2}
@@ -130,7 +130,7 @@ func (d *Dispatcher) list(ctx context.Context, call *operation.Call) (operation.
 	if lc.q.pageToken != "" {
 		p, perr := d.openPage(scope, lc.q.pageToken)
 		if perr != nil {
-			return operation.Result{}, perr
+			return exchange.Result{}, perr
 		}
 		from = &p
 	}
@@ -138,7 +138,7 @@ func (d *Dispatcher) list(ctx context.Context, call *operation.Call) (operation.
 	defer cancel()
 	out, total, next, err := d.listOwned(ctx, lctx, lc, owner, from)
 	if err != nil {
-		return operation.Result{}, storeError(err)
+		return exchange.Result{}, storeError(err)
 	}
 	var nextToken string
 	if next != nil {
@@ -152,9 +152,9 @@ func (d *Dispatcher) list(ctx context.Context, call *operation.Call) (operation.
 	}{Tasks: out, TotalSize: total, PageSize: len(out), NextPageToken: nextToken}
 	body, merr := stdjson.Marshal(resp)
 	if merr != nil {
-		return operation.Result{}, protocol.Wrap(protocol.Internal, merr, "the task list could not be rendered")
+		return exchange.Result{}, protocol.Wrap(protocol.Internal, merr, "the task list could not be rendered")
 	}
-	return operation.Value(protocol.KindTaskList, body), nil
+	return exchange.Value(protocol.KindTaskList, body), nil
 }
 
 // collect examines candidates in order, in batches, until the page is

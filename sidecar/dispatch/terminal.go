@@ -6,7 +6,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -16,7 +16,7 @@ import (
 // continues a task the caller owns, the handler is asked for that task, with the same
 // credential, and a terminal state answers for the refusal. Any other refusal, or a failure to
 // learn the state, is perr unchanged.
-func (d *Dispatcher) replyRefused(ctx context.Context, call *operation.Call, inv invocation, perr *protocol.Error) *protocol.Error {
+func (d *Dispatcher) replyRefused(ctx context.Context, call *exchange.Call, inv invocation, perr *protocol.Error) *protocol.Error {
 	req := call.Request
 	msg := req.Message
 	if msg == nil || msg.TaskID == "" || !req.Operation.Message() || perr.Code == protocol.TaskNotFound ||

@@ -6,7 +6,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
@@ -112,7 +112,7 @@ func heldParts(params jsontext.Value) ([]byte, *protocol.Error) {
 // combined message back through the request parser with the gateway's
 // limits: the handler receives, and the capability's limits are checked
 // against, exactly what any message of that size and shape would be.
-func withHeld(call *operation.Call, params jsontext.Value, b tasks.Binding) (jsontext.Value, *protocol.MessageInfo, *protocol.Error) {
+func withHeld(call *exchange.Call, params jsontext.Value, b tasks.Binding) (jsontext.Value, *protocol.MessageInfo, *protocol.Error) {
 	v := call.Request.Version
 	if b.HeldVersion != string(v) {
 		return nil, nil, protocol.Errorf(protocol.InvalidRequest,

@@ -13,7 +13,7 @@ import (
 
 	"github.com/capgate/capgate/policy/card"
 	"github.com/capgate/capgate/sidecar/decisionlog"
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tracing"
@@ -109,7 +109,7 @@ func etagMatch(header, etag string) bool {
 }
 
 // serveExtendedCard answers GetExtendedAgentCard with the caller's projection.
-func (g *Gateway) serveExtendedCard(ctx context.Context, call *operation.Call, entry *decisionlog.Entry, w http.ResponseWriter) (*operation.Result, *protocol.Error) {
+func (g *Gateway) serveExtendedCard(ctx context.Context, call *exchange.Call, entry *decisionlog.Entry, w http.ResponseWriter) (*exchange.Result, *protocol.Error) {
 	rev := call.Rev
 	if !rev.ExtendedCard {
 		return nil, protocol.Errorf(protocol.UnsupportedOperation, "this agent does not offer an extended agent card")
@@ -154,7 +154,7 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *operation.Call, e
 			return nil, nil
 		}
 	}
-	res := operation.Value(protocol.KindCard, b)
+	res := exchange.Value(protocol.KindCard, b)
 	return &res, nil
 }
 

@@ -1,7 +1,7 @@
 // Package gateway is the A2A server callers talk to: it serves the public and
 // extended cards, speaks the JSON-RPC, HTTP+JSON and gRPC bindings in A2A 1.0
 // and 0.3, authenticates every caller itself, negotiates extensions, hands
-// message and task operations to their server (operation.Server), and writes
+// message and task operations to their server (exchange.Server), and writes
 // each answer in the caller's binding.
 package gateway
 
@@ -13,9 +13,9 @@ import (
 
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/metering"
 	"github.com/capgate/capgate/sidecar/metrics"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -47,7 +47,7 @@ type Gateway struct {
 	// (and so created at 0) once.
 	decisions map[string]*metrics.DecisionCounters
 	limits    protocol.Limits
-	ops       operation.Server
+	ops       exchange.Server
 	// keepAlive is the SSE keep-alive interval of streamed answers (0: none).
 	keepAlive time.Duration
 	owners    tasks.Owners
@@ -74,7 +74,7 @@ func WithLimits(l protocol.Limits) Option { return func(g *Gateway) { g.limits =
 
 // WithOperations sets the server of message and task operations. Without
 // one those operations answer UnsupportedOperation.
-func WithOperations(o operation.Server) Option { return func(g *Gateway) { g.ops = o } }
+func WithOperations(o exchange.Server) Option { return func(g *Gateway) { g.ops = o } }
 
 // WithStreamKeepAlive sends an SSE comment on a streamed answer that has been
 // quiet for every (config limits.stream_keepalive; 0, the default: none).

@@ -14,7 +14,7 @@ import (
 
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
@@ -47,11 +47,11 @@ func errorReason(t *testing.T, details string) string {
 }
 
 // events is a stream of the given event JSONs ending with end (nil: normally).
-func events(end *protocol.Error, jsons ...string) operation.Result {
-	return operation.Result{Stream: func(yield func(operation.Event) error) *protocol.Error {
+func events(end *protocol.Error, jsons ...string) exchange.Result {
+	return exchange.Result{Stream: func(yield func(exchange.Event) error) *protocol.Error {
 		for _, j := range jsons {
-			if err := yield(operation.Event{Kind: protocol.KindTask, JSON: []byte(j)}); err != nil {
-				return operation.Failed(err)
+			if err := yield(exchange.Event{Kind: protocol.KindTask, JSON: []byte(j)}); err != nil {
+				return exchange.Failed(err)
 			}
 		}
 		return end
@@ -67,7 +67,7 @@ func TestGRPCEvents(t *testing.T) {
 	notFound := protocol.Errorf(protocol.TaskNotFound, "task not found")
 	tests := []struct {
 		name    string
-		stream  operation.Result
+		stream  exchange.Result
 		events  int
 		written bool
 		status  string
@@ -116,7 +116,7 @@ func TestGRPCEvents(t *testing.T) {
 func TestGRPCUnary(t *testing.T) {
 	rec := httptest.NewRecorder()
 	get := &protocol.Request{Binding: protocol.GRPC, Operation: protocol.GetTask}
-	perr, _ := answer(rec, get, operation.Value(protocol.KindTask, []byte(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)), 0)
+	perr, _ := answer(rec, get, exchange.Value(protocol.KindTask, []byte(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)), 0)
 	require.Nil(t, perr)
 	msgs := messages(t, rec.Body.Bytes())
 	require.Len(t, msgs, 1)
@@ -127,12 +127,12 @@ func TestGRPCUnary(t *testing.T) {
 	require.Equal(t, "0", rec.Result().Trailer.Get("Grpc-Status"))
 
 	rec = httptest.NewRecorder()
-	perr, _ = answer(rec, &protocol.Request{Binding: protocol.GRPC, Operation: protocol.DeleteTaskPushNotificationConfig}, operation.Value(protocol.KindEmpty, []byte(`null`)), 0)
+	perr, _ = answer(rec, &protocol.Request{Binding: protocol.GRPC, Operation: protocol.DeleteTaskPushNotificationConfig}, exchange.Value(protocol.KindEmpty, []byte(`null`)), 0)
 	require.Nil(t, perr)
 	require.Equal(t, [][]byte{{}}, messages(t, rec.Body.Bytes()))
 
 	rec = httptest.NewRecorder()
-	perr, written := answer(rec, get, operation.Value(protocol.KindTask, []byte(`{"id":"t-1","secret":"x"}`)), 0)
+	perr, written := answer(rec, get, exchange.Value(protocol.KindTask, []byte(`{"id":"t-1","secret":"x"}`)), 0)
 	require.True(t, protocol.IsCode(perr, protocol.InvalidAgentResponse))
 	require.False(t, written, "nothing is written: the gateway answers with the error")
 	require.Empty(t, rec.Body.Bytes())

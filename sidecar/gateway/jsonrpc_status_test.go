@@ -9,8 +9,8 @@ import (
 
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/gateway"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/test/testutil"
@@ -19,11 +19,11 @@ import (
 // refuse answers every operation with one error.
 type refuse struct{ e *protocol.Error }
 
-func (r refuse) Serve(context.Context, *operation.Call) (operation.Result, *protocol.Error) {
-	return operation.Result{}, r.e
+func (r refuse) Serve(context.Context, *exchange.Call) (exchange.Result, *protocol.Error) {
+	return exchange.Result{}, r.e
 }
 
-func gatewayWith(t *testing.T, status int, ops operation.Server) *gateway.Gateway {
+func gatewayWith(t *testing.T, status int, ops exchange.Server) *gateway.Gateway {
 	t.Helper()
 	d, err := deployment.Load("")
 	require.NoError(t, err)
@@ -54,7 +54,7 @@ func TestJSONRPCAuthStatus(t *testing.T) {
 	cases := []struct {
 		name        string
 		status      int
-		ops         operation.Server
+		ops         exchange.Server
 		body        string
 		auth        string
 		code        int

@@ -7,7 +7,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/capgate/capgate/sidecar/operation"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
@@ -18,12 +18,12 @@ import (
 // written is refused in the binding's ordinary shape (a stream's included, so a streaming
 // method's error before its first event has one form per binding); once written, the error has
 // ended the answer in the binding's own way (the stream's last event, or gRPC trailers).
-func answer(w http.ResponseWriter, req *protocol.Request, res operation.Result, keepAlive time.Duration) (*protocol.Error, bool) {
+func answer(w http.ResponseWriter, req *protocol.Request, res exchange.Result, keepAlive time.Duration) (*protocol.Error, bool) {
 	if res.Stream == nil {
 		return writerFor(w, req, 0).Unary(res.JSON, res.Kind == protocol.KindEmpty)
 	}
 	aw := writerFor(w, req, keepAlive)
-	e := res.Stream(func(ev operation.Event) error { return aw.Event(ev.JSON) })
+	e := res.Stream(func(ev exchange.Event) error { return aw.Event(ev.JSON) })
 	aw.Stop() // no keep-alive is written once this returns
 	switch {
 	case e == nil && !aw.Begun():

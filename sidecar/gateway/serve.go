@@ -13,8 +13,8 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/decisionlog"
+	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/identity"
-	"github.com/capgate/capgate/sidecar/operation"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/wire"
@@ -123,7 +123,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 			w.Header().Set(HeaderExtensionsV03, list)
 		}
 	}
-	call := &operation.Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
+	call := &exchange.Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
 		Header: r.Header, Log: entry, Task: v.Task}
 	res, e := g.run(r.Context(), call, w)
 	for _, h := range protocol.RateLimitHeaders(entry.Quotas) { // charged at admission or once routed
@@ -167,14 +167,14 @@ func peerOf(r *http.Request, rev *revision.State) (string, *protocol.Error) {
 
 // run serves an admitted operation: its result, for answer to write, or nil when run has
 // answered itself (a card not modified). A returned error has not been written yet.
-func (g *Gateway) run(ctx context.Context, call *operation.Call, w http.ResponseWriter) (*operation.Result, *protocol.Error) {
+func (g *Gateway) run(ctx context.Context, call *exchange.Call, w http.ResponseWriter) (*exchange.Result, *protocol.Error) {
 	switch call.Request.Operation {
 	case protocol.GetExtendedAgentCard:
 		return g.serveExtendedCard(ctx, call, call.Log, w)
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		res := operation.Value(protocol.KindCard, publicCardFor(call.Rev, call.Request.Version))
+		res := exchange.Value(protocol.KindCard, publicCardFor(call.Rev, call.Request.Version))
 		return &res, nil
 	}
 	if g.ops == nil {

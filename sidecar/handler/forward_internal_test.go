@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
@@ -31,16 +31,16 @@ func TestForwardedParsesAsAdmitted(t *testing.T) {
 		base      = "/a2a"
 	)
 	checked := map[protocol.Binding]int{}
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		swept := ownTask
-		if p.Kind == positions.Tenant {
+		if p.Kind == positionstest.Tenant {
 			swept = ownTenant
 		}
-		method, tgt, h, body, err := positions.Request(p, swept, ownTask, ownTenant, hook)
+		method, tgt, h, body, err := positionstest.Request(p, swept, ownTask, ownTenant, hook)
 		require.NoError(t, err)
 		path, query, _ := cut(tgt)
 		admitted, perr := wire.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: header(h), Body: body,
-			GRPC: true, Methods: positions.Methods()}, "", protocol.Limits{})
+			GRPC: true, Methods: positionstest.Methods()}, "", protocol.Limits{})
 		require.Nil(t, perr, "%s: %v", p.Name(), perr)
 		if p.Binding == protocol.GRPC && p.Version == protocol.V03 {
 			continue // the 0.3 gRPC service is authorized, never forwarded
@@ -65,7 +65,7 @@ func TestForwardedParsesAsAdmitted(t *testing.T) {
 				}
 				stream := admitted.Operation == protocol.SendStreamingMessage || admitted.Operation == protocol.SubscribeToTask
 				hr, perr := newRequest(t.Context(), target{name: "up", url: url, binding: b}, Request{Handler: "up",
-					Version: admitted.Version, Method: m, Params: params, Token: "tok", Extensions: []string{positions.ExtensionURI}}, "1", stream)
+					Version: admitted.Version, Method: m, Params: params, Token: "tok", Extensions: []string{positionstest.ExtensionURI}}, "1", stream)
 				require.Nil(t, perr, "%v", perr)
 				var sent []byte
 				if hr.Body != nil {
@@ -73,7 +73,7 @@ func TestForwardedParsesAsAdmitted(t *testing.T) {
 					require.NoError(t, err)
 				}
 				received, perr := wire.Parse(protocol.Envelope{Method: hr.Method, Path: hr.URL.EscapedPath(), Query: hr.URL.RawQuery,
-					Header: header(hr.Header), Body: sent, GRPC: true, Methods: positions.Methods()}, base, protocol.Limits{})
+					Header: header(hr.Header), Body: sent, GRPC: true, Methods: positionstest.Methods()}, base, protocol.Limits{})
 				require.Nil(t, perr, "the handler's call does not parse: %v\n%s %s\n%s", perr, hr.Method, hr.URL, sent)
 				requireSameModel(t, admitted, received)
 				checked[b]++

@@ -89,7 +89,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		return ps.readExtensionParams(v, p, r)
 	}
 	// Push notification configs.
-	if v == V1 {
+	if v == V1 && op.Push() {
 		if err := target(taskField); err != nil {
 			return err
 		}
@@ -155,7 +155,8 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 	case ListTaskPushNotificationConfigs:
 		return target(taskField)
 	}
-	return nil
+	// An operation of the table no case reads: refused, never admitted with params nobody read.
+	return Errorf(UnsupportedOperation, "%s is not supported by capgate's reader", op)
 }
 
 // configName03 reads the name of a 0.3 TaskPushNotificationConfig, as the 0.3 specification's

@@ -11,7 +11,7 @@
 // label. The parser's name lookups are indexes built from the table when the package loads, and
 // the properties other packages ask of an Operation (Streaming, TargetsTask, Push, PathFields,
 // ...) are the row's. Adding an operation is adding a row, and — when its params are new —
-// teaching the readers to read them (params.go, grpcwire) and the positions catalogue where they
+// teaching the readers to read them (params.go, grpcwire) and the positions catalogue (positionstest) where they
 // name a task, context or tenant (docs/walkthroughs.md). operations_test.go fails when a product
 // file spells a wire name of an operation outside the table.
 package protocol

@@ -16,8 +16,11 @@ type Backend struct {
 	// Name names the backend in messages and docs ("memory", "redis").
 	Name string
 	// Schemes are the URL schemes it serves: "redis" serves redis://…; a
-	// scheme also matches the bare word (the memory store's URL is "memory").
+	// URL without "://" is matched by its whole text (see Bare).
 	Schemes []string
+	// Bare: the backend's URL is the scheme alone ("memory"), not
+	// scheme://…; messages list it so.
+	Bare bool
 	// Check reports what is wrong with a URL of this backend, exactly as
 	// Open would refuse it, without connecting. nil: every URL of its
 	// schemes is well formed.
@@ -38,12 +41,12 @@ type Backend struct {
 // Backends is a table of task store backends.
 type Backends []Backend
 
-// Lookup finds the backend serving url by its scheme (or, for a URL without
-// "://", the bare word).
+// Lookup finds the backend serving url by its scheme: scheme://… for most,
+// the whole URL for a Bare one ("memory", never "memory://…").
 func (t Backends) Lookup(url string) (Backend, bool) {
-	scheme, _, _ := strings.Cut(url, "://")
+	scheme, _, hasSlashes := strings.Cut(url, "://")
 	for _, b := range t {
-		if slices.Contains(b.Schemes, scheme) {
+		if b.Bare != hasSlashes && slices.Contains(b.Schemes, scheme) {
 			return b, true
 		}
 	}
@@ -86,8 +89,8 @@ func (t Backends) forms() []string {
 	var out []string
 	for _, b := range t {
 		for _, s := range b.Schemes {
-			if b.Check == nil && s == b.Name {
-				out = append(out, s) // a bare word
+			if b.Bare {
+				out = append(out, s)
 			} else {
 				out = append(out, s+"://")
 			}

@@ -1,5 +1,5 @@
 // Package admission_test drives both doors — the gateway and the ext_authz server, one capgate
-// sharing one task store — with every position of the request model (sidecar/protocol/positions)
+// sharing one task store — with every position of the request model (sidecar/protocol/positionstest)
 // and every caller class, and requires that they give the same verdict and that only the owner
 // gets through.
 package admission_test

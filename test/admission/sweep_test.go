@@ -13,7 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 )
 
 // TestSweep drives every position of the request model (every binding × version × operation ×
@@ -32,7 +32,7 @@ func TestSweep(t *testing.T) {
 	e := startBoth(t)
 	cs := classes(t, e)
 	owner := cs[0]
-	all := positions.All()
+	all := positionstest.All()
 	require.Greater(t, len(all), 150, "the catalogue looks truncated")
 	counts := map[string]int{}
 	sent := 0 // each request is a new message: its own messageId
@@ -41,9 +41,9 @@ func TestSweep(t *testing.T) {
 			t.Run(p.Name()+"/"+c.name, func(t *testing.T) {
 				swept := owner.task
 				switch p.Kind {
-				case positions.Tenant:
+				case positionstest.Tenant:
 					swept = owner.tenant
-				case positions.Context:
+				case positionstest.Context:
 					swept = owner.context
 				}
 				ownTask, ownTenant := c.task, c.tenant
@@ -51,15 +51,15 @@ func TestSweep(t *testing.T) {
 					ownTask, ownTenant = owner.task, owner.tenant
 				}
 				sent++
-				method, target, h, body, err := positions.RequestFor(p, swept, ownTask, ownTenant, hook, "sweep-"+strconv.Itoa(sent))
+				method, target, h, body, err := positionstest.RequestFor(p, swept, ownTask, ownTenant, hook, "sweep-"+strconv.Itoa(sent))
 				require.NoError(t, err)
 				if !c.anonymous {
 					h.Set("Authorization", "Bearer "+c.token)
 				}
 				// Only a caller to whom everything named belongs is admitted.
 				want := c.authenticated && (p.Filter ||
-					(p.Kind == positions.Task || p.Kind == positions.Context) && c == owner ||
-					p.Kind == positions.Tenant && c.tenant == owner.tenant)
+					(p.Kind == positionstest.Task || p.Kind == positionstest.Context) && c == owner ||
+					p.Kind == positionstest.Tenant && c.tenant == owner.tenant)
 				if want && (p.Operation == protocol.GetTaskPushNotificationConfig || p.Operation == protocol.DeleteTaskPushNotificationConfig) {
 					e.pushConfig(t, c, ownTaskOf(p, swept, ownTask))
 				}
@@ -77,7 +77,7 @@ func TestSweep(t *testing.T) {
 					require.Equal(t, az.status, gw.status, "the doors disagree on the status: %s %s", method, target)
 					if c.anonymous {
 						require.Equal(t, "UNAUTHENTICATED", gw.reason, "an anonymous caller is asked for a credential")
-					} else if p.Kind == positions.Context {
+					} else if p.Kind == positionstest.Context {
 						require.Equal(t, "TASK_NOT_FOUND", gw.reason, "another owner's context is answered as a task that does not exist")
 					}
 					require.False(t, e.forwarded(gw.decision), "a refused request reached a handler")
@@ -101,8 +101,8 @@ func TestSweep(t *testing.T) {
 }
 
 // ownTaskOf is the task a filled request targets.
-func ownTaskOf(p positions.Position, swept, own string) string {
-	if p.Kind == positions.Task && !strings.Contains(p.Where, "referenceTaskIds") && !strings.Contains(p.Where, "reference_task_ids") {
+func ownTaskOf(p positionstest.Position, swept, own string) string {
+	if p.Kind == positionstest.Task && !strings.Contains(p.Where, "referenceTaskIds") && !strings.Contains(p.Where, "reference_task_ids") {
 		return swept
 	}
 	return own
@@ -113,7 +113,7 @@ func ownTaskOf(p positions.Position, swept, own string) string {
 // tasks are complete, so a2a-go refuses to cancel them (TASK_NOT_CANCELABLE), to continue them
 // (which capgate answers as UNSUPPORTED_OPERATION: a terminal task takes no more messages) or
 // to subscribe to them (TASK_NOT_FOUND: no execution).
-func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, method, target string) {
+func requireServed(t *testing.T, e *env, p positionstest.Position, gw outcome, method, target string) {
 	t.Helper()
 	require.NotEmpty(t, gw.decision)
 	if p.Operation == protocol.GetExtendedAgentCard {
@@ -127,8 +127,8 @@ func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, metho
 			protocol.SendMessage:          "UNSUPPORTED_OPERATION",
 			protocol.SendStreamingMessage: "UNSUPPORTED_OPERATION",
 		}
-		continuing := p.Kind == positions.Task && (strings.HasSuffix(p.Where, "message.taskId") || strings.HasSuffix(p.Where, "message.task_id")) ||
-			p.Kind == positions.Context && strings.Contains(p.Body, positions.OwnTask) // the owner's task, in its context
+		continuing := p.Kind == positionstest.Task && (strings.HasSuffix(p.Where, "message.taskId") || strings.HasSuffix(p.Where, "message.task_id")) ||
+			p.Kind == positionstest.Context && strings.Contains(p.Body, positionstest.OwnTask) // the owner's task, in its context
 		ok := handlerAnswers[p.Operation] == gw.reason &&
 			(p.Operation == protocol.CancelTask || p.Operation == protocol.SubscribeToTask || continuing)
 		require.True(t, ok, "the owner was not served: %s %s: %s\n%s", method, target, gw, gw.body)
@@ -141,7 +141,7 @@ func requireServed(t *testing.T, e *env, p positions.Position, gw outcome, metho
 // own results: the owner's page lists its task; another caller's page is empty and the same,
 // byte for byte, as the answer to a context nobody holds — "not yours" and "does not exist" look
 // alike.
-func requireNarrowed(t *testing.T, e *env, p positions.Position, isOwner bool, ownerTask string, gw outcome, ownTask, ownTenant string, h http.Header) {
+func requireNarrowed(t *testing.T, e *env, p positionstest.Position, isOwner bool, ownerTask string, gw outcome, ownTask, ownTenant string, h http.Header) {
 	t.Helper()
 	require.True(t, gw.allowed, "%s", gw.body)
 	got := listedTasks(t, p, gw.body)
@@ -150,7 +150,7 @@ func requireNarrowed(t *testing.T, e *env, p positions.Position, isOwner bool, o
 		return
 	}
 	require.Empty(t, got, "another caller's page lists tasks: %s", gw.body)
-	method, target, _, body, err := positions.Request(p, "ctx-nobody-holds", ownTask, ownTenant, hook)
+	method, target, _, body, err := positionstest.Request(p, "ctx-nobody-holds", ownTask, ownTenant, hook)
 	require.NoError(t, err)
 	unknown := e.gateway(t, method, target, h.Clone(), body)
 	require.Equal(t, unknown.status, gw.status)
@@ -158,7 +158,7 @@ func requireNarrowed(t *testing.T, e *env, p positions.Position, isOwner bool, o
 }
 
 // listedTasks reads the task ids of a ListTasks answer of p's binding.
-func listedTasks(t *testing.T, p positions.Position, body string) []string {
+func listedTasks(t *testing.T, p positionstest.Position, body string) []string {
 	t.Helper()
 	var ids []string
 	switch p.Binding {

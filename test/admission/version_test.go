@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 )
 
 // TestVersionNegotiationAtBothDoors: one version rule for the three bindings (A2A 1.0 §3.6).
@@ -63,13 +63,13 @@ func TestVersionNegotiationAtBothDoors(t *testing.T) {
 		}
 		return "", "VERSION_NOT_SUPPORTED"
 	}
-	for _, p := range positions.All() {
-		if p.Version != protocol.V1 || p.Operation != protocol.GetTask || p.Kind != positions.Task || p.MustAgree {
+	for _, p := range positionstest.All() {
+		if p.Version != protocol.V1 || p.Operation != protocol.GetTask || p.Kind != positionstest.Task || p.MustAgree {
 			continue
 		}
 		for _, s := range sources {
 			t.Run(p.Name()+"/"+s.name, func(t *testing.T) {
-				method, target, h, body, err := positions.RequestFor(p, owner.task, owner.task, owner.tenant, hook, "m-"+rand.Text())
+				method, target, h, body, err := positionstest.RequestFor(p, owner.task, owner.task, owner.tenant, hook, "m-"+rand.Text())
 				require.NoError(t, err)
 				h.Del(protocol.VersionHeader)
 				for _, v := range s.header {
@@ -104,13 +104,13 @@ func TestVersionNegotiationAtBothDoors(t *testing.T) {
 func TestGRPCVersionMetadata(t *testing.T) {
 	e := startBoth(t)
 	owner := classes(t, e)[0]
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		if p.Binding != protocol.GRPC || p.Version != protocol.V1 || p.Operation != protocol.SendMessage || p.MustAgree {
 			continue
 		}
 		for _, v := range []string{"99.0", "0.3", "2.0"} {
 			t.Run(p.Name()+"/"+v, func(t *testing.T) {
-				method, target, h, body, err := positions.RequestFor(p, owner.task, owner.task, owner.tenant, hook, "m-"+rand.Text())
+				method, target, h, body, err := positionstest.RequestFor(p, owner.task, owner.task, owner.tenant, hook, "m-"+rand.Text())
 				require.NoError(t, err)
 				h.Set(protocol.VersionHeader, v)
 				h.Set("Authorization", "Bearer "+owner.token)
@@ -149,12 +149,12 @@ func TestTenantRefusalNamesTheRequestsTenant(t *testing.T) {
 	e := startBoth(t)
 	owner := classes(t, e)[0]
 	n := 0
-	for _, p := range positions.All() {
-		if p.Version != protocol.V1 || p.Operation != protocol.SendMessage || p.Kind != positions.Tenant || p.MustAgree || p.Binding == protocol.GRPC {
+	for _, p := range positionstest.All() {
+		if p.Version != protocol.V1 || p.Operation != protocol.SendMessage || p.Kind != positionstest.Tenant || p.MustAgree || p.Binding == protocol.GRPC {
 			continue
 		}
 		t.Run(p.Name(), func(t *testing.T) {
-			method, target, h, body, err := positions.RequestFor(p, "undefined", owner.task, "undefined", hook, "m-"+rand.Text())
+			method, target, h, body, err := positionstest.RequestFor(p, "undefined", owner.task, "undefined", hook, "m-"+rand.Text())
 			require.NoError(t, err)
 			h.Set("Authorization", "Bearer "+owner.token)
 			gw, _ := e.door(t, method, target, h, string(body))

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 	"github.com/capgate/capgate/sidecar/push"
 	"github.com/capgate/capgate/sidecar/push/pushtest"
 )
@@ -19,13 +19,13 @@ import (
 // operation of the catalogue that carries a webhook URL (JSON-RPC and HTTP+JSON create,
 // SendMessage's configuration, 0.3's /v1/ routes, gRPC), plus 0.3's SendMessage with a push
 // config, which names no task and so is not in the catalogue.
-func webhookWays() []positions.Position {
-	var out []positions.Position
+func webhookWays() []positionstest.Position {
+	var out []positionstest.Position
 	seen := map[string]bool{}
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		key := string(p.Binding) + string(p.Version) + string(p.Operation)
-		if seen[key] || p.Kind != positions.Task || p.Operation == protocol.SendStreamingMessage ||
-			!strings.Contains(p.Body, positions.URL) {
+		if seen[key] || p.Kind != positionstest.Task || p.Operation == protocol.SendStreamingMessage ||
+			!strings.Contains(p.Body, positionstest.URL) {
 			continue
 		}
 		seen[key] = true
@@ -33,11 +33,11 @@ func webhookWays() []positions.Position {
 	}
 	msg03 := `{"kind":"message","messageId":"m-1","role":"user","parts":[{"kind":"text","text":"look up invoice INV-1"}],"metadata":{"skillId":"lookup-invoice"}}`
 	out = append(out,
-		positions.Position{Binding: protocol.JSONRPC, Version: protocol.V03, Operation: protocol.SendMessage, Where: "params.configuration.pushNotificationConfig",
+		positionstest.Position{Binding: protocol.JSONRPC, Version: protocol.V03, Operation: protocol.SendMessage, Where: "params.configuration.pushNotificationConfig",
 			Method: http.MethodPost, Target: "/", Body: `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":` + msg03 +
-				`,"configuration":{"pushNotificationConfig":{"url":"` + positions.URL + `"}}}}`},
-		positions.Position{Binding: protocol.HTTPJSON, Version: protocol.V03, Operation: protocol.SendMessage, Where: "configuration.pushNotificationConfig",
-			Method: http.MethodPost, Target: "/v1/message:send", Body: `{"message":` + msg03 + `,"configuration":{"pushNotificationConfig":{"url":"` + positions.URL + `"}}}`})
+				`,"configuration":{"pushNotificationConfig":{"url":"` + positionstest.URL + `"}}}}`},
+		positionstest.Position{Binding: protocol.HTTPJSON, Version: protocol.V03, Operation: protocol.SendMessage, Where: "configuration.pushNotificationConfig",
+			Method: http.MethodPost, Target: "/v1/message:send", Body: `{"message":` + msg03 + `,"configuration":{"pushNotificationConfig":{"url":"` + positionstest.URL + `"}}}`})
 	return out
 }
 
@@ -62,7 +62,7 @@ func TestWebhookURLCorpusAtBothDoors(t *testing.T) {
 			for _, u := range corpus {
 				quoted, err := json.Marshal(u)
 				require.NoError(t, err)
-				method, target, h, body, err := positions.RequestFor(p, owner.task, owner.task, owner.tenant, string(quoted[1:len(quoted)-1]), "m-"+rand.Text())
+				method, target, h, body, err := positionstest.RequestFor(p, owner.task, owner.task, owner.tenant, string(quoted[1:len(quoted)-1]), "m-"+rand.Text())
 				require.NoError(t, err, u)
 				h.Set("Authorization", "Bearer "+owner.token)
 				want := policy.CheckURL(u) == nil

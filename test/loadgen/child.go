@@ -17,6 +17,7 @@ import (
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/extauthz"
 	"github.com/capgate/capgate/sidecar/server"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 // runChild serves as a child process until its stdin closes, after printing
@@ -104,7 +105,7 @@ func serveNoop(ctx context.Context) error {
 // /metrics) as `capgate serve` wires it, with a decision log that is
 // encoded as JSON and discarded: the encoding is paid, the disk is not.
 func serveCapgate(ctx context.Context, config string) error {
-	d, err := deployment.Load(config)
+	d, err := deployment.Load(config, settings.Checks()...)
 	if err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/capgate/capgate/policy/deployment"
 	"github.com/capgate/capgate/sidecar/server"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 // The gateway benchmark's child roles: the upstream A2A agent, a bare
@@ -122,7 +123,7 @@ func serveProxy(ctx context.Context, upstream string) error {
 // audit stream encoded as JSON and discarded: the encoding is paid, the
 // disk is not.
 func serveGateway(ctx context.Context, config string) error {
-	d, err := deployment.Load(config)
+	d, err := deployment.Load(config, settings.Checks()...)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/capgate/capgate/sidecar/handler/echo"
 	"github.com/capgate/capgate/sidecar/handlerauth"
 	"github.com/capgate/capgate/sidecar/identity"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 // The soak's defaults (used unless the flags are given) and bounds
@@ -312,7 +313,7 @@ func soakDeployment(ctx context.Context, dir, redisAddr string, ttl time.Duratio
 		return "", "", nil, err
 	}
 	config = filepath.Join(dir, "capgate.yaml")
-	d, err := deployment.Load(config)
+	d, err := deployment.Load(config, settings.Checks()...)
 	if err != nil {
 		return "", "", nil, err
 	}

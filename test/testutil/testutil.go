@@ -24,6 +24,7 @@ import (
 
 	"github.com/capgate/capgate/manifests"
 	"github.com/capgate/capgate/policy/deployment"
+	"github.com/capgate/capgate/sidecar/settings"
 )
 
 // Identity settings of the finance example (manifests/finance/capgate.yaml).
@@ -93,7 +94,7 @@ func resolve(cfgPath, path string) string {
 // deployment that the caller may modify before Start.
 func LoadDeployment(t testing.TB, cfgPath string) *deployment.Deployment {
 	t.Helper()
-	d, err := deployment.Load(cfgPath)
+	d, err := deployment.Load(cfgPath, settings.Checks()...)
 	require.NoError(t, err, "load deployment %q", cfgPath)
 	return d
 }

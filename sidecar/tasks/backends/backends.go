@@ -16,7 +16,7 @@ import (
 // Table is the task store backends, in the order messages list them.
 func Table() tasks.Backends {
 	return tasks.Backends{
-		{Name: tasks.MemoryURL, Schemes: []string{tasks.MemoryURL}, Open: tasks.OpenMemory},
+		{Name: tasks.MemoryURL, Schemes: []string{tasks.MemoryURL}, Bare: true, Open: tasks.OpenMemory},
 		{Name: "redis", Schemes: []string{tasks.SchemeRedis, tasks.SchemeRedisTLS},
 			Check: tasks.CheckURL, Open: tasks.OpenRedisStore, Shared: true, Password: true},
 		{Name: "redis-sentinel", Schemes: []string{tasks.SchemeSentinel, tasks.SchemeSentinelTLS},

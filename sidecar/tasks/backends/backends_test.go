@@ -18,7 +18,7 @@ func TestOpen(t *testing.T) {
 	require.NoError(t, err)
 	require.IsType(t, &tasks.Memory{}, s)
 
-	for _, bad := range []string{"", "postgres://x", "redis://:secret@h:6379/0?binding_ttl=soon", "redis://:secret@h:6379/0?nope=1", "redis://:secret@h:6379/x", "postgres://u:secret@db/x"} {
+	for _, bad := range []string{"", "postgres://x", "redis://:secret@h:6379/0?binding_ttl=soon", "redis://:secret@h:6379/0?nope=1", "redis://:secret@h:6379/x", "postgres://u:secret@db/x", "memory://x", "redis"} {
 		_, err := backends.Open(t.Context(), bad)
 		require.Error(t, err, bad)
 		require.NotContains(t, err.Error(), "secret", "the password is not echoed")

@@ -1,4 +1,5 @@
-// Package positions is the catalogue of every place an A2A request can name a task, a context or
+// Package positionstest is a test-only catalogue (imported by tests alone, as net/http/httptest
+// is) of every place an A2A request can name a task, a context or
 // a tenant, on every binding, version and operation capgate reads, each with a request template
 // that puts a value there. The parser's tests check the parser against it in both directions
 // (every position is read where the catalogue says; every task or context the parser reports is
@@ -7,7 +8,7 @@
 // check, so it cannot go unswept. Each position is a target (what the operation acts on: only
 // its holder is admitted) or a filter (Position.Filter: it narrows the caller's own results);
 // the parser must report each as the catalogue marks it, and the sweep holds each to its rule.
-package positions
+package positionstest
 
 import (
 	"encoding/binary"
@@ -18,9 +19,6 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
-
-	a2apb03 "github.com/a2aproject/a2a-go/a2apb"
-	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 
 	"github.com/capgate/capgate/sidecar/protocol"
 )
@@ -487,50 +485,12 @@ func RequestFor(p Position, swept, ownTask, ownTenant, url, messageID string) (m
 	return p.Method, target, header, append(frame, b...), nil
 }
 
-// GRPCMessage is a new request message of op in version v.
+// GRPCMessage is a new request message of op in version v: the operation table's
+// (protocol.RequestMessage, RequestMessage03), which TestRequestMessagesAreTheServices holds to
+// the A2A proto's service descriptors.
 func GRPCMessage(v protocol.Version, op protocol.Operation) proto.Message {
 	if v == protocol.V03 {
-		switch op {
-		case protocol.SendMessage, protocol.SendStreamingMessage:
-			return &a2apb03.SendMessageRequest{}
-		case protocol.GetTask:
-			return &a2apb03.GetTaskRequest{}
-		case protocol.CancelTask:
-			return &a2apb03.CancelTaskRequest{}
-		case protocol.SubscribeToTask:
-			return &a2apb03.TaskSubscriptionRequest{}
-		case protocol.CreateTaskPushNotificationConfig:
-			return &a2apb03.CreateTaskPushNotificationConfigRequest{}
-		case protocol.GetTaskPushNotificationConfig:
-			return &a2apb03.GetTaskPushNotificationConfigRequest{}
-		case protocol.ListTaskPushNotificationConfigs:
-			return &a2apb03.ListTaskPushNotificationConfigRequest{}
-		case protocol.DeleteTaskPushNotificationConfig:
-			return &a2apb03.DeleteTaskPushNotificationConfigRequest{}
-		}
-		return nil
+		return protocol.RequestMessage03(op)
 	}
-	switch op {
-	case protocol.SendMessage, protocol.SendStreamingMessage:
-		return &a2apb.SendMessageRequest{}
-	case protocol.GetTask:
-		return &a2apb.GetTaskRequest{}
-	case protocol.CancelTask:
-		return &a2apb.CancelTaskRequest{}
-	case protocol.SubscribeToTask:
-		return &a2apb.SubscribeToTaskRequest{}
-	case protocol.ListTasks:
-		return &a2apb.ListTasksRequest{}
-	case protocol.GetExtendedAgentCard:
-		return &a2apb.GetExtendedAgentCardRequest{}
-	case protocol.CreateTaskPushNotificationConfig:
-		return &a2apb.TaskPushNotificationConfig{}
-	case protocol.GetTaskPushNotificationConfig:
-		return &a2apb.GetTaskPushNotificationConfigRequest{}
-	case protocol.ListTaskPushNotificationConfigs:
-		return &a2apb.ListTaskPushNotificationConfigsRequest{}
-	case protocol.DeleteTaskPushNotificationConfig:
-		return &a2apb.DeleteTaskPushNotificationConfigRequest{}
-	}
-	return nil
+	return protocol.RequestMessage(op)
 }

@@ -1,4 +1,4 @@
-package positions_test
+package positionstest_test
 
 import (
 	"net/http"
@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
@@ -31,12 +31,12 @@ type hdr http.Header
 
 func (h hdr) Values(n string) []string { return http.Header(h).Values(n) }
 
-func parse(t *testing.T, p positions.Position, swept, own string) (*protocol.Request, *protocol.Error) {
+func parse(t *testing.T, p positionstest.Position, swept, own string) (*protocol.Request, *protocol.Error) {
 	t.Helper()
-	method, target, h, body, err := positions.Request(p, swept, own, ownTenant, hook)
+	method, target, h, body, err := positionstest.Request(p, swept, own, ownTenant, hook)
 	require.NoError(t, err)
 	path, query, _ := strings.Cut(target, "?")
-	return wire.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: hdr(h), Body: body, GRPC: true, Methods: positions.Methods()}, "", protocol.Limits{})
+	return wire.Parse(protocol.Envelope{Method: method, Path: path, Query: query, Header: hdr(h), Body: body, GRPC: true, Methods: positionstest.Methods()}, "", protocol.Limits{})
 }
 
 // TestParserReadsEveryPosition checks the parser against the catalogue: the value placed at each
@@ -46,13 +46,13 @@ func parse(t *testing.T, p positions.Position, swept, own string) (*protocol.Req
 // a catalogued position.
 func TestParserReadsEveryPosition(t *testing.T) {
 	reported := map[string]map[string]bool{} // binding/version/op -> task and context Wheres reported
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		t.Run(p.Name(), func(t *testing.T) {
 			swept := sweptTask
 			switch p.Kind {
-			case positions.Tenant:
+			case positionstest.Tenant:
 				swept = sweptTenant
-			case positions.Context:
+			case positionstest.Context:
 				swept = sweptContext
 			}
 			r, perr := parse(t, p, swept, ownTask)
@@ -60,7 +60,7 @@ func TestParserReadsEveryPosition(t *testing.T) {
 				require.NotNil(t, perr, "a value that disagrees with the position it repeats must be refused")
 				require.Equal(t, protocol.InvalidParams, perr.Code, perr.Message)
 				same := ownTask
-				if p.Kind == positions.Tenant {
+				if p.Kind == positionstest.Tenant {
 					same = ownTenant
 				}
 				_, perr = parse(t, p, same, ownTask)
@@ -84,27 +84,27 @@ func TestParserReadsEveryPosition(t *testing.T) {
 				reported[key][contextKey(ref.Where, ref.Filter)] = true
 			}
 			switch p.Kind {
-			case positions.Task:
+			case positionstest.Task:
 				require.Contains(t, r.Tasks, protocol.TaskRef{ID: sweptTask, Where: p.Where})
-			case positions.Context:
+			case positionstest.Context:
 				require.Equal(t, []protocol.ContextRef{{ID: sweptContext, Where: p.Where, Filter: p.Filter}}, r.Contexts,
 					"a request names one context, at a filter position exactly where the catalogue has one")
-			case positions.Tenant:
+			case positionstest.Tenant:
 				require.Equal(t, sweptTenant, r.Tenant)
 			}
 		})
 	}
 	// Every task and context position the parser reported is a catalogued one.
 	catalogued := map[string]map[string]bool{}
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		key := string(p.Binding) + "/" + string(p.Version) + "/" + string(p.Operation)
 		if catalogued[key] == nil {
 			catalogued[key] = map[string]bool{}
 		}
 		switch {
-		case p.Kind == positions.Context && !p.MustAgree:
+		case p.Kind == positionstest.Context && !p.MustAgree:
 			catalogued[key][contextKey(p.Where, p.Filter)] = true
-		case p.Kind != positions.Tenant && !p.MustAgree:
+		case p.Kind != positionstest.Tenant && !p.MustAgree:
 			catalogued[key][string(p.Kind)+" "+p.Where] = true
 		}
 	}
@@ -139,7 +139,7 @@ func TestCatalogueCoversTheProto(t *testing.T) {
 	rpcs := regexp.MustCompile(`rpc (\w+)\((\w+)\)`).FindAllStringSubmatch(string(b), -1)
 	require.NotEmpty(t, rpcs)
 	have := map[string]bool{}
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		if p.Version == protocol.V1 && !p.MustAgree {
 			have[string(p.Binding)+" "+string(p.Operation)+" "+p.Where] = true
 		}
@@ -205,4 +205,37 @@ func camel(path string) string {
 		}
 	}
 	return strings.Join(parts, "")
+}
+
+// TestImportedByTestsOnly: the catalogue is test-only, as its name says: no product file (a
+// non-test Go file outside test/) imports it.
+func TestImportedByTestsOnly(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", "..", ".."))
+	require.NoError(t, err)
+	const self = `"github.com/capgate/capgate/sidecar/protocol/positionstest"`
+	var found []string
+	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if path == filepath.Join(root, "test") || d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(string(b), self) {
+			found = append(found, path)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	require.Empty(t, found, "positionstest is for tests only")
 }

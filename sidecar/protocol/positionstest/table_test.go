@@ -1,4 +1,4 @@
-package positions_test
+package positionstest_test
 
 import (
 	"testing"
@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 )
 
 // TestCatalogueAgreesWithOperationTable: the catalogue, written independently of protocol's
@@ -15,12 +15,12 @@ import (
 // operation it sweeps is in the table.
 func TestCatalogueAgreesWithOperationTable(t *testing.T) {
 	contexts, tasks := map[protocol.Operation]bool{}, map[protocol.Operation]bool{}
-	for _, p := range positions.All() {
+	for _, p := range positionstest.All() {
 		require.True(t, p.Operation.Known(), p.Name())
 		switch p.Kind {
-		case positions.Context:
+		case positionstest.Context:
 			contexts[p.Operation] = true
-		case positions.Task:
+		case positionstest.Task:
 			tasks[p.Operation] = true
 		}
 	}

@@ -1,9 +1,11 @@
-// Package operation holds what passes between the gateway and the operations it runs: the
-// admitted Call, and the answer an operation gives in no binding's shape — a Result (its kind
-// and the A2A object's JSON in the request's version: the JSON-RPC result object, which is
-// binding-neutral data) or a Stream of Events. Each binding at the gateway writes its own
-// answer from these values; an operation never sees a response writer.
-package operation
+// Package exchange holds what passes between the gateway and the operations it runs (one
+// exchange: a call in, an answer out): the admitted Call, and the answer an operation gives in
+// no binding's shape — a Result (its kind, protocol.Kind, and the A2A object's JSON in the
+// request's version: the JSON-RPC result object, which is binding-neutral data) or a Stream of
+// Events. Each binding writes its own answer from these values (the gateway's answerWriter); an
+// operation never sees a response writer. (protocol.Operation is the A2A operation a request
+// names; this package was called operation before.)
+package exchange
 
 import (
 	"context"
