@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/positions"
+	"github.com/capgate/capgate/sidecar/protocol/positionstest"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -37,12 +37,12 @@ quotas:
 // quotaPositions are the positions of the request model whose capability admission knows, so
 // both doors count them: a message continuing a task (every binding and version) and a method
 // an extension adds (admission.ChargedHere).
-func quotaPositions(t *testing.T) []positions.Position {
+func quotaPositions(t *testing.T) []positionstest.Position {
 	t.Helper()
-	var out []positions.Position
-	for _, p := range positions.All() {
+	var out []positionstest.Position
+	for _, p := range positionstest.All() {
 		switch {
-		case p.Kind != positions.Task:
+		case p.Kind != positionstest.Task:
 		case p.Operation.Message() && continues(p),
 			p.Operation == protocol.ExtensionMethod && p.Where == "params.taskId":
 			out = append(out, p)
@@ -57,7 +57,7 @@ func quotaPositions(t *testing.T) []positions.Position {
 }
 
 // continues reports whether p is the task id of a message continuing that task.
-func continues(p positions.Position) bool {
+func continues(p positionstest.Position) bool {
 	return strings.HasSuffix(p.Where, "message.taskId") || strings.HasSuffix(p.Where, "message.task_id") || p.Where == "request.task_id"
 }
 
@@ -81,11 +81,11 @@ func TestQuotaBothDoors(t *testing.T) {
 		t.Run(p.Name(), func(t *testing.T) {
 			for _, plan := range []string{"plan.free", "plan.paid"} {
 				c := caller(t, plan)
-				method, target, h, body, err := positions.RequestFor(p, c.task, c.task, c.tenant, hook, "quota-"+strconv.Itoa(n))
+				method, target, h, body, err := positionstest.RequestFor(p, c.task, c.task, c.tenant, hook, "quota-"+strconv.Itoa(n))
 				require.NoError(t, err)
 				h.Set("Authorization", "Bearer "+c.token)
 				if p.Operation == protocol.ExtensionMethod {
-					h.Set(protocol.ExtensionsHeader, positions.ExtensionURI)
+					h.Set(protocol.ExtensionsHeader, positionstest.ExtensionURI)
 				}
 				az := e.extauthz(t, method, target, h.Clone(), body)
 				gw := e.gateway(t, method, target, h.Clone(), body)
@@ -127,8 +127,8 @@ func TestQuotaNewMessage(t *testing.T) {
 	e := startQuotas(t)
 	n := 0
 	seen := map[string]bool{}
-	for _, p := range positions.All() {
-		if !p.Operation.Message() || p.Kind != positions.Task || !strings.Contains(p.Where, "eference") || !strings.HasSuffix(p.Where, "[0]") {
+	for _, p := range positionstest.All() {
+		if !p.Operation.Message() || p.Kind != positionstest.Task || !strings.Contains(p.Where, "eference") || !strings.HasSuffix(p.Where, "[0]") {
 			continue
 		}
 		t.Run(p.Name(), func(t *testing.T) {
@@ -136,7 +136,7 @@ func TestQuotaNewMessage(t *testing.T) {
 			c := &class{name: "new-" + strconv.Itoa(n), issuer: issuerA, subject: "new-" + strconv.Itoa(n), tenant: "acme", authenticated: true}
 			c.token = testutil.Token(t, testutil.TokenOptions{Issuer: c.issuer, Subject: c.subject, Tenant: c.tenant, Scopes: []string{"recon.run", "plan.free"}})
 			c.task, c.context = e.createTaskIn(t, c, "")
-			method, target, h, body, err := positions.RequestFor(p, c.task, c.task, c.tenant, hook, "new-quota-"+strconv.Itoa(n))
+			method, target, h, body, err := positionstest.RequestFor(p, c.task, c.task, c.tenant, hook, "new-quota-"+strconv.Itoa(n))
 			require.NoError(t, err)
 			h.Set("Authorization", "Bearer "+c.token)
 			az := e.extauthz(t, method, target, h.Clone(), body)
