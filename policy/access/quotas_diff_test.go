@@ -24,6 +24,14 @@ func financeWithQuotas(t *testing.T, quotas string) string {
 	require.NoError(t, err)
 	b = regexp.MustCompile(`(?ms)^quotas:\n(?:[ #].*\n|\n)*`).ReplaceAll(b, nil)
 	require.NoError(t, os.WriteFile(cfg, append(b, []byte(quotas)...), 0o600))
+	// The test's quotas only: no capability's own quota either.
+	caps, err := filepath.Glob(filepath.Join(dir, "capabilities", "*.yaml"))
+	require.NoError(t, err)
+	for _, c := range caps {
+		m, err := os.ReadFile(c)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(c, regexp.MustCompile(`(?m)^quota:.*\n`).ReplaceAll(m, nil), 0o600))
+	}
 	return cfg
 }
 
