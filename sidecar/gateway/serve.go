@@ -125,13 +125,13 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	}
 	call := &exchange.Call{Rev: rev, Request: req, Principal: v.Principal, Extensions: v.Extensions, DecisionID: id,
 		Header: r.Header, Log: entry, Task: v.Task}
-	res, e := g.run(r.Context(), call, w)
+	res, toAnswer, e := g.run(r.Context(), call, w)
 	for _, h := range protocol.RateLimitHeaders(entry.Quotas) { // charged at admission or once routed
 		w.Header().Set(h[0], h[1])
 	}
-	if e == nil && res != nil {
+	if e == nil && toAnswer {
 		var written bool
-		if e, written = answer(w, req, *res, g.keepAlive); written {
+		if e, written = answer(w, req, res, g.keepAlive); written {
 			g.finish(rev, start, entry, e) // the answer has begun: it carries its own end
 			return
 		}
@@ -165,26 +165,27 @@ func peerOf(r *http.Request, rev *revision.State) (string, *protocol.Error) {
 	return peer, nil
 }
 
-// run serves an admitted operation: its result, for answer to write, or nil when run has
-// answered itself (a card not modified). A returned error has not been written yet.
-func (g *Gateway) run(ctx context.Context, call *exchange.Call, w http.ResponseWriter) (*exchange.Result, *protocol.Error) {
+// run serves an admitted operation: its result, for answer to write when toAnswer (false when
+// run has answered itself: a card not modified). A returned error has not been written yet.
+// The result is a value: a pointer to it would be an allocation per request.
+func (g *Gateway) run(ctx context.Context, call *exchange.Call, w http.ResponseWriter) (_ exchange.Result, toAnswer bool, _ *protocol.Error) {
 	switch call.Request.Operation {
 	case protocol.GetExtendedAgentCard:
-		return g.serveExtendedCard(ctx, call, call.Log, w)
+		res, perr := g.serveExtendedCard(ctx, call, call.Log, w)
+		if res == nil {
+			return exchange.Result{}, false, perr
+		}
+		return *res, true, perr
 	case protocol.GetAgentCard:
 		// The public card has its own route; through a binding it is the
 		// same projection.
-		res := exchange.Value(protocol.KindCard, publicCardFor(call.Rev, call.Request.Version))
-		return &res, nil
+		return exchange.Value(protocol.KindCard, publicCardFor(call.Rev, call.Request.Version)), true, nil
 	}
 	if g.ops == nil {
-		return nil, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)
+		return exchange.Result{}, false, protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by this agent", call.Request.Operation)
 	}
 	res, perr := g.ops.Serve(ctx, call)
-	if perr != nil {
-		return nil, perr
-	}
-	return &res, nil
+	return res, perr == nil, perr
 }
 
 // finish records the decision and its metrics.

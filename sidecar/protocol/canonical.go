@@ -32,15 +32,16 @@ func (r *Request) canonicalize(ps *parser) *Error {
 	if m == nil {
 		return nil
 	}
+	desc := m.ProtoReflect().Descriptor()
 	if r.Params != nil {
-		if err := ps.knownFields(r.Params, m.ProtoReflect().Descriptor()); err != nil {
+		if err := ps.knownFields(r.Params, desc); err != nil {
 			if r.Binding == JSONRPC {
 				return prefix("params.", err)
 			}
 			return err
 		}
 	}
-	r.canon = true
+	r.canon = desc
 	return nil
 }
 
@@ -51,14 +52,13 @@ func (r *Request) canonicalParams() (jsontext.Value, *Error) {
 	if perr != nil {
 		return nil, perr
 	}
-	m := RequestMessage(r.Operation)
 	ps := newParser()
-	b, ok := ps.appendCanonical(make([]byte, 0, len(params)+len(params)/8), params, m.ProtoReflect().Descriptor())
+	b, ok := ps.appendCanonical(make([]byte, 0, len(params)+len(params)/8), params, r.canon)
 	ps.release()
 	if ok {
 		return jsontext.Value(b), nil
 	}
-	return protojsonCanonical(params, m, r.Binding)
+	return protojsonCanonical(params, RequestMessage(r.Operation), r.Binding)
 }
 
 // protojsonCanonical is canonicalParams' definition: params read into m by protojson and

@@ -18,7 +18,7 @@ import (
 // 0.3 push config route the body, a PushNotificationConfig, wrapped as 0.3's
 // TaskPushNotificationConfig), every member of which the parser read against the 0.3 schema.
 func (r *Request) ForwardParams() (jsontext.Value, *Error) {
-	if r.canon {
+	if r.canon != nil {
 		return r.canonicalParams()
 	}
 	return r.forwardParams()

@@ -20,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Binding is an A2A protocol binding.
@@ -125,9 +126,10 @@ type Request struct {
 
 	// path holds what an HTTP+JSON path bound, for ForwardParams.
 	path pathValues
-	// canon marks an A2A 1.0 JSON-RPC or HTTP+JSON request whose params are its proto request
-	// message: ForwardParams re-encodes them from it (canonical.go).
-	canon bool
+	// canon is, for an A2A 1.0 JSON-RPC or HTTP+JSON request whose params are its proto
+	// request message, that message's descriptor (nil for any other request): ForwardParams
+	// re-encodes the params from it (canonical.go).
+	canon protoreflect.MessageDescriptor
 }
 
 // pathValues are the identifiers an HTTP+JSON route binds.

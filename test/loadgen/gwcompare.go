@@ -26,8 +26,8 @@ func parseBuilds(s string) ([]build, error) {
 		}
 		bs = append(bs, build{name, bin})
 	}
-	if len(bs) < 2 {
-		return nil, fmt.Errorf("-builds %q: want at least two builds to compare", s)
+	if len(bs) == 0 {
+		return nil, fmt.Errorf("-builds %q: want one or more name=loadgen-binary, comma-separated", s)
 	}
 	return bs, nil
 }

@@ -11,6 +11,7 @@
 //	go run ./test/loadgen                 # throughput, ratio, latency at half load, then on a Redis store (~55 s)
 //	go run ./test/loadgen -mode rss -memory 32MiB  # 10,000 capabilities, 100,000 distinct tokens, VmRSS
 //	go run ./test/loadgen -mode gateway   # capgate's gateway against a bare reverse proxy, both bindings, streaming (~1.5 min)
+//	go run ./test/loadgen -mode gateway-compare -builds base=BIN,head=BIN  # the gateways of two builds side by side (make bench-compare BASE=commit)
 //	go run ./test/loadgen -mode gateway -stream-only  # only the 10,000-event stream: RSS growth while relaying
 //	go run ./test/loadgen -mode soak      # two capgate replicas on one redis-server, all operations, reloads, a Redis restart (~2 min; -heap-profiles DIR saves heap profiles)
 package main
@@ -47,7 +48,7 @@ func main() {
 	flag.IntVar(&o.distinct, "distinct-tokens", 100_000, "rss: distinct tokens sent")
 	flag.IntVar(&o.classes, "classes", 50, "rss: entitlement classes (tenant × scope) the callers fall into, at most 50")
 	flag.BoolVar(&o.noPin, "no-pin", false, "do not pin processes to CPUs")
-	flag.BoolVar(&o.noRedis, "no-redis", false, "bench: skip the phase with the task store on a loopback redis-server")
+	flag.BoolVar(&o.noRedis, "no-redis", false, "bench, gateway, gateway-compare: skip the phases with the task store on a loopback redis-server")
 	flag.StringVar(&o.contextCache, "context-cache", "", "bench: the Redis store's context_cache (e.g. 0 to measure without it; empty: its default)")
 	flag.StringVar(&o.cpuProfile, "server-cpuprofile", "", "write the capgate child's CPU profile to this file prefix (<prefix>.<pid>.pprof)")
 	flag.StringVar(&o.memory, "memory", "", "rss: limits.memory of the capgate under test (e.g. 40MiB; empty: no limit)")
