@@ -27,7 +27,7 @@ func financeQuotas(t *testing.T, quotas, rate string) string {
 		m := filepath.Join(dir, "capabilities", "reconcile-invoice.yaml")
 		mb, err := os.ReadFile(m)
 		require.NoError(t, err)
-		mb = regexp.MustCompile(`(?ms)^quota:\n(?:[ #].*\n|\n)*`).ReplaceAll(mb, nil)
+		mb = regexp.MustCompile(`(?m)^quota:.*\n(?:[ #].*\n)*`).ReplaceAll(mb, nil)
 		require.NoError(t, os.WriteFile(m, append(mb, []byte(rate)...), 0o600))
 	}
 	return cfg
