@@ -14,6 +14,7 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	extauthzv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ext_authz/v3"
+	ratelimitv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 	routerv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	downstreamconnsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/resource_monitors/downstream_connections/v3"
@@ -331,6 +332,7 @@ func (c *checker) checkSecrets(where string, ts *corev3.TransportSocket, secrets
 
 func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {
 	authzName, authzAt, routerAt := "", -1, -1
+	rlName, rlAt := "", -1
 	for i, f := range hcm.GetHttpFilters() {
 		m, err := f.GetTypedConfig().UnmarshalNew()
 		if err != nil {
@@ -351,9 +353,19 @@ func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {
 				c.addf("%s: http filter %q: is_optional: true lets Envoy run without the check", where, f.GetName())
 			}
 			c.checkExtAuthz(fmt.Sprintf("%s: http filter %q", where, f.GetName()), cfg)
+		case *ratelimitv3.RateLimit:
+			rlName, rlAt = f.GetName(), i
+			c.checkRateLimitFilter(fmt.Sprintf("%s: http filter %q", where, f.GetName()), cfg)
 		case *routerv3.Router:
 			routerAt = i
 		}
+	}
+	switch {
+	case rlAt < 0:
+	case rlAt < authzAt:
+		c.addf("%s: the ratelimit filter (http_filters[%d]) comes before ext_authz (http_filters[%d]): the quota descriptors it reads are not set yet", where, rlAt, authzAt)
+	case routerAt >= 0 && rlAt > routerAt:
+		c.addf("%s: the ratelimit filter (http_filters[%d]) comes after the router (http_filters[%d]): it would never run", where, rlAt, routerAt)
 	}
 	switch {
 	case authzAt < 0:
@@ -390,6 +402,9 @@ func (c *checker) checkHCM(where string, hcm *hcmv3.HttpConnectionManager) {
 				c.addf("%s: %s", rwhere, problem)
 			}
 			isCard := isPublicCardRoute(r)
+			if rlName != "" && !isCard && r.GetRoute() != nil {
+				c.checkRouteRateLimits(rwhere, r.GetTypedPerFilterConfig()[rlName])
+			}
 			switch {
 			case disabled && !isCard:
 				c.addf("%s: disables ext_authz, but only the public card routes (exact path %s or %s, GET/HEAD only) may", rwhere, PublicCardPath, PublicCardPathV03)

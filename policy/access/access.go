@@ -17,6 +17,7 @@ import (
 	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/policy/manifest"
+	"github.com/capgate/capgate/policy/quota"
 )
 
 // Class is a named caller class: one row of the matrix.
@@ -81,6 +82,9 @@ const (
 type Cell struct {
 	Visible, Entitled               bool
 	VisibleReasons, EntitledReasons []engine.Reason
+	// Quotas are the quotas a call of the class is counted against (set
+	// for entitled cells of a deployment with quotas).
+	Quotas []quota.Applied
 }
 
 // Level is the cell's level.
@@ -147,8 +151,11 @@ type Matrix struct {
 	// Provenance says where the report came from; reports print it when
 	// set.
 	Provenance Provenance
-	rows       []*engine.Review // per class
-	cols       []int            // the review index of each column; nil: the identity
+	// Plans are the deployment's quota plans (for why a quota applies).
+	Plans  []compile.Plan
+	rows   []*engine.Review    // per class
+	quotas [][][]quota.Applied // per class, per review index; nil: no quotas
+	cols   []int               // the review index of each column; nil: the identity
 }
 
 // Provenance is the header of a report: when and by which capgate it was
@@ -192,11 +199,14 @@ func (m *Matrix) col(j int) int {
 func (m *Matrix) Select(classes, capabilities []string) (*Matrix, error) {
 	out := *m
 	if len(classes) > 0 {
-		out.Classes, out.rows = nil, nil
+		out.Classes, out.rows, out.quotas = nil, nil, nil
 		for i, c := range m.Classes {
 			if slices.Contains(classes, c.Name) {
 				out.Classes = append(out.Classes, c)
 				out.rows = append(out.rows, m.rows[i])
+				if m.quotas != nil {
+					out.quotas = append(out.quotas, m.quotas[i])
+				}
 			}
 		}
 		if err := unknown("caller class", classes, len(out.Classes), func(i int) string { return m.Classes[i].Name }, len(m.Classes)); err != nil {
@@ -239,7 +249,11 @@ func unknown(what string, wanted []string, found int, name func(int) string, n i
 // Cell returns class i's cell for capability j.
 func (m *Matrix) Cell(i, j int) Cell {
 	d := m.rows[i].Decision(m.col(j))
-	return Cell{Visible: d.Visible, Entitled: d.Entitled, VisibleReasons: d.VisibleReasons, EntitledReasons: d.EntitledReasons}
+	c := Cell{Visible: d.Visible, Entitled: d.Entitled, VisibleReasons: d.VisibleReasons, EntitledReasons: d.EntitledReasons}
+	if m.quotas != nil {
+		c.Quotas = m.quotas[i][m.col(j)]
+	}
+	return c
 }
 
 // Decider is the engine as the matrix needs it.
@@ -277,9 +291,17 @@ func Build(ctx context.Context, e Decider, classes []Class) (*Matrix, error) {
 	r := m.rows[0] // every review covers the same registry
 	m.Capabilities = make([]Capability, r.Len())
 	var reg *manifest.Registry
+	quotas := false
 	if s, ok := e.(interface{ Snapshot() *compile.Snapshot }); ok {
 		m.Facts = FactsOf(s.Snapshot())
 		reg = s.Snapshot().Registry
+		m.Plans, quotas = snapshotQuotas(s.Snapshot())
+	}
+	// Quotas cost one Explain per class: only when the deployment has any.
+	if x, ok := e.(explainer); ok && quotas {
+		if err := m.addQuotas(ctx, x); err != nil {
+			return nil, err
+		}
 	}
 	for j := range m.Capabilities {
 		c := &m.Capabilities[j]

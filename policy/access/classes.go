@@ -34,7 +34,10 @@ const OtherTenant = "other-tenant"
 //   - other-tenant: all scopes and a tenant nothing lists;
 //   - preview: all scopes and the preview scope (auth.preview_scope), no
 //     tenant: opted in to previews (only when a preview scope is set; a
-//     preview tenant opts in its tenant:T class).
+//     preview tenant opts in its tenant:T class);
+//   - plan:P, one per quota plan P whose grant names scopes, tenants or
+//     issuers: every scope, the plan's scopes, and its first tenant and
+//     issuer, so the reports show that plan's quotas for its callers.
 //
 // Subjects are not enumerated: deny modules that read the subject need a
 // callers file naming it.
@@ -108,6 +111,27 @@ func Derive(snaps ...*compile.Snapshot) []Class {
 		slices.Sort(opted)
 		classes = append(classes, Class{Name: "preview", Description: "opted in to previews by the preview scope, with every scope, no tenant",
 			Caller: engine.Caller{Authenticated: true, Scopes: opted}})
+	}
+	seen := map[string]bool{}
+	for _, s := range snaps {
+		if s.Settings.Quotas == nil {
+			continue
+		}
+		for _, p := range s.Settings.Quotas.Plans {
+			g := p.Grant
+			if seen[p.ID] || len(g.Scopes)+len(g.Tenants)+len(g.Issuers) == 0 {
+				continue
+			}
+			seen[p.ID] = true
+			c := engine.Caller{Authenticated: true, Scopes: slices.Sorted(slices.Values(slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(union), g.Scopes...))))))}
+			if len(g.Tenants) > 0 {
+				c.Tenant = g.Tenants[0]
+			}
+			if len(g.Issuers) > 0 {
+				c.Issuer = g.Issuers[0]
+			}
+			classes = append(classes, Class{Name: "plan:" + p.ID, Description: "granted quota plan " + p.ID + " (its scopes, first tenant and issuer), with every scope", Caller: c})
+		}
 	}
 	return classes
 }

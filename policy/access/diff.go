@@ -65,7 +65,7 @@ type Diff struct {
 	Gained, Lost []CellChange
 	// Guards are the capabilities that run with less care in the head
 	// (routing mode downgraded, destructive tag removed, a limit raised or
-	// removed), riskiest first: risks like gains.
+	// removed, a quota loosened or gone), riskiest first: risks like gains.
 	Guards []Guard
 	// Provenance says where the report came from; reports print it when
 	// set.
@@ -149,6 +149,9 @@ func Compare(base, head *Matrix) (*Diff, error) {
 					}
 				}
 				d.Guards = append(d.Guards, g)
+			}
+			if base.quotas != nil || head.quotas != nil {
+				d.Guards = append(d.Guards, quotaGuards(col.ID, base, head, col)...)
 			}
 		}
 		for i, class := range head.Classes {

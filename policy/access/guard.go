@@ -32,9 +32,13 @@ const (
 	GuardDestructive GuardKind = "destructive"
 	// GuardLimit: a numeric limit was raised or removed.
 	GuardLimit GuardKind = "limit"
+	// GuardQuota: a quota the policy applies was raised, made cheaper,
+	// switched to fail open, or no longer applies, for a class entitled on
+	// both sides.
+	GuardQuota GuardKind = "quota"
 )
 
-var guardOrder = []GuardKind{GuardRouting, GuardDestructive, GuardLimit}
+var guardOrder = []GuardKind{GuardRouting, GuardDestructive, GuardLimit, GuardQuota}
 
 // Guard is one way a capability that exists on both sides runs with less
 // care in the head: ranked as a risk with its cause, like a gain, since
@@ -45,7 +49,8 @@ type Guard struct {
 	// Destructive: the capability is tagged destructive on either side
 	// (a loosened guard of a destructive skill ranks first).
 	Destructive bool
-	// Cause is the field change: routing, skill.tags or limits.NAME.
+	// Cause is the field change: routing, skill.tags, limits.NAME or
+	// quota ID.
 	Cause FieldChange
 	// Effect says what the change lets happen.
 	Effect string

@@ -27,6 +27,7 @@ type htmlReport struct {
 	Columns         []htmlColumn
 	Rows            []htmlRow
 	Notes           []htmlNote // the deciding rules, numbered
+	Quotas          []string   // matrix: the quotas of each class
 }
 
 type htmlColumn struct{ ID, Note, Owner string }
@@ -80,7 +81,13 @@ func (n *notes) add(text string) int {
 	return i
 }
 
-func noteText(c Cell) string { return string(c.Level()) + ": " + orNone(c.Rule()) }
+func noteText(c Cell) string {
+	s := string(c.Level()) + ": " + orNone(c.Rule())
+	for _, q := range c.Quotas {
+		s += "; quota " + QuotaLine(q)
+	}
+	return s
+}
 
 func column(c Capability, note string) htmlColumn {
 	if note == "" {
@@ -115,6 +122,11 @@ func WriteHTML(w io.Writer, m *Matrix) error {
 		r.Rows = append(r.Rows, row)
 	}
 	r.Notes = ns.list
+	for i, class := range m.Classes {
+		for _, q := range m.ClassQuotas(i) {
+			r.Quotas = append(r.Quotas, fmt.Sprintf("%s: %s, on %s (%s)", class.Name, q.Line(), strings.Join(q.Capabilities, ", "), QuotaWhy(q.Quota, m.Plans)))
+		}
+	}
 	return reportTmpl.Execute(w, r)
 }
 

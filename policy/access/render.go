@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/engine"
 )
 
@@ -60,7 +61,28 @@ func WriteText(w io.Writer, m *Matrix) error {
 		}
 		_ = tw.Flush()
 	}
+	writeClassQuotas(bw, m, "  ", "    ")
 	return bw.Flush()
+}
+
+// writeClassQuotas lists, per class, the quotas its calls are counted
+// against (nothing when the deployment has no quotas).
+func writeClassQuotas(w io.Writer, m *Matrix, indent, item string) {
+	if !m.HasQuotas() {
+		return
+	}
+	_, _ = fmt.Fprintln(w, "\nquotas (per class, over the capabilities it may run):")
+	for i, class := range m.Classes {
+		qs := m.ClassQuotas(i)
+		if len(qs) == 0 {
+			_, _ = fmt.Fprintf(w, "%s%s: none\n", indent, class.Name)
+			continue
+		}
+		_, _ = fmt.Fprintf(w, "%s%s:\n", indent, class.Name)
+		for _, q := range qs {
+			_, _ = fmt.Fprintf(w, "%s%s\n%s  on %s; %s\n", item, q.Line(), item, strings.Join(q.Capabilities, ", "), QuotaWhy(q.Quota, m.Plans))
+		}
+	}
 }
 
 // writeAnswer answers the question of a matrix of one capability (who can
@@ -140,6 +162,16 @@ func WriteMarkdown(w io.Writer, m *Matrix) error {
 		}
 		_, _ = fmt.Fprintln(bw)
 	}
+	if m.HasQuotas() {
+		_, _ = fmt.Fprintln(bw, "\n| class | quota | counts | why |")
+		_, _ = fmt.Fprintln(bw, "|---|---|---|---|")
+		for i, class := range m.Classes {
+			for _, q := range m.ClassQuotas(i) {
+				_, _ = fmt.Fprintf(bw, "| %s | %s | %s | %s |\n", mdCell(class.Name), mdCell(q.Line()),
+					mdCell(strings.Join(q.Capabilities, ", ")), mdCell(QuotaWhy(q.Quota, m.Plans)))
+			}
+		}
+	}
 	return bw.Flush()
 }
 
@@ -183,6 +215,7 @@ type cellJSON struct {
 	Entitled   bool        `json:"entitled"`
 	Rule       string      `json:"rule"`
 	Reasons    reasonsJSON `json:"reasons"`
+	Quotas     []QuotaJSON `json:"quotas,omitempty"`
 }
 
 type rowJSON struct {
@@ -201,9 +234,10 @@ func classesJSON(cs []Class) []classJSON {
 	return out
 }
 
-func toCellJSON(id string, c Cell) cellJSON {
+func toCellJSON(id string, c Cell, plans []compile.Plan) cellJSON {
 	return cellJSON{Capability: id, Level: c.Level(), Visible: c.Visible, Entitled: c.Entitled, Rule: c.Rule(),
-		Reasons: reasonsJSON{Visible: nonNil(c.VisibleReasons), Entitled: nonNil(c.EntitledReasons)}}
+		Reasons: reasonsJSON{Visible: nonNil(c.VisibleReasons), Entitled: nonNil(c.EntitledReasons)},
+		Quotas:  QuotasJSON(c.Quotas, plans)}
 }
 
 func nonNil(rs []engine.Reason) []engine.Reason {
@@ -227,7 +261,7 @@ func WriteJSON(w io.Writer, m *Matrix) error {
 	for i, class := range m.Classes {
 		row := rowJSON{Class: class.Name, Cells: make([]cellJSON, len(m.Capabilities))}
 		for j, c := range m.Capabilities {
-			row.Cells[j] = toCellJSON(c.ID, m.Cell(i, j))
+			row.Cells[j] = toCellJSON(c.ID, m.Cell(i, j), m.Plans)
 		}
 		out.Rows[i] = row
 	}
@@ -517,7 +551,7 @@ func nonNilFields(fs []FieldChange) []fieldJSON {
 // by capability (gained_by_capability), and the lost cells.
 func WriteDiffJSON(w io.Writer, d *Diff) error {
 	change := func(c CellChange, gained bool) cellChangeJSON {
-		out := cellChangeJSON{Class: c.Class, Capability: c.Capability, Base: toCellJSON(c.Capability, c.Base), Head: toCellJSON(c.Capability, c.Head), Causes: nonNilFields(c.Causes)}
+		out := cellChangeJSON{Class: c.Class, Capability: c.Capability, Base: toCellJSON(c.Capability, c.Base, nil), Head: toCellJSON(c.Capability, c.Head, nil), Causes: nonNilFields(c.Causes)}
 		if gained {
 			r := c.Risk
 			out.Risk = &r

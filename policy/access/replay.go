@@ -120,6 +120,11 @@ type ReplayReport struct {
 	Events, Questions, Skipped, OutsideWindow int
 	// Distinct is how many distinct questions were evaluated.
 	Distinct int
+	// Counted are the events refused by a quota (over it, or its store
+	// could not count): a replay holds no counters, so whether the head
+	// would refuse them too is not reproduced; their entitlement question
+	// is replayed like any other.
+	Counted int
 	// Unchanged is how many replayed questions keep their answer.
 	Unchanged int
 	// Flips are the questions whose answer changes, losses first.
@@ -184,6 +189,13 @@ func NewReplay(head, base Answerer, since, until time.Time) *Replay {
 	}
 	return r
 }
+
+// QuotaRuleDecided is the prefix of the rule a decision event names when a
+// quota refused the call (metering's "quota.<id>" and "quota.store_error").
+const QuotaRuleDecided = "quota."
+
+// Counted notes an event a quota refused (see ReplayReport.Counted).
+func (r *Replay) Counted() { r.report.Counted++ }
 
 // Event counts one decision event read and adds the questions it recorded
 // (none, one or two).

@@ -26,6 +26,10 @@ func (r *ReplayReport) summary() []string {
 		}
 		lines = append(lines, fmt.Sprintf("base revision: %s (%s not reproduced by it, left out of the flips)", r.BaseRevision, count(n, "question", "questions")))
 	}
+	if r.Counted > 0 {
+		lines = append(lines, fmt.Sprintf("%s refused by a quota: not reproduced (a replay holds no counters, and the answer depends on traffic the log does not hold); their entitlement was replayed",
+			count(r.Counted, "event was", "events were")))
+	}
 	if len(r.Flips) == 0 {
 		return append(lines, fmt.Sprintf("no recorded decision changes (%d unchanged)", r.Unchanged))
 	}
@@ -140,6 +144,8 @@ type replayJSON struct {
 	ByCapability   []CapabilityFlips `json:"by_capability"`
 	ByCaller       []CallerFlips     `json:"by_caller"`
 	Unreproduced   []Flip            `json:"unreproduced"`
+	// QuotaRefusals are the events a quota refused: not reproduced.
+	QuotaRefusals int `json:"quota_refusals_not_reproduced"`
 }
 
 // WriteReplayJSON writes the report as JSON.
@@ -149,6 +155,7 @@ func WriteReplayJSON(w io.Writer, r *ReplayReport) error {
 		Events: r.Events, Questions: r.Questions, Distinct: r.Distinct, Skipped: r.Skipped, OutsideWindow: r.OutsideWindow,
 		Unchanged: r.Unchanged, AllowedRefused: r.Losses(), RefusedAllowed: r.Gains(),
 		Flips: orEmpty(r.Flips), ByCapability: orEmpty(r.ByCapability), ByCaller: orEmpty(r.ByCaller), Unreproduced: orEmpty(r.Unreproduced),
+		QuotaRefusals: r.Counted,
 	})
 }
 

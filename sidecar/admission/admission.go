@@ -54,6 +54,8 @@ type Verdict struct {
 	// Quotas are the budgets left after this call was charged, when admission charged it
 	// (ChargedHere): for the RateLimit headers and the decision log.
 	Quotas []quota.State
+	// Applied are the quotas admission charged this call against (with Quotas).
+	Applied []quota.Applied
 }
 
 // Admitter decides admission. It is safe for concurrent use and holds no per-request state.
@@ -180,7 +182,7 @@ func (a *Admitter) Admit(ctx context.Context, rev *revision.State, in Input) Ver
 	if err := servedVersion(r); err != nil {
 		return refuse(v, err)
 	}
-	if v.Quotas, err = a.charge(ctx, rev, r, p, v.Task, decided.Quotas, in.DecisionID); err != nil {
+	if v.Quotas, v.Applied, err = a.charge(ctx, rev, r, p, v.Task, decided.Quotas, in.DecisionID); err != nil {
 		return refuse(v, err)
 	}
 	v.Allowed = true

@@ -53,29 +53,31 @@ func MessageID(r *protocol.Request) string {
 
 // charge counts a call whose capability admission knows against the quotas the policy decided
 // (decided: an extension method's, from the decision that admitted it; else decided here). It
-// returns the budgets left, for the answer's RateLimit headers and the decision log.
+// returns the budgets left, for the answer's RateLimit headers and the decision log, and the
+// quotas charged (ext_authz hands them to Envoy's rate limits).
 func (a *Admitter) charge(ctx context.Context, rev *revision.State, r *protocol.Request, p identity.Principal,
 	task *tasks.Binding, decided []quota.Applied, decisionID string,
-) ([]quota.State, *protocol.Error) {
+) ([]quota.State, []quota.Applied, *protocol.Error) {
 	if a.quotas == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	capID, ok := ChargedHere(rev, r, task)
 	if !ok {
-		return nil, nil
+		return nil, nil, nil
 	}
 	qs := decided
 	if r.Operation != protocol.ExtensionMethod {
 		dec, err := rev.Engine.Decide(ctx, p.Caller(), capID)
 		if err != nil {
 			a.log.Error("policy evaluation failed", zap.Error(err))
-			return nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+			return nil, nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 		}
 		if !dec.Entitled {
-			return nil, nil // the gateway's re-check refuses it; nothing to count
+			return nil, nil, nil // the gateway's re-check refuses it; nothing to count
 		}
 		qs = dec.Quotas
 	}
-	return a.quotas.Charge(ctx, metering.Call{Issuer: p.Issuer, Subject: p.Subject, Capability: capID,
+	left, perr := a.quotas.Charge(ctx, metering.Call{Issuer: p.Issuer, Subject: p.Subject, Capability: capID,
 		MessageID: MessageID(r), Quotas: qs, DecisionID: decisionID})
+	return left, qs, perr
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/capgate/capgate/policy/quota"
+	"github.com/capgate/capgate/policy/ratelimit"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -68,6 +70,8 @@ type decision struct {
 	principal identity.Principal
 	hdr       header
 	quotas    []quota.State // what is left of each quota admission charged
+	// slots are the charged quotas as Envoy's rate limits read them (ratelimit.Metadata).
+	slots map[string]*structpb.Value
 	// allowed is set only from an admitting verdict; err holds every refusal.
 	allowed bool
 	err     *protocol.Error
@@ -134,6 +138,15 @@ func (s *Server) decide(ctx context.Context, req *authv3.CheckRequest, d *decisi
 	v := s.admit.Admit(ctx, rev, admission.Input{Request: r, Header: &d.hdr, Peer: req.GetAttributes().GetSource().GetPrincipal(), DecisionID: d.id})
 	d.principal, d.quotas = v.Principal, v.Quotas
 	d.allowed, d.err = v.Allowed, v.Err // Admit gives every refusal its error
+	if v.Allowed && len(v.Applied) > 0 {
+		// The quotas charged go to Envoy's global rate limits too (docs/deploy.md); a call
+		// under more than they carry could not be counted whole there: refused.
+		var err error
+		if d.slots, err = ratelimit.Metadata(v.Applied, quota.Caller(v.Principal.Issuer, v.Principal.Subject)); err != nil {
+			s.log.Error("quotas exceed envoy rate limit slots", zap.String("decision_id", d.id), zap.Int("quotas", len(v.Applied)))
+			d.allowed, d.err = false, protocol.Errorf(protocol.Internal, "the call is under more quotas than the proxy can count")
+		}
+	}
 }
 
 // body returns the request body Envoy sent, refusing a body Envoy withheld

@@ -1,6 +1,7 @@
 package extauthz
 
 import (
+	"maps"
 	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -104,6 +105,12 @@ func (s *Server) allow(d *decision) *authv3.CheckResponse {
 	for _, h := range protocol.RateLimitHeaders(d.quotas) {
 		answer = append(answer, headerOpt(h[0], h[1]))
 	}
+	md := map[string]*structpb.Value{
+		MetadataDecisionID: structpb.NewStringValue(d.id),
+		MetadataPrincipal:  structpb.NewStringValue(d.principal.Subject),
+		MetadataOperation:  structpb.NewStringValue(string(d.op)),
+	}
+	maps.Copy(md, d.slots) // the quotas charged, for Envoy's rate limits (policy/ratelimit)
 	return &authv3.CheckResponse{
 		Status: okStatus(),
 		HttpResponse: &authv3.CheckResponse_OkResponse{OkResponse: &authv3.OkHttpResponse{
@@ -111,11 +118,7 @@ func (s *Server) allow(d *decision) *authv3.CheckResponse {
 			HeadersToRemove:      d.hdr.capgateHeaders(set...),
 			ResponseHeadersToAdd: answer,
 		}},
-		DynamicMetadata: &structpb.Struct{Fields: map[string]*structpb.Value{
-			MetadataDecisionID: structpb.NewStringValue(d.id),
-			MetadataPrincipal:  structpb.NewStringValue(d.principal.Subject),
-			MetadataOperation:  structpb.NewStringValue(string(d.op)),
-		}},
+		DynamicMetadata: &structpb.Struct{Fields: md},
 	}
 }
 

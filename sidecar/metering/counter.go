@@ -117,11 +117,12 @@ type redisStore interface {
 }
 
 // ForStore is the counter that shares store: a Redis counter on a Redis
-// store's servers (one server, Sentinel or Cluster), else an in-process
-// one (the memory store serves one replica).
+// store's servers (one server, Sentinel or Cluster), taken in leases
+// (Leased: one round trip per lease for a busy counter, within a stated
+// error), else an in-process one (the memory store serves one replica).
 func ForStore(store any) Counter {
 	if r, ok := store.(redisStore); ok {
-		return NewRedis(r.Client(), r.KeyPrefix())
+		return NewLeased(NewRedis(r.Client(), r.KeyPrefix()), nil)
 	}
 	return NewMemory(nil)
 }

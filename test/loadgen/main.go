@@ -28,7 +28,7 @@ import (
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; gateway-compare: the gateways of -builds side by side (A B A B); soak: two replicas on one Redis under mixed load, reloads and a Redis restart; all: bench, rss and gateway")
+	flag.StringVar(&o.mode, "mode", "bench", "bench: ext_authz throughput and latency; rss: memory of a 10,000-capability registry; gateway: the gateway against a bare reverse proxy; gateway-compare: the gateways of -builds side by side (A B A B); soak: two replicas on one Redis under mixed load, reloads and a Redis restart; quotas: ext_authz and the gateway on Redis with quotas off and on; all: bench, rss and gateway")
 	flag.StringVar(&o.role, "role", "", "internal: run as a child server (capgate, noop, upstream, proxy, gateway)")
 	flag.StringVar(&o.upstream, "upstream", "", "internal: the upstream URL of the proxy child")
 	flag.StringVar(&o.routing, "routing-manifests", "../shared/data/routing/manifests.json", "gateway: the registry (a JSON list of manifests, CLINC150 routing data)")
@@ -115,6 +115,8 @@ func run(ctx context.Context, o options) error {
 		return gatewayBench(ctx, o)
 	case "gateway-compare":
 		return gatewayCompare(ctx, o)
+	case "quotas":
+		return quotasBench(ctx, o)
 	case "all":
 		if err := bench(ctx, o); err != nil {
 			return err
@@ -124,6 +126,6 @@ func run(ctx context.Context, o options) error {
 		}
 		return gatewayBench(ctx, o)
 	default:
-		return fmt.Errorf("-mode %q: want bench, rss, gateway, gateway-compare, soak or all", o.mode)
+		return fmt.Errorf("-mode %q: want bench, rss, gateway, gateway-compare, quotas, soak or all", o.mode)
 	}
 }

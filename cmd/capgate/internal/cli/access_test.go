@@ -173,7 +173,7 @@ func TestAccessMatrixSelectAndQuietHTML(t *testing.T) {
 	t.Run("who can run a capability", func(t *testing.T) {
 		r := run(t, "access", "matrix", "--capability", "purge-invoice-cache")
 		require.Equal(t, cli.ExitOK, r.code, r.stderr)
-		require.Contains(t, r.stdout, "who can run purge-invoice-cache: scopes:ops.admin, all-scopes, other-tenant, preview\n")
+		require.Contains(t, r.stdout, "who can run purge-invoice-cache: scopes:ops.admin, all-scopes, other-tenant, preview, plan:free, plan:free-rate, plan:paid\n")
 		require.Contains(t, r.stdout, "who can see purge-invoice-cache but not run it: nobody\n")
 		require.Contains(t, r.stdout, "purge-invoice-cache  internal  ga  owner finance-platform-team")
 		require.NotContains(t, r.stdout, "lookup-invoice", "only the asked capability")

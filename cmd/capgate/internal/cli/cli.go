@@ -93,11 +93,13 @@ func commands() map[string]command {
 		"explain":  {"show why each capability is visible or entitled for a caller", runExplain},
 		"access":   {"access review: `access matrix` (who can do what), `access diff` (what a change does to it), `access check` (what must hold), `access replay` (what it does to recorded traffic)", runAccess},
 		"compile":  {"write an OPA bundle of the deployment", runCompile},
-		"policy":   {"policy tooling: test, check, fmt", runPolicy},
-		"token":    {"mint a token: with the example's DEMO keys, or --key from `keys generate`", runToken},
-		"keys":     {"`keys generate`: a signing key and its JWKS for a deployment's own tokens", runKeys},
-		"route":    {"show how a message would be routed; `route eval` measures the router", runRoute},
-		"version":  {"print the version", runVersion},
+
+		"ratelimit-config": {"write the config of Envoy's global rate-limit service for the deployment's quotas", runRateLimitConfig},
+		"policy":           {"policy tooling: test, check, fmt", runPolicy},
+		"token":            {"mint a token: with the example's DEMO keys, or --key from `keys generate`", runToken},
+		"keys":             {"`keys generate`: a signing key and its JWKS for a deployment's own tokens", runKeys},
+		"route":            {"show how a message would be routed; `route eval` measures the router", runRoute},
+		"version":          {"print the version", runVersion},
 
 		"lifecycle": {"list capabilities with usage; which deprecated ones are safe to remove", runLifecycle},
 	}

@@ -11,9 +11,19 @@ import (
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/capgate/capgate/policy/access"
+	"github.com/capgate/capgate/policy/compile"
 	"github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/policy/manifest"
 )
+
+// quotaPlans are the snapshot's plans (to say why a quota applies).
+func quotaPlans(s *compile.Snapshot) []compile.Plan {
+	if s.Settings.Quotas == nil {
+		return nil
+	}
+	return s.Settings.Quotas.Plans
+}
 
 func runExplain(ctx context.Context, env Env, args []string) error {
 	fs := newFlags(env, "explain", "explain [--config capgate.yaml] [--claims claims.json | --token JWT [--verify]] [--capability ID] [--json]\n"+
@@ -64,9 +74,9 @@ func runExplain(ctx context.Context, env Env, args []string) error {
 		return err
 	}
 	if *asJSON {
-		return writeExplainJSON(env.Stdout, caller, e.Revision(), decisions, d.Registry())
+		return writeExplainJSON(env.Stdout, caller, e.Revision(), decisions, d.Registry(), quotaPlans(d.Snapshot))
 	}
-	return writeExplainText(env.Stdout, caller, e.Revision(), decisions, d.Registry())
+	return writeExplainText(env.Stdout, caller, e.Revision(), decisions, d.Registry(), quotaPlans(d.Snapshot))
 }
 
 type explainReason struct {
@@ -83,6 +93,9 @@ type explainEntry struct {
 	Entitled   bool           `json:"entitled"`
 	Reasons    explainReasons `json:"reasons"`
 	Limits     map[string]any `json:"limits,omitempty"`
+	// Quotas are the quotas a call would be counted against, and why each
+	// applies.
+	Quotas []access.QuotaJSON `json:"quotas,omitempty"`
 	// Routing is the manifest's routing policy, when it has one.
 	Routing manifest.Routing `json:"routing,omitzero"`
 }
@@ -117,7 +130,7 @@ func routingLine(r manifest.Routing) string {
 	return s
 }
 
-func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Decision, reg *manifest.Registry) error {
+func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Decision, reg *manifest.Registry, plans []compile.Plan) error {
 	type callerJSON struct {
 		Authenticated bool     `json:"authenticated"`
 		Subject       string   `json:"subject"`
@@ -135,13 +148,14 @@ func writeExplainJSON(w io.Writer, c engine.Caller, rev string, ds []engine.Deci
 			Visible: d.Visible, Entitled: d.Entitled,
 			Reasons: explainReasons{Visible: toExplainReasons(d.VisibleReasons), Entitled: toExplainReasons(d.EntitledReasons)},
 			Limits:  d.Limits,
+			Quotas:  access.QuotasJSON(d.Quotas, plans),
 			Routing: routingOf(reg, d.Capability),
 		})
 	}
 	return json.MarshalWrite(w, out, jsontext.WithIndent("  "), json.Deterministic(true))
 }
 
-func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Decision, reg *manifest.Registry) error {
+func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Decision, reg *manifest.Registry, plans []compile.Plan) error {
 	who := "anonymous caller"
 	if c.Authenticated {
 		who = fmt.Sprintf("subject %q, tenant %q, scopes [%s]", c.Subject, c.Tenant, strings.Join(c.Scopes, " "))
@@ -161,6 +175,11 @@ func writeExplainText(w io.Writer, c engine.Caller, rev string, ds []engine.Deci
 		}
 		if len(d.Limits) > 0 {
 			if _, err := fmt.Fprintf(w, "  limits:   %s\n", limitsLine(d.Limits)); err != nil {
+				return err
+			}
+		}
+		for _, q := range d.Quotas {
+			if _, err := fmt.Fprintf(w, "  quota:    %s\n            (%s)\n", access.QuotaLine(q), access.QuotaWhy(q, plans)); err != nil {
 				return err
 			}
 		}

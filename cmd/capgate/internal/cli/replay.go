@@ -119,7 +119,12 @@ func replayFile(ctx context.Context, r *access.Replay, path string) error {
 		return usageErr("read decisions: %v", err)
 	}
 	defer func() { _ = file.Close() }()
-	err = eachDecision(file, func(e *loggedDecision) error { return r.Event(ctx, recordedQuestions(e)...) })
+	err = eachDecision(file, func(e *loggedDecision) error {
+		if strings.HasPrefix(e.Result.Rule, access.QuotaRuleDecided) {
+			r.Counted()
+		}
+		return r.Event(ctx, recordedQuestions(e)...)
+	})
 	if err != nil {
 		return logErr(path, err)
 	}
