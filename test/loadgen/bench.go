@@ -180,13 +180,23 @@ func closedPhase(ctx context.Context, o options, role, config string, reqs []mar
 		return nil, err
 	}
 	defer c.stop()
+	return measureClosed(ctx, o, c, role, "", reqs)
+}
+
+// measureClosed measures the running child c (named role; note, when not
+// "", is printed after "closed loop") at maximum throughput: its checks/s
+// and the CPU it and the generator spent in the measured window.
+func measureClosed(ctx context.Context, o options, c *child, role, note string, reqs []marshalled) (*phase, error) {
 	t, err := dial(c.addr, o.conns)
 	if err != nil {
 		return nil, err
 	}
 	defer t.close()
 	p := &phase{name: role}
-	fmt.Printf("%-8s closed loop ... ", role)
+	if note != "" {
+		note = " (" + note + ")"
+	}
+	fmt.Printf("%-8s closed loop%s ... ", role, note)
 	var s0, g0 time.Duration
 	st, err := closedLoopMarked(ctx, checks(t, reqs), o.concurrency, o.warmup, o.duration, func(begin bool) {
 		s, _ := cpuTime(c.cmd.Process.Pid)

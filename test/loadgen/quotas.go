@@ -245,30 +245,9 @@ func quotaPhase(ctx context.Context, o options, config string, reqs []marshalled
 		return nil, 0, err
 	}
 	defer c.stop()
-	t, err := dial(c.addr, o.conns)
+	p, err := measureClosed(ctx, o, c, "capgate", filepath.Base(filepath.Dir(config)), reqs)
 	if err != nil {
 		return nil, 0, err
-	}
-	defer t.close()
-	p := &phase{name: "capgate"}
-	fmt.Printf("%-8s closed loop (%s) ... ", "capgate", filepath.Base(filepath.Dir(config)))
-	var s0, g0 time.Duration
-	st, err := closedLoopMarked(ctx, checks(t, reqs), o.concurrency, o.warmup, o.duration, func(begin bool) {
-		s, _ := cpuTime(c.cmd.Process.Pid)
-		g, _ := cpuTime(os.Getpid())
-		if begin {
-			s0, g0 = s, g
-			return
-		}
-		p.serverCPU, p.genCPU = s-s0, g-g0
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	p.st = st
-	fmt.Printf("%.0f checks/s (errors %d)\n", st.rate(), st.errors)
-	if st.errors > 0 {
-		return nil, 0, fmt.Errorf("capgate: %d failed checks, first: %v", st.errors, st.firstErr)
 	}
 	counted, err := scrapeCounter(ctx, c.admin, "capgate_quota_calls_total", `result="admitted"`)
 	return p, counted, err
