@@ -320,6 +320,8 @@ func TestLoadFSInvalid(t *testing.T) {
 			"capgate.yaml:26: quotas.plans[0].budget.per: 1.5s: want whole seconds, at least 1s"},
 		{"quota store error mode", "store: memory\n", "store: memory\nquotas:\n  plans:\n    - id: free\n      budget: {calls: 1, per: 1h}\n      on_store_error: opn\n",
 			`capgate.yaml:27: quotas.plans[0].on_store_error: "opn" is not one of closed, open; did you mean open?`},
+		{"quota counter", "store: memory\n", "store: memory\nquotas:\n  counter: envy\n",
+			`capgate.yaml:24: quotas.counter: "envy" is not one of capgate, envoy; did you mean envoy?`},
 		{"quota cost class units", "store: memory\n", "store: memory\nquotas:\n  cost_classes: {low: 0}\n",
 			"capgate.yaml:24: quotas.cost_classes.low: 0: want a positive number of units"},
 	}

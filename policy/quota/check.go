@@ -21,6 +21,9 @@ var planIDRE = regexp.MustCompile(PlanIDPattern)
 // Check reports every problem of the config through add, with the field
 // path under prefix ("quotas"): add places it at its line.
 func (c Config) Check(prefix string, add func(field, format string, args ...any)) {
+	if c.Counter != "" && !slices.Contains(Counters, c.Counter) {
+		add(prefix+".counter", "%q is not one of capgate, envoy%s", c.Counter, diag.DidYouMean(string(c.Counter), []string{string(CounterCapgate), string(CounterEnvoy)}))
+	}
 	for class, units := range c.CostClasses {
 		if strings.TrimSpace(class) == "" {
 			add(prefix+".cost_classes", "empty cost class")

@@ -83,7 +83,25 @@ type Config struct {
 	Plans []Plan `yaml:"plans" json:"plans,omitempty"`
 	// Charge says which calls are counted beyond messages (see Charge).
 	Charge Charge `yaml:"charge" json:"charge,omitzero"`
+	// Counter is who counts the calls whose capability is known before
+	// routing (admission's ChargedHere): "capgate" ("" too: capgate's own
+	// store) or "envoy" (Envoy's global rate-limit service, from the
+	// quotas ext_authz puts into its dynamic metadata; capgate then counts
+	// only what the proxy cannot: new messages, routed at the gateway).
+	Counter Counter `yaml:"counter" json:"counter,omitempty"`
 }
+
+// Counter is who counts the calls admission charges (Config.Counter).
+type Counter string
+
+// The counters.
+const (
+	CounterCapgate Counter = "capgate"
+	CounterEnvoy   Counter = "envoy"
+)
+
+// Counters are the counters, in documentation order.
+var Counters = []Counter{CounterCapgate, CounterEnvoy}
 
 // Charge widens what is counted. By default only calls that run a
 // capability are charged: a new message, a message continuing a task, and

@@ -54,7 +54,8 @@ func MessageID(r *protocol.Request) string {
 // charge counts a call whose capability admission knows against the quotas the policy decided
 // (decided: an extension method's, from the decision that admitted it; else decided here). It
 // returns the budgets left, for the answer's RateLimit headers and the decision log, and the
-// quotas charged (ext_authz hands them to Envoy's rate limits).
+// quotas charged (ext_authz hands them to Envoy's rate limits). With quotas.counter "envoy"
+// nothing is counted here: the quotas only go to Envoy's rate-limit service.
 func (a *Admitter) charge(ctx context.Context, rev *revision.State, r *protocol.Request, p identity.Principal,
 	task *tasks.Binding, decided []quota.Applied, decisionID string,
 ) ([]quota.State, []quota.Applied, *protocol.Error) {
@@ -76,6 +77,9 @@ func (a *Admitter) charge(ctx context.Context, rev *revision.State, r *protocol.
 			return nil, nil, nil // the gateway's re-check refuses it; nothing to count
 		}
 		qs = dec.Quotas
+	}
+	if rev.Config().Quotas.Counter == quota.CounterEnvoy {
+		return nil, qs, nil // Envoy's rate-limit service counts them, from ext_authz's metadata
 	}
 	left, perr := a.quotas.Charge(ctx, metering.Call{Issuer: p.Issuer, Subject: p.Subject, Capability: capID,
 		MessageID: MessageID(r), Quotas: qs, DecisionID: decisionID})

@@ -71,3 +71,39 @@ func TestCheckPutsChargedQuotasIntoMetadata(t *testing.T) {
 	allowed, _ = check(t, editedRevision(t, plans(ratelimit.Slots+1)), tok.bearer("alice", "acme", "recon.run"))
 	require.False(t, allowed, "more quotas than Envoy's rate limits carry: refused")
 }
+
+// TestCounterEnvoyLeavesCountingToTheService: with quotas.counter "envoy",
+// ext_authz counts nothing itself — a call over the plan's one call an
+// hour is still allowed and still carries its slot for Envoy's rate-limit
+// service — while with capgate counting (the default) the second call is
+// refused RESOURCE_EXHAUSTED.
+func TestCounterEnvoyLeavesCountingToTheService(t *testing.T) {
+	variance := rpcBody(`1`, "finance/explainVariance", `{"invoice":"INV-1"}`)
+	tok := newTokens(t)
+	for _, counter := range []string{"", "capgate", "envoy"} {
+		t.Run("counter="+counter, func(t *testing.T) {
+			rev := editedRevision(t, func(c string) string {
+				c = regexp.MustCompile(`(?ms)^quotas:\n(?:[ #].*\n|\n)*`).ReplaceAllString(c, "")
+				c += "quotas:\n  plans:\n    - id: one\n      grant: {scopes: [recon.run]}\n      budget: {calls: 1, per: 1h}\n"
+				if counter != "" {
+					c += "  counter: " + counter + "\n"
+				}
+				return c
+			})
+			s := New(revision.NewHolder(rev), tasks.NewMemory(0), WithQuotas(metering.NewEnforcer(metering.NewMemory(time.Now), nil, nil, 0)))
+			for i := range 2 {
+				resp, err := s.Check(t.Context(), jsonrpc(variance, map[string]string{"a2a-version": v1,
+					"authorization": tok.bearer("alice", "acme", "recon.run"), "a2a-extensions": "https://example.com/ext/variance/v1"}))
+				require.NoError(t, err)
+				if i == 1 && counter != "envoy" {
+					require.Nil(t, resp.GetOkResponse(), "capgate counts: the second call is over the plan")
+					require.Contains(t, resp.GetDeniedResponse().GetBody(), "RESOURCE_EXHAUSTED")
+					continue
+				}
+				require.NotNil(t, resp.GetOkResponse(), "call %d", i)
+				slot, _ := resp.GetDynamicMetadata().AsMap()[ratelimit.SlotKey(0)].(map[string]any)
+				require.Equal(t, "plan.one", slot["id"], "call %d carries its quota for Envoy", i)
+			}
+		})
+	}
+}
