@@ -64,9 +64,10 @@ func continues(p positionstest.Position) bool {
 // TestQuotaBothDoors: for every binding × version × operation position where admission knows
 // the capability, a caller on the free plan who has used its one call is refused at both doors
 // before any handler, in the binding's shape — RESOURCE_EXHAUSTED: HTTP 429 (HTTP+JSON), a
-// JSON-RPC error (HTTP 200), gRPC status 8 — with the same reason and status at both doors, a
+// JSON-RPC error (HTTP 200; 429 for a 1.0 stream refused before it starts), gRPC status 8 — with the same reason and status at both doors, a
 // Retry-After and the RateLimit fields naming plan.free; a caller on the paid plan is admitted
-// at both, with the RateLimit fields of plan.paid.
+// at both, with the RateLimit fields of plan.paid. 0.3 gRPC is refused VERSION_NOT_SUPPORTED at
+// both doors before any quota.
 func TestQuotaBothDoors(t *testing.T) {
 	e := startQuotas(t)
 	n := 0
@@ -89,6 +90,12 @@ func TestQuotaBothDoors(t *testing.T) {
 				}
 				az := e.extauthz(t, method, target, h.Clone(), body)
 				gw := e.gateway(t, method, target, h.Clone(), body)
+				if p.Binding == protocol.GRPC && p.Version == protocol.V03 {
+					// 0.3 gRPC is not served: refused at both doors before its quotas are counted.
+					require.Equal(t, "VERSION_NOT_SUPPORTED", az.reason, "%s", az.body)
+					require.Equal(t, az.reason, gw.reason, "the doors disagree on why")
+					continue
+				}
 				if plan == "plan.paid" {
 					require.True(t, az.allowed, "ext_authz: %s\n%s", az, az.body)
 					require.Contains(t, az.header.Get(protocol.HeaderRateLimitPolicy), `"plan.paid";q=10000;w=3600`)
@@ -106,7 +113,11 @@ func TestQuotaBothDoors(t *testing.T) {
 				case protocol.GRPC:
 					require.Equal(t, 8, az.status, "gRPC RESOURCE_EXHAUSTED")
 				case protocol.JSONRPC:
-					require.Equal(t, 200, az.status)
+					want := 200
+					if p.Operation.Streaming() && p.Version == protocol.V1 {
+						want = 429 // a 1.0 stream refused before it starts: a plain error with its status
+					}
+					require.Equal(t, want, az.status)
 					require.Contains(t, az.body, `"code":-32029`)
 				}
 				for door, o := range map[string]outcome{"extauthz": az, "gateway": gw} {
@@ -140,12 +151,13 @@ func TestQuotaNewMessage(t *testing.T) {
 			require.NoError(t, err)
 			h.Set("Authorization", "Bearer "+c.token)
 			az := e.extauthz(t, method, target, h.Clone(), body)
-			require.True(t, az.allowed, "ext_authz cannot count a message it cannot route: %s", az)
 			gw := e.gateway(t, method, target, h.Clone(), body)
 			if p.Binding == protocol.GRPC && p.Version == protocol.V03 {
+				require.Equal(t, "VERSION_NOT_SUPPORTED", az.reason, "0.3 gRPC is not served, at either door")
 				require.Equal(t, "VERSION_NOT_SUPPORTED", gw.reason)
 				return
 			}
+			require.True(t, az.allowed, "ext_authz cannot count a message it cannot route: %s", az)
 			require.Equal(t, "RESOURCE_EXHAUSTED", gw.reason, "%s", gw.body)
 			require.NotEmpty(t, gw.header.Get("Retry-After"))
 			require.False(t, e.forwarded(gw.decision), "the handler ran for a refused call")
