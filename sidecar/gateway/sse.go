@@ -8,6 +8,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // sseDialect is what an SSE stream's data lines hold.
@@ -96,7 +97,7 @@ func (s *sseWriter) Unary(result jsontext.Value, empty bool) (*protocol.Error, b
 		result = jsontext.Value("{}") // google.protobuf.Empty over HTTP+JSON
 	}
 	if s.dialect == sseProtoJSON03 {
-		b, perr := protocol.ProtoJSON03Response(s.op, result)
+		b, perr := jsonwire.ProtoJSON03Response(s.op, result)
 		if perr != nil {
 			return perr, false
 		}
@@ -141,7 +142,7 @@ func (s *sseWriter) start() {
 func (s *sseWriter) Event(event jsontext.Value) error {
 	data := []byte(event)
 	if s.dialect == sseProtoJSON03 {
-		b, perr := protocol.ProtoJSON03Event(data)
+		b, perr := jsonwire.ProtoJSON03Event(data)
 		if perr != nil {
 			return perr
 		}
