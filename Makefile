@@ -127,7 +127,7 @@ run:
 ## (capgate's gateway against a bare reverse proxy, the CLINC150 registry of ../shared/data/routing). See docs/benchmarks.md.
 ## The soak (two replicas on one redis-server, mixed load, reloads, a Redis restart; ~1.5 min) runs on its own: go run ./test/loadgen -mode soak
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./sidecar/extauthz ./policy/engine ./sidecar/identity ./sidecar/protocol
+	$(GO) test -run '^$$' -bench . -benchmem ./sidecar/extauthz ./policy/engine ./sidecar/identity ./sidecar/protocol/...
 	$(GO) test -run '^$$' -bench . -benchtime 3x -benchmem ./policy/access
 	$(GO) run ./test/loadgen -mode bench
 	$(GO) run ./test/loadgen -mode rss -memory 32MiB
@@ -169,11 +169,11 @@ FUZZTIME ?= 20000x
 FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1x
 .PHONY: fuzz-short
 fuzz-short:
-	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseJSONRPC$$'
-	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzParseHTTP$$'
-	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzScanner$$'
-	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzBareMediaType$$'
-	$(FUZZ) ./sidecar/protocol -fuzz '^FuzzCanonicalFast$$'
+	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzParseJSONRPC$$'
+	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzParseHTTP$$'
+	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzScanner$$'
+	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzBareMediaType$$'
+	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzCanonicalFast$$'
 	$(FUZZ) ./policy/manifest -fuzz '^FuzzParseManifest$$'
 	$(FUZZ) ./policy/config -fuzz '^FuzzConfig$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'

@@ -8,6 +8,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -144,7 +145,7 @@ func withHeld(call *exchange.Call, params jsontext.Value, b tasks.Binding) (json
 		return nil, nil, protocol.Wrap(protocol.Internal, err, "the message could not be combined")
 	}
 	cfg := call.Rev.Config().Limits
-	req, perr := protocol.ParseJSONRPC(v, "application/json", env, protocol.Limits{MaxBodyBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth})
+	req, perr := jsonwire.ParseJSONRPC(v, "application/json", env, protocol.Limits{MaxBodyBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth})
 	if perr != nil {
 		return nil, nil, protocol.Errorf(perr.Code, "your first message with this answer is not a message this agent accepts: %s", perr.Message)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // answer writes an operation's result in the request's binding, through the binding's
@@ -38,7 +39,7 @@ func answer(w http.ResponseWriter, req *protocol.Request, res exchange.Result, k
 
 // answerWriter writes an admitted request's answer in one binding: a unary result, or a
 // stream's events. The gRPC binding's is grpcwire.Writer; the JSON-RPC and HTTP+JSON
-// bindings' (both versions) is sseWriter.
+// bindings' (both versions) is jsonwire.Writer.
 type answerWriter interface {
 	// Unary writes a unary result (empty: the operation's result is empty). It returns an
 	// error and whether any of the answer had been written, as answer does.
@@ -57,24 +58,10 @@ type answerWriter interface {
 // writerFor is the answer writer of req's binding; a stream quiet for keepAlive gets a
 // keep-alive (0: none; unary answers have none).
 func writerFor(w http.ResponseWriter, req *protocol.Request, keepAlive time.Duration) answerWriter {
-	switch {
-	case req.Binding == protocol.GRPC:
+	if req.Binding == protocol.GRPC {
 		return grpcwire.NewWriter(w, req.Operation)
-	case req.Binding == protocol.JSONRPC:
-		return newSSE(w, sseJSONRPC, req, keepAlive)
-	case req.ProtoJSON03():
-		return newSSE(w, sseProtoJSON03, req, keepAlive)
 	}
-	return newSSE(w, sseHTTPJSON, req, keepAlive)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body []byte) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	return jsonwire.NewWriter(w, req, keepAlive)
 }
 
 // writeRefusal writes a refusal as both doors shape it (protocol.Refuse).
@@ -95,3 +82,8 @@ func writeRefusal(w http.ResponseWriter, r protocol.Refusal) {
 func writeStatusError(w http.ResponseWriter, e *protocol.Error) {
 	writeRefusal(w, protocol.Refuse(protocol.HTTPJSON, protocol.V1, protocol.DataList, false, nil, e, false))
 }
+
+var (
+	_ answerWriter = (*grpcwire.Writer)(nil)
+	_ answerWriter = (*jsonwire.Writer)(nil)
+)

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // Defaults of the Invoker's options.
@@ -351,7 +352,7 @@ func (i *Invoker) lookup(req Request) (target, *protocol.Error) {
 		return t, nil
 	}
 	if _, ok := operation(req); !ok {
-		if protocol.IsA2AMethod(req.Method) && req.Version != protocol.V1 {
+		if jsonwire.IsA2AMethod(req.Method) && req.Version != protocol.V1 {
 			return target{}, protocol.Errorf(protocol.VersionNotSupported,
 				"this skill's handler is called over %s, which capgate speaks in A2A 1.0 only; send A2A-Version: 1.0", bindingName(t.binding))
 		}

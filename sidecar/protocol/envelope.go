@@ -181,3 +181,10 @@ func BindingOf(path, base string) Binding {
 	}
 	return HTTPJSON
 }
+
+// AgentCardPath is the well-known path of the public agent card.
+const AgentCardPath = "/.well-known/agent-card.json"
+
+// AgentCardPathV03 is where A2A 0.3 clients look for the public card (the 0.3 shape is served
+// there). Like AgentCardPath it is public: read with GET or HEAD and no credential.
+const AgentCardPathV03 = "/.well-known/agent.json"

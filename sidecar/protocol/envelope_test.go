@@ -48,25 +48,6 @@ func TestJSONRPCEnvelope(t *testing.T) {
 	require.Zero(t, allocs)
 }
 
-// TestJSONRPCRequestEnvelope: the one request envelope (handler calls, a message re-read) is a
-// request capgate's own parser reads back with the id, method and params it was given.
-func TestJSONRPCRequestEnvelope(t *testing.T) {
-	params := jsontext.Value(`{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
-	b, err := MarshalJSONRPCRequest("capgate-1", MethodName(V1, SendMessage), params)
-	require.NoError(t, err)
-	req, perr := ParseJSONRPC(V1, "application/json", b, Limits{})
-	require.Nil(t, perr, "%s", b)
-	require.Equal(t, SendMessage, req.Operation)
-	require.JSONEq(t, `"capgate-1"`, string(req.ID))
-	require.JSONEq(t, string(params), string(req.Params))
-
-	b, err = MarshalJSONRPCRequest("1", "GetTask", nil)
-	require.NoError(t, err)
-	require.JSONEq(t, `{"jsonrpc":"2.0","id":"1","method":"GetTask"}`, string(b), "no params member when there are none")
-	_, err = MarshalJSONRPCRequest("1", "bad\xffname", nil)
-	require.Error(t, err, "a method that is not valid UTF-8 is refused, not sent")
-}
-
 // TestCanonicalKey: the spelled-out keys of HTTPHeader.Values are net/http's canonical forms,
 // and a lookup by any spelling of a header name finds its values.
 func TestCanonicalKey(t *testing.T) {

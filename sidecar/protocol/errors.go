@@ -312,7 +312,7 @@ func (e *Error) MarshalJSONRPCIn(shape DataShape, id jsontext.Value) []byte {
 	b = append(b, `"error":{"code":`...)
 	b = strconv.AppendInt(b, int64(e.JSONRPCCode()), 10)
 	b = append(b, `,"message":`...)
-	b = appendQuote(b, e.Message)
+	b = AppendQuote(b, e.Message)
 	if shape == DataObject {
 		b = append(b, `,"data":`...)
 		b = e.appendErrorInfo(b)
@@ -360,7 +360,7 @@ func MarshalJSONRPCRequest(id, method string, params jsontext.Value) ([]byte, er
 // error member: {"jsonrpc":"2.0","id":<id or null>,
 func appendJSONRPCHead(b []byte, id jsontext.Value) []byte {
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	if validID(id) {
+	if ValidID(id) {
 		b = append(b, id...)
 	} else {
 		b = append(b, "null"...)
@@ -375,9 +375,9 @@ func (e *Error) MarshalStatus() []byte {
 	b = append(b, `{"error":{"code":`...)
 	b = strconv.AppendInt(b, int64(e.HTTPStatus()), 10)
 	b = append(b, `,"status":`...)
-	b = appendQuote(b, e.StatusName())
+	b = AppendQuote(b, e.StatusName())
 	b = append(b, `,"message":`...)
-	b = appendQuote(b, e.Message)
+	b = AppendQuote(b, e.Message)
 	b = append(b, `,"details":[`...)
 	b = e.appendErrorInfo(b)
 	b = e.appendRetryInfo(b)
@@ -386,7 +386,7 @@ func (e *Error) MarshalStatus() []byte {
 
 func (e *Error) appendErrorInfo(b []byte) []byte {
 	b = append(b, `{"@type":"`+ErrorInfoType+`","reason":`...)
-	b = appendQuote(b, e.Reason())
+	b = AppendQuote(b, e.Reason())
 	b = append(b, `,"domain":"`+Domain+`"`...)
 	if len(e.Metadata) > 0 {
 		b = append(b, `,"metadata":{`...)
@@ -394,9 +394,9 @@ func (e *Error) appendErrorInfo(b []byte) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendQuote(b, k)
+			b = AppendQuote(b, k)
 			b = append(b, ':')
-			b = appendQuote(b, e.Metadata[k])
+			b = AppendQuote(b, e.Metadata[k])
 		}
 		b = append(b, '}')
 	}
@@ -454,8 +454,8 @@ func challengeText(s string) string {
 	}, s)
 }
 
-// appendQuote appends s as a JSON string; invalid UTF-8 is replaced, never rejected.
-func appendQuote(b []byte, s string) []byte {
+// AppendQuote appends s as a JSON string; invalid UTF-8 is replaced, never rejected.
+func AppendQuote(b []byte, s string) []byte {
 	out, err := jsontext.AppendQuote(b, s)
 	if err != nil {
 		out, _ = jsontext.AppendQuote(b, strings.ToValidUTF8(s, "\uFFFD"))
@@ -463,8 +463,8 @@ func appendQuote(b []byte, s string) []byte {
 	return out
 }
 
-// validID reports whether id is a JSON string, number or null.
-func validID(id jsontext.Value) bool {
+// ValidID reports whether id is a JSON string, number or null.
+func ValidID(id jsontext.Value) bool {
 	if len(id) == 0 || !id.IsValid() {
 		return false
 	}

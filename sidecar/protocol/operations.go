@@ -105,8 +105,8 @@ type Spec struct {
 	Result Kind
 	// Label is its label in ext_authz's decision metrics.
 	Label string
-	// query lists the query parameters a GET route takes, by name (queryParams).
-	query map[string]queryParam
+	// Query lists the query parameters a GET route takes, by name (the HTTP+JSON reader's).
+	Query map[string]QueryParam
 	// grpcRequest and grpcResponse make its A2A 1.0 gRPC request message and response message
 	// (one stream event for a streaming operation); nil when gRPC has none. grpc03Request makes
 	// its A2A 0.3 gRPC request message; nil when the 0.3 service has none.
@@ -161,7 +161,7 @@ var operationTable = []Spec{
 		TaskField: "id", TaskField03: "id", Params03: "TaskQueryParams", Store: StoreLookup,
 		// history_length is the proto field's own name, which HTTP transcoding accepts as a
 		// query parameter beside the JSON name (the 0.3 TCK's REST client sends it).
-		query:         map[string]queryParam{"historyLength": {"historyLength", queryInt}, "history_length": {"historyLength", queryInt}},
+		Query:         map[string]QueryParam{"historyLength": {"historyLength", QueryInt}, "history_length": {"historyLength", QueryInt}},
 		Result:        KindTask,
 		grpcRequest:   func() proto.Message { return &a2apb.GetTaskRequest{} },
 		grpcResponse:  func() proto.Message { return &a2apb.Task{} },
@@ -173,15 +173,15 @@ var operationTable = []Spec{
 		REST:     []Route{{http.MethodGet, "/tasks", true}},
 		Contexts: true, Store: StoreLookup | StoreList,
 		// a2a-go sends lastUpdatedAfter for statusTimestampAfter.
-		query: map[string]queryParam{
-			"contextId":            {"contextId", queryString},
-			"status":               {"status", queryString},
-			"pageSize":             {"pageSize", queryInt},
-			"pageToken":            {"pageToken", queryString},
-			"historyLength":        {"historyLength", queryInt},
-			"includeArtifacts":     {"includeArtifacts", queryBool},
-			"statusTimestampAfter": {"statusTimestampAfter", queryString},
-			"lastUpdatedAfter":     {"statusTimestampAfter", queryString},
+		Query: map[string]QueryParam{
+			"contextId":            {"contextId", QueryString},
+			"status":               {"status", QueryString},
+			"pageSize":             {"pageSize", QueryInt},
+			"pageToken":            {"pageToken", QueryString},
+			"historyLength":        {"historyLength", QueryInt},
+			"includeArtifacts":     {"includeArtifacts", QueryBool},
+			"statusTimestampAfter": {"statusTimestampAfter", QueryString},
+			"lastUpdatedAfter":     {"statusTimestampAfter", QueryString},
 		},
 		Result:       KindTaskList,
 		grpcRequest:  func() proto.Message { return &a2apb.ListTasksRequest{} },
@@ -234,7 +234,7 @@ var operationTable = []Spec{
 		GRPC: "ListTaskPushNotificationConfigs", GRPC03: "ListTaskPushNotificationConfig",
 		REST: []Route{{http.MethodGet, "/tasks/{taskId}/pushNotificationConfigs", true}},
 		Push: true, TaskField: "taskId", TaskField03: "id", Params03: "ListTaskPushNotificationConfigParams", Store: StoreLookup,
-		query:         map[string]queryParam{"pageSize": {"pageSize", queryInt}, "pageToken": {"pageToken", queryString}},
+		Query:         map[string]QueryParam{"pageSize": {"pageSize", QueryInt}, "pageToken": {"pageToken", QueryString}},
 		Result:        KindPushConfigList,
 		grpcRequest:   func() proto.Message { return &a2apb.ListTaskPushNotificationConfigsRequest{} },
 		grpcResponse:  func() proto.Message { return &a2apb.ListTaskPushNotificationConfigsResponse{} },
@@ -358,30 +358,6 @@ func (x *opIndex) op(name string) (Operation, bool) {
 	return "", false
 }
 
-// restRoutes flattens the routes the table's rows give in field routes, in table order.
-func restRoutes(routes func(*Spec) []Route) []httpRoute {
-	var out []httpRoute
-	for i := range operationTable {
-		s := &operationTable[i]
-		for _, r := range routes(s) {
-			out = append(out, httpRoute{op: s.Op, method: r.Method, template: r.Path, call: r.Call})
-		}
-	}
-	return out
-}
-
-// The HTTP+JSON routes, built once from the table.
-var (
-	// httpRoutes are the routes of the A2A 1.0 proto's google.api.http annotations, the one
-	// list both directions read: ParseHTTP matches requests against it, HTTPCall builds the
-	// requests capgate sends to an HTTP+JSON handler.
-	httpRoutes = restRoutes(func(s *Spec) []Route { return s.REST })
-	// httpRoutes03 are the routes only 0.3's /v1/ form has, relative to /v1.
-	httpRoutes03 = restRoutes(func(s *Spec) []Route { return s.REST03 })
-	// fixedRoutes are the routes at fixed paths.
-	fixedRoutes = restRoutes(func(s *Spec) []Route { return s.Fixed })
-)
-
 // Operations lists every operation, in table order.
 func Operations() []Operation {
 	out := make([]Operation, len(operationTable))
@@ -391,8 +367,9 @@ func Operations() []Operation {
 	return out
 }
 
-// spec is op's row; a zero row for an operation not in the table.
-func (o Operation) spec() *Spec {
+// Spec is op's row; a zero row for an operation not in the table. It is the table's own:
+// callers read it and never change it.
+func (o Operation) Spec() *Spec {
 	if s, ok := specs.get(string(o)); ok {
 		return s
 	}
@@ -447,7 +424,7 @@ func (o Operation) Message() bool { return messageOps.has(o) }
 func (o Operation) TargetsTask() bool { return taskOps.has(o) }
 
 // NamesContext reports whether the operation can name a context.
-func (o Operation) NamesContext() bool { return o.spec().Contexts }
+func (o Operation) NamesContext() bool { return o.Spec().Contexts }
 
 // Push reports whether the operation is a push notification config operation.
 func (o Operation) Push() bool { return pushOps.has(o) }
@@ -456,18 +433,18 @@ func (o Operation) Push() bool { return pushOps.has(o) }
 func (o Operation) Public() bool { return publicOps.has(o) }
 
 // Needs reports whether the operation needs all of what from the task store.
-func (o Operation) Needs(what Store) bool { return what != 0 && o.spec().Store&what == what }
+func (o Operation) Needs(what Store) bool { return what != 0 && o.Spec().Store&what == what }
 
 // EmptyResult reports whether the operation's result is google.protobuf.Empty (JSON null).
-func (o Operation) EmptyResult() bool { return o.spec().Result == KindEmpty }
+func (o Operation) EmptyResult() bool { return o.Spec().Result == KindEmpty }
 
 // Result is the kind of o's unary result (Spec.Result); 0 when o decides it as it runs.
-func (o Operation) Result() Kind { return o.spec().Result }
+func (o Operation) Result() Kind { return o.Spec().Result }
 
 // PathFields are the A2A 1.0 params members an HTTP+JSON route's path binds: the task id's and
 // the push config id's ("" when the path binds none).
 func (o Operation) PathFields() (task, config string) {
-	s := o.spec()
+	s := o.Spec()
 	return s.TaskField, s.ConfigField
 }
 
@@ -483,9 +460,9 @@ func (o Operation) Label() string {
 // ("message/send", ...); "" when v has no such method.
 func MethodName(v Version, op Operation) string {
 	if v == V03 {
-		return op.spec().JSONRPC03
+		return op.Spec().JSONRPC03
 	}
-	return op.spec().JSONRPC
+	return op.Spec().JSONRPC
 }
 
 // MethodOperation is the operation a JSON-RPC method of either version names; false for a
@@ -523,9 +500,9 @@ func GRPCOperation(v Version, name string) (Operation, bool) {
 // GRPCMethod is the gRPC full method ("/lf.a2a.v1.A2AService/SendMessage") of op in version v's
 // service; "" when that service has none.
 func GRPCMethod(v Version, op Operation) string {
-	m := op.spec().GRPC
+	m := op.Spec().GRPC
 	if v == V03 {
-		m = op.spec().GRPC03
+		m = op.Spec().GRPC03
 	}
 	if m == "" {
 		return ""
@@ -536,7 +513,7 @@ func GRPCMethod(v Version, op Operation) string {
 // RequestMessage is a new A2A 1.0 request message of op (its gRPC request message, and what
 // the 1.0 JSON bindings' params are read against); nil when it has none.
 func RequestMessage(op Operation) proto.Message {
-	if f := op.spec().grpcRequest; f != nil {
+	if f := op.Spec().grpcRequest; f != nil {
 		return f()
 	}
 	return nil
@@ -544,7 +521,7 @@ func RequestMessage(op Operation) proto.Message {
 
 // RequestMessage03 is a new A2A 0.3 gRPC request message of op; nil when it has none.
 func RequestMessage03(op Operation) proto.Message {
-	if f := op.spec().grpc03Request; f != nil {
+	if f := op.Spec().grpc03Request; f != nil {
 		return f()
 	}
 	return nil
@@ -553,8 +530,24 @@ func RequestMessage03(op Operation) proto.Message {
 // ResponseMessage is a new A2A 1.0 gRPC response message of op (one stream event for a
 // streaming operation); nil when it has none.
 func ResponseMessage(op Operation) proto.Message {
-	if f := op.spec().grpcResponse; f != nil {
+	if f := op.Spec().grpcResponse; f != nil {
 		return f()
 	}
 	return nil
+}
+
+// QueryKind is the JSON type a query parameter is written as in params.
+type QueryKind int
+
+// The JSON types of query parameters.
+const (
+	QueryString QueryKind = iota
+	QueryInt
+	QueryBool
+)
+
+// QueryParam is one query parameter an operation accepts, and the params field it sets.
+type QueryParam struct {
+	Field string
+	Kind  QueryKind
 }

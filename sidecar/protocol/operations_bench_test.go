@@ -17,7 +17,7 @@ func BenchmarkOperationLookup(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		for _, m := range methods {
-			op, err := lookupMethod(m.v, m.name)
+			op, err := JSONRPCOperation(m.v, m.name)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -6,12 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -19,116 +17,6 @@ import (
 	a2apb03 "github.com/a2aproject/a2a-go/a2apb"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 )
-
-// concretePath fills a route template's variables: {taskId} (or {id} alone) with task, the
-// {id} beside {taskId} with config.
-func concretePath(template, task, config string) string {
-	if strings.Contains(template, "{taskId}") {
-		return strings.ReplaceAll(strings.ReplaceAll(template, "{taskId}", task), "{id}", config)
-	}
-	return strings.ReplaceAll(template, "{id}", task)
-}
-
-// requireRoute checks that path, under v, matches a route serving op with method, and binds
-// the ids and tenant given.
-func requireRoute(t *testing.T, v Version, op Operation, method, path, tenant, task, config string) {
-	t.Helper()
-	rt, gotTenant, perr := matchRoute(v, path)
-	require.Nil(t, perr, "%s %s", v, path)
-	i := slices.Index(rt.methods, method)
-	require.GreaterOrEqual(t, i, 0, "%s %s %s: methods %v", v, method, path, rt.methods)
-	require.Equal(t, op, rt.ops[i], "%s %s %s", v, method, path)
-	require.Equal(t, tenant, gotTenant, path)
-	require.Equal(t, task, rt.taskID, path)
-	require.Equal(t, config, rt.configID, path)
-}
-
-// TestOperationNamesRoundTrip: every operation is found by every name the table gives it, on
-// every binding and version, and gives that name back.
-func TestOperationNamesRoundTrip(t *testing.T) {
-	require.Equal(t, len(operationTable), len(Operations()))
-	for i := range operationTable {
-		s := &operationTable[i]
-		op := s.Op
-		t.Run(string(op), func(t *testing.T) {
-			require.True(t, op.Known())
-			for _, c := range []struct {
-				v    Version
-				name string
-			}{{V1, s.JSONRPC}, {V03, s.JSONRPC03}} {
-				require.Equal(t, c.name, MethodName(c.v, op))
-				if c.name == "" {
-					continue
-				}
-				got, perr := lookupMethod(c.v, c.name)
-				require.Nil(t, perr, c.name)
-				require.Equal(t, op, got)
-				got, ok := MethodOperation(c.name)
-				require.True(t, ok, c.name)
-				require.Equal(t, op, got)
-				require.True(t, IsA2AMethod(c.name))
-				name, ok := methodName([]byte(strconv.Quote(c.name)))
-				require.True(t, ok)
-				require.Equal(t, c.name, name)
-			}
-			for _, c := range []struct {
-				v       Version
-				service string
-				name    string
-			}{{V1, GRPCService, s.GRPC}, {V03, GRPCServiceV03, s.GRPC03}} {
-				full := GRPCMethod(c.v, op)
-				if c.name == "" {
-					require.Empty(t, full)
-					continue
-				}
-				require.Equal(t, "/"+c.service+"/"+c.name, full)
-				got, ok := GRPCOperation(c.v, c.name)
-				require.True(t, ok, full)
-				require.Equal(t, op, got) // grpcwire.TestParsePathTable reads the full path
-			}
-			require.Equal(t, s.grpcRequest != nil, RequestMessage(op) != nil)
-			require.Equal(t, s.grpcResponse != nil, ResponseMessage(op) != nil)
-			for _, r := range s.REST {
-				task, config := "", ""
-				if strings.Contains(r.Path, "{") {
-					task = "t-1"
-				}
-				if strings.Contains(r.Path, "{taskId}") && strings.Contains(r.Path, "{id}") {
-					config = "c-1"
-				}
-				path := concretePath(r.Path, "t-1", "c-1")
-				for _, v := range []Version{V1, V03} {
-					requireRoute(t, v, op, r.Method, path, "", task, config)
-					requireRoute(t, v, op, r.Method, "/acme"+path, "acme", task, config)
-				}
-				requireRoute(t, V03, op, r.Method, "/v1"+path, "", task, config)
-				if r.Call {
-					method, got, ok := HTTPCall(op, "", task, config)
-					require.True(t, ok)
-					require.Equal(t, r.Method, method)
-					require.Equal(t, path, got)
-				}
-			}
-			for _, r := range s.REST03 {
-				requireRoute(t, V03, op, r.Method, "/v1"+r.Path, "", "", "")
-				_, _, perr := matchRoute(V1, "/v1"+r.Path)
-				require.NotNil(t, perr, "a 0.3-only route is not 1.0's")
-			}
-			for _, r := range s.Fixed {
-				for _, v := range []Version{V1, V03} {
-					requireRoute(t, v, op, r.Method, r.Path, "", "", "")
-				}
-			}
-			calls := 0
-			for _, r := range s.REST {
-				if r.Call {
-					calls++
-				}
-			}
-			require.LessOrEqual(t, calls, 1, "one route to call a handler with")
-		})
-	}
-}
 
 // TestOperationNamesUnique: a name, on one binding and version, is one operation's; the two
 // JSON-RPC versions share no name (MethodOperation reads both); a route (HTTP method and path)
@@ -180,7 +68,6 @@ func TestOperationProperties(t *testing.T) {
 		require.Equal(t, s.Public, op.Public(), op)
 		require.Equal(t, s.Result == KindEmpty, op.EmptyResult(), op)
 		require.Equal(t, s.Result, op.Result(), op)
-		require.Equal(t, s.Params03, params03(op), op)
 		task, config := op.PathFields()
 		require.Equal(t, s.TaskField, task, op)
 		require.Equal(t, s.ConfigField, config, op)
@@ -350,23 +237,6 @@ func TestRequestMessagesAreTheServices(t *testing.T) {
 			if c.v == V1 {
 				require.Equal(t, md.Output().FullName(), ResponseMessage(s.Op).ProtoReflect().Descriptor().FullName(), "%s %s", c.v, name)
 			}
-		}
-	}
-}
-
-// TestUnreadOperationRefused: an operation the params reader has no case for is refused, in
-// both versions, never read as having params that name nothing (the "add an operation"
-// walkthrough relies on it: a forgotten case fails closed).
-func TestUnreadOperationRefused(t *testing.T) {
-	for _, v := range []Version{V1, V03} {
-		for _, restBody := range []bool{false, true} {
-			ps := newParser()
-			r := &Request{}
-			err := ps.readParams(v, Operation("ArchiveTask"), jsontext.Value(`{"id":"t-1"}`), r, restBody)
-			ps.release()
-			require.NotNil(t, err, "%s", v)
-			require.Equal(t, UnsupportedOperation, err.Code, "%s", v)
-			require.Empty(t, r.Tasks, "%s", v)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 // Package protocol is the A2A request model and error model shared by the gateway and the
 // ext_authz server, and the operation table; the bindings read into it and write from it, each
-// in a package of its own (grpcwire: gRPC; the JSON-RPC and HTTP+JSON readers are still here),
+// in a package of its own (grpcwire: gRPC; jsonwire: JSON-RPC and HTTP+JSON, both versions),
 // and wire picks the binding of a request as a door received it.
 //
 // The operations are listed once, in operations.go's operation table: each row gives an
@@ -11,7 +11,7 @@
 // label. The parser's name lookups are indexes built from the table when the package loads, and
 // the properties other packages ask of an Operation (Streaming, TargetsTask, Push, PathFields,
 // ...) are the row's. Adding an operation is adding a row, and — when its params are new —
-// teaching the readers to read them (params.go, grpcwire) and the positions catalogue (positionstest) where they
+// teaching the readers to read them (jsonwire's params.go, grpcwire) and the positions catalogue (positionstest) where they
 // name a task, context or tenant (docs/walkthroughs.md). operations_test.go fails when a product
 // file spells a wire name of an operation outside the table.
 package protocol
@@ -20,7 +20,6 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
-	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // Binding is an A2A protocol binding.
@@ -124,16 +123,12 @@ type Request struct {
 	// Extension is set for an ExtensionMethod: the extension that adds it and its capability.
 	Extension *MethodExtension
 
-	// path holds what an HTTP+JSON path bound, for ForwardParams.
-	path pathValues
-	// canon is, for an A2A 1.0 JSON-RPC or HTTP+JSON request whose params are its proto
-	// request message, that message's descriptor (nil for any other request): ForwardParams
-	// re-encodes the params from it (canonical.go).
-	canon protoreflect.MessageDescriptor
+	// Forward builds the params a handler is sent for the request (ForwardParams). The
+	// binding's reader sets it, as it alone knows what it read (the values an HTTP+JSON path
+	// bound, a params object checked as the proto request message, a gRPC message); nil: the
+	// params as sent.
+	Forward Forwarder
 }
-
-// pathValues are the identifiers an HTTP+JSON route binds.
-type pathValues struct{ tenant, task, config string }
 
 // TaskRef is one task a request names and where: "path", "params.id", "params.taskId",
 // "params.message.taskId", "params.message.referenceTaskIds[2]",
@@ -258,9 +253,10 @@ func RepeatedVersion() *Error {
 		WithMetadata("supportedVersions", "1.0,0.3")
 }
 
-// lookupMethod resolves a JSON-RPC method for version v. Names are matched exactly: no case or
+// JSONRPCOperation is the operation of a JSON-RPC method of version v; its error names the
+// method of the other version when the caller sent that. resolves a JSON-RPC method for version v. Names are matched exactly: no case or
 // Unicode folding, no trimming.
-func lookupMethod(v Version, method string) (Operation, *Error) {
+func JSONRPCOperation(v Version, method string) (Operation, *Error) {
 	if v == V1 {
 		if op, ok := jsonrpcOps.op(method); ok {
 			return op, nil
@@ -307,3 +303,31 @@ const MaxLoggedBytes = 128
 // ForLog shortens client-supplied text for a log line to at most MaxLoggedBytes (cut at a rune
 // boundary, "…" appended) with invalid UTF-8 replaced.
 func ForLog(s string) string { return cut(strings.ToValidUTF8(s, "\uFFFD"), MaxLoggedBytes) }
+
+// ProtoJSON03 reports whether r is a request of the 0.3 specification's HTTP+JSON binding (a
+// 0.3 request on a /v1/ route), answered in ProtoJSON (jsonwire.ProtoJSON03Response and
+// ProtoJSON03Event).
+func (r *Request) ProtoJSON03() bool {
+	return r.Binding == HTTPJSON && r.Version == V03 && strings.Contains(r.Method, " /v1/")
+}
+
+// Forwarder builds the JSON-RPC params a handler is sent for a request of one binding
+// (Request.ForwardParams). A value of it is comparable, so parsed requests compare equal.
+type Forwarder interface {
+	ForwardParams(r *Request) (jsontext.Value, *Error)
+}
+
+// ForwardParams is what a handler is sent for r: the JSON-RPC params of r's operation in r's
+// version, as admission read them, built by r's binding (Request.Forward): an A2A 1.0 request
+// is its request message re-encoded as ProtoJSON, a 0.3 request the params as sent (for
+// HTTP+JSON with the path's values written in). A request no reader built is forwarded with
+// its params as they are ({} when absent).
+func (r *Request) ForwardParams() (jsontext.Value, *Error) {
+	if r.Forward != nil {
+		return r.Forward.ForwardParams(r)
+	}
+	if r.Params == nil {
+		return jsontext.Value("{}"), nil
+	}
+	return r.Params, nil
+}

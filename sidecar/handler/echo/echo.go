@@ -27,6 +27,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/handlerauth"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -148,7 +149,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(body, &call) == nil && call.Method != "" && !protocol.IsA2AMethod(call.Method) {
+	if json.Unmarshal(body, &call) == nil && call.Method != "" && !jsonwire.IsA2AMethod(call.Method) {
 		s.extensionMethod(w, r, call.ID, call.Method, call.Params)
 		return
 	}

@@ -84,7 +84,7 @@ func Parse(method, path, ct string, h protocol.Header, body []byte, lim protocol
 
 func parse(method, path, ct string, body []byte, lim protocol.Limits) (*protocol.Request, *protocol.Error) {
 	lim = lim.WithDefaults()
-	r := &protocol.Request{Binding: protocol.GRPC, Method: path}
+	r := &protocol.Request{Binding: protocol.GRPC, Method: path, Forward: forwarder{}}
 	op, version, perr := ParsePath(path)
 	if perr != nil {
 		return r, perr

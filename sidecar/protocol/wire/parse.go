@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // Parse reads one A2A request of any binding and version: the public card route, the JSON-RPC
@@ -49,7 +50,7 @@ func Parse(env protocol.Envelope, base string, lim protocol.Limits) (*protocol.R
 			parseAs = protocol.V1 // only to find the id to echo
 		}
 		shape := protocol.ErrorDataShape(env.Header, env.Query)
-		r, perr := protocol.ParseJSONRPCWith(parseAs, ct, env.Body, lim, env.Methods)
+		r, perr := jsonwire.ParseJSONRPCWith(parseAs, ct, env.Body, lim, env.Methods)
 		switch {
 		case verr != nil:
 			return echo(shape, r, perr, verr)
@@ -71,7 +72,7 @@ func Parse(env protocol.Envelope, base string, lim protocol.Limits) (*protocol.R
 	if query != "" {
 		target += "?" + query
 	}
-	r, perr := protocol.ParseHTTP(version, method, target, ct, env.Body, lim)
+	r, perr := jsonwire.ParseHTTP(version, method, target, ct, env.Body, lim)
 	if perr != nil {
 		return &protocol.Request{Binding: protocol.HTTPJSON, Version: version}, perr
 	}

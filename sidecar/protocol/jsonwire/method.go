@@ -1,13 +1,17 @@
-package protocol
+package jsonwire
 
-import "github.com/go-json-experiment/json/jsontext"
+import (
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/sidecar/protocol"
+)
 
 // knownMethods holds every JSON-RPC method name of either version, so that a request naming one
 // shares the constant instead of allocating a copy.
 var knownMethods = func() map[string]string {
 	m := map[string]string{}
-	for i := range operationTable {
-		for _, name := range []string{operationTable[i].JSONRPC, operationTable[i].JSONRPC03} {
+	for _, op := range protocol.Operations() {
+		for _, name := range []string{op.Spec().JSONRPC, op.Spec().JSONRPC03} {
 			if name != "" {
 				m[name] = name
 			}

@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // parser holds what one parse reuses: the decoder that validates the body, the names of its open
@@ -78,12 +80,12 @@ func clearForReuse[T any](s []T) []T {
 // value. Error messages are our own; the library's text and offsets are never shown. Everything
 // else reads the body with the scanner of scan.go, which relies on this validation and on the
 // spans recorded here.
-func (ps *parser) checkJSON(body []byte, maxDepth int) *Error {
+func (ps *parser) checkJSON(body []byte, maxDepth int) *protocol.Error {
 	if len(trimSpace(body)) == 0 {
-		return Errorf(ParseError, "request body is empty")
+		return protocol.Errorf(protocol.ParseError, "request body is empty")
 	}
 	if !utf8.Valid(body) {
-		return Errorf(ParseError, "request body is not valid UTF-8")
+		return protocol.Errorf(protocol.ParseError, "request body is not valid UTF-8")
 	}
 	// A bytes.Buffer is read in place: no copy, and offsets index body.
 	ps.body = body
@@ -100,7 +102,7 @@ func (ps *parser) checkJSON(body []byte, maxDepth int) *Error {
 		switch tok.Kind() {
 		case '{', '[':
 			if depth > maxDepth {
-				return Errorf(InvalidRequest, "request body nests deeper than the limit of %d levels", maxDepth)
+				return protocol.Errorf(protocol.InvalidRequest, "request body nests deeper than the limit of %d levels", maxDepth)
 			}
 			if tok.Kind() == '{' {
 				ps.names.push()
@@ -115,7 +117,7 @@ func (ps *parser) checkJSON(body []byte, maxDepth int) *Error {
 			if kind, n := dec.StackIndex(depth); kind == '{' && n%2 == 1 {
 				name := unquote(nameAt(body, prevEnd, dec.InputOffset()))
 				if !ps.names.add(name) {
-					return Errorf(ParseError, "duplicate object key %q", Clip(string(name)))
+					return protocol.Errorf(protocol.ParseError, "duplicate object key %q", protocol.Clip(string(name)))
 				}
 			}
 		}
@@ -124,7 +126,7 @@ func (ps *parser) checkJSON(body []byte, maxDepth int) *Error {
 		}
 	}
 	if _, err := dec.ReadToken(); err != io.EOF {
-		return Errorf(ParseError, "request body has data after the JSON value")
+		return protocol.Errorf(protocol.ParseError, "request body has data after the JSON value")
 	}
 	return nil
 }
@@ -165,11 +167,11 @@ func nameAt(body []byte, from, to int64) []byte {
 	return raw[bytes.IndexByte(raw, '"'):]
 }
 
-func syntaxError(err error) *Error {
+func syntaxError(err error) *protocol.Error {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return Wrap(ParseError, err, "request body is not valid JSON: unexpected end of input")
+		return protocol.Wrap(protocol.ParseError, err, "request body is not valid JSON: unexpected end of input")
 	}
-	return Wrap(ParseError, err, "request body is not valid JSON")
+	return protocol.Wrap(protocol.ParseError, err, "request body is not valid JSON")
 }
 
 // nameStack holds the names of the open objects of one body in one flat slice: starts[i] is
@@ -243,7 +245,7 @@ type object []member
 
 // readObject splits raw, a JSON object of a body checkJSON accepted, into members. The members
 // live in ps until it is released.
-func (ps *parser) readObject(raw jsontext.Value) (object, *Error) {
+func (ps *parser) readObject(raw jsontext.Value) (object, *protocol.Error) {
 	start := len(ps.members)
 	for s := ps.scan(raw); s.more(); {
 		name := unquote(s.value())
@@ -252,7 +254,7 @@ func (ps *parser) readObject(raw jsontext.Value) (object, *Error) {
 	}
 	obj := object(ps.members[start:len(ps.members):len(ps.members)])
 	if i, j := obj.sameFields(); i >= 0 {
-		return nil, Errorf(ParseError, "duplicate object key %q (same field as %q)", Clip(string(obj[i].name)), Clip(string(obj[j].name)))
+		return nil, protocol.Errorf(protocol.ParseError, "duplicate object key %q (same field as %q)", protocol.Clip(string(obj[i].name)), protocol.Clip(string(obj[j].name)))
 	}
 	return obj, nil
 }

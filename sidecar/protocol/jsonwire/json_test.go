@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"mime"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 func TestSameFieldMatchesFieldKey(t *testing.T) {
@@ -44,9 +46,9 @@ func TestLargeObjectFieldCollision(t *testing.T) {
 		b.WriteString(`,"k` + strconv.Itoa(i) + `":1`)
 	}
 	b.WriteString(`,"ID":"u"}`)
-	_, err := ParseJSONRPC(V1, ctJSON, []byte(rpc(`1`, "GetTask", b.String())), Limits{})
+	_, err := ParseJSONRPC(protocol.V1, ctJSON, []byte(rpc(`1`, "GetTask", b.String())), protocol.Limits{})
 	require.NotNil(t, err)
-	require.Equal(t, ParseError, err.Code)
+	require.Equal(t, protocol.ParseError, err.Code)
 	require.Equal(t, `duplicate object key "ID" (same field as "id")`, err.Message)
 }
 
@@ -57,7 +59,7 @@ func TestManyExactDuplicateNamesAfterSetThreshold(t *testing.T) {
 		b.WriteString(`"k` + strconv.Itoa(i) + `":1,`)
 	}
 	b.WriteString(`"k7":2}}`)
-	_, err := ParseHTTP(V1, "POST", "/message:send", ctJSON, []byte(b.String()), Limits{})
+	_, err := ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, []byte(b.String()), protocol.Limits{})
 	require.NotNil(t, err)
 	require.Equal(t, `duplicate object key "k7"`, err.Message)
 }
@@ -101,10 +103,4 @@ func checkBareMediaType(t *testing.T, s string) {
 	require.Equal(t, s, mt)
 	require.Empty(t, params)
 	require.Contains(t, mt, "/")
-}
-
-func TestHasControlMatchesIndexFunc(t *testing.T) {
-	for _, s := range []string{"", "abc", "a\nb", "\x7f", "a\u0085", "\u009f", "\u00a0", "é\x01", "é", "\xff", "\xc2", "a\xc2\x85b", "ok-id_1"} {
-		require.Equal(t, strings.IndexFunc(s, isControl) >= 0, hasControl(s), "%q", s)
-	}
 }

@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"encoding/base64"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // TestBase64Len checks the counted size against decoding, for every
@@ -34,24 +36,24 @@ func TestBase64Len(t *testing.T) {
 func TestPartContent(t *testing.T) {
 	tests := []struct {
 		name string
-		v    Version
+		v    protocol.Version
 		body string
-		want []PartInfo
+		want []protocol.PartInfo
 	}{
-		{name: "1.0 raw and data", v: V1,
+		{name: "1.0 raw and data", v: protocol.V1,
 			body: rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"raw":"AAECAwQF"},{"data":[1, {"a": "b"}]},{"data":"s","mediaType":"application/vnd.x+json"}]}}`),
-			want: []PartInfo{{Kind: PartRaw, MediaType: "application/octet-stream", InlineBytes: 6},
-				{Kind: PartData, MediaType: "application/json", Data: jsontext.Value(`[1, {"a": "b"}]`)},
-				{Kind: PartData, MediaType: "application/vnd.x+json", Data: jsontext.Value(`"s"`)}}},
-		{name: "0.3 file bytes and data", v: V03,
+			want: []protocol.PartInfo{{Kind: protocol.PartRaw, MediaType: "application/octet-stream", InlineBytes: 6},
+				{Kind: protocol.PartData, MediaType: "application/json", Data: jsontext.Value(`[1, {"a": "b"}]`)},
+				{Kind: protocol.PartData, MediaType: "application/vnd.x+json", Data: jsontext.Value(`"s"`)}}},
+		{name: "0.3 file bytes and data", v: protocol.V03,
 			body: rpc(`1`, "message/send", `{"message":{"messageId":"m","parts":[{"kind":"file","file":{"bytes":"AAECAw=="}},{"kind":"data","data":{"x":1}}]}}`),
-			want: []PartInfo{{Kind: PartRaw, MediaType: "application/octet-stream", InlineBytes: 4},
-				{Kind: PartData, MediaType: "application/json", Data: jsontext.Value(`{"x":1}`)}}},
+			want: []protocol.PartInfo{{Kind: protocol.PartRaw, MediaType: "application/octet-stream", InlineBytes: 4},
+				{Kind: protocol.PartData, MediaType: "application/json", Data: jsontext.Value(`{"x":1}`)}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.body)
-			r, err := ParseJSONRPC(tt.v, ctJSON, body, Limits{})
+			r, err := ParseJSONRPC(tt.v, ctJSON, body, protocol.Limits{})
 			require.Nil(t, err)
 			require.Equal(t, tt.want, r.Message.Parts)
 			clear(body) // the data values are copies, not the body's memory

@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"bytes"
@@ -6,33 +6,28 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
-)
 
-// Limits on identifiers read from params.
-const (
-	maxIDBytes     = 1024
-	MaxTenantBytes = 128
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // readParams checks raw (the JSON-RPC params or the HTTP+JSON body; nil when absent, already
 // validated by checkJSON) against op and fills r: every task id, tenant and push config it
 // names is recorded (r.Tasks, r.Tenant, r.Push). Values r already holds (from an HTTP+JSON path)
 // must agree with the body. restBody selects the 0.3 HTTP+JSON body shapes.
-func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Request, restBody bool) *Error {
+func (ps *parser) readParams(v protocol.Version, op protocol.Operation, raw jsontext.Value, r *protocol.Request, restBody bool) *protocol.Error {
 	var p object
 	if raw != nil {
 		if raw.Kind() != '{' {
-			return Errorf(InvalidParams, "params must be an object")
+			return protocol.Errorf(protocol.InvalidParams, "params must be an object")
 		}
-		var err *Error
+		var err *protocol.Error
 		if p, err = ps.readObject(raw); err != nil {
 			return err
 		}
 	}
-	if v == V03 {
+	if v == protocol.V03 {
 		where := "params."
 		if restBody {
 			where = ""
@@ -41,23 +36,23 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			return err
 		}
 	}
-	if v == V1 {
+	if v == protocol.V1 {
 		t, err := optTenant(p, "tenant")
 		if err != nil {
 			return err
 		}
-		if r.Tenant, err = Agree("tenant", r.Tenant, t); err != nil {
+		if r.Tenant, err = protocol.Agree("tenant", r.Tenant, t); err != nil {
 			return err
 		}
 	}
 	fromPath := r.TaskID != ""
 	// The members naming the target task and its push config, from the operation table.
-	spec := op.spec()
+	spec := op.Spec()
 	taskField, configField := spec.TaskField, spec.ConfigField
-	if v == V03 {
+	if v == protocol.V03 {
 		taskField, configField = spec.TaskField03, spec.ConfigField03
 	}
-	target := func(name string) *Error {
+	target := func(name string) *protocol.Error {
 		if err := field(p, name, true, &r.TaskID); err != nil {
 			return err
 		}
@@ -69,49 +64,49 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		return nil
 	}
 	switch op {
-	case SendMessage, SendStreamingMessage:
+	case protocol.SendMessage, protocol.SendStreamingMessage:
 		return ps.readSend(v, p, r)
-	case GetTask, CancelTask, SubscribeToTask:
+	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask:
 		if err := target(taskField); err != nil {
 			return err
 		}
-		if v == V03 && restBody {
+		if v == protocol.V03 && restBody {
 			if err := taskName03(p, r); err != nil {
 				return err
 			}
 		}
 		return checkHistoryLength(p)
-	case ListTasks:
+	case protocol.ListTasks:
 		return ps.readList(p, r)
-	case GetExtendedAgentCard, GetAgentCard:
+	case protocol.GetExtendedAgentCard, protocol.GetAgentCard:
 		return nil
-	case ExtensionMethod:
+	case protocol.ExtensionMethod:
 		return ps.readExtensionParams(v, p, r)
 	}
 	// Push notification configs.
-	if v == V1 && op.Push() {
+	if v == protocol.V1 && op.Push() {
 		if err := target(taskField); err != nil {
 			return err
 		}
 		switch op {
-		case CreateTaskPushNotificationConfig:
+		case protocol.CreateTaskPushNotificationConfig:
 			if err := field(p, "id", false, &r.ConfigID); err != nil {
 				return err
 			}
-			return r.addPush(p, "url", "params")
-		case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
+			return addPush(r, p, "url", "params")
+		case protocol.GetTaskPushNotificationConfig, protocol.DeleteTaskPushNotificationConfig:
 			return field(p, configField, true, &r.ConfigID)
 		}
 		return nil
 	}
 	switch op {
-	case CreateTaskPushNotificationConfig:
+	case protocol.CreateTaskPushNotificationConfig:
 		if restBody && p.get("pushNotificationConfig") == nil {
 			// 0.3 HTTP+JSON: the body is the PushNotificationConfig itself. A taskId in it
 			// names a task too: it must be the path's. It has no name: a ProtoJSON reader
 			// would take the task from one.
 			if p.get("name") != nil {
-				return Errorf(InvalidParams, "name is a field of TaskPushNotificationConfig, beside pushNotificationConfig; not of the config")
+				return protocol.Errorf(protocol.InvalidParams, "name is a field of TaskPushNotificationConfig, beside pushNotificationConfig; not of the config")
 			}
 			if err := field(p, "taskId", false, &r.TaskID); err != nil {
 				return err
@@ -120,7 +115,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			if err := field(p, "id", false, &r.ConfigID); err != nil {
 				return err
 			}
-			return r.addPush(p, "url", "params")
+			return addPush(r, p, "url", "params")
 		}
 		if err := target(taskField); err != nil {
 			return err
@@ -131,7 +126,7 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 		}
 		cfgRaw := p.get("pushNotificationConfig")
 		if cfgRaw == nil || cfgRaw.Kind() != '{' {
-			return Errorf(InvalidParams, "pushNotificationConfig must be an object")
+			return protocol.Errorf(protocol.InvalidParams, "pushNotificationConfig must be an object")
 		}
 		cfg, err := ps.readObject(cfgRaw)
 		if err != nil {
@@ -141,42 +136,42 @@ func (ps *parser) readParams(v Version, op Operation, raw jsontext.Value, r *Req
 			return err
 		}
 		if nameConfig != "" && nameConfig != r.ConfigID {
-			return Errorf(InvalidParams, "name does not name pushNotificationConfig.id")
+			return protocol.Errorf(protocol.InvalidParams, "name does not name pushNotificationConfig.id")
 		}
 		if err := noTaskField(cfg, "pushNotificationConfig"); err != nil {
 			return err
 		}
-		return r.addPush(cfg, "url", "params.pushNotificationConfig")
-	case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
+		return addPush(r, cfg, "url", "params.pushNotificationConfig")
+	case protocol.GetTaskPushNotificationConfig, protocol.DeleteTaskPushNotificationConfig:
 		if err := target(taskField); err != nil {
 			return err
 		}
-		return field(p, configField, op == DeleteTaskPushNotificationConfig, &r.ConfigID)
-	case ListTaskPushNotificationConfigs:
+		return field(p, configField, op == protocol.DeleteTaskPushNotificationConfig, &r.ConfigID)
+	case protocol.ListTaskPushNotificationConfigs:
 		return target(taskField)
 	}
 	// An operation of the table no case reads: refused, never admitted with params nobody read.
-	return Errorf(UnsupportedOperation, "%s is not supported by capgate's reader", op)
+	return protocol.Errorf(protocol.UnsupportedOperation, "%s is not supported by capgate's reader", op)
 }
 
 // configName03 reads the name of a 0.3 TaskPushNotificationConfig, as the 0.3 specification's
 // HTTP+JSON binding sends it ("tasks/{id}/pushNotificationConfigs/{configId}"): it names the
 // task again, which must be the one the path or taskId names, and the config, which must be
 // pushNotificationConfig.id when that is given.
-func configName03(p object, r *Request) (config string, perr *Error) {
+func configName03(p object, r *protocol.Request) (config string, perr *protocol.Error) {
 	name, err := optString(p, "name")
 	if err != nil || name == "" {
 		return "", err
 	}
-	task, ok := TaskOfName(name)
+	task, ok := protocol.TaskOfName(name)
 	if !ok {
-		return "", Errorf(InvalidParams, "name must be tasks/{id}/pushNotificationConfigs/{configId}")
+		return "", protocol.Errorf(protocol.InvalidParams, "name must be tasks/{id}/pushNotificationConfigs/{configId}")
 	}
-	if err := CheckIdentifier("name", name); err != nil {
+	if err := protocol.CheckIdentifier("name", name); err != nil {
 		return "", err
 	}
 	if task != r.TaskID {
-		return "", Errorf(InvalidParams, "name does not name the task the request names")
+		return "", protocol.Errorf(protocol.InvalidParams, "name does not name the task the request names")
 	}
 	_, config, _ = strings.Cut(strings.TrimPrefix(name, "tasks/"+task), "/pushNotificationConfigs/")
 	return config, nil
@@ -185,47 +180,47 @@ func configName03(p object, r *Request) (config string, perr *Error) {
 // taskName03 reads the name a 0.3 HTTP+JSON body may give its task ("tasks/{id}": the 0.3
 // proto's CancelTaskRequest and TaskSubscriptionRequest, which the 0.3 Python client sends as
 // the body): it must be the task the path names.
-func taskName03(p object, r *Request) *Error {
+func taskName03(p object, r *protocol.Request) *protocol.Error {
 	name, err := optString(p, "name")
 	if err != nil || name == "" {
 		return err
 	}
 	if id, ok := strings.CutPrefix(name, "tasks/"); !ok || id != r.TaskID {
-		return Errorf(InvalidParams, "name must be tasks/{id}, naming the task the path names")
+		return protocol.Errorf(protocol.InvalidParams, "name must be tasks/{id}, naming the task the path names")
 	}
 	return nil
 }
 
 // noTaskField refuses a taskId inside an object where the protocol has none: a handler that
 // reads one there would act on a task admission never saw.
-func noTaskField(o object, where string) *Error {
+func noTaskField(o object, where string) *protocol.Error {
 	if o.get("taskId") != nil {
-		return Errorf(InvalidParams, "%s.taskId is not a field of this object; name the task once, where the method does", where)
+		return protocol.Errorf(protocol.InvalidParams, "%s.taskId is not a field of this object; name the task once, where the method does", where)
 	}
 	return nil
 }
 
 // addPush records the webhook URL of a push config object (required, a string).
-func (r *Request) addPush(cfg object, name, where string) *Error {
+func addPush(r *protocol.Request, cfg object, name, where string) *protocol.Error {
 	if err := requireURL(cfg, name); err != nil {
 		return err
 	}
 	u, _ := str(cfg.get(name))
-	if len(u) > maxIDBytes*2 {
-		return Errorf(InvalidParams, "%s.%s is longer than %d bytes", where, name, maxIDBytes*2)
+	if len(u) > protocol.MaxIDBytes*2 {
+		return protocol.Errorf(protocol.InvalidParams, "%s.%s is longer than %d bytes", where, name, protocol.MaxIDBytes*2)
 	}
-	r.Push = append(r.Push, PushRef{URL: u, Where: where + "." + name})
+	r.Push = append(r.Push, protocol.PushRef{URL: u, Where: where + "." + name})
 	return nil
 }
 
 // checkHistoryLength checks the optional historyLength: a non-negative integer.
-func checkHistoryLength(p object) *Error {
+func checkHistoryLength(p object) *protocol.Error {
 	_, err := optInt(p, "historyLength", 0, 1<<31-1)
 	return err
 }
 
 // optInt reads an optional integer field within [min, max]; absent is nil.
-func optInt(p object, name string, minV, maxV int) (*int, *Error) {
+func optInt(p object, name string, minV, maxV int) (*int, *protocol.Error) {
 	v := p.get(name)
 	if v == nil {
 		return nil, nil
@@ -236,15 +231,15 @@ func optInt(p object, name string, minV, maxV int) (*int, *Error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < minV || n > maxV {
-		return nil, Errorf(InvalidParams, "%s must be an integer from %d to %d", name, minV, maxV)
+		return nil, protocol.Errorf(protocol.InvalidParams, "%s must be an integer from %d to %d", name, minV, maxV)
 	}
 	return &n, nil
 }
 
 // readList reads ListTasks' filters and paging.
-func (ps *parser) readList(p object, r *Request) *Error {
-	l := &ListParams{}
-	var err *Error
+func (ps *parser) readList(p object, r *protocol.Request) *protocol.Error {
+	l := &protocol.ListParams{}
+	var err *protocol.Error
 	if err = field(p, "contextId", false, &l.ContextID); err != nil {
 		return err
 	}
@@ -252,8 +247,8 @@ func (ps *parser) readList(p object, r *Request) *Error {
 	if l.Status, err = optString(p, "status"); err != nil {
 		return err
 	}
-	if l.Status != "" && !ValidTaskState(l.Status) {
-		return Errorf(InvalidParams, "status must be a task state such as TASK_STATE_WORKING")
+	if l.Status != "" && !protocol.ValidTaskState(l.Status) {
+		return protocol.Errorf(protocol.InvalidParams, "status must be a task state such as TASK_STATE_WORKING")
 	}
 	n, err := optInt(p, "pageSize", 0, 1<<31-1)
 	if err != nil {
@@ -265,8 +260,8 @@ func (ps *parser) readList(p object, r *Request) *Error {
 	if l.PageToken, err = optString(p, "pageToken"); err != nil {
 		return err
 	}
-	if len(l.PageToken) > maxIDBytes {
-		return Errorf(InvalidParams, "pageToken is longer than %d bytes", maxIDBytes)
+	if len(l.PageToken) > protocol.MaxIDBytes {
+		return protocol.Errorf(protocol.InvalidParams, "pageToken is longer than %d bytes", protocol.MaxIDBytes)
 	}
 	if l.HistoryLength, err = optInt(p, "historyLength", 0, 1<<31-1); err != nil {
 		return err
@@ -277,7 +272,7 @@ func (ps *parser) readList(p object, r *Request) *Error {
 			l.IncludeArtifacts = true
 		case "false", `"false"`:
 		default:
-			return Errorf(InvalidParams, "includeArtifacts must be a boolean")
+			return protocol.Errorf(protocol.InvalidParams, "includeArtifacts must be a boolean")
 		}
 	}
 	if l.StatusTimestampAfter, err = optString(p, "statusTimestampAfter"); err != nil {
@@ -285,148 +280,72 @@ func (ps *parser) readList(p object, r *Request) *Error {
 	}
 	if l.StatusTimestampAfter != "" {
 		if _, perr := time.Parse(time.RFC3339Nano, l.StatusTimestampAfter); perr != nil {
-			return Errorf(InvalidParams, "statusTimestampAfter must be an RFC 3339 timestamp")
+			return protocol.Errorf(protocol.InvalidParams, "statusTimestampAfter must be an RFC 3339 timestamp")
 		}
 	}
 	r.List = l
 	return nil
 }
 
-// ValidTaskState reports whether s names a task state, in 1.0 (TASK_STATE_WORKING) or 0.3
-// (working) form.
-func ValidTaskState(s string) bool {
-	switch s {
-	case "TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED", "TASK_STATE_FAILED",
-		"TASK_STATE_CANCELED", "TASK_STATE_INPUT_REQUIRED", "TASK_STATE_REJECTED", "TASK_STATE_AUTH_REQUIRED",
-		"submitted", "working", "completed", "failed", "canceled", "input-required", "rejected", "auth-required":
-		return true
-	}
-	return false
-}
-
 // field reads the identifier name of p into *dst, which may already hold the value from an
 // HTTP+JSON path; both must agree.
-func field(p object, name string, required bool, dst *string) *Error {
+func field(p object, name string, required bool, dst *string) *protocol.Error {
 	s, err := optString(p, name)
 	if err != nil {
 		return err
 	}
 	if s != "" {
-		if err := CheckIdentifier(name, s); err != nil {
+		if err := protocol.CheckIdentifier(name, s); err != nil {
 			return err
 		}
 	}
-	if *dst, err = Agree(name, *dst, s); err != nil {
+	if *dst, err = protocol.Agree(name, *dst, s); err != nil {
 		return err
 	}
 	if required && *dst == "" {
-		return Errorf(InvalidParams, "%s is required", name)
+		return protocol.Errorf(protocol.InvalidParams, "%s is required", name)
 	}
 	return nil
-}
-
-// Agree merges a value from the path with the one from the body.
-func Agree(name, fromPath, fromBody string) (string, *Error) {
-	switch {
-	case fromBody == "":
-		return fromPath, nil
-	case fromPath != "" && fromPath != fromBody:
-		return "", Errorf(InvalidParams, "%s in the body does not match the path", name)
-	default:
-		return fromBody, nil
-	}
-}
-
-// CheckIdentifier checks an identifier a request names (a task, context or config id) at
-// position name: at most maxIDBytes, no control characters.
-func CheckIdentifier(name, s string) *Error {
-	if len(s) > maxIDBytes {
-		return Errorf(InvalidParams, "%s is longer than %d bytes", name, maxIDBytes)
-	}
-	if hasControl(s) {
-		return Errorf(InvalidParams, "%s must not contain control characters", name)
-	}
-	return nil
-}
-
-func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }
-
-// hasControl reports whether s has a rune for which isControl holds, decoding runes only past
-// the ASCII prefix.
-func hasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= utf8.RuneSelf:
-			return strings.IndexFunc(s[i:], isControl) >= 0
-		case isControl(rune(c)):
-			return true
-		}
-	}
-	return false
 }
 
 // optString reads an optional string field; absent and null are "".
-func optString(p object, name string) (string, *Error) {
+func optString(p object, name string) (string, *protocol.Error) {
 	v := p.get(name)
 	if v == nil {
 		return "", nil
 	}
 	s, ok := str(v)
 	if !ok {
-		return "", Errorf(InvalidParams, "%s must be a string", name)
+		return "", protocol.Errorf(protocol.InvalidParams, "%s must be a string", name)
 	}
 	return s, nil
 }
 
 // checkOptString checks an optional string field that is not kept, as optString would.
-func checkOptString(p object, name string) *Error {
+func checkOptString(p object, name string) *protocol.Error {
 	if v := p.get(name); v != nil && v.Kind() != '"' {
-		return Errorf(InvalidParams, "%s must be a string", name)
+		return protocol.Errorf(protocol.InvalidParams, "%s must be a string", name)
 	}
 	return nil
 }
 
-func optTenant(p object, name string) (string, *Error) {
+func optTenant(p object, name string) (string, *protocol.Error) {
 	t, err := optString(p, name)
 	if err != nil || t == "" {
 		return "", err
 	}
-	if !ValidTenant(t) {
-		return "", InvalidTenant()
+	if !protocol.ValidTenant(t) {
+		return "", protocol.InvalidTenant()
 	}
 	return t, nil
 }
 
-// InvalidTenant is the error for a tenant ValidTenant refuses.
-func InvalidTenant() *Error {
-	return Errorf(InvalidParams, "tenant must be 1 to %d characters of A-Z a-z 0-9 . _ - and not . or ..", MaxTenantBytes)
-}
-
-// ValidTenant reports whether t is a single safe path segment.
-func ValidTenant(t string) bool {
-	if t == "" || t == "." || t == ".." || len(t) > MaxTenantBytes {
-		return false
-	}
-	for i := 0; i < len(t); i++ {
-		if !tenantByte(t[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-// tenantByte reports whether c may appear in a tenant: ASCII letters and
-// digits, '.', '_' and '-'.
-func tenantByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-'
-}
-
-func requireURL(p object, name string) *Error {
+func requireURL(p object, name string) *protocol.Error {
 	if err := checkOptString(p, name); err != nil {
 		return err
 	}
 	if isEmptyString(p.get(name)) {
-		return Errorf(InvalidParams, "%s is required", name)
+		return protocol.Errorf(protocol.InvalidParams, "%s is required", name)
 	}
 	return nil
 }
@@ -435,24 +354,24 @@ func requireURL(p object, name string) *Error {
 // nothing).
 func isEmptyString(v jsontext.Value) bool { return v == nil || string(v) == `""` }
 
-func (ps *parser) readSend(v Version, p object, r *Request) *Error {
+func (ps *parser) readSend(v protocol.Version, p object, r *protocol.Request) *protocol.Error {
 	raw := p.get("message")
 	if raw == nil {
-		return Errorf(InvalidParams, "message is required")
+		return protocol.Errorf(protocol.InvalidParams, "message is required")
 	}
 	if raw.Kind() != '{' {
-		return Errorf(InvalidParams, "message must be an object")
+		return protocol.Errorf(protocol.InvalidParams, "message must be an object")
 	}
 	// request is the proto's name of message (0.3 ProtoJSON): a reader that takes either would
 	// see a second message, never read here.
 	if p.get("request") != nil {
-		return Errorf(InvalidParams, "request is not a field beside message; send the message once, as message")
+		return protocol.Errorf(protocol.InvalidParams, "request is not a field beside message; send the message once, as message")
 	}
 	msg, err := ps.readObject(raw)
 	if err != nil {
 		return err
 	}
-	info := &MessageInfo{}
+	info := &protocol.MessageInfo{}
 	if err := field(msg, "messageId", true, &info.MessageID); err != nil {
 		return prefix("message.", err)
 	}
@@ -466,9 +385,9 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	if err := checkOptString(msg, "role"); err != nil {
 		return prefix("message.", err)
 	}
-	if v == V03 {
+	if v == protocol.V03 {
 		if k := msg.get("kind"); k != nil && !isString(k, "message") {
-			return Errorf(InvalidParams, `message.kind must be "message"`)
+			return protocol.Errorf(protocol.InvalidParams, `message.kind must be "message"`)
 		}
 	}
 	if info.Parts, err = ps.readParts(v, msg.get("parts")); err != nil {
@@ -488,22 +407,22 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	if err != nil {
 		return err
 	}
-	if len(refs) > MaxReferenceTasks {
-		return Errorf(InvalidParams, "message.referenceTaskIds has more than %d entries", MaxReferenceTasks)
+	if len(refs) > protocol.MaxReferenceTasks {
+		return protocol.Errorf(protocol.InvalidParams, "message.referenceTaskIds has more than %d entries", protocol.MaxReferenceTasks)
 	}
 	for i, id := range refs {
 		where := "message.referenceTaskIds[" + strconv.Itoa(i) + "]"
 		if id == "" {
-			return Errorf(InvalidParams, "%s must not be empty", where)
+			return protocol.Errorf(protocol.InvalidParams, "%s must not be empty", where)
 		}
-		if err := CheckIdentifier(where, id); err != nil {
+		if err := protocol.CheckIdentifier(where, id); err != nil {
 			return err
 		}
 		r.AddTask(id, "params."+where)
 	}
 	if cfg := p.get("configuration"); cfg != nil {
 		if cfg.Kind() != '{' {
-			return Errorf(InvalidParams, "configuration must be an object")
+			return protocol.Errorf(protocol.InvalidParams, "configuration must be an object")
 		}
 		c, err := ps.readObject(cfg)
 		if err != nil {
@@ -520,16 +439,13 @@ func (ps *parser) readSend(v Version, p object, r *Request) *Error {
 	return nil
 }
 
-// MaxReferenceTasks bounds message.referenceTaskIds: each one is an ownership lookup.
-const MaxReferenceTasks = 32
-
 // sendPushConfig reads the push notification config SendMessage's configuration may carry:
 // 1.0's taskPushNotificationConfig (which names a task and a tenant of its own) or 0.3's
 // pushNotificationConfig. Both spellings are refused in the other version, so a handler of
 // either version reads only what was checked.
-func (ps *parser) sendPushConfig(v Version, c object, r *Request) *Error {
+func (ps *parser) sendPushConfig(v protocol.Version, c object, r *protocol.Request) *protocol.Error {
 	name, other := "taskPushNotificationConfig", "pushNotificationConfig"
-	if v == V03 {
+	if v == protocol.V03 {
 		name, other = other, name
 	}
 	// pushNotification is 0.3 ProtoJSON's name of the push config (rest03.go reads that form
@@ -537,7 +453,7 @@ func (ps *parser) sendPushConfig(v Version, c object, r *Request) *Error {
 	// skipped.
 	for _, o := range [...]string{other, "pushNotification"} {
 		if c.get(o) != nil {
-			return Errorf(InvalidParams, "configuration.%s is not an A2A %s field; use configuration.%s", o, v, name)
+			return protocol.Errorf(protocol.InvalidParams, "configuration.%s is not an A2A %s field; use configuration.%s", o, v, name)
 		}
 	}
 	raw := c.get(name)
@@ -546,18 +462,18 @@ func (ps *parser) sendPushConfig(v Version, c object, r *Request) *Error {
 	}
 	where := "configuration." + name
 	if raw.Kind() != '{' {
-		return Errorf(InvalidParams, "%s must be an object", where)
+		return protocol.Errorf(protocol.InvalidParams, "%s must be an object", where)
 	}
 	cfg, err := ps.readObject(raw)
 	if err != nil {
 		return err
 	}
-	if v == V1 {
+	if v == protocol.V1 {
 		t, err := optTenant(cfg, "tenant")
 		if err != nil {
 			return prefix(where+".", err)
 		}
-		if r.Tenant, err = Agree(where+".tenant", r.Tenant, t); err != nil {
+		if r.Tenant, err = protocol.Agree(where+".tenant", r.Tenant, t); err != nil {
 			return err
 		}
 		var task string
@@ -568,10 +484,10 @@ func (ps *parser) sendPushConfig(v Version, c object, r *Request) *Error {
 	} else if err := noTaskField(cfg, where); err != nil {
 		return err
 	}
-	return r.addPush(cfg, "url", "params."+where)
+	return addPush(r, cfg, "url", "params."+where)
 }
 
-func prefix(p string, e *Error) *Error {
+func prefix(p string, e *protocol.Error) *protocol.Error {
 	e.Message = p + e.Message
 	return e
 }
@@ -589,19 +505,19 @@ const (
 // its keys are matched exactly. The two never meet in one object: the parser refuses a key
 // beside another spelling of the same name as a duplicate (checkJSON), as ProtoJSON readers
 // would take either.
-func (ps *parser) skillHint(v Version, raw jsontext.Value, where string) (string, *Error) {
+func (ps *parser) skillHint(v protocol.Version, raw jsontext.Value, where string) (string, *protocol.Error) {
 	if raw == nil {
 		return "", nil
 	}
 	if raw.Kind() != '{' {
-		return "", Errorf(InvalidParams, "%s must be an object", where)
+		return "", protocol.Errorf(protocol.InvalidParams, "%s must be an object", where)
 	}
 	md, err := ps.readObject(raw)
 	if err != nil {
 		return "", err
 	}
 	for _, m := range md {
-		alias := v == V03 && string(m.name) == SkillHintAlias03
+		alias := v == protocol.V03 && string(m.name) == SkillHintAlias03
 		if (!alias && string(m.name) != SkillHintKey) || m.value.Kind() == 'n' {
 			continue
 		}
@@ -611,51 +527,51 @@ func (ps *parser) skillHint(v Version, raw jsontext.Value, where string) (string
 			if alias {
 				name = SkillHintAlias03
 			}
-			return "", Errorf(InvalidParams, "%s.%s must be a string", where, name)
+			return "", protocol.Errorf(protocol.InvalidParams, "%s.%s must be a string", where, name)
 		}
 		return s, nil
 	}
 	return "", nil
 }
 
-func (ps *parser) stringArray(raw jsontext.Value, where string) ([]string, *Error) {
+func (ps *parser) stringArray(raw jsontext.Value, where string) ([]string, *protocol.Error) {
 	if raw == nil {
 		return nil, nil
 	}
 	elems, ok := ps.readArray(raw)
 	if !ok {
-		return nil, Errorf(InvalidParams, "%s must be an array of strings", where)
+		return nil, protocol.Errorf(protocol.InvalidParams, "%s must be an array of strings", where)
 	}
 	out := make([]string, 0, len(elems))
 	for _, e := range elems {
 		s, ok := str(e)
 		if !ok {
-			return nil, Errorf(InvalidParams, "%s must be an array of strings", where)
+			return nil, protocol.Errorf(protocol.InvalidParams, "%s must be an array of strings", where)
 		}
 		out = append(out, s)
 	}
 	return out, nil
 }
 
-func (ps *parser) readParts(v Version, raw jsontext.Value) ([]PartInfo, *Error) {
+func (ps *parser) readParts(v protocol.Version, raw jsontext.Value) ([]protocol.PartInfo, *protocol.Error) {
 	elems, ok := []jsontext.Value(nil), false
 	if raw != nil {
 		elems, ok = ps.readArray(raw)
 	}
 	if !ok || len(elems) == 0 {
-		return nil, Errorf(InvalidParams, "message.parts must be a non-empty array")
+		return nil, protocol.Errorf(protocol.InvalidParams, "message.parts must be a non-empty array")
 	}
-	parts := make([]PartInfo, 0, len(elems))
+	parts := make([]protocol.PartInfo, 0, len(elems))
 	for i, e := range elems {
 		if e.Kind() != '{' {
-			return nil, Errorf(InvalidParams, "%s must be an object", partWhere(i))
+			return nil, protocol.Errorf(protocol.InvalidParams, "%s must be an object", partWhere(i))
 		}
 		obj, err := ps.readObject(e)
 		if err != nil {
 			return nil, err
 		}
-		var p PartInfo
-		if v == V1 {
+		var p protocol.PartInfo
+		if v == protocol.V1 {
 			p, err = readPart10(obj, i)
 		} else {
 			p, err = ps.readPart03(obj, i)
@@ -672,35 +588,35 @@ func (ps *parser) readParts(v Version, raw jsontext.Value) ([]PartInfo, *Error) 
 func partWhere(i int) string { return "message.parts[" + strconv.Itoa(i) + "]" }
 
 // readPart10 reads A2A 1.0 part i: exactly one of text, raw, url, data, and an optional mediaType.
-func readPart10(obj object, i int) (PartInfo, *Error) {
-	var p PartInfo
+func readPart10(obj object, i int) (protocol.PartInfo, *protocol.Error) {
+	var p protocol.PartInfo
 	n := 0
-	for _, k := range [...]string{PartText, PartRaw, PartURL, PartData} {
+	for _, k := range [...]string{protocol.PartText, protocol.PartRaw, protocol.PartURL, protocol.PartData} {
 		if obj.get(k) != nil {
 			p.Kind = k
 			n++
 		}
 	}
 	if n != 1 {
-		return p, Errorf(InvalidParams, "%s must have exactly one of text, raw, url, data", partWhere(i))
+		return p, protocol.Errorf(protocol.InvalidParams, "%s must have exactly one of text, raw, url, data", partWhere(i))
 	}
 	switch p.Kind {
-	case PartText, PartRaw, PartURL:
+	case protocol.PartText, protocol.PartRaw, protocol.PartURL:
 		c := obj.get(p.Kind)
 		if c.Kind() != '"' {
-			return p, Errorf(InvalidParams, "%s.%s must be a string", partWhere(i), p.Kind)
+			return p, protocol.Errorf(protocol.InvalidParams, "%s.%s must be a string", partWhere(i), p.Kind)
 		}
-		if p.Kind == PartURL && isEmptyString(c) {
-			return p, Errorf(InvalidParams, "%s.url must not be empty", partWhere(i))
+		if p.Kind == protocol.PartURL && isEmptyString(c) {
+			return p, protocol.Errorf(protocol.InvalidParams, "%s.url must not be empty", partWhere(i))
 		}
-		if p.Kind == PartText {
+		if p.Kind == protocol.PartText {
 			p.Text, _ = str(c)
 		}
-		if p.Kind == PartRaw {
+		if p.Kind == protocol.PartRaw {
 			p.InlineBytes = base64Len(c)
 		}
-	case PartData:
-		p.Data = bytes.Clone(obj.get(PartData))
+	case protocol.PartData:
+		p.Data = bytes.Clone(obj.get(protocol.PartData))
 	}
 	if err := checkOptString(obj, "filename"); err != nil {
 		return p, prefix(partWhere(i)+".", err)
@@ -717,30 +633,30 @@ func readPart10(obj object, i int) (PartInfo, *Error) {
 }
 
 // readPart03 reads A2A 0.3 part i, discriminated by kind.
-func (ps *parser) readPart03(obj object, i int) (PartInfo, *Error) {
-	var p PartInfo
+func (ps *parser) readPart03(obj object, i int) (protocol.PartInfo, *protocol.Error) {
+	var p protocol.PartInfo
 	kindRaw := obj.get("kind")
 	if kindRaw.Kind() != '"' {
-		return p, Errorf(InvalidParams, `%s.kind must be "text", "file" or "data"`, partWhere(i))
+		return p, protocol.Errorf(protocol.InvalidParams, `%s.kind must be "text", "file" or "data"`, partWhere(i))
 	}
 	var mt string
 	switch string(unquote(kindRaw)) {
 	case "text":
 		s, ok := str(obj.get("text"))
 		if !ok {
-			return p, Errorf(InvalidParams, "%s.text must be a string", partWhere(i))
+			return p, protocol.Errorf(protocol.InvalidParams, "%s.text must be a string", partWhere(i))
 		}
-		p.Kind, p.Text = PartText, s
+		p.Kind, p.Text = protocol.PartText, s
 	case "data":
 		d := obj.get("data")
 		if d == nil || d.Kind() != '{' {
-			return p, Errorf(InvalidParams, "%s.data must be an object", partWhere(i))
+			return p, protocol.Errorf(protocol.InvalidParams, "%s.data must be an object", partWhere(i))
 		}
-		p.Kind, p.Data = PartData, bytes.Clone(d)
+		p.Kind, p.Data = protocol.PartData, bytes.Clone(d)
 	case "file":
 		raw := obj.get("file")
 		if raw == nil || raw.Kind() != '{' {
-			return p, Errorf(InvalidParams, "%s.file must be an object", partWhere(i))
+			return p, protocol.Errorf(protocol.InvalidParams, "%s.file must be an object", partWhere(i))
 		}
 		file, err := ps.readObject(raw)
 		if err != nil {
@@ -749,17 +665,17 @@ func (ps *parser) readPart03(obj object, i int) (PartInfo, *Error) {
 		bytesRaw, uriRaw := file.get("bytes"), file.get("uri")
 		switch {
 		case (bytesRaw != nil) == (uriRaw != nil):
-			return p, Errorf(InvalidParams, "%s.file must have exactly one of bytes, uri", partWhere(i))
+			return p, protocol.Errorf(protocol.InvalidParams, "%s.file must have exactly one of bytes, uri", partWhere(i))
 		case bytesRaw != nil:
 			if bytesRaw.Kind() != '"' {
-				return p, Errorf(InvalidParams, "%s.file.bytes must be a string", partWhere(i))
+				return p, protocol.Errorf(protocol.InvalidParams, "%s.file.bytes must be a string", partWhere(i))
 			}
-			p.Kind, p.InlineBytes = PartRaw, base64Len(bytesRaw)
+			p.Kind, p.InlineBytes = protocol.PartRaw, base64Len(bytesRaw)
 		default:
 			if uriRaw.Kind() != '"' || isEmptyString(uriRaw) {
-				return p, Errorf(InvalidParams, "%s.file.uri must be a non-empty string", partWhere(i))
+				return p, protocol.Errorf(protocol.InvalidParams, "%s.file.uri must be a non-empty string", partWhere(i))
 			}
-			p.Kind = PartURL
+			p.Kind = protocol.PartURL
 		}
 		if err := checkOptString(file, "name"); err != nil {
 			return p, prefix(partWhere(i)+".file.", err)
@@ -768,7 +684,7 @@ func (ps *parser) readPart03(obj object, i int) (PartInfo, *Error) {
 			return p, prefix(partWhere(i)+".file.", err)
 		}
 	default:
-		return p, Errorf(InvalidParams, `%s.kind must be "text", "file" or "data"`, partWhere(i))
+		return p, protocol.Errorf(protocol.InvalidParams, `%s.kind must be "text", "file" or "data"`, partWhere(i))
 	}
 	var ok bool
 	if p.MediaType, ok = mediaType(mt, p.Kind); !ok {
@@ -797,9 +713,9 @@ func base64Len(v jsontext.Value) int64 {
 func mediaType(declared, kind string) (string, bool) {
 	if declared == "" {
 		switch kind {
-		case PartText:
+		case protocol.PartText:
 			return "text/plain", true
-		case PartData:
+		case protocol.PartData:
 			return "application/json", true
 		default:
 			return "application/octet-stream", true
@@ -815,8 +731,8 @@ func mediaType(declared, kind string) (string, bool) {
 	return mt, true
 }
 
-func invalidMediaType(where string) *Error {
-	return Errorf(InvalidParams, "%s is not a valid media type", where)
+func invalidMediaType(where string) *protocol.Error {
+	return protocol.Errorf(protocol.InvalidParams, "%s is not a valid media type", where)
 }
 
 // isBareMediaType reports whether s is a lower-case type/subtype without parameters, which
@@ -855,7 +771,7 @@ func MediaTypeMatches(p, t string) bool {
 // `referenceTaskIds` name tasks and `contextId` a context (the caller must own them), and
 // `tenant` names the request's tenant (1.0, read above). Extension authors name tasks and
 // contexts there; other fields are not read.
-func (ps *parser) readExtensionParams(v Version, p object, r *Request) *Error {
+func (ps *parser) readExtensionParams(v protocol.Version, p object, r *protocol.Request) *protocol.Error {
 	var task, contextID string
 	if err := field(p, "taskId", false, &task); err != nil {
 		return err
@@ -870,22 +786,22 @@ func (ps *parser) readExtensionParams(v Version, p object, r *Request) *Error {
 	if err != nil {
 		return err
 	}
-	if len(refs) > MaxReferenceTasks {
-		return Errorf(InvalidParams, "referenceTaskIds has more than %d entries", MaxReferenceTasks)
+	if len(refs) > protocol.MaxReferenceTasks {
+		return protocol.Errorf(protocol.InvalidParams, "referenceTaskIds has more than %d entries", protocol.MaxReferenceTasks)
 	}
 	for i, id := range refs {
 		where := "referenceTaskIds[" + strconv.Itoa(i) + "]"
 		if id == "" {
-			return Errorf(InvalidParams, "%s must not be empty", where)
+			return protocol.Errorf(protocol.InvalidParams, "%s must not be empty", where)
 		}
-		if err := CheckIdentifier(where, id); err != nil {
+		if err := protocol.CheckIdentifier(where, id); err != nil {
 			return err
 		}
 		r.AddTask(id, "params."+where)
 	}
-	if v == V03 { // 0.3 has no tenant field; an extension's own is refused rather than ignored
+	if v == protocol.V03 { // 0.3 has no tenant field; an extension's own is refused rather than ignored
 		if p.get("tenant") != nil {
-			return Errorf(InvalidParams, "tenant is not an A2A 0.3 field")
+			return protocol.Errorf(protocol.InvalidParams, "tenant is not an A2A 0.3 field")
 		}
 	}
 	return nil
@@ -895,7 +811,7 @@ func (ps *parser) readExtensionParams(v Version, p object, r *Request) *Error {
 // carries them) the way the JSON bindings read theirs: the same parts, media types, skill hint
 // and accepted output modes, and the same checks (message id, part shapes, depth). A binding
 // whose messages are not JSON (gRPC) reads its message's ProtoJSON with it.
-func MessageOf(params jsontext.Value, lim Limits) (*MessageInfo, *Error) {
+func MessageOf(params jsontext.Value, lim protocol.Limits) (*protocol.MessageInfo, *protocol.Error) {
 	ps := newParser()
 	defer ps.release()
 	if err := ps.checkJSON(params, lim.WithDefaults().MaxDepth); err != nil {
@@ -905,22 +821,9 @@ func MessageOf(params jsontext.Value, lim Limits) (*MessageInfo, *Error) {
 	if err != nil {
 		return nil, err
 	}
-	scratch := &Request{Version: V1}
-	if err := ps.readSend(V1, p, scratch); err != nil {
+	scratch := &protocol.Request{Version: protocol.V1}
+	if err := ps.readSend(protocol.V1, p, scratch); err != nil {
 		return nil, err
 	}
 	return scratch.Message, nil
-}
-
-// TaskOfName extracts {id} (A2A 0.3 resource names) from "tasks/{id}" or "tasks/{id}/pushNotificationConfigs/{c}".
-func TaskOfName(name string) (string, bool) {
-	rest, ok := strings.CutPrefix(name, "tasks/")
-	if !ok {
-		return "", false
-	}
-	id, sub, hasSub := strings.Cut(rest, "/")
-	if id == "" || (hasSub && !strings.HasPrefix(sub, "pushNotificationConfigs/")) {
-		return "", false
-	}
-	return id, true
 }

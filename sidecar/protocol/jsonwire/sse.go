@@ -1,7 +1,8 @@
-package gateway
+package jsonwire
 
 import (
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,10 +20,10 @@ const (
 	sseProtoJSON03                   // the 0.3 proto's StreamResponse in ProtoJSON (A2A 0.3 HTTP+JSON)
 )
 
-// sseWriter is the JSON-RPC and HTTP+JSON bindings' answer writer: a unary result is one JSON
+// Writer is the JSON-RPC and HTTP+JSON bindings' answer writer (both versions): a unary result is one JSON
 // body, a stream is written as Server-Sent Events, unbuffered. While a stream is quiet it sends
 // keep-alive comments.
-type sseWriter struct {
+type Writer struct {
 	w       http.ResponseWriter
 	flusher http.Flusher
 	dialect sseDialect
@@ -39,8 +40,6 @@ type sseWriter struct {
 	stopped bool
 }
 
-var _ answerWriter = (*sseWriter)(nil)
-
 // keepAliveComment is the SSE comment sent while a stream is quiet: clients
 // ignore it, proxies see the stream is alive.
 const keepAliveComment = ": keep-alive\n\n"
@@ -52,13 +51,13 @@ const maxKeptBuffer = 64 << 10
 // for keepAlive (0: never; config limits.stream_keepalive). A stream not yet started is started
 // by it: the client (and Envoy) then know the call is alive, and a later error travels as the
 // stream's last event (a JSON-RPC error's data in req's ErrorData shape, with req's id).
-func newSSE(w http.ResponseWriter, dialect sseDialect, req *protocol.Request, keepAlive time.Duration) *sseWriter {
+func newSSE(w http.ResponseWriter, dialect sseDialect, req *protocol.Request, keepAlive time.Duration) *Writer {
 	f, _ := w.(http.Flusher)
 	id := req.ID
 	if len(id) == 0 {
 		id = jsontext.Value("null")
 	}
-	s := &sseWriter{w: w, flusher: f, dialect: dialect, op: req.Operation, shape: req.ErrorData, id: id}
+	s := &Writer{w: w, flusher: f, dialect: dialect, op: req.Operation, shape: req.ErrorData, id: id}
 	if keepAlive > 0 {
 		s.mu.Lock() // the timer may fire before it is stored
 		defer s.mu.Unlock()
@@ -68,7 +67,7 @@ func newSSE(w http.ResponseWriter, dialect sseDialect, req *protocol.Request, ke
 	return s
 }
 
-func (s *sseWriter) tick() {
+func (s *Writer) tick() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stopped {
@@ -87,7 +86,7 @@ func (s *sseWriter) tick() {
 // Unary writes a unary result as one JSON body: the JSON-RPC response, the result object
 // (HTTP+JSON; an empty result is {}, google.protobuf.Empty's JSON), or the 0.3 proto's
 // response in ProtoJSON (0.3 HTTP+JSON).
-func (s *sseWriter) Unary(result jsontext.Value, empty bool) (*protocol.Error, bool) {
+func (s *Writer) Unary(result jsontext.Value, empty bool) (*protocol.Error, bool) {
 	if s.dialect == sseJSONRPC {
 		writeJSON(s.w, http.StatusOK, protocol.AppendJSONRPCResult(make([]byte, 0, len(result)+len(s.id)+40), s.id, result))
 		return nil, false
@@ -96,7 +95,7 @@ func (s *sseWriter) Unary(result jsontext.Value, empty bool) (*protocol.Error, b
 		result = jsontext.Value("{}") // google.protobuf.Empty over HTTP+JSON
 	}
 	if s.dialect == sseProtoJSON03 {
-		b, perr := protocol.ProtoJSON03Response(s.op, result)
+		b, perr := ProtoJSON03Response(s.op, result)
 		if perr != nil {
 			return perr, false
 		}
@@ -108,7 +107,7 @@ func (s *sseWriter) Unary(result jsontext.Value, empty bool) (*protocol.Error, b
 
 // Stop stops keep-alives for good; once it returns none is being written.
 // The response writer must not be used after the handler returns.
-func (s *sseWriter) Stop() {
+func (s *Writer) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.stopped = true
@@ -118,13 +117,13 @@ func (s *sseWriter) Stop() {
 }
 
 // Begun reports whether the stream has begun.
-func (s *sseWriter) Begun() bool {
+func (s *Writer) Begun() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.started
 }
 
-func (s *sseWriter) start() {
+func (s *Writer) start() {
 	if s.started {
 		return
 	}
@@ -138,10 +137,10 @@ func (s *sseWriter) start() {
 
 // Event writes one event as one data line. An event the 0.3 HTTP+JSON binding cannot express
 // ends the stream with that error.
-func (s *sseWriter) Event(event jsontext.Value) error {
+func (s *Writer) Event(event jsontext.Value) error {
 	data := []byte(event)
 	if s.dialect == sseProtoJSON03 {
-		b, perr := protocol.ProtoJSON03Event(data)
+		b, perr := ProtoJSON03Event(data)
 		if perr != nil {
 			return perr
 		}
@@ -189,13 +188,13 @@ func oneLine(v []byte) {
 }
 
 // End ends a stream that ended normally: its last event was its end.
-func (s *sseWriter) End() {}
+func (s *Writer) End() {}
 
 // Fail ends a begun stream with e. JSON-RPC: the stream's last event is a JSON-RPC error
 // response. HTTP+JSON: an SSE event of type "error" whose data is the google.rpc.Status body,
 // as the A2A JavaScript SDK reads it; clients that read only data lines (a2a-go) see the same
 // error body.
-func (s *sseWriter) Fail(e *protocol.Error) {
+func (s *Writer) Fail(e *protocol.Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.start()
@@ -209,4 +208,27 @@ func (s *sseWriter) Fail(e *protocol.Error) {
 	if s.flusher != nil {
 		s.flusher.Flush()
 	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// NewWriter is the answer writer of a JSON-RPC or HTTP+JSON request (either version): a unary
+// result is one JSON body, a stream Server-Sent Events whose data lines hold what req's binding
+// and version carry, with a keep-alive comment whenever the stream has been quiet for
+// keepAlive (0: none).
+func NewWriter(w http.ResponseWriter, req *protocol.Request, keepAlive time.Duration) *Writer {
+	switch {
+	case req.Binding == protocol.JSONRPC:
+		return newSSE(w, sseJSONRPC, req, keepAlive)
+	case req.ProtoJSON03():
+		return newSSE(w, sseProtoJSON03, req, keepAlive)
+	}
+	return newSSE(w, sseHTTPJSON, req, keepAlive)
 }

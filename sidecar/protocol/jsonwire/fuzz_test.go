@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"strings"
@@ -6,11 +6,13 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // checkResult holds for every parse: exactly one of request and error, a known code, and
 // error bodies that are valid JSON.
-func checkResult(t *testing.T, r *Request, err *Error) {
+func checkResult(t *testing.T, r *protocol.Request, err *protocol.Error) {
 	t.Helper()
 	if err != nil {
 		require.Nil(t, r)
@@ -19,7 +21,7 @@ func checkResult(t *testing.T, r *Request, err *Error) {
 		require.True(t, jsontext.Value(err.MarshalJSONRPC(nil)).IsValid())
 		require.True(t, jsontext.Value(err.MarshalStatus()).IsValid())
 		if err.ID != nil {
-			require.True(t, validID(err.ID))
+			require.True(t, protocol.ValidID(err.ID))
 		}
 		return
 	}
@@ -29,12 +31,12 @@ func checkResult(t *testing.T, r *Request, err *Error) {
 		require.NotEmpty(t, r.Message.MessageID)
 		require.NotEmpty(t, r.Message.Parts)
 		for _, p := range r.Message.Parts {
-			require.Contains(t, []string{PartText, PartRaw, PartURL, PartData}, p.Kind)
+			require.Contains(t, []string{protocol.PartText, protocol.PartRaw, protocol.PartURL, protocol.PartData}, p.Kind)
 			require.NotEmpty(t, p.MediaType)
 		}
 	}
 	if r.Tenant != "" {
-		require.True(t, ValidTenant(r.Tenant))
+		require.True(t, protocol.ValidTenant(r.Tenant))
 	}
 }
 
@@ -51,16 +53,16 @@ func FuzzParseJSONRPC(f *testing.F) {
 		f.Add("", s)
 	}
 	f.Fuzz(func(t *testing.T, version, body string) {
-		v, verr := ParseVersion(version)
+		v, verr := protocol.ParseVersion(version)
 		if verr != nil {
-			want := VersionNotSupported
+			want := protocol.VersionNotSupported
 			if strings.Contains(version, ",") { // given more than once, or a list
-				want = InvalidRequest
+				want = protocol.InvalidRequest
 			}
 			require.Equal(t, want, verr.Code)
 			return
 		}
-		r, err := ParseJSONRPC(v, ctJSON, []byte(body), Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
+		r, err := ParseJSONRPC(v, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
 		checkResult(t, r, err)
 	})
 }
@@ -73,7 +75,7 @@ func FuzzParseHTTP(f *testing.F) {
 		{"POST", "/tasks/t1:cancel", `{"id":"t1"}`},
 		{"DELETE", "/a/tasks/t/pushNotificationConfigs/c", "null"},
 		{"GET", "/%2e%2e/tasks/x", ""},
-		{"GET", AgentCardPath, ""},
+		{"GET", protocol.AgentCardPath, ""},
 	} {
 		f.Add("1.0", s.method, s.target, s.body)
 		f.Add("0.3", s.method, "/v1"+s.target, s.body)
@@ -81,11 +83,11 @@ func FuzzParseHTTP(f *testing.F) {
 	f.Add("0.3", "POST", "/v1/message:send", jsV03Send) // the 0.3 ProtoJSON form (rest03.go)
 	f.Add("0.3", "POST", "/v1/tasks/t1/pushNotificationConfigs", `{"name":"tasks/t1/pushNotificationConfigs/c","pushNotificationConfig":{"id":"c","url":"https://h"}}`)
 	f.Fuzz(func(t *testing.T, version, method, target, body string) {
-		v, verr := ParseVersion(version)
+		v, verr := protocol.ParseVersion(version)
 		if verr != nil {
 			return
 		}
-		r, err := ParseHTTP(v, method, target, ctJSON, []byte(body), Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
+		r, err := ParseHTTP(v, method, target, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
 		checkResult(t, r, err)
 		if err == nil && r.TaskID != "" {
 			_, ok := pathID(r.TaskID)

@@ -1,11 +1,10 @@
-package protocol
+package jsonwire
 
 import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
 	a2a03 "github.com/a2aproject/a2a-go/a2a"
@@ -18,6 +17,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // The A2A 0.3 specification's HTTP+JSON binding is its a2a.proto (package a2a.v1) transcoded by
@@ -33,12 +34,6 @@ import (
 // proto, from a later 0.3 revision, names it `parts`. The ProtoJSON here is read and written
 // with a copy of a2a-go's descriptors whose Message field 5 has the JSON name `content`, so the
 // wire bytes are a2a-go's and only the name differs.
-
-// ProtoJSON03 reports whether r is a request of the 0.3 specification's HTTP+JSON binding (a
-// 0.3 request on a /v1/ route), answered in ProtoJSON (ProtoJSON03Response, ProtoJSON03Event).
-func (r *Request) ProtoJSON03() bool {
-	return r.Binding == HTTPJSON && r.Version == V03 && strings.Contains(r.Method, " /v1/")
-}
 
 // descriptors03 are a2a-go's a2a.v1 message descriptors with 0.3.0's JSON name for
 // Message.content.
@@ -74,23 +69,23 @@ func dynamic03(name protoreflect.Name) (*dynamicpb.Message, error) {
 // sendParams03 turns a SendMessageRequest in 0.3 ProtoJSON ({"message": {"content": [...],
 // "role": "ROLE_USER"}, ...}) into the 0.3 JSON-RPC params it stands for. Unknown fields,
 // a field given under both its names, and values of the wrong type are refused.
-func sendParams03(body []byte) (jsontext.Value, *Error) {
+func sendParams03(body []byte) (jsontext.Value, *protocol.Error) {
 	dyn, err := dynamic03("SendMessageRequest")
 	if err != nil {
-		return nil, Wrap(Internal, err, "the 0.3 message types are not available")
+		return nil, protocol.Wrap(protocol.Internal, err, "the 0.3 message types are not available")
 	}
 	if err := protojson.Unmarshal(body, dyn); err != nil {
 		// The reader's own text is not passed on (it names its package and offsets).
-		return nil, Wrap(InvalidParams, err, "the body is not a 0.3 SendMessageRequest: every field must be one of its "+
+		return nil, protocol.Wrap(protocol.InvalidParams, err, "the body is not a 0.3 SendMessageRequest: every field must be one of its "+
 			"fields (ProtoJSON or proto name, given once) with a value of the field's type")
 	}
 	var m a2apb03.SendMessageRequest
 	if err := wireCopy(dyn, &m); err != nil {
-		return nil, Wrap(Internal, err, "the 0.3 message could not be converted")
+		return nil, protocol.Wrap(protocol.Internal, err, "the 0.3 message could not be converted")
 	}
 	params, err := pbconv.FromProtoSendMessageRequest(&m)
 	if err != nil || params.Message == nil {
-		return nil, Errorf(InvalidParams, "message is required")
+		return nil, protocol.Errorf(protocol.InvalidParams, "message is required")
 	}
 	// pbconv keeps file bytes as the raw bytes; the JSON-RPC shape carries them in base64.
 	_ = mapFileBytes(params.Message.Parts, func(b string) (string, error) {
@@ -98,7 +93,7 @@ func sendParams03(body []byte) (jsontext.Value, *Error) {
 	})
 	b, err := json.Marshal(params)
 	if err != nil {
-		return nil, Wrap(Internal, err, "the 0.3 message could not be converted")
+		return nil, protocol.Wrap(protocol.Internal, err, "the 0.3 message could not be converted")
 	}
 	return jsontext.Value(b), nil
 }
@@ -106,7 +101,7 @@ func sendParams03(body []byte) (jsontext.Value, *Error) {
 // isProtoSend03 reports whether a 0.3 SendMessage body is in ProtoJSON: its message (proto
 // field request, JSON name message) has content rather than the JSON-RPC shape's parts, or it
 // names the message by the proto field name.
-func (ps *parser) isProtoSend03(body jsontext.Value) (bool, *Error) {
+func (ps *parser) isProtoSend03(body jsontext.Value) (bool, *protocol.Error) {
 	p, err := ps.readObject(body)
 	if err != nil {
 		return false, err
@@ -133,7 +128,7 @@ func (ps *parser) isProtoSend03(body jsontext.Value) (bool, *Error) {
 // parent, when given, must name the path's task, its configId the config's
 // pushNotificationConfig.id when both are given, and no other member is accepted; the config is
 // then read as the body. Any other body is returned as it is.
-func (ps *parser) pushRequest03(body jsontext.Value, task string) (jsontext.Value, *Error) {
+func (ps *parser) pushRequest03(body jsontext.Value, task string) (jsontext.Value, *protocol.Error) {
 	p, err := ps.readObject(body)
 	if err != nil {
 		return nil, err
@@ -143,11 +138,11 @@ func (ps *parser) pushRequest03(body jsontext.Value, task string) (jsontext.Valu
 		return body, nil
 	}
 	if cfg.Kind() != '{' {
-		return nil, Errorf(InvalidParams, "config must be an object (a TaskPushNotificationConfig)")
+		return nil, protocol.Errorf(protocol.InvalidParams, "config must be an object (a TaskPushNotificationConfig)")
 	}
 	for _, m := range p {
 		if !sameField(m.name, "parent") && !sameField(m.name, "configId") && !sameField(m.name, "config") {
-			return nil, Errorf(InvalidParams, "%s is not a field of the A2A 0.3 CreateTaskPushNotificationConfigRequest", Clip(string(m.name)))
+			return nil, protocol.Errorf(protocol.InvalidParams, "%s is not a field of the A2A 0.3 CreateTaskPushNotificationConfigRequest", protocol.Clip(string(m.name)))
 		}
 	}
 	parent, err := optString(p, "parent")
@@ -155,7 +150,7 @@ func (ps *parser) pushRequest03(body jsontext.Value, task string) (jsontext.Valu
 		return nil, err
 	}
 	if parent != "" && parent != "tasks/"+task {
-		return nil, Errorf(InvalidParams, "parent must be tasks/{id}, naming the task the path names")
+		return nil, protocol.Errorf(protocol.InvalidParams, "parent must be tasks/{id}, naming the task the path names")
 	}
 	configID, err := optString(p, "configId")
 	if err != nil {
@@ -173,7 +168,7 @@ func (ps *parser) pushRequest03(body jsontext.Value, task string) (jsontext.Valu
 		if id, err := optString(pc, "id"); err != nil {
 			return nil, err
 		} else if id != "" && id != configID {
-			return nil, Errorf(InvalidParams, "configId does not name config.pushNotificationConfig.id")
+			return nil, protocol.Errorf(protocol.InvalidParams, "configId does not name config.pushNotificationConfig.id")
 		}
 	}
 	return cfg, nil
@@ -260,13 +255,13 @@ func rawEvent(ev a2a03.Event) error {
 // {"message": …}), Task, TaskPushNotificationConfig ({"name": "tasks/{id}/pushNotificationConfigs/{id}",
 // …}), ListTaskPushNotificationConfigResponse ({"configs": […]}). Other results (cards, Empty)
 // are returned unchanged. A result that is not the method's is InvalidAgentResponse.
-func ProtoJSON03Response(op Operation, result []byte) ([]byte, *Error) {
+func ProtoJSON03Response(op protocol.Operation, result []byte) ([]byte, *protocol.Error) {
 	var (
 		m   proto.Message
 		err error
 	)
 	switch op {
-	case SendMessage:
+	case protocol.SendMessage:
 		var ev a2a03.Event
 		if ev, err = a2a03.UnmarshalEventJSON(result); err == nil {
 			switch res := ev.(type) {
@@ -278,19 +273,19 @@ func ProtoJSON03Response(op Operation, result []byte) ([]byte, *Error) {
 				err = fmt.Errorf("a %T is not a SendMessage result", ev)
 			}
 		}
-	case GetTask, CancelTask:
+	case protocol.GetTask, protocol.CancelTask:
 		var t a2a03.Task
 		if err = json.Unmarshal(result, &t); err == nil {
 			if err = rawTask(&t); err == nil {
 				m, err = pbconv.ToProtoTask(&t)
 			}
 		}
-	case CreateTaskPushNotificationConfig, GetTaskPushNotificationConfig:
+	case protocol.CreateTaskPushNotificationConfig, protocol.GetTaskPushNotificationConfig:
 		var c a2a03.TaskPushConfig
 		if err = json.Unmarshal(result, &c); err == nil {
 			m, err = pbconv.ToProtoTaskPushConfig(&c)
 		}
-	case ListTaskPushNotificationConfigs:
+	case protocol.ListTaskPushNotificationConfigs:
 		var cs []*a2a03.TaskPushConfig
 		if r := string(trimSpace(result)); r == "null" || r == "{}" {
 			// No configs: a2a-go's 0.3 handler writes the empty list as null, which the
@@ -304,7 +299,7 @@ func ProtoJSON03Response(op Operation, result []byte) ([]byte, *Error) {
 		return result, nil
 	}
 	if err != nil {
-		return nil, Wrap(InvalidAgentResponse, err, "the agent's 0.3 response cannot be expressed in the 0.3 HTTP+JSON binding")
+		return nil, protocol.Wrap(protocol.InvalidAgentResponse, err, "the agent's 0.3 response cannot be expressed in the 0.3 HTTP+JSON binding")
 	}
 	return protoJSON03(m)
 }
@@ -313,37 +308,37 @@ func ProtoJSON03Response(op Operation, result []byte) ([]byte, *Error) {
 // AgentCard in ProtoJSON, as the 0.3 HTTP+JSON binding answers GET /v1/card: security schemes as
 // the proto's oneof ({"httpAuthSecurityScheme": …}), requirements as {"schemes": {name:
 // {"list": […]}}}. Sign the result, not its input: a signature covers the bytes served.
-func ProtoJSON03Card(card []byte) ([]byte, *Error) {
+func ProtoJSON03Card(card []byte) ([]byte, *protocol.Error) {
 	var c a2a03.AgentCard
 	if err := json.Unmarshal(card, &c); err != nil {
-		return nil, Wrap(Internal, err, "the 0.3 agent card could not be read")
+		return nil, protocol.Wrap(protocol.Internal, err, "the 0.3 agent card could not be read")
 	}
 	m, err := pbconv.ToProtoAgentCard(&c)
 	if err != nil {
-		return nil, Wrap(Internal, err, "the 0.3 agent card could not be converted")
+		return nil, protocol.Wrap(protocol.Internal, err, "the 0.3 agent card could not be converted")
 	}
 	return protoJSON03(m)
 }
 
 // ProtoJSON03Event turns one 0.3 JSON-RPC stream event (a task, message, status-update or
 // artifact-update) into the 0.3 ProtoJSON StreamResponse.
-func ProtoJSON03Event(result []byte) ([]byte, *Error) {
+func ProtoJSON03Event(result []byte) ([]byte, *protocol.Error) {
 	ev, err := a2a03.UnmarshalEventJSON(result)
 	if err != nil {
-		return nil, Wrap(InvalidAgentResponse, err, "the agent's 0.3 stream event cannot be read")
+		return nil, protocol.Wrap(protocol.InvalidAgentResponse, err, "the agent's 0.3 stream event cannot be read")
 	}
 	if err := rawEvent(ev); err != nil {
-		return nil, Wrap(InvalidAgentResponse, err, "the agent's 0.3 stream event has file content that is not base64")
+		return nil, protocol.Wrap(protocol.InvalidAgentResponse, err, "the agent's 0.3 stream event has file content that is not base64")
 	}
 	m, err := pbconv.ToProtoStreamResponse(ev)
 	if err != nil {
-		return nil, Wrap(InvalidAgentResponse, err, "the agent's 0.3 stream event cannot be expressed in the 0.3 HTTP+JSON binding")
+		return nil, protocol.Wrap(protocol.InvalidAgentResponse, err, "the agent's 0.3 stream event cannot be expressed in the 0.3 HTTP+JSON binding")
 	}
 	return protoJSON03(m)
 }
 
 // protoJSON03 writes m as ProtoJSON with 0.3.0's JSON names.
-func protoJSON03(m proto.Message) ([]byte, *Error) {
+func protoJSON03(m proto.Message) ([]byte, *protocol.Error) {
 	dyn, err := dynamic03(m.ProtoReflect().Descriptor().Name())
 	if err == nil {
 		err = wireCopy(m, dyn)
@@ -353,7 +348,7 @@ func protoJSON03(m proto.Message) ([]byte, *Error) {
 		b, err = protojson.Marshal(dyn)
 	}
 	if err != nil {
-		return nil, Wrap(Internal, err, "the 0.3 response could not be encoded")
+		return nil, protocol.Wrap(protocol.Internal, err, "the 0.3 response could not be encoded")
 	}
 	return b, nil
 }

@@ -1,48 +1,31 @@
-package protocol
+package jsonwire
 
 import (
 	"strings"
 
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
-
 	"github.com/go-json-experiment/json/jsontext"
-)
+	"google.golang.org/protobuf/reflect/protoreflect"
 
-// ForwardParams is what a handler is sent for r: the JSON-RPC params of r's operation in r's
-// version, as admission read them. An A2A 1.0 request (any binding) is its request message
-// re-encoded as ProtoJSON from the proto message the parser checked (canonical.go, and for
-// gRPC the message as sent): lowerCamelCase names, no member the proto does not define, the
-// values the HTTP+JSON path bound written in. A 0.3 request is the params as sent (JSON-RPC)
-// or the body with the path's values written in under the JSON-RPC names (HTTP+JSON; for the
-// 0.3 push config route the body, a PushNotificationConfig, wrapped as 0.3's
-// TaskPushNotificationConfig), every member of which the parser read against the 0.3 schema.
-func (r *Request) ForwardParams() (jsontext.Value, *Error) {
-	if r.canon != nil {
-		return r.canonicalParams()
-	}
-	return r.forwardParams()
-}
+	"github.com/capgate/capgate/sidecar/protocol"
+)
 
 // forwardParams builds the JSON-RPC params of r from what the caller sent. Fields already in
 // the body agreed with the path when r was parsed and are not written twice.
-func (r *Request) forwardParams() (jsontext.Value, *Error) {
+func forwardParams(r *protocol.Request, pv pathValues) (jsontext.Value, *protocol.Error) {
 	switch r.Binding {
-	case JSONRPC:
+	case protocol.JSONRPC:
 		if r.Params == nil {
 			return jsontext.Value("{}"), nil
 		}
 		return r.Params, nil
-	case HTTPJSON:
-	case GRPC:
-		return r.grpcForwardParams()
+	case protocol.HTTPJSON:
 	default:
 		return nil, nil
 	}
 	ps := newParser()
 	defer ps.release()
 	var body object
-	var err *Error
+	var err *protocol.Error
 	if r.Params != nil {
 		if body, err = ps.readObject(r.Params); err != nil {
 			return nil, err
@@ -54,8 +37,7 @@ func (r *Request) forwardParams() (jsontext.Value, *Error) {
 			add = append(add, kv{name, value})
 		}
 	}
-	pv := r.path
-	if r.Version == V1 {
+	if r.Version == protocol.V1 {
 		put("tenant", pv.tenant)
 		task, config := r.Operation.PathFields()
 		put(task, pv.task)
@@ -65,7 +47,7 @@ func (r *Request) forwardParams() (jsontext.Value, *Error) {
 	if name := params03(r.Operation); name != "" && body != nil && hasSnake(body) {
 		// a2a-go's 0.3 REST client snake_cases every name; the handler's 0.3 JSON-RPC reader
 		// knows the schema's camelCase ones.
-		if r.Operation == CreateTaskPushNotificationConfig && body.get("pushNotificationConfig") == nil {
+		if r.Operation == protocol.CreateTaskPushNotificationConfig && body.get("pushNotificationConfig") == nil {
 			name = "PushNotificationConfig"
 		}
 		renamed := jsontext.Value(ps.rename03(body, name))
@@ -77,19 +59,19 @@ func (r *Request) forwardParams() (jsontext.Value, *Error) {
 		r = &r2
 	}
 	switch r.Operation {
-	case GetTask, CancelTask, SubscribeToTask:
+	case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask:
 		put("id", pv.task)
 		if body.get("name") != nil {
 			// The 0.3 proto's name ("tasks/{id}") agreed with the path when r was parsed; 0.3's
 			// JSON-RPC params have no such field.
 			return withMembers(jsontext.Value(withoutMember(body, "name")), add), nil
 		}
-	case ListTaskPushNotificationConfigs:
+	case protocol.ListTaskPushNotificationConfigs:
 		put("id", pv.task)
-	case GetTaskPushNotificationConfig, DeleteTaskPushNotificationConfig:
+	case protocol.GetTaskPushNotificationConfig, protocol.DeleteTaskPushNotificationConfig:
 		put("id", pv.task)
 		put("pushNotificationConfigId", pv.config)
-	case CreateTaskPushNotificationConfig:
+	case protocol.CreateTaskPushNotificationConfig:
 		if body.get("pushNotificationConfig") != nil { // already 0.3's JSON-RPC shape
 			put("taskId", pv.task)
 			// The 0.3 ProtoJSON form's name repeats the task and config id (they agreed when
@@ -99,7 +81,7 @@ func (r *Request) forwardParams() (jsontext.Value, *Error) {
 		// The body is the PushNotificationConfig; a taskId in it agreed with the path and is
 		// not part of that object, so it is dropped.
 		cfg := withoutMember(body, "taskId")
-		out := appendQuote([]byte(`{"taskId":`), pv.task)
+		out := protocol.AppendQuote([]byte(`{"taskId":`), pv.task)
 		out = append(append(out, `,"pushNotificationConfig":`...), cfg...)
 		return append(out, '}'), nil
 	}
@@ -125,9 +107,9 @@ func withMembers(obj jsontext.Value, add []kv) jsontext.Value {
 			out = append(out, ',')
 		}
 		empty = false
-		out = appendQuote(out, m.name)
+		out = protocol.AppendQuote(out, m.name)
 		out = append(out, ':')
-		out = appendQuote(out, m.value)
+		out = protocol.AppendQuote(out, m.value)
 	}
 	return append(out, '}')
 }
@@ -142,7 +124,7 @@ func withoutMember(obj object, name string) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = appendQuote(out, string(m.name))
+		out = protocol.AppendQuote(out, string(m.name))
 		out = append(out, ':')
 		out = append(out, m.value...)
 	}
@@ -163,24 +145,56 @@ func hasSnake(obj object) bool {
 	return false
 }
 
-// grpcForwardParams is the A2A 1.0 JSON-RPC params of a gRPC request: the request message as
-// ProtoJSON (lowerCamelCase names), the JSON form the 1.0 JSON-RPC binding uses for the same
-// message. It is read from the message bytes the parser read, so a handler is sent exactly
-// what admission saw.
-func (r *Request) grpcForwardParams() (jsontext.Value, *Error) {
-	if r.Version != V1 {
-		return nil, Errorf(VersionNotSupported, "A2A 0.3 gRPC requests are not served; use %s", GRPCService)
+// forwarder is the JSON bindings' protocol.Forwarder: what their reader learnt of a request
+// that its params alone do not say.
+type forwarder struct {
+	// path holds what an HTTP+JSON path bound.
+	path pathValues
+	// canon is, for an A2A 1.0 JSON-RPC or HTTP+JSON request whose params are its proto
+	// request message, that message's descriptor (nil for any other request): ForwardParams
+	// re-encodes the params from it (canonical.go).
+	canon protoreflect.MessageDescriptor
+}
+
+// pathValues are the identifiers an HTTP+JSON route binds.
+type pathValues struct{ tenant, task, config string }
+
+// canonicalForwarders are the forwarders of canonical requests no path bound anything for, one
+// per request message, held as protocol.Forwarder so that setting one allocates nothing.
+var canonicalForwarders = func() map[protoreflect.MessageDescriptor]protocol.Forwarder {
+	out := map[protoreflect.MessageDescriptor]protocol.Forwarder{}
+	for _, op := range protocol.Operations() {
+		if m := protocol.RequestMessage(op); m != nil {
+			d := m.ProtoReflect().Descriptor()
+			out[d] = forwarder{canon: d}
+		}
 	}
-	m := RequestMessage(r.Operation)
-	if m == nil {
-		return nil, Errorf(UnsupportedOperation, "%s is not supported over gRPC", r.Operation)
+	return out
+}()
+
+// ForwardParams is what a handler is sent for r (protocol.Request.ForwardParams). An A2A 1.0
+// request is its request message re-encoded as ProtoJSON from the proto message the parser
+// checked (canonical.go): lowerCamelCase names, no member the proto does not define, the
+// values the HTTP+JSON path bound written in. A 0.3 request is the params as sent (JSON-RPC)
+// or the body with the path's values written in under the JSON-RPC names (HTTP+JSON; for the
+// 0.3 push config route the body, a PushNotificationConfig, wrapped as 0.3's
+// TaskPushNotificationConfig), every member of which the parser read against the 0.3 schema.
+func (f forwarder) ForwardParams(r *protocol.Request) (jsontext.Value, *protocol.Error) {
+	if f.canon != nil {
+		return canonicalParams(r, f)
 	}
-	if err := proto.Unmarshal(r.Proto, m); err != nil {
-		return nil, Wrap(InvalidRequest, err, "the gRPC request message could not be decoded")
+	return forwardParams(r, f.path)
+}
+
+// markCanonical records that r's params are its proto request message, of descriptor canon.
+func markCanonical(r *protocol.Request, canon protoreflect.MessageDescriptor) {
+	f, _ := r.Forward.(forwarder)
+	if f.path == (pathValues{}) {
+		if cf, ok := canonicalForwarders[canon]; ok {
+			r.Forward = cf
+			return
+		}
 	}
-	b, err := protojson.Marshal(m)
-	if err != nil {
-		return nil, Wrap(Internal, err, "the gRPC request could not be forwarded")
-	}
-	return jsontext.Value(b), nil
+	f.canon = canon
+	r.Forward = f
 }

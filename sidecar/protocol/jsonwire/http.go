@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"net/http"
@@ -9,22 +9,17 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
-
-// AgentCardPath is the well-known path of the public agent card.
-const AgentCardPath = "/.well-known/agent-card.json"
-
-// AgentCardPathV03 is where A2A 0.3 clients look for the public card (the 0.3 shape is served
-// there). Like AgentCardPath it is public: read with GET or HEAD and no credential.
-const AgentCardPathV03 = "/.well-known/agent.json"
 
 // route is one HTTP+JSON route matched by a path.
 type route struct {
-	op       Operation
+	op       protocol.Operation
 	template string
 	methods  []string
 	// ops, when set, is the operation of each of methods (one path, several operations).
-	ops      []Operation
+	ops      []protocol.Operation
 	taskID   string
 	configID string
 }
@@ -38,7 +33,7 @@ type route struct {
 // authenticated extended card; under 0.3 a first segment "v1" is that prefix, never a tenant.
 // Anything else is NotFound: unknown routes, empty or dot segments, encoded slashes. A body is
 // read only for POST; an empty body or JSON null counts as none.
-func ParseHTTP(v Version, method, target, contentType string, body []byte, lim Limits) (*Request, *Error) {
+func ParseHTTP(v protocol.Version, method, target, contentType string, body []byte, lim protocol.Limits) (*protocol.Request, *protocol.Error) {
 	lim = lim.WithDefaults()
 	if err := checkSize(body, lim); err != nil {
 		return nil, err
@@ -49,8 +44,8 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 		return nil, err
 	}
 	if !allowed(rt.methods, method) {
-		return nil, Errorf(MethodNotAllowed, "method %q is not allowed for %s; use %s",
-			Clip(method), rt.template, strings.Join(rt.methods, " or ")).
+		return nil, protocol.Errorf(protocol.MethodNotAllowed, "method %q is not allowed for %s; use %s",
+			protocol.Clip(method), rt.template, strings.Join(rt.methods, " or ")).
 			WithMetadata("allow", strings.Join(rt.methods, ", "))
 	}
 	for i, m := range rt.methods {
@@ -58,22 +53,22 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 			rt.op = rt.ops[i]
 		}
 	}
-	r := &Request{
-		Binding:   HTTPJSON,
+	r := &protocol.Request{
+		Binding:   protocol.HTTPJSON,
 		Version:   v,
 		Operation: rt.op,
 		Method:    method + " " + rt.template,
 		Tenant:    tenant,
 		TaskID:    rt.taskID,
 		ConfigID:  rt.configID,
-		path:      pathValues{tenant: tenant, task: rt.taskID, config: rt.configID},
+		Forward:   forwarder{path: pathValues{tenant: tenant, task: rt.taskID, config: rt.configID}},
 	}
 	p := newParser()
 	defer p.release()
 	// A body of JSON null is no body: a2a-go sends one with every GET and DELETE.
 	if b := trimSpace(body); len(b) > 0 && string(b) != "null" {
 		if method != http.MethodPost {
-			return nil, Errorf(InvalidRequest, "%s requests must not have a body", method)
+			return nil, protocol.Errorf(protocol.InvalidRequest, "%s requests must not have a body", method)
 		}
 		if err := checkContentType(contentType); err != nil {
 			return nil, err
@@ -82,7 +77,7 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 			return nil, err
 		}
 		if b[0] != '{' {
-			return nil, Errorf(InvalidRequest, "request body must be a JSON object")
+			return nil, protocol.Errorf(protocol.InvalidRequest, "request body must be a JSON object")
 		}
 		r.Params = jsontext.Value(b)
 	}
@@ -93,7 +88,7 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 	if q != nil {
 		r.Params = q
 	}
-	if rt.op == GetAgentCard {
+	if rt.op == protocol.GetAgentCard {
 		return r, nil
 	}
 	if r.ProtoJSON03() && rt.op.Message() && r.Params != nil {
@@ -112,7 +107,7 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 			}
 		}
 	}
-	if r.ProtoJSON03() && rt.op == CreateTaskPushNotificationConfig && r.Params != nil {
+	if r.ProtoJSON03() && rt.op == protocol.CreateTaskPushNotificationConfig && r.Params != nil {
 		// The whole CreateTaskPushNotificationConfigRequest, as the 0.3 Python SDK reads it
 		// (rest03.go).
 		if r.Params, err = p.pushRequest03(r.Params, r.TaskID); err != nil {
@@ -122,7 +117,7 @@ func ParseHTTP(v Version, method, target, contentType string, body []byte, lim L
 	if err := p.readParams(v, rt.op, r.Params, r, true); err != nil {
 		return nil, err
 	}
-	if err := r.canonicalize(p); err != nil {
+	if err := canonicalize(r, p); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -138,8 +133,8 @@ func allowed(methods []string, m string) bool {
 }
 
 // matchRoute finds the route of an escaped path, with its tenant.
-func matchRoute(v Version, path string) (route, string, *Error) {
-	notFound := Errorf(NotFound, "no A2A route matches %q", Clip(path))
+func matchRoute(v protocol.Version, path string) (route, string, *protocol.Error) {
+	notFound := protocol.Errorf(protocol.NotFound, "no A2A route matches %q", protocol.Clip(path))
 	if rt, ok := matchFixed(path); ok {
 		return rt, "", nil
 	}
@@ -152,7 +147,7 @@ func matchRoute(v Version, path string) (route, string, *Error) {
 			return route{}, "", notFound
 		}
 	}
-	if v == V03 && segs[0] == "v1" {
+	if v == protocol.V03 && segs[0] == "v1" {
 		rt, ok := matchSegmentsOf(httpRoutes03, segs[1:])
 		if !ok {
 			rt, ok = matchSegmentsOf(httpRoutes, segs[1:])
@@ -166,7 +161,7 @@ func matchRoute(v Version, path string) (route, string, *Error) {
 	if rt, ok := matchSegments(segs); ok {
 		return rt, "", nil
 	}
-	if len(segs) > 1 && ValidTenant(segs[0]) {
+	if len(segs) > 1 && protocol.ValidTenant(segs[0]) {
 		if rt, ok := matchSegments(segs[1:]); ok {
 			rt.template = "/{tenant}" + rt.template
 			return rt, segs[0], nil
@@ -178,7 +173,7 @@ func matchRoute(v Version, path string) (route, string, *Error) {
 // httpRoute is one route of the HTTP+JSON binding, an operation's Route (operations.go): an
 // HTTP method and a path template (tenant prefix aside).
 type httpRoute struct {
-	op       Operation
+	op       protocol.Operation
 	method   string
 	template string
 	// call marks the route capgate uses to call a handler for op.
@@ -243,14 +238,14 @@ func matchSegmentsOf(routes []httpRoute, segs []string) (route, bool) {
 // HTTPCall is the HTTP method and escaped path capgate calls an HTTP+JSON handler with for op
 // (A2A 1.0), its variables filled from taskID and configID, under /{tenant} when tenant is
 // set. ok is false for an operation without a route, or ids a path cannot carry.
-func HTTPCall(op Operation, tenant, taskID, configID string) (method, path string, ok bool) {
+func HTTPCall(op protocol.Operation, tenant, taskID, configID string) (method, path string, ok bool) {
 	for _, r := range httpRoutes {
 		if r.op != op || !r.call {
 			continue
 		}
 		var b strings.Builder
 		if tenant != "" {
-			if !ValidTenant(tenant) {
+			if !protocol.ValidTenant(tenant) {
 				return "", "", false
 			}
 			b.WriteString("/" + tenant)
@@ -277,10 +272,10 @@ func HTTPCall(op Operation, tenant, taskID, configID string) (method, path strin
 }
 
 // HTTPQueryFields lists the params fields op takes in the query string of a GET route, by name.
-func HTTPQueryFields(op Operation) []string {
+func HTTPQueryFields(op protocol.Operation) []string {
 	var out []string
-	for name, qp := range queryParamsOf(op) {
-		if name == qp.field {
+	for name, qp := range op.Spec().Query {
+		if name == qp.Field {
 			out = append(out, name)
 		}
 	}
@@ -307,64 +302,45 @@ func matchFixed(path string) (route, bool) {
 // pathID unescapes one identifier segment.
 func pathID(raw string) (string, bool) {
 	id, err := url.PathUnescape(raw)
-	if err != nil || id == "" || id == "." || id == ".." || len(id) > maxIDBytes {
+	if err != nil || id == "" || id == "." || id == ".." || len(id) > protocol.MaxIDBytes {
 		return "", false
 	}
-	if strings.ContainsAny(id, `/\:`) || strings.IndexFunc(id, isControl) >= 0 {
+	if strings.ContainsAny(id, `/\:`) || protocol.HasControl(id) {
 		return "", false
 	}
 	return id, true
 }
 
-// queryKind is the JSON type a query parameter is written as in params.
-type queryKind int
-
-const (
-	queryString queryKind = iota
-	queryInt
-	queryBool
-)
-
-// queryParam is one query parameter an operation accepts, and the params field it sets.
-type queryParam struct {
-	field string
-	kind  queryKind
-}
-
-// queryParamsOf lists the query parameters of an operation that takes any (the proto's request
-// fields not bound by the path, for GET routes), from the operation table.
-func queryParamsOf(op Operation) map[string]queryParam { return op.spec().query }
-
 // queryParams turns the query string of an HTTP+JSON request into the params object it stands
 // for (nil when there is none). It refuses malformed query strings, repeated parameters (readers
 // disagree on which one wins), parameters the operation does not take (among them any the path
 // binds), and a query beside a body.
-func queryParams(op Operation, q string, hasBody bool) (jsontext.Value, *Error) {
+func queryParams(op protocol.Operation, q string, hasBody bool) (jsontext.Value, *protocol.Error) {
 	if q == "" {
 		return nil, nil
 	}
 	vals, err := url.ParseQuery(q)
 	if err != nil {
-		return nil, Wrap(InvalidRequest, err, "query string is malformed")
+		return nil, protocol.Wrap(protocol.InvalidRequest, err, "query string is malformed")
 	}
 	if len(vals) == 0 {
 		return nil, nil
 	}
 	if hasBody {
-		return nil, Errorf(InvalidRequest, "query parameters are not accepted with a request body; put them in the body")
+		return nil, protocol.Errorf(protocol.InvalidRequest, "query parameters are not accepted with a request body; put them in the body")
 	}
-	known := queryParamsOf(op)
+	known := op.Spec().Query
 	keys := make([]string, 0, len(vals))
 	for k, vs := range vals {
 		if len(vs) > 1 {
-			return nil, Errorf(InvalidRequest, "query parameter %q is repeated", Clip(k))
+			return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q is repeated", protocol.Clip(k))
 		}
 		if _, ok := known[k]; !ok {
 			switch fieldKey(k) {
 			case "TENANT", "ID", "TASKID", "NAME", "PARENT", "PUSHNOTIFICATIONCONFIGID":
-				return nil, Errorf(InvalidRequest, "query parameter %q is not allowed; the path names it", Clip(k))
+				return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q is not allowed; the path names it", protocol.Clip(k))
 			}
-			return nil, Errorf(InvalidRequest, "query parameter %q is not accepted by %s", Clip(k), op)
+			return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q is not accepted by %s", protocol.Clip(k), op)
 		}
 		keys = append(keys, k)
 	}
@@ -373,37 +349,61 @@ func queryParams(op Operation, q string, hasBody bool) (jsontext.Value, *Error) 
 	seen := map[string]bool{}
 	for _, k := range keys {
 		qp, v := known[k], vals[k][0]
-		if seen[qp.field] {
-			return nil, Errorf(InvalidRequest, "query parameter %q names the same field as another", Clip(k))
+		if seen[qp.Field] {
+			return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q names the same field as another", protocol.Clip(k))
 		}
-		seen[qp.field] = true
+		seen[qp.Field] = true
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = appendQuote(b, qp.field)
+		b = protocol.AppendQuote(b, qp.Field)
 		b = append(b, ':')
-		switch qp.kind {
-		case queryInt:
+		switch qp.Kind {
+		case protocol.QueryInt:
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
-				return nil, Errorf(InvalidRequest, "query parameter %q must be a non-negative integer", k)
+				return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q must be a non-negative integer", k)
 			}
 			b = strconv.AppendInt(b, int64(n), 10)
-		case queryBool:
+		case protocol.QueryBool:
 			t, err := strconv.ParseBool(v)
 			if err != nil {
-				return nil, Errorf(InvalidRequest, "query parameter %q must be true or false", k)
+				return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q must be true or false", k)
 			}
 			b = strconv.AppendBool(b, t)
 		default:
-			if len(v) > maxIDBytes {
-				return nil, Errorf(InvalidRequest, "query parameter %q is longer than %d bytes", k, maxIDBytes)
+			if len(v) > protocol.MaxIDBytes {
+				return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q is longer than %d bytes", k, protocol.MaxIDBytes)
 			}
 			if !utf8.ValidString(v) {
-				return nil, Errorf(InvalidRequest, "query parameter %q is not valid UTF-8", k)
+				return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q is not valid UTF-8", k)
 			}
-			b = appendQuote(b, v)
+			b = protocol.AppendQuote(b, v)
 		}
 	}
 	return append(b, '}'), nil
 }
+
+// restRoutes flattens the routes the table's rows give in field routes, in table order.
+func restRoutes(routes func(*protocol.Spec) []protocol.Route) []httpRoute {
+	var out []httpRoute
+	for _, op := range protocol.Operations() {
+		s := op.Spec()
+		for _, r := range routes(s) {
+			out = append(out, httpRoute{op: s.Op, method: r.Method, template: r.Path, call: r.Call})
+		}
+	}
+	return out
+}
+
+// The HTTP+JSON routes, built once from the table.
+var (
+	// httpRoutes are the routes of the A2A 1.0 proto's google.api.http annotations, the one
+	// list both directions read: ParseHTTP matches requests against it, HTTPCall builds the
+	// requests capgate sends to an HTTP+JSON handler.
+	httpRoutes = restRoutes(func(s *protocol.Spec) []protocol.Route { return s.REST })
+	// httpRoutes03 are the routes only 0.3's /v1/ form has, relative to /v1.
+	httpRoutes03 = restRoutes(func(s *protocol.Spec) []protocol.Route { return s.REST03 })
+	// fixedRoutes are the routes at fixed paths.
+	fixedRoutes = restRoutes(func(s *protocol.Spec) []protocol.Route { return s.Fixed })
+)

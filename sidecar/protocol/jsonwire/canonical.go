@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"strconv"
@@ -9,6 +9,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // canonicalize checks that an A2A 1.0 JSON-RPC or HTTP+JSON request is its operation's request
@@ -23,57 +25,57 @@ import (
 // bytes. 0.3 requests have no proto for their JSON form; their members are checked against the
 // 0.3 schema (shape03.go). gRPC requests are proto messages already; extension methods carry
 // the extension's own params. ps is the parser that read r.
-func (r *Request) canonicalize(ps *parser) *Error {
-	if r.Version != V1 || (r.Binding != JSONRPC && r.Binding != HTTPJSON) || r.Operation == ExtensionMethod ||
-		r.Operation == ListTasks { // capgate answers ListTasks itself (and reads 0.3 task states there)
+func canonicalize(r *protocol.Request, ps *parser) *protocol.Error {
+	if r.Version != protocol.V1 || (r.Binding != protocol.JSONRPC && r.Binding != protocol.HTTPJSON) || r.Operation == protocol.ExtensionMethod ||
+		r.Operation == protocol.ListTasks { // capgate answers ListTasks itself (and reads 0.3 task states there)
 		return nil
 	}
-	m := RequestMessage(r.Operation)
+	m := protocol.RequestMessage(r.Operation)
 	if m == nil {
 		return nil
 	}
 	desc := m.ProtoReflect().Descriptor()
 	if r.Params != nil {
 		if err := ps.knownFields(r.Params, desc); err != nil {
-			if r.Binding == JSONRPC {
+			if r.Binding == protocol.JSONRPC {
 				return prefix("params.", err)
 			}
 			return err
 		}
 	}
-	r.canon = desc
+	markCanonical(r, desc)
 	return nil
 }
 
 // canonicalParams is r's request message, read by protojson from the params forwardParams
 // builds and written again as ProtoJSON: lowerCamelCase names, one spelling per value.
-func (r *Request) canonicalParams() (jsontext.Value, *Error) {
-	params, perr := r.forwardParams()
+func canonicalParams(r *protocol.Request, f forwarder) (jsontext.Value, *protocol.Error) {
+	params, perr := forwardParams(r, f.path)
 	if perr != nil {
 		return nil, perr
 	}
 	ps := newParser()
-	b, ok := ps.appendCanonical(make([]byte, 0, len(params)+len(params)/8), params, r.canon)
+	b, ok := ps.appendCanonical(make([]byte, 0, len(params)+len(params)/8), params, f.canon)
 	ps.release()
 	if ok {
 		return jsontext.Value(b), nil
 	}
-	return protojsonCanonical(params, RequestMessage(r.Operation), r.Binding)
+	return protojsonCanonical(params, protocol.RequestMessage(r.Operation), r.Binding)
 }
 
 // protojsonCanonical is canonicalParams' definition: params read into m by protojson and
 // written again. appendCanonical gives the same answer faster where it can.
-func protojsonCanonical(params jsontext.Value, m proto.Message, binding Binding) (jsontext.Value, *Error) {
+func protojsonCanonical(params jsontext.Value, m proto.Message, binding protocol.Binding) (jsontext.Value, *protocol.Error) {
 	if err := protojson.Unmarshal(params, m); err != nil {
 		what := "params"
-		if binding != JSONRPC {
+		if binding != protocol.JSONRPC {
 			what = "request"
 		}
-		return nil, Wrap(InvalidParams, err, "the "+what+" is not a valid A2A 1.0 "+string(m.ProtoReflect().Descriptor().Name()))
+		return nil, protocol.Wrap(protocol.InvalidParams, err, "the "+what+" is not a valid A2A 1.0 "+string(m.ProtoReflect().Descriptor().Name()))
 	}
 	b, err := protojson.Marshal(m)
 	if err != nil {
-		return nil, Wrap(Internal, err, "the request could not be forwarded")
+		return nil, protocol.Wrap(protocol.Internal, err, "the request could not be forwarded")
 	}
 	return jsontext.Value(b), nil
 }
@@ -82,7 +84,7 @@ func protojsonCanonical(params jsontext.Value, m proto.Message, binding Binding)
 // not of the field's kind, at any depth where the proto defines the object's fields. An error
 // names the member from raw down; each caller prefixes its own step, so a request that passes
 // builds no names.
-func (ps *parser) knownFields(raw jsontext.Value, md protoreflect.MessageDescriptor) *Error {
+func (ps *parser) knownFields(raw jsontext.Value, md protoreflect.MessageDescriptor) *protocol.Error {
 	if raw.Kind() != '{' || isWellKnown(md) {
 		return nil // Struct, Value, Timestamp are free-form; a wrong kind is refused by the caller
 	}
@@ -94,13 +96,13 @@ func (ps *parser) knownFields(raw jsontext.Value, md protoreflect.MessageDescrip
 	for _, m := range obj {
 		fd := fields[string(m.name)]
 		if fd == nil {
-			return Errorf(InvalidParams, "%s is not a field of the A2A 1.0 %s message", Clip(string(m.name)), md.Name())
+			return protocol.Errorf(protocol.InvalidParams, "%s is not a field of the A2A 1.0 %s message", protocol.Clip(string(m.name)), md.Name())
 		}
 		if m.value.Kind() == 'n' {
 			continue // protojson reads null as the field's absence
 		}
 		if want := wrongKind(fd, m.value); want != "" {
-			return Errorf(InvalidParams, "%s must be %s", fd.JSONName(), want)
+			return protocol.Errorf(protocol.InvalidParams, "%s must be %s", fd.JSONName(), want)
 		}
 		if fd.Message() == nil {
 			continue
@@ -116,14 +118,14 @@ func (ps *parser) knownFields(raw jsontext.Value, md protoreflect.MessageDescrip
 			}
 			for _, e := range entries {
 				if err := ps.knownFields(e.value, fd.MapValue().Message()); err != nil {
-					return prefix(fd.JSONName()+"."+Clip(string(e.name))+".", err)
+					return prefix(fd.JSONName()+"."+protocol.Clip(string(e.name))+".", err)
 				}
 			}
 		case fd.IsList():
 			elems, _ := ps.readArray(m.value)
 			for i, e := range elems {
 				if e.Kind() != '{' {
-					return Errorf(InvalidParams, "%s[%d] must be an object", fd.JSONName(), i)
+					return protocol.Errorf(protocol.InvalidParams, "%s[%d] must be an object", fd.JSONName(), i)
 				}
 				if err := ps.knownFields(e, fd.Message()); err != nil {
 					return prefix(fd.JSONName()+"["+strconv.Itoa(i)+"].", err)

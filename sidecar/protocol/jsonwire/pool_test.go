@@ -1,10 +1,12 @@
-package protocol
+package jsonwire
 
 import (
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // Parsers are pooled: a result must not change when later parses reuse the parser it came from.
@@ -52,7 +54,7 @@ func TestParseConcurrently(t *testing.T) {
 // the old bound, and failed about half the time); the bound under -race is 30.
 func TestParseJSONRPCAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := ParseJSONRPC(V1, ctJSON, benchBody, Limits{}); err != nil {
+		if _, err := ParseJSONRPC(protocol.V1, ctJSON, benchBody, protocol.Limits{}); err != nil {
 			t.Fatal(err)
 		}
 	})

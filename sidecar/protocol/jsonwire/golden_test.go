@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"bufio"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/parse.golden.txt from the current output")
@@ -49,7 +51,7 @@ func TestParseGolden(t *testing.T) {
 		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
 	}
 	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test ./sidecar/protocol -run TestParseGolden -update")
+	require.NoError(t, err, "missing golden file; run go test ./sidecar/protocol/jsonwire -run TestParseGolden -update")
 	wantOut := goldenLines(t, string(want))
 	for _, c := range cases {
 		w, ok := wantOut[c.name]
@@ -91,19 +93,19 @@ func goldenLines(t *testing.T, s string) map[string]string {
 // goldenCase is one parse: JSON-RPC when method is "", else HTTP+JSON.
 type goldenCase struct {
 	name   string
-	v      Version
+	v      protocol.Version
 	ct     string
 	method string
 	target string
 	body   string
-	lim    Limits
+	lim    protocol.Limits
 }
 
 func (c goldenCase) run() string { return renderResult(c.parse()) }
 
 // parse parses the case with the parser its binding names; body is the
 // slice parsed, which the result may alias.
-func (c goldenCase) parse() (body []byte, r *Request, err *Error) {
+func (c goldenCase) parse() (body []byte, r *protocol.Request, err *protocol.Error) {
 	body = []byte(c.body)
 	if c.method == "" {
 		r, err = ParseJSONRPC(c.v, c.ct, body, c.lim)
@@ -115,7 +117,7 @@ func (c goldenCase) parse() (body []byte, r *Request, err *Error) {
 
 // renderResult prints every field of a parse result on one line. Raw JSON the result holds is
 // shown as its position in body, which also pins that it aliases the body rather than a copy.
-func renderResult(body []byte, r *Request, err *Error) string {
+func renderResult(body []byte, r *protocol.Request, err *protocol.Error) string {
 	var b strings.Builder
 	if err != nil {
 		fmt.Fprintf(&b, "ERR %s %q", err.Code, err.Message)
@@ -173,54 +175,54 @@ func rawAt(body []byte, v jsontext.Value, fromEnd bool) string {
 // goldenBase is a body whose every member and element the corpus mutates.
 type goldenBase struct {
 	name   string
-	v      Version
+	v      protocol.Version
 	method string // HTTP method; "" for JSON-RPC
 	target string
 	body   string
 }
 
 var goldenBases = []goldenBase{
-	{name: "send10", v: V1, body: `{"jsonrpc":"2.0","id":"r1","method":"SendMessage","params":{"tenant":"acme","message":{"messageId":"m1","taskId":"t1","contextId":"c1","role":"ROLE_USER","parts":[` +
+	{name: "send10", v: protocol.V1, body: `{"jsonrpc":"2.0","id":"r1","method":"SendMessage","params":{"tenant":"acme","message":{"messageId":"m1","taskId":"t1","contextId":"c1","role":"ROLE_USER","parts":[` +
 		`{"text":"hi"},{"raw":"JVBERi0=","mediaType":"Application/PDF","filename":"a.pdf"},{"data":{"a":1}}],"metadata":{"skillId":"msg-hint"}},` +
 		`"configuration":{"acceptedOutputModes":["application/json","text/plain"]},"metadata":{"skillId":"s1","k":true}}}`},
-	{name: "send03", v: V03, body: `{"jsonrpc":"2.0","id":7,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","taskId":"t1","role":"user","parts":[` +
+	{name: "send03", v: protocol.V03, body: `{"jsonrpc":"2.0","id":7,"method":"message/send","params":{"message":{"kind":"message","messageId":"m1","taskId":"t1","role":"user","parts":[` +
 		`{"kind":"text","text":"hi"},{"kind":"file","file":{"bytes":"AA==","mimeType":"application/pdf","name":"a.pdf"}},{"kind":"file","file":{"uri":"https://x/y"}},{"kind":"data","data":{}}],` +
 		`"metadata":{"skillId":"msg-hint"}},"configuration":{"acceptedOutputModes":["text/plain"],"blocking":true},"metadata":{"skillId":"s1"}}}`},
-	{name: "get10", v: V1, body: `{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{"id":"t1","tenant":"acme","historyLength":3}}`},
-	{name: "pushset03", v: V03, body: `{"jsonrpc":"2.0","id":"p","method":"tasks/pushNotificationConfig/set","params":{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook","token":"x"}}}`},
-	{name: "pushget03", v: V03, body: `{"jsonrpc":"2.0","id":-1.5e3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"t1","pushNotificationConfigId":"c1"}}`},
-	{name: "pushcreate10", v: V1, body: `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"t1","id":"c1","url":"https://hook","tenant":"acme"}}`},
-	{name: "http-send10", v: V1, method: "POST", target: "/acme/message:send", body: `{"tenant":"acme","message":{"messageId":"m1","taskId":"t1","parts":[{"text":"hi"},{"url":"https://x/a.pdf","mediaType":"application/pdf"}]},"metadata":{"skillId":"s"}}`},
-	{name: "http-pushcreate03", v: V03, method: "POST", target: "/v1/tasks/t1/pushNotificationConfigs", body: `{"id":"c1","url":"https://hook"}`},
-	{name: "http-cancel10", v: V1, method: "POST", target: "/tasks/t1:cancel", body: `{"id":"t1","metadata":{}}`},
+	{name: "get10", v: protocol.V1, body: `{"jsonrpc":"2.0","id":null,"method":"GetTask","params":{"id":"t1","tenant":"acme","historyLength":3}}`},
+	{name: "pushset03", v: protocol.V03, body: `{"jsonrpc":"2.0","id":"p","method":"tasks/pushNotificationConfig/set","params":{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook","token":"x"}}}`},
+	{name: "pushget03", v: protocol.V03, body: `{"jsonrpc":"2.0","id":-1.5e3,"method":"tasks/pushNotificationConfig/delete","params":{"id":"t1","pushNotificationConfigId":"c1"}}`},
+	{name: "pushcreate10", v: protocol.V1, body: `{"jsonrpc":"2.0","id":1,"method":"CreateTaskPushNotificationConfig","params":{"taskId":"t1","id":"c1","url":"https://hook","tenant":"acme"}}`},
+	{name: "http-send10", v: protocol.V1, method: "POST", target: "/acme/message:send", body: `{"tenant":"acme","message":{"messageId":"m1","taskId":"t1","parts":[{"text":"hi"},{"url":"https://x/a.pdf","mediaType":"application/pdf"}]},"metadata":{"skillId":"s"}}`},
+	{name: "http-pushcreate03", v: protocol.V03, method: "POST", target: "/v1/tasks/t1/pushNotificationConfigs", body: `{"id":"c1","url":"https://hook"}`},
+	{name: "http-cancel10", v: protocol.V1, method: "POST", target: "/tasks/t1:cancel", body: `{"id":"t1","metadata":{}}`},
 }
 
 func goldenCases(t testing.TB) []goldenCase {
 	var cases []goldenCase
 	for _, base := range goldenBases {
-		add := func(suffix, body string, lim Limits) {
+		add := func(suffix, body string, lim protocol.Limits) {
 			cases = append(cases, goldenCase{name: base.name + "/" + suffix, v: base.v, ct: ctJSON,
 				method: base.method, target: base.target, body: body, lim: lim})
 		}
-		add("base", base.body, Limits{})
+		add("base", base.body, protocol.Limits{})
 		root := parseJNode(t, base.body)
 		for _, m := range root.mutations("") {
-			add(strings.TrimPrefix(m.name, "/"), m.node.String(), Limits{})
+			add(strings.TrimPrefix(m.name, "/"), m.node.String(), protocol.Limits{})
 		}
 		// Whole-body variants.
 		for i := 1; i < len(base.body); i += max(1, len(base.body)/8) {
-			add("truncate@"+strconv.Itoa(i), base.body[:i], Limits{})
+			add("truncate@"+strconv.Itoa(i), base.body[:i], protocol.Limits{})
 		}
-		add("trailing-space", base.body+" \n\t", Limits{})
-		add("trailing-x", base.body+" x", Limits{})
-		add("trailing-value", base.body+"{}", Limits{})
-		add("leading-space", "\r\n "+base.body, Limits{})
-		add("batch", "["+base.body+"]", Limits{})
-		add("bom", "\uFEFF"+base.body, Limits{})
-		add("size=len", base.body, Limits{MaxBodyBytes: int64(len(base.body))})
-		add("size=len-1", base.body, Limits{MaxBodyBytes: int64(len(base.body) - 1)})
+		add("trailing-space", base.body+" \n\t", protocol.Limits{})
+		add("trailing-x", base.body+" x", protocol.Limits{})
+		add("trailing-value", base.body+"{}", protocol.Limits{})
+		add("leading-space", "\r\n "+base.body, protocol.Limits{})
+		add("batch", "["+base.body+"]", protocol.Limits{})
+		add("bom", "\uFEFF"+base.body, protocol.Limits{})
+		add("size=len", base.body, protocol.Limits{MaxBodyBytes: int64(len(base.body))})
+		add("size=len-1", base.body, protocol.Limits{MaxBodyBytes: int64(len(base.body) - 1)})
 		for d := 1; d <= 7; d += 3 {
-			add("depth="+strconv.Itoa(d), base.body, Limits{MaxDepth: d})
+			add("depth="+strconv.Itoa(d), base.body, protocol.Limits{MaxDepth: d})
 		}
 		if i := strings.Index(base.body, `":"`); i >= 0 {
 			j := i + 3
@@ -229,15 +231,15 @@ func goldenCases(t testing.TB) []goldenCase {
 				{"pair-surrogate", `\ud83d\ude00`}, {"nul-escape", `\u0000`}, {"raw-control", "\x01"},
 				{"bad-escape", `\x`}, {"kelvin", "\u212a"},
 			} {
-				add("insert-"+ins.name, base.body[:j]+ins.s+base.body[j:], Limits{})
+				add("insert-"+ins.name, base.body[:j]+ins.s+base.body[j:], protocol.Limits{})
 			}
-			add("late-invalid-utf8", base.body[:len(base.body)-1]+",\"z\":\"\xff\"}", Limits{})
-			add("syntax-then-invalid-utf8", base.body[:j-1]+"x"+base.body[j:len(base.body)-1]+",\"z\":\"\xff\"}", Limits{})
+			add("late-invalid-utf8", base.body[:len(base.body)-1]+",\"z\":\"\xff\"}", protocol.Limits{})
+			add("syntax-then-invalid-utf8", base.body[:j-1]+"x"+base.body[j:len(base.body)-1]+",\"z\":\"\xff\"}", protocol.Limits{})
 		}
 		if base.method == "" {
-			other := V03
-			if base.v == V03 {
-				other = V1
+			other := protocol.V03
+			if base.v == protocol.V03 {
+				other = protocol.V1
 			}
 			cases = append(cases, goldenCase{name: base.name + "/other-version", v: other, ct: ctJSON, body: base.body})
 		}
@@ -257,67 +259,67 @@ func goldenCases(t testing.TB) []goldenCase {
 func goldenExtras() []goldenCase {
 	long := func(n int) string { return strings.Repeat("i", n) }
 	var cases []goldenCase
-	rpcCase := func(name string, v Version, body string) {
+	rpcCase := func(name string, v protocol.Version, body string) {
 		cases = append(cases, goldenCase{name: "extra/" + name, v: v, ct: ctJSON, body: body})
 	}
-	rpcCase("id-1024", V1, rpc(`1`, "GetTask", `{"id":"`+long(1024)+`"}`))
-	rpcCase("id-1025", V1, rpc(`1`, "GetTask", `{"id":"`+long(1025)+`"}`))
-	rpcCase("id-escaped-1025", V1, rpc(`1`, "GetTask", `{"id":"`+long(1023)+`\u00e9"}`))
-	rpcCase("tenant-128", V1, rpc(`1`, "ListTasks", `{"tenant":"`+long(128)+`"}`))
-	rpcCase("tenant-129", V1, rpc(`1`, "ListTasks", `{"tenant":"`+long(129)+`"}`))
-	rpcCase("tenant-escaped", V1, rpc(`1`, "ListTasks", `{"tenant":"\u0061cme"}`))
-	rpcCase("tenant-dot", V1, rpc(`1`, "ListTasks", `{"tenant":"."}`))
-	rpcCase("id-c1-control", V1, rpc(`1`, "GetTask", `{"id":"a\u0085b"}`))
-	rpcCase("id-del", V1, rpc(`1`, "GetTask", `{"id":"a\u007fb"}`))
-	rpcCase("id-escaped-quote", V1, rpc(`"a\"b"`, "GetTask", `{"id":"a\"b\\"}`))
-	rpcCase("method-escaped", V1, rpc(`1`, `Get\u0054ask`, `{"id":"t"}`))
-	rpcCase("method-escaped-unknown", V03, rpc(`1`, `\u00e9`+long(70), `{"id":"t"}`))
-	rpcCase("jsonrpc-escaped", V1, `{"jsonrpc":"2\u002e0","id":1,"method":"GetTask","params":{"id":"t"}}`)
-	rpcCase("jsonrpc-empty", V1, `{"jsonrpc":"","id":1,"method":"GetTask","params":{"id":"t"}}`)
-	rpcCase("id-true-no-jsonrpc", V1, `{"id":true}`)
-	rpcCase("no-id-bad-jsonrpc", V1, `{"jsonrpc":1}`)
-	rpcCase("empty-object", V1, `{}`)
-	rpcCase("whitespace-everywhere", V1, " {\n \"jsonrpc\" : \"2.0\" ,\t\"id\" : 1 ,\r\n \"method\" : \"GetTask\" , \"params\" : { \"id\" : \"t\" } } ")
-	rpcCase("number-id-exp", V1, rpc(`1E+2`, "GetTask", `{"id":"t"}`))
-	rpcCase("number-id-bad", V1, rpc(`01`, "GetTask", `{"id":"t"}`))
-	rpcCase("number-id-minus", V1, rpc(`-`, "GetTask", `{"id":"t"}`))
-	rpcCase("literal-bad", V1, rpc(`nul`, "GetTask", `{"id":"t"}`))
-	rpcCase("media-type-params", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"Text/Plain; charset=\"utf-8\""}]}}`))
-	rpcCase("media-type-no-slash", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text"}]}}`))
-	rpcCase("media-type-spaces", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":" text/plain "}]}}`))
-	rpcCase("media-type-slash-only", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"/"}]}}`))
-	rpcCase("media-type-two-slashes", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"a/b/c"}]}}`))
-	rpcCase("media-type-unicode", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text/pl\u00e4in"}]}}`))
-	rpcCase("media-type-tspecial", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text/pl@in"}]}}`))
-	rpcCase("media-type-rfc2231", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text/plain; a*0=b; a*1=c"}]}}`))
-	rpcCase("media-type-bad-param", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text/plain; =b"}]}}`))
-	rpcCase("mime-type-03-upper", V03, rpc(`1`, "message/send", `{"message":{"messageId":"m","parts":[{"kind":"file","file":{"uri":"u","mimeType":"IMAGE/PNG"}}]}}`))
-	rpcCase("skill-null-then-message", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}],"metadata":{"skillId":"inner"}},"metadata":{"skillId":null}}`))
-	rpcCase("skill-empty-then-message", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}],"metadata":{"skillId":"inner"}},"metadata":{"skillId":""}}`))
-	rpcCase("skill-folded-not-read", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}]},"metadata":{"SkillId":"a","skill_id":"b"}}`))
-	rpcCase("skill-escaped-name", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}]},"metadata":{"\u0073killId":"a"}}`))
-	rpcCase("text-escapes", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"a\u00e9\n\"\ud83d\ude00\/"}]}}`))
-	rpcCase("many-members", V1, rpc(`1`, "GetTask", `{"id":"t"`+manyMembers(20)+`}`))
-	rpcCase("many-members-fold", V1, rpc(`1`, "GetTask", `{"id":"t"`+manyMembers(20)+`,"I_D":"u"}`))
-	rpcCase("many-members-exact", V1, rpc(`1`, "GetTask", `{"id":"t"`+manyMembers(20)+`,"k3":"u"}`))
-	rpcCase("many-members-escaped", V1, rpc(`1`, "GetTask", `{"id":"t"`+manyMembers(20)+`,"\u006b3":"u"}`))
-	rpcCase("many-parts", V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[`+strings.Repeat(`{"text":"x"},`, 40)+`{"text":"y"}]}}`))
-	rpcCase("deep-ok", V1, rpc(`1`, "GetTask", `{"id":"t","x":`+strings.Repeat(`[`, 62)+strings.Repeat(`]`, 62)+`}`))
-	rpcCase("deep-over", V1, rpc(`1`, "GetTask", `{"id":"t","x":`+strings.Repeat(`[`, 63)+strings.Repeat(`]`, 63)+`}`))
-	rpcCase("deep-over-unclosed", V1, rpc(`1`, "GetTask", `{"id":"t","x":`+strings.Repeat(`[`, 63)))
-	rpcCase("dup-after-syntax-error", V1, `{"a":1,"a":2,}`)
-	rpcCase("syntax-error-after-dup", V1, `{"a":1,"a":2 x}`)
-	rpcCase("dup-after-depth", V1, `{"a":[[[[]]]],"a":1}`)
-	rpcCase("fold-dup-envelope-vs-exact-dup-deep", V1, `{"id":1,"ID":2,"params":{"x":{"y":1,"y":2}}}`)
-	rpcCase("fold-dup-params-vs-bad-id", V1, `{"jsonrpc":"2.0","id":{},"method":"GetTask","params":{"id":"t","ID":"u"}}`)
+	rpcCase("id-1024", protocol.V1, rpc(`1`, "GetTask", `{"id":"`+long(1024)+`"}`))
+	rpcCase("id-1025", protocol.V1, rpc(`1`, "GetTask", `{"id":"`+long(1025)+`"}`))
+	rpcCase("id-escaped-1025", protocol.V1, rpc(`1`, "GetTask", `{"id":"`+long(1023)+`\u00e9"}`))
+	rpcCase("tenant-128", protocol.V1, rpc(`1`, "ListTasks", `{"tenant":"`+long(128)+`"}`))
+	rpcCase("tenant-129", protocol.V1, rpc(`1`, "ListTasks", `{"tenant":"`+long(129)+`"}`))
+	rpcCase("tenant-escaped", protocol.V1, rpc(`1`, "ListTasks", `{"tenant":"\u0061cme"}`))
+	rpcCase("tenant-dot", protocol.V1, rpc(`1`, "ListTasks", `{"tenant":"."}`))
+	rpcCase("id-c1-control", protocol.V1, rpc(`1`, "GetTask", `{"id":"a\u0085b"}`))
+	rpcCase("id-del", protocol.V1, rpc(`1`, "GetTask", `{"id":"a\u007fb"}`))
+	rpcCase("id-escaped-quote", protocol.V1, rpc(`"a\"b"`, "GetTask", `{"id":"a\"b\\"}`))
+	rpcCase("method-escaped", protocol.V1, rpc(`1`, `Get\u0054ask`, `{"id":"t"}`))
+	rpcCase("method-escaped-unknown", protocol.V03, rpc(`1`, `\u00e9`+long(70), `{"id":"t"}`))
+	rpcCase("jsonrpc-escaped", protocol.V1, `{"jsonrpc":"2\u002e0","id":1,"method":"GetTask","params":{"id":"t"}}`)
+	rpcCase("jsonrpc-empty", protocol.V1, `{"jsonrpc":"","id":1,"method":"GetTask","params":{"id":"t"}}`)
+	rpcCase("id-true-no-jsonrpc", protocol.V1, `{"id":true}`)
+	rpcCase("no-id-bad-jsonrpc", protocol.V1, `{"jsonrpc":1}`)
+	rpcCase("empty-object", protocol.V1, `{}`)
+	rpcCase("whitespace-everywhere", protocol.V1, " {\n \"jsonrpc\" : \"2.0\" ,\t\"id\" : 1 ,\r\n \"method\" : \"GetTask\" , \"params\" : { \"id\" : \"t\" } } ")
+	rpcCase("number-id-exp", protocol.V1, rpc(`1E+2`, "GetTask", `{"id":"t"}`))
+	rpcCase("number-id-bad", protocol.V1, rpc(`01`, "GetTask", `{"id":"t"}`))
+	rpcCase("number-id-minus", protocol.V1, rpc(`-`, "GetTask", `{"id":"t"}`))
+	rpcCase("literal-bad", protocol.V1, rpc(`nul`, "GetTask", `{"id":"t"}`))
+	rpcCase("media-type-params", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"Text/Plain; charset=\"utf-8\""}]}}`))
+	rpcCase("media-type-no-slash", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text"}]}}`))
+	rpcCase("media-type-spaces", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":" text/plain "}]}}`))
+	rpcCase("media-type-slash-only", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"/"}]}}`))
+	rpcCase("media-type-two-slashes", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"a/b/c"}]}}`))
+	rpcCase("media-type-unicode", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text/pl\u00e4in"}]}}`))
+	rpcCase("media-type-tspecial", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text/pl@in"}]}}`))
+	rpcCase("media-type-rfc2231", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text/plain; a*0=b; a*1=c"}]}}`))
+	rpcCase("media-type-bad-param", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x","mediaType":"text/plain; =b"}]}}`))
+	rpcCase("mime-type-03-upper", protocol.V03, rpc(`1`, "message/send", `{"message":{"messageId":"m","parts":[{"kind":"file","file":{"uri":"u","mimeType":"IMAGE/PNG"}}]}}`))
+	rpcCase("skill-null-then-message", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}],"metadata":{"skillId":"inner"}},"metadata":{"skillId":null}}`))
+	rpcCase("skill-empty-then-message", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}],"metadata":{"skillId":"inner"}},"metadata":{"skillId":""}}`))
+	rpcCase("skill-folded-not-read", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}]},"metadata":{"SkillId":"a","skill_id":"b"}}`))
+	rpcCase("skill-escaped-name", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"x"}]},"metadata":{"\u0073killId":"a"}}`))
+	rpcCase("text-escapes", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[{"text":"a\u00e9\n\"\ud83d\ude00\/"}]}}`))
+	rpcCase("many-members", protocol.V1, rpc(`1`, "GetTask", `{"id":"t"`+manyMembers(20)+`}`))
+	rpcCase("many-members-fold", protocol.V1, rpc(`1`, "GetTask", `{"id":"t"`+manyMembers(20)+`,"I_D":"u"}`))
+	rpcCase("many-members-exact", protocol.V1, rpc(`1`, "GetTask", `{"id":"t"`+manyMembers(20)+`,"k3":"u"}`))
+	rpcCase("many-members-escaped", protocol.V1, rpc(`1`, "GetTask", `{"id":"t"`+manyMembers(20)+`,"\u006b3":"u"}`))
+	rpcCase("many-parts", protocol.V1, rpc(`1`, "SendMessage", `{"message":{"messageId":"m","parts":[`+strings.Repeat(`{"text":"x"},`, 40)+`{"text":"y"}]}}`))
+	rpcCase("deep-ok", protocol.V1, rpc(`1`, "GetTask", `{"id":"t","x":`+strings.Repeat(`[`, 62)+strings.Repeat(`]`, 62)+`}`))
+	rpcCase("deep-over", protocol.V1, rpc(`1`, "GetTask", `{"id":"t","x":`+strings.Repeat(`[`, 63)+strings.Repeat(`]`, 63)+`}`))
+	rpcCase("deep-over-unclosed", protocol.V1, rpc(`1`, "GetTask", `{"id":"t","x":`+strings.Repeat(`[`, 63)))
+	rpcCase("dup-after-syntax-error", protocol.V1, `{"a":1,"a":2,}`)
+	rpcCase("syntax-error-after-dup", protocol.V1, `{"a":1,"a":2 x}`)
+	rpcCase("dup-after-depth", protocol.V1, `{"a":[[[[]]]],"a":1}`)
+	rpcCase("fold-dup-envelope-vs-exact-dup-deep", protocol.V1, `{"id":1,"ID":2,"params":{"x":{"y":1,"y":2}}}`)
+	rpcCase("fold-dup-params-vs-bad-id", protocol.V1, `{"jsonrpc":"2.0","id":{},"method":"GetTask","params":{"id":"t","ID":"u"}}`)
 	cases = append(cases,
-		goldenCase{name: "extra/depth-limit-huge", v: V1, ct: ctJSON, body: strings.Repeat("[", 10001) + strings.Repeat("]", 10001), lim: Limits{MaxDepth: 20000}},
-		goldenCase{name: "extra/http-null-body", v: V1, ct: "", method: "DELETE", target: "/tasks/t/pushNotificationConfigs/c", body: " null "},
-		goldenCase{name: "extra/http-bad-json-get", v: V1, ct: ctJSON, method: "GET", target: "/tasks/t", body: "{"},
-		goldenCase{name: "extra/http-post-no-ct", v: V1, ct: "", method: "POST", target: "/tasks/t:cancel", body: "{}"},
-		goldenCase{name: "extra/http-string-body", v: V1, ct: ctJSON, method: "POST", target: "/tasks/t:cancel", body: `"x"`},
-		goldenCase{name: "extra/http-card", v: V1, ct: ctJSON, method: "GET", target: AgentCardPath, body: `{"a":1,"a":2}`},
-		goldenCase{name: "extra/http-card-post-body", v: V1, ct: ctJSON, method: "POST", target: "/extendedAgentCard", body: `{"a":1}`},
+		goldenCase{name: "extra/depth-limit-huge", v: protocol.V1, ct: ctJSON, body: strings.Repeat("[", 10001) + strings.Repeat("]", 10001), lim: protocol.Limits{MaxDepth: 20000}},
+		goldenCase{name: "extra/http-null-body", v: protocol.V1, ct: "", method: "DELETE", target: "/tasks/t/pushNotificationConfigs/c", body: " null "},
+		goldenCase{name: "extra/http-bad-json-get", v: protocol.V1, ct: ctJSON, method: "GET", target: "/tasks/t", body: "{"},
+		goldenCase{name: "extra/http-post-no-ct", v: protocol.V1, ct: "", method: "POST", target: "/tasks/t:cancel", body: "{}"},
+		goldenCase{name: "extra/http-string-body", v: protocol.V1, ct: ctJSON, method: "POST", target: "/tasks/t:cancel", body: `"x"`},
+		goldenCase{name: "extra/http-card", v: protocol.V1, ct: ctJSON, method: "GET", target: protocol.AgentCardPath, body: `{"a":1,"a":2}`},
+		goldenCase{name: "extra/http-card-post-body", v: protocol.V1, ct: ctJSON, method: "POST", target: "/extendedAgentCard", body: `{"a":1}`},
 	)
 	return cases
 }
@@ -341,11 +343,11 @@ func goldenSeeds(t testing.TB) []goldenCase {
 			b, err := os.ReadFile(filepath.Join(dir, e.Name()))
 			require.NoError(t, err)
 			args := fuzzArgs(t, b)
-			v, verr := ParseVersion(args[0])
+			v, verr := protocol.ParseVersion(args[0])
 			if verr != nil {
 				continue
 			}
-			lim := Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16}
+			lim := protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16}
 			c := goldenCase{name: "seed/" + target + "/" + e.Name(), v: v, ct: ctJSON, lim: lim}
 			if target == "FuzzParseJSONRPC" {
 				c.body = args[1]

@@ -1,6 +1,6 @@
 //go:build !race
 
-package protocol
+package jsonwire
 
 // raceEnabled: see race_on_test.go.
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 // The validating JSON scanner's invariants (json.go, scan.go), checked over a generated corpus,
 // the golden corpus and the fuzz corpora of testdata/fuzz:
@@ -42,6 +42,8 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // invariantDepths are the maxDepth limits every body is checked under.
@@ -87,21 +89,21 @@ func checkInvariants(t testing.TB, body []byte) {
 			checkSpans(t, ps, body)
 		case strict: // deeper than the limit
 			require.NotNil(t, err, "maxDepth %d, body %q", maxDepth, body)
-			require.Equal(t, InvalidRequest, err.Code, "depth %d over %d: %q", depth, maxDepth, body)
+			require.Equal(t, protocol.InvalidRequest, err.Code, "depth %d over %d: %q", depth, maxDepth, body)
 			require.Contains(t, err.Message, "nests deeper than the limit of "+strconv.Itoa(maxDepth))
 		case lenient: // valid but for duplicate names: the first problem in the body is reported
 			require.NotNil(t, err, "maxDepth %d, body %q", maxDepth, body)
-			if depth <= maxDepth || err.Code == ParseError {
-				require.Equal(t, ParseError, err.Code, "%q", body)
+			if depth <= maxDepth || err.Code == protocol.ParseError {
+				require.Equal(t, protocol.ParseError, err.Code, "%q", body)
 				require.True(t, strings.HasPrefix(err.Message, "duplicate object key "), "%q: %s", body, err.Message)
 			} else {
-				require.Equal(t, InvalidRequest, err.Code, "%q", body)
+				require.Equal(t, protocol.InvalidRequest, err.Code, "%q", body)
 				require.Contains(t, err.Message, "nests deeper than the limit of "+strconv.Itoa(maxDepth))
 			}
 		default:
 			require.NotNil(t, err, "maxDepth %d, body %q", maxDepth, body)
-			require.Contains(t, []Code{ParseError, InvalidRequest}, err.Code, "%q", body)
-			if err.Code == InvalidRequest {
+			require.Contains(t, []protocol.Code{protocol.ParseError, protocol.InvalidRequest}, err.Code, "%q", body)
+			if err.Code == protocol.InvalidRequest {
 				require.Contains(t, err.Message, "nests deeper than the limit")
 			}
 		}
@@ -339,23 +341,26 @@ func TestJSONInvariants(t *testing.T) {
 func TestJSONSizeLimit(t *testing.T) {
 	body := []byte(rpc(`1`, "SendMessage", msg10))
 	for _, limit := range []int64{1, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 1} {
-		lim := Limits{MaxBodyBytes: limit, MaxDepth: 16}
-		for name, parse := range map[string]func() *Error{
-			"JSON-RPC":  func() *Error { _, err := ParseJSONRPC(V1, ctJSON, body, lim); return err },
-			"HTTP+JSON": func() *Error { _, err := ParseHTTP(V1, "POST", "/message:send", ctJSON, body, lim); return err },
+		lim := protocol.Limits{MaxBodyBytes: limit, MaxDepth: 16}
+		for name, parse := range map[string]func() *protocol.Error{
+			"JSON-RPC": func() *protocol.Error { _, err := ParseJSONRPC(protocol.V1, ctJSON, body, lim); return err },
+			"HTTP+JSON": func() *protocol.Error {
+				_, err := ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, body, lim)
+				return err
+			},
 		} {
 			err := parse()
 			if int64(len(body)) > limit {
 				require.NotNil(t, err, "%s, limit %d", name, limit)
-				require.Equal(t, PayloadTooLarge, err.Code, "%s, limit %d", name, limit)
+				require.Equal(t, protocol.PayloadTooLarge, err.Code, "%s, limit %d", name, limit)
 			} else if err != nil {
-				require.NotEqual(t, PayloadTooLarge, err.Code, "%s, limit %d", name, limit)
+				require.NotEqual(t, protocol.PayloadTooLarge, err.Code, "%s, limit %d", name, limit)
 			}
 		}
 	}
 	// Over the limit, not even the JSON is read: a bad body is refused for its size.
-	_, err := ParseJSONRPC(V1, ctJSON, []byte(`{"a":1,"a":2}`), Limits{MaxBodyBytes: 4})
-	require.Equal(t, PayloadTooLarge, err.Code)
+	_, err := ParseJSONRPC(protocol.V1, ctJSON, []byte(`{"a":1,"a":2}`), protocol.Limits{MaxBodyBytes: 4})
+	require.Equal(t, protocol.PayloadTooLarge, err.Code)
 }
 
 func FuzzJSONInvariants(f *testing.F) {

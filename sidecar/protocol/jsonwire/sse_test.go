@@ -1,4 +1,4 @@
-package gateway
+package jsonwire
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
-// frameSSEPlain is sseWriter.event's frame built fresh, as it was before the
+// frameSSEPlain is Writer.event's frame built fresh, as it was before the
 // writer reused its buffer: the reference TestSSEFramesMatchPlain compares
 // with.
 func frameSSEPlain(jsonrpc bool, id, result []byte) []byte {

@@ -1,4 +1,4 @@
-package protocol
+package jsonwire
 
 import (
 	"slices"
@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // A2A 0.3's JSON form has no proto to re-encode from, so its requests are forwarded as sent
@@ -51,13 +53,13 @@ var members03 = map[[2]string]string{
 
 // params03 is the schema object of a 0.3 operation's params (the operation table's Params03); ""
 // for one the schema has none for.
-func params03(op Operation) string { return op.spec().Params03 }
+func params03(op protocol.Operation) string { return op.Spec().Params03 }
 
 // check03 refuses a member of a 0.3 request's params that the schema does not define. A 0.3
 // HTTP+JSON body may also carry what the parser reads there beside the JSON-RPC shape: the
 // proto's name ("tasks/{id}", "tasks/{id}/pushNotificationConfigs/{c}"), and on the push config
 // route a bare PushNotificationConfig with the task's id.
-func (ps *parser) check03(op Operation, p object, restBody bool, where string) *Error {
+func (ps *parser) check03(op protocol.Operation, p object, restBody bool, where string) *protocol.Error {
 	name := params03(op)
 	if name == "" {
 		return nil
@@ -65,9 +67,9 @@ func (ps *parser) check03(op Operation, p object, restBody bool, where string) *
 	var extra []string
 	if restBody {
 		switch op {
-		case GetTask, CancelTask, SubscribeToTask:
+		case protocol.GetTask, protocol.CancelTask, protocol.SubscribeToTask:
 			extra = []string{"name"}
-		case CreateTaskPushNotificationConfig:
+		case protocol.CreateTaskPushNotificationConfig:
 			if p.get("pushNotificationConfig") == nil {
 				name, extra = "PushNotificationConfig", []string{"taskId"}
 			} else {
@@ -80,7 +82,7 @@ func (ps *parser) check03(op Operation, p object, restBody bool, where string) *
 
 // members03 checks the members of o, an object of the 0.3 schema named name, and of the objects
 // they hold.
-func (ps *parser) members03(o object, name string, extra []string, where string, snake bool) *Error {
+func (ps *parser) members03(o object, name string, extra []string, where string, snake bool) *protocol.Error {
 	known := objects03[name]
 	for _, m := range o {
 		member := string(m.name)
@@ -89,9 +91,9 @@ func (ps *parser) members03(o object, name string, extra []string, where string,
 		}
 		if !slices.Contains(known, member) && !slices.Contains(extra, member) {
 			if member == "tenant" {
-				return Errorf(InvalidParams, "%stenant is not an A2A 0.3 field: a 0.3 request names no tenant (A2A 1.0 has tenants)", where)
+				return protocol.Errorf(protocol.InvalidParams, "%stenant is not an A2A 0.3 field: a 0.3 request names no tenant (A2A 1.0 has tenants)", where)
 			}
-			return Errorf(InvalidParams, "%s%s is not a field of the A2A 0.3 %s object", where, Clip(member), name)
+			return protocol.Errorf(protocol.InvalidParams, "%s%s is not a field of the A2A 0.3 %s object", where, protocol.Clip(member), name)
 		}
 		inner, ok := members03[[2]string{name, member}]
 		if !ok || m.value.Kind() == 'n' {
@@ -119,7 +121,7 @@ func (ps *parser) members03(o object, name string, extra []string, where string,
 
 // object03 checks v when it is an object (the parser refuses other kinds in its own words),
 // choosing a part's schema object by its kind and a file's by its members.
-func (ps *parser) object03(v jsontext.Value, name, where string, snake bool) *Error {
+func (ps *parser) object03(v jsontext.Value, name, where string, snake bool) *protocol.Error {
 	if v.Kind() != '{' {
 		return nil
 	}
@@ -168,7 +170,7 @@ func (ps *parser) rename03(obj object, name string) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = appendQuote(out, member)
+		out = protocol.AppendQuote(out, member)
 		out = append(out, ':')
 		inner, ok := members03[[2]string{name, member}]
 		if !ok || (m.value.Kind() != '{' && m.value.Kind() != '[') {

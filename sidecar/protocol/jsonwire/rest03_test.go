@@ -1,9 +1,11 @@
-package protocol
+package jsonwire
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // jsV03Send is the body @a2a-js/sdk 1.3.0's 0.3 HTTP+JSON transport (legacyCompat) sends for
@@ -15,17 +17,17 @@ const jsV03Send = `{"message":{"messageId":"m1","taskId":"t0","role":"ROLE_USER"
 	`"pushNotification":{"id":"pc","url":"https://p/x","token":"tok"},"historyLength":2,"blocking":true},"metadata":{"m":1}}`
 
 func TestProtoJSON03Send(t *testing.T) {
-	r, perr := ParseHTTP(V03, "POST", "/v1/message:send", "application/json", []byte(jsV03Send), Limits{})
+	r, perr := ParseHTTP(protocol.V03, "POST", "/v1/message:send", "application/json", []byte(jsV03Send), protocol.Limits{})
 	require.Nil(t, perr, "%v", perr)
 	require.True(t, r.ProtoJSON03())
-	require.Equal(t, SendMessage, r.Operation)
-	require.Equal(t, []TaskRef{{ID: "t0", Where: "params.message.taskId"}}, r.Tasks)
-	require.Equal(t, []PushRef{{URL: "https://p/x", Where: "params.configuration.pushNotificationConfig.url"}}, r.Push)
-	require.Equal(t, &MessageInfo{MessageID: "m1", TaskID: "t0", SkillHint: "s", AcceptedOutputModes: []string{"text/plain"}, Parts: []PartInfo{
-		{Kind: PartText, MediaType: "text/plain", Text: "hi"},
-		{Kind: PartURL, MediaType: "application/pdf"},
-		{Kind: PartRaw, MediaType: "image/png", InlineBytes: 3},
-		{Kind: PartData, MediaType: "application/json", Data: []byte(`{"a":1}`)},
+	require.Equal(t, protocol.SendMessage, r.Operation)
+	require.Equal(t, []protocol.TaskRef{{ID: "t0", Where: "params.message.taskId"}}, r.Tasks)
+	require.Equal(t, []protocol.PushRef{{URL: "https://p/x", Where: "params.configuration.pushNotificationConfig.url"}}, r.Push)
+	require.Equal(t, &protocol.MessageInfo{MessageID: "m1", TaskID: "t0", SkillHint: "s", AcceptedOutputModes: []string{"text/plain"}, Parts: []protocol.PartInfo{
+		{Kind: protocol.PartText, MediaType: "text/plain", Text: "hi"},
+		{Kind: protocol.PartURL, MediaType: "application/pdf"},
+		{Kind: protocol.PartRaw, MediaType: "image/png", InlineBytes: 3},
+		{Kind: protocol.PartData, MediaType: "application/json", Data: []byte(`{"a":1}`)},
 	}}, r.Message)
 
 	// The handler is sent 0.3's JSON-RPC params: what the routing and limits saw.
@@ -38,18 +40,18 @@ func TestProtoJSON03Send(t *testing.T) {
 		`"pushNotificationConfig":{"id":"pc","url":"https://p/x","token":"tok"}},"metadata":{"m":1}}`, string(fwd))
 
 	// The JSON-RPC shape is still accepted on /v1, and is not the proto form.
-	r, perr = ParseHTTP(V03, "POST", "/v1/message:send", "application/json",
-		[]byte(`{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}`), Limits{})
+	r, perr = ParseHTTP(protocol.V03, "POST", "/v1/message:send", "application/json",
+		[]byte(`{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}`), protocol.Limits{})
 	require.Nil(t, perr, "%v", perr)
 	require.True(t, r.ProtoJSON03(), "answered in ProtoJSON: the route is the 0.3 specification's")
 
 	// Un-prefixed 0.3 routes (a2a-go's 0.3 compatibility) keep the JSON-RPC shapes.
-	r, perr = ParseHTTP(V03, "GET", "/tasks/t1", "", nil, Limits{})
+	r, perr = ParseHTTP(protocol.V03, "GET", "/tasks/t1", "", nil, protocol.Limits{})
 	require.Nil(t, perr)
 	require.False(t, r.ProtoJSON03())
-	_, perr = ParseHTTP(V03, "POST", "/message:send", "application/json", []byte(jsV03Send), Limits{})
+	_, perr = ParseHTTP(protocol.V03, "POST", "/message:send", "application/json", []byte(jsV03Send), protocol.Limits{})
 	require.NotNil(t, perr)
-	require.Equal(t, InvalidParams, perr.Code)
+	require.Equal(t, protocol.InvalidParams, perr.Code)
 }
 
 func TestProtoJSON03SendRefused(t *testing.T) {
@@ -63,9 +65,9 @@ func TestProtoJSON03SendRefused(t *testing.T) {
 		"bad base64":          `{"message":{"messageId":"m1","content":[{"file":{"fileWithBytes":"!!"}}]}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, perr := ParseHTTP(V03, "POST", "/v1/message:send", "application/json", []byte(body), Limits{})
+			_, perr := ParseHTTP(protocol.V03, "POST", "/v1/message:send", "application/json", []byte(body), protocol.Limits{})
 			require.NotNil(t, perr)
-			require.Contains(t, []Code{InvalidParams, ParseError}, perr.Code, perr.Message)
+			require.Contains(t, []protocol.Code{protocol.InvalidParams, protocol.ParseError}, perr.Code, perr.Message)
 			require.NotContains(t, perr.Message, "proto:", "no parser text prefix")
 		})
 	}
@@ -73,9 +75,9 @@ func TestProtoJSON03SendRefused(t *testing.T) {
 
 func TestProtoJSON03PushName(t *testing.T) {
 	body := `{"name":"tasks/t1/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`
-	r, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(body), Limits{})
+	r, perr := ParseHTTP(protocol.V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(body), protocol.Limits{})
 	require.Nil(t, perr, "%v", perr)
-	require.Equal(t, []TaskRef{{ID: "t1", Where: "path"}}, r.Tasks)
+	require.Equal(t, []protocol.TaskRef{{ID: "t1", Where: "path"}}, r.Tasks)
 	fwd, perr := r.ForwardParams()
 	require.Nil(t, perr)
 	require.JSONEq(t, `{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`, string(fwd), "name is not a 0.3 JSON-RPC field")
@@ -90,9 +92,9 @@ func TestProtoJSON03PushName(t *testing.T) {
 		"its own name, bare":        `{"name":"tasks/t1/pushNotificationConfigs/c1","id":"c1","url":"https://hook"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(b), Limits{})
+			_, perr := ParseHTTP(protocol.V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(b), protocol.Limits{})
 			require.NotNil(t, perr)
-			require.Equal(t, InvalidParams, perr.Code)
+			require.Equal(t, protocol.InvalidParams, perr.Code)
 		})
 	}
 }
@@ -107,9 +109,9 @@ func TestProtoJSON03PushRequest(t *testing.T) {
 		`{"parent":"tasks/t1","configId":"c1","config":{"pushNotificationConfig":{"id":"c1","url":"https://hook"}}}`,
 		`{"config":{"pushNotificationConfig":{"url":"https://hook"}}}`,
 	} {
-		r, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(body), Limits{})
+		r, perr := ParseHTTP(protocol.V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(body), protocol.Limits{})
 		require.Nil(t, perr, "%s: %v", body, perr)
-		require.Equal(t, []TaskRef{{ID: "t1", Where: "path"}}, r.Tasks)
+		require.Equal(t, []protocol.TaskRef{{ID: "t1", Where: "path"}}, r.Tasks)
 		require.Equal(t, []string{"https://hook"}, []string{r.Push[0].URL})
 		fwd, perr := r.ForwardParams()
 		require.Nil(t, perr)
@@ -123,9 +125,9 @@ func TestProtoJSON03PushRequest(t *testing.T) {
 		"config not an object":  `{"config":"https://hook"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, perr := ParseHTTP(V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(b), Limits{})
+			_, perr := ParseHTTP(protocol.V03, "POST", "/v1/tasks/t1/pushNotificationConfigs", "application/json", []byte(b), protocol.Limits{})
 			require.NotNil(t, perr)
-			require.Equal(t, InvalidParams, perr.Code)
+			require.Equal(t, protocol.InvalidParams, perr.Code)
 		})
 	}
 }
@@ -134,11 +136,11 @@ func TestProtoJSON03PushRequest(t *testing.T) {
 // name, as HTTP transcoding does) beside historyLength; both at once name one field twice.
 func TestHistoryLengthProtoName(t *testing.T) {
 	for _, q := range []string{"historyLength=2", "history_length=2"} {
-		r, perr := ParseHTTP(V03, "GET", "/v1/tasks/t1?"+q, "", nil, Limits{})
+		r, perr := ParseHTTP(protocol.V03, "GET", "/v1/tasks/t1?"+q, "", nil, protocol.Limits{})
 		require.Nil(t, perr, "%s: %v", q, perr)
 		require.JSONEq(t, `{"historyLength":2}`, string(r.Params))
 	}
-	_, perr := ParseHTTP(V03, "GET", "/v1/tasks/t1?historyLength=2&history_length=3", "", nil, Limits{})
+	_, perr := ParseHTTP(protocol.V03, "GET", "/v1/tasks/t1?historyLength=2&history_length=3", "", nil, protocol.Limits{})
 	require.NotNil(t, perr)
 }
 
@@ -148,21 +150,21 @@ func TestProtoJSON03Response(t *testing.T) {
 	wantTask := `{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_CANCELLED","message":{"messageId":"m2","role":"ROLE_AGENT",` +
 		`"content":[{"text":"bye"}]}},"artifacts":[{"artifactId":"a1","parts":[{"file":{"fileWithBytes":"AAEC","mimeType":"image/png"}}]}]}`
 	for _, tc := range []struct {
-		op       Operation
+		op       protocol.Operation
 		in, want string
 	}{
-		{SendMessage, task, `{"task":` + wantTask + `}`},
-		{SendMessage, `{"kind":"message","messageId":"m3","role":"agent","parts":[{"kind":"data","data":{"a":1}}]}`,
+		{protocol.SendMessage, task, `{"task":` + wantTask + `}`},
+		{protocol.SendMessage, `{"kind":"message","messageId":"m3","role":"agent","parts":[{"kind":"data","data":{"a":1}}]}`,
 			`{"message":{"messageId":"m3","role":"ROLE_AGENT","content":[{"data":{"data":{"a":1}}}]}}`},
-		{GetTask, task, wantTask},
-		{CancelTask, task, wantTask},
-		{CreateTaskPushNotificationConfig, `{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
+		{protocol.GetTask, task, wantTask},
+		{protocol.CancelTask, task, wantTask},
+		{protocol.CreateTaskPushNotificationConfig, `{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`,
 			`{"name":"tasks/t1/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}`},
-		{ListTaskPushNotificationConfigs, `[{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}]`,
+		{protocol.ListTaskPushNotificationConfigs, `[{"taskId":"t1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}]`,
 			`{"configs":[{"name":"tasks/t1/pushNotificationConfigs/c1","pushNotificationConfig":{"id":"c1","url":"https://hook"}}]}`},
-		{ListTaskPushNotificationConfigs, `null`, `{}`},
-		{DeleteTaskPushNotificationConfig, `{}`, `{}`},
-		{GetExtendedAgentCard, `{"name":"x"}`, `{"name":"x"}`},
+		{protocol.ListTaskPushNotificationConfigs, `null`, `{}`},
+		{protocol.DeleteTaskPushNotificationConfig, `{}`, `{}`},
+		{protocol.GetExtendedAgentCard, `{"name":"x"}`, `{"name":"x"}`},
 	} {
 		t.Run(string(tc.op), func(t *testing.T) {
 			got, perr := ProtoJSON03Response(tc.op, []byte(tc.in))
@@ -172,9 +174,9 @@ func TestProtoJSON03Response(t *testing.T) {
 	}
 	for _, bad := range []string{`[1]`, `{"kind":"task","id":"t1","contextId":"c1","status":{"state":"completed"},` +
 		`"artifacts":[{"artifactId":"a1","parts":[{"kind":"file","file":{"bytes":"not base64!"}}]}]}`} {
-		_, perr := ProtoJSON03Response(GetTask, []byte(bad))
+		_, perr := ProtoJSON03Response(protocol.GetTask, []byte(bad))
 		require.NotNil(t, perr, bad)
-		require.Equal(t, InvalidAgentResponse, perr.Code)
+		require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
 	}
 }
 
@@ -187,7 +189,7 @@ func TestProtoJSON03Event(t *testing.T) {
 	require.JSONEq(t, `{"artifactUpdate":{"taskId":"t1","contextId":"c1","artifact":{"artifactId":"a","parts":[{"text":"x"}]}}}`, string(got))
 	_, perr = ProtoJSON03Event([]byte(`{"kind":"nope"}`))
 	require.NotNil(t, perr)
-	require.Equal(t, InvalidAgentResponse, perr.Code)
+	require.Equal(t, protocol.InvalidAgentResponse, perr.Code)
 }
 
 func TestProtoJSON03Card(t *testing.T) {
@@ -220,34 +222,34 @@ func TestSendFieldsOfTheOtherShapeRefused(t *testing.T) {
 	for name, extra := range extras {
 		for _, tc := range []struct {
 			shape  string
-			parse  func(body string) *Error
+			parse  func(body string) *protocol.Error
 			params string
 		}{
-			{"0.3 /v1", func(b string) *Error {
-				_, perr := ParseHTTP(V03, "POST", "/v1/message:send", "application/json", []byte(b), Limits{})
+			{"0.3 /v1", func(b string) *protocol.Error {
+				_, perr := ParseHTTP(protocol.V03, "POST", "/v1/message:send", "application/json", []byte(b), protocol.Limits{})
 				return perr
 			}, `{"message":` + msg03 + `,` + extra + `}`},
-			{"0.3 un-prefixed", func(b string) *Error {
-				_, perr := ParseHTTP(V03, "POST", "/message:send", "application/json", []byte(b), Limits{})
+			{"0.3 un-prefixed", func(b string) *protocol.Error {
+				_, perr := ParseHTTP(protocol.V03, "POST", "/message:send", "application/json", []byte(b), protocol.Limits{})
 				return perr
 			}, `{"message":` + msg03 + `,` + extra + `}`},
-			{"0.3 JSON-RPC", func(b string) *Error {
-				_, perr := ParseJSONRPC(V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":`+b+`}`), Limits{})
+			{"0.3 JSON-RPC", func(b string) *protocol.Error {
+				_, perr := ParseJSONRPC(protocol.V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":`+b+`}`), protocol.Limits{})
 				return perr
 			}, `{"message":` + msg03 + `,` + extra + `}`},
-			{"1.0 HTTP+JSON", func(b string) *Error {
-				_, perr := ParseHTTP(V1, "POST", "/message:send", "application/json", []byte(b), Limits{})
+			{"1.0 HTTP+JSON", func(b string) *protocol.Error {
+				_, perr := ParseHTTP(protocol.V1, "POST", "/message:send", "application/json", []byte(b), protocol.Limits{})
 				return perr
 			}, `{"message":` + msg10 + `,` + extra + `}`},
-			{"1.0 JSON-RPC", func(b string) *Error {
-				_, perr := ParseJSONRPC(V1, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+b+`}`), Limits{})
+			{"1.0 JSON-RPC", func(b string) *protocol.Error {
+				_, perr := ParseJSONRPC(protocol.V1, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+b+`}`), protocol.Limits{})
 				return perr
 			}, `{"message":` + msg10 + `,` + extra + `}`},
 		} {
 			t.Run(name+"/"+tc.shape, func(t *testing.T) {
 				perr := tc.parse(tc.params)
 				require.NotNil(t, perr, "a field another shape reads was not read or refused")
-				require.Equal(t, InvalidParams, perr.Code, perr.Message)
+				require.Equal(t, protocol.InvalidParams, perr.Code, perr.Message)
 			})
 		}
 	}
@@ -258,29 +260,29 @@ func TestSendFieldsOfTheOtherShapeRefused(t *testing.T) {
 // on 0.3 HTTP+JSON and 0.3 JSON-RPC; a 1.0 request has no alias; both spellings in one object
 // are refused as a duplicate key.
 func TestSkillHintAlias03(t *testing.T) {
-	send := func(t *testing.T, v Version, reqMeta, msgMeta string) (*Request, *Error) {
+	send := func(t *testing.T, v protocol.Version, reqMeta, msgMeta string) (*protocol.Request, *protocol.Error) {
 		t.Helper()
 		msg := `{"messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]` + msgMeta + `}`
-		if v == V1 {
+		if v == protocol.V1 {
 			msg = `{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]` + msgMeta + `}`
 		}
-		return ParseHTTP(v, "POST", "/message:send", "application/json", []byte(`{"message":`+msg+reqMeta+`}`), Limits{})
+		return ParseHTTP(v, "POST", "/message:send", "application/json", []byte(`{"message":`+msg+reqMeta+`}`), protocol.Limits{})
 	}
 	for _, tc := range []struct {
 		name             string
-		v                Version
+		v                protocol.Version
 		reqMeta, msgMeta string
 		hint             string
 		refused          string
 	}{
-		{"0.3 request metadata", V03, `,"metadata":{"skill_id":"lookup-invoice"}`, "", "lookup-invoice", ""},
-		{"0.3 message metadata", V03, "", `,"metadata":{"skill_id":"lookup-invoice"}`, "lookup-invoice", ""},
-		{"0.3 both spellings", V03, `,"metadata":{"skillId":"a","skill_id":"a"}`, "", "",
+		{"0.3 request metadata", protocol.V03, `,"metadata":{"skill_id":"lookup-invoice"}`, "", "lookup-invoice", ""},
+		{"0.3 message metadata", protocol.V03, "", `,"metadata":{"skill_id":"lookup-invoice"}`, "lookup-invoice", ""},
+		{"0.3 both spellings", protocol.V03, `,"metadata":{"skillId":"a","skill_id":"a"}`, "", "",
 			`duplicate object key "skill_id" (same field as "skillId")`},
-		{"0.3 alias not a string", V03, `,"metadata":{"skill_id":7}`, "", "", "metadata.skill_id must be a string"},
-		{"0.3 alias null", V03, `,"metadata":{"skill_id":null}`, "", "", ""},
-		{"1.0 has no alias", V1, `,"metadata":{"skill_id":"lookup-invoice"}`, "", "", ""},
-		{"1.0 skillId", V1, `,"metadata":{"skillId":"lookup-invoice"}`, "", "lookup-invoice", ""},
+		{"0.3 alias not a string", protocol.V03, `,"metadata":{"skill_id":7}`, "", "", "metadata.skill_id must be a string"},
+		{"0.3 alias null", protocol.V03, `,"metadata":{"skill_id":null}`, "", "", ""},
+		{"1.0 has no alias", protocol.V1, `,"metadata":{"skill_id":"lookup-invoice"}`, "", "", ""},
+		{"1.0 skillId", protocol.V1, `,"metadata":{"skillId":"lookup-invoice"}`, "", "lookup-invoice", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, perr := send(t, tc.v, tc.reqMeta, tc.msgMeta)
@@ -294,8 +296,8 @@ func TestSkillHintAlias03(t *testing.T) {
 		})
 	}
 	// The same on 0.3 JSON-RPC.
-	r, perr := ParseJSONRPC(V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":`+
-		`{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"skill_id":"s"}}}}`), Limits{})
+	r, perr := ParseJSONRPC(protocol.V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":`+
+		`{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"skill_id":"s"}}}}`), protocol.Limits{})
 	require.Nil(t, perr, "%v", perr)
 	require.Equal(t, "s", r.Message.SkillHint)
 }
