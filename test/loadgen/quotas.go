@@ -182,19 +182,30 @@ func printGatewayQuotaTable(rows []quotaRow) {
 	fmt.Println()
 	fmt.Println("| round | quotas | messages/s | server CPU per message | calls counted |")
 	fmt.Println("|---|---|---:|---:|---:|")
+	for _, r := range rows {
+		fmt.Printf("| %d | %s | %.0f | %s | %.0f |\n", r.round, r.side, r.p.st.rate(), us(r.p.cpuPerCheck()), r.counted)
+	}
+	if rate, cpu, ok := onOverOff(rows); ok {
+		fmt.Printf("| both rounds | **on / off** | **%.0f %%** | **%.0f %%** of off's CPU per message | |\n", rate*100, cpu*100)
+	}
+}
+
+// onOverOff is the rate and the CPU per call of the rounds with quotas on,
+// summed over the rounds, over those with quotas off (ok: off measured both).
+func onOverOff(rows []quotaRow) (rate, cpu float64, ok bool) {
 	var offRate, onRate float64
 	var offCPU, onCPU time.Duration
 	for _, r := range rows {
-		fmt.Printf("| %d | %s | %.0f | %s | %.0f |\n", r.round, r.side, r.p.st.rate(), us(r.p.cpuPerCheck()), r.counted)
 		if r.side == "off" {
 			offRate, offCPU = offRate+r.p.st.rate(), offCPU+r.p.cpuPerCheck()
 		} else {
 			onRate, onCPU = onRate+r.p.st.rate(), onCPU+r.p.cpuPerCheck()
 		}
 	}
-	if offRate > 0 && offCPU > 0 {
-		fmt.Printf("| both rounds | **on / off** | **%.0f %%** | **%.0f %%** of off's CPU per message | |\n", onRate/offRate*100, float64(onCPU)/float64(offCPU)*100)
+	if offRate <= 0 || offCPU <= 0 {
+		return 0, 0, false
 	}
+	return onRate / offRate, float64(onCPU) / float64(offCPU), true
 }
 
 // quotaConfigs writes the finance example on store twice: without quotas
@@ -288,18 +299,11 @@ func printQuotaTable(floor *phase, rows []quotaRow) {
 	fmt.Println("| round | quotas | checks/s | / floor | server CPU per check | calls counted |")
 	fmt.Println("|---|---|---:|---:|---:|---:|")
 	fmt.Printf("| | no-op floor | %.0f | 1.00 | %s | |\n", floor.st.rate(), us(floor.cpuPerCheck()))
-	var offRate, onRate float64
-	var offCPU, onCPU time.Duration
 	for _, r := range rows {
 		fmt.Printf("| %d | %s | %.0f | %.2f | %s | %.0f |\n", r.round, r.side, r.p.st.rate(), r.p.st.rate()/floor.st.rate(), us(r.p.cpuPerCheck()), r.counted)
-		if r.side == "off" {
-			offRate, offCPU = offRate+r.p.st.rate(), offCPU+r.p.cpuPerCheck()
-		} else {
-			onRate, onCPU = onRate+r.p.st.rate(), onCPU+r.p.cpuPerCheck()
-		}
 	}
-	if offRate > 0 && onCPU > 0 {
-		fmt.Printf("| both rounds | **on / off** | **%.0f %%** | | **%.0f %%** of off's CPU per check | |\n", onRate/offRate*100, float64(onCPU)/float64(offCPU)*100)
+	if rate, cpu, ok := onOverOff(rows); ok {
+		fmt.Printf("| both rounds | **on / off** | **%.0f %%** | | **%.0f %%** of off's CPU per check | |\n", rate*100, cpu*100)
 	}
 }
 
