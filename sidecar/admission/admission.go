@@ -222,8 +222,11 @@ func (a *Admitter) limits(ctx context.Context, rev *revision.State, r *protocol.
 	switch {
 	case r.Operation == protocol.ExtensionMethod && r.Extension != nil:
 		capID = r.Extension.Capability
-	case r.Operation.Message() && task != nil && !task.Pending && task.TaskID == r.TaskID:
-		capID = task.Capability
+	case r.Operation.Message():
+		var ok bool
+		if capID, ok = boundCapability(r, task); !ok {
+			return nil // a new message: its capability is the router's choice
+		}
 		m, ok := rev.Registry().Get(capID)
 		if !ok || len(m.Limits) == 0 {
 			return nil // nothing to enforce here; the gateway's re-check answers for a missing capability

@@ -28,19 +28,30 @@ func ChargedHere(rev *revision.State, r *protocol.Request, task *tasks.Binding) 
 	if r.Operation == protocol.ExtensionMethod && r.Extension != nil {
 		return r.Extension.Capability, true
 	}
-	if task == nil || task.Pending || task.TaskID != r.TaskID || task.Capability == "" {
+	capability, ok = boundCapability(r, task)
+	if !ok {
 		return "", false // no capability known before routing
 	}
 	charge := rev.Config().Quotas.Charge
 	switch {
 	case r.Operation.Message():
-		return task.Capability, true
+		return capability, true
 	case r.Operation == protocol.CancelTask:
-		return task.Capability, charge.Cancel
+		return capability, charge.Cancel
 	case r.Operation.TargetsTask():
-		return task.Capability, charge.Reads
+		return capability, charge.Reads
 	}
 	return "", false
+}
+
+// boundCapability is the capability of the task r targets, known before routing from the
+// task's binding (task: the owned binding of r's first task): none for a call naming no task,
+// a task another call is still creating, or one bound to no capability.
+func boundCapability(r *protocol.Request, task *tasks.Binding) (string, bool) {
+	if task == nil || task.Pending || task.TaskID != r.TaskID || task.Capability == "" {
+		return "", false
+	}
+	return task.Capability, true
 }
 
 // MessageID is the messageId a call is charged once by ("" for a call that is not a message).
