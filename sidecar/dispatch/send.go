@@ -202,10 +202,11 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 	if call.Log != nil {
 		call.Log.Capability, call.Log.Layer, call.Log.Confidence = decision.Capability, string(decision.Layer), decision.Confidence
 	}
-	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, decision.Capability)
+	capability, dec, perr := d.recheckDecision(ctx, call, call.Rev.Router, decision.Capability)
 	if perr != nil {
 		return exchange.Result{}, false, perr
 	}
+	limits := dec.Limits
 	msg := req.Message
 	if r.msg != nil {
 		msg = r.msg
@@ -213,7 +214,7 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 	if perr := enforce.Limits(capability.ID, limits, msg, len(r.params)); perr != nil {
 		return exchange.Result{}, false, perr
 	}
-	if perr := d.charge(ctx, call, capability.ID); perr != nil {
+	if perr := d.charge(ctx, call, capability.ID, dec.Quotas); perr != nil {
 		return exchange.Result{}, false, perr
 	}
 	inv, perr := d.handlerRequest(ctx, call, capability, limits, r.params)
@@ -285,7 +286,7 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 		rsv.lose(ctx)
 		return exchange.Result{}, true, perr
 	}
-	if !unsuccessful(result) {
+	if example != "" && !unsuccessful(result) { // the answer is read only when there is an example to keep
 		d.keepExample(ctx, call, capability.ID, example)
 	}
 	return exchange.Value(kind, result), true, nil
