@@ -18,6 +18,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"go.uber.org/zap"
 
+	"github.com/capgate/capgate/policy/engine"
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/admission"
 	"github.com/capgate/capgate/sidecar/audit"
@@ -158,16 +159,23 @@ func storeError(err error) *protocol.Error { return admission.StoreError(err) }
 // with reasons for the decision log. It returns the capability and the
 // limits the decision carries.
 func (d *Dispatcher) recheck(ctx context.Context, call *exchange.Call, rt *router.Index, capID string) (*manifest.Capability, map[string]any, *protocol.Error) {
+	m, dec, perr := d.recheckDecision(ctx, call, rt, capID)
+	return m, dec.Limits, perr
+}
+
+// recheckDecision is recheck with the whole decision: its quotas are what a routed message is
+// charged (charge), without deciding a second time.
+func (d *Dispatcher) recheckDecision(ctx context.Context, call *exchange.Call, rt *router.Index, capID string) (*manifest.Capability, engine.Decision, *protocol.Error) {
 	if err := rt.Tombstone(capID); err != nil {
-		return nil, nil, err
+		return nil, engine.Decision{}, err
 	}
 	m, ok := call.Rev.Registry().Get(capID)
 	if !ok {
-		return nil, nil, protocol.Errorf(protocol.TaskNotFound, "the capability of this task no longer exists").Decided(decisionlog.RuleRemoved, capID)
+		return nil, engine.Decision{}, protocol.Errorf(protocol.TaskNotFound, "the capability of this task no longer exists").Decided(decisionlog.RuleRemoved, capID)
 	}
 	dec, err := call.Rev.Engine.Decide(ctx, call.Principal.Caller(), capID)
 	if err != nil {
-		return nil, nil, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
+		return nil, engine.Decision{}, protocol.Wrap(protocol.Internal, err, "the policy could not be evaluated")
 	}
 	if call.Log != nil {
 		call.Log.Rules = dec.EntitledReasons // the rules that decided, for the decision log
@@ -177,9 +185,9 @@ func (d *Dispatcher) recheck(ctx context.Context, call *exchange.Call, rt *route
 		}
 	}
 	if !dec.Entitled {
-		return nil, nil, admission.NotEntitled(call.Principal, "capability "+capID)
+		return nil, engine.Decision{}, admission.NotEntitled(call.Principal, "capability "+capID)
 	}
-	return m, dec.Limits, nil
+	return m, dec, nil
 }
 
 // grantedScopes is the caller's scopes ∩ the scopes the capability requires
