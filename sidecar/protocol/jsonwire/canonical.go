@@ -30,20 +30,19 @@ func canonicalize(r *protocol.Request, ps *parser) *protocol.Error {
 		r.Operation == protocol.ListTasks { // capgate answers ListTasks itself (and reads 0.3 task states there)
 		return nil
 	}
-	m := protocol.RequestMessage(r.Operation)
-	if m == nil {
+	c, ok := canonicalOps[r.Operation]
+	if !ok {
 		return nil
 	}
-	desc := m.ProtoReflect().Descriptor()
 	if r.Params != nil {
-		if err := ps.knownFields(r.Params, desc); err != nil {
+		if err := ps.knownFields(r.Params, c.desc); err != nil {
 			if r.Binding == protocol.JSONRPC {
 				return prefix("params.", err)
 			}
 			return err
 		}
 	}
-	markCanonical(r, desc)
+	markCanonical(r, c)
 	return nil
 }
 

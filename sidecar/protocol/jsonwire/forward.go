@@ -159,14 +159,22 @@ type forwarder struct {
 // pathValues are the identifiers an HTTP+JSON route binds.
 type pathValues struct{ tenant, task, config string }
 
-// canonicalForwarders are the forwarders of canonical requests no path bound anything for, one
-// per request message, held as protocol.Forwarder so that setting one allocates nothing.
-var canonicalForwarders = func() map[protoreflect.MessageDescriptor]protocol.Forwarder {
-	out := map[protoreflect.MessageDescriptor]protocol.Forwarder{}
+// canonicalOp is what the parser needs of an operation whose A2A 1.0 JSON params are its proto
+// request message: that message's descriptor, and the forwarder of a request of it no path
+// bound anything for, held as protocol.Forwarder so that setting it allocates nothing.
+type canonicalOp struct {
+	desc protoreflect.MessageDescriptor
+	fwd  protocol.Forwarder
+}
+
+// canonicalOps are the operations with a request message, built once: a message made for its
+// descriptor per request would be an allocation each.
+var canonicalOps = func() map[protocol.Operation]canonicalOp {
+	out := map[protocol.Operation]canonicalOp{}
 	for _, op := range protocol.Operations() {
 		if m := protocol.RequestMessage(op); m != nil {
 			d := m.ProtoReflect().Descriptor()
-			out[d] = forwarder{canon: d}
+			out[op] = canonicalOp{desc: d, fwd: forwarder{canon: d}}
 		}
 	}
 	return out
@@ -186,15 +194,13 @@ func (f forwarder) ForwardParams(r *protocol.Request) (jsontext.Value, *protocol
 	return forwardParams(r, f.path)
 }
 
-// markCanonical records that r's params are its proto request message, of descriptor canon.
-func markCanonical(r *protocol.Request, canon protoreflect.MessageDescriptor) {
+// markCanonical records that r's params are its proto request message (c).
+func markCanonical(r *protocol.Request, c canonicalOp) {
 	f, _ := r.Forward.(forwarder)
 	if f.path == (pathValues{}) {
-		if cf, ok := canonicalForwarders[canon]; ok {
-			r.Forward = cf
-			return
-		}
+		r.Forward = c.fwd
+		return
 	}
-	f.canon = canon
+	f.canon = c.desc
 	r.Forward = f
 }
