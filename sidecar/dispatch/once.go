@@ -6,7 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -99,18 +99,34 @@ func (d *Dispatcher) reserve(ctx context.Context, call *exchange.Call, params js
 // requestDigest fingerprints a message's request: SHA-256 of its version and its params (as
 // forwarded: for A2A 1.0 the canonical request message, for 0.3 the JSON-RPC params) in the
 // JSON canonical form of RFC 8785, so that key order and spacing do not count. A retry — the
-// same request sent again — has the same digest.
+// same request sent again — has the same digest. The version, a zero byte and the canonical
+// params are hashed from one pooled buffer (digestBuffers): the string is the only allocation
+// (TestRequestDigestMatchesPlain holds it to the plain form, BenchmarkRequestDigest).
 func requestDigest(v protocol.Version, params jsontext.Value) (string, *protocol.Error) {
-	canon := slices.Clone(params)
+	bp := digestBuffers.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledDigestBuffer {
+			digestBuffers.Put(bp)
+		}
+	}()
+	buf := append(append((*bp)[:0], v...), 0)
+	n := len(buf)
+	canon := jsontext.Value(append(buf, params...)[n:])
 	if err := canon.Canonicalize(); err != nil {
 		return "", protocol.Wrap(protocol.InvalidParams, err, "the params are not valid JSON")
 	}
-	h := sha256.New()
-	h.Write([]byte(v))
-	h.Write([]byte{0})
-	h.Write(canon)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	buf = append(buf[:n], canon...) // in place unless canonicalising moved it
+	*bp = buf
+	sum := sha256.Sum256(buf)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:]), nil
 }
+
+// digestBuffers are requestDigest's buffers; one larger than maxPooledDigestBuffer is dropped.
+var digestBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+const maxPooledDigestBuffer = 64 << 10
 
 // reusedID is the refusal of a message whose messageId its owner already used, within the
 // window, for a request with other content: not a retry (a retry repeats the request), and not

@@ -2,8 +2,12 @@ package dispatch
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -316,4 +320,73 @@ func TestRecordWithoutDigestMatchesAny(t *testing.T) {
 	require.True(t, tasks.Sent{}.Retries("abc"))
 	require.True(t, tasks.Sent{Digest: "abc"}.Retries("abc"))
 	require.False(t, tasks.Sent{Digest: "abc"}.Retries("abd"))
+}
+
+// requestDigestPlain is requestDigest's definition, written plainly: SHA-256 of the version, a
+// zero byte and the params in RFC 8785's canonical form.
+func requestDigestPlain(v protocol.Version, params jsontext.Value) (string, bool) {
+	canon := slices.Clone(params)
+	if canon.Canonicalize() != nil {
+		return "", false
+	}
+	h := sha256.New()
+	h.Write([]byte(v))
+	h.Write([]byte{0})
+	h.Write(canon)
+	return hex.EncodeToString(h.Sum(nil)), true
+}
+
+// TestRequestDigestMatchesPlain: the pooled digest is the plain one, for params already
+// canonical and not (key order, spacing, escapes, numbers), for both versions, in any order of
+// calls (a buffer reused after a longer or shorter request), and refuses what is not JSON.
+func TestRequestDigestMatchesPlain(t *testing.T) {
+	cases := []string{
+		`{}`,
+		`{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`,
+		`{ "b" : 1 , "a" : [ 1e3 , 0.10 , -0 , "\u00e9\t" ] }`,
+		`{"metadata":{"z":null,"y":true,"x":{"\u0041":"A"}},"message":{"parts":[{"data":{"n":12345678901234567890}}]}}`,
+		`{"text":"` + strings.Repeat("long text ", 300) + `"}`,
+		`{"a":1}`,
+		`{"a":`, `not json`, `{"a":1}{"b":2}`,
+	}
+	for range 2 {
+		for _, c := range cases {
+			for _, v := range []protocol.Version{protocol.V1, protocol.V03} {
+				want, ok := requestDigestPlain(v, jsontext.Value(c))
+				params := jsontext.Value(c)
+				got, perr := requestDigest(v, params)
+				require.Equal(t, c, string(params), "the params are not changed")
+				if !ok {
+					require.NotNil(t, perr, "%s", c)
+					require.Equal(t, protocol.InvalidParams, perr.Code)
+					continue
+				}
+				require.Nil(t, perr, "%s", c)
+				require.Equal(t, want, got, "%s %s", v, c)
+			}
+		}
+	}
+}
+
+// BenchmarkRequestDigest: a routed SendMessage's fingerprint, pooled and plain (the forwarded params of
+// jsonwire's BenchmarkParseJSONRPC), once per reserved message.
+func BenchmarkRequestDigest(b *testing.B) {
+	params := jsontext.Value(`{"message":{"messageId":"0b6f3c1e-52aa-4e0b-8d0f-9a1e7c3d2b10","contextId":"ctx-42","role":"ROLE_USER",` +
+		`"parts":[{"text":"Reconcile invoice INV-20931 against its purchase order, please."},` +
+		`{"url":"https://files.example.com/inv-20931.pdf","filename":"inv-20931.pdf","mediaType":"application/pdf"}]},` +
+		`"configuration":{"acceptedOutputModes":["application/json","text/plain"]},"metadata":{"skillId":"reconcile-invoice"}}`)
+	b.Run("pooled", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, perr := requestDigest(protocol.V1, params); perr != nil {
+				b.Fatal(perr)
+			}
+		}
+	})
+	b.Run("plain", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			requestDigestPlain(protocol.V1, params)
+		}
+	})
 }
