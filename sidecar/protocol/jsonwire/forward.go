@@ -159,6 +159,17 @@ type forwarder struct {
 // pathValues are the identifiers an HTTP+JSON route binds.
 type pathValues struct{ tenant, task, config string }
 
+// pathForwarder is the forwarder of a request whose path bound pv: a path that bound nothing
+// (most requests) shares one, held as protocol.Forwarder so that setting it allocates nothing.
+func pathForwarder(pv pathValues) protocol.Forwarder {
+	if pv == (pathValues{}) {
+		return unboundForwarder
+	}
+	return forwarder{path: pv}
+}
+
+var unboundForwarder protocol.Forwarder = forwarder{}
+
 // canonicalOp is what the parser needs of an operation whose A2A 1.0 JSON params are its proto
 // request message: that message's descriptor, and the forwarder of a request of it no path
 // bound anything for, held as protocol.Forwarder so that setting it allocates nothing.

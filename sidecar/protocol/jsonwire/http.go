@@ -61,7 +61,7 @@ func ParseHTTP(v protocol.Version, method, target, contentType string, body []by
 		Tenant:    tenant,
 		TaskID:    rt.taskID,
 		ConfigID:  rt.configID,
-		Forward:   forwarder{path: pathValues{tenant: tenant, task: rt.taskID, config: rt.configID}},
+		Forward:   pathForwarder(pathValues{tenant: tenant, task: rt.taskID, config: rt.configID}),
 	}
 	p := newParser()
 	defer p.release()
@@ -134,17 +134,25 @@ func allowed(methods []string, m string) bool {
 
 // matchRoute finds the route of an escaped path, with its tenant.
 func matchRoute(v protocol.Version, path string) (route, string, *protocol.Error) {
-	notFound := protocol.Errorf(protocol.NotFound, "no A2A route matches %q", protocol.Clip(path))
+	rt, tenant, ok := matchPath(v, path)
+	if !ok {
+		return route{}, "", protocol.Errorf(protocol.NotFound, "no A2A route matches %q", protocol.Clip(path))
+	}
+	return rt, tenant, nil
+}
+
+// matchPath is matchRoute; ok is false when no route matches.
+func matchPath(v protocol.Version, path string) (_ route, tenant string, ok bool) {
 	if rt, ok := matchFixed(path); ok {
-		return rt, "", nil
+		return rt, "", true
 	}
 	if !strings.HasPrefix(path, "/") {
-		return route{}, "", notFound
+		return route{}, "", false
 	}
 	segs := strings.Split(path[1:], "/")
 	for _, s := range segs {
 		if s == "" {
-			return route{}, "", notFound
+			return route{}, "", false
 		}
 	}
 	if v == protocol.V03 && segs[0] == "v1" {
@@ -154,20 +162,20 @@ func matchRoute(v protocol.Version, path string) (route, string, *protocol.Error
 		}
 		if ok {
 			rt.template = "/v1" + rt.template
-			return rt, "", nil
+			return rt, "", true
 		}
-		return route{}, "", notFound
+		return route{}, "", false
 	}
 	if rt, ok := matchSegments(segs); ok {
-		return rt, "", nil
+		return rt, "", true
 	}
 	if len(segs) > 1 && protocol.ValidTenant(segs[0]) {
 		if rt, ok := matchSegments(segs[1:]); ok {
 			rt.template = "/{tenant}" + rt.template
-			return rt, segs[0], nil
+			return rt, segs[0], true
 		}
 	}
-	return route{}, "", notFound
+	return route{}, "", false
 }
 
 // httpRoute is one route of the HTTP+JSON binding, an operation's Route (operations.go): an
@@ -176,6 +184,11 @@ type httpRoute struct {
 	op       protocol.Operation
 	method   string
 	template string
+	// segs are the template's segments, split once (a split per route and request was most of
+	// an HTTP+JSON request's allocations); taskVar: the template binds {taskId}, so an {id}
+	// in it is the config's.
+	segs    []string
+	taskVar bool
 	// call marks the route capgate uses to call a handler for op.
 	call bool
 }
@@ -183,12 +196,10 @@ type httpRoute struct {
 // match matches escaped path segments against the route's template, returning the task and
 // config ids its variables bind.
 func (r httpRoute) match(segs []string) (task, config string, ok bool) {
-	tsegs := strings.Split(r.template[1:], "/")
-	if len(tsegs) != len(segs) {
+	if len(r.segs) != len(segs) {
 		return "", "", false
 	}
-	hasTaskID := strings.Contains(r.template, "{taskId}")
-	for i, ts := range tsegs {
+	for i, ts := range r.segs {
 		if !strings.HasPrefix(ts, "{") {
 			if segs[i] != ts {
 				return "", "", false
@@ -204,7 +215,7 @@ func (r httpRoute) match(segs []string) (task, config string, ok bool) {
 		if !ok {
 			return "", "", false
 		}
-		if name == "id" && hasTaskID {
+		if name == "id" && r.taskVar {
 			config = id
 		} else {
 			task = id
@@ -390,7 +401,8 @@ func restRoutes(routes func(*protocol.Spec) []protocol.Route) []httpRoute {
 	for _, op := range protocol.Operations() {
 		s := op.Spec()
 		for _, r := range routes(s) {
-			out = append(out, httpRoute{op: s.Op, method: r.Method, template: r.Path, call: r.Call})
+			out = append(out, httpRoute{op: s.Op, method: r.Method, template: r.Path, call: r.Call,
+				segs: strings.Split(r.Path[1:], "/"), taskVar: strings.Contains(r.Path, "{taskId}")})
 		}
 	}
 	return out

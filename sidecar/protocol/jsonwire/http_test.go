@@ -269,3 +269,21 @@ func TestCodeOfReason(t *testing.T) {
 		require.False(t, ok, r)
 	}
 }
+
+// BenchmarkParseHTTP is an HTTP+JSON SendMessage read and its params built for the handler, as
+// the gateway does per routed message (test/loadgen's body).
+func BenchmarkParseHTTP(b *testing.B) {
+	body := []byte(`{"configuration":{"acceptedOutputModes":["application/json"]},"message":{"contextId":"ctx-caller-3",` +
+		`"messageId":"loadgen-msg-00007","parts":[{"text":"what is the balance on my checking account"}],"role":"ROLE_USER"}}`)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		r, err := ParseHTTP(protocol.V1, http.MethodPost, "/message:send", "application/json", body, protocol.Limits{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := r.ForwardParams(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
