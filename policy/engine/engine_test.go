@@ -145,9 +145,15 @@ func TestViewAgreesWithDecide(t *testing.T) {
 				require.NoError(t, err)
 				explained, err := e.Explain(t.Context(), c)
 				require.NoError(t, err)
-				all := e.Snapshot().Registry.All()
+				reg := e.Snapshot().Registry
+				all := reg.All()
 				require.Len(t, explained, len(all))
+				_, ok := v.EntitledAt(manifest.NewRegistry(all), 0)
+				require.False(t, ok, "another registry, even with the same manifests, is asked by id")
 				for i, capability := range all {
+					at, ok := v.EntitledAt(reg, i)
+					require.True(t, ok)
+					require.Equal(t, v.Entitled(capability.ID), at, "%+v entitled at %d (%s)", c, i, capability.ID)
 					d, err := e.Decide(t.Context(), c, capability.ID)
 					require.NoError(t, err)
 					require.True(t, d.Exists)

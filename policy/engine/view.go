@@ -26,6 +26,16 @@ func (v *View) Visible(id string) bool { return v.visible.has(v.reg.Index(id)) }
 // Entitled reports whether the class may run capability id.
 func (v *View) Entitled(id string) bool { return v.entitled.has(v.reg.Index(id)) }
 
+// EntitledAt is Entitled for the capability at position i of reg.All(), without looking its id
+// up (the router asks it of every capability per message); ok is false when reg is not the
+// registry the view was decided over, and the caller must ask Entitled.
+func (v *View) EntitledAt(reg *manifest.Registry, i int) (entitled, ok bool) {
+	if reg != v.reg {
+		return false, false
+	}
+	return v.entitled.has(i), true
+}
+
 // VisibleIDs returns the visible capability ids, sorted.
 func (v *View) VisibleIDs() []string { return v.ids(v.visible) }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/capgate/capgate/policy/engine"
+	"github.com/capgate/capgate/policy/manifest"
 )
 
 // Rights is a Caller backed by the policy engine: entitlement from the
@@ -15,7 +16,10 @@ type Rights struct {
 	view   *engine.View
 }
 
-var _ Caller = (*Rights)(nil)
+var (
+	_ Caller        = (*Rights)(nil)
+	_ IndexedCaller = (*Rights)(nil)
+)
 
 // Context is the request's context the rights were read in (its trace).
 func (r *Rights) Context() context.Context { return r.ctx }
@@ -34,6 +38,11 @@ func (r *Rights) View() *engine.View { return r.view }
 
 // Entitled implements Caller.
 func (r *Rights) Entitled(id string) bool { return r.view.Entitled(id) }
+
+// EntitledAt implements IndexedCaller from the view's bitset.
+func (r *Rights) EntitledAt(reg *manifest.Registry, i int) (entitled, ok bool) {
+	return r.view.EntitledAt(reg, i)
+}
 
 // WouldBeEntitled implements Caller: the capability is removed and
 // state.removed is the policy's only refusal.

@@ -111,6 +111,13 @@ type Caller interface {
 	WouldBeEntitled(id string) bool
 }
 
+// IndexedCaller is a Caller that answers Entitled by a capability's position in a registry's
+// All() (Rights: the view's bitset), sparing a lookup of its id per capability and message;
+// ok is false when it cannot (another registry), and the router asks Entitled.
+type IndexedCaller interface {
+	EntitledAt(reg *manifest.Registry, i int) (entitled, ok bool)
+}
+
 // Candidate is a capability in the running.
 type Candidate struct {
 	ID    string  `json:"id"`
@@ -415,13 +422,22 @@ func (ix *Index) candidates(msg *protocol.MessageInfo, c Caller) (live, tomb []i
 	sent := sentTypes(msg)
 	acceptable := normalizeAll(msg.AcceptedOutputModes)
 	all := ix.reg.All()
+	ic, _ := c.(IndexedCaller)
+	entitled := func(i int) bool {
+		if ic != nil {
+			if e, ok := ic.EntitledAt(ix.reg, i); ok {
+				return e
+			}
+		}
+		return c.Entitled(all[i].ID)
+	}
 	live = make([]int, 0, len(all)) // once, not grown capability by capability
 	anyEntitled := false
 	for i := range all {
 		m := &all[i]
 		removed := m.State == manifest.StateRemoved
 		switch {
-		case !removed && c.Entitled(m.ID):
+		case !removed && entitled(i):
 			anyEntitled = true
 		case removed && c.WouldBeEntitled(m.ID):
 		default:
@@ -443,7 +459,7 @@ func (ix *Index) candidates(msg *protocol.MessageInfo, c Caller) (live, tomb []i
 		// The input types the caller's capabilities accept, for the error.
 		accepted := map[string]bool{}
 		for i := range all {
-			if all[i].State != manifest.StateRemoved && c.Entitled(all[i].ID) {
+			if all[i].State != manifest.StateRemoved && entitled(i) {
 				for _, t := range ix.in[i] {
 					accepted[t] = true
 				}

@@ -241,3 +241,49 @@ func TestResolveNumbersFollowTheOfferedList(t *testing.T) {
 		require.Equal(t, "lookup-invoice", d.Capability)
 	})
 }
+
+// indexed is a test IndexedCaller: rights answered by position in reg.
+type indexed struct {
+	rights
+	reg *manifest.Registry
+}
+
+func (r indexed) EntitledAt(reg *manifest.Registry, i int) (bool, bool) {
+	if reg != r.reg {
+		return false, false
+	}
+	return r.entitled[reg.All()[i].ID], true
+}
+
+// TestIndexedCallerRoutesAsByID: a caller that answers entitlement by position (Rights, from
+// its view's bitset) routes every message as the same caller asked by id does, and one whose
+// positions are another registry's is asked by id.
+func TestIndexedCallerRoutesAsByID(t *testing.T) {
+	ix := NewIndex(fixture(), 0.6)
+	callers := []rights{
+		{entitled: set("lookup-invoice", "reconcile-invoice", "extract-invoice-fields"), would: set("reconcile-invoice-v0")},
+		{entitled: set("lookup-invoice", "extract-invoice-fields")},
+		{entitled: set("reconcile-invoice")},
+		{},
+	}
+	var msgs []protocol.MessageInfo
+	for _, c := range fixture().All() {
+		for _, ex := range c.Skill.Examples {
+			msgs = append(msgs, protocol.MessageInfo{Parts: []protocol.PartInfo{text(ex)}},
+				protocol.MessageInfo{Parts: []protocol.PartInfo{pdf(), text(ex)}},
+				protocol.MessageInfo{SkillHint: c.ID, Parts: []protocol.PartInfo{text(ex)}})
+		}
+	}
+	msgs = append(msgs, protocol.MessageInfo{Parts: []protocol.PartInfo{{Kind: "raw", MediaType: "image/png"}}},
+		protocol.MessageInfo{Parts: []protocol.PartInfo{text("show invoice INV-1")}, AcceptedOutputModes: []string{"image/png"}})
+	for _, c := range callers {
+		for _, reg := range []*manifest.Registry{ix.reg, fixture()} {
+			for _, msg := range msgs {
+				want, wantErr := ix.Route(&msg, c)
+				got, gotErr := ix.Route(&msg, indexed{rights: c, reg: reg})
+				require.Equal(t, want, got, "%+v", msg)
+				require.Equal(t, wantErr, gotErr, "%+v", msg)
+			}
+		}
+	}
+}
