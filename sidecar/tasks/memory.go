@@ -61,7 +61,7 @@ func NewMemory(max int, opts ...Option) *Memory {
 		pending:  map[ownerKey]map[string]struct{}{},
 		usage:    map[string]*usageRecord{},
 		contexts: map[string]Context{},
-		sent:     memorySent{records: map[sentKey]Sent{}, order: map[ownerKey][]string{}},
+		sent:     memorySent{owners: map[ownerKey]*ownerSent{}},
 		max:      max,
 		now:      newOptions(opts).now,
 		started:  newOptions(opts).now().UTC(),

@@ -1,6 +1,8 @@
 package tasks
 
 import (
+	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,4 +30,82 @@ func TestMemoryBoundedSweepsExpired(t *testing.T) {
 	require.Len(t, m.bindings, 2)
 	require.Empty(t, m.pending, "the expired binding left every index")
 	require.NotContains(t, m.byOwner[ownerKey{subject: "s"}], "p")
+}
+
+// BenchmarkMemoryMessages is one message's round in the memory store as the gateway makes it:
+// its messageId reserved, then settled with the task it was answered with, 16 owners in turn
+// each holding the per-owner maximum of records already (the steady state of a busy store).
+func BenchmarkMemoryMessages(b *testing.B) {
+	const owners, perOwner = 16, 10000
+	m := NewMemory(1 << 20)
+	ctx := context.Background()
+	os := make([]Owner, owners)
+	for i := range os {
+		os[i] = Owner{Issuer: "https://idp.example.com/", Subject: fmt.Sprintf("client-%02d", i), Tenant: "acme"}
+	}
+	now := time.Now()
+	n := 0
+	round := func() {
+		s := Sent{MessageID: fmt.Sprintf("msg-%09d", n), Owner: os[n%owners], Started: now, Deadline: now.Add(time.Minute),
+			Digest: "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"}
+		n++
+		held, fresh, err := m.Reserve(ctx, s, 24*time.Hour, perOwner)
+		if err != nil || !fresh {
+			b.Fatal(err, fresh)
+		}
+		held.TaskID, held.ContextID, held.Capability, held.Handler = "task-1", "ctx-1", "cap", "handler"
+		if err := m.Settle(ctx, held, 24*time.Hour); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range owners * perOwner {
+		round()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		round()
+	}
+}
+
+// TestMemoryMessagesBounded: the memory store keeps at most its maximum of message records over
+// all owners: a full store refuses an owner with no record of its own, an owner with records
+// makes room by dropping its oldest, and a released or pruned record gives its room back.
+func TestMemoryMessagesBounded(t *testing.T) {
+	clk := newClock()
+	m := NewMemory(3, WithClock(clk.Now))
+	ctx := t.Context()
+	a, b, c := Owner{Subject: "a"}, Owner{Subject: "b"}, Owner{Subject: "c"}
+	reserve := func(o Owner, id string) (bool, error) {
+		_, fresh, err := m.Reserve(ctx, Sent{MessageID: id, Owner: o, Started: clk.Now(), Deadline: clk.Now().Add(time.Minute)}, time.Hour, 10)
+		return fresh, err
+	}
+	for _, r := range []struct {
+		o  Owner
+		id string
+	}{{a, "1"}, {a, "2"}, {b, "1"}} {
+		fresh, err := reserve(r.o, r.id)
+		require.NoError(t, err)
+		require.True(t, fresh)
+	}
+	_, err := reserve(c, "1")
+	require.ErrorIs(t, err, ErrUnavailable, "full, and c has nothing to drop")
+	fresh, err := reserve(a, "3")
+	require.NoError(t, err)
+	require.True(t, fresh)
+	fresh, err = reserve(a, "1")
+	require.NoError(t, err)
+	require.True(t, fresh, "a's oldest was dropped to make room: its id is new again")
+	held, fresh, err := m.Reserve(ctx, Sent{MessageID: "1", Owner: b}, time.Hour, 10)
+	require.NoError(t, err)
+	require.False(t, fresh)
+	require.NoError(t, m.Release(ctx, held))
+	fresh, err = reserve(c, "1")
+	require.NoError(t, err)
+	require.True(t, fresh, "b's released record gave its room to c")
+	clk.Advance(2 * time.Hour)
+	for _, o := range []Owner{a, b} {
+		fresh, err = reserve(o, "9")
+		require.NoError(t, err, "%v: its own expired records are pruned first", o)
+		require.True(t, fresh)
+	}
 }

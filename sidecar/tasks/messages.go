@@ -91,19 +91,20 @@ type Messages interface {
 // messages nobody can tell apart).
 var ErrNoOwner = errors.New("an anonymous caller's messages are not recorded")
 
-// sentKey is an owner and a message id.
-type sentKey struct {
-	owner     ownerKey
-	messageID string
-}
-
 func ownerKeyOf(o Owner) ownerKey { return ownerKey{o.Issuer, o.Subject, o.Tenant} }
 
-// memorySent is the memory store's records: by owner and id, and each owner's ids in the order
-// reserved (oldest first).
+// memorySent is the memory store's records, by owner: an owner's key is looked up once per
+// call, and its records are keyed by message id alone.
 type memorySent struct {
-	records map[sentKey]Sent
-	order   map[ownerKey][]string
+	owners map[ownerKey]*ownerSent
+	n      int // records over all owners
+}
+
+// ownerSent is one owner's records by message id, and the ids in the order reserved (oldest
+// first).
+type ownerSent struct {
+	records map[string]Sent
+	order   []string
 }
 
 // Reserve implements Messages.
@@ -113,44 +114,55 @@ func (m *Memory) Reserve(_ context.Context, s Sent, window time.Duration, maxPer
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	now := m.now()
 	o := ownerKeyOf(s.Owner)
-	m.pruneSent(o, now, window)
-	k := sentKey{o, s.MessageID}
-	if old, ok := m.sent.records[k]; ok {
-		return old, false, nil
+	os := m.sent.owners[o]
+	if os != nil {
+		m.pruneSent(os, m.now(), window)
+		if old, ok := os.records[s.MessageID]; ok {
+			return old, false, nil
+		}
 	}
-	ids := m.sent.order[o]
-	if len(m.sent.records) >= m.max && len(ids) == 0 {
+	if m.sent.n >= m.max && (os == nil || len(os.order) == 0) {
+		if os != nil {
+			delete(m.sent.owners, o) // pruned to nothing
+		}
 		return Sent{}, false, ErrUnavailable
 	}
-	for len(ids) > 0 && (len(ids) >= max(maxPerOwner, 1) || len(m.sent.records) >= m.max) {
-		delete(m.sent.records, sentKey{o, ids[0]})
-		ids = ids[1:]
+	if os == nil {
+		os = &ownerSent{records: map[string]Sent{}}
+		m.sent.owners[o] = os
+	}
+	for len(os.order) > 0 && (len(os.order) >= max(maxPerOwner, 1) || m.sent.n >= m.max) {
+		m.sent.drop(os, os.order[0])
+		os.order = os.order[1:]
 	}
 	s.Done, s.Lost, s.TaskID, s.ContextID, s.Capability, s.Handler = false, false, "", "", "", ""
-	m.sent.records[k] = s
-	m.sent.order[o] = append(ids, s.MessageID)
+	os.records[s.MessageID] = s
+	os.order = append(os.order, s.MessageID)
+	m.sent.n++
 	return s, true, nil
 }
 
-// pruneSent drops o's records older than window.
-func (m *Memory) pruneSent(o ownerKey, now time.Time, window time.Duration) {
-	ids := m.sent.order[o]
+// drop deletes os's record of id, if any (its order is the caller's).
+func (ms *memorySent) drop(os *ownerSent, id string) {
+	if _, ok := os.records[id]; ok {
+		delete(os.records, id)
+		ms.n--
+	}
+}
+
+// pruneSent drops os's records older than window.
+func (m *Memory) pruneSent(os *ownerSent, now time.Time, window time.Duration) {
 	n := 0
-	for n < len(ids) {
-		r, ok := m.sent.records[sentKey{o, ids[n]}]
+	for n < len(os.order) {
+		r, ok := os.records[os.order[n]]
 		if ok && now.Sub(r.Started) < window {
 			break
 		}
-		delete(m.sent.records, sentKey{o, ids[n]})
+		m.sent.drop(os, os.order[n])
 		n++
 	}
-	if n == len(ids) {
-		delete(m.sent.order, o)
-		return
-	}
-	m.sent.order[o] = ids[n:]
+	os.order = os.order[n:]
 }
 
 // Settle implements Messages.
@@ -161,15 +173,24 @@ func (m *Memory) Settle(_ context.Context, s Sent, window time.Duration) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o := ownerKeyOf(s.Owner)
-	k := sentKey{o, s.MessageID}
 	s.Done = true
-	if _, ok := m.sent.records[k]; !ok {
-		if m.now().Sub(s.Started) >= window {
-			return nil // its window is over: nothing to keep
+	os := m.sent.owners[o]
+	if os != nil {
+		if _, ok := os.records[s.MessageID]; ok {
+			os.records[s.MessageID] = s
+			return nil
 		}
-		m.sent.order[o] = append(m.sent.order[o], s.MessageID)
 	}
-	m.sent.records[k] = s
+	if m.now().Sub(s.Started) >= window {
+		return nil // its window is over: nothing to keep
+	}
+	if os == nil {
+		os = &ownerSent{records: map[string]Sent{}}
+		m.sent.owners[o] = os
+	}
+	os.records[s.MessageID] = s
+	os.order = append(os.order, s.MessageID)
+	m.sent.n++
 	return nil
 }
 
@@ -178,20 +199,22 @@ func (m *Memory) Release(_ context.Context, s Sent) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	o := ownerKeyOf(s.Owner)
-	k := sentKey{o, s.MessageID}
-	if r, found := m.sent.records[k]; !found || !r.Started.Equal(s.Started) {
+	os := m.sent.owners[o]
+	if os == nil {
 		return nil
 	}
-	delete(m.sent.records, k)
-	ids := m.sent.order[o]
-	for i, id := range ids {
+	if r, found := os.records[s.MessageID]; !found || !r.Started.Equal(s.Started) {
+		return nil
+	}
+	m.sent.drop(os, s.MessageID)
+	for i, id := range os.order {
 		if id == s.MessageID {
-			m.sent.order[o] = append(ids[:i:i], ids[i+1:]...)
+			os.order = append(os.order[:i:i], os.order[i+1:]...)
 			break
 		}
 	}
-	if len(m.sent.order[o]) == 0 {
-		delete(m.sent.order, o)
+	if len(os.order) == 0 {
+		delete(m.sent.owners, o)
 	}
 	return nil
 }
