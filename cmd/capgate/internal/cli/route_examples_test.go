@@ -102,7 +102,6 @@ func TestRouteExamplesReview(t *testing.T) {
 		{[]string{"route", "examples", "accept", "--config", cfg, "--capability", "lookup-invoice", "0123456789"}, `no candidate with review id "0123456789"`},
 		{[]string{"route", "examples", "--config", cfg, "--capability", "nope"}, `--capability "nope" is not a capability`},
 		{[]string{"route", "examples", "promote", "--config", cfg}, `"promote" is not one of list, accept, reject`},
-		{[]string{"route", "examples", "--config", testutil.CopyFinance(t)}, "the memory store keeps candidates inside the serving capgate only"},
 	} {
 		r = run(t, tc.args...)
 		require.Equal(t, cli.ExitUsage, r.code, tc.args)
