@@ -94,19 +94,32 @@ type DropResponse struct {
 // {"error": "..."}; no candidate text is ever echoed in one, nor logged.
 func WithExamples(store ExampleStore, ids func() []string, ttl func() time.Duration, token []byte) Option {
 	return func(h *Handler) {
-		h.mux.HandleFunc("GET "+ExamplesPath, func(w http.ResponseWriter, r *http.Request) {
-			if !allowed(w, r, token, "candidate examples") {
-				return
+		h.mux.HandleFunc(ExamplesPath, func(w http.ResponseWriter, r *http.Request) {
+			if onlyMethod(w, r, http.MethodGet) && allowed(w, r, token, "candidate examples") {
+				serveExamples(w, r, store, ids, ttl())
 			}
-			serveExamples(w, r, store, ids, ttl())
 		})
-		h.mux.HandleFunc("POST "+ExamplesDropPath, func(w http.ResponseWriter, r *http.Request) {
-			if !allowed(w, r, token, "candidate examples") {
-				return
+		h.mux.HandleFunc(ExamplesDropPath, func(w http.ResponseWriter, r *http.Request) {
+			if onlyMethod(w, r, http.MethodPost) && allowed(w, r, token, "candidate examples") {
+				dropExamples(w, r, store)
 			}
-			dropExamples(w, r, store)
 		})
 	}
+}
+
+// onlyMethod answers 405 in JSON, naming the method allowed, unless r uses
+// it (GET also allows HEAD).
+func onlyMethod(w http.ResponseWriter, r *http.Request, method string) bool {
+	if r.Method == method || (method == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	if method == http.MethodGet {
+		w.Header().Set("Allow", "GET, HEAD")
+	} else {
+		w.Header().Set("Allow", method)
+	}
+	usageError(w, http.StatusMethodNotAllowed, "method: "+method+" only")
+	return false
 }
 
 func serveExamples(w http.ResponseWriter, r *http.Request, store ExampleStore, ids func() []string, ttl time.Duration) {
