@@ -95,12 +95,12 @@ type DropResponse struct {
 func WithExamples(store ExampleStore, ids func() []string, ttl func() time.Duration, token []byte) Option {
 	return func(h *Handler) {
 		h.mux.HandleFunc(ExamplesPath, func(w http.ResponseWriter, r *http.Request) {
-			if onlyMethod(w, r, http.MethodGet) && allowed(w, r, token, "candidate examples") {
+			if allowed(w, r, token, "candidate examples") && onlyMethod(w, r, http.MethodGet) {
 				serveExamples(w, r, store, ids, ttl())
 			}
 		})
 		h.mux.HandleFunc(ExamplesDropPath, func(w http.ResponseWriter, r *http.Request) {
-			if onlyMethod(w, r, http.MethodPost) && allowed(w, r, token, "candidate examples") {
+			if allowed(w, r, token, "candidate examples") && onlyMethod(w, r, http.MethodPost) {
 				dropExamples(w, r, store)
 			}
 		})
