@@ -42,7 +42,7 @@ func runRouteExamples(ctx context.Context, env Env, args []string) error {
 		return usageErr("route examples: %q is not one of list, accept, reject", action)
 	}
 	fs := newFlags(env, "route examples", routeExamplesUsage)
-	cfgPath := fs.String("config", "capgate.yaml", "deployment config; its store holds the candidates")
+	cfgPath := fs.String("config", "capgate.yaml", "the serving capgate's config: its store (or, for memory, its admin listener) holds the candidates")
 	adminURL := fs.String("admin", "", "admin listener of the running capgate holding the candidates "+
 		"(default with a store replicas do not share, e.g. memory: http://<listen.admin>)")
 	capID := fs.String("capability", "", "one capability (required for accept and reject)")
