@@ -3,6 +3,7 @@ package tasks
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -108,4 +109,28 @@ func TestMemoryMessagesBounded(t *testing.T) {
 		require.NoError(t, err, "%v: its own expired records are pruned first", o)
 		require.True(t, fresh)
 	}
+}
+
+// TestSentRecordRoundTrip: the memory store's compact record gives back exactly the Sent it
+// was made from (the owner and id from its keys), for deadlines an offset from Started gives
+// back and for those it does not (zero times, other locations, a monotonic reading on one side
+// only), and it stays within the 128 bytes a map keeps in place.
+func TestSentRecordRoundTrip(t *testing.T) {
+	now := time.Now() // with a monotonic reading
+	wall := now.Round(0)
+	utc := time.Date(2031, 5, 6, 7, 8, 9, 10, time.UTC)
+	o := Owner{Issuer: "https://idp.example.com/", Subject: "client-1", Tenant: "acme"}
+	pairs := [][2]time.Time{
+		{now, now.Add(time.Minute)}, {now, now}, {now, now.Add(-time.Hour)}, {wall, wall.Add(30 * time.Second)},
+		{now, wall.Add(time.Minute)}, {wall, now.Add(time.Minute)}, {utc, utc.Add(time.Minute)}, {utc, utc.Local()},
+		{now, time.Time{}}, {time.Time{}, now}, {time.Time{}, time.Time{}}, {time.Time{}, utc},
+		{utc, utc.AddDate(300, 0, 0)}, {utc, time.Date(1, 1, 1, 0, 0, 0, 1, time.UTC)},
+	}
+	for i, p := range pairs {
+		s := Sent{MessageID: fmt.Sprintf("m-%d", i), Owner: o, Started: p[0], Deadline: p[1], Digest: "d", Done: i%2 == 0,
+			TaskID: "t", ContextID: "c", Capability: "cap", Handler: "h", Lost: i%3 == 0}
+		got := sentOf(ownerKeyOf(o), s.MessageID, recordOf(s))
+		require.True(t, got == s, "%d: %+v\n%+v", i, got, s)
+	}
+	require.LessOrEqual(t, reflect.TypeFor[sentRecord]().Size(), uintptr(128))
 }
