@@ -112,9 +112,10 @@ func TestMemoryMessagesBounded(t *testing.T) {
 }
 
 // TestSentRecordRoundTrip: the memory store's compact record gives back exactly the Sent it
-// was made from (the owner and id from its keys), for deadlines an offset from Started gives
-// back and for those it does not (zero times, other locations, a monotonic reading on one side
-// only), and it stays within the 128 bytes a map keeps in place.
+// was made from (the owner and id from its keys; the deadline's instant and location), for
+// deadlines an offset from Started gives back and for those it does not (zero times, other
+// locations, a monotonic reading on one side only), and it stays within the 128 bytes a map
+// keeps in place.
 func TestSentRecordRoundTrip(t *testing.T) {
 	now := time.Now() // with a monotonic reading
 	wall := now.Round(0)
@@ -130,6 +131,9 @@ func TestSentRecordRoundTrip(t *testing.T) {
 		s := Sent{MessageID: fmt.Sprintf("m-%d", i), Owner: o, Started: p[0], Deadline: p[1], Digest: "d", Done: i%2 == 0,
 			TaskID: "t", ContextID: "c", Capability: "cap", Handler: "h", Lost: i%3 == 0}
 		got := sentOf(ownerKeyOf(o), s.MessageID, recordOf(s))
+		require.True(t, got.Deadline.Equal(s.Deadline), "%d: %v, want %v", i, got.Deadline, s.Deadline)
+		require.Equal(t, s.Deadline.Location(), got.Deadline.Location(), "%d", i)
+		got.Deadline = s.Deadline // the instant and location are the same; a monotonic reading may not be
 		require.True(t, got == s, "%d: %+v\n%+v", i, got, s)
 	}
 	require.LessOrEqual(t, reflect.TypeFor[sentRecord]().Size(), uintptr(128))

@@ -111,7 +111,8 @@ type ownerSent struct {
 // hold, and with the deadline as an offset from Started. That keeps it within the 128 bytes a Go
 // map holds in place (a Sent is 200: one allocation per record) and leaves the collector fewer
 // pointers to follow per record (BenchmarkMemoryMessages). A deadline that Started plus the
-// offset does not give back exactly (a zero time, another location) is kept whole in exact.
+// offset does not give back (a zero time, another location) is kept whole in exact; one given
+// back may gain or lose Started's monotonic clock reading.
 // TestSentRecordRoundTrip holds sentOf(recordOf(s)) to s.
 type sentRecord struct {
 	started                                        time.Time
@@ -124,7 +125,8 @@ type sentRecord struct {
 func recordOf(s Sent) sentRecord {
 	r := sentRecord{started: s.Started, digest: s.Digest, taskID: s.TaskID, contextID: s.ContextID,
 		capability: s.Capability, handler: s.Handler, done: s.Done, lost: s.Lost}
-	if d := s.Deadline.Sub(s.Started); s.Started.Add(d) == s.Deadline {
+	d := s.Deadline.Sub(s.Started)
+	if back := s.Started.Add(d); back.Equal(s.Deadline) && back.Location() == s.Deadline.Location() {
 		r.deadline = d
 	} else {
 		exact := s.Deadline
