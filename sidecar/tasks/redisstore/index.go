@@ -1,10 +1,12 @@
-package tasks
+package redisstore
 
 // This file holds the Redis store's owner index: Owned and OwnedPage, read page by page from each
 // owner's index, built once from an earlier release's owner set.
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,11 +14,13 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Owned implements Store, page by page (OwnedPage).
-func (r *Redis) Owned(ctx context.Context, o Owner) ([]Binding, error) {
-	return ownedAll(ctx, o, r.OwnedPage)
+func (r *Store) Owned(ctx context.Context, o tasks.Owner) ([]tasks.Binding, error) {
+	return tasks.OwnedAll(ctx, o, r.OwnedPage)
 }
 
 // indexScan is how many index entries one OwnedPage reads at most per
@@ -32,27 +36,27 @@ func indexScan(limit int) int { return 4*limit + 64 }
 // from the owner's set when the binding is not the owner's any more. An
 // owner whose set predates the index gets its index built first
 // (buildIndex).
-func (r *Redis) OwnedPage(ctx context.Context, o Owner, after *Position, contextID string, limit int) (Page, error) {
+func (r *Store) OwnedPage(ctx context.Context, o tasks.Owner, after *tasks.Position, contextID string, limit int) (tasks.Page, error) {
 	if o.Subject == "" || limit <= 0 {
-		return Page{}, nil
+		return tasks.Page{}, nil
 	}
-	limit = min(limit, MaxOwnedPage)
+	limit = min(limit, tasks.MaxOwnedPage)
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	owners := []Owner{{Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant}}
+	owners := []tasks.Owner{{Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant}}
 	if o.Legacy && o.Issuer != "" {
-		owners = append(owners, Owner{Subject: o.Subject, Tenant: o.Tenant})
+		owners = append(owners, tasks.Owner{Subject: o.Subject, Tenant: o.Tenant})
 	}
-	var page Page
+	var page tasks.Page
 	var hits []found
-	var frontier *Position // where the least-read index that has more stopped
+	var frontier *tasks.Position // where the least-read index that has more stopped
 	for _, so := range owners {
 		if err := r.buildIndex(ctx, so); err != nil {
-			return Page{}, err
+			return tasks.Page{}, err
 		}
 		s, err := r.scanIndex(ctx, so, after, contextID, limit)
 		if err != nil {
-			return Page{}, err
+			return tasks.Page{}, err
 		}
 		page.Total += s.total
 		hits = append(hits, s.found...)
@@ -71,7 +75,7 @@ func (r *Redis) OwnedPage(ctx context.Context, o Owner, after *Position, context
 	case frontier != nil:
 		page.More, page.Next = true, *frontier
 	}
-	page.Bindings = make([]Binding, len(hits))
+	page.Bindings = make([]tasks.Binding, len(hits))
 	for i, f := range hits {
 		page.Bindings[i] = f.b
 	}
@@ -80,8 +84,8 @@ func (r *Redis) OwnedPage(ctx context.Context, o Owner, after *Position, context
 
 // found is a live binding read from an index, at its position.
 type found struct {
-	b   Binding
-	pos Position
+	b   tasks.Binding
+	pos tasks.Position
 }
 
 // scanned is what scanIndex read from one index.
@@ -89,24 +93,24 @@ type scanned struct {
 	found []found
 	// more: the index has entries after last (the last entry read).
 	more  bool
-	last  Position
+	last  tasks.Position
 	total int
 }
 
 // scanIndex reads up to limit+1 live bindings of so after after from so's
 // index (or its context's), reading at most indexScan(limit) entries.
-func (r *Redis) scanIndex(ctx context.Context, so Owner, after *Position, contextID string, limit int) (scanned, error) {
+func (r *Store) scanIndex(ctx context.Context, so tasks.Owner, after *tasks.Position, contextID string, limit int) (scanned, error) {
 	key := r.keys.index(so)
 	if contextID != "" {
 		key = r.keys.contextIndex(so, contextID)
 	}
 	from := "-"
 	if after != nil {
-		from = "(" + after.key() + ";" // past every member of that position (key:<id>)
+		from = "(" + positionKey(*after) + ";" // past every member of that position (key:<id>)
 	}
 	var out scanned
 	budget := indexScan(limit)
-	now := r.now()
+	now := r.opts.Now()
 	for first := true; budget > 0 && len(out.found) <= limit; first = false {
 		n := min(limit+1-len(out.found), budget)
 		var rng *redis.StringSliceCmd
@@ -149,10 +153,10 @@ func (r *Redis) scanIndex(ctx context.Context, so Owner, after *Position, contex
 				out.last = pos
 			}
 			switch {
-			case !ok || b.Owner() != so || b.expired(now):
+			case !ok || b.Owner() != so || b.Expired(now):
 				gone = append(gone, idOf(m))
 				stale = append(stale, m)
-			case !okKey || PositionOf(b) != pos || (contextID != "" && b.ContextID != contextID):
+			case !okKey || tasks.PositionOf(b) != pos || (contextID != "" && b.ContextID != contextID):
 				stale = append(stale, m) // re-bound: its binding has another member
 			default:
 				out.found = append(out.found, found{b, pos})
@@ -178,7 +182,7 @@ func idOf(m string) string {
 // dropStale removes stale members from the index key read, and the ids of
 // bindings gone from so's set and main index. Best effort: a binding bound
 // again meanwhile has re-added its member.
-func (r *Redis) dropStale(ctx context.Context, so Owner, key string, stale, gone []any) {
+func (r *Store) dropStale(ctx context.Context, so tasks.Owner, key string, stale, gone []any) {
 	if len(stale) == 0 {
 		return
 	}
@@ -189,7 +193,7 @@ func (r *Redis) dropStale(ctx context.Context, so Owner, key string, stale, gone
 		}
 		return nil
 	}); err != nil {
-		r.log.Debug("stale task index entries not removed", zap.Error(err))
+		r.opts.Log.Debug("stale task index entries not removed", zap.Error(err))
 	}
 }
 
@@ -201,7 +205,7 @@ var buildChunks = 40
 
 // errBuilding is the answer to a read whose owner's index is still being
 // built: the caller tries again, and the next read continues the build.
-var errBuilding = fmt.Errorf("%w: the owner's task index is being built from an earlier release's set; try again", ErrUnavailable)
+var errBuilding = fmt.Errorf("%w: the owner's task index is being built from an earlier release's set; try again", tasks.ErrUnavailable)
 
 // buildIndex builds so's index (and its contexts' indexes) from so's set
 // when the set was written before the index existed: the set exists and
@@ -213,7 +217,7 @@ var errBuilding = fmt.Errorf("%w: the owner's task index is being built from an 
 // errBuilding until done) and no read is longer than its chunks. Until it
 // is done, a read on another replica that finds the mark gone early (two
 // builds racing) may list fewer tasks.
-func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
+func (r *Store) buildIndex(ctx context.Context, so tasks.Owner) error {
 	var setN, idxN *redis.IntCmd
 	var mark *redis.StringCmd
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -229,7 +233,7 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 		return nil
 	}
 	cursor, _ := strconv.ParseUint(mark.Val(), 10, 64) // no mark: from the start
-	now := r.now()
+	now := r.opts.Now()
 	for range buildChunks {
 		ids, next, err := r.rdb.SScan(ctx, r.keys.owner(so), cursor, "", buildChunk).Result()
 		if err != nil {
@@ -248,23 +252,23 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 		if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, id := range ids {
 				b, ok, err := decodeBinding(id, cmds[i].Val())
-				if err != nil || !ok || b.Owner() != so || b.expired(now) {
+				if err != nil || !ok || b.Owner() != so || b.Expired(now) {
 					gone = append(gone, id)
 					continue
 				}
 				m := redis.Z{Member: member(id, b.CreatedAt)}
 				p.ZAdd(ctx, r.keys.index(so), m)
-				p.PExpire(ctx, r.keys.index(so), r.ttl)
+				p.PExpire(ctx, r.keys.index(so), r.opts.BindingTTL)
 				if b.ContextID != "" {
 					p.ZAdd(ctx, r.keys.contextIndex(so, b.ContextID), m)
-					p.PExpire(ctx, r.keys.contextIndex(so, b.ContextID), r.ttl)
+					p.PExpire(ctx, r.keys.contextIndex(so, b.ContextID), r.opts.BindingTTL)
 				}
 			}
 			if len(gone) > 0 {
 				p.SRem(ctx, r.keys.owner(so), gone...)
 			}
 			if next != 0 {
-				p.Set(ctx, r.keys.unindexed(so), strconv.FormatUint(next, 10), r.ttl)
+				p.Set(ctx, r.keys.unindexed(so), strconv.FormatUint(next, 10), r.opts.BindingTTL)
 			} else {
 				p.Del(ctx, r.keys.unindexed(so))
 			}
@@ -277,4 +281,33 @@ func (r *Redis) buildIndex(ctx context.Context, so Owner) error {
 		}
 	}
 	return errBuilding
+}
+
+// keyLen is the length of positionKey.
+const keyLen = 16 + 8 + 2*tasks.DigestBytes
+
+// positionKey is p as lowercase hex that orders bytewise as Compare orders: the
+// created seconds (sign bit flipped, then inverted, so a later time is a
+// smaller key), the nanoseconds (inverted), the digest. The index's
+// members are positionKey:<task id>.
+func positionKey(p tasks.Position) string {
+	var b [8 + 4 + tasks.DigestBytes]byte
+	binary.BigEndian.PutUint64(b[:8], ^(uint64(p.Sec) ^ 1<<63))
+	binary.BigEndian.PutUint32(b[8:12], ^p.Nsec)
+	copy(b[12:], p.Digest[:])
+	return hex.EncodeToString(b[:])
+}
+
+// positionOfKey parses positionKey; ok is false for anything else.
+func positionOfKey(k string) (tasks.Position, bool) {
+	var b [8 + 4 + tasks.DigestBytes]byte
+	if len(k) != keyLen {
+		return tasks.Position{}, false
+	}
+	if _, err := hex.Decode(b[:], []byte(k)); err != nil {
+		return tasks.Position{}, false
+	}
+	p := tasks.Position{Sec: int64(^binary.BigEndian.Uint64(b[:8]) ^ 1<<63), Nsec: ^binary.BigEndian.Uint32(b[8:12])}
+	copy(p.Digest[:], b[12:])
+	return p, true
 }

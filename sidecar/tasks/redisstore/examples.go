@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"context"
@@ -9,7 +9,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
+
+var _ tasks.Examples = (*Store)(nil)
 
 // examples is the hash of a capability's candidate examples (field: the text,
 // value: "<count>:<first seen, unix ms>"); examplesOrder the sorted set of the
@@ -58,10 +62,10 @@ return 'ok'
 `)
 
 // AddExample implements Examples.
-func (r *Redis) AddExample(ctx context.Context, capability, text string, ttl time.Duration, maxPerCapability int) error {
+func (r *Store) AddExample(ctx context.Context, capability, text string, ttl time.Duration, maxPerCapability int) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	if _, err := r.write(ctx, addExampleScript, r.keys.exampleKeys(capability), text, r.now().UnixMilli(),
+	if _, err := r.write(ctx, addExampleScript, r.keys.exampleKeys(capability), text, r.opts.Now().UnixMilli(),
 		max(ttl.Milliseconds(), 1), max(maxPerCapability, 1)); err != nil {
 		return r.unavailable("add example", err)
 	}
@@ -69,10 +73,10 @@ func (r *Redis) AddExample(ctx context.Context, capability, text string, ttl tim
 }
 
 // ExamplesOf implements Examples.
-func (r *Redis) ExamplesOf(ctx context.Context, capability string, ttl time.Duration) ([]Example, error) {
+func (r *Store) ExamplesOf(ctx context.Context, capability string, ttl time.Duration) ([]tasks.Example, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	cutoff := r.now().Add(-ttl).UnixMilli()
+	cutoff := r.opts.Now().Add(-ttl).UnixMilli()
 	var all *redis.MapStringStringCmd
 	var order *redis.ZSliceCmd
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -82,7 +86,7 @@ func (r *Redis) ExamplesOf(ctx context.Context, capability string, ttl time.Dura
 	}); err != nil {
 		return nil, r.unavailable("read examples", err)
 	}
-	var out []Example
+	var out []tasks.Example
 	for _, z := range order.Val() {
 		text, _ := z.Member.(string)
 		last := int64(z.Score)
@@ -92,12 +96,12 @@ func (r *Redis) ExamplesOf(ctx context.Context, capability string, ttl time.Dura
 		}
 		count, first, err := parseExample(v)
 		if err != nil {
-			return nil, fmt.Errorf("%w: a candidate example record is malformed", ErrUnavailable)
+			return nil, fmt.Errorf("%w: a candidate example record is malformed", tasks.ErrUnavailable)
 		}
-		out = append(out, Example{Capability: capability, Text: text, Count: count,
+		out = append(out, tasks.Example{Capability: capability, Text: text, Count: count,
 			First: time.UnixMilli(first), Last: time.UnixMilli(last)})
 	}
-	slices.SortFunc(out, func(a, b Example) int { return strings.Compare(a.Text, b.Text) })
+	slices.SortFunc(out, func(a, b tasks.Example) int { return strings.Compare(a.Text, b.Text) })
 	return out, nil
 }
 
@@ -116,7 +120,7 @@ func parseExample(v string) (int, int64, error) {
 }
 
 // DropExamples implements Examples.
-func (r *Redis) DropExamples(ctx context.Context, capability string, texts []string) error {
+func (r *Store) DropExamples(ctx context.Context, capability string, texts []string) error {
 	if len(texts) == 0 {
 		return nil
 	}

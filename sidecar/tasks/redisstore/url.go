@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"crypto/tls"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // Schemes of the store setting, one per Redis mode (the "s" variants use
@@ -23,10 +25,6 @@ const (
 	SchemeCluster     = "redis-cluster"
 	SchemeClusterTLS  = "rediss-cluster"
 )
-
-// DefaultReplicaTimeout is how long an ownership write waits for its
-// replicas (replica_timeout) unless the URL sets it.
-const DefaultReplicaTimeout = 250 * time.Millisecond
 
 // URL query parameters read by capgate itself (go-redis reads the others).
 const (
@@ -56,9 +54,9 @@ const (
 	modeCluster
 )
 
-// IsRedisURL reports whether s names a Redis store in any mode (a
-// well-formed one or not: see CheckURL).
-func IsRedisURL(s string) bool {
+// IsURL reports whether s names a Redis store in any mode (a
+// well-formed one or not: see Check).
+func IsURL(s string) bool {
 	scheme, _, ok := strings.Cut(s, "://")
 	if !ok {
 		return false
@@ -85,11 +83,11 @@ func schemeMode(scheme string) (redisMode, bool, bool) {
 	return 0, false, false
 }
 
-// CheckURL reports what is wrong with a store setting other than "memory",
+// Check reports what is wrong with a store setting other than "memory",
 // exactly as Open would refuse it, without contacting Redis. The error
 // starts with the URL (without credentials or query) and never quotes the
 // password.
-func CheckURL(raw string) error {
+func Check(raw string) error {
 	_, err := parseStoreURL(raw)
 	return err
 }
@@ -100,7 +98,7 @@ type storeURL struct {
 	single   *redis.Options
 	failover *redis.FailoverOptions
 	cluster  *redis.ClusterOptions
-	own      []Option
+	own      []tasks.Option
 	display  string // scheme://hosts/path, no credentials, no query
 }
 
@@ -154,7 +152,7 @@ func parseStoreURL(raw string) (*storeURL, error) {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	mode, tls, known := schemeMode(scheme)
 	if !ok || !known {
-		return nil, fmt.Errorf("%q is neither %q nor a Redis URL (%s)", redactedStore(raw), MemoryURL, strings.Join(redisSchemes(), ", "))
+		return nil, fmt.Errorf("%q is neither %q nor a Redis URL (%s)", tasks.RedactedURL(raw), tasks.MemoryURL, strings.Join(redisSchemes(), ", "))
 	}
 	authority, tail := rest, ""
 	if i := strings.IndexAny(rest, "/?"); i >= 0 {
@@ -264,21 +262,21 @@ func parseStoreURL(raw string) (*storeURL, error) {
 		o.DialerRetries, o.ContextTimeoutEnabled = 1, true
 		out.cluster = o
 	}
-	if o := newOptions(own); o.minReplicas > 0 && o.replicaTimeout >= out.readTimeout() {
-		return nil, fmt.Errorf("%s: %s=%s must be shorter than read_timeout (%s): the reply to WAIT is read within it", display, ParamReplicaTimeout, o.replicaTimeout, out.readTimeout())
+	if o := tasks.ApplyOptions(own...); o.MinReplicas > 0 && o.ReplicaTimeout >= out.readTimeout() {
+		return nil, fmt.Errorf("%s: %s=%s must be shorter than read_timeout (%s): the reply to WAIT is read within it", display, ParamReplicaTimeout, o.ReplicaTimeout, out.readTimeout())
 	}
 	return out, nil
 }
 
 // ownParams takes capgate's own parameters out of q.
-func ownParams(display string, mode redisMode, q url.Values) ([]Option, error) {
-	var own []Option
+func ownParams(display string, mode redisMode, q url.Values) ([]tasks.Option, error) {
+	var own []tasks.Option
 	if q.Has(ParamKeyPrefix) {
 		p := q.Get(ParamKeyPrefix)
 		if mode == modeCluster && strings.ContainsAny(p, "{}") {
 			return nil, fmt.Errorf("%s: %s=%q: in a Redis Cluster the prefix must not contain { or } (capgate puts the hash tags in the keys)", display, ParamKeyPrefix, p)
 		}
-		own = append(own, WithKeyPrefix(p))
+		own = append(own, tasks.WithKeyPrefix(p))
 		q.Del(ParamKeyPrefix)
 	}
 	if q.Has(ParamBindingTTL) {
@@ -286,7 +284,7 @@ func ownParams(display string, mode redisMode, q url.Values) ([]Option, error) {
 		if err != nil || d <= 0 {
 			return nil, fmt.Errorf("%s: %s=%q is not a positive duration", display, ParamBindingTTL, q.Get(ParamBindingTTL))
 		}
-		own = append(own, WithBindingTTL(d))
+		own = append(own, tasks.WithBindingTTL(d))
 		q.Del(ParamBindingTTL)
 	}
 	if q.Has(ParamContextCache) {
@@ -294,7 +292,7 @@ func ownParams(display string, mode redisMode, q url.Values) ([]Option, error) {
 		if err != nil || d < 0 || d > time.Hour {
 			return nil, fmt.Errorf("%s: %s=%q is not a duration from 0 to 1h", display, ParamContextCache, q.Get(ParamContextCache))
 		}
-		own = append(own, WithContextCache(d))
+		own = append(own, tasks.WithContextCache(d))
 		q.Del(ParamContextCache)
 	}
 	minReplicas := 0
@@ -309,7 +307,7 @@ func ownParams(display string, mode redisMode, q url.Values) ([]Option, error) {
 		minReplicas = n
 		q.Del(ParamMinReplicas)
 	}
-	timeout := DefaultReplicaTimeout
+	timeout := tasks.DefaultReplicaTimeout
 	if q.Has(ParamReplicaTimeout) {
 		d, err := time.ParseDuration(q.Get(ParamReplicaTimeout))
 		if err != nil || d < time.Millisecond {
@@ -318,7 +316,7 @@ func ownParams(display string, mode redisMode, q url.Values) ([]Option, error) {
 		timeout = d
 		q.Del(ParamReplicaTimeout)
 	}
-	own = append(own, WithReplicas(minReplicas, timeout))
+	own = append(own, tasks.WithReplicas(minReplicas, timeout))
 	return own, nil
 }
 
@@ -353,11 +351,11 @@ func setTimeouts(q url.Values, dial, read, write *time.Duration, retries *int) {
 		v    *time.Duration
 	}{{"dial_timeout", dial}, {"read_timeout", read}, {"write_timeout", write}} {
 		if !q.Has(d.name) {
-			*d.v = DefaultRedisTimeout
+			*d.v = DefaultTimeout
 		}
 	}
 	if !q.Has("max_retries") {
-		*retries = DefaultRedisRetries
+		*retries = DefaultRetries
 	}
 }
 

@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"math"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // TestPositionKeyOrder: the Redis index's member keys order bytewise as
@@ -17,9 +19,9 @@ import (
 func TestPositionKeyOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(22, 7))
 	secs := []int64{math.MinInt64, time.Time{}.Unix(), -1, 0, 1, 100, 1_800_000_000, math.MaxInt64}
-	var ps []Position
+	var ps []tasks.Position
 	for range 2000 {
-		var p Position
+		var p tasks.Position
 		p.Sec = secs[rng.IntN(len(secs))]
 		if rng.IntN(3) == 0 {
 			p.Sec = rng.Int64() - math.MaxInt64/2
@@ -30,9 +32,9 @@ func TestPositionKeyOrder(t *testing.T) {
 		}
 		ps = append(ps, p)
 	}
-	ps = append(ps, PositionOf(Binding{TaskID: "z"}), PositionOf(Binding{TaskID: "a", CreatedAt: time.Unix(-5, 7)}))
+	ps = append(ps, tasks.PositionOf(tasks.Binding{TaskID: "z"}), tasks.PositionOf(tasks.Binding{TaskID: "a", CreatedAt: time.Unix(-5, 7)}))
 	for _, p := range ps {
-		k := p.key()
+		k := positionKey(p)
 		require.Len(t, k, keyLen)
 		back, ok := positionOfKey(k)
 		require.True(t, ok)
@@ -40,11 +42,11 @@ func TestPositionKeyOrder(t *testing.T) {
 	}
 	for i := range ps {
 		a, b := ps[i], ps[rng.IntN(len(ps))]
-		require.Equal(t, a.Compare(b), strings.Compare(a.key(), b.key()), "%+v %+v", a, b)
+		require.Equal(t, a.Compare(b), strings.Compare(positionKey(a), positionKey(b)), "%+v %+v", a, b)
 	}
 	byKey := slices.Clone(ps)
-	slices.SortFunc(byKey, func(a, b Position) int { return strings.Compare(a.key(), b.key()) })
-	require.True(t, slices.IsSortedFunc(byKey, Position.Compare))
+	slices.SortFunc(byKey, func(a, b tasks.Position) int { return strings.Compare(positionKey(a), positionKey(b)) })
+	require.True(t, slices.IsSortedFunc(byKey, tasks.Position.Compare))
 	for _, bad := range []string{"", "zz", strings.Repeat("g", keyLen), strings.Repeat("0", keyLen-1)} {
 		_, ok := positionOfKey(bad)
 		require.False(t, ok, bad)

@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"math/rand/v2"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 )
 
@@ -42,7 +43,7 @@ func slot(key string) int {
 
 // operationKeys are the key sets one script or transaction of the Redis
 // store touches, built by the store's own key functions.
-func operationKeys(k keys, o Owner, taskID, contextID, capability string, day int64) map[string][]string {
+func operationKeys(k keys, o tasks.Owner, taskID, contextID, capability string, day int64) map[string][]string {
 	return map[string][]string{
 		"ownerScript/ownerDeleteScript": k.ownerSets(o, contextID),
 		"ownerScript, no context":       k.ownerSets(o, ""),
@@ -70,7 +71,7 @@ func TestClusterKeySlots(t *testing.T) {
 	slots := map[int]bool{}
 	for i := range 5000 {
 		k := keys{prefix: []string{"capgate:", "", "fin:", "a:b:"}[i%4], tagged: true}
-		o := Owner{Issuer: word(), Subject: word(), Tenant: word()}
+		o := tasks.Owner{Issuer: word(), Subject: word(), Tenant: word()}
 		for name, ks := range operationKeys(k, o, word(), word(), word(), int64(rng.IntN(30000))) {
 			for _, key := range ks[1:] {
 				require.Equal(t, slot(ks[0]), slot(key), "%s keys %q cross slots", name, ks)
@@ -84,14 +85,14 @@ func TestClusterKeySlots(t *testing.T) {
 	// Without tags (one Redis, Sentinel) the layout is the documented one.
 	k := keys{prefix: "p:"}
 	require.Equal(t, "p:task:t{1}", k.task("t{1}"))
-	require.Equal(t, "p:owner:acme:alice", k.owner(Owner{Subject: "alice", Tenant: "acme"}))
+	require.Equal(t, "p:owner:acme:alice", k.owner(tasks.Owner{Subject: "alice", Tenant: "acme"}))
 	require.Equal(t, "p:usage:c:3", k.day("c", 3))
 	k.tagged = true
 	require.Equal(t, "p:task:{t%7B1%7D}", k.task("t{1}"))
 	require.Equal(t, "p:usage:{%}", k.usage(""))
 	require.Equal(t, "p:usage:{%25}", k.usage("%"))
-	require.Equal(t, "p:owner:{:acme:alice}", k.owner(Owner{Subject: "alice", Tenant: "acme"}))
-	require.Equal(t, "p:pending:{i:acme:alice}", k.pending(Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}))
+	require.Equal(t, "p:owner:{:acme:alice}", k.owner(tasks.Owner{Subject: "alice", Tenant: "acme"}))
+	require.Equal(t, "p:pending:{i:acme:alice}", k.pending(tasks.Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}))
 	require.Equal(t, "p:usage:{c}:3", k.day("c", 3))
 }
 
@@ -103,19 +104,19 @@ func TestClusterKeySlots(t *testing.T) {
 func TestRedisSentinelAuth(t *testing.T) {
 	const server, sentinel = "s3rver-Secret", "sentinel-Secret"
 	set := redisproc.StartSentinelSetAuth(t, "main", 5*time.Second, redisproc.Auth{Password: server, SentinelPassword: sentinel})
-	open := func(t *testing.T, url string, opts ...Option) *Redis {
+	open := func(t *testing.T, url string, opts ...tasks.Option) *Store {
 		t.Helper()
 		prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
-		r, err := OpenRedis(t.Context(), url, append([]Option{WithKeyPrefix(prefix), WithOpTimeout(3 * time.Second)}, opts...)...)
+		r, err := Dial(t.Context(), url, append([]tasks.Option{tasks.WithKeyPrefix(prefix), tasks.WithOpTimeout(3 * time.Second)}, opts...)...)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = r.Close() })
 		return r
 	}
-	bind := func(r *Redis, id string) error {
-		return r.Bind(t.Context(), Binding{TaskID: id, Subject: "alice", Capability: "c", Handler: "h"})
+	bind := func(r *Store, id string) error {
+		return r.Bind(t.Context(), tasks.Binding{TaskID: id, Subject: "alice", Capability: "c", Handler: "h"})
 	}
 
-	r := open(t, set.URL(), WithPassword(server), WithSentinelPassword(sentinel))
+	r := open(t, set.URL(), tasks.WithPassword(server), tasks.WithSentinelPassword(sentinel))
 	require.NoError(t, bind(r, "t-1"), "the write waits for the replica, which authenticated to the master")
 	got, ok, err := r.Lookup(t.Context(), "t-1")
 	require.NoError(t, err)
@@ -123,16 +124,16 @@ func TestRedisSentinelAuth(t *testing.T) {
 	require.Equal(t, "alice", got.Subject)
 
 	userinfo := strings.Replace(set.URL(), "redis-sentinel://", "redis-sentinel://:"+server+"@", 1)
-	require.NoError(t, bind(open(t, userinfo, WithSentinelPassword(sentinel)), "t-2"), "the URL's password is the servers'")
+	require.NoError(t, bind(open(t, userinfo, tasks.WithSentinelPassword(sentinel)), "t-2"), "the URL's password is the servers'")
 
-	for name, opts := range map[string][]Option{
-		"no Sentinel password":  {WithPassword(server)},
-		"no server password":    {WithSentinelPassword(sentinel)},
-		"swapped":               {WithPassword(sentinel), WithSentinelPassword(server)},
-		"the servers' for both": {WithPassword(server), WithSentinelPassword(server)},
+	for name, opts := range map[string][]tasks.Option{
+		"no Sentinel password":  {tasks.WithPassword(server)},
+		"no server password":    {tasks.WithSentinelPassword(sentinel)},
+		"swapped":               {tasks.WithPassword(sentinel), tasks.WithSentinelPassword(server)},
+		"the servers' for both": {tasks.WithPassword(server), tasks.WithSentinelPassword(server)},
 	} {
 		err := bind(open(t, set.URL(), opts...), "t-3")
-		require.ErrorIs(t, err, ErrUnavailable, name)
+		require.ErrorIs(t, err, tasks.ErrUnavailable, name)
 		// An unauthenticated connection's first command (the owner step's
 		// script, 16 elements) is refused as NOAUTH, or, being longer than
 		// Redis lets an unauthenticated client send, as "unauthenticated

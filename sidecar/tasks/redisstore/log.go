@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"context"
@@ -10,15 +10,15 @@ import (
 	"go.uber.org/zap"
 )
 
-// MaxRedisLogBytes bounds one go-redis log line as RedisLog writes it.
-const MaxRedisLogBytes = 512
+// MaxLogBytes bounds one go-redis log line as Log writes it.
+const MaxLogBytes = 512
 
-// RedisLog writes go-redis's own log lines — its connection pool's, its
+// Log writes go-redis's own log lines — its connection pool's, its
 // Sentinel and Cluster clients' (`redis: connection pool: failed to dial
 // after 5 attempts: …`), which it otherwise prints as plain text on standard
 // error — as zap entries at warn level: the message "redis client", the
 // line in the field "line", control characters replaced by spaces and cut
-// at MaxRedisLogBytes ("truncated": true then). go-redis's lines name
+// at MaxLogBytes ("truncated": true then). go-redis's lines name
 // addresses, master names and errors, never a command's arguments; the
 // bound keeps a panic's stack or a long error from flooding the log.
 //
@@ -26,15 +26,15 @@ const MaxRedisLogBytes = 512
 // library): the program that owns the log stream sets it once, at start,
 // with its own logger — `capgate serve` does — and a library never does
 // (server.Run may run several times in one process, as tests do).
-type RedisLog struct{ log *zap.Logger }
+type Log struct{ log *zap.Logger }
 
-// NewRedisLog returns go-redis's logger writing to log.
-func NewRedisLog(log *zap.Logger) RedisLog { return RedisLog{log: log} }
+// NewLog returns go-redis's logger writing to log.
+func NewLog(log *zap.Logger) Log { return Log{log: log} }
 
 // Printf implements go-redis's logging interface.
-func (l RedisLog) Printf(_ context.Context, format string, v ...any) {
+func (l Log) Printf(_ context.Context, format string, v ...any) {
 	if ce := l.log.Check(zap.WarnLevel, "redis client"); ce != nil {
-		line, cut := boundLine(fmt.Sprintf(format, v...), MaxRedisLogBytes)
+		line, cut := boundLine(fmt.Sprintf(format, v...), MaxLogBytes)
 		fields := []zap.Field{zap.String("line", line)}
 		if cut {
 			fields = append(fields, zap.Bool("truncated", true))

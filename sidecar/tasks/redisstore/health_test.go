@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 )
 
@@ -68,7 +69,7 @@ func TestRedisHealth(t *testing.T) {
 	srv := redisproc.Start(t)
 	rec := &recorder{}
 	core, logs := observer.New(zapcore.InfoLevel)
-	r := openTestRedis(t, srv, WithObserver(rec), WithProbeInterval(20*time.Millisecond), WithOpTimeout(500*time.Millisecond), WithLogger(zap.New(core)))
+	r := openTestRedis(t, srv, tasks.WithObserver(rec), tasks.WithProbeInterval(20*time.Millisecond), tasks.WithOpTimeout(500*time.Millisecond), tasks.WithLogger(zap.New(core)))
 	up, ok := rec.up()
 	require.True(t, ok && up, "reachable once the start-up write was answered")
 
@@ -78,16 +79,16 @@ func TestRedisHealth(t *testing.T) {
 	t.Cleanup(func() { stop(); <-done })
 
 	srv.Kill()
-	require.Eventually(t, func() bool { up, _ := rec.up(); return !up && rec.failures(OpPing) >= 2 }, healthWait, 10*time.Millisecond,
+	require.Eventually(t, func() bool { up, _ := rec.up(); return !up && rec.failures(tasks.OpPing) >= 2 }, healthWait, 10*time.Millisecond,
 		"no traffic: the probe finds the outage and keeps counting it")
 	_, _, err := r.Lookup(t.Context(), "t-1")
-	require.ErrorIs(t, err, ErrUnavailable)
-	require.Equal(t, 1, rec.failures(OpLookup))
+	require.ErrorIs(t, err, tasks.ErrUnavailable)
+	require.Equal(t, 1, rec.failures(tasks.OpLookup))
 	cancelled, cancel := context.WithCancel(t.Context())
 	cancel()
 	_, _, err = r.Lookup(cancelled, "t-1")
-	require.ErrorIs(t, err, ErrUnavailable)
-	require.Equal(t, 1, rec.failures(OpLookup), "the caller's own cancellation is not the store's failure")
+	require.ErrorIs(t, err, tasks.ErrUnavailable)
+	require.Equal(t, 1, rec.failures(tasks.OpLookup), "the caller's own cancellation is not the store's failure")
 
 	srv.Restart()
 	require.Eventually(t, func() bool { up, _ := rec.up(); return up }, healthWait, 10*time.Millisecond, "the probe finds Redis back")
@@ -123,7 +124,7 @@ func TestRedisStartLine(t *testing.T) {
 	const password = "pa55-Secret"
 	srv := redisproc.StartAuth(t, password)
 	core, logs := observer.New(zapcore.DebugLevel)
-	r, err := OpenRedis(t.Context(), "redis://:"+password+"@"+srv.Addr+"/0?key_prefix=fin:", WithLogger(zap.New(core)))
+	r, err := Dial(t.Context(), "redis://:"+password+"@"+srv.Addr+"/0?key_prefix=fin:", tasks.WithLogger(zap.New(core)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	lines := logs.FilterMessage("task store").All()
@@ -141,7 +142,7 @@ func TestRedisStartLine(t *testing.T) {
 	}
 
 	core, logs = observer.New(zapcore.InfoLevel)
-	_, err = OpenMemory(t.Context(), MemoryURL, WithLogger(zap.New(core)))
+	_, err = tasks.OpenMemory(t.Context(), tasks.MemoryURL, tasks.WithLogger(zap.New(core)))
 	require.NoError(t, err)
 	require.Equal(t, "memory", logs.FilterMessage("task store").All()[0].ContextMap()["mode"])
 }
@@ -153,7 +154,7 @@ func TestRedisSentinelReplicaWarning(t *testing.T) {
 	set := redisproc.StartSentinelSet(t, "warn", 5*time.Second)
 	open := func() *observer.ObservedLogs {
 		core, logs := observer.New(zapcore.InfoLevel)
-		r, err := OpenRedis(t.Context(), set.URL(), WithLogger(zap.New(core)))
+		r, err := Dial(t.Context(), set.URL(), tasks.WithLogger(zap.New(core)))
 		require.NoError(t, err)
 		require.NoError(t, r.Close())
 		start := logs.FilterMessage("task store").All()
@@ -187,10 +188,10 @@ func TestRedisSentinelReplicaWarning(t *testing.T) {
 // bounded.
 func TestRedisLog(t *testing.T) {
 	var buf bytes.Buffer
-	l := NewRedisLog(zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zapcore.InfoLevel)))
+	l := NewLog(zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), zapcore.AddSync(&buf), zapcore.InfoLevel)))
 	l.Printf(t.Context(), "redis: connection pool: failed to dial after %d attempts: %v", 5, "dial tcp 127.0.0.1:1: connect: connection refused")
 	l.Printf(t.Context(), "autopipeline: recovered panic: %v\n%s", "boom", strings.Repeat("goroutine 1 [running]:\n\tmain.go:1\n", 100))
-	l.Printf(t.Context(), "%s", strings.Repeat("é", MaxRedisLogBytes))
+	l.Printf(t.Context(), "%s", strings.Repeat("é", MaxLogBytes))
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	require.Len(t, lines, 3)
 	for i, line := range lines {
@@ -199,7 +200,7 @@ func TestRedisLog(t *testing.T) {
 		require.Equal(t, "warn", e["level"])
 		require.Equal(t, "redis client", e["msg"])
 		s := e["line"].(string)
-		require.LessOrEqual(t, len(s), MaxRedisLogBytes)
+		require.LessOrEqual(t, len(s), MaxLogBytes)
 		require.NotContains(t, s, "\n")
 		require.Equal(t, i > 0, e["truncated"] == true, line)
 	}
@@ -217,7 +218,7 @@ func TestRedisClusterHealth(t *testing.T) {
 	}
 	rec := &recorder{}
 	core, logs := observer.New(zapcore.InfoLevel)
-	r, err := OpenRedis(t.Context(), "redis-cluster://"+strings.Join(addrs, ","), WithObserver(rec), WithLogger(zap.New(core)))
+	r, err := Dial(t.Context(), "redis-cluster://"+strings.Join(addrs, ","), tasks.WithObserver(rec), tasks.WithLogger(zap.New(core)))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	up, ok := rec.up()

@@ -1,4 +1,10 @@
-package tasks
+// Package redisstore is the Redis task store backend (tasks.Store) on one
+// Redis server, a Sentinel set or a Cluster: its rows of the backend table
+// (sidecar/tasks/backends) name Check and Open. It is built as any backend
+// is (docs/walkthroughs.md, "Add a store backend"): it imports sidecar/tasks
+// for the store's types, options and errors, and its tests run the
+// conformance suite, storetest.Run, on real redis-server processes.
+package redisstore
 
 import (
 	"context"
@@ -8,31 +14,27 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
-// Defaults of the Redis store.
+// Defaults of the Redis store (the defaults of its options are tasks',
+// tasks.DefaultKeyPrefix, tasks.DefaultBindingTTL, ...).
 const (
-	DefaultKeyPrefix = "capgate:"
-	// DefaultBindingTTL is how long a binding lives after its last Bind: a
-	// task idle longer than the usage window is forgotten.
-	DefaultBindingTTL = 30 * 24 * time.Hour
-	// DefaultRedisTimeout is the dial, read and write timeout unless the URL
+	// DefaultTimeout is the dial, read and write timeout unless the URL
 	// sets dial_timeout, read_timeout or write_timeout.
-	DefaultRedisTimeout = 500 * time.Millisecond
-	// DefaultOpTimeout bounds one store operation, retries included, so a
-	// caller gets ErrUnavailable instead of hanging when Redis is away.
-	DefaultOpTimeout = 2 * time.Second
-	// DefaultRedisRetries is go-redis's max_retries unless the URL sets it.
-	DefaultRedisRetries = 2
+	DefaultTimeout = 500 * time.Millisecond
+	// DefaultRetries is go-redis's max_retries unless the URL sets it.
+	DefaultRetries = 2
 	// usageDays is how long a per-day usage counter is kept (the window plus
 	// slack for clocks and time zones).
 	usageDays = 32
 )
 
-// Redis is a Store shared by replicas: bindings are hashes with a TTL,
+// Store is a tasks.Store shared by replicas: bindings are hashes with a TTL,
 // each owner's task ids a set, each owner's pending task ids a sorted set
 // by expiry, usage per-day counters. Every Redis failure is returned as
-// ErrUnavailable. It runs on one Redis server, a Sentinel set or a Cluster
+// tasks.ErrUnavailable. It runs on one Redis server, a Sentinel set or a Cluster
 // (go-redis's UniversalClient); see keys for the key layout and why no
 // script or transaction crosses a Cluster slot.
 //
@@ -55,31 +57,42 @@ const (
 //	<prefix>usage:<capability>                  hash: total last (unix ns, zero-padded)
 //	<prefix>usage:<capability>:<day>            calls on that unix day, expires 32 days after it
 //	<prefix>usage-since                         when usage counting began (unix ns), set once
-type Redis struct {
+type Store struct {
 	rdb      redis.UniversalClient
 	keys     keys
 	contexts *contextCache
-	health   *health // whether Redis answers (health.go)
-	options
+	health   *health        // whether Redis answers (health.go)
+	opts     tasks.Settings // the options it was opened with, resolved
 }
 
 var (
-	_ Store  = (*Redis)(nil)
-	_ Owners = (*Redis)(nil)
+	_ tasks.Store  = (*Store)(nil)
+	_ tasks.Owners = (*Store)(nil)
 )
 
-// NewRedis returns a store on rdb (a *redis.Client, a failover client or a
+// New returns a store on rdb (a *redis.Client, a failover client or a
 // *redis.ClusterClient, whose keys get hash tags). It does not contact
 // Redis.
-func NewRedis(rdb redis.UniversalClient, opts ...Option) *Redis {
-	o := newOptions(opts)
+func New(rdb redis.UniversalClient, opts ...tasks.Option) *Store {
+	o := tasks.ApplyOptions(opts...)
 	_, cluster := rdb.(*redis.ClusterClient)
-	r := &Redis{rdb: rdb, options: o, keys: keys{prefix: o.prefix, tagged: cluster}, contexts: newContextCache(o.contextCacheAge), health: newHealth(o)}
+	r := &Store{rdb: rdb, opts: o, keys: keys{prefix: o.KeyPrefix, tagged: cluster}, contexts: newContextCache(o.ContextCacheAge), health: newHealth(o)}
 	watchHealth(rdb, r.health)
 	return r
 }
 
-// OpenRedis connects to the Redis store URL raw (see Open; parseStoreURL
+// Open is Dial as a Backend's Open (tasks.Backend): a Redis store shared
+// by replicas (a Redis that does not answer at start is logged, not an
+// error; task operations then fail closed with tasks.ErrUnavailable).
+func Open(ctx context.Context, url string, opts ...tasks.Option) (tasks.Store, error) {
+	r, err := Dial(ctx, url, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Dial connects to the Redis store URL raw (see Check; parseStoreURL
 // for the forms) and writes the usage-since mark. A failed write is logged,
 // not returned: the store is usable as soon as Redis answers, and until
 // then its operations fail with ErrUnavailable (capgate keeps serving its
@@ -89,29 +102,29 @@ func NewRedis(rdb redis.UniversalClient, opts ...Option) *Redis {
 // write_timeout, max_retries, pool_size, ...), the URL may carry key_prefix,
 // binding_ttl (a Go duration), min_replicas and replica_timeout; options
 // given here take precedence.
-func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) {
+func Dial(ctx context.Context, raw string, opts ...tasks.Option) (*Store, error) {
 	su, err := parseStoreURL(raw)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	opts = append(su.own, opts...)
-	o := newOptions(opts)
-	if o.password != "" {
-		su.setPassword(o.password)
+	o := tasks.ApplyOptions(opts...)
+	if o.Password != "" {
+		su.setPassword(o.Password)
 	}
-	if o.sentinelPassword != "" {
+	if o.SentinelPassword != "" {
 		if su.mode != modeSentinel {
 			return nil, fmt.Errorf("store: %s: a Sentinel password, but the store is not %s:// or %s://", su.display, SchemeSentinel, SchemeSentinelTLS)
 		}
-		su.failover.SentinelPassword = o.sentinelPassword
+		su.failover.SentinelPassword = o.SentinelPassword
 	}
-	r := NewRedis(su.client(), opts...)
+	r := New(su.client(), opts...)
 	r.logStart(su)
-	pctx, cancel := context.WithTimeout(ctx, r.opTimeout)
+	pctx, cancel := context.WithTimeout(ctx, r.opts.OpTimeout)
 	defer cancel()
 	// The first store opened on this Redis marks when usage counting began.
-	if err := r.rdb.SetNX(pctx, r.keys.since(), r.now().UnixNano(), 0).Err(); err != nil {
-		r.log.Warn("task store unreachable at start; task operations fail closed until it answers",
+	if err := r.rdb.SetNX(pctx, r.keys.since(), r.opts.Now().UnixNano(), 0).Err(); err != nil {
+		r.opts.Log.Warn("task store unreachable at start; task operations fail closed until it answers",
 			zap.String("store", su.display), zap.Error(err))
 	}
 	r.checkReplicas(pctx, su.mode)
@@ -119,15 +132,15 @@ func OpenRedis(ctx context.Context, raw string, opts ...Option) (*Redis, error) 
 }
 
 // Close closes the Redis client.
-func (r *Redis) Close() error { return r.rdb.Close() }
+func (r *Store) Close() error { return r.rdb.Close() }
 
-func (r *Redis) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, r.opTimeout)
+func (r *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, r.opts.OpTimeout)
 }
 
 // unavailable wraps a Redis error as ErrUnavailable.
 func unavailable(what string, err error) error {
-	return fmt.Errorf("%w: redis %s: %w", ErrUnavailable, what, err)
+	return fmt.Errorf("%w: redis %s: %w", tasks.ErrUnavailable, what, err)
 }
 
 // write runs an ownership script on keys (of one slot) and, with
@@ -135,8 +148,8 @@ func unavailable(what string, err error) error {
 // replicas confirmed it (WAIT may not run inside a script). Fewer
 // confirmations in time fail the write: it was applied on the master but is
 // not acknowledged.
-func (r *Redis) write(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
-	if r.minReplicas == 0 {
+func (r *Store) write(ctx context.Context, s *redis.Script, keys []string, args ...any) (any, error) {
+	if r.opts.MinReplicas == 0 {
 		return s.Run(ctx, r.rdb, keys, args...).Result()
 	}
 	// One connection: the master of the keys' slot in a Cluster (WAIT has
@@ -165,7 +178,7 @@ func (r *Redis) write(ctx context.Context, s *redis.Script, keys []string, args 
 
 type evalFunc func(ctx context.Context, c redis.Scripter, keys []string, args ...any) *redis.Cmd
 
-func (r *Redis) writeWait(ctx context.Context, conn interface {
+func (r *Store) writeWait(ctx context.Context, conn interface {
 	Pipelined(context.Context, func(redis.Pipeliner) error) ([]redis.Cmder, error)
 }, eval evalFunc, keys []string, args []any) (any, error) {
 	var cmd *redis.Cmd
@@ -176,7 +189,7 @@ func (r *Redis) writeWait(ctx context.Context, conn interface {
 		// long as WAIT may block.
 		wait = p.(interface {
 			Wait(context.Context, int, time.Duration) *redis.IntCmd
-		}).Wait(ctx, r.minReplicas, r.replicaTimeout)
+		}).Wait(ctx, r.opts.MinReplicas, r.opts.ReplicaTimeout)
 		return nil
 	})
 	res, err := cmd.Result()
@@ -192,8 +205,8 @@ func (r *Redis) writeWait(ctx context.Context, conn interface {
 		// commands were never sent and carry no error of their own.
 		return nil, perr
 	}
-	if n < int64(r.minReplicas) {
-		return nil, fmt.Errorf("%w (%d of %d)", errNotReplicated, n, r.minReplicas)
+	if n < int64(r.opts.MinReplicas) {
+		return nil, fmt.Errorf("%w (%d of %d)", errNotReplicated, n, r.opts.MinReplicas)
 	}
 	return res, nil
 }

@@ -1,13 +1,11 @@
-package tasks
+package redisstore
 
 import (
 	"sync"
 	"time"
-)
 
-// DefaultContextCacheAge is how long a Redis store answers a context's holder
-// from memory (context_cache) unless the URL sets it.
-const DefaultContextCacheAge = 30 * time.Second
+	"github.com/capgate/capgate/sidecar/tasks"
+)
 
 // maxCachedContexts bounds the context cache; a full cache starts over.
 const maxCachedContexts = 1 << 16
@@ -40,7 +38,7 @@ type contextCache struct {
 }
 
 type cachedContext struct {
-	held  Context
+	held  tasks.Context
 	until time.Time
 }
 
@@ -49,15 +47,15 @@ func newContextCache(age time.Duration) *contextCache {
 }
 
 // get returns the cached holder of contextID, if an entry is live at now.
-func (c *contextCache) get(contextID string, now time.Time) (Context, bool) {
+func (c *contextCache) get(contextID string, now time.Time) (tasks.Context, bool) {
 	if c.age <= 0 {
-		return Context{}, false
+		return tasks.Context{}, false
 	}
 	c.mu.Lock()
 	e, ok := c.m[contextID]
 	c.mu.Unlock()
 	if !ok || !now.Before(e.until) {
-		return Context{}, false
+		return tasks.Context{}, false
 	}
 	return e.held, true
 }
@@ -65,7 +63,7 @@ func (c *contextCache) get(contextID string, now time.Time) (Context, bool) {
 // put keeps held, read or written at start (taken before the call) with
 // left to live in the store, for the earlier of left and the age limit.
 // A record without an expiry (left < 0) is kept for the age limit.
-func (c *contextCache) put(held Context, start time.Time, left time.Duration) {
+func (c *contextCache) put(held tasks.Context, start time.Time, left time.Duration) {
 	if c.age <= 0 || left == 0 {
 		return
 	}

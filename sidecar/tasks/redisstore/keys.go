@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 // This file holds the Redis store's key layout (keys): one place for every key name and its
 // Cluster hash tag.
@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // keys builds every Redis key, <prefix><kind>:<slot part>[:<rest>…].
@@ -75,7 +77,7 @@ func (k keys) context(id string) string { return k.key("context", id) }
 // recorded; with an issuer the key has one component more, so the two
 // never meet. In a Cluster every owner key is the owner's full path, the
 // slot part it shares with its pending set.
-func (k keys) owner(o Owner) string {
+func (k keys) owner(o tasks.Owner) string {
 	if o.Issuer == "" && !k.tagged {
 		return k.key("owner", url.QueryEscape(o.Tenant)+":"+url.QueryEscape(o.Subject))
 	}
@@ -83,27 +85,27 @@ func (k keys) owner(o Owner) string {
 }
 
 // pending is the sorted set of o's pending task ids.
-func (k keys) pending(o Owner) string { return k.key("pending", ownerPath(o)) }
+func (k keys) pending(o tasks.Owner) string { return k.key("pending", ownerPath(o)) }
 
 // index is o's ordered index of task ids: a sorted set whose members, all
 // scored 0, are <Position.key>:<task id>, so that ZRANGE BYLEX reads them in
 // list order.
-func (k keys) index(o Owner) string { return k.key("index", ownerPath(o)) }
+func (k keys) index(o tasks.Owner) string { return k.key("index", ownerPath(o)) }
 
 // contextIndex is o's ordered index of the task ids in one context.
-func (k keys) contextIndex(o Owner, contextID string) string {
+func (k keys) contextIndex(o tasks.Owner, contextID string) string {
 	return k.key("index", ownerPath(o), "context", url.QueryEscape(contextID))
 }
 
 // unindexed marks an owner whose set holds ids written before the index
 // existed (an upgraded store): the next read builds the index from the set.
 // It holds the SSCAN cursor the build has reached.
-func (k keys) unindexed(o Owner) string { return k.key("index", ownerPath(o), "unbuilt") }
+func (k keys) unindexed(o tasks.Owner) string { return k.key("index", ownerPath(o), "unbuilt") }
 
 // ownerSets are the keys of the owner step of a bind and a delete: the
 // owner's set, pending set, index, the index of the task's context (the
 // index again for a task without one) and the unindexed mark.
-func (k keys) ownerSets(o Owner, contextID string) []string {
+func (k keys) ownerSets(o tasks.Owner, contextID string) []string {
 	ci := k.index(o)
 	if contextID != "" {
 		ci = k.contextIndex(o, contextID)
@@ -113,7 +115,7 @@ func (k keys) ownerSets(o Owner, contextID string) []string {
 
 // member is a task's entry in its owner's indexes.
 func member(taskID string, created time.Time) string {
-	return PositionOf(Binding{TaskID: taskID, CreatedAt: created}).key() + ":" + taskID
+	return positionKey(tasks.PositionOf(tasks.Binding{TaskID: taskID, CreatedAt: created})) + ":" + taskID
 }
 
 // storedCreated is created as the binding's hash keeps it (unix ns; "" for
@@ -126,7 +128,7 @@ func storedCreated(created time.Time) (string, time.Time) {
 	return strconv.FormatInt(ns, 10), time.Unix(0, ns).UTC()
 }
 
-func ownerPath(o Owner) string {
+func ownerPath(o tasks.Owner) string {
 	return url.QueryEscape(o.Issuer) + ":" + url.QueryEscape(o.Tenant) + ":" + url.QueryEscape(o.Subject)
 }
 

@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 // This file holds the Redis store's ownership: Bind, BindPending (pending clarifications, capped
 // per owner), Lookup, ClaimContext, LookupContext, Delete and their scripts.
@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // ownerScript is the owner step of a bind (see Redis): the owner's set
@@ -132,23 +134,23 @@ return {ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]}
 `)
 
 // Bind implements Store.
-func (r *Redis) Bind(ctx context.Context, b Binding) error {
+func (r *Store) Bind(ctx context.Context, b tasks.Binding) error {
 	return r.bind(ctx, b, time.Time{}, 0)
 }
 
 // BindPending implements Store.
-func (r *Redis) BindPending(ctx context.Context, b Binding, ttl time.Duration, maxPerOwner int) error {
+func (r *Store) BindPending(ctx context.Context, b tasks.Binding, ttl time.Duration, maxPerOwner int) error {
 	if !b.Pending || ttl <= 0 {
-		return errNotPending
+		return tasks.ErrNotPending
 	}
 	if b.Subject == "" || maxPerOwner <= 0 {
-		return ErrTooManyPending
+		return tasks.ErrTooManyPending
 	}
-	return r.bind(ctx, b, expiry(r.now(), ttl), maxPerOwner)
+	return r.bind(ctx, b, tasks.Expiry(r.opts.Now(), ttl), maxPerOwner)
 }
 
 // bind runs bindScript: without an expiry as Bind, with one as BindPending.
-func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPending int) error {
+func (r *Store) bind(ctx context.Context, b tasks.Binding, expires time.Time, maxPending int) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	created, createdAt := storedCreated(b.CreatedAt)
@@ -164,8 +166,8 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 		}
 		candidates = string(c)
 	}
-	now := r.now()
-	ownerTTL := r.ttl
+	now := r.opts.Now()
+	ownerTTL := r.opts.BindingTTL
 	exp := ""
 	if !expires.IsZero() {
 		exp = strconv.FormatInt(expires.UnixMilli(), 10)
@@ -188,19 +190,19 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 	}
 	if res == "full" {
 		// A conflict is the answer when both hold, as in Memory.
-		if old, ok, err := r.Lookup(ctx, b.TaskID); err == nil && ok && conflicts(old, b) {
-			return ErrConflict
+		if old, ok, err := r.Lookup(ctx, b.TaskID); err == nil && ok && tasks.Conflicts(old, b) {
+			return tasks.ErrConflict
 		}
-		return ErrTooManyPending
+		return tasks.ErrTooManyPending
 	}
 	res, err = r.write(ctx, bindScript, []string{r.keys.task(b.TaskID)},
 		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
-		now.UnixMilli(), r.ttl.Milliseconds(), exp, held, heldVersion)
+		now.UnixMilli(), r.opts.BindingTTL.Milliseconds(), exp, held, heldVersion)
 	if err != nil {
 		return r.unavailable("bind", err)
 	}
 	if res == "conflict" {
-		return ErrConflict
+		return tasks.ErrConflict
 	}
 	r.reindex(ctx, b, written, res)
 	return nil
@@ -211,7 +213,7 @@ func (r *Redis) bind(ctx context.Context, b Binding, expires time.Time, maxPendi
 // context leaves the old member behind. res is bindScript's answer. Best
 // effort: a member left behind is dropped by the read that finds it
 // (OwnedPage checks every member against its binding).
-func (r *Redis) reindex(ctx context.Context, b Binding, written string, res any) {
+func (r *Store) reindex(ctx context.Context, b tasks.Binding, written string, res any) {
 	old, _ := res.([]any)
 	if len(old) != 4 || old[3] != "1" {
 		return // no binding was overwritten
@@ -242,7 +244,7 @@ func (r *Redis) reindex(ctx context.Context, b Binding, written string, res any)
 		}
 		return nil
 	}); err != nil {
-		r.log.Debug("task index not moved", zap.Error(err))
+		r.opts.Log.Debug("task index not moved", zap.Error(err))
 	}
 }
 
@@ -261,34 +263,34 @@ var bindingFields = []string{"subject", "tenant", "capability", "handler", "pend
 // decodeBinding reads the values of bindingFields; ok is false when the
 // hash does not exist. A binding written before issuers were recorded has
 // no issuer field: its Issuer is "".
-func decodeBinding(taskID string, vals []any) (Binding, bool, error) {
+func decodeBinding(taskID string, vals []any) (tasks.Binding, bool, error) {
 	if len(vals) != len(bindingFields) || vals[0] == nil {
-		return Binding{}, false, nil
+		return tasks.Binding{}, false, nil
 	}
 	s := make([]string, len(vals))
 	for i, v := range vals {
 		s[i], _ = v.(string)
 	}
-	b := Binding{TaskID: taskID, Subject: s[0], Tenant: s[1], Capability: s[2], Handler: s[3], Pending: s[4] == "1", ContextID: s[6], Issuer: s[8]}
+	b := tasks.Binding{TaskID: taskID, Subject: s[0], Tenant: s[1], Capability: s[2], Handler: s[3], Pending: s[4] == "1", ContextID: s[6], Issuer: s[8]}
 	if b.Pending && s[10] != "" {
 		b.Held, b.HeldVersion = []byte(s[10]), s[11]
 	}
 	if s[5] != "" {
 		ns, err := strconv.ParseInt(s[5], 10, 64)
 		if err != nil {
-			return Binding{}, false, fmt.Errorf("%w: binding %s has a malformed created time", ErrUnavailable, taskID)
+			return tasks.Binding{}, false, fmt.Errorf("%w: binding %s has a malformed created time", tasks.ErrUnavailable, taskID)
 		}
 		b.CreatedAt = time.Unix(0, ns).UTC()
 	}
 	if s[7] != "" {
 		if err := json.Unmarshal([]byte(s[7]), &b.Candidates); err != nil {
-			return Binding{}, false, fmt.Errorf("%w: binding %s has malformed candidates", ErrUnavailable, taskID)
+			return tasks.Binding{}, false, fmt.Errorf("%w: binding %s has malformed candidates", tasks.ErrUnavailable, taskID)
 		}
 	}
 	if s[9] != "" {
 		ms, err := strconv.ParseInt(s[9], 10, 64)
 		if err != nil {
-			return Binding{}, false, fmt.Errorf("%w: binding %s has a malformed expiry", ErrUnavailable, taskID)
+			return tasks.Binding{}, false, fmt.Errorf("%w: binding %s has a malformed expiry", tasks.ErrUnavailable, taskID)
 		}
 		b.ExpiresAt = time.UnixMilli(ms).UTC()
 	}
@@ -297,16 +299,16 @@ func decodeBinding(taskID string, vals []any) (Binding, bool, error) {
 
 // Lookup implements Store. A binding past its expiry by this store's clock
 // is not found (Redis drops the key by its own clock).
-func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error) {
+func (r *Store) Lookup(ctx context.Context, taskID string) (tasks.Binding, bool, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	vals, err := r.rdb.HMGet(ctx, r.keys.task(taskID), bindingFields...).Result()
 	if err != nil {
-		return Binding{}, false, r.unavailable("lookup", err)
+		return tasks.Binding{}, false, r.unavailable("lookup", err)
 	}
 	b, ok, err := decodeBinding(taskID, vals)
-	if err != nil || !ok || b.expired(r.now()) {
-		return Binding{}, false, err
+	if err != nil || !ok || b.Expired(r.opts.Now()) {
+		return tasks.Binding{}, false, err
 	}
 	return b, true, nil
 }
@@ -314,8 +316,8 @@ func (r *Redis) Lookup(ctx context.Context, taskID string) (Binding, bool, error
 // ClaimContext implements Store: one script, so two replicas claiming one
 // new id cannot both win. A context whose holder the store already knows
 // (contextCache) is answered without a round trip.
-func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
-	start := r.now()
+func (r *Store) ClaimContext(ctx context.Context, c tasks.Context) (tasks.Context, error) {
+	start := r.opts.Now()
 	if held, ok := r.contexts.get(c.ContextID, start); ok {
 		return held, nil
 	}
@@ -327,23 +329,23 @@ func (r *Redis) ClaimContext(ctx context.Context, c Context) (Context, error) {
 	// An ownership write like a bind: with min_replicas it is acknowledged
 	// only once replicas confirmed it (write).
 	res, err := r.write(ctx, claimContextScript, []string{r.keys.context(c.ContextID)},
-		c.Subject, c.Tenant, c.Issuer, strconv.FormatInt(c.CreatedAt.UnixNano(), 10), r.ttl.Milliseconds())
+		c.Subject, c.Tenant, c.Issuer, strconv.FormatInt(c.CreatedAt.UnixNano(), 10), r.opts.BindingTTL.Milliseconds())
 	if err != nil {
-		return Context{}, r.unavailable("claim context", err)
+		return tasks.Context{}, r.unavailable("claim context", err)
 	}
 	vals, err := redis.NewCmdResult(res, nil).StringSlice()
 	if err != nil || len(vals) != len(contextFields)+1 {
-		return Context{}, r.unavailable("claim context", fmt.Errorf("unexpected answer of %d values (%v)", len(vals), err))
+		return tasks.Context{}, r.unavailable("claim context", fmt.Errorf("unexpected answer of %d values (%v)", len(vals), err))
 	}
 	held, ok, err := decodeContext(c.ContextID, vals[:len(contextFields)])
 	if err == nil && !ok {
-		err = fmt.Errorf("%w: the claim of context %s answered no holder", ErrUnavailable, c.ContextID)
+		err = fmt.Errorf("%w: the claim of context %s answered no holder", tasks.ErrUnavailable, c.ContextID)
 	}
 	if err != nil {
-		return Context{}, err
+		return tasks.Context{}, err
 	}
 	// With min_replicas only the holder's own claim is confirmed (it wrote).
-	if r.minReplicas == 0 || held.Owner() == c.Owner() {
+	if r.opts.MinReplicas == 0 || held.Owner() == c.Owner() {
 		if ms, perr := strconv.ParseInt(vals[len(contextFields)], 10, 64); perr == nil {
 			r.contexts.put(held, start, time.Duration(ms)*time.Millisecond)
 		}
@@ -355,15 +357,15 @@ var contextFields = []string{"subject", "tenant", "issuer", "created"}
 
 // decodeContext reads the values of contextFields; ok is false when the
 // hash does not exist.
-func decodeContext(contextID string, vals []string) (Context, bool, error) {
+func decodeContext(contextID string, vals []string) (tasks.Context, bool, error) {
 	if len(vals) != len(contextFields) {
-		return Context{}, false, nil
+		return tasks.Context{}, false, nil
 	}
-	c := Context{ContextID: contextID, Subject: vals[0], Tenant: vals[1], Issuer: vals[2]}
+	c := tasks.Context{ContextID: contextID, Subject: vals[0], Tenant: vals[1], Issuer: vals[2]}
 	if vals[3] != "" {
 		ns, err := strconv.ParseInt(vals[3], 10, 64)
 		if err != nil {
-			return Context{}, false, fmt.Errorf("%w: context %s has a malformed created time", ErrUnavailable, contextID)
+			return tasks.Context{}, false, fmt.Errorf("%w: context %s has a malformed created time", tasks.ErrUnavailable, contextID)
 		}
 		c.CreatedAt = time.Unix(0, ns).UTC()
 	}
@@ -372,8 +374,8 @@ func decodeContext(contextID string, vals []string) (Context, bool, error) {
 
 // LookupContext implements Store. A context whose holder the store already
 // knows (contextCache) is answered without a round trip.
-func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, bool, error) {
-	start := r.now()
+func (r *Store) LookupContext(ctx context.Context, contextID string) (tasks.Context, bool, error) {
+	start := r.opts.Now()
 	if held, ok := r.contexts.get(contextID, start); ok {
 		return held, true, nil
 	}
@@ -383,7 +385,7 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 	// A record read, not written, is kept only where no write is confirmed by
 	// replicas (min_replicas 0), and only while it still has time: its PTTL is
 	// read only then.
-	keep := r.minReplicas == 0 && r.contexts.age > 0
+	keep := r.opts.MinReplicas == 0 && r.contexts.age > 0
 	var hm *redis.SliceCmd
 	var pttl *redis.DurationCmd
 	if _, err := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -393,11 +395,11 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 		}
 		return nil
 	}); err != nil {
-		return Context{}, false, r.unavailable("lookup context", err)
+		return tasks.Context{}, false, r.unavailable("lookup context", err)
 	}
 	vals := hm.Val()
 	if len(vals) != len(contextFields) || vals[0] == nil {
-		return Context{}, false, nil
+		return tasks.Context{}, false, nil
 	}
 	s := make([]string, len(vals))
 	for i, v := range vals {
@@ -415,7 +417,7 @@ func (r *Redis) LookupContext(ctx context.Context, contextID string) (Context, b
 // Delete implements Store: the binding goes first (waiting for replicas
 // like a bind), then its id leaves its owner's sets (an id left behind by a
 // failure there is dropped by Owned, or by its pending expiry).
-func (r *Redis) Delete(ctx context.Context, taskID string) error {
+func (r *Store) Delete(ctx context.Context, taskID string) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	res, err := r.write(ctx, deleteScript, []string{r.keys.task(taskID)})
@@ -426,7 +428,7 @@ func (r *Redis) Delete(ctx context.Context, taskID string) error {
 	if len(old) != 5 {
 		return nil
 	}
-	var o Owner
+	var o tasks.Owner
 	o.Subject, _ = old[0].(string)
 	o.Tenant, _ = old[1].(string)
 	o.Issuer, _ = old[2].(string)

@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"context"
@@ -10,63 +10,19 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // DefaultProbeInterval is how often Watch pings a Redis store that no
 // operation has reached for that long.
 const DefaultProbeInterval = 5 * time.Second
 
-// Observer is told how a store's work goes: each operation that failed
-// because the store could not answer, and whether the store answers
-// (sidecar/metrics.Store is the server's, on /metrics).
-type Observer interface {
-	// Failed counts one failed operation (one of Operations()).
-	Failed(operation string)
-	// Reachable reports that the store answered (true) or did not (false);
-	// it is called when that changes.
-	Reachable(ok bool)
-}
-
-// The operations an Observer is told of, as Failed names them.
-const (
-	OpBind          = "bind"
-	OpLookup        = "lookup"
-	OpClaimContext  = "claim_context"
-	OpLookupContext = "lookup_context"
-	OpOwned         = "owned"
-	OpDelete        = "delete"
-	OpRecordCall    = "record_call"
-	OpUsage         = "usage"
-	// The message records of messageId retries (Reserve, Settle, Release).
-	OpReserveMessage = "reserve_message"
-	OpSettleMessage  = "settle_message"
-	OpReleaseMessage = "release_message"
-	// OpPing is Watch's probe.
-	OpPing = "ping"
-)
-
-// Operations lists the operations an Observer is told of, so that a
-// counter of each can exist before the first failure.
-func Operations() []string {
-	return []string{OpBind, OpLookup, OpClaimContext, OpLookupContext, OpOwned, OpDelete, OpRecordCall, OpUsage,
-		OpReserveMessage, OpSettleMessage, OpReleaseMessage, OpPing}
-}
-
-// WithObserver sets the store's observer: a Redis store reports every
-// operation it could not complete and every change of reachability (seen by
-// a go-redis hook on every command and by Watch's probe); the memory store
-// reports itself reachable once.
-func WithObserver(obs Observer) Option { return func(o *options) { o.observer = obs } }
-
-// WithProbeInterval sets how often Watch probes a Redis store that no
-// operation has reached (default DefaultProbeInterval).
-func WithProbeInterval(d time.Duration) Option { return func(o *options) { o.probeEvery = d } }
-
 // health follows whether Redis answers: every command's outcome (a go-redis
 // hook) and Watch's probes. It tells the observer of each change and logs
 // it once.
 type health struct {
-	obs  Observer
+	obs  tasks.Observer
 	log  *zap.Logger
 	base time.Time    // monotonic origin of last
 	last atomic.Int64 // when a command last had an outcome, ns since base
@@ -75,8 +31,8 @@ type health struct {
 	up atomic.Int32
 }
 
-func newHealth(o options) *health {
-	h := &health{obs: o.observer, log: o.log, base: time.Now()}
+func newHealth(o tasks.Settings) *health {
+	h := &health{obs: o.Observer, log: o.Log, base: time.Now()}
 	h.up.Store(-1)
 	return h
 }
@@ -100,7 +56,7 @@ func (h *health) observe(err error) {
 	if ok {
 		v = 1
 	}
-	// Changes are logged; the first outcome is not (OpenRedis logs a store
+	// Changes are logged; the first outcome is not (Dial logs a store
 	// that does not answer at start).
 	switch old := h.up.Swap(v); {
 	case old == v:
@@ -175,7 +131,7 @@ func watchHealth(rdb redis.UniversalClient, h *health) { rdb.AddHook(healthHook{
 
 // unavailable is the package's unavailable, counted under op by the
 // store's observer (what is op with spaces for underscores).
-func (r *Redis) unavailable(what string, err error) error {
+func (r *Store) unavailable(what string, err error) error {
 	r.health.failed(strings.ReplaceAll(what, " ", "_"), err)
 	return unavailable(what, err)
 }
@@ -185,11 +141,11 @@ func (r *Redis) unavailable(what string, err error) error {
 // an outcome, one PING bounded by the operation timeout. A failed PING
 // counts as a failed OpPing. Operations' outcomes keep the probe quiet, so
 // a busy store is never pinged. Without an observer it returns at once.
-func (r *Redis) Watch(ctx context.Context) {
-	if r.observer == nil {
+func (r *Store) Watch(ctx context.Context) {
+	if r.opts.Observer == nil {
 		return
 	}
-	every := r.probeEvery
+	every := r.opts.ProbeInterval
 	if every <= 0 {
 		every = DefaultProbeInterval
 	}
@@ -206,7 +162,7 @@ func (r *Redis) Watch(ctx context.Context) {
 		}
 		pctx, cancel := r.op(ctx)
 		if err := r.rdb.Ping(pctx).Err(); err != nil && ctx.Err() == nil {
-			_ = r.unavailable(OpPing, err)
+			_ = r.unavailable(tasks.OpPing, err)
 		}
 		cancel()
 	}
@@ -214,7 +170,6 @@ func (r *Redis) Watch(ctx context.Context) {
 
 // Mode names of the start-up line.
 const (
-	modeNameMemory   = "memory"
 	modeNameSingle   = "single"
 	modeNameSentinel = "sentinel"
 	modeNameCluster  = "cluster"
@@ -230,26 +185,16 @@ func (m redisMode) String() string {
 	return modeNameSingle
 }
 
-// openedMemory logs the start-up line of the memory store and reports it
-// reachable.
-func openedMemory(opts []Option) {
-	o := newOptions(opts)
-	o.log.Info("task store", zap.String("store", MemoryURL), zap.String("mode", modeNameMemory))
-	if o.observer != nil {
-		o.observer.Reachable(true)
-	}
-}
-
 // logStart logs the start-up line naming the store: its URL without
 // credentials or query, its mode, key prefix and the replicas each
 // ownership write waits for.
-func (r *Redis) logStart(u *storeURL) {
+func (r *Store) logStart(u *storeURL) {
 	fields := []zap.Field{zap.String("store", u.display), zap.String("mode", u.mode.String()),
-		zap.String("key_prefix", r.prefix), zap.Int("min_replicas", r.minReplicas), zap.Duration("binding_ttl", r.ttl)}
-	if r.minReplicas > 0 {
-		fields = append(fields, zap.Duration("replica_timeout", r.replicaTimeout))
+		zap.String("key_prefix", r.opts.KeyPrefix), zap.Int("min_replicas", r.opts.MinReplicas), zap.Duration("binding_ttl", r.opts.BindingTTL)}
+	if r.opts.MinReplicas > 0 {
+		fields = append(fields, zap.Duration("replica_timeout", r.opts.ReplicaTimeout))
 	}
-	r.log.Info("task store", fields...)
+	r.opts.Log.Info("task store", fields...)
 }
 
 // checkReplicas warns, at start, when a master has too few connected
@@ -258,8 +203,8 @@ func (r *Redis) logStart(u *storeURL) {
 // failover leaves the new master with fewer, so writes stop until a replica
 // re-attaches. Best effort: it is skipped when Redis did not answer at start,
 // and an INFO that fails is logged at debug level.
-func (r *Redis) checkReplicas(ctx context.Context, mode redisMode) {
-	if r.minReplicas == 0 || r.health.up.Load() != 1 {
+func (r *Store) checkReplicas(ctx context.Context, mode redisMode) {
+	if r.opts.MinReplicas == 0 || r.health.up.Load() != 1 {
 		return
 	}
 	check := func(ctx context.Context, c *redis.Client) error {
@@ -276,12 +221,12 @@ func (r *Redis) checkReplicas(ctx context.Context, mode redisMode) {
 			return nil
 		}
 		switch {
-		case n < r.minReplicas:
-			r.log.Warn("task store master has fewer connected replicas than min_replicas: every ownership write fails closed until enough replicas attach",
-				append(where, zap.Int("connected_replicas", n), zap.Int("min_replicas", r.minReplicas))...)
-		case n == r.minReplicas && mode != modeSingle:
-			r.log.Warn("task store master has no more connected replicas than min_replicas: after a failover the new master has fewer, and ownership writes fail closed until a replica re-attaches to it; run more replicas than min_replicas",
-				append(where, zap.Int("connected_replicas", n), zap.Int("min_replicas", r.minReplicas))...)
+		case n < r.opts.MinReplicas:
+			r.opts.Log.Warn("task store master has fewer connected replicas than min_replicas: every ownership write fails closed until enough replicas attach",
+				append(where, zap.Int("connected_replicas", n), zap.Int("min_replicas", r.opts.MinReplicas))...)
+		case n == r.opts.MinReplicas && mode != modeSingle:
+			r.opts.Log.Warn("task store master has no more connected replicas than min_replicas: after a failover the new master has fewer, and ownership writes fail closed until a replica re-attaches to it; run more replicas than min_replicas",
+				append(where, zap.Int("connected_replicas", n), zap.Int("min_replicas", r.opts.MinReplicas))...)
 		}
 		return nil
 	}
@@ -293,7 +238,7 @@ func (r *Redis) checkReplicas(ctx context.Context, mode redisMode) {
 		err = check(ctx, c)
 	}
 	if err != nil {
-		r.log.Debug("task store replicas not checked", zap.Error(err))
+		r.opts.Log.Debug("task store replicas not checked", zap.Error(err))
 	}
 }
 

@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"context"
@@ -15,18 +15,22 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/storetest"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testnet"
 )
 
 var prefixes atomic.Int64
 
+// nextPrefix is a key prefix no other test of this run uses.
+func nextPrefix() string { return "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":" }
+
 // openTestRedis opens a store on srv under a key prefix of its own and
 // closes it when the test ends.
-func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...Option) *Redis {
+func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...tasks.Option) *Store {
 	t.Helper()
-	prefix := "test-" + strconv.FormatInt(prefixes.Add(1), 10) + ":"
-	r, err := OpenRedis(t.Context(), srv.URL(0), append([]Option{WithKeyPrefix(prefix)}, opts...)...)
+	r, err := Dial(t.Context(), srv.URL(0), append([]tasks.Option{tasks.WithKeyPrefix(nextPrefix())}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
@@ -34,10 +38,10 @@ func openTestRedis(t *testing.T, srv *redisproc.Server, opts ...Option) *Redis {
 
 // twoReplicas starts a Redis and opens two stores on it under one key
 // prefix, as two replicas of one deployment.
-func twoReplicas(t *testing.T) (*redisproc.Server, [2]*Redis) {
+func twoReplicas(t *testing.T) (*redisproc.Server, [2]*Store) {
 	t.Helper()
 	srv := redisproc.Start(t)
-	return srv, [2]*Redis{openTestRedis(t, srv, WithKeyPrefix("shared:")), openTestRedis(t, srv, WithKeyPrefix("shared:"))}
+	return srv, [2]*Store{openTestRedis(t, srv, tasks.WithKeyPrefix("shared:")), openTestRedis(t, srv, tasks.WithKeyPrefix("shared:"))}
 }
 
 // rawClient talks to srv directly, to inspect keys.
@@ -55,23 +59,23 @@ func rawClient(t *testing.T, srv *redisproc.Server) *redis.Client {
 func TestRedisExpiriesIgnoreSkew(t *testing.T) {
 	srv := redisproc.Start(t)
 	raw := rawClient(t, srv)
-	for _, c := range clockOffsets {
-		t.Run(c.name, func(t *testing.T) {
+	for _, c := range storetest.Skews() {
+		t.Run(c.Name, func(t *testing.T) {
 			ctx := t.Context()
-			now := func() time.Time { return time.Now().Add(c.offset) }
-			r := openTestRedis(t, srv, WithClock(now))
-			p := Binding{TaskID: "p1", Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}
+			now := func() time.Time { return time.Now().Add(c.Offset) }
+			r := openTestRedis(t, srv, tasks.WithClock(now))
+			p := tasks.Binding{TaskID: "p1", Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}
 			require.NoError(t, r.BindPending(ctx, p, 10*time.Minute, 5))
 			at := now()
 			require.NoError(t, r.RecordCall(ctx, "lookup-invoice", at))
-			require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Issuer: "i", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
-			o := Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}
+			require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "t1", Issuer: "i", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
+			o := tasks.Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}
 			for key, want := range map[string]time.Duration{
-				r.keys.task("p1"):                     10 * time.Minute,
-				r.keys.pending(o):                     10 * time.Minute,
-				r.keys.day("lookup-invoice", day(at)): usageTTL(at),
-				r.keys.task("t1"):                     DefaultBindingTTL,
-				r.keys.owner(o):                       DefaultBindingTTL,
+				r.keys.task("p1"): 10 * time.Minute,
+				r.keys.pending(o): 10 * time.Minute,
+				r.keys.day("lookup-invoice", tasks.Day(at)): usageTTL(at),
+				r.keys.task("t1"): tasks.DefaultBindingTTL,
+				r.keys.owner(o):   tasks.DefaultBindingTTL,
 			} {
 				pttl, err := raw.PTTL(ctx, key).Result()
 				require.NoError(t, err)
@@ -86,35 +90,35 @@ func TestRedisExpiriesIgnoreSkew(t *testing.T) {
 func TestRedisKeys(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
-	r := openTestRedis(t, srv, WithKeyPrefix("cg:"))
+	r := openTestRedis(t, srv, tasks.WithKeyPrefix("cg:"))
 	raw := rawClient(t, srv)
 
 	// A binding with an issuer: its owner set has three escaped components.
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(100, 0)}))
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "t1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(100, 0)}))
 	h, err := raw.HGetAll(ctx, "cg:task:t1").Result()
 	require.NoError(t, err)
 	require.Equal(t, map[string]string{"subject": "alice@x", "tenant": "acme", "issuer": "https://idp.example/", "capability": "c", "handler": "h",
 		"pending": "0", "created": "100000000000", "contextId": "", "candidates": ""}, h)
 	ttl, err := raw.TTL(ctx, "cg:task:t1").Result()
 	require.NoError(t, err)
-	require.InDelta(t, DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
+	require.InDelta(t, tasks.DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
 	const ownerKey = "cg:owner:https%3A%2F%2Fidp.example%2F:acme:alice%40x"
 	members, err := raw.SMembers(ctx, ownerKey).Result()
 	require.NoError(t, err)
 	require.Equal(t, []string{"t1"}, members)
 	ttl, err = raw.TTL(ctx, ownerKey).Result()
 	require.NoError(t, err)
-	require.InDelta(t, DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
+	require.InDelta(t, tasks.DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
 
 	// Without an issuer: the two-component owner key of earlier releases.
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t0", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h"}))
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "t0", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h"}))
 	members, err = raw.SMembers(ctx, "cg:owner:acme:alice%40x").Result()
 	require.NoError(t, err)
 	require.Equal(t, []string{"t0"}, members)
 
 	// A pending binding expires at its expiry, and so does its entry in the
 	// owner's pending set.
-	require.NoError(t, r.BindPending(ctx, Binding{TaskID: "p1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Pending: true, Candidates: []string{"a", "b"}}, 10*time.Minute, 5))
+	require.NoError(t, r.BindPending(ctx, tasks.Binding{TaskID: "p1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Pending: true, Candidates: []string{"a", "b"}}, 10*time.Minute, 5))
 	got, ok, err := r.Lookup(ctx, "p1")
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -141,13 +145,13 @@ func TestRedisKeys(t *testing.T) {
 	require.ElementsMatch(t, []string{"t1", "p1"}, members)
 
 	// Resolved, it loses the expiry and leaves the pending set.
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "p1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h"}))
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "p1", Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h"}))
 	h, err = raw.HGetAll(ctx, "cg:task:p1").Result()
 	require.NoError(t, err)
 	require.NotContains(t, h, "expires")
 	ttl, err = raw.TTL(ctx, "cg:task:p1").Result()
 	require.NoError(t, err)
-	require.InDelta(t, DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
+	require.InDelta(t, tasks.DefaultBindingTTL.Seconds(), ttl.Seconds(), 5)
 	n, err := raw.Exists(ctx, pendingKey).Result()
 	require.NoError(t, err)
 	require.Zero(t, n)
@@ -176,10 +180,10 @@ func TestRedisContextKeys(t *testing.T) {
 	const ttl = 3 * time.Second
 	// Without the context cache: every claim reaches Redis (TestRedisContextCache
 	// holds what the cache changes).
-	r := openTestRedis(t, srv, WithKeyPrefix("cg:"), WithBindingTTL(ttl), WithContextCache(0))
+	r := openTestRedis(t, srv, tasks.WithKeyPrefix("cg:"), tasks.WithBindingTTL(ttl), tasks.WithContextCache(0))
 	raw := rawClient(t, srv)
 	const id = "019a2b3c-4d5e-7f60-8a9b-0c1d2e3f4a5b" // the shape of a2a-go's context ids
-	alice := Context{ContextID: id, Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", CreatedAt: time.Unix(100, 0)}
+	alice := tasks.Context{ContextID: id, Issuer: "https://idp.example/", Subject: "alice@x", Tenant: "acme", CreatedAt: time.Unix(100, 0)}
 	_, err := r.ClaimContext(ctx, alice)
 	require.NoError(t, err)
 	h, err := raw.HGetAll(ctx, "cg:context:"+id).Result()
@@ -195,7 +199,7 @@ func TestRedisContextKeys(t *testing.T) {
 		return err == nil && left > 0 && left < ttl-time.Second
 	}
 	require.Eventually(t, aged, 5*time.Second, 20*time.Millisecond)
-	held, err := r.ClaimContext(ctx, Context{ContextID: id, Issuer: "https://idp.example/", Subject: "mallory", Tenant: "acme"})
+	held, err := r.ClaimContext(ctx, tasks.Context{ContextID: id, Issuer: "https://idp.example/", Subject: "mallory", Tenant: "acme"})
 	require.NoError(t, err)
 	require.Equal(t, "alice@x", held.Subject)
 	require.True(t, aged(), "another owner's claim does not renew the holder's context")
@@ -208,7 +212,7 @@ func TestRedisContextKeys(t *testing.T) {
 		_, ok, err := r.LookupContext(ctx, id)
 		return err == nil && !ok
 	}, 10*time.Second, 20*time.Millisecond)
-	held, err = r.ClaimContext(ctx, Context{ContextID: id, Issuer: "https://idp.example/", Subject: "mallory", Tenant: "acme"})
+	held, err = r.ClaimContext(ctx, tasks.Context{ContextID: id, Issuer: "https://idp.example/", Subject: "mallory", Tenant: "acme"})
 	require.NoError(t, err)
 	require.Equal(t, "mallory", held.Subject, "an expired context id is free again")
 }
@@ -219,16 +223,16 @@ func TestRedisContextClaimAcrossReplicas(t *testing.T) {
 	ctx := t.Context()
 	_, replicas := twoReplicas(t)
 	const n = 40
-	held := make([]Context, n)
+	held := make([]tasks.Context, n)
 	errs := make([]error, n)
-	concurrently(n, func(i int) {
-		held[i], errs[i] = replicas[i%2].ClaimContext(ctx, Context{ContextID: "new-ctx", Issuer: "i", Subject: "caller-" + strconv.Itoa(i), Tenant: "acme"})
+	storetest.Concurrently(n, func(i int) {
+		held[i], errs[i] = replicas[i%2].ClaimContext(ctx, tasks.Context{ContextID: "new-ctx", Issuer: "i", Subject: "caller-" + strconv.Itoa(i), Tenant: "acme"})
 	})
 	won := 0
 	for i := range n {
 		require.NoError(t, errs[i])
 		require.Equal(t, held[0], held[i], "every replica names the same holder")
-		if held[i].OwnedBy(Owner{Issuer: "i", Subject: "caller-" + strconv.Itoa(i), Tenant: "acme"}) {
+		if held[i].OwnedBy(tasks.Owner{Issuer: "i", Subject: "caller-" + strconv.Itoa(i), Tenant: "acme"}) {
 			won++
 		}
 	}
@@ -239,16 +243,16 @@ func TestRedisBindingTTL(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
 	const ttl = 2 * time.Second
-	r := openTestRedis(t, srv, WithKeyPrefix("ttl:"), WithBindingTTL(ttl))
+	r := openTestRedis(t, srv, tasks.WithKeyPrefix("ttl:"), tasks.WithBindingTTL(ttl))
 	raw := rawClient(t, srv)
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "t1", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
 	// A Bind renews the TTL: read Redis's own clock of the key rather than
 	// sleeping close to the expiry, which a loaded machine overshoots.
 	require.Eventually(t, func() bool {
 		left, err := raw.PTTL(ctx, "ttl:task:t1").Result()
 		return err == nil && left > 0 && left < ttl-time.Second
 	}, 5*time.Second, 20*time.Millisecond)
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "t1", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h"}))
 	left, err := raw.PTTL(ctx, "ttl:task:t1").Result()
 	require.NoError(t, err)
 	require.Greater(t, left, ttl-time.Second, "renewed by the second Bind")
@@ -259,11 +263,11 @@ func TestRedisBindingTTL(t *testing.T) {
 		_, ok, err := r.Lookup(ctx, "t1")
 		return err == nil && !ok
 	}, 10*time.Second, 20*time.Millisecond)
-	owned, err := r.Owned(ctx, Owner{Subject: "alice", Tenant: "acme"})
+	owned, err := r.Owned(ctx, tasks.Owner{Subject: "alice", Tenant: "acme"})
 	require.NoError(t, err)
 	require.Empty(t, owned)
 	// An expired task id is free again.
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "mallory", Tenant: "acme", Capability: "c", Handler: "h"}))
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "t1", Subject: "mallory", Tenant: "acme", Capability: "c", Handler: "h"}))
 }
 
 // TestRedisLegacyRecord: a binding written before issuers were recorded
@@ -273,40 +277,40 @@ func TestRedisBindingTTL(t *testing.T) {
 func TestRedisLegacyRecord(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
-	r := openTestRedis(t, srv, WithKeyPrefix("old:"))
+	r := openTestRedis(t, srv, tasks.WithKeyPrefix("old:"))
 	raw := rawClient(t, srv)
 
 	// As the previous bindScript wrote it.
 	write := func(id string, created int64, pending string) {
 		require.NoError(t, raw.HSet(ctx, "old:task:"+id, "subject", "alice@x", "tenant", "acme", "capability", "reconcile-invoice",
 			"handler", "recon", "pending", pending, "contextId", "ctx-"+id, "candidates", "", "created", strconv.FormatInt(created, 10)).Err())
-		require.NoError(t, raw.PExpire(ctx, "old:task:"+id, DefaultBindingTTL).Err())
+		require.NoError(t, raw.PExpire(ctx, "old:task:"+id, tasks.DefaultBindingTTL).Err())
 		require.NoError(t, raw.SAdd(ctx, "old:owner:acme:alice%40x", id).Err())
-		require.NoError(t, raw.PExpire(ctx, "old:owner:acme:alice%40x", DefaultBindingTTL).Err())
+		require.NoError(t, raw.PExpire(ctx, "old:owner:acme:alice%40x", tasks.DefaultBindingTTL).Err())
 	}
 	write("old1", 100e9, "0")
 	write("old2", 300e9, "0")
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "new", Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(200, 0)}))
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "new", Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(200, 0)}))
 
 	got, ok, err := r.Lookup(ctx, "old1")
 	require.NoError(t, err)
 	require.True(t, ok)
-	requireBinding(t, Binding{TaskID: "old1", ContextID: "ctx-old1", Capability: "reconcile-invoice", Handler: "recon", Subject: "alice@x", Tenant: "acme", CreatedAt: time.Unix(100, 0)}, got)
+	storetest.RequireBinding(t, tasks.Binding{TaskID: "old1", ContextID: "ctx-old1", Capability: "reconcile-invoice", Handler: "recon", Subject: "alice@x", Tenant: "acme", CreatedAt: time.Unix(100, 0)}, got)
 	require.Empty(t, got.Issuer)
 	require.True(t, got.ExpiresAt.IsZero())
-	require.True(t, got.OwnedBy(Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Legacy: true}))
-	require.False(t, got.OwnedBy(Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"}), "owned by nobody unless Legacy")
+	require.True(t, got.OwnedBy(tasks.Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Legacy: true}))
+	require.False(t, got.OwnedBy(tasks.Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"}), "owned by nobody unless Legacy")
 
-	owned, err := r.Owned(ctx, Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Legacy: true})
+	owned, err := r.Owned(ctx, tasks.Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Legacy: true})
 	require.NoError(t, err)
-	require.Equal(t, []string{"old2", "new", "old1"}, taskIDs(owned))
-	owned, err = r.Owned(ctx, Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"})
+	require.Equal(t, []string{"old2", "new", "old1"}, storetest.TaskIDs(owned))
+	owned, err = r.Owned(ctx, tasks.Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"})
 	require.NoError(t, err)
-	require.Equal(t, []string{"new"}, taskIDs(owned))
+	require.Equal(t, []string{"new"}, storetest.TaskIDs(owned))
 
 	// Another issuer cannot take it over; its own (empty) issuer re-binds it.
-	require.ErrorIs(t, r.Bind(ctx, Binding{TaskID: "old1", Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Capability: "reconcile-invoice", Handler: "recon"}), ErrConflict)
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "old1", Subject: "alice@x", Tenant: "acme", Capability: "reconcile-invoice", Handler: "recon"}))
+	require.ErrorIs(t, r.Bind(ctx, tasks.Binding{TaskID: "old1", Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme", Capability: "reconcile-invoice", Handler: "recon"}), tasks.ErrConflict)
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "old1", Subject: "alice@x", Tenant: "acme", Capability: "reconcile-invoice", Handler: "recon"}))
 	got, _, err = r.Lookup(ctx, "old1")
 	require.NoError(t, err)
 	require.True(t, got.CreatedAt.Equal(time.Unix(100, 0)), "created kept")
@@ -328,8 +332,8 @@ func TestRedisPendingCapAcrossReplicas(t *testing.T) {
 	b := replicas[1]
 	const n, limit = 40, 7
 	errs := make([]error, n)
-	concurrently(n, func(i int) {
-		errs[i] = replicas[i%2].BindPending(ctx, Binding{TaskID: "c" + strconv.Itoa(i), Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, limit)
+	storetest.Concurrently(n, func(i int) {
+		errs[i] = replicas[i%2].BindPending(ctx, tasks.Binding{TaskID: "c" + strconv.Itoa(i), Issuer: "i", Subject: "alice", Tenant: "acme", Pending: true}, time.Minute, limit)
 	})
 	ok := 0
 	for _, err := range errs {
@@ -337,13 +341,13 @@ func TestRedisPendingCapAcrossReplicas(t *testing.T) {
 			ok++
 			continue
 		}
-		require.ErrorIs(t, err, ErrTooManyPending)
+		require.ErrorIs(t, err, tasks.ErrTooManyPending)
 	}
 	require.Equal(t, limit, ok)
 	card, err := rawClient(t, srv).ZCard(ctx, "shared:pending:i:acme:alice").Result()
 	require.NoError(t, err)
 	require.Equal(t, int64(limit), card)
-	owned, err := b.Owned(ctx, Owner{Issuer: "i", Subject: "alice", Tenant: "acme"})
+	owned, err := b.Owned(ctx, tasks.Owner{Issuer: "i", Subject: "alice", Tenant: "acme"})
 	require.NoError(t, err)
 	require.Len(t, owned, limit)
 }
@@ -354,22 +358,22 @@ func TestRedisUnavailable(t *testing.T) {
 	addr := testnet.RefusedAddr(t)
 
 	start := time.Now()
-	s, err := OpenRedisStore(t.Context(), "redis://"+addr+"/0")
+	s, err := Open(t.Context(), "redis://"+addr+"/0")
 	require.NoError(t, err, "a Redis that is down at start is not fatal")
-	r := s.(*Redis)
+	r := s.(*Store)
 	t.Cleanup(func() { _ = r.Close() })
 	ctx := t.Context()
 	ops := map[string]func() error{
-		"bind": func() error { return r.Bind(ctx, Binding{TaskID: "t", Subject: "s"}) },
+		"bind": func() error { return r.Bind(ctx, tasks.Binding{TaskID: "t", Subject: "s"}) },
 		"bind pending": func() error {
-			return r.BindPending(ctx, Binding{TaskID: "t", Subject: "s", Pending: true}, time.Minute, 1)
+			return r.BindPending(ctx, tasks.Binding{TaskID: "t", Subject: "s", Pending: true}, time.Minute, 1)
 		},
 		"lookup": func() error { _, _, err := r.Lookup(ctx, "t"); return err },
-		"owned":  func() error { _, err := r.Owned(ctx, Owner{Subject: "s"}); return err },
+		"owned":  func() error { _, err := r.Owned(ctx, tasks.Owner{Subject: "s"}); return err },
 		"delete": func() error { return r.Delete(ctx, "t") },
 		"record": func() error { return r.RecordCall(ctx, "c", time.Now()) },
 		"claim context": func() error {
-			_, err := r.ClaimContext(ctx, Context{ContextID: "c", Subject: "s"})
+			_, err := r.ClaimContext(ctx, tasks.Context{ContextID: "c", Subject: "s"})
 			return err
 		},
 		"lookup context": func() error { _, _, err := r.LookupContext(ctx, "c"); return err },
@@ -379,9 +383,9 @@ func TestRedisUnavailable(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			start := time.Now()
 			err := op()
-			require.ErrorIs(t, err, ErrUnavailable)
+			require.ErrorIs(t, err, tasks.ErrUnavailable)
 			require.Contains(t, err.Error(), "task store unavailable: redis")
-			require.Less(t, time.Since(start), DefaultOpTimeout+3*time.Second, "bounded, not hanging")
+			require.Less(t, time.Since(start), tasks.DefaultOpTimeout+3*time.Second, "bounded, not hanging")
 		})
 	}
 	require.Less(t, time.Since(start), 10*time.Second)
@@ -399,12 +403,12 @@ func TestRedisUnavailable(t *testing.T) {
 			t.Cleanup(func() { _ = c.Close() })
 		}
 	}()
-	hs, err := OpenRedis(t.Context(), "redis://"+hang.Addr().String()+"/0", WithOpTimeout(time.Second))
+	hs, err := Dial(t.Context(), "redis://"+hang.Addr().String()+"/0", tasks.WithOpTimeout(time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = hs.Close() })
 	start = time.Now()
 	_, _, err = hs.Lookup(ctx, "t")
-	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorIs(t, err, tasks.ErrUnavailable)
 	require.Less(t, time.Since(start), 5*time.Second, "bounded by the op timeout, not hanging")
 }
 
@@ -414,13 +418,13 @@ func TestRedisRestart(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
 	r := openTestRedis(t, srv)
-	b := Binding{TaskID: "t1", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(100, 0)}
+	b := tasks.Binding{TaskID: "t1", Subject: "alice", Tenant: "acme", Capability: "c", Handler: "h", CreatedAt: time.Unix(100, 0)}
 	require.NoError(t, r.Bind(ctx, b))
 	require.NoError(t, r.RecordCall(ctx, "c", time.Now()))
 
 	srv.Kill()
 	_, _, err := r.Lookup(ctx, "t1")
-	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorIs(t, err, tasks.ErrUnavailable)
 	srv.Restart()
 
 	require.EventuallyWithT(t, func(c *assert.CollectT) {
@@ -434,7 +438,7 @@ func TestRedisRestart(t *testing.T) {
 	require.Equal(t, int64(1), u.Total)
 	// Scripts are reloaded after the restart flushed Redis's script cache.
 	require.NoError(t, r.Bind(ctx, b))
-	require.ErrorIs(t, r.Bind(ctx, Binding{TaskID: "t1", Subject: "mallory"}), ErrConflict)
+	require.ErrorIs(t, r.Bind(ctx, tasks.Binding{TaskID: "t1", Subject: "mallory"}), tasks.ErrConflict)
 }
 
 func TestParseStoreURL(t *testing.T) {
@@ -445,24 +449,24 @@ func TestParseStoreURL(t *testing.T) {
 	require.Equal(t, 3, o.DB)
 	require.Equal(t, "p", o.Password)
 	require.NotNil(t, o.TLSConfig)
-	require.Equal(t, DefaultRedisTimeout, o.DialTimeout)
+	require.Equal(t, DefaultTimeout, o.DialTimeout)
 	require.Equal(t, 2*time.Second, o.ReadTimeout, "the URL's timeout wins")
-	require.Equal(t, DefaultRedisTimeout, o.WriteTimeout)
-	require.Equal(t, DefaultRedisRetries, o.MaxRetries)
-	r := NewRedis(u.client(), u.own...)
+	require.Equal(t, DefaultTimeout, o.WriteTimeout)
+	require.Equal(t, DefaultRetries, o.MaxRetries)
+	r := New(u.client(), u.own...)
 	t.Cleanup(func() { _ = r.Close() })
-	require.Equal(t, "fin:", r.prefix)
-	require.Equal(t, 48*time.Hour, r.ttl)
-	require.Zero(t, r.minReplicas, "a single Redis waits for no replica")
+	require.Equal(t, "fin:", r.opts.KeyPrefix)
+	require.Equal(t, 48*time.Hour, r.opts.BindingTTL)
+	require.Zero(t, r.opts.MinReplicas, "a single Redis waits for no replica")
 	require.False(t, r.keys.tagged)
-	require.Equal(t, DefaultContextCacheAge, r.contexts.age)
+	require.Equal(t, tasks.DefaultContextCacheAge, r.contexts.age)
 	u, err = parseStoreURL("redis://h:6379/0?context_cache=0")
 	require.NoError(t, err)
-	require.Zero(t, NewRedis(u.client(), u.own...).contexts.age, "context_cache=0 turns the cache off")
+	require.Zero(t, New(u.client(), u.own...).contexts.age, "context_cache=0 turns the cache off")
 
-	r = NewRedis(u.client(), append(u.own, WithKeyPrefix("x:"))...)
+	r = New(u.client(), append(u.own, tasks.WithKeyPrefix("x:"))...)
 	t.Cleanup(func() { _ = r.Close() })
-	require.Equal(t, "x:", r.prefix, "options given in code win over the URL")
+	require.Equal(t, "x:", r.opts.KeyPrefix, "options given in code win over the URL")
 
 	u, err = parseStoreURL("redis-sentinel://app:pw@s1:26379,s2:26380,[::1]:26381/main?db=2&dial_timeout=1s")
 	require.NoError(t, err)
@@ -476,11 +480,11 @@ func TestParseStoreURL(t *testing.T) {
 	require.Empty(t, f.SentinelUsername)
 	require.Nil(t, f.TLSConfig)
 	require.Equal(t, time.Second, f.DialTimeout)
-	require.Equal(t, DefaultRedisTimeout, f.ReadTimeout)
-	r = NewRedis(u.client(), u.own...)
+	require.Equal(t, DefaultTimeout, f.ReadTimeout)
+	r = New(u.client(), u.own...)
 	t.Cleanup(func() { _ = r.Close() })
-	require.Equal(t, 1, r.minReplicas, "Sentinel: writes wait for one replica by default")
-	require.Equal(t, DefaultReplicaTimeout, r.replicaTimeout)
+	require.Equal(t, 1, r.opts.MinReplicas, "Sentinel: writes wait for one replica by default")
+	require.Equal(t, tasks.DefaultReplicaTimeout, r.opts.ReplicaTimeout)
 	require.False(t, r.keys.tagged, "Sentinel keeps the single-Redis key layout")
 
 	u, err = parseStoreURL("redis-sentinel://app:pw@s1:26379/main?sentinel_username=watcher")
@@ -495,10 +499,10 @@ func TestParseStoreURL(t *testing.T) {
 	require.Equal(t, []string{"c1:7000", "c2:7001"}, c.Addrs)
 	require.Equal(t, "pw", c.Password)
 	require.Equal(t, "c1", c.TLSConfig.ServerName)
-	r = NewRedis(u.client(), u.own...)
+	r = New(u.client(), u.own...)
 	t.Cleanup(func() { _ = r.Close() })
-	require.Equal(t, 2, r.minReplicas)
-	require.Equal(t, 100*time.Millisecond, r.replicaTimeout)
+	require.Equal(t, 2, r.opts.MinReplicas)
+	require.Equal(t, 100*time.Millisecond, r.opts.ReplicaTimeout)
 	require.True(t, r.keys.tagged, "Cluster keys carry hash tags")
 
 	u, err = parseStoreURL("redis-cluster://c1:7000")
@@ -507,9 +511,9 @@ func TestParseStoreURL(t *testing.T) {
 	require.Equal(t, "from-file", u.cluster.Password)
 }
 
-// TestCheckURL: every malformed store URL is refused before Redis is
+// TestCheck: every malformed store URL is refused before Redis is
 // contacted, with a message that names the problem and never the password.
-func TestCheckURL(t *testing.T) {
+func TestCheck(t *testing.T) {
 	for raw, want := range map[string]string{
 		"mysql://db:3306":                                     "neither",
 		"redis-sentinel://:secret@s1:26379":                   "master's name",
@@ -533,14 +537,14 @@ func TestCheckURL(t *testing.T) {
 		"redis://:secret@h:6379/0?sentinel_username=w":        "for redis-sentinel:// stores",
 		"redis-cluster://:secret@c1:7000?sentinel_username=w": "for redis-sentinel:// stores",
 	} {
-		err := CheckURL(raw)
+		err := Check(raw)
 		require.Error(t, err, raw)
 		require.Contains(t, err.Error(), want, raw)
 		require.NotContains(t, err.Error(), "secret", "the password is not echoed")
 	}
 	for _, ok := range []string{"redis://h", "redis://h:6379/2", "rediss-sentinel://u:p@s1:1,s2:2/m", "redis-cluster://c:1?key_prefix=a:"} {
-		require.NoError(t, CheckURL(ok), ok)
-		require.True(t, IsRedisURL(ok))
+		require.NoError(t, Check(ok), ok)
+		require.True(t, IsURL(ok))
 	}
 }
 
@@ -550,9 +554,9 @@ func TestCheckURL(t *testing.T) {
 func TestRedisPassword(t *testing.T) {
 	const pw = "s3rver-Secret"
 	srv := redisproc.StartAuth(t, pw)
-	b := Binding{TaskID: "t-1", Subject: "alice", Capability: "c", Handler: "h"}
+	b := tasks.Binding{TaskID: "t-1", Subject: "alice", Capability: "c", Handler: "h"}
 
-	r := openTestRedis(t, srv, WithPassword(pw))
+	r := openTestRedis(t, srv, tasks.WithPassword(pw))
 	require.NoError(t, r.Bind(t.Context(), b))
 	got, ok, err := r.Lookup(t.Context(), "t-1")
 	require.NoError(t, err)
@@ -560,21 +564,21 @@ func TestRedisPassword(t *testing.T) {
 	require.Equal(t, "alice", got.Subject)
 
 	u := "redis://:" + pw + "@" + srv.Addr + "/0"
-	r2, err := OpenRedis(t.Context(), u, WithPassword("wrong-one"))
+	r2, err := Dial(t.Context(), u, tasks.WithPassword("wrong-one"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r2.Close() })
 	_, _, err = r2.Lookup(t.Context(), "t-1")
-	require.ErrorIs(t, err, ErrUnavailable, "the option wins over the URL's password")
+	require.ErrorIs(t, err, tasks.ErrUnavailable, "the option wins over the URL's password")
 
-	for name, opts := range map[string][]Option{"none": nil, "wrong": {WithPassword("wrong-one")}} {
+	for name, opts := range map[string][]tasks.Option{"none": nil, "wrong": {tasks.WithPassword("wrong-one")}} {
 		r := openTestRedis(t, srv, opts...)
 		_, _, err := r.Lookup(t.Context(), "t-1")
-		require.ErrorIs(t, err, ErrUnavailable, name)
+		require.ErrorIs(t, err, tasks.ErrUnavailable, name)
 		require.NotContains(t, err.Error(), pw, name)
-		require.ErrorIs(t, r.Bind(t.Context(), Binding{TaskID: "t-2", Subject: "alice", Capability: "c", Handler: "h"}), ErrUnavailable, name)
+		require.ErrorIs(t, r.Bind(t.Context(), tasks.Binding{TaskID: "t-2", Subject: "alice", Capability: "c", Handler: "h"}), tasks.ErrUnavailable, name)
 	}
 
-	_, err = OpenRedis(t.Context(), srv.URL(0), WithSentinelPassword("x"))
+	_, err = Dial(t.Context(), srv.URL(0), tasks.WithSentinelPassword("x"))
 	require.ErrorContains(t, err, "not redis-sentinel://", "a Sentinel password needs Sentinels")
 }
 
@@ -624,13 +628,13 @@ func TestRedisOwnedPageBounded(t *testing.T) {
 	const owned = 10_000
 	srv := redisproc.Start(t)
 	ctx := t.Context()
-	r := openTestRedis(t, srv, WithKeyPrefix("big:"))
+	r := openTestRedis(t, srv, tasks.WithKeyPrefix("big:"))
 	raw := rawClient(t, srv)
-	alice := Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}
+	alice := tasks.Owner{Issuer: "i", Subject: "alice", Tenant: "acme"}
 	base := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC)
-	concurrently(16, func(w int) {
+	storetest.Concurrently(16, func(w int) {
 		for i := w; i < owned; i += 16 {
-			assert.NoError(t, r.Bind(ctx, Binding{TaskID: fmt.Sprintf("t-%05d", i), ContextID: fmt.Sprintf("c-%d", i%2), Capability: "c", Handler: "h",
+			assert.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: fmt.Sprintf("t-%05d", i), ContextID: fmt.Sprintf("c-%d", i%2), Capability: "c", Handler: "h",
 				Issuer: alice.Issuer, Subject: alice.Subject, Tenant: alice.Tenant, CreatedAt: base.Add(time.Duration(i) * time.Second)}))
 		}
 	})
@@ -660,8 +664,8 @@ func TestRedisOwnedPageBounded(t *testing.T) {
 		require.NoError(t, raw.Del(ctx, fmt.Sprintf("big:task:t-%05d", i)).Err())
 	}
 	cc.reset()
-	var after *Position
-	var got []Binding
+	var after *tasks.Position
+	var got []tasks.Binding
 	for calls := 0; len(got) < 50; calls++ {
 		require.Less(t, calls, 20)
 		p, err := r.OwnedPage(ctx, alice, after, "", 50)
@@ -685,9 +689,9 @@ func TestRedisOwnedPageBounded(t *testing.T) {
 func TestRedisIndexUpgrade(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
-	r := openTestRedis(t, srv, WithKeyPrefix("up:"))
+	r := openTestRedis(t, srv, tasks.WithKeyPrefix("up:"))
 	raw := rawClient(t, srv)
-	alice := Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"}
+	alice := tasks.Owner{Issuer: "https://idp-a", Subject: "alice@x", Tenant: "acme"}
 	const set = "up:owner:https%3A%2F%2Fidp-a:acme:alice%40x"
 	// As the previous release wrote them: a binding hash and the owner set.
 	for i := range 600 {
@@ -698,7 +702,7 @@ func TestRedisIndexUpgrade(t *testing.T) {
 	}
 	require.NoError(t, raw.SAdd(ctx, set, "gone").Err()) // a binding expired since
 	// A bind before any read: the index then exists, but lists one task.
-	require.NoError(t, r.Bind(ctx, Binding{TaskID: "new", ContextID: "ctx-1", Capability: "c", Handler: "h",
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "new", ContextID: "ctx-1", Capability: "c", Handler: "h",
 		Issuer: alice.Issuer, Subject: alice.Subject, Tenant: alice.Tenant, CreatedAt: time.Unix(5000, 0)}))
 	mark, err := raw.Exists(ctx, r.keys.unindexed(alice)).Result()
 	require.NoError(t, err)
@@ -709,9 +713,9 @@ func TestRedisIndexUpgrade(t *testing.T) {
 	defer func(n int) { buildChunks = n }(buildChunks)
 	buildChunks = 1
 	_, err = r.OwnedPage(ctx, alice, nil, "ctx-1", 3)
-	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorIs(t, err, tasks.ErrUnavailable)
 	require.ErrorIs(t, err, errBuilding)
-	var p Page
+	var p tasks.Page
 	for reads := 1; ; reads++ {
 		require.Less(t, reads, 20, "the build progresses from read to read")
 		if p, err = r.OwnedPage(ctx, alice, nil, "ctx-1", 3); !errors.Is(err, errBuilding) {
@@ -719,7 +723,7 @@ func TestRedisIndexUpgrade(t *testing.T) {
 		}
 	}
 	require.NoError(t, err)
-	require.Equal(t, []string{"new", "old-598", "old-595"}, taskIDs(p.Bindings))
+	require.Equal(t, []string{"new", "old-598", "old-595"}, storetest.TaskIDs(p.Bindings))
 	owned, err := r.Owned(ctx, alice)
 	require.NoError(t, err)
 	require.Len(t, owned, 601)
@@ -748,8 +752,8 @@ func TestRedisContextCache(t *testing.T) {
 	srv := redisproc.Start(t)
 	ctx := t.Context()
 	const age = time.Minute
-	clk := newClock()
-	r := openTestRedis(t, srv, WithClock(clk.Now), WithContextCache(age))
+	clk := storetest.NewClock(time.Now())
+	r := openTestRedis(t, srv, tasks.WithClock(clk.Now), tasks.WithContextCache(age))
 	cc := &commandCounter{n: map[string]int{}}
 	r.rdb.AddHook(cc)
 	total := func() int {
@@ -759,8 +763,8 @@ func TestRedisContextCache(t *testing.T) {
 		}
 		return n
 	}
-	alice := Context{ContextID: "ctx-1", Issuer: "i", Subject: "alice", Tenant: "acme"}
-	mallory := Context{ContextID: "ctx-1", Issuer: "i", Subject: "mallory", Tenant: "acme"}
+	alice := tasks.Context{ContextID: "ctx-1", Issuer: "i", Subject: "alice", Tenant: "acme"}
+	mallory := tasks.Context{ContextID: "ctx-1", Issuer: "i", Subject: "mallory", Tenant: "acme"}
 
 	// An unknown context is never kept: the lookup and the claim each go to Redis.
 	_, ok, err := r.LookupContext(ctx, "ctx-1")
@@ -795,10 +799,10 @@ func TestRedisContextCache(t *testing.T) {
 
 	// Never past the record's expiry: with a binding_ttl shorter than the
 	// cache age, an entry ends with its record.
-	short := openTestRedis(t, srv, WithClock(clk.Now), WithContextCache(age), WithBindingTTL(2*time.Second))
+	short := openTestRedis(t, srv, tasks.WithClock(clk.Now), tasks.WithContextCache(age), tasks.WithBindingTTL(2*time.Second))
 	sc := &commandCounter{n: map[string]int{}}
 	short.rdb.AddHook(sc)
-	_, err = short.ClaimContext(ctx, Context{ContextID: "ctx-2", Issuer: "i", Subject: "alice", Tenant: "acme"})
+	_, err = short.ClaimContext(ctx, tasks.Context{ContextID: "ctx-2", Issuer: "i", Subject: "alice", Tenant: "acme"})
 	require.NoError(t, err)
 	sc.reset()
 	clk.Advance(2*time.Second - time.Millisecond)
@@ -812,10 +816,10 @@ func TestRedisContextCache(t *testing.T) {
 	require.NotEmpty(t, sc.reset(), "at the record's expiry: asked again")
 
 	// With min_replicas, a record only read may not be on the replicas yet: not kept.
-	writer := openTestRedis(t, srv, WithKeyPrefix("shared-ctx:"))
-	_, err = writer.ClaimContext(ctx, Context{ContextID: "ctx-3", Issuer: "i", Subject: "bob", Tenant: "acme"})
+	writer := openTestRedis(t, srv, tasks.WithKeyPrefix("shared-ctx:"))
+	_, err = writer.ClaimContext(ctx, tasks.Context{ContextID: "ctx-3", Issuer: "i", Subject: "bob", Tenant: "acme"})
 	require.NoError(t, err)
-	confirmed := openTestRedis(t, srv, WithKeyPrefix("shared-ctx:"), WithReplicas(1, 50*time.Millisecond), WithContextCache(age))
+	confirmed := openTestRedis(t, srv, tasks.WithKeyPrefix("shared-ctx:"), tasks.WithReplicas(1, 50*time.Millisecond), tasks.WithContextCache(age))
 	rc := &commandCounter{n: map[string]int{}}
 	confirmed.rdb.AddHook(rc)
 	for range 2 {
@@ -832,7 +836,7 @@ func TestContextCacheBounded(t *testing.T) {
 	c := newContextCache(time.Minute)
 	now := time.Now()
 	for i := range maxCachedContexts + 10 {
-		c.put(Context{ContextID: strconv.Itoa(i), Subject: "s"}, now, time.Hour)
+		c.put(tasks.Context{ContextID: strconv.Itoa(i), Subject: "s"}, now, time.Hour)
 	}
 	require.LessOrEqual(t, len(c.m), maxCachedContexts)
 	_, ok := c.get(strconv.Itoa(maxCachedContexts+9), now)

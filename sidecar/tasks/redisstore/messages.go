@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // sent is the hash of o's Sent records (field: the query-escaped message id, value: the
@@ -15,12 +17,12 @@ import (
 // clock). Both are keyed by the owner's slot part, as its task set is, so that one script
 // reads and writes them in one Cluster slot; both expire a window after the owner's last
 // reservation.
-func (k keys) sent(o Owner) string { return k.key("sent", ownerPath(o)) }
+func (k keys) sent(o tasks.Owner) string { return k.key("sent", ownerPath(o)) }
 
-func (k keys) sentOrder(o Owner) string { return k.key("sent", ownerPath(o), "order") }
+func (k keys) sentOrder(o tasks.Owner) string { return k.key("sent", ownerPath(o), "order") }
 
 // sentKeys are the keys of the message scripts.
-func (k keys) sentKeys(o Owner) []string { return []string{k.sent(o), k.sentOrder(o)} }
+func (k keys) sentKeys(o tasks.Owner) []string { return []string{k.sent(o), k.sentOrder(o)} }
 
 // reserveScript reserves a message id for an owner unless a record of it younger than the
 // window exists (then it answers {'held', record}); before writing it drops the owner's
@@ -85,41 +87,41 @@ return 'ok'
 // Reserve implements Messages: one script, an ownership write (with min_replicas acknowledged
 // only once replicas confirmed it, so that a failover does not forget a reservation it
 // acknowledged).
-func (r *Redis) Reserve(ctx context.Context, s Sent, window time.Duration, maxPerOwner int) (Sent, bool, error) {
+func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration, maxPerOwner int) (tasks.Sent, bool, error) {
 	if s.Owner.Subject == "" {
-		return Sent{}, false, ErrNoOwner
+		return tasks.Sent{}, false, tasks.ErrNoOwner
 	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	s.Done, s.Lost, s.TaskID, s.ContextID, s.Capability, s.Handler = false, false, "", "", "", ""
 	rec, err := json.Marshal(s)
 	if err != nil {
-		return Sent{}, false, fmt.Errorf("reserve message: %w", err)
+		return tasks.Sent{}, false, fmt.Errorf("reserve message: %w", err)
 	}
 	res, err := r.write(ctx, reserveScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
-		r.now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli())
+		r.opts.Now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli())
 	if err != nil {
-		return Sent{}, false, r.unavailable("reserve message", err)
+		return tasks.Sent{}, false, r.unavailable("reserve message", err)
 	}
 	vals, err := redis.NewCmdResult(res, nil).StringSlice()
 	if err != nil || len(vals) != 2 {
-		return Sent{}, false, r.unavailable("reserve message", fmt.Errorf("unexpected answer %v", res))
+		return tasks.Sent{}, false, r.unavailable("reserve message", fmt.Errorf("unexpected answer %v", res))
 	}
 	if vals[0] == "new" {
 		return s, true, nil
 	}
-	var old Sent
+	var old tasks.Sent
 	if err := json.Unmarshal([]byte(vals[1]), &old); err != nil {
-		return Sent{}, false, fmt.Errorf("%w: a message record is malformed", ErrUnavailable)
+		return tasks.Sent{}, false, fmt.Errorf("%w: a message record is malformed", tasks.ErrUnavailable)
 	}
 	old.MessageID, old.Owner = s.MessageID, s.Owner
 	return old, false, nil
 }
 
 // Settle implements Messages.
-func (r *Redis) Settle(ctx context.Context, s Sent, window time.Duration) error {
+func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) error {
 	if s.Owner.Subject == "" {
-		return ErrNoOwner
+		return tasks.ErrNoOwner
 	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
@@ -128,7 +130,7 @@ func (r *Redis) Settle(ctx context.Context, s Sent, window time.Duration) error 
 	if err != nil {
 		return fmt.Errorf("settle message: %w", err)
 	}
-	left := s.Started.Add(window).Sub(r.now()).Milliseconds()
+	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
 	if _, err := r.write(ctx, settleScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
 		s.Started.UnixMilli(), left); err != nil {
 		return r.unavailable("settle message", err)
@@ -137,7 +139,7 @@ func (r *Redis) Settle(ctx context.Context, s Sent, window time.Duration) error 
 }
 
 // Release implements Messages.
-func (r *Redis) Release(ctx context.Context, s Sent) error {
+func (r *Store) Release(ctx context.Context, s tasks.Sent) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	if err := releaseScript.Run(ctx, r.rdb, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {

@@ -1,4 +1,4 @@
-package tasks
+package redisstore
 
 // This file holds the Redis store's usage counters: RecordCall, Usage and their script.
 
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/capgate/capgate/sidecar/tasks"
 )
 
 // usageTTL is how long the per-day counter of a call at t lives from t: to
@@ -18,7 +20,7 @@ import (
 // an instant (EXPIREAT), so that Redis, which expires keys by its own clock,
 // keeps a counter as long whatever the skew between its clock and capgate's.
 func usageTTL(t time.Time) time.Duration {
-	return time.UnixMilli((day(t) + usageDays) * 86400 * 1000).Sub(time.UnixMilli(t.UnixMilli()))
+	return time.UnixMilli((tasks.Day(t) + usageDays) * 86400 * 1000).Sub(time.UnixMilli(t.UnixMilli()))
 }
 
 // recordScript counts one call. KEYS: per-day counter, usage hash. ARGV:
@@ -34,10 +36,10 @@ return 'ok'
 `)
 
 // RecordCall implements Store.
-func (r *Redis) RecordCall(ctx context.Context, capability string, t time.Time) error {
+func (r *Store) RecordCall(ctx context.Context, capability string, t time.Time) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	d := day(t)
+	d := tasks.Day(t)
 	ns := max(t.UnixNano(), 0)
 	err := recordScript.Run(ctx, r.rdb, r.keys.usageKeys(capability, d),
 		usageTTL(t).Milliseconds(), fmt.Sprintf("%020d", ns)).Err()
@@ -48,11 +50,11 @@ func (r *Redis) RecordCall(ctx context.Context, capability string, t time.Time) 
 }
 
 // Usage implements Store: calls on the days after now-Window up to now's day.
-func (r *Redis) Usage(ctx context.Context, capability string, now time.Time) (Usage, error) {
+func (r *Store) Usage(ctx context.Context, capability string, now time.Time) (tasks.Usage, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	out := Usage{Capability: capability}
-	from, to := day(now.Add(-Window)), day(now)
+	out := tasks.Usage{Capability: capability}
+	from, to := tasks.Day(now.Add(-tasks.Window)), tasks.Day(now)
 	keys := make([]string, 0, to-from)
 	for d := from + 1; d <= to; d++ {
 		keys = append(keys, r.keys.day(capability, d))
