@@ -582,7 +582,7 @@ func TestHTTPJSONRequestShape(t *testing.T) {
 			"POST /tasks/t1/pushNotificationConfigs", `{"id":"c1","url":"https://h.example.com/"}`},
 		{"DeleteTaskPushNotificationConfig", `{"taskId":"t1","id":"c1"}`, "DELETE /tasks/t1/pushNotificationConfigs/c1", ""},
 		// Other spellings of a field are the field, as admission reads them
-		// (jsonwire.SameField): proto names, any case, a folded rune.
+		// (jsonmodel.SameField): proto names, any case, a folded rune.
 		{"DeleteTaskPushNotificationConfig", `{"task_id":"t1","ID":"c1"}`, "DELETE /tasks/t1/pushNotificationConfigs/c1", ""},
 		{"GetTask", `{"Id":"t2","history_length":3,"TENANT":"acme"}`, "GET /acme/tasks/t2?historyLength=3", ""},
 		{"GetTask", `{"id":"t3","hiſtoryLength":4}`, "GET /tasks/t3?historyLength=4", ""},

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
 	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
@@ -71,11 +72,11 @@ func newRESTRequest(ctx context.Context, t target, req Request, stream bool) (*h
 	for _, m := range ms {
 		var dst *string
 		switch {
-		case jsonwire.SameField(m.name, "tenant"):
+		case jsonmodel.SameField(m.name, "tenant"):
 			dst = &tenant
-		case taskField != "" && jsonwire.SameField(m.name, taskField):
+		case taskField != "" && jsonmodel.SameField(m.name, taskField):
 			dst = &taskID
-		case configField != "" && jsonwire.SameField(m.name, configField):
+		case configField != "" && jsonmodel.SameField(m.name, configField):
 			dst = &configID
 		default:
 			// Not bound by the path (CreateTaskPushNotificationConfig's
@@ -132,7 +133,7 @@ func restQuery(op protocol.Operation, rest []member) (string, *protocol.Error) {
 	fields := jsonwire.HTTPQueryFields(op)
 	q := url.Values{}
 	for _, m := range rest {
-		i := slices.IndexFunc(fields, func(f string) bool { return jsonwire.SameField(f, m.name) })
+		i := slices.IndexFunc(fields, func(f string) bool { return jsonmodel.SameField(f, m.name) })
 		if i < 0 {
 			return "", protocol.Errorf(protocol.InvalidParams, "params.%s cannot be sent to this skill's handler over HTTP+JSON (%s takes no such query parameter)",
 				clip(m.name, 64), op)

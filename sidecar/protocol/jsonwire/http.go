@@ -11,6 +11,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
 )
 
 // route is one HTTP+JSON route matched by a path.
@@ -35,7 +36,7 @@ type route struct {
 // read only for POST; an empty body or JSON null counts as none.
 func ParseHTTP(v protocol.Version, method, target, contentType string, body []byte, lim protocol.Limits) (*protocol.Request, *protocol.Error) {
 	lim = lim.WithDefaults()
-	if err := checkSize(body, lim); err != nil {
+	if err := jsonmodel.CheckSize(body, lim); err != nil {
 		return nil, err
 	}
 	path, query, _ := strings.Cut(target, "?")
@@ -61,19 +62,19 @@ func ParseHTTP(v protocol.Version, method, target, contentType string, body []by
 		Tenant:    tenant,
 		TaskID:    rt.taskID,
 		ConfigID:  rt.configID,
-		Forward:   forwarder{path: pathValues{tenant: tenant, task: rt.taskID, config: rt.configID}},
+		Forward:   jsonmodel.PathForwarder(tenant, rt.taskID, rt.configID),
 	}
-	p := newParser()
-	defer p.release()
+	p := jsonmodel.NewReader()
+	defer p.Release()
 	// A body of JSON null is no body: a2a-go sends one with every GET and DELETE.
-	if b := trimSpace(body); len(b) > 0 && string(b) != "null" {
+	if b := jsonmodel.TrimSpace(body); len(b) > 0 && string(b) != "null" {
 		if method != http.MethodPost {
 			return nil, protocol.Errorf(protocol.InvalidRequest, "%s requests must not have a body", method)
 		}
-		if err := checkContentType(contentType); err != nil {
+		if err := jsonmodel.CheckContentType(contentType); err != nil {
 			return nil, err
 		}
-		if err := p.checkJSON(body, lim.MaxDepth); err != nil {
+		if err := p.CheckBody(body, lim.MaxDepth); err != nil {
 			return nil, err
 		}
 		if b[0] != '{' {
@@ -94,7 +95,7 @@ func ParseHTTP(v protocol.Version, method, target, contentType string, body []by
 	if r.ProtoJSON03() && rt.op.Message() && r.Params != nil {
 		// The 0.3 specification's binding: the body may be the SendMessageRequest in ProtoJSON,
 		// read as the 0.3 JSON-RPC params it stands for (rest03.go).
-		proto, err := p.isProtoSend03(r.Params)
+		proto, err := isProtoSend03(p, r.Params)
 		if err != nil {
 			return nil, err
 		}
@@ -102,7 +103,7 @@ func ParseHTTP(v protocol.Version, method, target, contentType string, body []by
 			if r.Params, err = sendParams03(r.Params); err != nil {
 				return nil, err
 			}
-			if err := p.checkJSON(r.Params, lim.MaxDepth); err != nil {
+			if err := p.CheckBody(r.Params, lim.MaxDepth); err != nil {
 				return nil, err
 			}
 		}
@@ -110,14 +111,14 @@ func ParseHTTP(v protocol.Version, method, target, contentType string, body []by
 	if r.ProtoJSON03() && rt.op == protocol.CreateTaskPushNotificationConfig && r.Params != nil {
 		// The whole CreateTaskPushNotificationConfigRequest, as the 0.3 Python SDK reads it
 		// (rest03.go).
-		if r.Params, err = p.pushRequest03(r.Params, r.TaskID); err != nil {
+		if r.Params, err = pushRequest03(p, r.Params, r.TaskID); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.readParams(v, rt.op, r.Params, r, true); err != nil {
+	if err := p.Params(v, rt.op, r.Params, r, true); err != nil {
 		return nil, err
 	}
-	if err := canonicalize(r, p); err != nil {
+	if err := p.Canonicalize(r); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -336,7 +337,7 @@ func queryParams(op protocol.Operation, q string, hasBody bool) (jsontext.Value,
 			return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q is repeated", protocol.Clip(k))
 		}
 		if _, ok := known[k]; !ok {
-			switch fieldKey(k) {
+			switch jsonmodel.FieldKey(k) {
 			case "TENANT", "ID", "TASKID", "NAME", "PARENT", "PUSHNOTIFICATIONCONFIGID":
 				return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q is not allowed; the path names it", protocol.Clip(k))
 			}
@@ -356,7 +357,7 @@ func queryParams(op protocol.Operation, q string, hasBody bool) (jsontext.Value,
 		if len(b) > 1 {
 			b = append(b, ',')
 		}
-		b = protocol.AppendQuote(b, qp.Field)
+		b = jsonmodel.AppendQuote(b, qp.Field)
 		b = append(b, ':')
 		switch qp.Kind {
 		case protocol.QueryInt:
@@ -378,7 +379,7 @@ func queryParams(op protocol.Operation, q string, hasBody bool) (jsontext.Value,
 			if !utf8.ValidString(v) {
 				return nil, protocol.Errorf(protocol.InvalidRequest, "query parameter %q is not valid UTF-8", k)
 			}
-			b = protocol.AppendQuote(b, v)
+			b = jsonmodel.AppendQuote(b, v)
 		}
 	}
 	return append(b, '}'), nil

@@ -1,12 +1,10 @@
 package jsonwire
 
 import (
-	"mime"
-	"strings"
-
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
 )
 
 // ParseJSONRPC parses one JSON-RPC 2.0 request of A2A version v. The body is checked whole
@@ -25,18 +23,18 @@ func ParseJSONRPC(v protocol.Version, contentType string, body []byte, lim proto
 // every other refusal of it ([protocol.Refuse]); before the method is read, the Request is nil.
 func ParseJSONRPCWith(v protocol.Version, contentType string, body []byte, lim protocol.Limits, methods protocol.Methods) (*protocol.Request, *protocol.Error) {
 	lim = lim.WithDefaults()
-	if err := checkSize(body, lim); err != nil {
+	if err := jsonmodel.CheckSize(body, lim); err != nil {
 		return nil, err
 	}
-	if err := checkContentType(contentType); err != nil {
+	if err := jsonmodel.CheckContentType(contentType); err != nil {
 		return nil, err
 	}
-	p := newParser()
-	defer p.release()
-	if err := p.checkJSON(body, lim.MaxDepth); err != nil {
+	p := jsonmodel.NewReader()
+	defer p.Release()
+	if err := p.CheckBody(body, lim.MaxDepth); err != nil {
 		return nil, err
 	}
-	raw := jsontext.Value(trimSpace(body))
+	raw := jsontext.Value(jsonmodel.TrimSpace(body))
 	switch raw.Kind() {
 	case '[':
 		return nil, protocol.Errorf(protocol.InvalidRequest, "batch requests are not supported")
@@ -44,27 +42,27 @@ func ParseJSONRPCWith(v protocol.Version, contentType string, body []byte, lim p
 	default:
 		return nil, protocol.Errorf(protocol.InvalidRequest, "request must be a JSON object")
 	}
-	env, err := p.readObject(raw)
+	env, err := p.Object(raw)
 	if err != nil {
 		return nil, err
 	}
 
 	r := &protocol.Request{Binding: protocol.JSONRPC, Version: v}
 	// The id is read first so that every later error can echo it.
-	idRaw, hasID := env.lookup("id")
+	idRaw, hasID := env.Lookup("id")
 	if hasID {
 		if !protocol.ValidID(idRaw) {
 			return nil, protocol.Errorf(protocol.InvalidRequest, "id must be a string, number or null")
 		}
 		r.ID = idRaw
 	}
-	if rpc := env.get("jsonrpc"); rpc == nil || !isString(rpc, "2.0") {
+	if rpc := env.Get("jsonrpc"); rpc == nil || !jsonmodel.IsString(rpc, "2.0") {
 		return nil, protocol.Errorf(protocol.InvalidRequest, `jsonrpc must be "2.0"`).WithID(r.ID)
 	}
 	if !hasID {
 		return nil, protocol.Errorf(protocol.InvalidRequest, "id is required; A2A methods are not notifications")
 	}
-	mRaw := env.get("method")
+	mRaw := env.Get("method")
 	if mRaw == nil {
 		return nil, protocol.Errorf(protocol.InvalidRequest, "method is required").WithID(r.ID)
 	}
@@ -80,50 +78,12 @@ func ParseJSONRPCWith(v protocol.Version, contentType string, body []byte, lim p
 		}
 		r.Operation, r.Extension = protocol.ExtensionMethod, &x
 	}
-	r.Params = env.get("params")
-	if err := p.readParams(v, r.Operation, r.Params, r, false); err != nil {
+	r.Params = env.Get("params")
+	if err := p.Params(v, r.Operation, r.Params, r, false); err != nil {
 		return &protocol.Request{Binding: protocol.JSONRPC, Version: v, ID: r.ID, Operation: r.Operation}, err.WithID(r.ID)
 	}
-	if err := canonicalize(r, p); err != nil {
+	if err := p.Canonicalize(r); err != nil {
 		return nil, err.WithID(r.ID)
 	}
 	return r, nil
 }
-
-func checkSize(body []byte, lim protocol.Limits) *protocol.Error {
-	if int64(len(body)) > lim.MaxBodyBytes {
-		return protocol.Errorf(protocol.PayloadTooLarge, "request body is larger than the limit of %d bytes", lim.MaxBodyBytes)
-	}
-	return nil
-}
-
-// checkContentType accepts application/json and application/a2a+json, with parameters; a
-// charset, when given, must be utf-8.
-func checkContentType(ct string) *protocol.Error {
-	if ct == "application/json" || ct == "application/a2a+json" {
-		return nil // what mime.ParseMediaType would accept below, without its allocations
-	}
-	if ct == "" {
-		return protocol.Errorf(protocol.ContentTypeNotSupported, "Content-Type is not supported; use application/json")
-	}
-	mt, params, err := mime.ParseMediaType(ct)
-	if err != nil || (mt != "application/json" && mt != "application/a2a+json") {
-		return protocol.Errorf(protocol.ContentTypeNotSupported, "Content-Type is not supported; use application/json")
-	}
-	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-		return protocol.Errorf(protocol.ContentTypeNotSupported, "Content-Type charset is not supported; use utf-8")
-	}
-	return nil
-}
-
-func trimSpace(b []byte) []byte {
-	for len(b) > 0 && isSpace(b[0]) {
-		b = b[1:]
-	}
-	for len(b) > 0 && isSpace(b[len(b)-1]) {
-		b = b[:len(b)-1]
-	}
-	return b
-}
-
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }

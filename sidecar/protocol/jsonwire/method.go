@@ -4,6 +4,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
 )
 
 // knownMethods holds every JSON-RPC method name of either version, so that a request naming one
@@ -22,10 +23,10 @@ var knownMethods = func() map[string]string {
 
 // methodName decodes the JSON string of a method, as str does.
 func methodName(v jsontext.Value) (string, bool) {
-	if name, ok := knownMethods[string(unquote(v))]; ok {
+	if name, ok := knownMethods[string(jsonmodel.Unquote(v))]; ok {
 		return name, true
 	}
-	return str(v)
+	return jsonmodel.String(v)
 }
 
 // IsA2AMethod reports whether name is a JSON-RPC method of A2A 1.0 or 0.3.

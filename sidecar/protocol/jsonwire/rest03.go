@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
 )
 
 // The A2A 0.3 specification's HTTP+JSON binding is its a2a.proto (package a2a.v1) transcoded by
@@ -101,23 +102,23 @@ func sendParams03(body []byte) (jsontext.Value, *protocol.Error) {
 // isProtoSend03 reports whether a 0.3 SendMessage body is in ProtoJSON: its message (proto
 // field request, JSON name message) has content rather than the JSON-RPC shape's parts, or it
 // names the message by the proto field name.
-func (ps *parser) isProtoSend03(body jsontext.Value) (bool, *protocol.Error) {
-	p, err := ps.readObject(body)
+func isProtoSend03(ps jsonmodel.Reader, body jsontext.Value) (bool, *protocol.Error) {
+	p, err := ps.Object(body)
 	if err != nil {
 		return false, err
 	}
-	msg := p.get("message")
+	msg := p.Get("message")
 	if msg == nil {
-		return p.get("request") != nil, nil
+		return p.Get("request") != nil, nil
 	}
 	if msg.Kind() != '{' {
 		return false, nil
 	}
-	m, err := ps.readObject(msg)
+	m, err := ps.Object(msg)
 	if err != nil {
 		return false, err
 	}
-	return m.get("content") != nil, nil
+	return m.Get("content") != nil, nil
 }
 
 // pushRequest03 reads a 0.3 push config create body on a /v1/ route. The 0.3 proto's
@@ -128,44 +129,44 @@ func (ps *parser) isProtoSend03(body jsontext.Value) (bool, *protocol.Error) {
 // parent, when given, must name the path's task, its configId the config's
 // pushNotificationConfig.id when both are given, and no other member is accepted; the config is
 // then read as the body. Any other body is returned as it is.
-func (ps *parser) pushRequest03(body jsontext.Value, task string) (jsontext.Value, *protocol.Error) {
-	p, err := ps.readObject(body)
+func pushRequest03(ps jsonmodel.Reader, body jsontext.Value, task string) (jsontext.Value, *protocol.Error) {
+	p, err := ps.Object(body)
 	if err != nil {
 		return nil, err
 	}
-	cfg := p.get("config")
+	cfg := p.Get("config")
 	if cfg == nil {
 		return body, nil
 	}
 	if cfg.Kind() != '{' {
 		return nil, protocol.Errorf(protocol.InvalidParams, "config must be an object (a TaskPushNotificationConfig)")
 	}
-	for _, m := range p {
-		if !sameField(m.name, "parent") && !sameField(m.name, "configId") && !sameField(m.name, "config") {
-			return nil, protocol.Errorf(protocol.InvalidParams, "%s is not a field of the A2A 0.3 CreateTaskPushNotificationConfigRequest", protocol.Clip(string(m.name)))
+	for i := range p.Len() {
+		if !p.NameIs(i, "parent") && !p.NameIs(i, "configId") && !p.NameIs(i, "config") {
+			return nil, protocol.Errorf(protocol.InvalidParams, "%s is not a field of the A2A 0.3 CreateTaskPushNotificationConfigRequest", protocol.Clip(string(p.Name(i))))
 		}
 	}
-	parent, err := optString(p, "parent")
+	parent, err := p.String("parent")
 	if err != nil {
 		return nil, err
 	}
 	if parent != "" && parent != "tasks/"+task {
 		return nil, protocol.Errorf(protocol.InvalidParams, "parent must be tasks/{id}, naming the task the path names")
 	}
-	configID, err := optString(p, "configId")
+	configID, err := p.String("configId")
 	if err != nil {
 		return nil, err
 	}
-	c, err := ps.readObject(cfg)
+	c, err := ps.Object(cfg)
 	if err != nil {
 		return nil, err
 	}
-	if inner := c.get("pushNotificationConfig"); configID != "" && inner != nil && inner.Kind() == '{' {
-		pc, err := ps.readObject(inner)
+	if inner := c.Get("pushNotificationConfig"); configID != "" && inner != nil && inner.Kind() == '{' {
+		pc, err := ps.Object(inner)
 		if err != nil {
 			return nil, err
 		}
-		if id, err := optString(pc, "id"); err != nil {
+		if id, err := pc.String("id"); err != nil {
 			return nil, err
 		} else if id != "" && id != configID {
 			return nil, protocol.Errorf(protocol.InvalidParams, "configId does not name config.pushNotificationConfig.id")
@@ -287,7 +288,7 @@ func ProtoJSON03Response(op protocol.Operation, result []byte) ([]byte, *protoco
 		}
 	case protocol.ListTaskPushNotificationConfigs:
 		var cs []*a2a03.TaskPushConfig
-		if r := string(trimSpace(result)); r == "null" || r == "{}" {
+		if r := string(jsonmodel.TrimSpace(result)); r == "null" || r == "{}" {
 			// No configs: a2a-go's 0.3 handler writes the empty list as null, which the
 			// HTTP+JSON path has already turned into {} (google.protobuf.Empty).
 			result = []byte("[]")

@@ -1,4 +1,4 @@
-package jsonwire
+package jsonmodel_test
 
 import (
 	"strings"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // checkResult holds for every parse: exactly one of request and error, a known code, and
@@ -62,7 +63,7 @@ func FuzzParseJSONRPC(f *testing.F) {
 			require.Equal(t, want, verr.Code)
 			return
 		}
-		r, err := ParseJSONRPC(v, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
+		r, err := jsonwire.ParseJSONRPC(v, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
 		checkResult(t, r, err)
 	})
 }
@@ -87,10 +88,10 @@ func FuzzParseHTTP(f *testing.F) {
 		if verr != nil {
 			return
 		}
-		r, err := ParseHTTP(v, method, target, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
+		r, err := jsonwire.ParseHTTP(v, method, target, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
 		checkResult(t, r, err)
 		if err == nil && r.TaskID != "" {
-			_, ok := pathID(r.TaskID)
+			_, _, ok := jsonwire.HTTPCall(protocol.GetTask, "", r.TaskID, "") // a task id a path carries
 			require.True(t, ok || r.Operation.Message(), "task id %q", r.TaskID)
 		}
 	})

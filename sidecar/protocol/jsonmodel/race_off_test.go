@@ -1,6 +1,6 @@
 //go:build !race
 
-package jsonwire
+package jsonmodel_test
 
 // raceEnabled: see race_on_test.go.
 const raceEnabled = false

@@ -1,4 +1,4 @@
-package jsonwire
+package jsonmodel_test
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // sentinel is the a2a-go error each code must decode to.
@@ -68,7 +69,7 @@ func TestErrorsDecodeWithA2AGoClients(t *testing.T) {
 			t.Run("jsonrpc", func(t *testing.T) {
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					body, _ := io.ReadAll(r.Body)
-					req, err := ParseJSONRPC(protocol.V1, r.Header.Get("Content-Type"), body, protocol.Limits{})
+					req, err := jsonwire.ParseJSONRPC(protocol.V1, r.Header.Get("Content-Type"), body, protocol.Limits{})
 					require.Nil(t, err)
 					w.Header().Set("Content-Type", "application/json")
 					_, _ = w.Write(perr.MarshalJSONRPC(req.ID))
@@ -110,9 +111,9 @@ func TestA2AGoRequestsParse(t *testing.T) {
 			var req *protocol.Request
 			var err *protocol.Error
 			if binding == protocol.JSONRPC {
-				req, err = ParseJSONRPC(v, r.Header.Get("Content-Type"), body, protocol.Limits{})
+				req, err = jsonwire.ParseJSONRPC(v, r.Header.Get("Content-Type"), body, protocol.Limits{})
 			} else {
-				req, err = ParseHTTP(v, r.Method, r.URL.RequestURI(), r.Header.Get("Content-Type"), body, protocol.Limits{})
+				req, err = jsonwire.ParseHTTP(v, r.Method, r.URL.RequestURI(), r.Header.Get("Content-Type"), body, protocol.Limits{})
 			}
 			got <- seen{req, err}
 			reply := protocol.Errorf(protocol.TaskNotFound, "no such task")

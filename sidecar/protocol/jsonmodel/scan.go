@@ -1,4 +1,4 @@
-package jsonwire
+package jsonmodel
 
 // scanner walks the members or elements of one JSON object or array of a body that checkJSON has
 // validated, so it only finds where values end: it neither checks the grammar again nor

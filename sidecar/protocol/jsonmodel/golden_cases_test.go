@@ -1,11 +1,8 @@
-package jsonwire
+package jsonmodel
 
 import (
-	"bufio"
 	"bytes"
-	"flag"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,75 +16,19 @@ import (
 	"github.com/capgate/capgate/sidecar/protocol"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/parse.golden.txt from the current output")
+// The golden corpus: realistic bodies of both JSON bindings and their mutations, and the fuzz
+// seed corpus. The scanner's tests read its bodies here; the golden test (golden_test.go, in
+// the external test package, which can import the binding packages) parses every case.
 
-const goldenFile = "parse.golden.txt"
+const ctJSON = "application/json"
 
-// TestParseGolden pins the parser's whole observable behaviour (the accepted Request or the
-// returned *Error, cause included) over a generated corpus: mutations of realistic bodies (every
-// member deleted, retyped, duplicated or respelled; truncations; limits; encodings) and the fuzz
-// seed corpus. A change in any output is a change in behaviour; if it is intended, rerun with
-// -update and review the diff of testdata/parse.golden.txt.
-func TestParseGolden(t *testing.T) {
-	cases := goldenCases(t)
-	var b strings.Builder
-	seen := map[string]bool{}
-	first := map[string]string{} // output -> first case with it
-	got := map[string]string{}
-	for _, c := range cases {
-		require.False(t, seen[c.name], "duplicate case %s", c.name)
-		seen[c.name] = true
-		out := c.run()
-		got[c.name] = out
-		if f, ok := first[out]; ok {
-			out = sameAs + f
-		} else {
-			first[out] = c.name
-		}
-		fmt.Fprintf(&b, "%s\t%s\n", c.name, out)
+// rpc builds a JSON-RPC request body.
+func rpc(id, method, params string) string {
+	s := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
+	if params != "" {
+		s += `,"params":` + params
 	}
-	path := filepath.Join("testdata", goldenFile)
-	if *update {
-		require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o644))
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test ./sidecar/protocol/jsonwire -run TestParseGolden -update")
-	wantOut := goldenLines(t, string(want))
-	for _, c := range cases {
-		w, ok := wantOut[c.name]
-		switch {
-		case !ok:
-			t.Errorf("%s: not in %s (run with -update)\n  got:  %s", c.name, goldenFile, got[c.name])
-		case w != got[c.name]:
-			t.Errorf("%s:\n  want: %s\n  got:  %s", c.name, w, got[c.name])
-		}
-	}
-	for name := range wantOut {
-		if !seen[name] {
-			t.Errorf("%s: in %s but no longer generated (run with -update)", name, goldenFile)
-		}
-	}
-}
-
-// sameAs starts an output recorded as that of an earlier case, to keep the golden file short.
-const sameAs = "= "
-
-// goldenLines reads the golden file into each case's output.
-func goldenLines(t *testing.T, s string) map[string]string {
-	out := map[string]string{}
-	sc := bufio.NewScanner(strings.NewReader(s))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		name, res, _ := strings.Cut(sc.Text(), "\t")
-		if ref, ok := strings.CutPrefix(res, sameAs); ok {
-			r, found := out[ref]
-			require.True(t, found, "%s refers to unknown case %s", name, ref)
-			res = r
-		}
-		out[name] = res
-	}
-	require.NoError(t, sc.Err())
-	return out
+	return s + "}"
 }
 
 // goldenCase is one parse: JSON-RPC when method is "", else HTTP+JSON.
@@ -101,75 +42,22 @@ type goldenCase struct {
 	lim    protocol.Limits
 }
 
-func (c goldenCase) run() string { return renderResult(c.parse()) }
-
-// parse parses the case with the parser its binding names; body is the
-// slice parsed, which the result may alias.
-func (c goldenCase) parse() (body []byte, r *protocol.Request, err *protocol.Error) {
-	body = []byte(c.body)
-	if c.method == "" {
-		r, err = ParseJSONRPC(c.v, c.ct, body, c.lim)
-	} else {
-		r, err = ParseHTTP(c.v, c.method, c.target, c.ct, body, c.lim)
-	}
-	return body, r, err
+// GoldenCase is a goldenCase as the external tests see it: JSON-RPC when Method is "", else
+// HTTP+JSON.
+type GoldenCase struct {
+	Name, CT, Method, Target, Body string
+	V                              protocol.Version
+	Lim                            protocol.Limits
 }
 
-// renderResult prints every field of a parse result on one line. Raw JSON the result holds is
-// shown as its position in body, which also pins that it aliases the body rather than a copy.
-func renderResult(body []byte, r *protocol.Request, err *protocol.Error) string {
-	var b strings.Builder
-	if err != nil {
-		fmt.Fprintf(&b, "ERR %s %q", err.Code, err.Message)
-		for _, k := range slices.Sorted(maps.Keys(err.Metadata)) {
-			fmt.Fprintf(&b, " meta[%s]=%q", k, err.Metadata[k])
-		}
-		if err.ID != nil {
-			fmt.Fprintf(&b, " id=%s", rawAt(body, err.ID, false))
-		}
-		if c := err.Unwrap(); c != nil {
-			fmt.Fprintf(&b, " cause=%q", c.Error())
-		}
-		if r != nil {
-			b.WriteString(" AND A REQUEST")
-		}
-		return b.String()
+// GoldenCases is the golden corpus (goldenCases) for the external tests.
+func GoldenCases(t testing.TB) []GoldenCase {
+	cases := goldenCases(t)
+	out := make([]GoldenCase, len(cases))
+	for i, c := range cases {
+		out[i] = GoldenCase{Name: c.name, CT: c.ct, Method: c.method, Target: c.target, Body: c.body, V: c.v, Lim: c.lim}
 	}
-	fmt.Fprintf(&b, "OK %s %s %s method=%q", r.Binding, r.Version, r.Operation, r.Method)
-	if r.ID != nil {
-		fmt.Fprintf(&b, " id=%s", rawAt(body, r.ID, false))
-	}
-	if r.Params != nil {
-		fmt.Fprintf(&b, " params=%s", rawAt(body, r.Params, true))
-	}
-	fmt.Fprintf(&b, " tenant=%q task=%q config=%q", r.Tenant, r.TaskID, r.ConfigID)
-	if m := r.Message; m != nil {
-		fmt.Fprintf(&b, " msg{id=%q task=%q ctx=%q skill=%q", m.MessageID, m.TaskID, m.ContextID, m.SkillHint)
-		if m.AcceptedOutputModes != nil {
-			fmt.Fprintf(&b, " modes=%q", m.AcceptedOutputModes)
-		}
-		for _, p := range m.Parts {
-			fmt.Fprintf(&b, " part{%s %q %q}", p.Kind, p.MediaType, p.Text)
-		}
-		b.WriteString("}")
-	}
-	return b.String()
-}
-
-// rawAt shows raw JSON held by a result: its offsets in body when it is a slice of body. With
-// fromEnd the end is counted from the end of body ($), so that it stays put when a mutation
-// inside the value changes its length.
-func rawAt(body []byte, v jsontext.Value, fromEnd bool) string {
-	if len(v) > 0 && cap(v) > 0 && cap(body) >= cap(v) {
-		start := cap(body) - cap(v)
-		if start+len(v) <= len(body) && &body[start] == &v[0] {
-			if fromEnd {
-				return fmt.Sprintf("[%d:$-%d]", start, len(body)-start-len(v))
-			}
-			return fmt.Sprintf("[%d:%d]", start, start+len(v))
-		}
-	}
-	return fmt.Sprintf("copy(%q)", string(v))
+	return out
 }
 
 // goldenBase is a body whose every member and element the corpus mutates.

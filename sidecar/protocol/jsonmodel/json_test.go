@@ -1,14 +1,11 @@
-package jsonwire
+package jsonmodel
 
 import (
 	"mime"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 func TestSameFieldMatchesFieldKey(t *testing.T) {
@@ -37,31 +34,6 @@ func TestSameFieldMatchesFieldKey(t *testing.T) {
 			require.Equal(t, fieldKey(tc.a), fieldKey([]byte(tc.a)))
 		})
 	}
-}
-
-func TestLargeObjectFieldCollision(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"id":"t"`)
-	for i := range 40 {
-		b.WriteString(`,"k` + strconv.Itoa(i) + `":1`)
-	}
-	b.WriteString(`,"ID":"u"}`)
-	_, err := ParseJSONRPC(protocol.V1, ctJSON, []byte(rpc(`1`, "GetTask", b.String())), protocol.Limits{})
-	require.NotNil(t, err)
-	require.Equal(t, protocol.ParseError, err.Code)
-	require.Equal(t, `duplicate object key "ID" (same field as "id")`, err.Message)
-}
-
-func TestManyExactDuplicateNamesAfterSetThreshold(t *testing.T) {
-	var b strings.Builder
-	b.WriteString(`{"metadata":{`)
-	for i := range 100 {
-		b.WriteString(`"k` + strconv.Itoa(i) + `":1,`)
-	}
-	b.WriteString(`"k7":2}}`)
-	_, err := ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, []byte(b.String()), protocol.Limits{})
-	require.NotNil(t, err)
-	require.Equal(t, `duplicate object key "k7"`, err.Message)
 }
 
 func TestSameFieldDoesNotAllocate(t *testing.T) {

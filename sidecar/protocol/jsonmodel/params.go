@@ -1,4 +1,4 @@
-package jsonwire
+package jsonmodel
 
 import (
 	"bytes"
@@ -751,19 +751,6 @@ func isBareMediaType(s string) bool {
 		}
 	}
 	return slash > 0 && slash < len(s)-1
-}
-
-// MediaTypeMatches reports whether media type t matches the pattern p: equal, */*, or type/* —
-// the one rule for a part's or an output's media type against a skill's modes or a caller's
-// accepted output modes.
-func MediaTypeMatches(p, t string) bool {
-	if p == t || p == "*/*" {
-		return true
-	}
-	if base, ok := strings.CutSuffix(p, "/*"); ok {
-		return strings.HasPrefix(t, base+"/")
-	}
-	return false
 }
 
 // readExtensionParams reads the params of a method an extension adds. They are the extension's

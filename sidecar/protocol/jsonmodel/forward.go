@@ -1,4 +1,4 @@
-package jsonwire
+package jsonmodel
 
 import (
 	"strings"
@@ -81,7 +81,7 @@ func forwardParams(r *protocol.Request, pv pathValues) (jsontext.Value, *protoco
 		// The body is the PushNotificationConfig; a taskId in it agreed with the path and is
 		// not part of that object, so it is dropped.
 		cfg := withoutMember(body, "taskId")
-		out := protocol.AppendQuote([]byte(`{"taskId":`), pv.task)
+		out := AppendQuote([]byte(`{"taskId":`), pv.task)
 		out = append(append(out, `,"pushNotificationConfig":`...), cfg...)
 		return append(out, '}'), nil
 	}
@@ -107,9 +107,9 @@ func withMembers(obj jsontext.Value, add []kv) jsontext.Value {
 			out = append(out, ',')
 		}
 		empty = false
-		out = protocol.AppendQuote(out, m.name)
+		out = AppendQuote(out, m.name)
 		out = append(out, ':')
-		out = protocol.AppendQuote(out, m.value)
+		out = AppendQuote(out, m.value)
 	}
 	return append(out, '}')
 }
@@ -124,7 +124,7 @@ func withoutMember(obj object, name string) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = protocol.AppendQuote(out, string(m.name))
+		out = AppendQuote(out, string(m.name))
 		out = append(out, ':')
 		out = append(out, m.value...)
 	}

@@ -1,4 +1,4 @@
-package jsonwire
+package jsonmodel
 
 import (
 	"slices"
@@ -170,7 +170,7 @@ func (ps *parser) rename03(obj object, name string) []byte {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = protocol.AppendQuote(out, member)
+		out = AppendQuote(out, member)
 		out = append(out, ':')
 		inner, ok := members03[[2]string{name, member}]
 		if !ok || (m.value.Kind() != '{' && m.value.Kind() != '[') {

@@ -1,4 +1,4 @@
-package jsonwire
+package jsonmodel_test
 
 import (
 	"sync"
@@ -7,38 +7,40 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // Parsers are pooled: a result must not change when later parses reuse the parser it came from.
 func TestResultsOutliveTheirParser(t *testing.T) {
-	cases := goldenCases(t)
+	cases := jsonmodel.GoldenCases(t)
 	first := make([]string, len(cases))
 	results := make([]func() string, len(cases))
 	for i, c := range cases {
-		body, r, err := c.parse()
+		body, r, err := parse(c)
 		first[i] = renderResult(body, r, err)
 		results[i] = func() string { return renderResult(body, r, err) }
 	}
 	for i := range cases {
-		require.Equal(t, first[i], results[i](), cases[i].name)
+		require.Equal(t, first[i], results[i](), cases[i].Name)
 	}
 }
 
 // TestParseConcurrently runs the golden corpus from several goroutines (under -race, a check
 // that parses share nothing).
 func TestParseConcurrently(t *testing.T) {
-	cases := goldenCases(t)
+	cases := jsonmodel.GoldenCases(t)
 	want := make([]string, len(cases))
 	for i, c := range cases {
-		want[i] = c.run()
+		want[i] = run(c)
 	}
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Go(func() {
 			for i := range cases {
 				c := cases[(i+g*len(cases)/4)%len(cases)]
-				if got := c.run(); got != want[(i+g*len(cases)/4)%len(cases)] {
-					t.Errorf("%s: got %s", c.name, got)
+				if got := run(c); got != want[(i+g*len(cases)/4)%len(cases)] {
+					t.Errorf("%s: got %s", c.Name, got)
 				}
 			}
 		})
@@ -54,7 +56,7 @@ func TestParseConcurrently(t *testing.T) {
 // the old bound, and failed about half the time); the bound under -race is 30.
 func TestParseJSONRPCAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := ParseJSONRPC(protocol.V1, ctJSON, benchBody, protocol.Limits{}); err != nil {
+		if _, err := jsonwire.ParseJSONRPC(protocol.V1, ctJSON, benchBody, protocol.Limits{}); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -1,4 +1,4 @@
-package jsonwire
+package jsonmodel
 
 // The validating JSON scanner's invariants (json.go, scan.go), checked over a generated corpus,
 // the golden corpus and the fuzz corpora of testdata/fuzz:
@@ -111,12 +111,20 @@ func checkInvariants(t testing.TB, body []byte) {
 			for _, lib := range []string{"jsontext", "json:", "offset", "invalid character", "syntactic"} {
 				require.NotContains(t, err.Message, lib, "%q", body)
 			}
-			require.True(t, jsontext.Value(err.MarshalJSONRPC(nil)).IsValid())
+			require.True(t, jsontext.Value(errorJSON(err)).IsValid())
 		}
 		ps.release()
 	}
 	checkScanner(t, body)
 	checkScannerBounded(t, body)
+}
+
+// errorJSON renders what the JSON bindings' error bodies carry of e (its message and its
+// details), the way they write it.
+func errorJSON(e *protocol.Error) []byte {
+	b := AppendQuote([]byte(`{"message":`), e.Message)
+	b = append(b, `,"details":[`...)
+	return append(AppendErrorDetails(b, e, true), "]}"...)
 }
 
 // checkSpans checks invariant 6 on a body checkJSON has just accepted with ps.
@@ -335,32 +343,6 @@ func TestJSONInvariants(t *testing.T) {
 	for _, k := range []string{"valid", "duplicate names", "invalid UTF-8", "not JSON"} {
 		require.Greater(t, kinds[k], 20, "%s bodies in the corpus: %v", k, kinds)
 	}
-}
-
-// TestJSONSizeLimit checks invariant 5 through both parses that read a body.
-func TestJSONSizeLimit(t *testing.T) {
-	body := []byte(rpc(`1`, "SendMessage", msg10))
-	for _, limit := range []int64{1, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 1} {
-		lim := protocol.Limits{MaxBodyBytes: limit, MaxDepth: 16}
-		for name, parse := range map[string]func() *protocol.Error{
-			"JSON-RPC": func() *protocol.Error { _, err := ParseJSONRPC(protocol.V1, ctJSON, body, lim); return err },
-			"HTTP+JSON": func() *protocol.Error {
-				_, err := ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, body, lim)
-				return err
-			},
-		} {
-			err := parse()
-			if int64(len(body)) > limit {
-				require.NotNil(t, err, "%s, limit %d", name, limit)
-				require.Equal(t, protocol.PayloadTooLarge, err.Code, "%s, limit %d", name, limit)
-			} else if err != nil {
-				require.NotEqual(t, protocol.PayloadTooLarge, err.Code, "%s, limit %d", name, limit)
-			}
-		}
-	}
-	// Over the limit, not even the JSON is read: a bad body is refused for its size.
-	_, err := ParseJSONRPC(protocol.V1, ctJSON, []byte(`{"a":1,"a":2}`), protocol.Limits{MaxBodyBytes: 4})
-	require.Equal(t, protocol.PayloadTooLarge, err.Code)
 }
 
 func FuzzJSONInvariants(f *testing.F) {
