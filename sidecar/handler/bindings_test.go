@@ -30,6 +30,7 @@ import (
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/handlerauth"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
 // a2aUpstream is a real a2a-go v2 server (a2asrv) answering over one
@@ -631,7 +632,7 @@ func TestGRPCAnswers(t *testing.T) {
 		if trailer {
 			prefix = http.TrailerPrefix
 		}
-		for _, kv := range protocol.Errorf(protocol.TaskNotFound, "no task t1 \u00e9").WithMetadata("k", "v").GRPCStatus() {
+		for _, kv := range grpcwire.Status(protocol.Errorf(protocol.TaskNotFound, "no task t1 \u00e9").WithMetadata("k", "v")) {
 			w.Header().Set(prefix+kv[0], kv[1])
 		}
 	}

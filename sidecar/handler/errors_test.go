@@ -12,6 +12,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
 // leaky is a handler error of the kind issue 21 found reaching callers: an internal address, a
@@ -46,7 +47,7 @@ func leakyServer(t *testing.T, b protocol.Binding) string {
 			_, _ = w.Write(e.MarshalStatus())
 		case protocol.GRPC:
 			w.Header().Set("Content-Type", "application/grpc")
-			for _, kv := range e.GRPCStatus() {
+			for _, kv := range grpcwire.Status(e) {
 				w.Header().Set(kv[0], kv[1])
 			}
 			w.WriteHeader(http.StatusOK)

@@ -141,11 +141,6 @@ func TestUnknownCodeIsInternal(t *testing.T) {
 	require.Equal(t, "INTERNAL_ERROR", e.Reason())
 }
 
-func TestGRPCMessageEncoding(t *testing.T) {
-	require.Equal(t, "task not found", GRPCMessage("task not found"))
-	require.Equal(t, "100%25 caf%C3%A9%0A", GRPCMessage("100% café\n"))
-}
-
 // TestAsError: the one way from an error back to an *Error keeps a protocol error as it is
 // (wrapped or not), turns nil — and a nil *Error in an error — into nil, and wraps anything
 // else without showing it to the client.

@@ -16,7 +16,8 @@ type Refusal struct {
 	Body   []byte
 }
 
-// Refuse shapes e for a request of binding b (every binding: a ResourceExhausted refusal also
+// Refuse shapes e for a request of a JSON binding b (gRPC's is grpcwire.Refusal; wire.Refuse
+// picks the binding's) (every binding: a ResourceExhausted refusal also
 // carries Retry-After and the RateLimit header fields, see Error.QuotaHeaders):
 //   - gRPC: a trailers-only response: HTTP 200, content-type application/grpc and the status
 //     headers (Error.GRPCStatus), no body;
@@ -46,9 +47,6 @@ func Refuse(b Binding, v Version, shape DataShape, streaming bool, id jsontext.V
 }
 
 func refuse(b Binding, v Version, shape DataShape, streaming bool, id jsontext.Value, e *Error, authStatus bool) Refusal {
-	if b == GRPC {
-		return Refusal{Status: http.StatusOK, Header: append([][2]string{{"content-type", GRPCContentType}}, e.GRPCStatus()...)}
-	}
 	if b != JSONRPC {
 		r := Refusal{Status: e.HTTPStatus(), Header: [][2]string{{"content-type", "application/json"}}, Body: e.MarshalStatus()}
 		if c := e.WWWAuthenticate(); c != "" {

@@ -7,11 +7,12 @@ package grpcwire
 
 import (
 	"encoding/binary"
-	"github.com/capgate/capgate/sidecar/protocol"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 
 	"google.golang.org/protobuf/proto"
 

@@ -1,10 +1,12 @@
-package protocol
+package grpcwire
 
 import (
 	"encoding/base64"
+	"net/http"
 	"strconv"
 	"time"
 
+	"github.com/capgate/capgate/sidecar/protocol"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	rpcstatus "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -13,12 +15,12 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// GRPCContentType is the content type of gRPC responses.
-const GRPCContentType = "application/grpc"
+// ContentType is the content type of gRPC responses.
+const ContentType = "application/grpc"
 
-// GRPCCodeOf maps a google.rpc.Code name (Error.StatusName) to its gRPC status code; an
+// CodeOf maps a google.rpc.Code name (protocol.Error.StatusName) to its gRPC status code; an
 // unknown name is Internal.
-func GRPCCodeOf(name string) codes.Code {
+func CodeOf(name string) codes.Code {
 	switch name {
 	case "INVALID_ARGUMENT":
 		return codes.InvalidArgument
@@ -41,12 +43,12 @@ func GRPCCodeOf(name string) codes.Code {
 	}
 }
 
-// GRPCCode is e's gRPC status code.
-func (e *Error) GRPCCode() codes.Code { return GRPCCodeOf(e.StatusName()) }
+// Code is e's gRPC status code.
+func Code(e *protocol.Error) codes.Code { return CodeOf(e.StatusName()) }
 
-// GRPCMessage percent-encodes a grpc-message value as the gRPC HTTP/2 protocol requires: bytes
+// StatusMessage percent-encodes a grpc-message value as the gRPC HTTP/2 protocol requires: bytes
 // outside printable ASCII, and '%'.
-func GRPCMessage(msg string) string {
+func StatusMessage(msg string) string {
 	const hex = "0123456789ABCDEF"
 	clean := true
 	for i := 0; i < len(msg); i++ {
@@ -70,24 +72,24 @@ func GRPCMessage(msg string) string {
 	return string(b)
 }
 
-// GRPCStatus is e as gRPC status headers (trailers): grpc-status, grpc-message, and
+// Status is e as gRPC status headers (trailers): grpc-status, grpc-message, and
 // grpc-status-details-bin holding the google.rpc.Status with e's ErrorInfo, from which a2a-go's
 // gRPC client reads the A2A error (the status code alone does not tell TaskNotCancelable from
 // UnsupportedOperation).
-func (e *Error) GRPCStatus() [][2]string {
-	return GRPCStatusHeaders(e.StatusName(), e.Message, e.Reason(), e.Metadata)
+func Status(e *protocol.Error) [][2]string {
+	return StatusHeaders(e.StatusName(), e.Message, e.Reason(), e.Metadata)
 }
 
-// GRPCStatusHeaders builds the gRPC status headers of an error given by its google.rpc.Code
+// StatusHeaders builds the gRPC status headers of an error given by its google.rpc.Code
 // name, message and ErrorInfo reason and metadata.
-func GRPCStatusHeaders(status, message, reason string, metadata map[string]string) [][2]string {
-	code := GRPCCodeOf(status)
-	out := [][2]string{{"grpc-status", strconv.Itoa(int(code))}, {"grpc-message", GRPCMessage(message)}}
+func StatusHeaders(status, message, reason string, metadata map[string]string) [][2]string {
+	code := CodeOf(status)
+	out := [][2]string{{"grpc-status", strconv.Itoa(int(code))}, {"grpc-message", StatusMessage(message)}}
 	st := &rpcstatus.Status{Code: int32(code), Message: message}
-	if info, err := anypb.New(&errdetails.ErrorInfo{Reason: reason, Domain: Domain, Metadata: metadata}); err == nil {
+	if info, err := anypb.New(&errdetails.ErrorInfo{Reason: reason, Domain: protocol.Domain, Metadata: metadata}); err == nil {
 		st.Details = []*anypb.Any{info}
 	}
-	if secs, err := strconv.ParseInt(metadata[MetaRetryAfter], 10, 64); err == nil && secs >= 0 && reason == string(ResourceExhausted) {
+	if secs, err := strconv.ParseInt(metadata[protocol.MetaRetryAfter], 10, 64); err == nil && secs >= 0 && reason == string(protocol.ResourceExhausted) {
 		if ri, err := anypb.New(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(secs) * time.Second)}); err == nil {
 			st.Details = append(st.Details, ri)
 		}
@@ -96,4 +98,11 @@ func GRPCStatusHeaders(status, message, reason string, metadata map[string]strin
 		out = append(out, [2]string{"grpc-status-details-bin", base64.RawStdEncoding.EncodeToString(b)})
 	}
 	return out
+}
+
+// Refusal is a refusal of a gRPC request (protocol.Refuse decides the rest): a trailers-only
+// response, HTTP 200 with content-type application/grpc and e's status headers (Status), no
+// body.
+func Refusal(e *protocol.Error) protocol.Refusal {
+	return protocol.Refusal{Status: http.StatusOK, Header: append([][2]string{{"content-type", ContentType}}, Status(e)...)}
 }
