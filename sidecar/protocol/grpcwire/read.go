@@ -12,12 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/capgate/capgate/sidecar/protocol"
-
-	"google.golang.org/protobuf/proto"
-
 	a2apb03 "github.com/a2aproject/a2a-go/a2apb"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // ParsePath maps a gRPC :path ("/lf.a2a.v1.A2AService/SendMessage") to its operation; the
