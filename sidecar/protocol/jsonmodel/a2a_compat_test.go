@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
@@ -69,10 +70,10 @@ func TestErrorsDecodeWithA2AGoClients(t *testing.T) {
 			t.Run("jsonrpc", func(t *testing.T) {
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					body, _ := io.ReadAll(r.Body)
-					req, err := jsonwire.ParseJSONRPC(protocol.V1, r.Header.Get("Content-Type"), body, protocol.Limits{})
+					req, err := jsonrpcwire.ParseJSONRPC(protocol.V1, r.Header.Get("Content-Type"), body, protocol.Limits{})
 					require.Nil(t, err)
 					w.Header().Set("Content-Type", "application/json")
-					_, _ = w.Write(perr.MarshalJSONRPC(req.ID))
+					_, _ = w.Write(jsonrpcwire.MarshalError(perr, req.ID))
 				}))
 				defer srv.Close()
 				tr := a2aclient.NewJSONRPCTransport(srv.URL, srv.Client())
@@ -111,7 +112,7 @@ func TestA2AGoRequestsParse(t *testing.T) {
 			var req *protocol.Request
 			var err *protocol.Error
 			if binding == protocol.JSONRPC {
-				req, err = jsonwire.ParseJSONRPC(v, r.Header.Get("Content-Type"), body, protocol.Limits{})
+				req, err = jsonrpcwire.ParseJSONRPC(v, r.Header.Get("Content-Type"), body, protocol.Limits{})
 			} else {
 				req, err = jsonwire.ParseHTTP(v, r.Method, r.URL.RequestURI(), r.Header.Get("Content-Type"), body, protocol.Limits{})
 			}
@@ -123,7 +124,7 @@ func TestA2AGoRequestsParse(t *testing.T) {
 				if req != nil {
 					id = req.ID
 				}
-				out = reply.MarshalJSONRPC(id)
+				out = jsonrpcwire.MarshalError(reply, id)
 			} else {
 				out = reply.MarshalStatus()
 			}

@@ -2,6 +2,8 @@ package jsonmodel
 
 import (
 	"mime"
+	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/capgate/capgate/sidecar/protocol"
@@ -49,3 +51,13 @@ func trimSpace(b []byte) []byte {
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// WriteBody writes a JSON answer body with status: the JSON bindings' unary answers.
+func WriteBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

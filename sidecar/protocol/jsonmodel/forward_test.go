@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
@@ -31,7 +32,7 @@ func TestForwardCanonical10(t *testing.T) {
 	params, perr := r.ForwardParams()
 	require.Nil(t, perr)
 	require.JSONEq(t, `{"tenant":"acme","id":"t1","metadata":{"a_b":1}}`, string(params))
-	r, perr = jsonwire.ParseJSONRPC(protocol.V1, ctJSON, []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"message_id":"m1","role":"ROLE_USER","parts":[{"raw":"JVBERi0"}]}}}`), protocol.Limits{})
+	r, perr = jsonrpcwire.ParseJSONRPC(protocol.V1, ctJSON, []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"message_id":"m1","role":"ROLE_USER","parts":[{"raw":"JVBERi0"}]}}}`), protocol.Limits{})
 	require.Nil(t, perr)
 	params, perr = r.ForwardParams()
 	require.Nil(t, perr)

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
@@ -19,10 +20,10 @@ func checkResult(t *testing.T, r *protocol.Request, err *protocol.Error) {
 		require.Nil(t, r)
 		require.True(t, err.Code.Valid(), "code %q", err.Code)
 		require.NotEmpty(t, err.Message)
-		require.True(t, jsontext.Value(err.MarshalJSONRPC(nil)).IsValid())
+		require.True(t, jsontext.Value(jsonrpcwire.MarshalError(err, nil)).IsValid())
 		require.True(t, jsontext.Value(err.MarshalStatus()).IsValid())
 		if err.ID != nil {
-			require.True(t, protocol.ValidID(err.ID))
+			require.True(t, jsonrpcwire.ValidID(err.ID))
 		}
 		return
 	}
@@ -63,7 +64,7 @@ func FuzzParseJSONRPC(f *testing.F) {
 			require.Equal(t, want, verr.Code)
 			return
 		}
-		r, err := jsonwire.ParseJSONRPC(v, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
+		r, err := jsonrpcwire.ParseJSONRPC(v, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
 		checkResult(t, r, err)
 	})
 }

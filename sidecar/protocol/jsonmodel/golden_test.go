@@ -16,6 +16,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
@@ -98,7 +99,7 @@ func run(c jsonmodel.GoldenCase) string { return renderResult(parse(c)) }
 func parse(c jsonmodel.GoldenCase) (body []byte, r *protocol.Request, err *protocol.Error) {
 	body = []byte(c.Body)
 	if c.Method == "" {
-		r, err = jsonwire.ParseJSONRPC(c.V, c.CT, body, c.Lim)
+		r, err = jsonrpcwire.ParseJSONRPC(c.V, c.CT, body, c.Lim)
 	} else {
 		r, err = jsonwire.ParseHTTP(c.V, c.Method, c.Target, c.CT, body, c.Lim)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
@@ -34,7 +35,7 @@ func TestPartContent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			body := []byte(tt.body)
-			r, err := jsonwire.ParseJSONRPC(tt.v, ctJSON, body, protocol.Limits{})
+			r, err := jsonrpcwire.ParseJSONRPC(tt.v, ctJSON, body, protocol.Limits{})
 			require.Nil(t, err)
 			require.Equal(t, tt.want, r.Message.Parts)
 			clear(body) // the data values are copies, not the body's memory
@@ -50,7 +51,7 @@ func TestLargeObjectFieldCollision(t *testing.T) {
 		b.WriteString(`,"k` + strconv.Itoa(i) + `":1`)
 	}
 	b.WriteString(`,"ID":"u"}`)
-	_, err := jsonwire.ParseJSONRPC(protocol.V1, ctJSON, []byte(rpc(`1`, "GetTask", b.String())), protocol.Limits{})
+	_, err := jsonrpcwire.ParseJSONRPC(protocol.V1, ctJSON, []byte(rpc(`1`, "GetTask", b.String())), protocol.Limits{})
 	require.NotNil(t, err)
 	require.Equal(t, protocol.ParseError, err.Code)
 	require.Equal(t, `duplicate object key "ID" (same field as "id")`, err.Message)
@@ -74,7 +75,7 @@ func TestJSONSizeLimit(t *testing.T) {
 	for _, limit := range []int64{1, int64(len(body)) - 1, int64(len(body)), int64(len(body)) + 1} {
 		lim := protocol.Limits{MaxBodyBytes: limit, MaxDepth: 16}
 		for name, parse := range map[string]func() *protocol.Error{
-			"JSON-RPC": func() *protocol.Error { _, err := jsonwire.ParseJSONRPC(protocol.V1, ctJSON, body, lim); return err },
+			"JSON-RPC": func() *protocol.Error { _, err := jsonrpcwire.ParseJSONRPC(protocol.V1, ctJSON, body, lim); return err },
 			"HTTP+JSON": func() *protocol.Error {
 				_, err := jsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, body, lim)
 				return err
@@ -90,6 +91,6 @@ func TestJSONSizeLimit(t *testing.T) {
 		}
 	}
 	// Over the limit, not even the JSON is read: a bad body is refused for its size.
-	_, err := jsonwire.ParseJSONRPC(protocol.V1, ctJSON, []byte(`{"a":1,"a":2}`), protocol.Limits{MaxBodyBytes: 4})
+	_, err := jsonrpcwire.ParseJSONRPC(protocol.V1, ctJSON, []byte(`{"a":1,"a":2}`), protocol.Limits{MaxBodyBytes: 4})
 	require.Equal(t, protocol.PayloadTooLarge, err.Code)
 }

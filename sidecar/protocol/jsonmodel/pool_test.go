@@ -8,7 +8,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 )
 
 // Parsers are pooled: a result must not change when later parses reuse the parser it came from.
@@ -56,7 +56,7 @@ func TestParseConcurrently(t *testing.T) {
 // the old bound, and failed about half the time); the bound under -race is 30.
 func TestParseJSONRPCAllocs(t *testing.T) {
 	allocs := testing.AllocsPerRun(200, func() {
-		if _, err := jsonwire.ParseJSONRPC(protocol.V1, ctJSON, benchBody, protocol.Limits{}); err != nil {
+		if _, err := jsonrpcwire.ParseJSONRPC(protocol.V1, ctJSON, benchBody, protocol.Limits{}); err != nil {
 			t.Fatal(err)
 		}
 	})

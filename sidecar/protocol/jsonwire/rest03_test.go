@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 )
 
 // jsV03Send is the body @a2a-js/sdk 1.3.0's 0.3 HTTP+JSON transport (legacyCompat) sends for
@@ -234,7 +235,7 @@ func TestSendFieldsOfTheOtherShapeRefused(t *testing.T) {
 				return perr
 			}, `{"message":` + msg03 + `,` + extra + `}`},
 			{"0.3 JSON-RPC", func(b string) *protocol.Error {
-				_, perr := ParseJSONRPC(protocol.V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":`+b+`}`), protocol.Limits{})
+				_, perr := jsonrpcwire.ParseJSONRPC(protocol.V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":`+b+`}`), protocol.Limits{})
 				return perr
 			}, `{"message":` + msg03 + `,` + extra + `}`},
 			{"1.0 HTTP+JSON", func(b string) *protocol.Error {
@@ -242,7 +243,7 @@ func TestSendFieldsOfTheOtherShapeRefused(t *testing.T) {
 				return perr
 			}, `{"message":` + msg10 + `,` + extra + `}`},
 			{"1.0 JSON-RPC", func(b string) *protocol.Error {
-				_, perr := ParseJSONRPC(protocol.V1, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+b+`}`), protocol.Limits{})
+				_, perr := jsonrpcwire.ParseJSONRPC(protocol.V1, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+b+`}`), protocol.Limits{})
 				return perr
 			}, `{"message":` + msg10 + `,` + extra + `}`},
 		} {
@@ -296,7 +297,7 @@ func TestSkillHintAlias03(t *testing.T) {
 		})
 	}
 	// The same on 0.3 JSON-RPC.
-	r, perr := ParseJSONRPC(protocol.V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":`+
+	r, perr := jsonrpcwire.ParseJSONRPC(protocol.V03, "application/json", []byte(`{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":`+
 		`{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}],"metadata":{"skill_id":"s"}}}}`), protocol.Limits{})
 	require.Nil(t, perr, "%v", perr)
 	require.Equal(t, "s", r.Message.SkillHint)

@@ -2,7 +2,6 @@ package jsonwire
 
 import (
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -34,48 +33,15 @@ func requireRoute(t *testing.T, v protocol.Version, op protocol.Operation, metho
 	require.Equal(t, config, rt.configID, path)
 }
 
-// TestOperationNamesRoundTrip: every operation is found by every name the table gives it, on
-// every binding and version, and gives that name back.
+// TestOperationNamesRoundTrip: every operation is found by every HTTP+JSON route the table
+// gives it, in every version, and a handler call builds that route back (the JSON-RPC methods:
+// jsonrpcwire.TestMethodNamesRoundTrip; the gRPC methods: grpcwire.TestServiceNamesRoundTrip).
 func TestOperationNamesRoundTrip(t *testing.T) {
 	for _, o := range protocol.Operations() {
 		s := o.Spec()
 		op := s.Op
 		t.Run(string(op), func(t *testing.T) {
 			require.True(t, op.Known())
-			for _, c := range []struct {
-				v    protocol.Version
-				name string
-			}{{protocol.V1, s.JSONRPC}, {protocol.V03, s.JSONRPC03}} {
-				require.Equal(t, c.name, protocol.MethodName(c.v, op))
-				if c.name == "" {
-					continue
-				}
-				got, perr := protocol.JSONRPCOperation(c.v, c.name)
-				require.Nil(t, perr, c.name)
-				require.Equal(t, op, got)
-				got, ok := protocol.MethodOperation(c.name)
-				require.True(t, ok, c.name)
-				require.Equal(t, op, got)
-				require.True(t, IsA2AMethod(c.name))
-				name, ok := methodName([]byte(strconv.Quote(c.name)))
-				require.True(t, ok)
-				require.Equal(t, c.name, name)
-			}
-			for _, c := range []struct {
-				v       protocol.Version
-				service string
-				name    string
-			}{{protocol.V1, protocol.GRPCService, s.GRPC}, {protocol.V03, protocol.GRPCServiceV03, s.GRPC03}} {
-				full := protocol.GRPCMethod(c.v, op)
-				if c.name == "" {
-					require.Empty(t, full)
-					continue
-				}
-				require.Equal(t, "/"+c.service+"/"+c.name, full)
-				got, ok := protocol.GRPCOperation(c.v, c.name)
-				require.True(t, ok, full)
-				require.Equal(t, op, got) // grpcwire.TestParsePathTable reads the full path
-			}
 			for _, r := range s.REST {
 				task, config := "", ""
 				if strings.Contains(r.Path, "{") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
@@ -50,7 +51,7 @@ func Parse(env protocol.Envelope, base string, lim protocol.Limits) (*protocol.R
 			parseAs = protocol.V1 // only to find the id to echo
 		}
 		shape := protocol.ErrorDataShape(env.Header, env.Query)
-		r, perr := jsonwire.ParseJSONRPCWith(parseAs, ct, env.Body, lim, env.Methods)
+		r, perr := jsonrpcwire.ParseJSONRPCWith(parseAs, ct, env.Body, lim, env.Methods)
 		switch {
 		case verr != nil:
 			return echo(shape, r, perr, verr)

@@ -1,4 +1,4 @@
-package jsonwire
+package jsonrpcwire
 
 import (
 	"github.com/go-json-experiment/json/jsontext"
@@ -20,7 +20,7 @@ func ParseJSONRPC(v protocol.Version, contentType string, body []byte, lim proto
 // ParseJSONRPCWith is ParseJSONRPC knowing the methods extensions add. A request whose method was
 // read but whose params are refused comes back with the error and a Request holding its id and
 // operation (nothing else), so that a refusal of a streaming method is written as a stream like
-// every other refusal of it ([protocol.Refuse]); before the method is read, the Request is nil.
+// every other refusal of it ([Refusal]); before the method is read, the Request is nil.
 func ParseJSONRPCWith(v protocol.Version, contentType string, body []byte, lim protocol.Limits, methods protocol.Methods) (*protocol.Request, *protocol.Error) {
 	lim = lim.WithDefaults()
 	if err := jsonmodel.CheckSize(body, lim); err != nil {
@@ -51,7 +51,7 @@ func ParseJSONRPCWith(v protocol.Version, contentType string, body []byte, lim p
 	// The id is read first so that every later error can echo it.
 	idRaw, hasID := env.Lookup("id")
 	if hasID {
-		if !protocol.ValidID(idRaw) {
+		if !ValidID(idRaw) {
 			return nil, protocol.Errorf(protocol.InvalidRequest, "id must be a string, number or null")
 		}
 		r.ID = idRaw

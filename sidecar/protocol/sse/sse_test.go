@@ -1,4 +1,4 @@
-package jsonwire
+package sse_test
 
 import (
 	"encoding/json"
@@ -7,14 +7,18 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/sse"
 )
 
-// frameSSEPlain is Writer.event's frame built fresh, as it was before the
+// frameSSEPlain is an event's frame built fresh, as it was before the
 // writer reused its buffer: the reference TestSSEFramesMatchPlain compares
 // with.
 func frameSSEPlain(jsonrpc bool, id, result []byte) []byte {
@@ -32,27 +36,42 @@ func frameSSEPlain(jsonrpc bool, id, result []byte) []byte {
 	return append(buf, "\n\n"...)
 }
 
-var sseDialects = map[protocol.Binding]sseDialect{protocol.JSONRPC: sseJSONRPC, protocol.HTTPJSON: sseHTTPJSON}
+// writer is the answer writer of binding b for req: what each JSON binding streams with.
+type writer interface {
+	Event(jsontext.Value) error
+	Stop()
+}
+
+func newWriter(b protocol.Binding, w http.ResponseWriter, req *protocol.Request, keepAlive time.Duration) writer {
+	req.Binding = b
+	if b == protocol.JSONRPC {
+		return jsonrpcwire.NewWriter(w, req, keepAlive)
+	}
+	return jsonwire.NewWriter(w, req, keepAlive)
+}
+
+// sseBindings are the bindings that stream as Server-Sent Events, by benchmark name.
+var sseBindings = map[string]protocol.Binding{"jsonrpc": protocol.JSONRPC, "http+json": protocol.HTTPJSON}
 
 // TestSSEFramesMatchPlain: a stream written with one reused frame buffer
 // is byte for byte the stream of fresh frames, for both bindings, any
 // request id, and events of every size, including ones larger than the
 // buffer it keeps, before and after smaller ones.
 func TestSSEFramesMatchPlain(t *testing.T) {
-	big := `{"k":"` + strings.Repeat("x", maxKeptBuffer+100) + `"}`
-	results := []string{`{"statusUpdate":{"taskId":"t1"}}`, `{}`, big, `{"a":1}`, `"s"`, big[:maxKeptBuffer-50] + `"}`, `null`, `{"message":{"taskId":"t"}}`}
+	big := `{"k":"` + strings.Repeat("x", sse.MaxKeptBuffer+100) + `"}`
+	results := []string{`{"statusUpdate":{"taskId":"t1"}}`, `{}`, big, `{"a":1}`, `"s"`, big[:sse.MaxKeptBuffer-50] + `"}`, `null`, `{"message":{"taskId":"t"}}`}
 	for _, binding := range []protocol.Binding{protocol.JSONRPC, protocol.HTTPJSON} {
 		for _, id := range []string{`"1"`, `7`, ``, `"a\"b"`} {
 			t.Run(fmt.Sprintf("%s id %s", binding, id), func(t *testing.T) {
 				rec := httptest.NewRecorder()
-				sse := newSSE(rec, sseDialects[binding], &protocol.Request{ID: jsontext.Value(id), ErrorData: protocol.DataList}, 0)
+				aw := newWriter(binding, rec, &protocol.Request{ID: jsontext.Value(id), ErrorData: protocol.DataList}, 0)
 				var want []byte
 				wantID := []byte(id)
 				if id == "" {
 					wantID = []byte("null")
 				}
 				for _, r := range results {
-					require.NoError(t, sse.Event([]byte(r)))
+					require.NoError(t, aw.Event([]byte(r)))
 					want = append(want, frameSSEPlain(binding == protocol.JSONRPC, wantID, []byte(r))...)
 				}
 				require.Equal(t, string(want), rec.Body.String())
@@ -69,8 +88,8 @@ func TestSSEFrameIsOneDataLine(t *testing.T) {
 	for _, binding := range []protocol.Binding{protocol.JSONRPC, protocol.HTTPJSON} {
 		for _, result := range []string{"{\n\"task\": {\"id\": \"t1\"}\n}", "{\r\n\"a\":\r\"b\\n\"}", "\n[1,\n2]\n"} {
 			rec := httptest.NewRecorder()
-			sse := newSSE(rec, sseDialects[binding], &protocol.Request{ID: jsontext.Value(`1`), ErrorData: protocol.DataList}, 0)
-			require.NoError(t, sse.Event([]byte(result)))
+			aw := newWriter(binding, rec, &protocol.Request{ID: jsontext.Value(`1`), ErrorData: protocol.DataList}, 0)
+			require.NoError(t, aw.Event([]byte(result)))
 			body := rec.Body.String()
 			require.True(t, strings.HasSuffix(body, "\n\n"))
 			line, ok := strings.CutPrefix(strings.TrimSuffix(body, "\n\n"), "data: ")
@@ -98,13 +117,13 @@ func TestSSEFrameIsOneDataLine(t *testing.T) {
 // the SSE frame written and flushed to the client.
 func BenchmarkSSEEvents(b *testing.B) {
 	ev := jsontext.Value(`{"statusUpdate":{"taskId":"019a-task-1","contextId":"ctx-1","status":{"state":"TASK_STATE_WORKING","timestamp":"2026-12-03T08:00:00.000001Z"}}}`)
-	for binding, dialect := range sseDialects {
-		b.Run(string(binding), func(b *testing.B) {
-			sse := newSSE(&discardWriter{h: http.Header{}}, dialect, &protocol.Request{ID: jsontext.Value(`"1"`), ErrorData: protocol.DataList}, 15e9)
-			defer sse.Stop()
+	for name, binding := range sseBindings {
+		b.Run(name, func(b *testing.B) {
+			aw := newWriter(binding, &discardWriter{h: http.Header{}}, &protocol.Request{ID: jsontext.Value(`"1"`), ErrorData: protocol.DataList}, 15e9)
+			defer aw.Stop()
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := sse.Event(ev); err != nil {
+				if err := aw.Event(ev); err != nil {
 					b.Fatal(err)
 				}
 			}

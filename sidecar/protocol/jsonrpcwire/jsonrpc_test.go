@@ -1,4 +1,4 @@
-package jsonwire
+package jsonrpcwire
 
 import (
 	"strings"
@@ -354,7 +354,7 @@ func BenchmarkForwardParams(b *testing.B) {
 // request capgate's own parser reads back with the id, method and params it was given.
 func TestJSONRPCRequestEnvelope(t *testing.T) {
 	params := jsontext.Value(`{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`)
-	b, err := protocol.MarshalJSONRPCRequest("capgate-1", protocol.MethodName(protocol.V1, protocol.SendMessage), params)
+	b, err := MarshalRequest("capgate-1", protocol.MethodName(protocol.V1, protocol.SendMessage), params)
 	require.NoError(t, err)
 	req, perr := ParseJSONRPC(protocol.V1, "application/json", b, protocol.Limits{})
 	require.Nil(t, perr, "%s", b)
@@ -362,9 +362,9 @@ func TestJSONRPCRequestEnvelope(t *testing.T) {
 	require.JSONEq(t, `"capgate-1"`, string(req.ID))
 	require.JSONEq(t, string(params), string(req.Params))
 
-	b, err = protocol.MarshalJSONRPCRequest("1", "GetTask", nil)
+	b, err = MarshalRequest("1", "GetTask", nil)
 	require.NoError(t, err)
 	require.JSONEq(t, `{"jsonrpc":"2.0","id":"1","method":"GetTask"}`, string(b), "no params member when there are none")
-	_, err = protocol.MarshalJSONRPCRequest("1", "bad\xffname", nil)
+	_, err = MarshalRequest("1", "bad\xffname", nil)
 	require.Error(t, err, "a method that is not valid UTF-8 is refused, not sent")
 }

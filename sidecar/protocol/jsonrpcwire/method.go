@@ -1,4 +1,4 @@
-package jsonwire
+package jsonrpcwire
 
 import (
 	"github.com/go-json-experiment/json/jsontext"
