@@ -23,8 +23,8 @@ import (
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -354,7 +354,7 @@ func TestAnsweredClarificationNotDeleted(t *testing.T) {
 func TestTaskOpsUseTheAdmittedBinding(t *testing.T) {
 	f := newFixture(t, nil)
 	f.inv.result = jsontext.Value(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)
-	req, perr := jsonwire.ParseHTTP(protocol.V1, "GET", "/tasks/t-1?historyLength=2", "", nil, protocol.Limits{})
+	req, perr := httpjsonwire.ParseHTTP(protocol.V1, "GET", "/tasks/t-1?historyLength=2", "", nil, protocol.Limits{})
 	require.Nil(t, perr)
 	b := &tasks.Binding{TaskID: "t-1", Capability: "reconcile-invoice", Handler: "recon.v3.reconcile", Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
 	call := &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-2", Task: b}

@@ -18,8 +18,8 @@ import (
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -270,7 +270,7 @@ func TestReusedMessageIDForAnotherMessage(t *testing.T) {
 	}
 	restCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *exchange.Call {
 		t.Helper()
-		req, perr := jsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", "application/json", []byte(params), protocol.Limits{})
+		req, perr := httpjsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", "application/json", []byte(params), protocol.Limits{})
 		require.Nil(t, perr)
 		req.Operation = op
 		return &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-1", Log: &decisionlog.Entry{}}

@@ -10,8 +10,8 @@ import (
 	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
@@ -41,7 +41,7 @@ func answer(w http.ResponseWriter, req *protocol.Request, res exchange.Result, k
 
 // answerWriter writes an admitted request's answer in one binding: a unary result, or a
 // stream's events. Each binding's package has its own (both versions): grpcwire.Writer,
-// jsonrpcwire.Writer, jsonwire.Writer.
+// jsonrpcwire.Writer, httpjsonwire.Writer.
 type answerWriter interface {
 	// Unary writes a unary result (empty: the operation's result is empty). It returns an
 	// error and whether any of the answer had been written, as answer does.
@@ -66,7 +66,7 @@ func writerFor(w http.ResponseWriter, req *protocol.Request, keepAlive time.Dura
 	case protocol.JSONRPC:
 		return jsonrpcwire.NewWriter(w, req, keepAlive)
 	}
-	return jsonwire.NewWriter(w, req, keepAlive)
+	return httpjsonwire.NewWriter(w, req, keepAlive)
 }
 
 // writeRefusal writes a refusal as both doors shape it (wire.Refuse).
@@ -91,5 +91,5 @@ func writeStatusError(w http.ResponseWriter, e *protocol.Error) {
 var (
 	_ answerWriter = (*grpcwire.Writer)(nil)
 	_ answerWriter = (*jsonrpcwire.Writer)(nil)
-	_ answerWriter = (*jsonwire.Writer)(nil)
+	_ answerWriter = (*httpjsonwire.Writer)(nil)
 )

@@ -13,6 +13,7 @@ import (
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 )
 
@@ -45,7 +46,7 @@ func leakyServer(t *testing.T, b protocol.Binding) string {
 		case protocol.HTTPJSON:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(e.HTTPStatus())
-			_, _ = w.Write(e.MarshalStatus())
+			_, _ = w.Write(httpjsonwire.MarshalStatus(e))
 		case protocol.GRPC:
 			w.Header().Set("Content-Type", "application/grpc")
 			for _, kv := range grpcwire.Status(e) {
@@ -104,7 +105,7 @@ func TestHandlerErrorsAreFiltered(t *testing.T) {
 				require.Equal(t, protocol.InvalidParams, perr.Code)
 				require.Equal(t, "the skill's handler refused the request's parameters (decision dec-9)", perr.Message)
 				require.Equal(t, map[string]string{"decision_id": "dec-9"}, perr.Metadata)
-				for _, wire := range [][]byte{jsonrpcwire.MarshalError(perr, nil), perr.MarshalStatus()} {
+				for _, wire := range [][]byte{jsonrpcwire.MarshalError(perr, nil), httpjsonwire.MarshalStatus(perr)} {
 					for _, leak := range []string{"10.3.4.5", "Go struct", "map[string]interface", "eu-west-7", "eyJ"} {
 						require.NotContains(t, string(wire), leak)
 					}

@@ -3,9 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -296,41 +294,6 @@ const (
 	DataObject
 )
 
-// MarshalStatus returns the google.rpc.Status JSON body of the HTTP+JSON binding, the shape
-// a2a-go's REST client decodes.
-func (e *Error) MarshalStatus() []byte {
-	b := make([]byte, 0, 192+len(e.Message))
-	b = append(b, `{"error":{"code":`...)
-	b = strconv.AppendInt(b, int64(e.HTTPStatus()), 10)
-	b = append(b, `,"status":`...)
-	b = AppendQuote(b, e.StatusName())
-	b = append(b, `,"message":`...)
-	b = AppendQuote(b, e.Message)
-	b = append(b, `,"details":[`...)
-	b = e.appendErrorInfo(b)
-	b = e.appendRetryInfo(b)
-	return append(b, "]}}"...)
-}
-
-func (e *Error) appendErrorInfo(b []byte) []byte {
-	b = append(b, `{"@type":"`+ErrorInfoType+`","reason":`...)
-	b = AppendQuote(b, e.Reason())
-	b = append(b, `,"domain":"`+Domain+`"`...)
-	if len(e.Metadata) > 0 {
-		b = append(b, `,"metadata":{`...)
-		for i, k := range slices.Sorted(maps.Keys(e.Metadata)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = AppendQuote(b, k)
-			b = append(b, ':')
-			b = AppendQuote(b, e.Metadata[k])
-		}
-		b = append(b, '}')
-	}
-	return append(b, '}')
-}
-
 // RetryInfoType is the @type of a google.rpc.RetryInfo detail.
 const RetryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
 
@@ -342,18 +305,6 @@ func (e *Error) RetryAfter() (int64, bool) {
 	}
 	n, err := strconv.ParseInt(e.Metadata[MetaRetryAfter], 10, 64)
 	return n, err == nil && n >= 0
-}
-
-// appendRetryInfo appends ,{google.rpc.RetryInfo} to a details list when e carries a retry
-// delay.
-func (e *Error) appendRetryInfo(b []byte) []byte {
-	n, ok := e.RetryAfter()
-	if !ok {
-		return b
-	}
-	b = append(b, `,{"@type":"`+RetryInfoType+`","retryDelay":"`...)
-	b = strconv.AppendInt(b, n, 10)
-	return append(b, `s"}`...)
 }
 
 // WWWAuthenticate is the RFC 6750 challenge for Unauthenticated and Unauthorized errors, "" for
@@ -380,13 +331,4 @@ func challengeText(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// AppendQuote appends s as a JSON string; invalid UTF-8 is replaced, never rejected.
-func AppendQuote(b []byte, s string) []byte {
-	out, err := jsontext.AppendQuote(b, s)
-	if err != nil {
-		out, _ = jsontext.AppendQuote(b, strings.ToValidUTF8(s, "\uFFFD"))
-	}
-	return out
 }

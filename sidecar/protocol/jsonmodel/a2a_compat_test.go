@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // sentinel is the a2a-go error each code must decode to.
@@ -84,7 +84,7 @@ func TestErrorsDecodeWithA2AGoClients(t *testing.T) {
 				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Type", "application/json")
 					w.WriteHeader(perr.HTTPStatus())
-					_, _ = w.Write(perr.MarshalStatus())
+					_, _ = w.Write(httpjsonwire.MarshalStatus(perr))
 				}))
 				defer srv.Close()
 				u, err := url.Parse(srv.URL)
@@ -114,7 +114,7 @@ func TestA2AGoRequestsParse(t *testing.T) {
 			if binding == protocol.JSONRPC {
 				req, err = jsonrpcwire.ParseJSONRPC(v, r.Header.Get("Content-Type"), body, protocol.Limits{})
 			} else {
-				req, err = jsonwire.ParseHTTP(v, r.Method, r.URL.RequestURI(), r.Header.Get("Content-Type"), body, protocol.Limits{})
+				req, err = httpjsonwire.ParseHTTP(v, r.Method, r.URL.RequestURI(), r.Header.Get("Content-Type"), body, protocol.Limits{})
 			}
 			got <- seen{req, err}
 			reply := protocol.Errorf(protocol.TaskNotFound, "no such task")
@@ -126,7 +126,7 @@ func TestA2AGoRequestsParse(t *testing.T) {
 				}
 				out = jsonrpcwire.MarshalError(reply, id)
 			} else {
-				out = reply.MarshalStatus()
+				out = httpjsonwire.MarshalStatus(reply)
 			}
 			if r.Header.Get("Accept") == "text/event-stream" {
 				w.Header().Set("Content-Type", "text/event-stream")

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // checkResult holds for every parse: exactly one of request and error, a known code, and
@@ -21,7 +21,7 @@ func checkResult(t *testing.T, r *protocol.Request, err *protocol.Error) {
 		require.True(t, err.Code.Valid(), "code %q", err.Code)
 		require.NotEmpty(t, err.Message)
 		require.True(t, jsontext.Value(jsonrpcwire.MarshalError(err, nil)).IsValid())
-		require.True(t, jsontext.Value(err.MarshalStatus()).IsValid())
+		require.True(t, jsontext.Value(httpjsonwire.MarshalStatus(err)).IsValid())
 		if err.ID != nil {
 			require.True(t, jsonrpcwire.ValidID(err.ID))
 		}
@@ -89,10 +89,10 @@ func FuzzParseHTTP(f *testing.F) {
 		if verr != nil {
 			return
 		}
-		r, err := jsonwire.ParseHTTP(v, method, target, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
+		r, err := httpjsonwire.ParseHTTP(v, method, target, ctJSON, []byte(body), protocol.Limits{MaxBodyBytes: 1 << 16, MaxDepth: 16})
 		checkResult(t, r, err)
 		if err == nil && r.TaskID != "" {
-			_, _, ok := jsonwire.HTTPCall(protocol.GetTask, "", r.TaskID, "") // a task id a path carries
+			_, _, ok := httpjsonwire.HTTPCall(protocol.GetTask, "", r.TaskID, "") // a task id a path carries
 			require.True(t, ok || r.Operation.Message(), "task id %q", r.TaskID)
 		}
 	})

@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/parse.golden.txt from the current output")
@@ -101,7 +101,7 @@ func parse(c jsonmodel.GoldenCase) (body []byte, r *protocol.Request, err *proto
 	if c.Method == "" {
 		r, err = jsonrpcwire.ParseJSONRPC(c.V, c.CT, body, c.Lim)
 	} else {
-		r, err = jsonwire.ParseHTTP(c.V, c.Method, c.Target, c.CT, body, c.Lim)
+		r, err = httpjsonwire.ParseHTTP(c.V, c.Method, c.Target, c.CT, body, c.Lim)
 	}
 	return body, r, err
 }

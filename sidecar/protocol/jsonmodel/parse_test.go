@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 func TestPartContent(t *testing.T) {
@@ -64,7 +64,7 @@ func TestManyExactDuplicateNamesAfterSetThreshold(t *testing.T) {
 		b.WriteString(`"k` + strconv.Itoa(i) + `":1,`)
 	}
 	b.WriteString(`"k7":2}}`)
-	_, err := jsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, []byte(b.String()), protocol.Limits{})
+	_, err := httpjsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, []byte(b.String()), protocol.Limits{})
 	require.NotNil(t, err)
 	require.Equal(t, `duplicate object key "k7"`, err.Message)
 }
@@ -77,7 +77,7 @@ func TestJSONSizeLimit(t *testing.T) {
 		for name, parse := range map[string]func() *protocol.Error{
 			"JSON-RPC": func() *protocol.Error { _, err := jsonrpcwire.ParseJSONRPC(protocol.V1, ctJSON, body, lim); return err },
 			"HTTP+JSON": func() *protocol.Error {
-				_, err := jsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, body, lim)
+				_, err := httpjsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", ctJSON, body, lim)
 				return err
 			},
 		} {

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 	"github.com/capgate/capgate/sidecar/protocol/sse"
 )
 
@@ -47,7 +47,7 @@ func newWriter(b protocol.Binding, w http.ResponseWriter, req *protocol.Request,
 	if b == protocol.JSONRPC {
 		return jsonrpcwire.NewWriter(w, req, keepAlive)
 	}
-	return jsonwire.NewWriter(w, req, keepAlive)
+	return httpjsonwire.NewWriter(w, req, keepAlive)
 }
 
 // sseBindings are the bindings that stream as Server-Sent Events, by benchmark name.

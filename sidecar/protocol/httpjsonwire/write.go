@@ -1,4 +1,4 @@
-package jsonwire
+package httpjsonwire
 
 import (
 	"net/http"
@@ -75,6 +75,6 @@ func (hw *Writer) End() {}
 // google.rpc.Status body, as the A2A JavaScript SDK reads it; clients that read only data
 // lines (a2a-go) see the same error body.
 func (hw *Writer) Fail(e *protocol.Error) {
-	frame := append([]byte("event: error\ndata: "), e.MarshalStatus()...)
+	frame := append([]byte("event: error\ndata: "), MarshalStatus(e)...)
 	hw.stream.Fail(append(frame, "\n\n"...))
 }

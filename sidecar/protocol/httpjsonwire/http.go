@@ -1,4 +1,4 @@
-package jsonwire
+package httpjsonwire
 
 import (
 	"net/http"

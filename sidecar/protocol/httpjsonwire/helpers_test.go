@@ -1,4 +1,4 @@
-package jsonwire
+package httpjsonwire
 
 const ctJSON = "application/json"
 
