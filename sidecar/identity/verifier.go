@@ -391,9 +391,27 @@ func BearerToken(h string) (string, error) {
 	return tok, nil
 }
 
+// The bytes of a b64token before its "=" padding, as two 64-bit sets: b64tokenLow
+// holds bytes 0–63 ("+", "-", ".", "/", the digits), b64tokenHigh bytes 64–127
+// (the letters, "_", "~").
+const (
+	b64tokenLow  = 1<<'+' | 1<<'-' | 1<<'.' | 1<<'/' | (1<<10-1)<<'0'
+	b64tokenHigh = (1<<26-1)<<('A'-64) | 1<<('_'-64) | (1<<26-1)<<('a'-64) | 1<<('~'-64)
+)
+
 // b64tokenChar reports whether c may appear in a b64token before its "=" padding.
+// It reads two constant bit sets so that it inlines into b64token's loop over a
+// token of up to MaxTokenBytes: the plain form (ALPHA / DIGIT / one of "-._~+/",
+// held equal to this one over every byte by TestB64tokenChar) cost a call per
+// byte, ~9 % of an ext_authz Check.
 func b64tokenChar(c byte) bool {
-	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._~+/", c) >= 0
+	switch {
+	case c < 64:
+		return b64tokenLow&(uint64(1)<<c) != 0
+	case c < 128:
+		return b64tokenHigh&(uint64(1)<<(c-64)) != 0
+	}
+	return false
 }
 
 // b64token reports whether s is an RFC 6750 b64token.
