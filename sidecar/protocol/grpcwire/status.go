@@ -100,9 +100,9 @@ func StatusHeaders(status, message, reason string, metadata map[string]string) [
 	return out
 }
 
-// Refusal is a refusal of a gRPC request (protocol.Refuse decides the rest): a trailers-only
-// response, HTTP 200 with content-type application/grpc and e's status headers (Status), no
-// body.
+// Refusal is the refusal of a gRPC request (wire.Refuse adds the quota headers every binding's
+// refusal carries): a trailers-only response, HTTP 200 with content-type application/grpc and
+// e's status headers (Status), no body.
 func Refusal(e *protocol.Error) protocol.Refusal {
 	return protocol.Refusal{Status: http.StatusOK, Header: append([][2]string{{"content-type", ContentType}}, Status(e)...)}
 }
