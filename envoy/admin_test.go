@@ -29,7 +29,7 @@ import (
 var adminPublic = []string{"/healthz", "/readyz", "/metrics", "/.well-known/jwks.json"}
 
 // adminGuarded are the admin endpoints that read state: the token only.
-var adminGuarded = []string{admin.UsagePath, admin.HeapPath}
+var adminGuarded = []string{admin.UsagePath, admin.HeapPath, admin.ExamplesPath}
 
 // chartModes are the chart's modes (the enum of values.schema.json).
 var chartModes = []string{"envoy", "istio"}
@@ -69,6 +69,10 @@ func TestChartAdminClosed(t *testing.T) {
 				require.Equal(t, http.StatusUnauthorized, get(t, client, srv.AdminURL+path, "Bearer not-the-token-"+string(token[:8])), "%s with a wrong token", path)
 				require.Equal(t, http.StatusOK, get(t, client, srv.AdminURL+path, "Bearer "+string(token)), "%s with the token", path)
 			}
+			// Forgetting candidate examples (a POST) is guarded before its method is read.
+			drop := srv.AdminURL + admin.ExamplesDropPath
+			require.Equal(t, http.StatusUnauthorized, get(t, client, drop, ""), "%s without the token", admin.ExamplesDropPath)
+			require.Equal(t, http.StatusMethodNotAllowed, get(t, client, drop, "Bearer "+string(token)), "%s with the token", admin.ExamplesDropPath)
 			// Nothing else is served: not the rest of net/http/pprof, not a listing.
 			for _, path := range []string{"/debug/pprof/", "/debug/pprof/goroutine", "/debug/vars", "/v1/", "/"} {
 				require.Equal(t, http.StatusNotFound, get(t, client, srv.AdminURL+path, ""), path)

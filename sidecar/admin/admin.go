@@ -1,7 +1,8 @@
 // Package admin serves the admin listener: liveness, readiness, Prometheus
 // metrics, the JWKS of capgate's own token-signing key (and of the
 // card-signing key when cards are signed), and, behind the admin token, each
-// capability's usage from the task store (/v1/usage).
+// capability's usage from the task store (/v1/usage), the candidate routing
+// examples it keeps (/v1/examples, /v1/examples/drop) and the heap profile.
 package admin
 
 import (

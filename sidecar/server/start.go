@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -163,7 +164,7 @@ func (p *process) startObservability(ctx context.Context) error {
 //
 // The store reports its health on /metrics (capgate_store_errors_total, every operation's
 // series at 0 from the start, and capgate_store_reachable); a Redis store is probed while the
-// process runs (tasks.Redis.Watch). A store given by Options.Store is its caller's to watch: it
+// process runs (redisstore.Store.Watch). A store given by Options.Store is its caller's to watch: it
 // is reported reachable.
 func (p *process) openStore(ctx context.Context) error {
 	health := p.m.Store(tasks.Operations())
@@ -193,7 +194,7 @@ func (p *process) openStore(ctx context.Context) error {
 	return nil
 }
 
-// watcher is a store that probes its backend while ctx lasts (tasks.Redis).
+// watcher is a store that probes its backend while ctx lasts (redisstore.Store).
 type watcher interface{ Watch(ctx context.Context) }
 
 // startIdentity sets up the credentials capgate gives handlers: the token minter and the
@@ -207,16 +208,21 @@ func (p *process) startIdentity(ctx context.Context) error {
 	return nil
 }
 
-// startAdmin serves the admin listener: health, readiness, metrics, the published keys and
-// the usage report.
+// startAdmin serves the admin listener: health, readiness, metrics, the published keys, the
+// usage report and the candidate routing examples (when the store keeps them).
 func (p *process) startAdmin(context.Context) error {
 	adminToken, err := p.cfg.AdminToken()
 	if err != nil {
 		return err
 	}
-	p.admin = admin.New(p.m.Registry, admin.WithJWKS(publishedKeys(p.minter.JWKS, p.holder, p.log)),
-		admin.WithUsage(p.store, func() []string { return admin.CapabilityIDs(p.holder.Load().Registry()) }, adminToken),
-		admin.WithHeapProfile(adminToken))
+	ids := func() []string { return admin.CapabilityIDs(p.holder.Load().Registry()) }
+	opts := []admin.Option{admin.WithJWKS(publishedKeys(p.minter.JWKS, p.holder, p.log)),
+		admin.WithUsage(p.store, ids, adminToken), admin.WithHeapProfile(adminToken)}
+	if x, ok := p.store.(admin.ExampleStore); ok {
+		ttl := func() time.Duration { return p.holder.Load().Config().Router.Learn.TTL }
+		opts = append(opts, admin.WithExamples(x, ids, ttl, adminToken))
+	}
+	p.admin = admin.New(p.m.Registry, opts...)
 	p.addrs.Admin, err = p.serveHTTP("admin", p.bind.Admin, p.admin)
 	return err
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/capgate/capgate/sidecar/tasks/backends"
 )
 
-const routeExamplesUsage = `route examples [list|accept|reject] [--config capgate.yaml] [--capability ID] [--json] [REVIEW-ID... | all]`
+const routeExamplesUsage = `route examples [list|accept|reject] [--config capgate.yaml] [--admin URL] [--capability ID] [--json] [REVIEW-ID... | all]`
 
 // runRouteExamples reviews the candidate routing examples captured from
 // clarification answers (router.learn): list shows them per capability,
@@ -28,6 +28,11 @@ const routeExamplesUsage = `route examples [list|accept|reject] [--config capgat
 // (a server-side file the manifest names: the change is a file diff, applied
 // by the reloader) and forgets them in the store; reject only forgets them.
 // Nothing routes differently until a file changes.
+//
+// The candidates are read (and forgotten) in the config's store when replicas
+// share it (the backend table says which), else — the memory store lives in
+// the serving process only — through the running capgate's admin listener
+// (GET /v1/examples, POST /v1/examples/drop), as with --admin.
 func runRouteExamples(ctx context.Context, env Env, args []string) error {
 	action := "list"
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
@@ -37,7 +42,9 @@ func runRouteExamples(ctx context.Context, env Env, args []string) error {
 		return usageErr("route examples: %q is not one of list, accept, reject", action)
 	}
 	fs := newFlags(env, "route examples", routeExamplesUsage)
-	cfgPath := fs.String("config", "capgate.yaml", "deployment config; its store holds the candidates")
+	cfgPath := fs.String("config", "capgate.yaml", "the serving capgate's config: its store (or, for memory, its admin listener) holds the candidates")
+	adminURL := fs.String("admin", "", "admin listener of the running capgate holding the candidates "+
+		"(default with a store replicas do not share, e.g. memory: http://<listen.admin>)")
 	capID := fs.String("capability", "", "one capability (required for accept and reject)")
 	asJSON := fs.Bool("json", false, "list as JSON")
 	maxRefs := 0
@@ -65,11 +72,11 @@ func runRouteExamples(ctx context.Context, env Env, args []string) error {
 	} else if _, ok := reg.Get(*capID); !ok {
 		return usageErr("--capability %q is not a capability of the deployment", *capID)
 	}
-	x, closeStore, err := openExamples(ctx, d.Config)
+	x, err := openExamples(ctx, d.Config, *adminURL)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer x.close()
 	ttl := d.Config.Router.Learn.TTL
 	if action == "list" {
 		ix := router.NewIndex(reg, d.Config.Router.Threshold)
@@ -91,7 +98,7 @@ func runRouteExamples(ctx context.Context, env Env, args []string) error {
 	m, _ := reg.Get(*capID)
 	cands, err := x.ExamplesOf(ctx, *capID, ttl)
 	if err != nil {
-		return usageErr("store: %v", err)
+		return usageErr("%s: %v", x.name, err)
 	}
 	groups, err := pick(learn.Merge(counted(cands)), refs)
 	if err != nil {
@@ -117,39 +124,68 @@ func runRouteExamples(ctx context.Context, env Env, args []string) error {
 		texts = append(texts, g.Members...)
 	}
 	if err := x.DropExamples(ctx, *capID, texts); err != nil {
-		return usageErr("store: %v", err)
+		return usageErr("%s: %v", x.name, err)
 	}
-	_, err = fmt.Fprintf(env.Stdout, "%s: %d candidate(s) %sed and removed from the store\n", *capID, len(texts), action)
+	_, err = fmt.Fprintf(env.Stdout, "%s: %d candidate(s) %sed and removed from the %s\n", *capID, len(texts), action, x.held)
 	return err
 }
 
-// openExamples opens the store the config names for its candidates. The
-// memory store lives in the serving process only: there is nothing to read.
-func openExamples(ctx context.Context, cfg *config.Config) (tasks.Examples, func(), error) {
+// candidates is what the review needs of where the candidates are: the
+// store (tasks.Memory, redisstore.Store) or a running capgate's admin listener.
+type candidates interface {
+	ExamplesOf(ctx context.Context, capability string, ttl time.Duration) ([]tasks.Example, error)
+	DropExamples(ctx context.Context, capability string, texts []string) error
+}
+
+// candidateSource is where the review reads and forgets candidates: name
+// prefixes its errors ("store", "admin listener http://..."), held says
+// where the candidates are, and close lets go of it.
+type candidateSource struct {
+	candidates
+	name, held string
+	close      func()
+}
+
+// openExamples opens where the config's candidates are: its store when
+// replicas share it and adminURL is empty, else the admin listener at
+// adminURL (default http://<listen.admin>) of the capgate serving it — the
+// memory store lives in that process only.
+func openExamples(ctx context.Context, cfg *config.Config, adminURL string) (candidateSource, error) {
 	table := backends.Table()
-	if !table.Shared(cfg.Store) {
-		return nil, nil, usageErr("store %q: the memory store keeps candidates inside the serving capgate only; "+
-			"review them with a Redis store (store: redis://...)", cfg.Store)
+	if adminURL != "" || !table.Shared(cfg.Store) {
+		if adminURL == "" {
+			adminURL = "http://" + dialable(cfg.Listen.Admin)
+		}
+		token, err := cfg.AdminToken()
+		if err != nil {
+			return candidateSource{}, usageErr("%v", err)
+		}
+		a, err := newAdminExamples(adminURL, token, cfg.Router.Learn)
+		if err != nil {
+			return candidateSource{}, err
+		}
+		return candidateSource{candidates: a, name: "admin listener " + a.base.Redacted(),
+			held: "store of the capgate at " + a.base.Redacted(), close: func() {}}, nil
 	}
 	sc, err := settings.Store(cfg)
 	if err != nil {
-		return nil, nil, usageErr("%v", err)
+		return candidateSource{}, usageErr("%v", err)
 	}
 	st, err := table.Open(ctx, sc.URL, sc.Options()...)
 	if err != nil {
-		return nil, nil, usageErr("store: %v", err)
+		return candidateSource{}, usageErr("store: %v", err)
 	}
 	closeStore := func() {
 		if c, ok := st.(io.Closer); ok {
 			_ = c.Close()
 		}
 	}
-	x, ok := st.(tasks.Examples)
+	x, ok := st.(candidates)
 	if !ok {
 		closeStore()
-		return nil, nil, usageErr("store %q keeps no candidate examples", cfg.Store)
+		return candidateSource{}, usageErr("store %q keeps no candidate examples", cfg.Store)
 	}
-	return x, closeStore, nil
+	return candidateSource{candidates: x, name: "store", held: "store", close: closeStore}, nil
 }
 
 // reviewList is one capability's candidates for review.
@@ -174,12 +210,12 @@ type reviewGroup struct {
 	Confidence float64  `json:"classifier_confidence"`
 }
 
-func listExamples(ctx context.Context, x tasks.Examples, ix *router.Index, reg *manifest.Registry, id string, ttl time.Duration) (reviewList, error) {
+func listExamples(ctx context.Context, x candidateSource, ix *router.Index, reg *manifest.Registry, id string, ttl time.Duration) (reviewList, error) {
 	m, _ := reg.Get(id)
 	l := reviewList{Capability: id, Mode: string(m.Routing.EffectiveMode()), ExamplesFile: m.Routing.ExamplesFile, Accepted: len(m.RoutingExamples)}
 	cands, err := x.ExamplesOf(ctx, id, ttl)
 	if err != nil {
-		return l, usageErr("store: %v", err)
+		return l, usageErr("%s: %v", x.name, err)
 	}
 	cls := ix.Classifier()
 	for _, g := range learn.Merge(counted(cands)) {

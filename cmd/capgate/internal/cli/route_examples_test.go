@@ -11,8 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/cmd/capgate/internal/cli"
-	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
+	"github.com/capgate/capgate/test/testnet"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -29,7 +30,7 @@ func TestRouteExamplesReview(t *testing.T) {
 		s = strings.Replace(s, "store: memory", "store: "+srv.URL(0), 1)
 		return strings.Replace(s, "router: {threshold: 0.6}", "router: {threshold: 0.6, learn: {capture: true}}", 1)
 	})
-	st, err := tasks.OpenRedis(t.Context(), srv.URL(0))
+	st, err := redisstore.Dial(t.Context(), srv.URL(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	const text = "where does my supplier bill stand"
@@ -102,7 +103,8 @@ func TestRouteExamplesReview(t *testing.T) {
 		{[]string{"route", "examples", "accept", "--config", cfg, "--capability", "lookup-invoice", "0123456789"}, `no candidate with review id "0123456789"`},
 		{[]string{"route", "examples", "--config", cfg, "--capability", "nope"}, `--capability "nope" is not a capability`},
 		{[]string{"route", "examples", "promote", "--config", cfg}, `"promote" is not one of list, accept, reject`},
-		{[]string{"route", "examples", "--config", testutil.CopyFinance(t)}, "the memory store keeps candidates inside the serving capgate only"},
+		// --admin reads through that admin listener even with a shared store.
+		{[]string{"route", "examples", "--config", cfg, "--admin", "http://" + testnet.RefusedAddr(t)}, "is capgate serving this config?"},
 	} {
 		r = run(t, tc.args...)
 		require.Equal(t, cli.ExitUsage, r.code, tc.args)
