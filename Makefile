@@ -169,11 +169,11 @@ FUZZTIME ?= 20000x
 FUZZ = $(GO) test -run '^$$' -fuzztime $(FUZZTIME) -fuzzminimizetime 1x
 .PHONY: fuzz-short
 fuzz-short:
-	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzParseJSONRPC$$'
-	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzParseHTTP$$'
-	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzScanner$$'
-	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzBareMediaType$$'
-	$(FUZZ) ./sidecar/protocol/jsonwire -fuzz '^FuzzCanonicalFast$$'
+	$(FUZZ) ./sidecar/protocol/jsonmodel -fuzz '^FuzzParseJSONRPC$$'
+	$(FUZZ) ./sidecar/protocol/jsonmodel -fuzz '^FuzzParseHTTP$$'
+	$(FUZZ) ./sidecar/protocol/jsonmodel -fuzz '^FuzzScanner$$'
+	$(FUZZ) ./sidecar/protocol/jsonmodel -fuzz '^FuzzBareMediaType$$'
+	$(FUZZ) ./sidecar/protocol/jsonmodel -fuzz '^FuzzCanonicalFast$$'
 	$(FUZZ) ./policy/manifest -fuzz '^FuzzParseManifest$$'
 	$(FUZZ) ./policy/config -fuzz '^FuzzConfig$$'
 	$(FUZZ) ./sidecar/identity -fuzz '^FuzzVerify$$'

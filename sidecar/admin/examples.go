@@ -32,17 +32,14 @@ const (
 const examplesTimeout = 10 * time.Second
 
 // ExampleStore is what the examples endpoints need of the store: the
-// candidates of a capability, and forgetting some of them (tasks.Memory and
-// tasks.Redis are such stores).
+// candidates of a capability, and forgetting some of them (every
+// tasks.Examples is one: tasks.Memory, redisstore.Store).
 type ExampleStore interface {
 	ExamplesOf(ctx context.Context, capability string, ttl time.Duration) ([]tasks.Example, error)
 	DropExamples(ctx context.Context, capability string, texts []string) error
 }
 
-var (
-	_ ExampleStore = (*tasks.Memory)(nil)
-	_ ExampleStore = (*tasks.Redis)(nil)
-)
+var _ ExampleStore = tasks.Examples(nil)
 
 // Candidate is one candidate routing example as the admin listener serves
 // it: the redacted text and how many answers gave it. Nothing of who

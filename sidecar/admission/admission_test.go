@@ -18,6 +18,7 @@ import (
 	"github.com/capgate/capgate/sidecar/protocol/wire"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -450,7 +451,7 @@ func TestStoreUnavailable(t *testing.T) {
 	require.NoError(t, ln.Close())
 	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
 	t.Cleanup(func() { _ = rdb.Close() })
-	down := admission.New(tasks.NewRedis(rdb), nil)
+	down := admission.New(redisstore.New(rdb), nil)
 	for _, op := range []struct{ method, params string }{
 		{"GetTask", `{"id":"task-a"}`},
 		{"SendMessage", send(`"taskId":"task-a",`)},

@@ -23,7 +23,8 @@ import (
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -153,7 +154,7 @@ func (f *fixture) call(t *testing.T, p identity.Principal, message string, task 
 func (f *fixture) sameCall(t *testing.T, p identity.Principal, message string, task *tasks.Binding) *exchange.Call {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":` + message + `}}`
-	req, perr := jsonwire.ParseJSONRPC(protocol.V1, "application/json", []byte(body), protocol.Limits{})
+	req, perr := jsonrpcwire.ParseJSONRPC(protocol.V1, "application/json", []byte(body), protocol.Limits{})
 	require.Nil(t, perr)
 	return &exchange.Call{Rev: f.rev, Request: req, Principal: p, DecisionID: "d-1", Task: task, Log: &decisionlog.Entry{}}
 }
@@ -353,7 +354,7 @@ func TestAnsweredClarificationNotDeleted(t *testing.T) {
 func TestTaskOpsUseTheAdmittedBinding(t *testing.T) {
 	f := newFixture(t, nil)
 	f.inv.result = jsontext.Value(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)
-	req, perr := jsonwire.ParseHTTP(protocol.V1, "GET", "/tasks/t-1?historyLength=2", "", nil, protocol.Limits{})
+	req, perr := httpjsonwire.ParseHTTP(protocol.V1, "GET", "/tasks/t-1?historyLength=2", "", nil, protocol.Limits{})
 	require.Nil(t, perr)
 	b := &tasks.Binding{TaskID: "t-1", Capability: "reconcile-invoice", Handler: "recon.v3.reconcile", Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}
 	call := &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-2", Task: b}
@@ -384,7 +385,7 @@ func TestListSendsTheTenant(t *testing.T) {
 			f.inv.result = jsontext.Value(`{"id":"t-1","contextId":"c-1","status":{"state":"TASK_STATE_COMPLETED"}}`)
 			require.NoError(t, f.store.Bind(t.Context(), tasks.Binding{TaskID: "t-1", Capability: "reconcile-invoice", Handler: "recon.v3.reconcile",
 				Issuer: partner.Issuer, Subject: partner.Subject, Tenant: partner.Tenant}))
-			req, perr := jsonwire.ParseJSONRPC(protocol.V1, "application/json",
+			req, perr := jsonrpcwire.ParseJSONRPC(protocol.V1, "application/json",
 				[]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":`+tc.params+`}`), protocol.Limits{})
 			require.Nil(t, perr)
 			raw, perr := answered(f.d.Serve(t.Context(), &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-3"}))
@@ -515,7 +516,7 @@ func TestListReadsOnePage(t *testing.T) {
 			CreatedAt: base.Add(time.Duration(i) * time.Second)}, time.Hour, owned))
 	}
 	list := func(params string) (ids []string, next string) {
-		req, perr := jsonwire.ParseJSONRPC(protocol.V1, "application/json",
+		req, perr := jsonrpcwire.ParseJSONRPC(protocol.V1, "application/json",
 			[]byte(`{"jsonrpc":"2.0","id":1,"method":"ListTasks","params":`+params+`}`), protocol.Limits{})
 		require.Nil(t, perr)
 		raw, perr := answered(f.d.Serve(t.Context(), &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-4"}))

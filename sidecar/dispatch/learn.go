@@ -17,7 +17,7 @@ import (
 )
 
 // Learner keeps candidate routing examples for review (tasks.Memory and
-// tasks.Redis do; a store that does not keeps none).
+// redisstore.Store do; a store that does not keeps none).
 type Learner interface {
 	AddExample(ctx context.Context, capability, text string, ttl time.Duration, maxPerCapability int) error
 }

@@ -22,7 +22,8 @@ import (
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -265,7 +266,7 @@ func TestReusedMessageIDForAnotherMessage(t *testing.T) {
 	const reordered = `{ "message" : { "metadata" : {"skillId":"lookup-invoice"}, "parts":[ {"text":"What is the status of invoice INV-1042?"} ], "role":"ROLE_USER", "messageId":"m-1" } }`
 	jsonrpcCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *exchange.Call {
 		t.Helper()
-		req, perr := jsonwire.ParseJSONRPC(protocol.V1, "application/json",
+		req, perr := jsonrpcwire.ParseJSONRPC(protocol.V1, "application/json",
 			[]byte(`{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":`+params+`}`), protocol.Limits{})
 		require.Nil(t, perr)
 		req.Operation = op
@@ -273,7 +274,7 @@ func TestReusedMessageIDForAnotherMessage(t *testing.T) {
 	}
 	restCall := func(t *testing.T, f *fixture, op protocol.Operation, params string) *exchange.Call {
 		t.Helper()
-		req, perr := jsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", "application/json", []byte(params), protocol.Limits{})
+		req, perr := httpjsonwire.ParseHTTP(protocol.V1, "POST", "/message:send", "application/json", []byte(params), protocol.Limits{})
 		require.Nil(t, perr)
 		req.Operation = op
 		return &exchange.Call{Rev: f.rev, Request: req, Principal: partner, DecisionID: "d-1", Log: &decisionlog.Entry{}}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -140,12 +140,12 @@ func withHeld(call *exchange.Call, params jsontext.Value, b tasks.Binding) (json
 	if err != nil {
 		return nil, nil, protocol.Wrap(protocol.Internal, err, "the message could not be combined")
 	}
-	env, err := protocol.MarshalJSONRPCRequest("1", protocol.MethodName(v, protocol.SendMessage), out)
+	env, err := jsonrpcwire.MarshalRequest("1", protocol.MethodName(v, protocol.SendMessage), out)
 	if err != nil {
 		return nil, nil, protocol.Wrap(protocol.Internal, err, "the message could not be combined")
 	}
 	cfg := call.Rev.Config().Limits
-	req, perr := jsonwire.ParseJSONRPC(v, "application/json", env, protocol.Limits{MaxBodyBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth})
+	req, perr := jsonrpcwire.ParseJSONRPC(v, "application/json", env, protocol.Limits{MaxBodyBytes: cfg.MaxBodyBytes, MaxDepth: cfg.MaxDepth})
 	if perr != nil {
 		return nil, nil, protocol.Errorf(perr.Code, "your first message with this answer is not a message this agent accepts: %s", perr.Message)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 )
 
 // Bounds on what an output-mode refusal repeats of the caller's list.
@@ -162,8 +161,8 @@ func normalize(t string) string {
 	return strings.ToLower(strings.TrimSpace(t))
 }
 
-// match is jsonwire.MediaTypeMatches.
-func match(p, t string) bool { return jsonwire.MediaTypeMatches(p, t) }
+// match is protocol.MediaTypeMatches.
+func match(p, t string) bool { return protocol.MediaTypeMatches(p, t) }
 
 // ClipModes bounds the caller's list before it is repeated in an error or
 // a log line: at most 8 entries of at most 64 bytes (cut at a character

@@ -24,6 +24,7 @@ import (
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/metrics"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
@@ -376,7 +377,7 @@ func TestDeniedStatusesAreEnvoyStatusCodes(t *testing.T) {
 		_, ok := typev3.StatusCode_name[int32(e.HTTPStatus())]
 		require.True(t, ok, "%s: HTTP %d is not an Envoy StatusCode", c, e.HTTPStatus())
 		if c != protocol.Internal && c != protocol.InvalidAgentResponse {
-			require.NotEqual(t, codes.Internal, e.GRPCCode(), "%s", c)
+			require.NotEqual(t, codes.Internal, grpcwire.Code(e), "%s", c)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/capgate/capgate/policy/config"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
 // Headers capgate adds. They are informational: the gateway re-authenticates
@@ -137,9 +138,9 @@ func (s *Server) deny(d *decision) *authv3.CheckResponse {
 	hs := make([]*corev3.HeaderValueOption, 0, 5)
 	hs = append(hs, headerOpt(HeaderDecisionID, d.id))
 	denied := &authv3.DeniedHttpResponse{}
-	// The same answer the gateway writes (protocol.Refuse).
+	// The same answer the gateway writes (wire.Refuse).
 	authStatus := d.plan != nil && d.plan.rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
-	r := protocol.Refuse(d.binding, d.version, d.errorData, d.op.Streaming(), d.reqID, e, authStatus)
+	r := wire.Refuse(d.binding, d.version, d.errorData, d.op.Streaming(), d.reqID, e, authStatus)
 	denied.Status = &typev3.HttpStatus{Code: typev3.StatusCode(r.Status)}
 	if len(r.Body) > 0 {
 		denied.Body = string(r.Body)

@@ -15,7 +15,7 @@ import (
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
 	"github.com/capgate/capgate/sidecar/revision"
 	"github.com/capgate/capgate/sidecar/tracing"
 )
@@ -132,7 +132,7 @@ func (g *Gateway) serveExtendedCard(ctx context.Context, call *exchange.Call, en
 	}
 	if call.Request.ProtoJSON03() { // GET /v1/card: the 0.3 proto's AgentCard, signed as served
 		var perr *protocol.Error
-		if b, perr = jsonwire.ProtoJSON03Card(b); perr != nil {
+		if b, perr = httpjsonwire.ProtoJSON03Card(b); perr != nil {
 			return nil, perr
 		}
 	}

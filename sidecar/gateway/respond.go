@@ -10,7 +10,9 @@ import (
 	"github.com/capgate/capgate/sidecar/exchange"
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
 // answer writes an operation's result in the request's binding, through the binding's
@@ -38,8 +40,8 @@ func answer(w http.ResponseWriter, req *protocol.Request, res exchange.Result, k
 }
 
 // answerWriter writes an admitted request's answer in one binding: a unary result, or a
-// stream's events. The gRPC binding's is grpcwire.Writer; the JSON-RPC and HTTP+JSON
-// bindings' (both versions) is jsonwire.Writer.
+// stream's events. Each binding's package has its own (both versions): grpcwire.Writer,
+// jsonrpcwire.Writer, httpjsonwire.Writer.
 type answerWriter interface {
 	// Unary writes a unary result (empty: the operation's result is empty). It returns an
 	// error and whether any of the answer had been written, as answer does.
@@ -58,13 +60,16 @@ type answerWriter interface {
 // writerFor is the answer writer of req's binding; a stream quiet for keepAlive gets a
 // keep-alive (0: none; unary answers have none).
 func writerFor(w http.ResponseWriter, req *protocol.Request, keepAlive time.Duration) answerWriter {
-	if req.Binding == protocol.GRPC {
+	switch req.Binding {
+	case protocol.GRPC:
 		return grpcwire.NewWriter(w, req.Operation)
+	case protocol.JSONRPC:
+		return jsonrpcwire.NewWriter(w, req, keepAlive)
 	}
-	return jsonwire.NewWriter(w, req, keepAlive)
+	return httpjsonwire.NewWriter(w, req, keepAlive)
 }
 
-// writeRefusal writes a refusal as both doors shape it (protocol.Refuse).
+// writeRefusal writes a refusal as both doors shape it (wire.Refuse).
 func writeRefusal(w http.ResponseWriter, r protocol.Refusal) {
 	h := w.Header()
 	for _, kv := range r.Header {
@@ -80,10 +85,11 @@ func writeRefusal(w http.ResponseWriter, r protocol.Refusal) {
 
 // writeStatusError answers an HTTP+JSON request with google.rpc.Status and the mapped status.
 func writeStatusError(w http.ResponseWriter, e *protocol.Error) {
-	writeRefusal(w, protocol.Refuse(protocol.HTTPJSON, protocol.V1, protocol.DataList, false, nil, e, false))
+	writeRefusal(w, wire.Refuse(protocol.HTTPJSON, protocol.V1, protocol.DataList, false, nil, e, false))
 }
 
 var (
 	_ answerWriter = (*grpcwire.Writer)(nil)
-	_ answerWriter = (*jsonwire.Writer)(nil)
+	_ answerWriter = (*jsonrpcwire.Writer)(nil)
+	_ answerWriter = (*httpjsonwire.Writer)(nil)
 )

@@ -133,7 +133,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 func (g *Gateway) refuse(w http.ResponseWriter, rev *revision.State, start time.Time, entry *decisionlog.Entry, req *protocol.Request, e *protocol.Error) {
 	g.finish(rev, start, entry, e)
 	authStatus := rev.Config().Auth.JSONRPCHTTPStatus == config.JSONRPCStatusAuth
-	writeRefusal(w, protocol.Refuse(req.Binding, req.Version, req.ErrorData, req.Operation.Streaming(), req.ID, e, authStatus))
+	writeRefusal(w, wire.Refuse(req.Binding, req.Version, req.ErrorData, req.Operation.Streaming(), req.ID, e, authStatus))
 }
 
 // peerOf is the mTLS peer of the request: the verified client certificate's URI SAN when the

@@ -30,6 +30,7 @@ import (
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/handlerauth"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 )
 
 // a2aUpstream is a real a2a-go v2 server (a2asrv) answering over one
@@ -582,7 +583,7 @@ func TestHTTPJSONRequestShape(t *testing.T) {
 			"POST /tasks/t1/pushNotificationConfigs", `{"id":"c1","url":"https://h.example.com/"}`},
 		{"DeleteTaskPushNotificationConfig", `{"taskId":"t1","id":"c1"}`, "DELETE /tasks/t1/pushNotificationConfigs/c1", ""},
 		// Other spellings of a field are the field, as admission reads them
-		// (jsonwire.SameField): proto names, any case, a folded rune.
+		// (jsonmodel.SameField): proto names, any case, a folded rune.
 		{"DeleteTaskPushNotificationConfig", `{"task_id":"t1","ID":"c1"}`, "DELETE /tasks/t1/pushNotificationConfigs/c1", ""},
 		{"GetTask", `{"Id":"t2","history_length":3,"TENANT":"acme"}`, "GET /acme/tasks/t2?historyLength=3", ""},
 		{"GetTask", `{"id":"t3","hiſtoryLength":4}`, "GET /tasks/t3?historyLength=4", ""},
@@ -631,7 +632,7 @@ func TestGRPCAnswers(t *testing.T) {
 		if trailer {
 			prefix = http.TrailerPrefix
 		}
-		for _, kv := range protocol.Errorf(protocol.TaskNotFound, "no task t1 \u00e9").WithMetadata("k", "v").GRPCStatus() {
+		for _, kv := range grpcwire.Status(protocol.Errorf(protocol.TaskNotFound, "no task t1 \u00e9").WithMetadata("k", "v")) {
 			w.Header().Set(prefix+kv[0], kv[1])
 		}
 	}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 )
 
 // leaky is a handler error of the kind issue 21 found reaching callers: an internal address, a
@@ -32,7 +35,7 @@ func leakyServer(t *testing.T, b protocol.Binding) string {
 		e := leaky()
 		switch b {
 		case protocol.JSONRPC:
-			body := e.MarshalJSONRPC([]byte(rpcID(t, r)))
+			body := jsonrpcwire.MarshalError(e, []byte(rpcID(t, r)))
 			if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 				w.Header().Set("Content-Type", "text/event-stream")
 				_, _ = w.Write([]byte("data: " + string(body) + "\n\n"))
@@ -43,10 +46,10 @@ func leakyServer(t *testing.T, b protocol.Binding) string {
 		case protocol.HTTPJSON:
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(e.HTTPStatus())
-			_, _ = w.Write(e.MarshalStatus())
+			_, _ = w.Write(httpjsonwire.MarshalStatus(e))
 		case protocol.GRPC:
 			w.Header().Set("Content-Type", "application/grpc")
-			for _, kv := range e.GRPCStatus() {
+			for _, kv := range grpcwire.Status(e) {
 				w.Header().Set(kv[0], kv[1])
 			}
 			w.WriteHeader(http.StatusOK)
@@ -102,7 +105,7 @@ func TestHandlerErrorsAreFiltered(t *testing.T) {
 				require.Equal(t, protocol.InvalidParams, perr.Code)
 				require.Equal(t, "the skill's handler refused the request's parameters (decision dec-9)", perr.Message)
 				require.Equal(t, map[string]string{"decision_id": "dec-9"}, perr.Metadata)
-				for _, wire := range [][]byte{perr.MarshalJSONRPC(nil), perr.MarshalStatus()} {
+				for _, wire := range [][]byte{jsonrpcwire.MarshalError(perr, nil), httpjsonwire.MarshalStatus(perr)} {
 					for _, leak := range []string{"10.3.4.5", "Go struct", "map[string]interface", "eu-west-7", "eyJ"} {
 						require.NotContains(t, string(wire), leak)
 					}

@@ -45,7 +45,7 @@ func newGRPCRequest(ctx context.Context, t target, req Request) (*http.Request, 
 	}
 	setHeaders(hr.Header, req, false)
 	hr.Header.Del("Accept")
-	hr.Header.Set("Content-Type", protocol.GRPCContentType)
+	hr.Header.Set("Content-Type", grpcwire.ContentType)
 	hr.Header.Set("Te", "trailers")
 	return hr, nil
 }

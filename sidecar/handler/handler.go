@@ -17,7 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 )
 
 // Defaults of the Invoker's options.
@@ -352,7 +352,7 @@ func (i *Invoker) lookup(req Request) (target, *protocol.Error) {
 		return t, nil
 	}
 	if _, ok := operation(req); !ok {
-		if jsonwire.IsA2AMethod(req.Method) && req.Version != protocol.V1 {
+		if jsonrpcwire.IsA2AMethod(req.Method) && req.Version != protocol.V1 {
 			return target{}, protocol.Errorf(protocol.VersionNotSupported,
 				"this skill's handler is called over %s, which capgate speaks in A2A 1.0 only; send A2A-Version: 1.0", bindingName(t.binding))
 		}
@@ -403,7 +403,7 @@ func bindingName(b protocol.Binding) string {
 
 // newHTTPRequest builds the JSON-RPC POST for req with a fresh id.
 func newHTTPRequest(ctx context.Context, t target, req Request, id string, stream bool) (*http.Request, error) {
-	body, err := protocol.MarshalJSONRPCRequest(id, req.Method, req.Params)
+	body, err := jsonrpcwire.MarshalRequest(id, req.Method, req.Params)
 	if err != nil {
 		return nil, err
 	}

@@ -14,12 +14,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
 )
 
 // This file is the HTTP+JSON binding (A2A 1.0): an operation is the HTTP
 // method and path of the proto's google.api.http annotations
-// (jsonwire.HTTPCall), the params' path fields go in the path, the rest in
+// (httpjsonwire.HTTPCall), the params' path fields go in the path, the rest in
 // the query (GET, DELETE) or the body (POST); a unary answer is the
 // response message as ProtoJSON, an error a google.rpc.Status body, a
 // stream Server-Sent Events of StreamResponse with error events.
@@ -71,11 +72,11 @@ func newRESTRequest(ctx context.Context, t target, req Request, stream bool) (*h
 	for _, m := range ms {
 		var dst *string
 		switch {
-		case jsonwire.SameField(m.name, "tenant"):
+		case jsonmodel.SameField(m.name, "tenant"):
 			dst = &tenant
-		case taskField != "" && jsonwire.SameField(m.name, taskField):
+		case taskField != "" && jsonmodel.SameField(m.name, taskField):
 			dst = &taskID
-		case configField != "" && jsonwire.SameField(m.name, configField):
+		case configField != "" && jsonmodel.SameField(m.name, configField):
 			dst = &configID
 		default:
 			// Not bound by the path (CreateTaskPushNotificationConfig's
@@ -92,7 +93,7 @@ func newRESTRequest(ctx context.Context, t target, req Request, stream bool) (*h
 	if (taskField != "" && taskID == "") || (configField != "" && configID == "") {
 		return nil, protocol.Errorf(protocol.InvalidParams, "the call to the skill's handler names no task")
 	}
-	method, path, ok := jsonwire.HTTPCall(op, tenant, taskID, configID)
+	method, path, ok := httpjsonwire.HTTPCall(op, tenant, taskID, configID)
 	if !ok {
 		return nil, protocol.Errorf(protocol.InvalidParams, "the task, push config or tenant id cannot be sent in an HTTP+JSON path")
 	}
@@ -129,10 +130,10 @@ func newRESTRequest(ctx context.Context, t target, req Request, stream bool) (*h
 // restQuery writes the params a GET or DELETE route does not bind as its
 // query: only the fields the route takes there, each a scalar.
 func restQuery(op protocol.Operation, rest []member) (string, *protocol.Error) {
-	fields := jsonwire.HTTPQueryFields(op)
+	fields := httpjsonwire.HTTPQueryFields(op)
 	q := url.Values{}
 	for _, m := range rest {
-		i := slices.IndexFunc(fields, func(f string) bool { return jsonwire.SameField(f, m.name) })
+		i := slices.IndexFunc(fields, func(f string) bool { return jsonmodel.SameField(f, m.name) })
 		if i < 0 {
 			return "", protocol.Errorf(protocol.InvalidParams, "params.%s cannot be sent to this skill's handler over HTTP+JSON (%s takes no such query parameter)",
 				clip(m.name, 64), op)

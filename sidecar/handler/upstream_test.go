@@ -20,6 +20,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/handler"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 )
 
 // rpcID reads the JSON-RPC id of the request, for servers that answer it.
@@ -259,7 +260,7 @@ func TestCallTransportFailures(t *testing.T) {
 			require.NotNil(t, perr)
 			require.Equal(t, protocol.Internal, perr.Code)
 			require.Equal(t, tc.msg, perr.Message)
-			require.NotContains(t, string(perr.MarshalJSONRPC(nil)), "127.0.0.1", "no raw network error for clients")
+			require.NotContains(t, string(jsonrpcwire.MarshalError(perr, nil)), "127.0.0.1", "no raw network error for clients")
 			require.Less(t, time.Since(start), 5*time.Second)
 		})
 	}

@@ -44,7 +44,7 @@ type Counter interface {
 	Unmark(ctx context.Context, key string) error
 }
 
-// Redis counts on a Redis store (tasks.Redis.Client): redis_rate's GCRA
+// Redis counts on a Redis store (redisstore.Store.Client): redis_rate's GCRA
 // script for budgets, SET NX for marks. Keys are prefixed with the store's
 // prefix; their hash tag (quota.Applied.CounterKey) keeps one caller's
 // counters and marks in one Cluster slot.
@@ -110,7 +110,7 @@ func (r *Redis) Unmark(ctx context.Context, key string) error {
 	return r.rdb.Del(ctx, r.prefix+key).Err()
 }
 
-// redisStore is the part of tasks.Redis a Redis counter needs.
+// redisStore is the part of redisstore.Store a Redis counter needs.
 type redisStore interface {
 	Client() redis.UniversalClient
 	KeyPrefix() string

@@ -12,7 +12,7 @@ import (
 	"github.com/capgate/capgate/policy/quota"
 	"github.com/capgate/capgate/sidecar/metering"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 )
 
@@ -22,12 +22,12 @@ func counters(t *testing.T) map[string]metering.Counter {
 	t.Helper()
 	out := map[string]metering.Counter{"memory": metering.NewMemory(nil)}
 	srv := redisproc.Start(t)
-	st, err := tasks.OpenRedis(t.Context(), srv.URL(0))
+	st, err := redisstore.Dial(t.Context(), srv.URL(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	out["redis"] = metering.NewRedis(st.Client(), st.KeyPrefix())
 	nodes := redisproc.StartCluster(t, 3, 0)
-	cl, err := tasks.OpenRedis(t.Context(), "redis-cluster://"+nodes[0].Addr)
+	cl, err := redisstore.Dial(t.Context(), "redis-cluster://"+nodes[0].Addr)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cl.Close() })
 	out["cluster"] = metering.NewRedis(cl.Client(), cl.KeyPrefix())

@@ -3,9 +3,7 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -296,113 +294,6 @@ const (
 	DataObject
 )
 
-// MarshalJSONRPC returns a JSON-RPC 2.0 error response in A2A 1.0's shape (DataList). id is
-// echoed when it is a valid JSON-RPC id (string, number or null); when nil, e.ID is used;
-// anything else becomes null.
-func (e *Error) MarshalJSONRPC(id jsontext.Value) []byte {
-	return e.MarshalJSONRPCIn(DataList, id)
-}
-
-// MarshalJSONRPCIn is MarshalJSONRPC with data in the given shape.
-func (e *Error) MarshalJSONRPCIn(shape DataShape, id jsontext.Value) []byte {
-	if id == nil {
-		id = e.ID
-	}
-	b := appendJSONRPCHead(make([]byte, 0, 192+len(e.Message)), id)
-	b = append(b, `"error":{"code":`...)
-	b = strconv.AppendInt(b, int64(e.JSONRPCCode()), 10)
-	b = append(b, `,"message":`...)
-	b = AppendQuote(b, e.Message)
-	if shape == DataObject {
-		b = append(b, `,"data":`...)
-		b = e.appendErrorInfo(b)
-		return append(b, "}}"...)
-	}
-	b = append(b, `,"data":[`...)
-	b = e.appendErrorInfo(b)
-	b = e.appendRetryInfo(b)
-	return append(b, "]}}"...)
-}
-
-// AppendJSONRPCResult appends the JSON-RPC 2.0 response carrying result for the request id
-// (null when the request had none or it is not a valid id): with MarshalJSONRPC, the one
-// JSON-RPC response envelope, of unary answers and of each stream event alike. It allocates
-// nothing when buf has room.
-func AppendJSONRPCResult(buf []byte, id jsontext.Value, result []byte) []byte {
-	buf = appendJSONRPCHead(buf, id)
-	buf = append(buf, `"result":`...)
-	buf = append(buf, result...)
-	return append(buf, '}')
-}
-
-// MarshalJSONRPCRequest is the JSON-RPC 2.0 request {"jsonrpc":"2.0","id":id,"method":method,"params":params}
-// (params left out when empty): the one request envelope, of handler calls and of a message
-// capgate re-reads through its own parser.
-func MarshalJSONRPCRequest(id, method string, params jsontext.Value) ([]byte, error) {
-	b := make([]byte, 0, 64+len(id)+len(method)+len(params))
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b, err := jsontext.AppendQuote(b, id)
-	if err != nil {
-		return nil, err
-	}
-	b = append(b, `,"method":`...)
-	if b, err = jsontext.AppendQuote(b, method); err != nil {
-		return nil, fmt.Errorf("method name: %w", err)
-	}
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	return append(b, '}'), nil
-}
-
-// appendJSONRPCHead appends the head every JSON-RPC response shares, up to the result or
-// error member: {"jsonrpc":"2.0","id":<id or null>,
-func appendJSONRPCHead(b []byte, id jsontext.Value) []byte {
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	if ValidID(id) {
-		b = append(b, id...)
-	} else {
-		b = append(b, "null"...)
-	}
-	return append(b, ',')
-}
-
-// MarshalStatus returns the google.rpc.Status JSON body of the HTTP+JSON binding, the shape
-// a2a-go's REST client decodes.
-func (e *Error) MarshalStatus() []byte {
-	b := make([]byte, 0, 192+len(e.Message))
-	b = append(b, `{"error":{"code":`...)
-	b = strconv.AppendInt(b, int64(e.HTTPStatus()), 10)
-	b = append(b, `,"status":`...)
-	b = AppendQuote(b, e.StatusName())
-	b = append(b, `,"message":`...)
-	b = AppendQuote(b, e.Message)
-	b = append(b, `,"details":[`...)
-	b = e.appendErrorInfo(b)
-	b = e.appendRetryInfo(b)
-	return append(b, "]}}"...)
-}
-
-func (e *Error) appendErrorInfo(b []byte) []byte {
-	b = append(b, `{"@type":"`+ErrorInfoType+`","reason":`...)
-	b = AppendQuote(b, e.Reason())
-	b = append(b, `,"domain":"`+Domain+`"`...)
-	if len(e.Metadata) > 0 {
-		b = append(b, `,"metadata":{`...)
-		for i, k := range slices.Sorted(maps.Keys(e.Metadata)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = AppendQuote(b, k)
-			b = append(b, ':')
-			b = AppendQuote(b, e.Metadata[k])
-		}
-		b = append(b, '}')
-	}
-	return append(b, '}')
-}
-
 // RetryInfoType is the @type of a google.rpc.RetryInfo detail.
 const RetryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
 
@@ -414,18 +305,6 @@ func (e *Error) RetryAfter() (int64, bool) {
 	}
 	n, err := strconv.ParseInt(e.Metadata[MetaRetryAfter], 10, 64)
 	return n, err == nil && n >= 0
-}
-
-// appendRetryInfo appends ,{google.rpc.RetryInfo} to a details list when e carries a retry
-// delay.
-func (e *Error) appendRetryInfo(b []byte) []byte {
-	n, ok := e.RetryAfter()
-	if !ok {
-		return b
-	}
-	b = append(b, `,{"@type":"`+RetryInfoType+`","retryDelay":"`...)
-	b = strconv.AppendInt(b, n, 10)
-	return append(b, `s"}`...)
 }
 
 // WWWAuthenticate is the RFC 6750 challenge for Unauthenticated and Unauthorized errors, "" for
@@ -452,26 +331,4 @@ func challengeText(s string) string {
 		}
 		return r
 	}, s)
-}
-
-// AppendQuote appends s as a JSON string; invalid UTF-8 is replaced, never rejected.
-func AppendQuote(b []byte, s string) []byte {
-	out, err := jsontext.AppendQuote(b, s)
-	if err != nil {
-		out, _ = jsontext.AppendQuote(b, strings.ToValidUTF8(s, "\uFFFD"))
-	}
-	return out
-}
-
-// ValidID reports whether id is a JSON string, number or null.
-func ValidID(id jsontext.Value) bool {
-	if len(id) == 0 || !id.IsValid() {
-		return false
-	}
-	switch id.Kind() {
-	case '"', '0', 'n':
-		return true
-	default:
-		return false
-	}
 }

@@ -3,54 +3,15 @@ package protocol
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"testing"
 
-	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 )
 
-func TestMarshalJSONRPCShape(t *testing.T) {
-	tests := []struct {
-		name string
-		err  *Error
-		id   jsontext.Value
-		want string
-	}{
-		{name: "numeric id", err: Errorf(TaskNotFound, "task not found"), id: jsontext.Value(`7`),
-			want: `{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"task not found","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org"}]}}`},
-		{name: "nil id uses error id", err: Errorf(InvalidParams, "id is required").WithID(jsontext.Value(`"r1"`)),
-			want: `{"jsonrpc":"2.0","id":"r1","error":{"code":-32602,"message":"id is required","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"INVALID_PARAMS","domain":"a2a-protocol.org"}]}}`},
-		{name: "no id is null", err: Errorf(ParseError, "request body is not valid JSON"),
-			want: `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"request body is not valid JSON","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"PARSE_ERROR","domain":"a2a-protocol.org"}]}}`},
-		{name: "object id is null", err: Errorf(InvalidRequest, "x"), id: jsontext.Value(`{"a":1}`),
-			want: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"INVALID_REQUEST","domain":"a2a-protocol.org"}]}}`},
-		{name: "garbage id is null", err: Errorf(InvalidRequest, "x"), id: jsontext.Value(`1}, "evil": {`),
-			want: `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"x","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"INVALID_REQUEST","domain":"a2a-protocol.org"}]}}`},
-		{name: "metadata sorted and escaped", err: Errorf(ExtensionSupportRequired, "need \"ext\"").WithMetadata("z", "1").WithMetadata("extensions", "https://e/a,https://e/b"),
-			id:   jsontext.Value(`"a"`),
-			want: `{"jsonrpc":"2.0","id":"a","error":{"code":-32008,"message":"need \"ext\"","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"EXTENSION_SUPPORT_REQUIRED","domain":"a2a-protocol.org","metadata":{"extensions":"https://e/a,https://e/b","z":"1"}}]}}`},
-		{name: "invalid utf-8 message replaced", err: Errorf(Internal, "bad \xff"), id: jsontext.Value(`1`),
-			want: `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"bad ` + "\ufffd" + `","data":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"INTERNAL_ERROR","domain":"a2a-protocol.org"}]}}`},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := tc.err.MarshalJSONRPC(tc.id)
-			require.Equal(t, tc.want, string(got))
-			require.True(t, jsontext.Value(got).IsValid())
-		})
-	}
-}
-
 // TestJSONRPCDataShapes: a caller that names no A2A version (a 0.3 client) reads data as the
-// ErrorInfo object; one that names any version, 0.3 included, reads a list; a parse refusal,
-// a streaming refusal and an answer carry the caller's shape.
+// ErrorInfo object; one that names any version, 0.3 included, reads a list (how each shape is
+// written, and that refusals carry it: jsonrpcwire.TestErrorDataShapes).
 func TestJSONRPCDataShapes(t *testing.T) {
-	e := Errorf(TaskNotFound, "task not found").WithMetadata("k", "v")
-	require.Equal(t, `{"jsonrpc":"2.0","id":7,"error":{"code":-32001,"message":"task not found","data":{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"TASK_NOT_FOUND","domain":"a2a-protocol.org","metadata":{"k":"v"}}}}`,
-		string(e.MarshalJSONRPCIn(DataObject, jsontext.Value(`7`))))
-	require.Equal(t, string(e.MarshalJSONRPC(jsontext.Value(`7`))), string(e.MarshalJSONRPCIn(DataList, jsontext.Value(`7`))))
-
 	type hdr map[string][]string
 	for _, tc := range []struct {
 		name   string
@@ -70,24 +31,12 @@ func TestJSONRPCDataShapes(t *testing.T) {
 			require.Equal(t, tc.want, ErrorDataShape(h, tc.query)) // wire.TestParseErrorData: Parse sets it
 		})
 	}
-	r := Refuse(JSONRPC, V1, DataObject, true, jsontext.Value(`1`), e, false)
-	require.Equal(t, 404, r.Status, "a streaming method's refusal: a plain JSON-RPC error with the error's status")
-	require.True(t, strings.HasPrefix(string(r.Body), `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"task not found","data":{"@type"`), "%s", r.Body)
-	r = Refuse(JSONRPC, V03, DataObject, true, jsontext.Value(`1`), e, false)
-	require.Equal(t, 200, r.Status, "0.3: one Server-Sent Event")
-	require.True(t, strings.HasPrefix(string(r.Body), `data: {"jsonrpc":"2.0","id":1,"error":{"code":-32001`), "%s", r.Body)
 }
 
 // headerMap is a Header over a plain map (canonical names).
 type headerMap map[string][]string
 
 func (h headerMap) Values(n string) []string { return h[n] }
-
-func TestMarshalStatusShape(t *testing.T) {
-	e := Errorf(NotFound, `no A2A route matches "/x"`).WithMetadata("path", "/x")
-	require.Equal(t, `{"error":{"code":404,"status":"NOT_FOUND","message":"no A2A route matches \"/x\"","details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"METHOD_NOT_FOUND","domain":"a2a-protocol.org","metadata":{"path":"/x"}}]}}`,
-		string(e.MarshalStatus()))
-}
 
 func TestWWWAuthenticate(t *testing.T) {
 	tests := []struct {
@@ -123,9 +72,8 @@ func TestErrorIsUnwrap(t *testing.T) {
 	require.False(t, IsCode(cause, ParseError))
 	require.False(t, IsCode(nil, ParseError))
 	require.Equal(t, "PARSE_ERROR: request body is not valid JSON: jsontext: offset 17", e.Error())
-	// The cause never reaches a client.
-	require.NotContains(t, string(e.MarshalJSONRPC(nil)), "offset")
-	require.NotContains(t, string(e.MarshalStatus()), "offset")
+	// The cause never reaches a client: jsonrpcwire.TestErrorHidesCause,
+	// httpjsonwire.TestErrorHidesCause.
 }
 
 func TestErrorfFormats(t *testing.T) {
@@ -139,11 +87,6 @@ func TestUnknownCodeIsInternal(t *testing.T) {
 	require.Equal(t, -32603, e.JSONRPCCode())
 	require.Equal(t, 500, e.HTTPStatus())
 	require.Equal(t, "INTERNAL_ERROR", e.Reason())
-}
-
-func TestGRPCMessageEncoding(t *testing.T) {
-	require.Equal(t, "task not found", GRPCMessage("task not found"))
-	require.Equal(t, "100%25 caf%C3%A9%0A", GRPCMessage("100% café\n"))
 }
 
 // TestAsError: the one way from an error back to an *Error keeps a protocol error as it is

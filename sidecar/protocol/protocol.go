@@ -1,7 +1,12 @@
 // Package protocol is the A2A request model and error model shared by the gateway and the
-// ext_authz server, and the operation table; the bindings read into it and write from it, each
-// in a package of its own (grpcwire: gRPC; jsonwire: JSON-RPC and HTTP+JSON, both versions),
-// and wire picks the binding of a request as a door received it.
+// ext_authz server, and the operation table: Request (and the Envelope a door reads it from),
+// Operation and its table, Error and Code with each code's JSON-RPC code, HTTP status and
+// google.rpc.Code, and the refusal a door answers (Refusal: what each code, challenge and quota
+// header is). It holds no codec: the bindings read into the model and write from it, each in
+// a package of its own that holds its reading and its writing, both versions —
+// jsonrpcwire (JSON-RPC), httpjsonwire (HTTP+JSON, with 0.3's ProtoJSON form), grpcwire (gRPC) —
+// the two JSON bindings sharing jsonmodel (the params both carry) and sse (their streams); wire
+// picks the binding of a request as a door received it, and of its refusal.
 //
 // The operations are listed once, in operations.go's operation table: each row gives an
 // operation's names on every binding and version (JSON-RPC methods of 1.0 and 0.3, the methods
@@ -11,7 +16,7 @@
 // label. The parser's name lookups are indexes built from the table when the package loads, and
 // the properties other packages ask of an Operation (Streaming, TargetsTask, Push, PathFields,
 // ...) are the row's. Adding an operation is adding a row, and — when its params are new —
-// teaching the readers to read them (jsonwire's params.go, grpcwire) and the positions catalogue (positionstest) where they
+// teaching the readers to read them (jsonmodel's params.go, grpcwire) and the positions catalogue (positionstest) where they
 // name a task, context or tenant (docs/walkthroughs.md). operations_test.go fails when a product
 // file spells a wire name of an operation outside the table.
 package protocol
@@ -305,7 +310,7 @@ const MaxLoggedBytes = 128
 func ForLog(s string) string { return cut(strings.ToValidUTF8(s, "\uFFFD"), MaxLoggedBytes) }
 
 // ProtoJSON03 reports whether r is a request of the 0.3 specification's HTTP+JSON binding (a
-// 0.3 request on a /v1/ route), answered in ProtoJSON (jsonwire.ProtoJSON03Response and
+// 0.3 request on a /v1/ route), answered in ProtoJSON (httpjsonwire.ProtoJSON03Response and
 // ProtoJSON03Event).
 func (r *Request) ProtoJSON03() bool {
 	return r.Binding == HTTPJSON && r.Version == V03 && strings.Contains(r.Method, " /v1/")

@@ -23,7 +23,7 @@ import (
 	"github.com/capgate/capgate/sidecar/cardsig"
 	"github.com/capgate/capgate/sidecar/identity"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 	"github.com/capgate/capgate/sidecar/push"
 	"github.com/capgate/capgate/sidecar/router"
 )
@@ -177,7 +177,7 @@ func extensionMethods(d *deployment.Deployment) (protocol.Methods, error) {
 	for i, x := range d.Config.Agent.Extensions {
 		for k, m := range x.Methods {
 			at := fmt.Sprintf("agent.extensions[%d].methods[%d]", i, k)
-			if jsonwire.IsA2AMethod(m.Name) {
+			if jsonrpcwire.IsA2AMethod(m.Name) {
 				errs = append(errs, fmt.Errorf("%s: %q is an A2A method; an extension adds methods of its own", at, m.Name))
 				continue
 			}

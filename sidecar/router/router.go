@@ -25,7 +25,6 @@ import (
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/decisionlog"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
 	"github.com/capgate/capgate/sidecar/router/classifier"
 	"github.com/capgate/capgate/sidecar/router/learn"
 	"github.com/capgate/capgate/sidecar/tracing"
@@ -605,8 +604,8 @@ func matchAny(patterns []string, t string) bool {
 	return false
 }
 
-// match is jsonwire.MediaTypeMatches.
-func match(p, t string) bool { return jsonwire.MediaTypeMatches(p, t) }
+// match is protocol.MediaTypeMatches.
+func match(p, t string) bool { return protocol.MediaTypeMatches(p, t) }
 
 func contains(xs []int, x int) bool {
 	for _, v := range xs {

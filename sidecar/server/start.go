@@ -164,7 +164,7 @@ func (p *process) startObservability(ctx context.Context) error {
 //
 // The store reports its health on /metrics (capgate_store_errors_total, every operation's
 // series at 0 from the start, and capgate_store_reachable); a Redis store is probed while the
-// process runs (tasks.Redis.Watch). A store given by Options.Store is its caller's to watch: it
+// process runs (redisstore.Store.Watch). A store given by Options.Store is its caller's to watch: it
 // is reported reachable.
 func (p *process) openStore(ctx context.Context) error {
 	health := p.m.Store(tasks.Operations())
@@ -194,7 +194,7 @@ func (p *process) openStore(ctx context.Context) error {
 	return nil
 }
 
-// watcher is a store that probes its backend while ctx lasts (tasks.Redis).
+// watcher is a store that probes its backend while ctx lasts (redisstore.Store).
 type watcher interface{ Watch(ctx context.Context) }
 
 // startIdentity sets up the credentials capgate gives handlers: the token minter and the

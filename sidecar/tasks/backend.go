@@ -58,7 +58,7 @@ func (t Backends) Lookup(url string) (Backend, bool) {
 func (t Backends) Check(url string) error {
 	b, ok := t.Lookup(url)
 	if !ok {
-		return fmt.Errorf("%q is not a store URL (want %s)", redactedStore(url), strings.Join(t.forms(), ", "))
+		return fmt.Errorf("%q is not a store URL (want %s)", RedactedURL(url), strings.Join(t.forms(), ", "))
 	}
 	if b.Check == nil {
 		return nil
@@ -136,10 +136,10 @@ func (c Config) Validate(t Backends) error {
 		add(FieldURL, err)
 	}
 	if known && c.Password != "" && !b.Password {
-		add(FieldPassword, fmt.Errorf("set, but store is %q, which takes no password", redactedStore(c.URL)))
+		add(FieldPassword, fmt.Errorf("set, but store is %q, which takes no password", RedactedURL(c.URL)))
 	}
 	if known && c.SentinelPassword != "" && !b.SentinelPassword {
-		add(FieldSentinelPassword, fmt.Errorf("set, but store is %q: only Sentinels have this password (the servers' is store_password_file or store_password_env)", redactedStore(c.URL)))
+		add(FieldSentinelPassword, fmt.Errorf("set, but store is %q: only Sentinels have this password (the servers' is store_password_file or store_password_env)", RedactedURL(c.URL)))
 	}
 	return errors.Join(errs...)
 }

@@ -33,10 +33,7 @@ type Examples interface {
 	DropExamples(ctx context.Context, capability string, texts []string) error
 }
 
-var (
-	_ Examples = (*Memory)(nil)
-	_ Examples = (*Redis)(nil)
-)
+var _ Examples = (*Memory)(nil)
 
 // memoryExamples is the memory store's candidates; the zero value is empty.
 type memoryExamples struct {

@@ -79,7 +79,7 @@ func (m *Memory) Bind(_ context.Context, b Binding) error {
 // BindPending implements Store.
 func (m *Memory) BindPending(_ context.Context, b Binding, ttl time.Duration, maxPerOwner int) error {
 	if !b.Pending || ttl <= 0 {
-		return errNotPending
+		return ErrNotPending
 	}
 	if b.Subject == "" || maxPerOwner <= 0 {
 		return ErrTooManyPending
@@ -87,7 +87,7 @@ func (m *Memory) BindPending(_ context.Context, b Binding, ttl time.Duration, ma
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
-	b.ExpiresAt = expiry(now, ttl)
+	b.ExpiresAt = Expiry(now, ttl)
 	return m.bind(b, now, maxPerOwner)
 }
 
@@ -102,7 +102,7 @@ func (m *Memory) bind(b Binding, now time.Time, maxPending int) error {
 	}
 	old, exists := m.bindings[b.TaskID]
 	if exists {
-		if conflicts(old, b) {
+		if Conflicts(old, b) {
 			return ErrConflict
 		}
 		if b.CreatedAt.IsZero() {
@@ -146,7 +146,7 @@ func (m *Memory) sweep(now time.Time) {
 	for _, ids := range m.pending {
 		for id := range ids {
 			b := m.bindings[id]
-			if b.expired(now) {
+			if b.Expired(now) {
 				m.drop(id)
 			} else if m.nextExpiry.IsZero() || b.ExpiresAt.Before(m.nextExpiry) {
 				m.nextExpiry = b.ExpiresAt
@@ -189,7 +189,7 @@ func (m *Memory) Lookup(_ context.Context, taskID string) (Binding, bool, error)
 	m.mu.RLock()
 	b, ok := m.bindings[taskID]
 	m.mu.RUnlock()
-	if !ok || b.expired(now) {
+	if !ok || b.Expired(now) {
 		return Binding{}, false, nil
 	}
 	return b, true, nil
@@ -197,7 +197,7 @@ func (m *Memory) Lookup(_ context.Context, taskID string) (Binding, bool, error)
 
 // Owned implements Store.
 func (m *Memory) Owned(ctx context.Context, o Owner) ([]Binding, error) {
-	return ownedAll(ctx, o, m.OwnedPage)
+	return OwnedAll(ctx, o, m.OwnedPage)
 }
 
 // OwnedPage implements Store. The memory store keeps no ordered index: it
@@ -224,7 +224,7 @@ func (m *Memory) OwnedPage(_ context.Context, o Owner, after *Position, contextI
 	for _, k := range keys[:n] {
 		for id := range m.byOwner[k] {
 			b := m.bindings[id]
-			if !b.OwnedBy(o) || b.expired(now) || (contextID != "" && b.ContextID != contextID) {
+			if !b.OwnedBy(o) || b.Expired(now) || (contextID != "" && b.ContextID != contextID) {
 				continue
 			}
 			total++
@@ -296,7 +296,8 @@ func (m *Memory) LookupContext(_ context.Context, contextID string) (Context, bo
 	return c, ok, nil
 }
 
-func day(t time.Time) int64 { return t.UTC().Unix() / 86400 }
+// Day is the unix day of t (UTC), the unit of the usage counters.
+func Day(t time.Time) int64 { return t.UTC().Unix() / 86400 }
 
 // RecordCall implements Store.
 func (m *Memory) RecordCall(_ context.Context, capability string, t time.Time) error {
@@ -311,7 +312,7 @@ func (m *Memory) RecordCall(_ context.Context, capability string, t time.Time) e
 	if t.After(u.last) {
 		u.last = t
 	}
-	d := day(t)
+	d := Day(t)
 	u.days[d]++
 	for k := range u.days { // keep the window bounded
 		if k < d-31 {
@@ -331,7 +332,7 @@ func (m *Memory) Usage(_ context.Context, capability string, now time.Time) (Usa
 		return out, nil
 	}
 	out.Total, out.LastUsed = u.total, u.last
-	from := day(now.Add(-Window))
+	from := Day(now.Add(-Window))
 	for d, n := range u.days {
 		if d > from {
 			out.Calls30d += n

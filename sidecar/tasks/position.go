@@ -3,8 +3,6 @@ package tasks
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 )
 
 // DigestBytes is the length of a task id's digest in a Position.
@@ -53,35 +51,6 @@ func (p Position) Compare(o Position) int {
 	return 0
 }
 
-// keyLen is the length of Position.key.
-const keyLen = 16 + 8 + 2*DigestBytes
-
-// key is p as lowercase hex that orders bytewise as Compare orders: the
-// created seconds (sign bit flipped, then inverted, so a later time is a
-// smaller key), the nanoseconds (inverted), the digest. The Redis index's
-// members are key:<task id>.
-func (p Position) key() string {
-	var b [8 + 4 + DigestBytes]byte
-	binary.BigEndian.PutUint64(b[:8], ^(uint64(p.Sec) ^ 1<<63))
-	binary.BigEndian.PutUint32(b[8:12], ^p.Nsec)
-	copy(b[12:], p.Digest[:])
-	return hex.EncodeToString(b[:])
-}
-
-// positionOfKey parses Position.key; ok is false for anything else.
-func positionOfKey(k string) (Position, bool) {
-	var b [8 + 4 + DigestBytes]byte
-	if len(k) != keyLen {
-		return Position{}, false
-	}
-	if _, err := hex.Decode(b[:], []byte(k)); err != nil {
-		return Position{}, false
-	}
-	p := Position{Sec: int64(^binary.BigEndian.Uint64(b[:8]) ^ 1<<63), Nsec: ^binary.BigEndian.Uint32(b[8:12])}
-	copy(p.Digest[:], b[12:])
-	return p, true
-}
-
 // Page is one page of an owner's tasks (Store.OwnedPage).
 type Page struct {
 	// Bindings are in list order, at most the limit asked for.
@@ -100,8 +69,8 @@ type Page struct {
 // MaxOwnedPage bounds the limit of one OwnedPage call.
 const MaxOwnedPage = 1000
 
-// ownedAll reads every page of o's tasks (Store.Owned) through pages.
-func ownedAll(ctx context.Context, o Owner, pages func(context.Context, Owner, *Position, string, int) (Page, error)) ([]Binding, error) {
+// OwnedAll reads every page of o's tasks (Store.Owned) through pages.
+func OwnedAll(ctx context.Context, o Owner, pages func(context.Context, Owner, *Position, string, int) (Page, error)) ([]Binding, error) {
 	var out []Binding
 	var after *Position
 	for {

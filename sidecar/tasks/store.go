@@ -19,19 +19,9 @@ func OpenMemory(_ context.Context, _ string, opts ...Option) (Store, error) {
 	return NewMemory(0, opts...), nil
 }
 
-// OpenRedisStore is OpenRedis as a Backend's Open: a Redis store shared by
-// replicas (a Redis that does not answer at start is logged, not an error;
-// task operations then fail closed with ErrUnavailable).
-func OpenRedisStore(ctx context.Context, url string, opts ...Option) (Store, error) {
-	r, err := OpenRedis(ctx, url, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// redactedStore hides anything after "://" that looks like credentials.
-func redactedStore(s string) string {
+// RedactedURL is a store URL with anything after "://" that looks like
+// credentials hidden, for messages and logs.
+func RedactedURL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		return s
@@ -41,6 +31,24 @@ func redactedStore(s string) string {
 	}
 	return scheme + "://" + rest
 }
+
+// Defaults of the options (a Redis store's; the memory store reads only
+// the clock).
+const (
+	DefaultKeyPrefix = "capgate:"
+	// DefaultBindingTTL is how long a binding lives after its last Bind: a
+	// task idle longer than the usage window is forgotten.
+	DefaultBindingTTL = 30 * 24 * time.Hour
+	// DefaultOpTimeout bounds one store operation, retries included, so a
+	// caller gets ErrUnavailable instead of hanging when Redis is away.
+	DefaultOpTimeout = 2 * time.Second
+	// DefaultReplicaTimeout is how long an ownership write waits for its
+	// replicas (replica_timeout) unless the URL sets it.
+	DefaultReplicaTimeout = 250 * time.Millisecond
+	// DefaultContextCacheAge is how long a Redis store answers a context's
+	// holder from memory (context_cache) unless the URL sets it.
+	DefaultContextCacheAge = 30 * time.Second
+)
 
 // Option configures a store. A store ignores the options it has no use for:
 // the memory store reads only WithClock.
@@ -58,7 +66,7 @@ type options struct {
 	replicaTimeout   time.Duration
 	password         string
 	sentinelPassword string
-	// observer is told of failures and reachability (health.go);
+	// observer is told of failures and reachability (observer.go);
 	// probeEvery is Watch's interval.
 	observer   Observer
 	probeEvery time.Duration
@@ -104,6 +112,7 @@ type Settings struct {
 	Password         string
 	SentinelPassword string
 	Observer         Observer
+	ProbeInterval    time.Duration
 	ContextCacheAge  time.Duration
 }
 
@@ -112,7 +121,7 @@ func ApplyOptions(opts ...Option) Settings {
 	o := newOptions(opts)
 	return Settings{KeyPrefix: o.prefix, BindingTTL: o.ttl, OpTimeout: o.opTimeout, Log: o.log, Now: o.now,
 		MinReplicas: o.minReplicas, ReplicaTimeout: o.replicaTimeout, Password: o.password, SentinelPassword: o.sentinelPassword,
-		Observer: o.observer, ContextCacheAge: o.contextCacheAge}
+		Observer: o.observer, ProbeInterval: o.probeEvery, ContextCacheAge: o.contextCacheAge}
 }
 
 // WithClock sets the clock that decides when pending bindings expire
@@ -147,8 +156,8 @@ func WithReplicas(n int, timeout time.Duration) Option {
 
 // WithContextCache sets how long a Redis store answers the holder of a
 // context it has read or claimed from memory, without a round trip
-// (default DefaultContextCacheAge; 0 turns it off). See contextCache for
-// why that is safe.
+// (default DefaultContextCacheAge; 0 turns it off). See redisstore's
+// contextCache for why that is safe.
 func WithContextCache(age time.Duration) Option {
 	return func(o *options) { o.contextCacheAge = max(age, 0) }
 }

@@ -1,6 +1,7 @@
 // Package tasks keeps task bindings — which capability and handler a task
 // belongs to, and who owns it — and per-capability usage counters, behind a
-// small store interface (memory here; Redis when replicas share work).
+// small store interface: the memory store here, Redis (sidecar/tasks/redisstore)
+// when replicas share work; sidecar/tasks/backends is the table of them.
 package tasks
 
 import (
@@ -73,11 +74,11 @@ func (h Owner) admits(o Owner) bool {
 	return h.Issuer == o.Issuer || (h.Issuer == "" && o.Legacy)
 }
 
-// conflicts reports whether binding b may not overwrite the unexpired
+// Conflicts reports whether binding b may not overwrite the unexpired
 // binding old: only old's owner may rewrite it, and only to the same
 // capability and handler unless old is pending (Redis's bindScript decides
 // the same in Lua).
-func conflicts(old, b Binding) bool {
+func Conflicts(old, b Binding) bool {
 	return old.Owner() != b.Owner() || (!old.Pending && (old.Capability != b.Capability || old.Handler != b.Handler))
 }
 
@@ -103,13 +104,13 @@ func (c Context) Owner() Owner {
 // handler answered an anonymous caller in) is nobody's.
 func (c Context) OwnedBy(o Owner) bool { return c.Owner().admits(o) }
 
-// expired reports whether b has an expiry that now has reached.
-func (b Binding) expired(now time.Time) bool {
+// Expired reports whether b has an expiry that now has reached.
+func (b Binding) Expired(now time.Time) bool {
 	return !b.ExpiresAt.IsZero() && !now.Before(b.ExpiresAt)
 }
 
-// expiry is now+ttl at millisecond precision, the precision both stores keep.
-func expiry(now time.Time, ttl time.Duration) time.Time {
+// Expiry is now+ttl at millisecond precision, the precision both stores keep.
+func Expiry(now time.Time, ttl time.Duration) time.Time {
 	return time.UnixMilli(now.Add(ttl).UnixMilli()).UTC()
 }
 
@@ -138,9 +139,9 @@ var ErrUnavailable = errors.New("task store unavailable")
 // subject, who may hold none).
 var ErrTooManyPending = errors.New("too many pending tasks for this caller")
 
-// errNotPending is returned by BindPending for a binding that is not
+// ErrNotPending is returned by BindPending for a binding that is not
 // pending or a ttl that is not positive: a programming error.
-var errNotPending = errors.New("BindPending needs a pending binding and a positive ttl")
+var ErrNotPending = errors.New("BindPending needs a pending binding and a positive ttl")
 
 // Store holds bindings and usage.
 type Store interface {

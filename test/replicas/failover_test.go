@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -158,7 +158,7 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	t.Logf("first owner read answered again %s after the kill", readsBack.Round(time.Millisecond))
 
 	// Every acknowledged task survived, with its owner, on both replicas.
-	store, err := tasks.OpenRedis(t.Context(), set.URL())
+	store, err := redisstore.Dial(t.Context(), set.URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	for _, id := range acked {

@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testnet"
 	"github.com/capgate/capgate/test/testutil"
@@ -412,7 +412,7 @@ func TestRedisRestartUnderLoad(t *testing.T) {
 	require.Positive(t, duringOutage, "the outage was exercised")
 
 	// Every acknowledged binding survived, with its owner, on both replicas.
-	store, err := tasks.OpenRedis(t.Context(), c.redis.URL(0))
+	store, err := redisstore.Dial(t.Context(), c.redis.URL(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
 	for _, id := range ids {

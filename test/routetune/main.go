@@ -4,11 +4,13 @@
 // nothing; its package's test asserts the small-set targets on the cases the
 // harness draws (smallset.go).
 //
-//	go run ./test/routetune [-data ../shared/data/routing] tune|calib|calib-cos|smallsets
+//	go run ./test/routetune [-data ../shared/data/routing] tune|calib|calib-cos|smallsets|usage
 //
 // tune walks the parameters one at a time, calib fits the confidence
 // logistic (calib-cos: for the cosine-only fallback), smallsets refits the
-// small-set correction and shows the finance example's public skills.
+// small-set correction and shows the finance example's public skills, usage
+// shows the parameters at ten examples per skill on folds of the learning
+// curve's usage block (usage.go).
 package main
 
 import (
@@ -32,7 +34,7 @@ var financePublic = []string{"extract-invoice-fields", "lookup-invoice", "lookup
 func main() {
 	data := flag.String("data", filepath.Join("..", "shared", "data", "routing"), "folder holding manifests.json and dev.jsonl")
 	flag.Usage = func() {
-		_, _ = fmt.Fprintln(flag.CommandLine.Output(), "usage: routetune [-data DIR] tune|calib|calib-cos|smallsets")
+		_, _ = fmt.Fprintln(flag.CommandLine.Output(), "usage: routetune [-data DIR] tune|calib|calib-cos|smallsets|usage")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -58,6 +60,8 @@ func run(mode, data string) error {
 		calibrate(os.Stdout, docs, cases, false)
 	case "calib-cos":
 		calibrate(os.Stdout, docs, cases, true)
+	case "usage":
+		usageTune(os.Stdout, docs, cases)
 	case "smallsets":
 		sub, err := fs.Sub(manifests.FS, "finance/capabilities")
 		if err != nil {
@@ -69,7 +73,7 @@ func run(mode, data string) error {
 		}
 		return tuneSmallSets(os.Stdout, docs, cases, docsOf(reg.All()), financePublic)
 	default:
-		return fmt.Errorf("unknown mode %q: want tune, calib, calib-cos or smallsets", mode)
+		return fmt.Errorf("unknown mode %q: want tune, calib, calib-cos, smallsets or usage", mode)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -56,7 +57,7 @@ func TestLearnFromClarifications(t *testing.T) {
 		{"memory", func(*testing.T) (tasks.Store, func() []string) { return tasks.NewMemory(0), nil }},
 		{"redis", func(t *testing.T) (tasks.Store, func() []string) {
 			srv := redisproc.Start(t)
-			r, err := tasks.OpenRedis(t.Context(), srv.URL(0))
+			r, err := redisstore.Dial(t.Context(), srv.URL(0))
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = r.Close() })
 			rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -221,7 +222,7 @@ func stores(t *testing.T) []namedStore {
 func redisStore(t *testing.T) tasks.Store {
 	t.Helper()
 	srv := redisproc.Start(t)
-	r, err := tasks.OpenRedis(t.Context(), srv.URL(0))
+	r, err := redisstore.Dial(t.Context(), srv.URL(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r

@@ -18,7 +18,7 @@ type ErrorInfo struct {
 }
 
 // ErrorData is a JSON-RPC error's data as capgate writes it: a list of ErrorInfo to A2A 1.0
-// callers, the one ErrorInfo object itself to 0.3 callers (protocol.Error.MarshalJSONRPCIn).
+// callers, the one ErrorInfo object itself to 0.3 callers (jsonrpcwire.MarshalErrorIn).
 // It reads either, as a list; tests that care which shape was sent check it themselves.
 type ErrorData []ErrorInfo
 

@@ -27,7 +27,7 @@ import (
 
 	"github.com/capgate/capgate/sidecar/handlerauth"
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 )
 
 // MaxBodyBytes bounds a request body.
@@ -133,14 +133,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	v, perr := protocol.ParseVersion(r.Header.Get(protocol.VersionHeader))
 	if perr != nil {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(perr.MarshalJSONRPC(nil))
+		_, _ = w.Write(jsonrpcwire.MarshalError(perr, nil))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxBodyBytes)
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(protocol.Errorf(protocol.InvalidRequest, "the request body could not be read").MarshalJSONRPC(nil))
+		_, _ = w.Write(jsonrpcwire.MarshalError(protocol.Errorf(protocol.InvalidRequest, "the request body could not be read"), nil))
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
@@ -149,7 +149,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(body, &call) == nil && call.Method != "" && !jsonwire.IsA2AMethod(call.Method) {
+	if json.Unmarshal(body, &call) == nil && call.Method != "" && !jsonrpcwire.IsA2AMethod(call.Method) {
 		s.extensionMethod(w, r, call.ID, call.Method, call.Params)
 		return
 	}
@@ -167,7 +167,7 @@ func (s *server) extensionMethod(w http.ResponseWriter, r *http.Request, id json
 	w.Header().Set("Content-Type", "application/json")
 	c, err := s.auth.Verify(r.Context(), r.Header.Get("Authorization"))
 	if err != nil {
-		_, _ = w.Write(protocol.Errorf(protocol.Unauthenticated, "the bearer token is not valid").MarshalJSONRPC(jsontext.Value(id)))
+		_, _ = w.Write(jsonrpcwire.MarshalError(protocol.Errorf(protocol.Unauthenticated, "the bearer token is not valid"), jsontext.Value(id)))
 		return
 	}
 	if len(params) == 0 {
@@ -178,7 +178,7 @@ func (s *server) extensionMethod(w http.ResponseWriter, r *http.Request, id json
 		"report": Report{Capability: c.Capability, Handler: c.Audience, Principal: c.Subject, Tenant: c.Tenant, Scopes: c.Scopes},
 	}})
 	if err != nil {
-		_, _ = w.Write(protocol.Errorf(protocol.Internal, "the answer could not be written").MarshalJSONRPC(jsontext.Value(id)))
+		_, _ = w.Write(jsonrpcwire.MarshalError(protocol.Errorf(protocol.Internal, "the answer could not be written"), jsontext.Value(id)))
 		return
 	}
 	_, _ = w.Write(out)

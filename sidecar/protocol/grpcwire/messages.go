@@ -9,7 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/capgate/capgate/sidecar/protocol"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonmodel"
 )
 
 // Response converts an A2A 1.0 JSON-RPC result of op (for a streaming operation: one
@@ -76,7 +76,7 @@ func Result(op protocol.Operation, msg []byte) (jsontext.Value, *protocol.Error)
 
 // messageInfo fills r.Message from a 1.0 SendMessageRequest the way JSON-RPC's is filled: the
 // message is read as its ProtoJSON (the params ForwardParams sends) by the JSON bindings'
-// reader (jsonwire.MessageOf), so routing and limits see the same parts, media types, skill
+// reader (jsonmodel.MessageOf), so routing and limits see the same parts, media types, skill
 // hint and accepted output modes whichever binding carried them, and the same checks (message
 // id, part shapes, depth) apply.
 func messageInfo(r *protocol.Request, lim protocol.Limits) *protocol.Error {
@@ -84,7 +84,7 @@ func messageInfo(r *protocol.Request, lim protocol.Limits) *protocol.Error {
 	if perr != nil {
 		return perr
 	}
-	info, perr := jsonwire.MessageOf(params, lim)
+	info, perr := jsonmodel.MessageOf(params, lim)
 	if perr != nil {
 		return perr
 	}

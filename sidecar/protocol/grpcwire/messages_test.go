@@ -13,6 +13,7 @@ import (
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
 
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
 	"github.com/capgate/capgate/sidecar/protocol/wire"
 )
 
@@ -105,7 +106,7 @@ func TestGRPCForwardTaskOps(t *testing.T) {
 
 // TestGRPCRefusal: a gRPC refusal is trailers-only, with the status its code maps to.
 func TestGRPCRefusal(t *testing.T) {
-	r := protocol.Refuse(protocol.GRPC, protocol.V1, protocol.DataList, true, nil, protocol.Errorf(protocol.TaskNotCancelable, "%s", "100% done"), false)
+	r := grpcwire.Refusal(protocol.Errorf(protocol.TaskNotCancelable, "%s", "100% done"))
 	require.Equal(t, http.StatusOK, r.Status)
 	require.Empty(t, r.Body)
 	h := map[string]string{}

@@ -1,22 +1,25 @@
 // Package grpcwire is the A2A gRPC binding: reading a request (the :path's service and method,
 // the one length-prefixed request message of lf.a2a.v1 or a2a.v1) into the request model, and
 // writing an answer (each result or event converted to the method's proto response message, one
-// frame each, the status in trailers). The operation table (protocol) names the methods and
-// gives each row's 1.0 request and response messages.
+// frame each, the status in trailers: Writer, Status), its refusal (Refusal: trailers only)
+// and the calls capgate makes to a gRPC handler (Request, Result). The operation table
+// (protocol) names the methods and gives each row's 1.0 request and response messages. A
+// message's parts are read from its ProtoJSON by jsonmodel.MessageOf, as the JSON bindings read
+// theirs; grpcwire imports no other binding.
 package grpcwire
 
 import (
 	"encoding/binary"
-	"github.com/capgate/capgate/sidecar/protocol"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	a2apb03 "github.com/a2aproject/a2a-go/a2apb"
 	a2apb "github.com/a2aproject/a2a-go/v2/a2apb/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/capgate/capgate/sidecar/protocol"
 )
 
 // ParsePath maps a gRPC :path ("/lf.a2a.v1.A2AService/SendMessage") to its operation; the

@@ -36,7 +36,7 @@ func (g *Writer) start() {
 	}
 	g.started = true
 	h := g.w.Header()
-	h.Set("Content-Type", protocol.GRPCContentType)
+	h.Set("Content-Type", ContentType)
 	h.Del("Content-Length")
 	g.w.WriteHeader(http.StatusOK)
 }
@@ -92,7 +92,7 @@ func (g *Writer) Unary(result jsontext.Value, _ bool) (*protocol.Error, bool) {
 	}
 	if err := g.message(msg); err != nil {
 		perr = protocol.Wrap(protocol.Internal, err, "the response could not be written")
-		g.end(perr.GRPCStatus())
+		g.end(Status(perr))
 		return perr, true
 	}
 	g.end(nil)
@@ -118,4 +118,4 @@ func (g *Writer) Stop() {}
 func (g *Writer) End() { g.end(nil) }
 
 // Fail ends a begun stream with err's status in the trailers.
-func (g *Writer) Fail(err *protocol.Error) { g.end(err.GRPCStatus()) }
+func (g *Writer) Fail(err *protocol.Error) { g.end(Status(err)) }

@@ -106,3 +106,8 @@ func TestGRPCEventsMatchPlain(t *testing.T) {
 		require.Equal(t, wantTrailer, gotTrailer, name)
 	}
 }
+
+func TestStatusMessageEncoding(t *testing.T) {
+	require.Equal(t, "task not found", StatusMessage("task not found"))
+	require.Equal(t, "100%25 caf%C3%A9%0A", StatusMessage("100% café\n"))
+}

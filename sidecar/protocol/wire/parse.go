@@ -1,7 +1,9 @@
 // Package wire reads an A2A request as a door received it (protocol.Envelope) in whichever
 // binding and version it came: the public card route, JSON-RPC, HTTP+JSON and gRPC. It picks
 // the binding by path and content type and hands the request to that binding's reader, so the
-// gateway and the ext_authz server read every request the same way.
+// gateway and the ext_authz server read every request the same way; and it writes a refusal in
+// the binding it came in (Refuse), so both doors refuse alike. Each binding's reading and
+// writing is its own package's: jsonrpcwire, httpjsonwire, grpcwire.
 package wire
 
 import (
@@ -10,7 +12,8 @@ import (
 
 	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/protocol/grpcwire"
-	"github.com/capgate/capgate/sidecar/protocol/jsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/httpjsonwire"
+	"github.com/capgate/capgate/sidecar/protocol/jsonrpcwire"
 )
 
 // Parse reads one A2A request of any binding and version: the public card route, the JSON-RPC
@@ -50,7 +53,7 @@ func Parse(env protocol.Envelope, base string, lim protocol.Limits) (*protocol.R
 			parseAs = protocol.V1 // only to find the id to echo
 		}
 		shape := protocol.ErrorDataShape(env.Header, env.Query)
-		r, perr := jsonwire.ParseJSONRPCWith(parseAs, ct, env.Body, lim, env.Methods)
+		r, perr := jsonrpcwire.ParseJSONRPCWith(parseAs, ct, env.Body, lim, env.Methods)
 		switch {
 		case verr != nil:
 			return echo(shape, r, perr, verr)
@@ -72,7 +75,7 @@ func Parse(env protocol.Envelope, base string, lim protocol.Limits) (*protocol.R
 	if query != "" {
 		target += "?" + query
 	}
-	r, perr := jsonwire.ParseHTTP(version, method, target, ct, env.Body, lim)
+	r, perr := httpjsonwire.ParseHTTP(version, method, target, ct, env.Body, lim)
 	if perr != nil {
 		return &protocol.Request{Binding: protocol.HTTPJSON, Version: version}, perr
 	}

@@ -303,3 +303,30 @@ func synthQueries(docs []Doc, n int, seed uint64) []string {
 	}
 	return out
 }
+
+// SplitUsage puts the first ceil(share × n) cases of each skill, and of the
+// out-of-scope ones, in the usage block, in order, and the rest in the
+// evaluation block.
+func TestSplitUsage(t *testing.T) {
+	a, b := "a", "b"
+	var cases []Case
+	for i := range 5 {
+		cases = append(cases, Case{Text: "a" + string(rune('0'+i)), Expect: &a})
+		if i < 3 {
+			cases = append(cases, Case{Text: "b" + string(rune('0'+i)), Expect: &b}, Case{Text: "o" + string(rune('0'+i))})
+		}
+	}
+	texts := func(cs []Case) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.Text)
+		}
+		return out
+	}
+	usage, eval := SplitUsage(cases, 0.5)
+	require.Equal(t, []string{"a0", "b0", "o0", "a1", "b1", "o1", "a2"}, texts(usage))
+	require.Equal(t, []string{"b2", "o2", "a3", "a4"}, texts(eval))
+	usage, eval = SplitUsage(cases, 1)
+	require.Len(t, usage, len(cases))
+	require.Empty(t, eval)
+}

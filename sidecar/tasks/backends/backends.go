@@ -11,18 +11,19 @@ import (
 	"context"
 
 	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 )
 
 // Table is the task store backends, in the order messages list them.
 func Table() tasks.Backends {
 	return tasks.Backends{
 		{Name: tasks.MemoryURL, Schemes: []string{tasks.MemoryURL}, Bare: true, Open: tasks.OpenMemory},
-		{Name: "redis", Schemes: []string{tasks.SchemeRedis, tasks.SchemeRedisTLS},
-			Check: tasks.CheckURL, Open: tasks.OpenRedisStore, Shared: true, Password: true},
-		{Name: "redis-sentinel", Schemes: []string{tasks.SchemeSentinel, tasks.SchemeSentinelTLS},
-			Check: tasks.CheckURL, Open: tasks.OpenRedisStore, Shared: true, Password: true, SentinelPassword: true},
-		{Name: "redis-cluster", Schemes: []string{tasks.SchemeCluster, tasks.SchemeClusterTLS},
-			Check: tasks.CheckURL, Open: tasks.OpenRedisStore, Shared: true, Password: true},
+		{Name: "redis", Schemes: []string{redisstore.SchemeRedis, redisstore.SchemeRedisTLS},
+			Check: redisstore.Check, Open: redisstore.Open, Shared: true, Password: true},
+		{Name: "redis-sentinel", Schemes: []string{redisstore.SchemeSentinel, redisstore.SchemeSentinelTLS},
+			Check: redisstore.Check, Open: redisstore.Open, Shared: true, Password: true, SentinelPassword: true},
+		{Name: "redis-cluster", Schemes: []string{redisstore.SchemeCluster, redisstore.SchemeClusterTLS},
+			Check: redisstore.Check, Open: redisstore.Open, Shared: true, Password: true},
 	}
 }
 

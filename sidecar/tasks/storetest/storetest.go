@@ -57,7 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T, opts ...tasks.Option) tasks.S
 // runAt is the conformance suite with the store's clock at now: every
 // time the suite gives a store is taken from now, never a calendar date.
 func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts ...tasks.Option) tasks.Store) {
-	newClock := func() *clock { return &clock{now: now().Truncate(time.Millisecond)} }
+	newClock := func() *Clock { return NewClock(now()) }
 	testMessages(t, newClock, newStore)
 	t.Run("bind ownership", func(t *testing.T) {
 		ctx := t.Context()
@@ -88,7 +88,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		require.ErrorIs(t, m.Bind(ctx, recap), tasks.ErrConflict)
 		got, _, err = m.Lookup(ctx, "t1")
 		require.NoError(t, err)
-		requireBinding(t, b, got) // a refused Bind changed nothing
+		RequireBinding(t, b, got) // a refused Bind changed nothing
 
 		// A pending clarification task may be re-bound to the chosen capability.
 		require.NoError(t, m.Bind(ctx, tasks.Binding{TaskID: "c1", Subject: "alice", Tenant: "acme", Pending: true, Candidates: []string{"a", "b"}}))
@@ -138,7 +138,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		got, ok, err := m.Lookup(ctx, b.TaskID)
 		require.NoError(t, err)
 		require.True(t, ok)
-		requireBinding(t, b, got)
+		RequireBinding(t, b, got)
 
 		// A rebind without a created time keeps the first one.
 		b2 := b
@@ -149,7 +149,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		got, _, err = m.Lookup(ctx, b.TaskID)
 		require.NoError(t, err)
 		b2.CreatedAt = b.CreatedAt
-		requireBinding(t, b2, got)
+		RequireBinding(t, b2, got)
 
 		// Owners whose names would collide if joined naively stay apart.
 		require.NoError(t, m.Bind(ctx, tasks.Binding{TaskID: "x1", Subject: "a:b", Tenant: "c"}))
@@ -231,9 +231,9 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 						next := p.Next
 						after = &next
 					}
-					require.Equal(t, taskIDs(want), taskIDs(got), "%+v in %q by %d", o, contextID, limit)
+					require.Equal(t, TaskIDs(want), TaskIDs(got), "%+v in %q by %d", o, contextID, limit)
 					for i := range got {
-						requireBinding(t, want[i], got[i])
+						RequireBinding(t, want[i], got[i])
 					}
 				}
 			}
@@ -310,12 +310,12 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		got, ok, err := m.Lookup(ctx, "t1")
 		require.NoError(t, err)
 		require.True(t, ok)
-		requireBinding(t, b, got)
+		RequireBinding(t, b, got)
 		require.Equal(t, alice, got.Owner())
 
 		owned, err := m.Owned(ctx, alice)
 		require.NoError(t, err)
-		require.Equal(t, []string{"t1"}, taskIDs(owned))
+		require.Equal(t, []string{"t1"}, TaskIDs(owned))
 		for _, o := range []tasks.Owner{
 			{Issuer: "https://idp-b", Subject: "alice", Tenant: "acme"},
 			{Issuer: "https://idp-b", Subject: "alice", Tenant: "acme", Legacy: true},
@@ -338,7 +338,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		} {
 			owned, err := m.Owned(ctx, o)
 			require.NoError(t, err)
-			require.Equal(t, []string{want}, taskIDs(owned), "%+v", o)
+			require.Equal(t, []string{want}, TaskIDs(owned), "%+v", o)
 		}
 	})
 
@@ -368,7 +368,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 			t.Run(tt.name, func(t *testing.T) {
 				owned, err := m.Owned(ctx, tt.owner)
 				require.NoError(t, err)
-				require.Equal(t, tt.want, taskIDs(owned))
+				require.Equal(t, tt.want, TaskIDs(owned))
 			})
 		}
 
@@ -378,7 +378,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		require.NoError(t, m.Delete(ctx, "old2"))
 		owned, err := m.Owned(ctx, tasks.Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme", Legacy: true})
 		require.NoError(t, err)
-		require.Equal(t, []string{"new", "old1"}, taskIDs(owned))
+		require.Equal(t, []string{"new", "old1"}, TaskIDs(owned))
 	})
 
 	t.Run("anonymous bindings are owned by nobody", func(t *testing.T) {
@@ -410,7 +410,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		require.NoError(t, err)
 		require.True(t, ok)
 		p.ExpiresAt = clk.Now().Add(10 * time.Minute)
-		requireBinding(t, p, got)
+		RequireBinding(t, p, got)
 		require.True(t, p.ExpiresAt.Equal(got.ExpiresAt), "expires %s, want %s", got.ExpiresAt, p.ExpiresAt)
 
 		// A second pending task, resolved (plain Bind) before it expires: it
@@ -429,7 +429,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		require.True(t, ok, "not expired a millisecond before")
 		owned, err := m.Owned(ctx, alice)
 		require.NoError(t, err)
-		require.ElementsMatch(t, []string{"p1", "p2"}, taskIDs(owned), "p2 re-bound without a created time keeps its place")
+		require.ElementsMatch(t, []string{"p1", "p2"}, TaskIDs(owned), "p2 re-bound without a created time keeps its place")
 
 		clk.Advance(time.Millisecond)
 		_, ok, err = m.Lookup(ctx, "p1")
@@ -437,7 +437,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		require.False(t, ok, "expired")
 		owned, err = m.Owned(ctx, alice)
 		require.NoError(t, err)
-		require.Equal(t, []string{"p2"}, taskIDs(owned), "the resolved task stays")
+		require.Equal(t, []string{"p2"}, TaskIDs(owned), "the resolved task stays")
 
 		// An expired task id is free again, for anyone.
 		require.NoError(t, m.Bind(ctx, tasks.Binding{TaskID: "p1", Issuer: "https://idp-b", Subject: "mallory", Tenant: "acme", Capability: "a", Handler: "h"}))
@@ -448,7 +448,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		require.True(t, got.ExpiresAt.IsZero())
 		owned, err = m.Owned(ctx, alice)
 		require.NoError(t, err)
-		require.Equal(t, []string{"p2"}, taskIDs(owned))
+		require.Equal(t, []string{"p2"}, TaskIDs(owned))
 	})
 
 	t.Run("pending bindings are capped per owner", func(t *testing.T) {
@@ -489,7 +489,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		require.ErrorIs(t, m.BindPending(ctx, pending("p11", a), ttl, limit), tasks.ErrTooManyPending)
 		owned, err := m.Owned(ctx, tasks.Owner{Issuer: a, Subject: "alice", Tenant: "acme"})
 		require.NoError(t, err)
-		require.ElementsMatch(t, []string{"p1", "p8", "p9", "p10"}, taskIDs(owned))
+		require.ElementsMatch(t, []string{"p1", "p8", "p9", "p10"}, TaskIDs(owned))
 
 		// Misuse is refused.
 		require.ErrorIs(t, m.BindPending(ctx, pending("q1", "https://idp-c"), ttl, 0), tasks.ErrTooManyPending)
@@ -595,7 +595,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		const n = 16
 		held := make([]tasks.Context, n)
 		errs := make([]error, n)
-		concurrently(n, func(i int) {
+		Concurrently(n, func(i int) {
 			held[i], errs[i] = m.ClaimContext(ctx, tasks.Context{ContextID: "race", Issuer: "i", Subject: fmt.Sprintf("caller-%d", i), Tenant: "acme"})
 		})
 		won := 0
@@ -657,7 +657,7 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 }
 
 // testMessages is the conformance suite of Messages (run by Run on every store).
-func testMessages(t *testing.T, newClock func() *clock, newStore func(t *testing.T, opts ...tasks.Option) tasks.Store) {
+func testMessages(t *testing.T, newClock func() *Clock, newStore func(t *testing.T, opts ...tasks.Option) tasks.Store) {
 	const window = time.Hour
 	alice := tasks.Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme"}
 
@@ -767,7 +767,7 @@ func testMessages(t *testing.T, newClock func() *clock, newStore func(t *testing
 		clk := newClock()
 		m := newStore(t, tasks.WithClock(clk.Now))
 		var fresh atomic.Int32
-		concurrently(16, func(int) {
+		Concurrently(16, func(int) {
 			_, ok, err := m.Reserve(t.Context(), tasks.Sent{MessageID: "race", Owner: alice, Started: clk.Now(), Deadline: clk.Now().Add(time.Minute)}, window, 10)
 			if err == nil && ok {
 				fresh.Add(1)
@@ -777,9 +777,10 @@ func testMessages(t *testing.T, newClock func() *clock, newStore func(t *testing
 	})
 }
 
-// requireBinding compares bindings, times by instant.
-// concurrently runs f(0) … f(n-1) at once and waits for all of them.
-func concurrently(n int, f func(i int)) {
+// The helpers below are the suite's, exported for a backend's own tests.
+
+// Concurrently runs f(0) … f(n-1) at once and waits for all of them.
+func Concurrently(n int, f func(i int)) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { f(i) })
@@ -787,7 +788,8 @@ func concurrently(n int, f func(i int)) {
 	wg.Wait()
 }
 
-func requireBinding(t *testing.T, want, got tasks.Binding) {
+// RequireBinding compares bindings, times by instant.
+func RequireBinding(t *testing.T, want, got tasks.Binding) {
 	t.Helper()
 	require.True(t, want.CreatedAt.Equal(got.CreatedAt), "created %s, want %s", got.CreatedAt, want.CreatedAt)
 	require.True(t, want.ExpiresAt.Equal(got.ExpiresAt), "expires %s, want %s", got.ExpiresAt, want.ExpiresAt)
@@ -802,7 +804,8 @@ func requireBinding(t *testing.T, want, got tasks.Binding) {
 	require.Equal(t, want, got)
 }
 
-func taskIDs(bs []tasks.Binding) []string {
+// TaskIDs are the task ids of bs, in order.
+func TaskIDs(bs []tasks.Binding) []string {
 	var ids []string
 	for _, b := range bs {
 		ids = append(ids, b.TaskID)
@@ -810,21 +813,76 @@ func taskIDs(bs []tasks.Binding) []string {
 	return ids
 }
 
-// clock is a settable clock for WithClock. The suite starts it at the
+// Clock is a settable clock for WithClock. The suite starts it at the
 // store's clock (runAt).
-type clock struct {
+type Clock struct {
 	mu  sync.Mutex
 	now time.Time
 }
 
-func (c *clock) Now() time.Time {
+// NewClock is a Clock at at, truncated to the millisecond (the precision
+// the stores keep).
+func NewClock(at time.Time) *Clock { return &Clock{now: at.Truncate(time.Millisecond)} }
+
+// Now is the clock's time.
+func (c *Clock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
-func (c *clock) Advance(d time.Duration) {
+// Advance moves the clock by d.
+func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// RunExamples is the conformance suite of the candidate routing examples
+// (tasks.Examples): a text counts once more when answered again, each
+// capability keeps at most its bound (the least recently seen go), a
+// candidate not seen for ttl is gone, and dropped texts are forgotten.
+// newExamples returns an empty store for one run, with opts (the clock).
+func RunExamples(t *testing.T, newExamples func(t *testing.T, opts ...tasks.Option) tasks.Examples) {
+	clock := NewClock(time.Now())
+	x := newExamples(t, tasks.WithClock(clock.Now))
+	ctx := t.Context()
+	const ttl = time.Hour
+	texts := func(cap string) map[string]int {
+		got, err := x.ExamplesOf(ctx, cap, ttl)
+		require.NoError(t, err)
+		out := map[string]int{}
+		for _, e := range got {
+			require.Equal(t, cap, e.Capability)
+			require.False(t, e.Last.Before(e.First))
+			out[e.Text] = e.Count
+		}
+		return out
+	}
+	require.Empty(t, texts("book"))
+	require.NoError(t, x.AddExample(ctx, "book", "i need to move my flight", ttl, 3))
+	clock.Advance(time.Minute)
+	require.NoError(t, x.AddExample(ctx, "book", "i need to move my flight", ttl, 3))
+	require.NoError(t, x.AddExample(ctx, "cancel", "drop my booking", ttl, 3))
+	require.Equal(t, map[string]int{"i need to move my flight": 2}, texts("book"))
+	require.Equal(t, map[string]int{"drop my booking": 1}, texts("cancel"))
+
+	// The bound: the least recently seen text goes.
+	clock.Advance(time.Minute)
+	require.NoError(t, x.AddExample(ctx, "book", "change my seat", ttl, 3))
+	clock.Advance(time.Minute)
+	require.NoError(t, x.AddExample(ctx, "book", "rebook me", ttl, 3))
+	clock.Advance(time.Minute)
+	require.NoError(t, x.AddExample(ctx, "book", "i need to move my flight", ttl, 3))
+	clock.Advance(time.Minute)
+	require.NoError(t, x.AddExample(ctx, "book", "another date please", ttl, 3))
+	require.Equal(t, map[string]int{"rebook me": 1, "i need to move my flight": 3, "another date please": 1}, texts("book"))
+
+	require.NoError(t, x.DropExamples(ctx, "book", []string{"rebook me", "not there"}))
+	require.Equal(t, map[string]int{"i need to move my flight": 3, "another date please": 1}, texts("book"))
+
+	// Past the TTL nothing is listed.
+	clock.Advance(ttl)
+	require.Empty(t, texts("book"))
+	require.Empty(t, texts("cancel"))
 }

@@ -234,7 +234,7 @@ func runCurve(env Env, reg *manifest.Registry, cases []evalCase, curveArg string
 		plain[i] = c.Case
 	}
 	pts, nu, ne := learningCurve(reg, plain, perSkill, share, threshold)
-	usage, _ := split(plain, share)
+	usage, _ := classifier.SplitUsage(plain, share)
 	per := map[string]int{}
 	for _, c := range usage {
 		if c.Expect != nil {

@@ -50,42 +50,11 @@ type curvePoint struct {
 	Metrics  classifier.Metrics `json:"-"`
 }
 
-// split divides cases into a usage half and an evaluation half: per expected
-// skill (and for the out-of-scope cases), in file order, the first
-// ceil(share × n) of its n cases go to usage and the rest to evaluation. A
-// block, not every other case: neighbouring cases of a data set are often
-// paraphrases written together, and interleaving would let a usage text
-// stand in for its evaluation twin (on the CLINC150 tuning data, every other
-// case reads 86.5 % top-1 at ten examples per skill, the block split 76.9 %).
-func split(cases []classifier.Case, share float64) (usage, eval []classifier.Case) {
-	key := func(c classifier.Case) string {
-		if c.Expect == nil {
-			return "\x00oos"
-		}
-		return *c.Expect
-	}
-	total := map[string]int{}
-	for _, c := range cases {
-		total[key(c)]++
-	}
-	seen := map[string]int{}
-	for _, c := range cases {
-		k := key(c)
-		if float64(seen[k]) < share*float64(total[k]) {
-			usage = append(usage, c)
-		} else {
-			eval = append(eval, c)
-		}
-		seen[k]++
-	}
-	return usage, eval
-}
-
 // learningCurve measures the classifier on the evaluation half as examples
 // per skill grow: the manifests' own, then usage-half texts added per skill
 // (redacted as captured candidates are) up to each point of perSkill.
 func learningCurve(reg *manifest.Registry, cases []classifier.Case, perSkill []int, share, threshold float64) ([]curvePoint, int, int) {
-	usage, eval := split(cases, share)
+	usage, eval := classifier.SplitUsage(cases, share)
 	pool := map[string][]string{}
 	for _, c := range usage {
 		if c.Expect != nil {

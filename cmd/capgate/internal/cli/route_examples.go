@@ -131,7 +131,7 @@ func runRouteExamples(ctx context.Context, env Env, args []string) error {
 }
 
 // candidates is what the review needs of where the candidates are: the
-// store (tasks.Memory, tasks.Redis) or a running capgate's admin listener.
+// store (tasks.Memory, redisstore.Store) or a running capgate's admin listener.
 type candidates interface {
 	ExamplesOf(ctx context.Context, capability string, ttl time.Duration) ([]tasks.Example, error)
 	DropExamples(ctx context.Context, capability string, texts []string) error

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/cmd/capgate/internal/cli"
-	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testnet"
 	"github.com/capgate/capgate/test/testutil"
@@ -30,7 +30,7 @@ func TestRouteExamplesReview(t *testing.T) {
 		s = strings.Replace(s, "store: memory", "store: "+srv.URL(0), 1)
 		return strings.Replace(s, "router: {threshold: 0.6}", "router: {threshold: 0.6, learn: {capture: true}}", 1)
 	})
-	st, err := tasks.OpenRedis(t.Context(), srv.URL(0))
+	st, err := redisstore.Dial(t.Context(), srv.URL(0))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = st.Close() })
 	const text = "where does my supplier bill stand"

@@ -19,7 +19,7 @@ import (
 	"github.com/capgate/capgate/sidecar/reload"
 	"github.com/capgate/capgate/sidecar/server"
 	"github.com/capgate/capgate/sidecar/settings"
-	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 )
 
 func runServe(ctx context.Context, env Env, args []string) error {
@@ -64,9 +64,9 @@ func runServe(ctx context.Context, env Env, args []string) error {
 	opts.Logger = log
 	// go-redis logs through one logger per process (its own global, plain text on standard
 	// error by default): this process's log stream is this logger's, so go-redis's lines go
-	// there too, as JSON, bounded (tasks.RedisLog). Set here, once, and not in server.Run,
+	// there too, as JSON, bounded (redisstore.Log). Set here, once, and not in server.Run,
 	// which may run several times in one process.
-	redis.SetLogger(tasks.NewRedisLog(log.Named("redis")))
+	redis.SetLogger(redisstore.NewLog(log.Named("redis")))
 	if *format == logFormatConsole {
 		// Decision events stay OPA's JSON, which tools read line by line.
 		if opts.DecisionLogger, err = newLogger(env, lvl, logFormatJSON); err != nil {

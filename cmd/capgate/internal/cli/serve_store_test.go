@@ -19,7 +19,7 @@ import (
 )
 
 // outageWait bounds each wait for the outage or its end to show (the
-// server's probe runs every tasks.DefaultProbeInterval).
+// server's probe runs every redisstore.DefaultProbeInterval).
 const outageWait = 30 * time.Second
 
 // TestServeStoreOutageIsVisible runs `capgate serve` on a real redis-server,

@@ -1,0 +1,4 @@
+package sse
+
+// MaxKeptBuffer is maxKeptBuffer, for the external tests.
+const MaxKeptBuffer = maxKeptBuffer
