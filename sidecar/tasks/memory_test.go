@@ -72,12 +72,12 @@ func BenchmarkMemoryMessages(b *testing.B) {
 // all owners: a full store refuses an owner with no record of its own, an owner with records
 // makes room by dropping its oldest, and a released or pruned record gives its room back.
 func TestMemoryMessagesBounded(t *testing.T) {
-	clk := newClock()
-	m := NewMemory(3, WithClock(clk.Now))
+	now := time.Now()
+	m := NewMemory(3, WithClock(func() time.Time { return now }))
 	ctx := t.Context()
 	a, b, c := Owner{Subject: "a"}, Owner{Subject: "b"}, Owner{Subject: "c"}
 	reserve := func(o Owner, id string) (bool, error) {
-		_, fresh, err := m.Reserve(ctx, Sent{MessageID: id, Owner: o, Started: clk.Now(), Deadline: clk.Now().Add(time.Minute)}, time.Hour, 10)
+		_, fresh, err := m.Reserve(ctx, Sent{MessageID: id, Owner: o, Started: now, Deadline: now.Add(time.Minute)}, time.Hour, 10)
 		return fresh, err
 	}
 	for _, r := range []struct {
@@ -103,7 +103,7 @@ func TestMemoryMessagesBounded(t *testing.T) {
 	fresh, err = reserve(c, "1")
 	require.NoError(t, err)
 	require.True(t, fresh, "b's released record gave its room to c")
-	clk.Advance(2 * time.Hour)
+	now = now.Add(2 * time.Hour)
 	for _, o := range []Owner{a, b} {
 		fresh, err = reserve(o, "9")
 		require.NoError(t, err, "%v: its own expired records are pruned first", o)
