@@ -326,12 +326,14 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 	if authorization == "" {
 		return Principal{}, nil
 	}
-	tok, err := BearerToken(authorization)
+	tok, err := bearerCredentials(authorization)
 	if err != nil {
 		return Principal{}, err
 	}
 
-	// Cache key: the token's digest; the token itself is never kept.
+	// Cache key: the token's digest; the token itself is never kept. Only a
+	// token BearerToken accepted is ever cached, so a hit needs no second look
+	// at its bytes; a miss reads them as BearerToken does, in its order.
 	key := sha256.Sum256([]byte(tok))
 	if e, ok := v.cache.Get(key); ok {
 		v.hits.Add(1)
@@ -342,6 +344,9 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 		ie := newError(ErrExpired, "token expired", nil)
 		ie.Issuer = boundIssuer(e.principal().Issuer)
 		return Principal{}, ie
+	}
+	if err := checkB64token(tok); err != nil {
+		return Principal{}, err
 	}
 	v.misses.Add(1)
 	if err := ctx.Err(); err != nil {
@@ -374,6 +379,19 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 // another scheme, a tab or nothing between scheme and token, a second token, a byte outside
 // b64token — is ErrMalformed.
 func BearerToken(h string) (string, error) {
+	tok, err := bearerCredentials(h)
+	if err != nil {
+		return "", err
+	}
+	if err := checkB64token(tok); err != nil {
+		return "", err
+	}
+	return tok, nil
+}
+
+// bearerCredentials is BearerToken's first half: the header's size, its scheme and a
+// token after it, whose bytes checkB64token reads.
+func bearerCredentials(h string) (string, error) {
 	h = strings.Trim(h, " \t")
 	if len(h) > MaxTokenBytes+len("Bearer ")+64 {
 		return "", newError(ErrMalformed, "token too large", nil)
@@ -382,13 +400,22 @@ func BearerToken(h string) (string, error) {
 		return "", newError(ErrMalformed, "authorization scheme must be Bearer", nil)
 	}
 	tok := strings.TrimLeft(h[len("Bearer"):], " ")
-	if tok == "" || !b64token(tok) {
+	if tok == "" {
 		return "", newError(ErrMalformed, "expected exactly one bearer token", nil)
 	}
-	if len(tok) > MaxTokenBytes {
-		return "", newError(ErrMalformed, "token too large", nil)
-	}
 	return tok, nil
+}
+
+// checkB64token is BearerToken's second half: tok is one b64token of at most
+// MaxTokenBytes.
+func checkB64token(tok string) error {
+	if !b64token(tok) {
+		return newError(ErrMalformed, "expected exactly one bearer token", nil)
+	}
+	if len(tok) > MaxTokenBytes {
+		return newError(ErrMalformed, "token too large", nil)
+	}
+	return nil
 }
 
 // The bytes of a b64token before its "=" padding, as two 64-bit sets: b64tokenLow

@@ -389,3 +389,49 @@ func TestErrorIs(t *testing.T) {
 	require.Equal(t, "expired: token expired", err.Error())
 	require.Equal(t, "malformed", (&Error{Kind: ErrMalformed}).Error())
 }
+
+// TestVerifyWarmCacheRefusesAsBearerToken: Verify looks a token up in its cache before
+// reading the token's bytes (a cached token was read when it was first verified). Every
+// header built around a cached token that BearerToken refuses is refused by Verify with
+// BearerToken's error, and neither hits nor misses the cache.
+func TestVerifyWarmCacheRefusesAsBearerToken(t *testing.T) {
+	keys := newTestKeys(t)
+	clock := newFakeClock()
+	v := newFileVerifier(t, testAuth(), keys.jwks(t), WithClock(clock.Now))
+	tok := signToken(t, jwt.SigningMethodRS256, keys.rsa, rsaKid, validClaims(clock.Now()))
+	_, err := v.Verify(t.Context(), "Bearer "+tok)
+	require.NoError(t, err)
+
+	var headers []string
+	for _, around := range []string{" ", "\t", "\u00a0", "!", "=", "==", " x", ".", "%", "\x00", "é"} {
+		headers = append(headers, "Bearer "+tok+around, "Bearer "+around+tok, "Bearer "+tok[:10]+around+tok[10:])
+	}
+	headers = append(headers, "Bearer "+tok+" "+tok, "Basic "+tok, "Bearer\t"+tok, tok,
+		"Bearer "+tok+strings.Repeat("A", MaxTokenBytes), "Bearer "+strings.Repeat("A", MaxTokenBytes+1))
+	refused := 0
+	for _, h := range headers {
+		_, want := BearerToken(h)
+		if want == nil {
+			continue
+		}
+		refused++
+		hits, misses := v.CacheStats()
+		_, got := v.Verify(t.Context(), h)
+		require.Error(t, got, "%q", h)
+		var we, ge *Error
+		require.ErrorAs(t, want, &we)
+		require.ErrorAs(t, got, &ge)
+		require.Equal(t, we.Kind, ge.Kind, "%q", h)
+		require.Equal(t, we.Description, ge.Description, "%q", h)
+		h2, m2 := v.CacheStats()
+		require.Equal(t, hits, h2, "%q hit the cache", h)
+		require.Equal(t, misses, m2, "%q counted as a miss", h)
+	}
+	require.GreaterOrEqual(t, refused, 30)
+	// The cached token itself is still a hit.
+	hits, _ := v.CacheStats()
+	_, err = v.Verify(t.Context(), "Bearer "+tok)
+	require.NoError(t, err)
+	h2, _ := v.CacheStats()
+	require.Equal(t, hits+1, h2)
+}
