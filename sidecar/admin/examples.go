@@ -8,7 +8,6 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -120,21 +119,10 @@ func onlyMethod(w http.ResponseWriter, r *http.Request, method string) bool {
 }
 
 func serveExamples(w http.ResponseWriter, r *http.Request, store ExampleStore, ids func() []string, ttl time.Duration) {
-	want := r.URL.Query()["capability"]
-	if len(want) == 0 && ids != nil {
-		want = ids()
-	}
-	if len(want) > MaxUsageIDs {
-		usageError(w, http.StatusBadRequest, "too many capability ids")
+	want, ok := wantedIDs(w, r.URL.Query(), ids)
+	if !ok {
 		return
 	}
-	for _, id := range want {
-		if !usageIDRE.MatchString(id) {
-			usageError(w, http.StatusBadRequest, "capability: not a capability id")
-			return
-		}
-	}
-	want = slices.Compact(slices.Sorted(slices.Values(want)))
 	ctx, cancel := context.WithTimeout(r.Context(), examplesTimeout)
 	defer cancel()
 	resp := ExamplesResponse{TTL: ttl.String(), Examples: make(map[string][]Candidate, len(want))}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"slices"
 	"time"
@@ -116,21 +117,10 @@ func serveUsage(w http.ResponseWriter, r *http.Request, store UsageReader, ids f
 		}
 		now = t
 	}
-	want := q["capability"]
-	if len(want) == 0 && ids != nil {
-		want = ids()
-	}
-	if len(want) > MaxUsageIDs {
-		usageError(w, http.StatusBadRequest, "too many capability ids")
+	want, ok := wantedIDs(w, q, ids)
+	if !ok {
 		return
 	}
-	for _, id := range want {
-		if !usageIDRE.MatchString(id) {
-			usageError(w, http.StatusBadRequest, "capability: not a capability id")
-			return
-		}
-	}
-	want = slices.Compact(slices.Sorted(slices.Values(want)))
 	ctx, cancel := context.WithTimeout(r.Context(), usageTimeout)
 	defer cancel()
 	resp := UsageResponse{Now: now, Window: tasks.Window.String(), Usage: make(map[string]tasks.Usage, len(want))}
@@ -170,4 +160,25 @@ func CapabilityIDs(reg *manifest.Registry) []string {
 		out[i] = all[i].ID
 	}
 	return out
+}
+
+// wantedIDs reads a request's capability ids: the "capability" query values, or
+// every id ids gives when there are none; at most MaxUsageIDs, each a capability id,
+// sorted without repeats. A refusal is answered on w (ok false).
+func wantedIDs(w http.ResponseWriter, q url.Values, ids func() []string) (want []string, ok bool) {
+	want = q["capability"]
+	if len(want) == 0 && ids != nil {
+		want = ids()
+	}
+	if len(want) > MaxUsageIDs {
+		usageError(w, http.StatusBadRequest, "too many capability ids")
+		return nil, false
+	}
+	for _, id := range want {
+		if !usageIDRE.MatchString(id) {
+			usageError(w, http.StatusBadRequest, "capability: not a capability id")
+			return nil, false
+		}
+	}
+	return slices.Compact(slices.Sorted(slices.Values(want))), true
 }
