@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +29,11 @@ import (
 // test ends: it reloads its files as a deployment does.
 type served struct {
 	*testutil.Server
+	// out is what serve wrote to its stdout (its JSON log lines).
+	out *testutil.SyncBuffer
+	// stop ends serve and requires a clean exit; the test's cleanup calls
+	// it too, so a test calls it only to read out after the exit.
+	stop func()
 }
 
 // serveConfig runs `capgate serve --config cfg` with its listeners on
@@ -60,12 +66,13 @@ func serveConfig(t *testing.T, cfg string) served {
 	s := &testutil.Server{Addrs: server.Addrs{A2A: addrs["gateway"], Admin: addrs["admin"], ExtAuthz: addrs["extauthz"]},
 		URL: "http://" + addrs["gateway"], AdminURL: "http://" + addrs["admin"],
 		HTTP: &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), Timeout: 30 * time.Second}}
-	t.Cleanup(func() {
+	stop := sync.OnceFunc(func() {
 		s.HTTP.CloseIdleConnections()
 		cancel()
 		require.Equal(t, cli.ExitOK, <-done, strings.Join(errOut.Lines(), "\n"))
 	})
-	return served{s}
+	t.Cleanup(stop)
+	return served{Server: s, out: &out, stop: stop}
 }
 
 // get sends a GET to the admin listener with the given Authorization ("":

@@ -1,7 +1,6 @@
 package cli_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/capgate/capgate/cmd/capgate/internal/cli"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -36,30 +34,9 @@ func TestServeStoreOutageIsVisible(t *testing.T) {
 	testutil.EditFile(t, cfg, "capgate.yaml", func(s string) string {
 		return strings.Replace(s, "store: memory", "store: "+srv.URL(0), 1)
 	})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	var out, errOut testutil.SyncBuffer
-	done := make(chan int, 1)
-	go func() {
-		done <- cli.Run(ctx, []string{"serve", "--config", cfg,
-			"--listen-gateway", "127.0.0.1:0", "--listen-admin", "127.0.0.1:0", "--listen-extauthz", "127.0.0.1:0"},
-			cli.Env{Stdout: &out, Stderr: &errOut, Stdin: strings.NewReader("")})
-	}()
-	addrs := map[string]string{}
-	for len(addrs) < 3 {
-		select {
-		case code := <-done:
-			t.Fatalf("serve returned %d\nstdout: %s\nstderr: %s", code, strings.Join(out.Lines(), "\n"), strings.Join(errOut.Lines(), "\n"))
-		case <-time.After(20 * time.Millisecond):
-		}
-		for _, line := range out.Lines() {
-			var e struct{ Msg, Server, Addr string }
-			if json.Unmarshal([]byte(line), &e) == nil && e.Msg == "listening" {
-				addrs[e.Server] = e.Addr
-			}
-		}
-	}
-	admin := "http://" + addrs["admin"]
+	ctx := t.Context()
+	sv := serveConfig(t, cfg)
+	admin := sv.AdminURL
 	get := func(path string) (int, string) {
 		t.Helper()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, admin+path, nil)
@@ -89,7 +66,7 @@ func TestServeStoreOutageIsVisible(t *testing.T) {
 	tok := testutil.Token(t, testutil.Partner())
 	getTask := func() string {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addrs["gateway"]+"/",
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, sv.URL+"/",
 			strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"no-such-task"}}`))
 		require.NoError(t, err)
 		req.Header.Set("A2A-Version", "1.0")
@@ -128,10 +105,9 @@ func TestServeStoreOutageIsVisible(t *testing.T) {
 	require.Contains(t, getTask(), "-32001")
 	require.Equal(t, 2.0, metric(refused))
 
-	cancel()
-	require.Equal(t, cli.ExitOK, <-done, strings.Join(errOut.Lines(), "\n"))
+	sv.stop()
 	var redisLines, startLines int
-	for _, line := range out.Lines() {
+	for _, line := range sv.out.Lines() {
 		var e map[string]any
 		require.NoError(t, json.Unmarshal([]byte(line), &e), "not JSON: %s", line)
 		if e["logger"] == "redis" {
