@@ -6,7 +6,6 @@ package delegation
 import (
 	"context"
 	"errors"
-	"net/http"
 	"slices"
 	"strings"
 
@@ -20,10 +19,22 @@ var ErrAnonymous = errors.New("no authenticated caller to pass down")
 // Subject is who the handler acts for.
 type Subject struct {
 	Principal identity.Principal
-	// BearerToken is the caller's raw token, used only as the subject_token
-	// of a token exchange; it is never forwarded or logged.
-	BearerToken string
-	DecisionID  string
+	// Authorization is the caller's Authorization header value as admitted.
+	// Only a token exchange reads it (SubjectToken: the caller's raw token as
+	// its subject_token), so a self-issued token costs no second reading of
+	// it; it is never forwarded or logged.
+	Authorization string
+	DecisionID    string
+}
+
+// SubjectToken is the caller's raw bearer token from s.Authorization, or ""
+// when there is none.
+func (s Subject) SubjectToken() string {
+	tok, err := identity.BearerToken(s.Authorization)
+	if err != nil {
+		return ""
+	}
+	return tok
 }
 
 // Target is the handler call the token is for.
@@ -85,14 +96,4 @@ func fields(in []string) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// BearerToken returns the token of an "Authorization: Bearer <token>"
-// header, or "" when there is none.
-func BearerToken(h http.Header) string {
-	tok, err := identity.BearerToken(h.Get("Authorization"))
-	if err != nil {
-		return ""
-	}
-	return tok
 }

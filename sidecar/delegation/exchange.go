@@ -195,14 +195,15 @@ func (e *Exchange) Token(ctx context.Context, s Subject, t Target) (string, erro
 	if !s.Principal.Authenticated {
 		return "", &ExchangeError{Handler: t.Handler, Code: CodeNoSubjectToken, Description: "anonymous caller", Err: ErrAnonymous}
 	}
-	if s.BearerToken == "" {
+	subjectToken := s.SubjectToken()
+	if subjectToken == "" {
 		return "", &ExchangeError{Handler: t.Handler, Code: CodeNoSubjectToken, Description: "the caller's token is missing"}
 	}
 	if err := ctx.Err(); err != nil {
 		return "", contextError(t.Handler, err)
 	}
 	scopes := Narrow(s.Principal.Scopes, t.Scopes)
-	key := keyOf(s.BearerToken, t.Handler, scopes)
+	key := keyOf(subjectToken, t.Handler, scopes)
 	if c, ok := e.cache.Get(key); ok {
 		if e.now().Before(c.deadline) {
 			return c.token, nil
@@ -236,7 +237,7 @@ func (e *Exchange) Token(ctx context.Context, s Subject, t Target) (string, erro
 
 func (e *Exchange) exchange(ctx context.Context, s Subject, handler string, scopes []string, key cacheKey) (string, error) {
 	start := e.now()
-	resp, err := tokenexchange.ExchangeToken(ctx, e.te, s.BearerToken, e.subjectType, "", "",
+	resp, err := tokenexchange.ExchangeToken(ctx, e.te, s.SubjectToken(), e.subjectType, "", "",
 		nil, []string{handler}, scopes, oidc.AccessTokenType)
 	if err != nil {
 		xe := classify(handler, err)

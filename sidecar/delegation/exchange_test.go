@@ -38,7 +38,7 @@ func newExchangeFixture(t *testing.T) *exchangeFixture {
 	return &exchangeFixture{
 		op:       o,
 		caller:   caller,
-		subject:  delegation.Subject{Principal: p, BearerToken: caller, DecisionID: "d-1"},
+		subject:  delegation.Subject{Principal: p, Authorization: "Bearer " + caller, DecisionID: "d-1"},
 		handler:  newHandlerServer(t, o.verifier(t, "reconcile")),
 		exchange: config.TokenExchange{TokenEndpoint: o.tokenEndpoint(), ClientID: capgateClientID, Timeout: 2 * time.Second},
 	}
@@ -112,7 +112,7 @@ func TestExchangeCache(t *testing.T) {
 		{name: "other audience", subject: f.subject, target: delegation.Target{Handler: "lookup", Scopes: []string{"recon.run", "invoice.read"}}, exchanges: 3},
 		{name: "other caller token", subject: func() delegation.Subject {
 			s := f.subject
-			s.BearerToken = f.op.callerToken(t, "invoice.read", "recon.run", "admin")
+			s.Authorization = "Bearer " + f.op.callerToken(t, "invoice.read", "recon.run", "admin")
 			return s
 		}(), target: reconcile("recon.run", "invoice.read"), exchanges: 4},
 		{name: "still cached before expires_in minus the margin", subject: f.subject, target: reconcile("recon.run", "invoice.read"), advance: 4 * time.Minute, exchanges: 4, same: true},
@@ -200,7 +200,7 @@ func TestExchangeFailuresDeny(t *testing.T) {
 		{name: "audience the server refuses", target: delegation.Target{Handler: "payments", Scopes: []string{"recon.run"}}, code: "invalid_target"},
 		{name: "subject token the server does not know", subject: func() delegation.Subject {
 			s := f.subject
-			s.BearerToken = "eyJhbGciOiJub25lIn0.e30.x"
+			s.Authorization = "Bearer eyJhbGciOiJub25lIn0.e30.x"
 			return s
 		}, code: "invalid_request"},
 		{name: "server down", endpoint: downURL, code: delegation.CodeUnavailable},
@@ -234,7 +234,7 @@ func TestExchangeFailuresDeny(t *testing.T) {
 		{name: "anonymous caller", subject: func() delegation.Subject { return delegation.Subject{} }, code: delegation.CodeNoSubjectToken},
 		{name: "caller token missing", subject: func() delegation.Subject {
 			s := f.subject
-			s.BearerToken = ""
+			s.Authorization = ""
 			return s
 		}, code: delegation.CodeNoSubjectToken},
 	}

@@ -189,7 +189,7 @@ func TestSelfIssuedClaims(t *testing.T) {
 			v := handlerVerifier(t, m, "reconcile", tt.auth, now)
 			var jtis []string
 			for range 2 {
-				tok, err := self.Token(t.Context(), delegation.Subject{Principal: tt.principal, DecisionID: "d-42", BearerToken: "caller.raw.token"}, tt.target)
+				tok, err := self.Token(t.Context(), delegation.Subject{Principal: tt.principal, DecisionID: "d-42", Authorization: "Bearer caller.raw.token"}, tt.target)
 				require.NoError(t, err)
 				require.NotContains(t, tok, "caller.raw.token")
 				_, err = v.Verify(t.Context(), "Bearer "+tok)
@@ -385,7 +385,7 @@ func TestNewMinter(t *testing.T) {
 	}
 }
 
-func TestBearerToken(t *testing.T) {
+func TestSubjectToken(t *testing.T) {
 	tests := map[string]string{
 		"Bearer abc.def.ghi": "abc.def.ghi",
 		"bearer abc":         "abc",
@@ -395,10 +395,6 @@ func TestBearerToken(t *testing.T) {
 		"":                   "",
 	}
 	for in, want := range tests {
-		h := make(map[string][]string)
-		if in != "" {
-			h["Authorization"] = []string{in}
-		}
-		require.Equal(t, want, delegation.BearerToken(h), in)
+		require.Equal(t, want, delegation.Subject{Authorization: in}.SubjectToken(), in)
 	}
 }

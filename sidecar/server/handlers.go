@@ -26,7 +26,7 @@ var _ dispatch.Tokens = tokens{}
 
 func (t tokens) HandlerToken(ctx context.Context, g dispatch.Grant) (string, error) {
 	return t.issuer.Token(ctx,
-		delegation.Subject{Principal: g.Call.Principal, BearerToken: delegation.BearerToken(g.Call.Header), DecisionID: g.Call.DecisionID},
+		delegation.Subject{Principal: g.Call.Principal, Authorization: g.Call.Header.Get("Authorization"), DecisionID: g.Call.DecisionID},
 		delegation.Target{Capability: g.Capability.ID, Handler: g.Capability.Handler, Scopes: g.Scopes, Limits: g.Limits})
 }
 
