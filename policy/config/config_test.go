@@ -13,59 +13,16 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/config/configtest"
 	"github.com/capgate/capgate/policy/diag"
 )
 
-// base is a valid config; cases change one thing in it.
-const base = `agent:
-  name: Finance Agent
-  description: Invoices and purchase orders.
-  version: 1.4.0
-  url: http://127.0.0.1:8080
-  provider: {organization: Example Corp, url: https://example.com}
-  extensions:
-    - {uri: https://example.com/ext/trace/v1, description: Trace ids, required: false}
-manifests: [./capabilities]
-policy_dirs: []
-auth:
-  issuers:
-    - issuer: https://idp.example.com
-      audiences: [finance-agent]
-      jwks_file: ./keys/demo.jwks.json
-      algorithms: [RS256, ES256]
-  preview_scope: a2a.preview
-handlers:
-  invoices.lookup: builtin:echo
-listen: {a2a: 127.0.0.1:8080, extauthz: 127.0.0.1:9191, admin: 127.0.0.1:9090}
-router: {threshold: 0.6}
-store: memory
-`
+// base is a valid config; cases change one thing in it (configtest.Base).
+const base, lookup = configtest.Base, configtest.Lookup
 
-const lookup = `id: lookup-invoice
-state: ga
-visibility: public
-skill: {name: Look up an invoice, description: Finds an invoice., tags: [finance]}
-tenants: "*"
-handler: invoices.lookup
-`
+var demoJWKS = configtest.DemoJWKS()
 
-// demoJWKS is the finance example's JWKS: config validation reads it (sidecar/settings parses it).
-var demoJWKS = func() []byte {
-	b, err := os.ReadFile("../../manifests/finance/keys/demo.jwks.json")
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
-
-func fsWith(cfg string) fstest.MapFS {
-	return fstest.MapFS{
-		"capgate.yaml":                     {Data: []byte(cfg)},
-		"capabilities/lookup-invoice.yaml": {Data: []byte(lookup)},
-		"keys/demo.jwks.json":              {Data: demoJWKS},
-		"keys/empty.pw":                    {Data: []byte(" \n")},
-	}
-}
+func fsWith(cfg string) fstest.MapFS { return configtest.FS(cfg) }
 
 func TestLoadFSValid(t *testing.T) {
 	c, err := config.LoadFS(fsWith(base), "capgate.yaml")

@@ -2,7 +2,6 @@ package settings_test
 
 import (
 	"errors"
-	"os"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -10,53 +9,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/policy/config/configtest"
 	"github.com/capgate/capgate/policy/diag"
 	"github.com/capgate/capgate/sidecar/jwks"
 	"github.com/capgate/capgate/sidecar/settings"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
-// base is a valid config; cases change one thing in it.
-const base = `agent:
-  name: Finance Agent
-  description: Invoices and purchase orders.
-  version: 1.4.0
-  url: http://127.0.0.1:8080
-  provider: {organization: Example Corp, url: https://example.com}
-  extensions:
-    - {uri: https://example.com/ext/trace/v1, description: Trace ids, required: false}
-manifests: [./capabilities]
-policy_dirs: []
-auth:
-  issuers:
-    - issuer: https://idp.example.com
-      audiences: [finance-agent]
-      jwks_file: ./keys/demo.jwks.json
-      algorithms: [RS256, ES256]
-  preview_scope: a2a.preview
-handlers:
-  invoices.lookup: builtin:echo
-listen: {a2a: 127.0.0.1:8080, extauthz: 127.0.0.1:9191, admin: 127.0.0.1:9090}
-router: {threshold: 0.6}
-store: memory
-`
-
-const lookup = `id: lookup-invoice
-state: ga
-visibility: public
-skill: {name: Look up an invoice, description: Finds an invoice., tags: [finance]}
-tenants: "*"
-handler: invoices.lookup
-`
-
-// demoJWKS is the finance example's JWKS: the check parses it.
-var demoJWKS = func() []byte {
-	b, err := os.ReadFile("../../manifests/finance/keys/demo.jwks.json")
-	if err != nil {
-		panic(err)
-	}
-	return b
-}()
+// base is a valid config; cases change one thing in it (configtest.Base).
+const base = configtest.Base
 
 // noKeys is the verifier's own message for a key set without a key.
 var noKeys = func() string {
@@ -68,13 +29,9 @@ var noKeys = func() string {
 }()
 
 func fsWith(cfg string) fstest.MapFS {
-	return fstest.MapFS{
-		"capgate.yaml":                     {Data: []byte(cfg)},
-		"capabilities/lookup-invoice.yaml": {Data: []byte(lookup)},
-		"keys/demo.jwks.json":              {Data: demoJWKS},
-		"keys/nokeys.jwks.json":            {Data: []byte(`{"keys":[]}`)},
-		"keys/empty.pw":                    {Data: []byte(" \n")},
-	}
+	fs := configtest.FS(cfg)
+	fs["keys/nokeys.jwks.json"] = &fstest.MapFile{Data: []byte(`{"keys":[]}`)}
+	return fs
 }
 
 // TestChecks: the settings the runtime owns are refused at load, each at
