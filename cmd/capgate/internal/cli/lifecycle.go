@@ -14,8 +14,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/capgate/capgate/sidecar/lifecycle"
-	"github.com/capgate/capgate/sidecar/settings"
-	"github.com/capgate/capgate/sidecar/tasks/backends"
 )
 
 func runLifecycle(ctx context.Context, env Env, args []string) error {
@@ -43,33 +41,19 @@ func runLifecycle(ctx context.Context, env Env, args []string) error {
 	// (the backend table says which) is read directly (unless --admin is
 	// given); one that lives in the server's process alone (memory) is read
 	// through the admin listener.
+	state, err := openServerState(ctx, d.Config, *adminURL)
+	if err != nil {
+		return err
+	}
+	defer state.Close()
 	var (
 		src  lifecycle.Source
 		name string
 	)
-	if table := backends.Table(); *adminURL == "" && table.Shared(d.Config.Store) {
-		sc, err := settings.Store(d.Config)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		st, err := table.Open(ctx, sc.URL, sc.Options()...)
-		if err != nil {
-			return usageErr("store: %v", err)
-		}
-		if c, ok := st.(io.Closer); ok {
-			defer func() { _ = c.Close() }()
-		}
-		src, name = lifecycle.Store{Store: st}, "store (config)"
+	if state.Store != nil {
+		src, name = lifecycle.Store{Store: state.Store}, "store (config)"
 	} else {
-		base := *adminURL
-		if base == "" {
-			base = "http://" + dialable(d.Config.Listen.Admin)
-		}
-		token, err := d.Config.AdminToken()
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		src, name = lifecycle.Admin{URL: base, Token: token}, "admin "+base
+		src, name = lifecycle.Admin{URL: state.Admin, Token: state.Token}, "admin "+state.Admin
 	}
 	rep := lifecycle.Build(ctx, d.Registry(), src, name, now)
 	if rep.UsageError != "" {

@@ -14,9 +14,7 @@ import (
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/router"
 	"github.com/capgate/capgate/sidecar/router/learn"
-	"github.com/capgate/capgate/sidecar/settings"
 	"github.com/capgate/capgate/sidecar/tasks"
-	"github.com/capgate/capgate/sidecar/tasks/backends"
 )
 
 const routeExamplesUsage = `route examples [list|accept|reject] [--config capgate.yaml] [--admin URL] [--capability ID] [--json] [REVIEW-ID... | all]`
@@ -151,41 +149,24 @@ type candidateSource struct {
 // adminURL (default http://<listen.admin>) of the capgate serving it — the
 // memory store lives in that process only.
 func openExamples(ctx context.Context, cfg *config.Config, adminURL string) (candidateSource, error) {
-	table := backends.Table()
-	if adminURL != "" || !table.Shared(cfg.Store) {
-		if adminURL == "" {
-			adminURL = "http://" + dialable(cfg.Listen.Admin)
-		}
-		token, err := cfg.AdminToken()
-		if err != nil {
-			return candidateSource{}, usageErr("%v", err)
-		}
-		a, err := newAdminExamples(adminURL, token, cfg.Router.Learn)
+	state, err := openServerState(ctx, cfg, adminURL)
+	if err != nil {
+		return candidateSource{}, err
+	}
+	if state.Store == nil {
+		a, err := newAdminExamples(state.Admin, state.Token, cfg.Router.Learn)
 		if err != nil {
 			return candidateSource{}, err
 		}
 		return candidateSource{candidates: a, name: "admin listener " + a.base.Redacted(),
 			held: "store of the capgate at " + a.base.Redacted(), close: func() {}}, nil
 	}
-	sc, err := settings.Store(cfg)
-	if err != nil {
-		return candidateSource{}, usageErr("%v", err)
-	}
-	st, err := table.Open(ctx, sc.URL, sc.Options()...)
-	if err != nil {
-		return candidateSource{}, usageErr("store: %v", err)
-	}
-	closeStore := func() {
-		if c, ok := st.(io.Closer); ok {
-			_ = c.Close()
-		}
-	}
-	x, ok := st.(candidates)
+	x, ok := state.Store.(candidates)
 	if !ok {
-		closeStore()
+		state.Close()
 		return candidateSource{}, usageErr("store %q keeps no candidate examples", cfg.Store)
 	}
-	return candidateSource{candidates: x, name: "store", held: "store", close: closeStore}, nil
+	return candidateSource{candidates: x, name: "store", held: "store", close: state.Close}, nil
 }
 
 // reviewList is one capability's candidates for review.
