@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,6 +30,14 @@ type health struct {
 	// up is 1 while Redis answers, 0 while it does not, -1 before the first
 	// outcome.
 	up atomic.Int32
+	// mu orders changes of up, with their logs and the observer's calls;
+	// changedBy is when the command whose outcome made the last change began
+	// (since base). An outcome of a command begun before it is older news
+	// and changes nothing: under load, a PING answered just before Redis
+	// went away may report after a failure seen since, and must not make
+	// the store flap back to reachable.
+	mu        sync.Mutex
+	changedBy time.Duration
 }
 
 func newHealth(o tasks.Settings) *health {
@@ -45,8 +54,8 @@ func (h *health) failed(op string, err error) {
 	}
 }
 
-// observe records one command's outcome.
-func (h *health) observe(err error) {
+// observe records the outcome of one command begun at start (since base).
+func (h *health) observe(start time.Duration, err error) {
 	known, ok := answered(err)
 	if !known {
 		return
@@ -56,11 +65,20 @@ func (h *health) observe(err error) {
 	if ok {
 		v = 1
 	}
+	if h.up.Load() == v {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	old := h.up.Load()
+	if old == v || (old != -1 && start < h.changedBy) {
+		return
+	}
+	h.up.Store(v)
+	h.changedBy = start
 	// Changes are logged; the first outcome is not (Dial logs a store
 	// that does not answer at start).
-	switch old := h.up.Swap(v); {
-	case old == v:
-		return
+	switch {
 	case ok && old == 0:
 		h.log.Info("task store reachable again")
 	case !ok && old == 1:
@@ -112,16 +130,18 @@ func (k healthHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (k healthHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		start := time.Since(k.h.base)
 		err := next(ctx, cmd)
-		k.h.observe(err)
+		k.h.observe(start, err)
 		return err
 	}
 }
 
 func (k healthHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		start := time.Since(k.h.base)
 		err := next(ctx, cmds)
-		k.h.observe(err)
+		k.h.observe(start, err)
 		return err
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -94,6 +95,27 @@ func TestRedisHealth(t *testing.T) {
 	require.Eventually(t, func() bool { up, _ := rec.up(); return up }, healthWait, 10*time.Millisecond, "the probe finds Redis back")
 	_, _, err = r.Lookup(t.Context(), "t-1")
 	require.NoError(t, err)
+	require.Equal(t, 1, logs.FilterMessageSnippet("task store unreachable").Len())
+	require.Equal(t, 1, logs.FilterMessage("task store reachable again").Len())
+}
+
+// TestHealthIgnoresOlderNews: an outcome of a command begun before the one that made the
+// last change (a PING answered just before Redis went away, reporting after a failure seen
+// since) changes nothing; a later one does. Each change is logged and observed once, in order.
+func TestHealthIgnoresOlderNews(t *testing.T) {
+	rec := &recorder{}
+	core, logs := observer.New(zapcore.InfoLevel)
+	h := newHealth(tasks.Settings{Observer: rec, Log: zap.New(core)})
+	down := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	h.observe(10, nil)  // the first outcome: reachable, not logged
+	h.observe(20, down) // a change
+	h.observe(15, nil)  // begun before the failure: older news
+	h.observe(18, nil)
+	up, _ := rec.up()
+	require.False(t, up)
+	h.observe(25, nil)  // begun after it: Redis is back
+	h.observe(22, down) // older news again
+	require.Equal(t, []bool{true, false, true}, rec.reachable)
 	require.Equal(t, 1, logs.FilterMessageSnippet("task store unreachable").Len())
 	require.Equal(t, 1, logs.FilterMessage("task store reachable again").Len())
 }
