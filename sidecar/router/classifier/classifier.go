@@ -379,7 +379,16 @@ func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []fl
 	}
 	q.content = ix.knowsContent(ts)
 	scores := make([]float64, len(candidates))
-	if len(candidates) > directLimit {
+	subset := len(candidates) < len(ix.ids)
+	if len(candidates) > directLimit || subset && ix.cfg.Global {
+		// Every skill is scored (through the postings), the candidates'
+		// scores taken from them: for a few candidates too when the
+		// confidence needs every skill's (Global). A candidate's score is
+		// the same arithmetic either way: its cosines summed in float32 over
+		// the message's terms in id order, as dot sums them, and its logit
+		// in float64 over the features in order (logitsInto), so scoring
+		// once gives the direct path's scores bit for bit
+		// (TestClassifyMatchesPlain).
 		g := ix.allScores(q, ts, sc)
 		for k, c := range candidates {
 			scores[k] = g.scores[c]
@@ -390,7 +399,7 @@ func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []fl
 				q.logit[k] = g.logit[c]
 			}
 		}
-		if len(candidates) < len(ix.ids) {
+		if subset {
 			q.global = &g
 		}
 		return candidates, scores, q
@@ -400,10 +409,6 @@ func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []fl
 			ix.cfg.Char*float64(q.char.dot(ix.skillChar[c]))
 	}
 	q.logit = ix.addLogits(q, ts, candidates, scores, sc)
-	if ix.cfg.Global && len(candidates) < len(ix.ids) {
-		g := ix.allScores(q, ts, sc)
-		q.global = &g
-	}
 	return candidates, scores, q
 }
 

@@ -1,6 +1,8 @@
 package classifier
 
 import (
+	"maps"
+	"math"
 	"math/rand/v2"
 	"reflect"
 	"slices"
@@ -169,4 +171,146 @@ func TestClassifyPooledConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// candidateSets returns the candidate sets TestClassifyMatchesPlain runs
+// each text over, for an index of n skills: all (nil, in order, reversed),
+// random subsets of sizes around directLimit and far from it, one skill,
+// and a set with repeats and positions out of range.
+func candidateSets(rng *rand.Rand, n int) [][]int {
+	all := make([]int, n)
+	reversed := make([]int, n)
+	for i := range all {
+		all[i], reversed[i] = i, n-1-i
+	}
+	sets := [][]int{nil, all, reversed, {}}
+	for _, size := range []int{1, 2, 3, 7, directLimit - 1, directLimit, directLimit + 1, 2 * directLimit, n / 2, n - 1} {
+		if size >= 1 && size <= n {
+			sets = append(sets, rng.Perm(n)[:size])
+		}
+	}
+	return append(sets, []int{rng.IntN(n), -1, rng.IntN(n), n, rng.IntN(n), rng.IntN(n)})
+}
+
+// requireSameResult compares two results bit for bit (a float compared by
+// its bits: == would take -0 for +0).
+func requireSameResult(t *testing.T, want, got Result, msgAndArgs ...any) {
+	t.Helper()
+	require.Equal(t, want.Best, got.Best, msgAndArgs...)
+	require.Equal(t, math.Float64bits(want.Confidence), math.Float64bits(got.Confidence), msgAndArgs...)
+	require.Equal(t, len(want.Ranked), len(got.Ranked), msgAndArgs...)
+	for i := range want.Ranked {
+		require.Equal(t, want.Ranked[i].ID, got.Ranked[i].ID, msgAndArgs...)
+		require.Equal(t, math.Float64bits(want.Ranked[i].Score), math.Float64bits(got.Ranked[i].Score), msgAndArgs...)
+	}
+}
+
+// TestClassifyMatchesPlain is the differential test of the whole
+// classification: Classify and Explain give, bit for bit, the result and
+// the confidence features of the plain reference (plain_test.go: map-built
+// vectors, one dot product and one logit sum per candidate, every skill
+// scored again when the confidence needs them) for every message of the
+// tuning set and every candidate set of candidateSets; on the 150-skill
+// index, the same without a linear model and without Config.Global, and the
+// finance example's registry.
+func TestClassifyMatchesPlain(t *testing.T) {
+	docs, cases := loadData(t)
+	cosineOnly := DefaultConfig()
+	cosineOnly.LREpochs = 0
+	local := DefaultConfig()
+	local.Global = false
+	texts := routingTexts(nil, cases)
+	indexes := []struct {
+		name  string
+		ix    *Index
+		texts []string
+	}{
+		{"150 skills", New(docs), texts},
+		{"150 skills, cosine only", NewWithConfig(docs, cosineOnly), texts},
+		{"150 skills, not global", NewWithConfig(docs, local), texts},
+		{"finance", financeIndex(t), append(slices.Clip(texts[:500]), "look up invoice INV-1", "extract the fields from this invoice",
+			"has invoice INV-77 been paid", "hello there", "reconcile invoice INV-3 against its PO")},
+	}
+	for _, x := range indexes {
+		t.Run(x.name, func(t *testing.T) {
+			ix := x.ix
+			rng := rand.New(rand.NewPCG(33, 6))
+			for _, text := range x.texts {
+				for _, cands := range candidateSets(rng, ix.Len()) {
+					requireSameResult(t, ix.classifyPlain(text, cands), ix.Classify(text, cands), "%q over %v", text, cands)
+					want, wok := ix.explainPlain(text, cands)
+					got, ok := ix.Explain(text, cands)
+					require.Equal(t, wok, ok, "%q over %v", text, cands)
+					require.Equal(t, want.Best, got.Best, "%q over %v", text, cands)
+					for i := range want.Features {
+						require.Equal(t, math.Float64bits(want.Features[i]), math.Float64bits(got.Features[i]),
+							"%q over %v: feature %d", text, cands, i)
+					}
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkClassify150Restricted classifies the dev messages over a few
+// of the 150 skills (a caller entitled to a handful): the candidates
+// scored, and every skill for the confidence (Config.Global).
+func BenchmarkClassify150Restricted(b *testing.B) {
+	docs, cases := loadData(b)
+	ix := New(docs)
+	cands := []int{3, 14, 15, 92, 65, 35, 89, 79}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		ix.Classify(cases[i%len(cases)].Text, cands)
+		i++
+	}
+}
+
+// TestSpaceVectorsMatchPlain: the index build's vectors (vectorOf over a
+// map bag) equal the plain loop's (vectorPlain) bit for bit, for each
+// skill's document in both spaces as NewWithConfig builds it, each of its
+// examples, and its document without one of its texts as training scores
+// it (leave one out); and an index's skill and example vectors are those.
+func TestSpaceVectorsMatchPlain(t *testing.T) {
+	docs, _ := loadData(t)
+	ix := New(docs)
+	cfg := ix.cfg
+	e := 0
+	for i, d := range docs {
+		wb, cb := bag{}, bag{}
+		add := func(text string, weight float64) []token {
+			ts := tokens(text, nil)
+			addWords(wb, ts, weight)
+			addChars(cb, ts, cfg.CharMin, cfg.CharMax, weight)
+			return ts
+		}
+		add(d.Name, cfg.NameWeight)
+		for _, tag := range d.Tags {
+			add(tag, cfg.TagWeight)
+		}
+		var exs [][]token
+		for _, x := range d.Examples {
+			if ts := add(x, 1); len(ts) > 0 {
+				exs = append(exs, ts)
+			}
+		}
+		requireSameVector(t, ix.word.vectorPlain(wb, false), ix.skillWord[i], "word vector of %s", d.ID)
+		requireSameVector(t, ix.char.vectorPlain(cb, false), ix.skillChar[i], "char vector of %s", d.ID)
+		for _, ts := range exs {
+			eb := bag{}
+			addWords(eb, ts, 1)
+			requireSameVector(t, ix.word.vectorPlain(eb, false), ix.examples[e], "example %d of %s", e, d.ID)
+			requireSameVector(t, ix.word.vectorPlain(eb, true), ix.word.vector(eb, true), "example %d of %s as a query", e, d.ID)
+			e++
+			lw, lc := maps.Clone(wb), maps.Clone(cb)
+			addWords(lw, ts, -1)
+			addChars(lc, ts, cfg.CharMin, cfg.CharMax, -1)
+			maps.DeleteFunc(lw, func(_ uint64, v float64) bool { return v < 1e-9 })
+			maps.DeleteFunc(lc, func(_ uint64, v float64) bool { return v < 1e-9 })
+			requireSameVector(t, ix.word.vectorPlain(lw, false), ix.word.vector(lw, false), "%s without an example", d.ID)
+			requireSameVector(t, ix.char.vectorPlain(lc, false), ix.char.vector(lc, false), "%s without an example", d.ID)
+		}
+	}
+	require.Equal(t, len(ix.examples), e)
 }
