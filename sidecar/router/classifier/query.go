@@ -1,27 +1,29 @@
 package classifier
 
-import (
-	"cmp"
-	"slices"
-)
+import "slices"
 
 // The message's side of a classification, without maps: a message's bags
 // (words, related words, character n-grams, word bigrams) are built as
 // lists of hashed terms in pooled buffers, sorted by hash and summed, where
-// the index build fills a map per bag. Sorting stably and summing each
-// hash's weights in the order they were added gives exactly the bag the
-// map would hold, walked in the order sortedKeys walks it, so the vectors
-// are bit for bit the same. This is the only message vectoriser, for
-// Classify and for training the linear model alike; the map-built one is
-// the tests' reference (plain_test.go, TestVectorsMatchPlain,
-// TestScoresMatchPlain). BenchmarkClassify150: 44 → 35 µs, 101 → 26
-// allocations (docs/routing.md).
+// the index build fills a map per bag. Summing each hash's weights in the
+// order they were added gives exactly the bag the map would hold, walked
+// in the order sortedKeys walks it, so the vectors are bit for bit the
+// same. This is the only message vectoriser, for Classify and for training
+// the linear model alike; the map-built one is the tests' reference
+// (plain_test.go, TestVectorsMatchPlain, TestScoresMatchPlain).
+// BenchmarkClassify150: 44 → 35 µs, 101 → 26 allocations (docs/routing.md).
+//
+// A bag is added in runs of one weight (the words at 1, then their related
+// words at Config.Related; every n-gram or bigram at 1), so a run is a
+// plain list of hashes: sorted as integers, in any order, since its
+// entries weigh the same, and merged with the next run so that a hash's
+// weights are summed run by run, as a stable sort of the whole bag would
+// sum them (mergeRuns).
 
-// term is one weighted occurrence of a hashed term.
+// term is a hashed term and its summed weight.
 type term struct {
-	h   uint64
-	w   float64
-	seq int32 // position when added (merge)
+	h uint64
+	w float64
 }
 
 // scratch is one classification's working memory, pooled per index. Nothing
@@ -31,16 +33,11 @@ type scratch struct {
 	logits  []float64 // addLogits: per-class sums of the linear model
 	seen    []bool    // clean: positions seen, all false between calls
 	terms   []term
-	entries []entry
+	runs    [2][]uint64 // hashed terms of a bag's two runs (mergeRuns)
+	entries []uint64    // vectorOf's sorting buffer (packEntry)
 	buf     []byte
 	// backing arrays of the message's vectors and linear features
 	word, char, bi, x sparse
-}
-
-// entry is one component of a sparse vector, for sorting by id.
-type entry struct {
-	id int32
-	w  float32
 }
 
 func (ix *Index) getScratch() *scratch {
@@ -63,16 +60,17 @@ func (ix *Index) newScratch() *scratch {
 
 func (ix *Index) putScratch(sc *scratch) { ix.scratch.Put(sc) }
 
-// appendWordTerms is addWords as terms.
-func appendWordTerms(dst []term, ts []token, weight float64) []term {
+// appendWordHashes is addWords as hashes (one run).
+func appendWordHashes(dst []uint64, ts []token) []uint64 {
 	for _, t := range ts {
-		dst = append(dst, term{h: fnv64('w', t.stem), w: weight})
+		dst = append(dst, fnv64('w', t.stem))
 	}
 	return dst
 }
 
-// appendRelatedTerms is addRelated as terms.
-func appendRelatedTerms(dst []term, ts []token, weight float64, vocab map[uint64]int32) []term {
+// appendRelatedHashes is addRelated as hashes (one run); none when weight
+// is 0.
+func appendRelatedHashes(dst []uint64, ts []token, weight float64, vocab map[uint64]int32) []uint64 {
 	if weight == 0 {
 		return dst
 	}
@@ -81,63 +79,71 @@ func appendRelatedTerms(dst []term, ts []token, weight float64, vocab map[uint64
 		for _, r := range rel[t.stem] {
 			h := fnv64('w', r)
 			if _, ok := vocab[h]; ok {
-				dst = append(dst, term{h: h, w: weight})
+				dst = append(dst, h)
 			}
 		}
 	}
 	return dst
 }
 
-// appendCharTerms is addChars as terms; buf is a reusable buffer.
-func appendCharTerms(dst []term, buf []byte, ts []token, lo, hi int, weight float64) ([]term, []byte) {
+// appendCharHashes is addChars as hashes (one run); buf is a reusable
+// buffer.
+func appendCharHashes(dst []uint64, buf []byte, ts []token, lo, hi int) ([]uint64, []byte) {
 	for _, t := range ts {
 		buf = append(buf[:0], '<')
 		buf = append(buf, t.word...)
 		buf = append(buf, '>')
 		for n := lo; n <= hi; n++ {
 			for i := 0; i+n <= len(buf); i++ {
-				dst = append(dst, term{h: fnv64Bytes('c', buf[i:i+n]), w: weight})
+				dst = append(dst, fnv64Bytes('c', buf[i:i+n]))
 			}
 		}
 	}
 	return dst, buf
 }
 
-// appendBigramTerms is addBigrams as terms.
-func appendBigramTerms(dst []term, ts []token, weight float64) []term {
+// appendBigramHashes is addBigrams as hashes (one run).
+func appendBigramHashes(dst []uint64, ts []token) []uint64 {
 	prev := "^"
 	for _, t := range ts {
-		dst = append(dst, term{h: fnv64Pair('b', prev, t.stem), w: weight})
+		dst = append(dst, fnv64Pair('b', prev, t.stem))
 		prev = t.stem
 	}
 	if len(ts) > 0 {
-		dst = append(dst, term{h: fnv64Pair('b', prev, "$"), w: weight})
+		dst = append(dst, fnv64Pair('b', prev, "$"))
 	}
 	return dst
 }
 
-// merge sorts terms by hash (stably: ties by position) and sums the
-// weights of each hash in the order they were added, in place: the bag as
-// sorted (hash, count) pairs.
-func merge(terms []term) []term {
-	for i := range terms {
-		terms[i].seq = int32(i)
-	}
-	slices.SortFunc(terms, func(a, b term) int {
-		if c := cmp.Compare(a.h, b.h); c != 0 {
-			return c
+// mergeRuns appends to dst the bag of run a, every hash weighing wa, added
+// before run b, every hash weighing wb: one term per hash, by ascending
+// hash, its weight summed from 0 over a's occurrences then b's. Sorting a
+// run reorders only equal weights, so each sum is the one the bag's map
+// accumulates in the order the terms were added. It sorts a and b.
+func mergeRuns(dst []term, a []uint64, wa float64, b []uint64, wb float64) []term {
+	slices.Sort(a)
+	slices.Sort(b)
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		var h uint64
+		switch {
+		case i == len(a):
+			h = b[j]
+		case j == len(b) || a[i] <= b[j]:
+			h = a[i]
+		default:
+			h = b[j]
 		}
-		return cmp.Compare(a.seq, b.seq)
-	})
-	out := terms[:0]
-	for i := 0; i < len(terms); {
-		h, sum := terms[i].h, 0.0
-		for ; i < len(terms) && terms[i].h == h; i++ {
-			sum += terms[i].w
+		sum := 0.0
+		for ; i < len(a) && a[i] == h; i++ {
+			sum += wa
 		}
-		out = append(out, term{h: h, w: sum})
+		for ; j < len(b) && b[j] == h; j++ {
+			sum += wb
+		}
+		dst = append(dst, term{h: h, w: sum})
 	}
-	return out
+	return dst
 }
 
 // bagTerms returns a bag as merged terms: its pairs in sortedKeys order.
@@ -152,12 +158,14 @@ func bagTerms(bg bag) []term {
 
 // vectorizeInto returns the message vectors of ts, in sc's buffers.
 func (ix *Index) vectorizeInto(ts []token, sc *scratch) query {
-	terms := appendWordTerms(sc.terms[:0], ts, 1)
-	terms = appendRelatedTerms(terms, ts, ix.cfg.Related, ix.word.ids)
-	sc.word = ix.word.vectorOf(merge(terms), true, sc.word, &sc.entries)
-	terms, sc.buf = appendCharTerms(terms[:0], sc.buf, ts, ix.cfg.CharMin, ix.cfg.CharMax, 1)
-	sc.char = ix.char.vectorOf(merge(terms), true, sc.char, &sc.entries)
-	sc.terms = terms
+	words := appendWordHashes(sc.runs[0][:0], ts)
+	related := appendRelatedHashes(sc.runs[1][:0], ts, ix.cfg.Related, ix.word.ids)
+	terms := mergeRuns(sc.terms[:0], words, 1, related, ix.cfg.Related)
+	sc.word = ix.word.vectorOf(terms, true, sc.word, &sc.entries)
+	chars, buf := appendCharHashes(words[:0], sc.buf, ts, ix.cfg.CharMin, ix.cfg.CharMax)
+	terms = mergeRuns(terms[:0], chars, 1, nil, 0)
+	sc.char = ix.char.vectorOf(terms, true, sc.char, &sc.entries)
+	sc.terms, sc.runs[0], sc.runs[1], sc.buf = terms, chars, related, buf
 	return query{word: sc.word, char: sc.char}
 }
 
@@ -166,9 +174,10 @@ func (ix *Index) vectorizeInto(ts []token, sc *scratch) query {
 func (ix *Index) linFeaturesInto(m *linear, q query, ts []token, sc *scratch) sparse {
 	var bi sparse
 	if ix.cfg.LRBigram > 0 {
-		terms := appendBigramTerms(sc.terms[:0], ts, 1)
-		sc.bi = m.bi.vectorOf(merge(terms), true, sc.bi, &sc.entries)
-		sc.terms, bi = terms, sc.bi
+		hs := appendBigramHashes(sc.runs[0][:0], ts)
+		terms := mergeRuns(sc.terms[:0], hs, 1, nil, 0)
+		sc.bi = m.bi.vectorOf(terms, true, sc.bi, &sc.entries)
+		sc.terms, sc.runs[0], bi = terms, hs, sc.bi
 	}
 	sc.x = ix.appendLinFeatures(sc.x, m, q, bi)
 	return sc.x

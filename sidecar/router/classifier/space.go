@@ -1,7 +1,6 @@
 package classifier
 
 import (
-	"cmp"
 	"math"
 	"slices"
 )
@@ -173,7 +172,7 @@ func sortedKeys(bg bag) []uint64 {
 // weighted by unknown, so that a message mostly about something else scores
 // low everywhere.
 func (sp *space) vector(bg bag, query bool) sparse {
-	var entries []entry
+	var entries []uint64
 	v := sp.vectorOf(bagTerms(bg), query, sparse{}, &entries)
 	if len(v.ids) == 0 {
 		return sparse{}
@@ -183,7 +182,7 @@ func (sp *space) vector(bg bag, query bool) sparse {
 
 // vectorOf is vector over a bag given as merged terms (sorted by hash, one
 // per hash), into dst's backing arrays, with entries as the sorting buffer.
-func (sp *space) vectorOf(terms []term, query bool, dst sparse, entries *[]entry) sparse {
+func (sp *space) vectorOf(terms []term, query bool, dst sparse, entries *[]uint64) sparse {
 	es := (*entries)[:0]
 	var norm float64
 	for _, t := range terms {
@@ -204,7 +203,7 @@ func (sp *space) vectorOf(terms []term, query bool, dst sparse, entries *[]entry
 			continue
 		}
 		norm += w * w
-		es = append(es, entry{id: id, w: float32(w)})
+		es = append(es, packEntry(id, float32(w)))
 	}
 	*entries = es
 	v := sparse{ids: dst.ids[:0], w: dst.w[:0]}
@@ -212,16 +211,26 @@ func (sp *space) vectorOf(terms []term, query bool, dst sparse, entries *[]entry
 		return v
 	}
 	inv := float32(1 / math.Sqrt(norm))
-	for i := range es {
-		es[i].w *= inv
-	}
-	// Ids are distinct (one per hash): any sort gives the same order.
-	slices.SortFunc(es, func(a, b entry) int { return cmp.Compare(a.id, b.id) })
+	// Ids are distinct (one per hash): sorting the packed entries as
+	// integers orders them by id.
+	slices.Sort(es)
 	for _, e := range es {
-		v.ids = append(v.ids, e.id)
-		v.w = append(v.w, e.w)
+		id, w := unpackEntry(e)
+		v.ids = append(v.ids, id)
+		v.w = append(v.w, w*inv)
 	}
 	return v
+}
+
+// packEntry packs a vector component into an integer that sorts by id (a
+// term id is not negative): the id above, the weight's bits below.
+func packEntry(id int32, w float32) uint64 {
+	return uint64(id)<<32 | uint64(math.Float32bits(w))
+}
+
+// unpackEntry is packEntry's inverse.
+func unpackEntry(e uint64) (int32, float32) {
+	return int32(e >> 32), math.Float32frombits(uint32(e))
 }
 
 // coverage weighs the terms of a bag by idf over their total, so that its
