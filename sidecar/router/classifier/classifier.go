@@ -358,8 +358,8 @@ type query struct {
 // vectors, or nil scores when there is nothing to rank. When the candidates
 // are a strict subset of the index, q.global holds every skill's score too
 // (the confidence compares the best candidate with the whole registry).
-// The vectors in q are sc's; a nil sc means a fresh one, owned by the
-// caller.
+// The candidates, the scores and what q holds are sc's buffers, valid until
+// sc is used again; a nil sc means a fresh one, owned by the caller.
 func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []float64, query) {
 	if sc == nil {
 		sc = ix.newScratch()
@@ -372,13 +372,13 @@ func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []fl
 	if len(candidates) == 0 || strings.TrimSpace(text) == "" {
 		return nil, nil, query{}
 	}
-	ts := tokensKnown(text, ix.stems)
+	ts := sc.tokensOf(text, ix.stems)
 	q := ix.vectorizeInto(ts, sc)
 	if len(q.word.ids) == 0 && len(q.char.ids) == 0 {
 		return nil, nil, query{}
 	}
 	q.content = ix.knowsContent(ts)
-	scores := make([]float64, len(candidates))
+	scores := resize(&sc.scores, len(candidates))
 	subset := len(candidates) < len(ix.ids)
 	if len(candidates) > directLimit || subset && ix.cfg.Global {
 		// Every skill is scored (through the postings), the candidates'
@@ -394,13 +394,13 @@ func (ix *Index) scores(text string, candidates []int, sc *scratch) ([]int, []fl
 			scores[k] = g.scores[c]
 		}
 		if g.logit != nil {
-			q.logit = make([]float64, len(candidates))
+			q.logit = resize(&sc.candLogits, len(candidates))
 			for k, c := range candidates {
 				q.logit[k] = g.logit[c]
 			}
 		}
 		if subset {
-			q.global = &g
+			q.global = g
 		}
 		return candidates, scores, q
 	}
@@ -418,24 +418,35 @@ type allScored struct {
 	logit  []float64 // nil without a linear model
 }
 
-// allScores scores every skill through the postings lists.
-func (ix *Index) allScores(q query, ts []token, sc *scratch) allScored {
+// allScores scores every skill through the postings lists, in sc's
+// buffers.
+func (ix *Index) allScores(q query, ts []token, sc *scratch) *allScored {
 	buf := sc.acc
 	clear(buf)
 	accW, accC := buf[:len(ix.ids)], buf[len(ix.ids):]
 	accumulate(ix.postWord, q.word, accW)
 	accumulate(ix.postChar, q.char, accC)
-	g := allScored{scores: make([]float64, len(ix.ids))}
+	g := &sc.global
+	g.scores = resize(&g.scores, len(ix.ids))
 	for c := range g.scores {
 		g.scores[c] = ix.cfg.Word*float64(accW[c]) + ix.cfg.Char*float64(accC[c])
 	}
-	g.logit = ix.addLogits(q, ts, ix.all, g.scores, sc)
+	g.logit = nil
+	if m := ix.lin; m != nil {
+		m.logitsInto(sc.logits, ix.linFeaturesInto(m, q, ts, sc))
+		g.logit = sc.logits
+		for c := range g.scores {
+			g.scores[c] += ix.cfg.LR * g.logit[c]
+		}
+	}
 	return g
 }
 
-// clean drops out-of-range positions and repeats, keeping order.
+// clean drops out-of-range positions and repeats, keeping order, in sc's
+// buffer.
 func (ix *Index) clean(cands []int, sc *scratch) []int {
-	out := make([]int, 0, len(cands))
+	out := sc.cands[:0]
+	defer func() { sc.cands = out }()
 	seen := sc.seen
 	defer func() {
 		for _, c := range out {

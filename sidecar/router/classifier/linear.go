@@ -225,29 +225,22 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat int) []float32 {
 	return v
 }
 
-// addLogits adds lr × the linear model's logit of each candidate to scores
-// and returns the logits (nil without a model).
+// addLogits adds lr × the linear model's logit of each of a few candidates
+// (at most directLimit; every skill's are allScores') to scores and returns
+// the logits (nil without a model), in sc's buffer.
 func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64, sc *scratch) []float64 {
 	m := ix.lin
 	if m == nil {
 		return nil
 	}
 	x := ix.linFeaturesInto(m, q, ts, sc)
-	out := make([]float64, len(cands))
-	if len(cands) <= directLimit {
-		for k, c := range cands {
-			var s float64
-			for i, f := range x.ids {
-				s += float64(x.w[i]) * float64(m.w[int(f)*m.classes+c])
-			}
-			out[k] = s
+	out := resize(&sc.candLogits, len(cands))
+	for k, c := range cands {
+		var s float64
+		for i, f := range x.ids {
+			s += float64(x.w[i]) * float64(m.w[int(f)*m.classes+c])
 		}
-	} else {
-		acc := sc.logits
-		m.logitsInto(acc, x)
-		for k, c := range cands {
-			out[k] = acc[c]
-		}
+		out[k] = s
 	}
 	for k := range cands {
 		scores[k] += ix.cfg.LR * out[k]
@@ -256,9 +249,9 @@ func (ix *Index) addLogits(q query, ts []token, cands []int, scores []float64, s
 }
 
 // logitsInto sets acc[c] to w_c · x for every class c, summed in float64
-// feature by feature in x's order, as the per-candidate loop of addLogits
-// sums it. It walks the weights row by row (one row per feature, classes
-// contiguous), four features a pass: acc[c] gets the same additions in the
+// feature by feature in x's order, as addLogits sums a candidate's. It
+// walks the weights row by row (one row per feature, classes contiguous),
+// four features a pass: acc[c] gets the same additions in the
 // same order, with a quarter of the loads and stores of acc and no bounds
 // checks in the inner loop. BenchmarkClassify150: addLogits 137 k → 75 k
 // instructions a message (callgrind); TestClassifyMatchesPlain holds the

@@ -29,13 +29,20 @@ type term struct {
 // scratch is one classification's working memory, pooled per index. Nothing
 // in it outlives the Classify call that took it.
 type scratch struct {
-	acc     []float32 // allScores: word and char accumulators, 2 × skills
-	logits  []float64 // addLogits: per-class sums of the linear model
-	seen    []bool    // clean: positions seen, all false between calls
-	terms   []term
-	runs    [2][]uint64 // hashed terms of a bag's two runs (mergeRuns)
-	entries []uint64    // vectorOf's sorting buffer (packEntry)
-	buf     []byte
+	acc    []float32 // allScores: word and char accumulators, 2 × skills
+	logits []float64 // allScores: every skill's logit (logitsInto)
+	global allScored // allScores: every skill's score
+	seen   []bool    // clean: positions seen, all false between calls
+	cands  []int     // clean: the candidates
+	// the message's words and tokens (tokensOf), cleared between calls
+	words  []string
+	tokens []token
+	// the candidates' scores and logits
+	scores, candLogits []float64
+	terms              []term
+	runs               [2][]uint64 // hashed terms of a bag's two runs (mergeRuns)
+	entries            []uint64    // vectorOf's sorting buffer (packEntry)
+	buf                []byte
 	// backing arrays of the message's vectors and linear features
 	word, char, bi, x sparse
 }
@@ -58,7 +65,30 @@ func (ix *Index) newScratch() *scratch {
 	return sc
 }
 
-func (ix *Index) putScratch(sc *scratch) { ix.scratch.Put(sc) }
+// putScratch returns sc to the pool, holding no message text.
+func (ix *Index) putScratch(sc *scratch) {
+	clear(sc.words[:cap(sc.words)])
+	clear(sc.tokens[:cap(sc.tokens)])
+	ix.scratch.Put(sc)
+}
+
+// resize returns *buf with length n, grown if it is shorter; its values
+// are the old ones or 0.
+func resize(buf *[]float64, n int) []float64 {
+	if cap(*buf) < n {
+		*buf = make([]float64, n)
+	}
+	*buf = (*buf)[:n]
+	return *buf
+}
+
+// tokensOf returns the tokens of text, in sc's buffers; the stems of
+// known words are looked up (appendKnownTokens).
+func (sc *scratch) tokensOf(text string, known map[string]string) []token {
+	sc.words = appendWords(sc.words[:0], text)
+	sc.tokens = appendKnownTokens(sc.tokens[:0], sc.words, known)
+	return sc.tokens
+}
 
 // appendWordHashes is addWords as hashes (one run).
 func appendWordHashes(dst []uint64, ts []token) []uint64 {

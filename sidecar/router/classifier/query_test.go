@@ -52,7 +52,7 @@ func TestVectorsMatchPlain(t *testing.T) {
 	sc := ix.getScratch()
 	for _, text := range routingTexts(docs, cases) {
 		ts := tokens(text, nil)
-		require.Equal(t, ts, tokensKnown(text, ix.stems), "tokens of %q", text)
+		require.Equal(t, slices.Clip(append([]token(nil), ts...)), slices.Clip(append([]token(nil), sc.tokensOf(text, ix.stems)...)), "tokens of %q", text)
 		plain := ix.vectorizePlain(ts)
 		fast := ix.vectorizeInto(ts, sc)
 		requireSameVector(t, plain.word, fast.word, "word vector of %q", text)

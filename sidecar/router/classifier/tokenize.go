@@ -20,7 +20,11 @@ type token struct {
 // with or without the apostrophe ("what's", "whats" → "what is"); a
 // possessive "'s" is dropped.
 func words(text string) []string {
-	var out []string
+	return appendWords(nil, text)
+}
+
+// appendWords appends the words of text to out.
+func appendWords(out []string, text string) []string {
 	start := -1
 	flush := func(end int) {
 		if start < 0 {
@@ -33,7 +37,9 @@ func words(text string) []string {
 		}
 		out = appendExpanded(out, strings.ToLower(w))
 	}
-	text = apostrophes.Replace(text)
+	if strings.ContainsAny(text, "\u2019\u2018\u02bc") {
+		text = apostrophes.Replace(text) // which allocates even when it replaces nothing
+	}
 	for i, r := range text {
 		switch {
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
@@ -71,17 +77,16 @@ func tokens(text string, memo map[string]string) []token {
 	return out
 }
 
-// tokensKnown is tokens with the stems of known words looked up rather
-// than computed; known is only read (the index's build memo, shared).
-func tokensKnown(text string, known map[string]string) []token {
-	ws := words(text)
-	out := make([]token, len(ws))
-	for i, w := range ws {
+// appendKnownTokens appends the tokens of the words ws to out: tokens
+// with the stems of known words looked up rather than computed; known is
+// only read (the index's build memo, shared).
+func appendKnownTokens(out []token, ws []string, known map[string]string) []token {
+	for _, w := range ws {
 		s, ok := known[w]
 		if !ok {
 			s = stem(w)
 		}
-		out[i] = token{word: w, stem: s}
+		out = append(out, token{word: w, stem: s})
 	}
 	return out
 }
