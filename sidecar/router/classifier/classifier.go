@@ -153,14 +153,14 @@ type Index struct {
 	byID map[string]int
 
 	word, char         space
-	skillWord          []sparse    // skill documents, word space
-	skillChar          []sparse    // skill documents, char space
-	postWord, postChar [][]posting // the same by term
-	names              []sparse    // name stems, coverage weights
-	examples           []sparse    // examples, word space
-	exStart            []int32     // skill → its first example; contiguous
-	lin                *linear     // nil when not trained
-	all                []int       // every position, in order; read only
+	skillWord          []sparse // skill documents, word space
+	skillChar          []sparse // skill documents, char space
+	postWord, postChar []sparse // the same by term (postings)
+	names              []sparse // name stems, coverage weights
+	examples           []sparse // examples, word space
+	exStart            []int32  // skill → its first example; contiguous
+	lin                *linear  // nil when not trained
+	all                []int    // every position, in order; read only
 	// stems are the stems of every word of the skill documents (the
 	// build's memo), read only: a message's words are mostly among them.
 	stems map[string]string
