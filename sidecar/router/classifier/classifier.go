@@ -524,7 +524,7 @@ func (ix *Index) knowsContent(ts []token) bool {
 		if functionWords[t.word] {
 			continue
 		}
-		if _, ok := ix.word.ids[fnv64('w', t.stem)]; ok {
+		if _, ok := ix.word.table.lookup(fnv64('w', t.stem)); ok {
 			return true
 		}
 	}

@@ -100,7 +100,7 @@ func appendWordHashes(dst []uint64, ts []token) []uint64 {
 
 // appendRelatedHashes is addRelated as hashes (one run); none when weight
 // is 0.
-func appendRelatedHashes(dst []uint64, ts []token, weight float64, vocab map[uint64]int32) []uint64 {
+func appendRelatedHashes(dst []uint64, ts []token, weight float64, vocab *vocabTable) []uint64 {
 	if weight == 0 {
 		return dst
 	}
@@ -108,7 +108,7 @@ func appendRelatedHashes(dst []uint64, ts []token, weight float64, vocab map[uin
 	for _, t := range ts {
 		for _, r := range rel[t.stem] {
 			h := fnv64('w', r)
-			if _, ok := vocab[h]; ok {
+			if _, ok := vocab.lookup(h); ok {
 				dst = append(dst, h)
 			}
 		}
@@ -189,7 +189,7 @@ func bagTerms(bg bag) []term {
 // vectorizeInto returns the message vectors of ts, in sc's buffers.
 func (ix *Index) vectorizeInto(ts []token, sc *scratch) query {
 	words := appendWordHashes(sc.runs[0][:0], ts)
-	related := appendRelatedHashes(sc.runs[1][:0], ts, ix.cfg.Related, ix.word.ids)
+	related := appendRelatedHashes(sc.runs[1][:0], ts, ix.cfg.Related, &ix.word.table)
 	terms := mergeRuns(sc.terms[:0], words, 1, related, ix.cfg.Related)
 	sc.word = ix.word.vectorOf(terms, true, sc.word, &sc.entries)
 	chars, buf := appendCharHashes(words[:0], sc.buf, ts, ix.cfg.CharMin, ix.cfg.CharMax)

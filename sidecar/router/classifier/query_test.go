@@ -314,3 +314,43 @@ func TestSpaceVectorsMatchPlain(t *testing.T) {
 	}
 	require.Equal(t, len(ix.examples), e)
 }
+
+// TestLogOfOneIsZero holds what vectorOf relies on to skip the logarithm
+// of a term seen once: 1 + ln 1 is exactly 1.
+func TestLogOfOneIsZero(t *testing.T) {
+	one := 1.0
+	require.Equal(t, math.Float64bits(1), math.Float64bits(1+math.Log(one)))
+	require.Equal(t, math.Float64bits(0), math.Float64bits(math.Log(one)))
+}
+
+// TestVocabTableMatchesMap: a space's lookup table finds every term of the
+// map it is built from with its id, and no other (random hashes, and the
+// map's keys changed by one bit), for the word, char and bigram spaces of
+// the dev index and for empty vocabularies.
+func TestVocabTableMatchesMap(t *testing.T) {
+	docs, _ := loadData(t)
+	ix := New(docs)
+	rng := rand.New(rand.NewPCG(7, 11))
+	for name, sp := range map[string]space{"word": ix.word, "char": ix.char, "bigram": ix.lin.bi, "empty": newSpace(nil, 2, 1.5)} {
+		require.Less(t, 2*len(sp.ids), len(sp.table.ids), "%s: at most half full", name)
+		for h, want := range sp.ids {
+			id, ok := sp.table.lookup(h)
+			require.True(t, ok, "%s: %x", name, h)
+			require.Equal(t, want, id, "%s: %x", name, h)
+			for _, other := range []uint64{h ^ 1, h ^ 1<<63, rng.Uint64()} {
+				_, inMap := sp.ids[other]
+				_, ok := sp.table.lookup(other)
+				require.Equal(t, inMap, ok, "%s: %x", name, other)
+			}
+		}
+		for range 1000 {
+			h := rng.Uint64()
+			_, inMap := sp.ids[h]
+			_, ok := sp.table.lookup(h)
+			require.Equal(t, inMap, ok, "%s: %x", name, h)
+		}
+	}
+	var zero vocabTable
+	_, ok := zero.lookup(42)
+	require.False(t, ok)
+}
