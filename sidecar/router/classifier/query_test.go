@@ -192,6 +192,15 @@ func candidateSets(rng *rand.Rand, n int) [][]int {
 	return append(sets, []int{rng.IntN(n), -1, rng.IntN(n), n, rng.IntN(n), rng.IntN(n)})
 }
 
+// sample returns every n-th of texts.
+func sample(texts []string, n int) []string {
+	var out []string
+	for i := 0; i < len(texts); i += n {
+		out = append(out, texts[i])
+	}
+	return out
+}
+
 // requireSameResult compares two results bit for bit (a float compared by
 // its bits: == would take -0 for +0).
 func requireSameResult(t *testing.T, want, got Result, msgAndArgs ...any) {
@@ -212,7 +221,7 @@ func requireSameResult(t *testing.T, want, got Result, msgAndArgs ...any) {
 // scored again when the confidence needs them) for every message of the
 // tuning set and every candidate set of candidateSets; on the 150-skill
 // index, the same without a linear model and without Config.Global, and the
-// finance example's registry.
+// finance example's registry (under the race detector, every 20th message).
 func TestClassifyMatchesPlain(t *testing.T) {
 	docs, cases := loadData(t)
 	cosineOnly := DefaultConfig()
@@ -220,6 +229,9 @@ func TestClassifyMatchesPlain(t *testing.T) {
 	local := DefaultConfig()
 	local.Global = false
 	texts := routingTexts(nil, cases)
+	if raceEnabled {
+		texts = append(texts[:5:5], sample(texts[5:], 20)...) // the edge cases, and every 20th message
+	}
 	indexes := []struct {
 		name  string
 		ix    *Index
@@ -228,7 +240,7 @@ func TestClassifyMatchesPlain(t *testing.T) {
 		{"150 skills", New(docs), texts},
 		{"150 skills, cosine only", NewWithConfig(docs, cosineOnly), texts},
 		{"150 skills, not global", NewWithConfig(docs, local), texts},
-		{"finance", financeIndex(t), append(slices.Clip(texts[:500]), "look up invoice INV-1", "extract the fields from this invoice",
+		{"finance", financeIndex(t), append(slices.Clip(texts[:min(500, len(texts))]), "look up invoice INV-1", "extract the fields from this invoice",
 			"has invoice INV-77 been paid", "hello there", "reconcile invoice INV-3 against its PO")},
 	}
 	for _, x := range indexes {
