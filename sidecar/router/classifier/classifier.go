@@ -445,14 +445,7 @@ func (ix *Index) allScores(q query, ts []token, sc *scratch) *allScored {
 // clean drops out-of-range positions and repeats, keeping order, in sc's
 // buffer.
 func (ix *Index) clean(cands []int, sc *scratch) []int {
-	out := sc.cands[:0]
-	defer func() { sc.cands = out }()
-	seen := sc.seen
-	defer func() {
-		for _, c := range out {
-			seen[c] = false
-		}
-	}()
+	out, seen := sc.cands[:0], sc.seen
 	for _, c := range cands {
 		if c < 0 || c >= len(ix.ids) || seen[c] {
 			continue
@@ -460,6 +453,10 @@ func (ix *Index) clean(cands []int, sc *scratch) []int {
 		seen[c] = true
 		out = append(out, c)
 	}
+	for _, c := range out {
+		seen[c] = false
+	}
+	sc.cands = out
 	return out
 }
 
