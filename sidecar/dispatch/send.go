@@ -267,7 +267,11 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 		_ = rsv.settle(ctx, taskID, contextID, capability.ID, capability.Handler)
 		return handled(bind(taskID, contextID))
 	}
-	d.countCall(ctx, capability)
+	if req.Operation == protocol.SendStreamingMessage || !rsv.countLater(d.store, capability.ID, d.now()) {
+		d.countCall(ctx, capability)
+	} else {
+		d.m.CapabilityCalls.WithLabelValues(capability.ID, string(capability.State)).Inc()
+	}
 	example := d.candidateExample(call, r, capability)
 	if req.Operation == protocol.SendStreamingMessage {
 		return d.learnFromStream(ctx, call, d.stream(ctx, call, inv, record, rsv), capability.ID, example), true, nil

@@ -11,9 +11,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
 	"github.com/capgate/capgate/test/testutil"
 )
@@ -204,10 +206,10 @@ func TestRoundTripsPerMessage(t *testing.T) {
 		wrap  func(http.Handler) http.Handler
 		trips []string // of one message, in order
 	}{
-		// Reserve the messageId; count the call; settle the record.
-		{"message reply", messageReply, []string{"EVALSHA", "EVALSHA", "EVALSHA"}},
+		// Reserve the messageId; settle the record and count the call (one script).
+		{"message reply", messageReply, []string{"EVALSHA", "EVALSHA"}},
 		// The same, then the task's binding: its owner's sets, then its own hash.
-		{"task", nil, []string{"EVALSHA", "EVALSHA", "EVALSHA", "EVALSHA", "EVALSHA"}},
+		{"task", nil, []string{"EVALSHA", "EVALSHA", "EVALSHA", "EVALSHA"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			redis := redisproc.Start(t)
@@ -232,6 +234,13 @@ func TestRoundTripsPerMessage(t *testing.T) {
 				send(fmt.Sprintf("m-%d", i))
 				require.Equal(t, tc.trips, p.since(from), "the Redis round trips of message %d", i)
 			}
+			// Every call was counted, in the settlement's round trip.
+			st, err := redisstore.Dial(t.Context(), redis.URL(0))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			u, err := st.Usage(t.Context(), "reconcile-invoice", time.Now())
+			require.NoError(t, err)
+			require.Equal(t, int64(n+1), u.Total)
 		})
 	}
 }

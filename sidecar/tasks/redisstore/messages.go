@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -60,7 +62,9 @@ return {'new', ARGV[2]}
 // settleScript writes a settled record. A record that is gone is written again, for what is
 // left of its window (left_ms > 0). KEYS: sent hash, sent order. ARGV: id record started_ms
 // left_ms.
-var settleScript = redis.NewScript(`
+var settleScript = redis.NewScript(settleLua)
+
+const settleLua = `
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
   if tonumber(ARGV[4]) <= 0 then return 'over' end
   redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
@@ -72,17 +76,44 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 local t = redis.call('PTTL', KEYS[1])
 if t < 0 then redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[4]), 1)) end
 return 'ok'
-`)
+`
 
 // releaseScript drops a record reserved at started_ms (its score), not one another call
 // reserved. KEYS: sent hash, sent order. ARGV: id started_ms.
-var releaseScript = redis.NewScript(`
+var releaseScript = redis.NewScript(releaseLua)
+
+const releaseLua = `
 local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not at or tonumber(at) ~= tonumber(ARGV[2]) then return 'kept' end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 'ok'
-`)
+`
+
+// settleCountScript and releaseCountScript are settleScript and releaseScript each run with
+// recordScript as one script (countingScript), for a store whose keys are not in Cluster slots.
+var (
+	settleCountScript  = countingScript(settleLua, 2, 4)
+	releaseCountScript = countingScript(releaseLua, 2, 2)
+)
+
+// countingScript is the script body (keys KEYS[1..nkeys], arguments ARGV[1..nargs]) and
+// recordScript run as one: KEYS are body's, then recordScript's; ARGV body's, then
+// recordScript's; the answer is body's. The call is counted first, whatever body answers. Its
+// keys may lie in different Cluster slots: only for a store without hash tags.
+func countingScript(body string, nkeys, nargs int) *redis.Script {
+	record := shiftLua(recordLua, "KEYS", nkeys)
+	record = shiftLua(record, "ARGV", nargs)
+	return redis.NewScript("local function record()\n" + record + "end\nrecord()\nlocal function run()\n" + body + "end\nreturn run()\n")
+}
+
+// shiftLua adds n to the literal indices of table name (KEYS or ARGV) in the Lua src.
+func shiftLua(src, name string, n int) string {
+	return regexp.MustCompile(name+`\[(\d+)\]`).ReplaceAllStringFunc(src, func(m string) string {
+		i, _ := strconv.Atoi(m[len(name)+1 : len(m)-1])
+		return name + "[" + strconv.Itoa(i+n) + "]"
+	})
+}
 
 // Reserve implements Messages: one script, an ownership write (with min_replicas acknowledged
 // only once replicas confirmed it, so that a failover does not forget a reservation it
@@ -120,22 +151,100 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 
 // Settle implements Messages.
 func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) error {
-	if s.Owner.Subject == "" {
-		return tasks.ErrNoOwner
+	keys, args, err := r.settleArgs(s, window)
+	if err != nil {
+		return err
 	}
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	s.Done = true
-	rec, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("settle message: %w", err)
-	}
-	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
-	if _, err := r.write(ctx, settleScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
-		s.Started.UnixMilli(), left); err != nil {
+	if _, err := r.write(ctx, settleScript, keys, args...); err != nil {
 		return r.unavailable("settle message", err)
 	}
 	return nil
+}
+
+// settleArgs are settleScript's keys and arguments for the settled record of s.
+func (r *Store) settleArgs(s tasks.Sent, window time.Duration) ([]string, []any, error) {
+	if s.Owner.Subject == "" {
+		return nil, nil, tasks.ErrNoOwner
+	}
+	s.Done = true
+	rec, err := json.Marshal(s)
+	if err != nil {
+		return nil, nil, fmt.Errorf("settle message: %w", err)
+	}
+	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
+	return r.keys.sentKeys(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, nil
+}
+
+// SettleCounting implements tasks.CountingMessages: Settle and RecordCall in one round trip,
+// one script (settleCountScript) on a store without hash tags, a pipeline of the two scripts in
+// a Cluster, where their keys lie in different slots (two round trips, Settle's then
+// RecordCall's, in a Cluster with min_replicas: the settlement waits for replicas).
+func (r *Store) SettleCounting(ctx context.Context, s tasks.Sent, window time.Duration, c tasks.Call) (error, error) {
+	keys, args, err := r.settleArgs(s, window)
+	if err != nil {
+		return err, r.RecordCall(ctx, c.Capability, c.At)
+	}
+	err, cerr := r.withCount(ctx, c, settleScript, settleCountScript, keys, args)
+	if err != nil {
+		err = r.unavailable("settle message", err)
+	}
+	return err, cerr
+}
+
+// ReleaseCounting implements tasks.CountingMessages: Release and RecordCall in one round trip,
+// as SettleCounting.
+func (r *Store) ReleaseCounting(ctx context.Context, s tasks.Sent, c tasks.Call) (error, error) {
+	err, cerr := r.withCount(ctx, c, releaseScript, releaseCountScript, r.keys.sentKeys(s.Owner), []any{url.QueryEscape(s.MessageID), s.Started.UnixMilli()})
+	if err != nil {
+		err = r.unavailable("release message", err)
+	}
+	return err, cerr
+}
+
+// withCount runs script on keys with args and recordScript for c: as counted, the two as one
+// script, on a store without hash tags (through write, waiting for replicas as the settlement
+// does); in a Cluster in one pipeline (go-redis sends each to its slot's master, in parallel),
+// or one after the other with min_replicas. It returns script's error and the count's
+// (RecordCall's; one error for both when they ran as one). A script Redis does not hold
+// (NOSCRIPT: after a restart flushed its cache) is run again on its own, as Script.Run does.
+func (r *Store) withCount(ctx context.Context, c tasks.Call, script, counted *redis.Script, keys []string, args []any) (error, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	rkeys, rargs := r.recordArgs(c.Capability, c.At)
+	if !r.keys.tagged {
+		_, err := r.write(ctx, counted, append(append(make([]string, 0, len(keys)+len(rkeys)), keys...), rkeys...), append(args, rargs...)...)
+		if err != nil {
+			return err, r.unavailable("record call", err)
+		}
+		return nil, nil
+	}
+	if r.opts.MinReplicas > 0 {
+		_, err := r.write(ctx, script, keys, args...)
+		return err, r.RecordCall(ctx, c.Capability, c.At)
+	}
+	var cmd, count *redis.Cmd
+	_, perr := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = script.EvalSha(ctx, p, keys, args...)
+		count = recordScript.EvalSha(ctx, p, rkeys, rargs...)
+		return nil
+	})
+	err, cerr := cmd.Err(), count.Err()
+	if perr != nil && err == nil && cerr == nil {
+		// No connection: the commands were never sent and carry no error of their own.
+		err, cerr = perr, perr
+	}
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		err = script.Run(ctx, r.rdb, keys, args...).Err()
+	}
+	if cerr != nil && redis.HasErrorPrefix(cerr, "NOSCRIPT") {
+		cerr = recordScript.Run(ctx, r.rdb, rkeys, rargs...).Err()
+	}
+	if cerr != nil {
+		cerr = r.unavailable("record call", cerr)
+	}
+	return err, cerr
 }
 
 // Release implements Messages.

@@ -1,0 +1,176 @@
+package redisstore
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/capgate/capgate/sidecar/tasks"
+	"github.com/capgate/capgate/test/replicas/redisproc"
+)
+
+// TestCountingMatchesPlain: SettleCounting and ReleaseCounting leave the store as Settle or
+// Release followed by RecordCall do (the same records, the same usage), also when Redis lost
+// the scripts (NOSCRIPT: a restart flushed its cache), and fail closed on both counts when
+// Redis does not answer. On one server they run as one script; in a Cluster, where their keys
+// lie in different slots, pipelined (min_replicas 0) or one after the other (min_replicas 1).
+func TestCountingMatchesPlain(t *testing.T) {
+	srv := redisproc.Start(t)
+	t.Run("server", func(t *testing.T) {
+		countingMatchesPlain(t, openTestRedis(t, srv), openTestRedis(t, srv),
+			func() error { return rawClient(t, srv).ScriptFlush(t.Context()).Err() })
+		srv.Kill()
+		r := openTestRedis(t, srv)
+		owner := tasks.Owner{Subject: "alice"}
+		call := tasks.Call{Capability: "lookup-invoice", At: time.Now()}
+		s := tasks.Sent{MessageID: "m", Owner: owner, Started: time.Now()}
+		for _, errs := range [][2]error{
+			pair(r.SettleCounting(t.Context(), s, time.Hour, call)),
+			pair(r.ReleaseCounting(t.Context(), s, call)),
+		} {
+			require.ErrorIs(t, errs[0], tasks.ErrUnavailable)
+			require.ErrorIs(t, errs[1], tasks.ErrUnavailable)
+		}
+	})
+	nodes := redisproc.StartCluster(t, 3, 1)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	raw := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	t.Cleanup(func() { _ = raw.Close() })
+	flush := func() error {
+		return raw.ForEachMaster(t.Context(), func(ctx context.Context, m *redis.Client) error { return m.ScriptFlush(ctx).Err() })
+	}
+	for _, minReplicas := range []string{"0", "1"} {
+		t.Run("cluster, min_replicas "+minReplicas, func(t *testing.T) {
+			open := func() *Store {
+				r, err := Dial(t.Context(), withPatientReplicas("redis-cluster://"+strings.Join(addrs[:3], ",")+"?min_replicas="+minReplicas),
+					tasks.WithKeyPrefix(nextPrefix()))
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = r.Close() })
+				require.True(t, r.keys.tagged)
+				return r
+			}
+			countingMatchesPlain(t, open(), open(), flush)
+		})
+	}
+}
+
+// countingMatchesPlain checks the counting store against the plain one (both empty, with key
+// prefixes of their own); flushScripts empties Redis's script cache.
+func countingMatchesPlain(t *testing.T, plain, counting *Store, flushScripts func() error) {
+	ctx, now := t.Context(), time.Now()
+	owner := tasks.Owner{Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme"}
+	round := ""
+	sent := func(id string) tasks.Sent {
+		id += round
+		return tasks.Sent{MessageID: id, Owner: owner, Started: now, Deadline: now.Add(time.Minute), Digest: "d-" + id}
+	}
+	const window = time.Hour
+	call := tasks.Call{Capability: "lookup-invoice", At: now}
+	for i, flush := range []bool{false, true} {
+		if flush {
+			round = "-again"
+		}
+		for _, r := range []*Store{plain, counting} {
+			for _, id := range []string{"settled", "lost", "released"} {
+				_, fresh, err := r.Reserve(ctx, sent(id), window, 100)
+				require.NoError(t, err)
+				require.True(t, fresh)
+			}
+		}
+		settled := sent("settled")
+		settled.TaskID, settled.ContextID, settled.Capability, settled.Handler = "t-1", "c-1", "lookup-invoice", "billing"
+		lost := sent("lost")
+		lost.Lost = true
+		require.NoError(t, plain.Settle(ctx, settled, window))
+		require.NoError(t, plain.RecordCall(ctx, call.Capability, call.At))
+		require.NoError(t, plain.Settle(ctx, lost, window))
+		require.NoError(t, plain.RecordCall(ctx, call.Capability, call.At))
+		require.NoError(t, plain.Release(ctx, sent("released")))
+		require.NoError(t, plain.RecordCall(ctx, call.Capability, call.At))
+		if flush {
+			require.NoError(t, flushScripts())
+		}
+		for _, errs := range [][2]error{
+			pair(counting.SettleCounting(ctx, settled, window, call)),
+			pair(counting.SettleCounting(ctx, lost, window, call)),
+			pair(counting.ReleaseCounting(ctx, sent("released"), call)),
+		} {
+			require.NoError(t, errs[0])
+			require.NoError(t, errs[1])
+		}
+		for _, id := range []string{"settled", "lost", "released"} {
+			want, wantFresh, err := plain.Reserve(ctx, sent(id), window, 100)
+			require.NoError(t, err)
+			got, gotFresh, err := counting.Reserve(ctx, sent(id), window, 100)
+			require.NoError(t, err)
+			require.Equal(t, wantFresh, gotFresh, id)
+			require.Equal(t, want, got, id)
+			require.Equal(t, id == "released", gotFresh, id)
+		}
+		for _, r := range []*Store{plain, counting} {
+			require.NoError(t, r.Release(ctx, sent("released")))
+		}
+		want, err := plain.Usage(ctx, call.Capability, now)
+		require.NoError(t, err)
+		got, err := counting.Usage(ctx, call.Capability, now)
+		require.NoError(t, err)
+		require.Equal(t, int64(3*(i+1)), got.Total)
+		want.ObservedSince, got.ObservedSince = time.Time{}, time.Time{}
+		require.Equal(t, want, got)
+	}
+
+}
+
+func pair(a, b error) [2]error { return [2]error{a, b} }
+
+// BenchmarkMessageRoundTrips is the store's part of a routed message that a handler answers
+// with a message: reserve its id, then settle it and count the call, pipelined
+// (SettleCounting) or one after the other (plain).
+func BenchmarkMessageRoundTrips(b *testing.B) {
+	srv := redisproc.Start(b)
+	r, err := Dial(b.Context(), srv.URL(0), tasks.WithKeyPrefix(nextPrefix()))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = r.Close() })
+	owner := tasks.Owner{Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme"}
+	for _, counting := range []bool{true, false} {
+		name := "plain"
+		if counting {
+			name = "counting"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(b.Context()) // a request's context, cancellable
+			defer cancel()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				now := time.Now()
+				s := tasks.Sent{MessageID: "m-" + strconv.Itoa(i), Owner: owner, Started: now, Deadline: now.Add(time.Minute), Digest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+				s, _, err := r.Reserve(ctx, s, time.Hour, 1000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.ContextID = "ctx-1"
+				if counting {
+					err, _ = r.SettleCounting(ctx, s, time.Hour, tasks.Call{Capability: "lookup-invoice", At: now})
+				} else {
+					err = r.Settle(ctx, s, time.Hour)
+					if err == nil {
+						err = r.RecordCall(ctx, "lookup-invoice", now)
+					}
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
