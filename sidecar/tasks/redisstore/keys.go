@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -147,3 +148,42 @@ func (k keys) usageKeys(capability string, d int64) []string {
 
 // since is when usage counting began.
 func (k keys) since() string { return k.prefix + "usage-since" }
+
+// maxCachedKeys bounds a keyCache; a full cache starts over.
+const maxCachedKeys = 1 << 14
+
+// keyCache remembers the keys build answers for the ids seen recently: the message keys of
+// an owner (keys.sentKeys), built twice per message (reserve, settle), and the usage keys of a
+// capability's day (keys.usageKeys), built once per call; each costs escapes and strings every
+// time. The slices it answers are shared: nobody writes to them (go-redis copies them into its
+// command). TestKeyCache holds its answers to build's.
+type keyCache[K comparable] struct {
+	build func(K) []string
+	mu    sync.Mutex
+	m     map[K][]string
+}
+
+func newKeyCache[K comparable](build func(K) []string) *keyCache[K] {
+	return &keyCache[K]{build: build, m: map[K][]string{}}
+}
+
+// of is build(id).
+func (c *keyCache[K]) of(id K) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.m[id]; ok {
+		return k
+	}
+	if len(c.m) >= maxCachedKeys {
+		clear(c.m)
+	}
+	k := c.build(id)
+	c.m[id] = k
+	return k
+}
+
+// capabilityDay is a capability's unix day, the id of its usage keys.
+type capabilityDay struct {
+	capability string
+	day        int64
+}

@@ -129,7 +129,7 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 	if err != nil {
 		return tasks.Sent{}, false, fmt.Errorf("reserve message: %w", err)
 	}
-	res, err := r.write(ctx, reserveScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
+	res, err := r.write(ctx, reserveScript, r.sentKeys.of(s.Owner), url.QueryEscape(s.MessageID), rec,
 		r.opts.Now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli())
 	if err != nil {
 		return tasks.Sent{}, false, r.unavailable("reserve message", err)
@@ -174,7 +174,7 @@ func (r *Store) settleArgs(s tasks.Sent, window time.Duration) ([]string, []any,
 		return nil, nil, fmt.Errorf("settle message: %w", err)
 	}
 	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
-	return r.keys.sentKeys(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, nil
+	return r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, nil
 }
 
 // SettleCounting implements tasks.CountingMessages: Settle and RecordCall in one round trip,
@@ -196,7 +196,7 @@ func (r *Store) SettleCounting(ctx context.Context, s tasks.Sent, window time.Du
 // ReleaseCounting implements tasks.CountingMessages: Release and RecordCall in one round trip,
 // as SettleCounting.
 func (r *Store) ReleaseCounting(ctx context.Context, s tasks.Sent, c tasks.Call) (error, error) {
-	err, cerr := r.withCount(ctx, c, releaseScript, releaseCountScript, r.keys.sentKeys(s.Owner), []any{url.QueryEscape(s.MessageID), s.Started.UnixMilli()})
+	err, cerr := r.withCount(ctx, c, releaseScript, releaseCountScript, r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), s.Started.UnixMilli()})
 	if err != nil {
 		err = r.unavailable("release message", err)
 	}
@@ -251,7 +251,7 @@ func (r *Store) withCount(ctx context.Context, c tasks.Call, script, counted *re
 func (r *Store) Release(ctx context.Context, s tasks.Sent) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	if err := releaseScript.Run(ctx, r.rdb, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {
+	if err := releaseScript.Run(ctx, r.rdb, r.sentKeys.of(s.Owner), url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {
 		return r.unavailable("release message", err)
 	}
 	return nil

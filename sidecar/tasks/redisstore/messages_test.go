@@ -174,3 +174,35 @@ func BenchmarkMessageRoundTrips(b *testing.B) {
 		})
 	}
 }
+
+// TestKeyCache: the cached message and usage keys are the ones keys.sentKeys and keys.usageKeys
+// build, for owners and capabilities with the characters that matter (braces, colons, escapes,
+// empty parts), in both layouts, also past the cache's bound (when it starts over).
+func TestKeyCache(t *testing.T) {
+	parts := []string{"", "a", "{x}", "a:b", "%7B", "https://issuer.example/", "ü"}
+	for _, k := range []keys{{prefix: "capgate:"}, {prefix: "p:", tagged: true}} {
+		sent := newKeyCache(k.sentKeys)
+		usage := newKeyCache(func(c capabilityDay) []string { return k.usageKeys(c.capability, c.day) })
+		for round := range 2 {
+			for _, iss := range parts {
+				for _, sub := range parts {
+					for _, ten := range parts {
+						o := tasks.Owner{Issuer: iss, Subject: sub, Tenant: ten, Legacy: round == 1}
+						require.Equal(t, k.sentKeys(o), sent.of(o), "%+v", o)
+						require.Equal(t, k.sentKeys(o), sent.of(o), "%+v, again", o)
+					}
+				}
+				for d := int64(20000); d < 20003; d++ {
+					require.Equal(t, k.usageKeys(iss, d), usage.of(capabilityDay{iss, d}))
+				}
+			}
+		}
+		for i := range maxCachedKeys + 10 {
+			o := tasks.Owner{Subject: strconv.Itoa(i)}
+			require.Equal(t, k.sentKeys(o), sent.of(o))
+		}
+		require.LessOrEqual(t, len(sent.m), maxCachedKeys)
+		o := tasks.Owner{Subject: "0"}
+		require.Equal(t, k.sentKeys(o), sent.of(o), "after the cache started over")
+	}
+}

@@ -61,8 +61,11 @@ type Store struct {
 	rdb      redis.UniversalClient
 	keys     keys
 	contexts *contextCache
-	health   *health        // whether Redis answers (health.go)
-	opts     tasks.Settings // the options it was opened with, resolved
+	// sentKeys and usageKeys cache keys.sentKeys and keys.usageKeys.
+	sentKeys  *keyCache[tasks.Owner]
+	usageKeys *keyCache[capabilityDay]
+	health    *health        // whether Redis answers (health.go)
+	opts      tasks.Settings // the options it was opened with, resolved
 }
 
 var (
@@ -76,7 +79,10 @@ var (
 func New(rdb redis.UniversalClient, opts ...tasks.Option) *Store {
 	o := tasks.ApplyOptions(opts...)
 	_, cluster := rdb.(*redis.ClusterClient)
-	r := &Store{rdb: rdb, opts: o, keys: keys{prefix: o.KeyPrefix, tagged: cluster}, contexts: newContextCache(o.ContextCacheAge), health: newHealth(o)}
+	k := keys{prefix: o.KeyPrefix, tagged: cluster}
+	r := &Store{rdb: rdb, opts: o, keys: k, contexts: newContextCache(o.ContextCacheAge), health: newHealth(o),
+		sentKeys:  newKeyCache(k.sentKeys),
+		usageKeys: newKeyCache(func(c capabilityDay) []string { return k.usageKeys(c.capability, c.day) })}
 	watchHealth(rdb, r.health)
 	return r
 }

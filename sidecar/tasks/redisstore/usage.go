@@ -51,7 +51,7 @@ func (r *Store) RecordCall(ctx context.Context, capability string, t time.Time) 
 // recordArgs are recordScript's keys and arguments for a call of capability at t.
 func (r *Store) recordArgs(capability string, t time.Time) ([]string, []any) {
 	ns := max(t.UnixNano(), 0)
-	return r.keys.usageKeys(capability, tasks.Day(t)), []any{usageTTL(t).Milliseconds(), fmt.Sprintf("%020d", ns)}
+	return r.usageKeys.of(capabilityDay{capability, tasks.Day(t)}), []any{usageTTL(t).Milliseconds(), fmt.Sprintf("%020d", ns)}
 }
 
 // Usage implements Store: calls on the days after now-Window up to now's day.
