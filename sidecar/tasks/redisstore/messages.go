@@ -27,7 +27,7 @@ func (k keys) sentOrder(o tasks.Owner) string { return k.key("sent", ownerPath(o
 func (k keys) sentKeys(o tasks.Owner) []string { return []string{k.sent(o), k.sentOrder(o)} }
 
 // reserveScript reserves a message id for an owner unless a record of it younger than the
-// window exists (then it answers {'held', record}); before writing it drops the owner's
+// window exists (then it answers {'held', record}, else 'new'); before writing it drops the owner's
 // records older than the window and, at max_per_owner, the oldest. The window is compared on
 // capgate's clock (the reservation times it wrote); the keys expire a window after the last
 // reservation, by Redis's clock, relative (PEXPIRE): no clock is compared with another.
@@ -56,7 +56,7 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
-return {'new', ARGV[2]}
+return 'new'
 `)
 
 // settleScript writes a settled record. A record that is gone is written again, for what is
@@ -134,15 +134,19 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 	if err != nil {
 		return tasks.Sent{}, false, r.unavailable("reserve message", err)
 	}
-	vals, err := redis.NewCmdResult(res, nil).StringSlice()
-	if err != nil || len(vals) != 2 {
-		return tasks.Sent{}, false, r.unavailable("reserve message", fmt.Errorf("unexpected answer %v", res))
-	}
-	if vals[0] == "new" {
+	if res == "new" {
 		return s, true, nil
 	}
+	vals, _ := res.([]any)
+	held, ok := "", len(vals) == 2 && vals[0] == "held"
+	if ok {
+		held, ok = vals[1].(string)
+	}
+	if !ok {
+		return tasks.Sent{}, false, r.unavailable("reserve message", fmt.Errorf("unexpected answer %v", res))
+	}
 	var old tasks.Sent
-	if err := json.Unmarshal([]byte(vals[1]), &old); err != nil {
+	if err := json.Unmarshal([]byte(held), &old); err != nil {
 		return tasks.Sent{}, false, fmt.Errorf("%w: a message record is malformed", tasks.ErrUnavailable)
 	}
 	old.MessageID, old.Owner = s.MessageID, s.Owner
