@@ -125,10 +125,11 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	s.Done, s.Lost, s.TaskID, s.ContextID, s.Capability, s.Handler = false, false, "", "", "", ""
-	rec, err := json.Marshal(s)
+	rec, done, err := encodeSent(s)
 	if err != nil {
 		return tasks.Sent{}, false, fmt.Errorf("reserve message: %w", err)
 	}
+	defer done()
 	res, err := r.write(ctx, reserveScript, r.sentKeys.of(s.Owner), url.QueryEscape(s.MessageID), rec,
 		r.opts.Now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli())
 	if err != nil {
@@ -155,10 +156,11 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 
 // Settle implements Messages.
 func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) error {
-	keys, args, err := r.settleArgs(s, window)
+	keys, args, done, err := r.settleArgs(s, window)
 	if err != nil {
 		return err
 	}
+	defer done()
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	if _, err := r.write(ctx, settleScript, keys, args...); err != nil {
@@ -167,18 +169,19 @@ func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) 
 	return nil
 }
 
-// settleArgs are settleScript's keys and arguments for the settled record of s.
-func (r *Store) settleArgs(s tasks.Sent, window time.Duration) ([]string, []any, error) {
+// settleArgs are settleScript's keys and arguments for the settled record of s; done returns
+// the record's buffer once the script ran.
+func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys []string, args []any, done func(), err error) {
 	if s.Owner.Subject == "" {
-		return nil, nil, tasks.ErrNoOwner
+		return nil, nil, nil, tasks.ErrNoOwner
 	}
 	s.Done = true
-	rec, err := json.Marshal(s)
+	rec, done, err := encodeSent(s)
 	if err != nil {
-		return nil, nil, fmt.Errorf("settle message: %w", err)
+		return nil, nil, nil, fmt.Errorf("settle message: %w", err)
 	}
 	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
-	return r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, nil
+	return r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, done, nil
 }
 
 // SettleCounting implements tasks.CountingMessages: Settle and RecordCall in one round trip,
@@ -186,10 +189,11 @@ func (r *Store) settleArgs(s tasks.Sent, window time.Duration) ([]string, []any,
 // a Cluster, where their keys lie in different slots (two round trips, Settle's then
 // RecordCall's, in a Cluster with min_replicas: the settlement waits for replicas).
 func (r *Store) SettleCounting(ctx context.Context, s tasks.Sent, window time.Duration, c tasks.Call) (error, error) {
-	keys, args, err := r.settleArgs(s, window)
+	keys, args, done, err := r.settleArgs(s, window)
 	if err != nil {
 		return err, r.RecordCall(ctx, c.Capability, c.At)
 	}
+	defer done()
 	err, cerr := r.withCount(ctx, c, settleScript, settleCountScript, keys, args)
 	if err != nil {
 		err = r.unavailable("settle message", err)

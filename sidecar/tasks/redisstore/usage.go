@@ -5,7 +5,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -50,8 +49,17 @@ func (r *Store) RecordCall(ctx context.Context, capability string, t time.Time) 
 
 // recordArgs are recordScript's keys and arguments for a call of capability at t.
 func (r *Store) recordArgs(capability string, t time.Time) ([]string, []any) {
-	ns := max(t.UnixNano(), 0)
-	return r.usageKeys.of(capabilityDay{capability, tasks.Day(t)}), []any{usageTTL(t).Milliseconds(), fmt.Sprintf("%020d", ns)}
+	return r.usageKeys.of(capabilityDay{capability, tasks.Day(t)}), []any{usageTTL(t).Milliseconds(), padded(max(t.UnixNano(), 0))}
+}
+
+// padded is fmt.Sprintf("%020d", n) for n >= 0 (TestPadded), without its boxing of n: the time
+// of a call as recordScript compares it, as a string.
+func padded(n int64) string {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], n, 10)
+	out := [20]byte{'0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0'}
+	copy(out[max(len(out)-len(d), 0):], d)
+	return string(out[:])
 }
 
 // Usage implements Store: calls on the days after now-Window up to now's day.
