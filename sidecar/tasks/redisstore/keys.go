@@ -155,20 +155,35 @@ const maxCachedKeys = 1 << 14
 // keyCache remembers the keys build answers for the ids seen recently: the message keys of
 // an owner (keys.sentKeys), built twice per message (reserve, settle), and the usage keys of a
 // capability's day (keys.usageKeys), built once per call; each costs escapes and strings every
-// time. The slices it answers are shared: nobody writes to them (go-redis copies them into its
+// time. The keys it answers are shared: nobody writes to them (go-redis copies them into its
 // command). TestKeyCache holds its answers to build's.
 type keyCache[K comparable] struct {
 	build func(K) []string
 	mu    sync.Mutex
-	m     map[K][]string
+	m     map[K]scriptKeys
+}
+
+// scriptKeys are a script's keys, as strings and as the values of a command's arguments, boxed
+// once (runFast).
+type scriptKeys struct {
+	names []string
+	boxed []any
+}
+
+func newScriptKeys(names []string) scriptKeys {
+	boxed := make([]any, len(names))
+	for i, n := range names {
+		boxed[i] = n
+	}
+	return scriptKeys{names: names, boxed: boxed}
 }
 
 func newKeyCache[K comparable](build func(K) []string) *keyCache[K] {
-	return &keyCache[K]{build: build, m: map[K][]string{}}
+	return &keyCache[K]{build: build, m: map[K]scriptKeys{}}
 }
 
 // of is build(id).
-func (c *keyCache[K]) of(id K) []string {
+func (c *keyCache[K]) of(id K) scriptKeys {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if k, ok := c.m[id]; ok {
@@ -177,7 +192,7 @@ func (c *keyCache[K]) of(id K) []string {
 	if len(c.m) >= maxCachedKeys {
 		clear(c.m)
 	}
-	k := c.build(id)
+	k := newScriptKeys(c.build(id))
 	c.m[id] = k
 	return k
 }

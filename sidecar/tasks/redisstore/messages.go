@@ -34,7 +34,7 @@ func (k keys) sentKeys(o tasks.Owner) []string { return []string{k.sent(o), k.se
 //
 // KEYS: sent hash, sent order (keys.sentKeys). ARGV: id record now_ms window_ms max_per_owner
 // started_ms (the record's score, by which Release knows it).
-var reserveScript = redis.NewScript(`
+var reserveScript = newFastScript(`
 local cutoff = tonumber(ARGV[3]) - tonumber(ARGV[4])
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if old then
@@ -93,18 +93,18 @@ return 'ok'
 // settleCountScript and releaseCountScript are settleScript and releaseScript each run with
 // recordScript as one script (countingScript), for a store whose keys are not in Cluster slots.
 var (
-	settleCountScript  = countingScript(settleLua, 2, 4)
-	releaseCountScript = countingScript(releaseLua, 2, 2)
+	settleCountScript  = newFastScript(countingScript(settleLua, 2, 4))
+	releaseCountScript = newFastScript(countingScript(releaseLua, 2, 2))
 )
 
 // countingScript is the script body (keys KEYS[1..nkeys], arguments ARGV[1..nargs]) and
 // recordScript run as one: KEYS are body's, then recordScript's; ARGV body's, then
 // recordScript's; the answer is body's. The call is counted first, whatever body answers. Its
 // keys may lie in different Cluster slots: only for a store without hash tags.
-func countingScript(body string, nkeys, nargs int) *redis.Script {
+func countingScript(body string, nkeys, nargs int) string {
 	record := shiftLua(recordLua, "KEYS", nkeys)
 	record = shiftLua(record, "ARGV", nargs)
-	return redis.NewScript("local function record()\n" + record + "end\nrecord()\nlocal function run()\n" + body + "end\nreturn run()\n")
+	return "local function record()\n" + record + "end\nrecord()\nlocal function run()\n" + body + "end\nreturn run()\n"
 }
 
 // shiftLua adds n to the literal indices of table name (KEYS or ARGV) in the Lua src.
@@ -130,8 +130,8 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 		return tasks.Sent{}, false, fmt.Errorf("reserve message: %w", err)
 	}
 	defer done()
-	res, err := r.write(ctx, reserveScript, r.sentKeys.of(s.Owner), url.QueryEscape(s.MessageID), rec,
-		r.opts.Now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli())
+	res, err := r.runFast(ctx, reserveScript, []scriptKeys{r.sentKeys.of(s.Owner)}, []any{url.QueryEscape(s.MessageID), rec,
+		r.opts.Now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli()})
 	if err != nil {
 		return tasks.Sent{}, false, r.unavailable("reserve message", err)
 	}
@@ -163,7 +163,7 @@ func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) 
 	defer done()
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	if _, err := r.write(ctx, settleScript, keys, args...); err != nil {
+	if _, err := r.write(ctx, settleScript, keys.names, args...); err != nil {
 		return r.unavailable("settle message", err)
 	}
 	return nil
@@ -171,14 +171,14 @@ func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) 
 
 // settleArgs are settleScript's keys and arguments for the settled record of s; done returns
 // the record's buffer once the script ran.
-func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys []string, args []any, done func(), err error) {
+func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys scriptKeys, args []any, done func(), err error) {
 	if s.Owner.Subject == "" {
-		return nil, nil, nil, tasks.ErrNoOwner
+		return scriptKeys{}, nil, nil, tasks.ErrNoOwner
 	}
 	s.Done = true
 	rec, done, err := encodeSent(s)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("settle message: %w", err)
+		return scriptKeys{}, nil, nil, fmt.Errorf("settle message: %w", err)
 	}
 	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
 	return r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, done, nil
@@ -217,12 +217,13 @@ func (r *Store) ReleaseCounting(ctx context.Context, s tasks.Sent, c tasks.Call)
 // or one after the other with min_replicas. It returns script's error and the count's
 // (RecordCall's; one error for both when they ran as one). A script Redis does not hold
 // (NOSCRIPT: after a restart flushed its cache) is run again on its own, as Script.Run does.
-func (r *Store) withCount(ctx context.Context, c tasks.Call, script, counted *redis.Script, keys []string, args []any) (error, error) {
+func (r *Store) withCount(ctx context.Context, c tasks.Call, script *redis.Script, counted fastScript, sk scriptKeys, args []any) (error, error) {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	rkeys, rargs := r.recordArgs(c.Capability, c.At)
+	rk, rargs := r.recordArgs(c.Capability, c.At)
+	keys, rkeys := sk.names, rk.names
 	if !r.keys.tagged {
-		_, err := r.write(ctx, counted, append(append(make([]string, 0, len(keys)+len(rkeys)), keys...), rkeys...), append(args, rargs...)...)
+		_, err := r.runFast(ctx, counted, []scriptKeys{sk, rk}, args, rargs)
 		if err != nil {
 			return err, r.unavailable("record call", err)
 		}
@@ -259,7 +260,7 @@ func (r *Store) withCount(ctx context.Context, c tasks.Call, script, counted *re
 func (r *Store) Release(ctx context.Context, s tasks.Sent) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	if err := releaseScript.Run(ctx, r.rdb, r.sentKeys.of(s.Owner), url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {
+	if err := releaseScript.Run(ctx, r.rdb, r.sentKeys.of(s.Owner).names, url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {
 		return r.unavailable("release message", err)
 	}
 	return nil

@@ -188,21 +188,53 @@ func TestKeyCache(t *testing.T) {
 				for _, sub := range parts {
 					for _, ten := range parts {
 						o := tasks.Owner{Issuer: iss, Subject: sub, Tenant: ten, Legacy: round == 1}
-						require.Equal(t, k.sentKeys(o), sent.of(o), "%+v", o)
-						require.Equal(t, k.sentKeys(o), sent.of(o), "%+v, again", o)
+						require.Equal(t, newScriptKeys(k.sentKeys(o)), sent.of(o), "%+v", o)
+						require.Equal(t, newScriptKeys(k.sentKeys(o)), sent.of(o), "%+v, again", o)
 					}
 				}
 				for d := int64(20000); d < 20003; d++ {
-					require.Equal(t, k.usageKeys(iss, d), usage.of(capabilityDay{iss, d}))
+					require.Equal(t, newScriptKeys(k.usageKeys(iss, d)), usage.of(capabilityDay{iss, d}))
 				}
 			}
 		}
 		for i := range maxCachedKeys + 10 {
 			o := tasks.Owner{Subject: strconv.Itoa(i)}
-			require.Equal(t, k.sentKeys(o), sent.of(o))
+			require.Equal(t, newScriptKeys(k.sentKeys(o)), sent.of(o))
 		}
 		require.LessOrEqual(t, len(sent.m), maxCachedKeys)
 		o := tasks.Owner{Subject: "0"}
-		require.Equal(t, k.sentKeys(o), sent.of(o), "after the cache started over")
+		require.Equal(t, newScriptKeys(k.sentKeys(o)), sent.of(o), "after the cache started over")
 	}
+}
+
+// TestScriptKeys: a script's boxed keys are its names.
+func TestScriptKeys(t *testing.T) {
+	k := newScriptKeys([]string{"a", "{b}:c"})
+	require.Equal(t, []any{"a", "{b}:c"}, k.boxed)
+}
+
+// TestRunFastMatchesRun: runFast answers as Script.Run does on the concatenated keys and
+// arguments, also when Redis lost the script (NOSCRIPT), and an error as an error.
+func TestRunFastMatchesRun(t *testing.T) {
+	srv := redisproc.Start(t)
+	r := openTestRedis(t, srv)
+	ctx := t.Context()
+	echo := newFastScript(`
+if ARGV[1] == 'fail' then return redis.error_reply('ERR asked to') end
+return {#KEYS, KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[4], redis.call('INCR', KEYS[1])}`)
+	keys := []scriptKeys{newScriptKeys([]string{"k1", "k2"}), newScriptKeys([]string{"k3"})}
+	for _, flush := range []bool{false, true} {
+		if flush {
+			require.NoError(t, rawClient(t, srv).ScriptFlush(ctx).Err())
+		}
+		got, err := r.runFast(ctx, echo, keys, []any{"a", int64(1_733_370_000_123)}, []any{"c", 4})
+		require.NoError(t, err)
+		want, err := echo.Run(ctx, r.rdb, []string{"k1", "k2", "k3"}, "a", int64(1_733_370_000_123), "c", 4).Result()
+		require.NoError(t, err)
+		require.Equal(t, []any{int64(3), "k1", "k3", "a", "1733370000123", "4"}, got.([]any)[:6])
+		require.Equal(t, want.([]any)[:6], got.([]any)[:6])
+		require.Equal(t, want.([]any)[6].(int64)-1, got.([]any)[6], "both ran, in order")
+	}
+	_, err := r.runFast(ctx, echo, keys[:1], []any{"fail"})
+	require.ErrorContains(t, err, "asked to")
 }

@@ -41,14 +41,14 @@ func (r *Store) RecordCall(ctx context.Context, capability string, t time.Time) 
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	keys, args := r.recordArgs(capability, t)
-	if err := recordScript.Run(ctx, r.rdb, keys, args...).Err(); err != nil {
+	if err := recordScript.Run(ctx, r.rdb, keys.names, args...).Err(); err != nil {
 		return r.unavailable("record call", err)
 	}
 	return nil
 }
 
 // recordArgs are recordScript's keys and arguments for a call of capability at t.
-func (r *Store) recordArgs(capability string, t time.Time) ([]string, []any) {
+func (r *Store) recordArgs(capability string, t time.Time) (scriptKeys, []any) {
 	return r.usageKeys.of(capabilityDay{capability, tasks.Day(t)}), []any{usageTTL(t).Milliseconds(), padded(max(t.UnixNano(), 0))}
 }
 
