@@ -53,7 +53,7 @@ func (s *Server) planFor(rev *revision.State) *plan {
 	if p := s.plan.Load(); p != nil && p.rev == rev {
 		return p
 	}
-	p := &plan{rev: rev, id: rev.ID(), base: rev.Deployment.BasePath()}
+	p := &plan{rev: rev, id: rev.ID(), base: rev.BasePath}
 	s.plan.Store(p)
 	return p
 }

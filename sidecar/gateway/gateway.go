@@ -130,8 +130,3 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	g.serveA2A(w, r, rev)
 }
-
-// basePath is the path of the advertised interface URL, without a trailing slash.
-func basePath(rev *revision.State) string {
-	return rev.Deployment.BasePath()
-}

@@ -53,7 +53,7 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 	id := g.ids.Next()
 	w.Header().Set(HeaderDecisionID, id)
 	path := r.URL.EscapedPath()
-	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, basePath(rev))), Span: trace.SpanFromContext(r.Context()), RequestedBy: r.RemoteAddr}
+	entry := &decisionlog.Entry{DecisionID: id, Binding: string(protocol.BindingOf(path, rev.BasePath)), Span: trace.SpanFromContext(r.Context()), RequestedBy: r.RemoteAddr}
 	if grpcwire.IsContentType(r.Header.Get("Content-Type")) {
 		entry.Binding = string(protocol.GRPC) // refused before parsing: still a gRPC answer
 	}
@@ -73,13 +73,13 @@ func (g *Gateway) serveA2A(w http.ResponseWriter, r *http.Request, rev *revision
 		return
 	}
 	env := protocol.Envelope{Method: r.Method, Path: path, Query: r.URL.RawQuery, Header: protocol.HTTPHeader(r.Header), Body: body, GRPC: true, Methods: rev.Methods}
-	parsed, perr := wire.Parse(env, basePath(rev), g.limits)
+	parsed, perr := wire.Parse(env, rev.BasePath, g.limits)
 	if parsed != nil {
 		req = parsed
 	}
 	entry.Binding, entry.Version, entry.Operation = string(req.Binding), string(req.Version), string(req.Operation)
 	if parsed != nil {
-		tracing.SetRoute(entry.Span, r.Method, routeOf(parsed, basePath(rev), r.URL.Path))
+		tracing.SetRoute(entry.Span, r.Method, routeOf(parsed, rev.BasePath, r.URL.Path))
 	}
 	if perr != nil {
 		if req.ID == nil {

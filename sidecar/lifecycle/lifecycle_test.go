@@ -117,5 +117,6 @@ func TestAdminAndStoreSources(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, u["a"].Calls30d)
 	_, err = lifecycle.Admin{URL: locked.URL}.Usage(t.Context(), []string{"a"}, now)
-	require.ErrorContains(t, err, "HTTP 401: the admin listener answers /v1/usage only to loopback peers")
+	require.ErrorContains(t, err, "HTTP 401: usage needs the admin token")
+	require.ErrorContains(t, err, "the admin listener answers /v1/usage only to loopback peers")
 }

@@ -2,13 +2,10 @@ package lifecycle
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/capgate/capgate/sidecar/admin"
@@ -64,50 +61,21 @@ type Admin struct {
 
 // Usage implements Source.
 func (a Admin) Usage(ctx context.Context, ids []string, now time.Time) (map[string]tasks.Usage, error) {
-	base, err := url.Parse(strings.TrimSuffix(a.URL, "/"))
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, fmt.Errorf("admin URL %q: want http(s)://host:port", a.URL)
+	hc := a.Client
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	c, err := admin.NewClient(a.URL, a.Token, hc)
+	if err != nil {
+		return nil, err
 	}
 	q := url.Values{"now": {now.UTC().Format(time.RFC3339)}}
 	for _, id := range ids {
 		q.Add("capability", id)
 	}
-	u := base.JoinPath(admin.UsagePath)
-	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return nil, err
-	}
-	if a.Token != nil {
-		req.Header.Set("Authorization", "Bearer "+string(a.Token))
-	}
-	c := a.Client
-	if c == nil {
-		c = &http.Client{Timeout: 10 * time.Second}
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("read usage from %s: %w", base.Redacted(), err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUsageBody+1))
-	if err != nil {
-		return nil, fmt.Errorf("read usage from %s: %w", base.Redacted(), err)
-	}
-	if len(body) > maxUsageBody {
-		return nil, fmt.Errorf("read usage from %s: answer larger than %d bytes", base.Redacted(), maxUsageBody)
-	}
-	switch resp.StatusCode {
-	case http.StatusOK:
-	case http.StatusUnauthorized, http.StatusForbidden:
-		return nil, fmt.Errorf("read usage from %s: HTTP %d: the admin listener answers /v1/usage only to loopback peers, "+
-			"or with listen.admin_token_file to callers sending its token (pass the server's --config)", base.Redacted(), resp.StatusCode)
-	default:
-		return nil, fmt.Errorf("read usage from %s: HTTP %d", base.Redacted(), resp.StatusCode)
-	}
 	var ur admin.UsageResponse
-	if err := json.Unmarshal(body, &ur); err != nil {
-		return nil, fmt.Errorf("read usage from %s: %w", base.Redacted(), err)
+	if err := c.Do(ctx, http.MethodGet, admin.UsagePath, q, nil, maxUsageBody, &ur); err != nil {
+		return nil, fmt.Errorf("read usage: %w", err)
 	}
 	out := make(map[string]tasks.Usage, len(ur.Usage))
 	for id, u := range ur.Usage {

@@ -31,6 +31,17 @@ func TestBuild(t *testing.T) {
 	require.Equal(t, full.ExtendedCard, authzOnly.ExtendedCard)
 	require.Equal(t, full.Extensions, authzOnly.Extensions)
 	require.Equal(t, full.ID(), authzOnly.ID())
+	require.Equal(t, "", full.BasePath, "agent.url has no path")
+
+	// Both doors read the base path from the revision: it is agent.url's
+	// path, read once, without its trailing slash.
+	d.Config.Agent.URL = "https://agent.example/team%2Fa/a2a/"
+	for _, o := range []revision.Options{{}, {NoGateway: true}} {
+		r, err := revision.Build(t.Context(), d, o)
+		require.NoError(t, err)
+		require.Equal(t, "/team%2Fa/a2a", r.BasePath)
+		require.Equal(t, d.BasePath(), r.BasePath)
+	}
 }
 
 // TestCardsModifiedSurvivesAnUnchangedReload: the cards' Last-Modified is the build time of the

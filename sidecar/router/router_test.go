@@ -1,12 +1,15 @@
 package router
 
 import (
+	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/capgate/capgate/policy/manifest"
 	"github.com/capgate/capgate/sidecar/protocol"
+	"github.com/capgate/capgate/sidecar/router/classifier"
 )
 
 func fixture() *manifest.Registry {
@@ -284,6 +287,67 @@ func TestIndexedCallerRoutesAsByID(t *testing.T) {
 				require.Equal(t, want, got, "%+v", msg)
 				require.Equal(t, wantErr, gotErr, "%+v", msg)
 			}
+		}
+	}
+}
+
+// rankedPlain is ranked's definition: every capability of pool, the
+// classifier's ranked few first, the rest in pool order.
+func rankedPlain(ix *Index, res classifier.Result, pool []int) []Candidate {
+	var out []Candidate
+	seen := map[string]bool{}
+	for _, s := range res.Ranked {
+		if m, ok := ix.reg.Get(s.ID); ok {
+			out = append(out, Candidate{ID: m.ID, Name: m.Skill.Name, Score: s.Score})
+			seen[m.ID] = true
+		}
+	}
+	for _, i := range pool {
+		if m := &ix.reg.All()[i]; !seen[m.ID] {
+			out = append(out, Candidate{ID: m.ID, Name: m.Skill.Name})
+		}
+	}
+	return out
+}
+
+// TestRankedIsThePlainListsPrefix: ranked stops early, so it must be a
+// prefix of the whole list that gives the same clarification and the same
+// score for the pick, over the dev registry with every fourth capability a
+// tombstone, for pools of every size down to one and texts of every skill.
+func TestRankedIsThePlainListsPrefix(t *testing.T) {
+	reg, cases := loadDev(t)
+	caps := slices.Clone(reg.All())
+	for i := range caps {
+		if i%4 == 1 {
+			caps[i].State = manifest.StateRemoved
+		}
+	}
+	ix := NewIndex(manifest.NewRegistry(caps), 0.6)
+	rng := rand.New(rand.NewPCG(7, 36))
+	n := len(caps)
+	for k, c := range cases {
+		if k%3 != 0 {
+			continue
+		}
+		pool := rng.Perm(n)[:[]int{n, n / 2, 12, 6, 5, 2, 1}[k%7]]
+		slices.Sort(pool)
+		res := ix.cls.Classify(c.Text, pool)
+		full, got := rankedPlain(ix, res, pool), ix.ranked(res, pool)
+		want, live := len(full), 0 // the shortest prefix with the ranked few and MaxClarifyCandidates live ones
+		for i, cand := range full {
+			if i >= len(res.Ranked) && live >= MaxClarifyCandidates {
+				want = i
+				break
+			}
+			if m, _ := ix.reg.Get(cand.ID); m.State != manifest.StateRemoved {
+				live++
+			}
+		}
+		require.Equal(t, full[:want], got, "the whole list's shortest prefix that serves: %q", c.Text)
+		require.Equal(t, ix.clarification(Decision{Candidates: full}).Candidates,
+			ix.clarification(Decision{Candidates: got}).Candidates, "the same clarification: %q", c.Text)
+		if res.Best != "" {
+			require.Equal(t, scoreOf(full, res.Best), scoreOf(got, res.Best))
 		}
 	}
 }

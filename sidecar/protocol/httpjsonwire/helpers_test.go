@@ -1,8 +1,10 @@
 package httpjsonwire
 
-const ctJSON = "application/json"
+import "github.com/capgate/capgate/sidecar/protocol/bodytest"
+
+const ctJSON = bodytest.ContentType
 
 const (
-	msg10 = `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`
-	msg03 = `{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}`
+	msg10 = bodytest.Msg10
+	msg03 = bodytest.Msg03
 )

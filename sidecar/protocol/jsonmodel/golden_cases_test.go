@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/capgate/capgate/sidecar/protocol/bodytest"
+
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/stretchr/testify/require"
 
@@ -20,16 +22,10 @@ import (
 // seed corpus. The scanner's tests read its bodies here; the golden test (golden_test.go, in
 // the external test package, which can import the binding packages) parses every case.
 
-const ctJSON = "application/json"
+const ctJSON = bodytest.ContentType
 
 // rpc builds a JSON-RPC request body.
-func rpc(id, method, params string) string {
-	s := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
-	if params != "" {
-		s += `,"params":` + params
-	}
-	return s + "}"
-}
+var rpc = bodytest.RPC
 
 // goldenCase is one parse: JSON-RPC when method is "", else HTTP+JSON.
 type goldenCase struct {

@@ -1,19 +1,15 @@
 package jsonmodel_test
 
-const ctJSON = "application/json"
+import "github.com/capgate/capgate/sidecar/protocol/bodytest"
+
+const ctJSON = bodytest.ContentType
 
 // rpc builds a JSON-RPC request body.
-func rpc(id, method, params string) string {
-	s := `{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `"`
-	if params != "" {
-		s += `,"params":` + params
-	}
-	return s + "}"
-}
+var rpc = bodytest.RPC
 
 const (
-	msg10 = `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`
-	msg03 = `{"message":{"kind":"message","messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}`
+	msg10 = bodytest.Msg10
+	msg03 = bodytest.Msg03
 )
 
 // jsV03Send is a 0.3 SendMessageRequest in ProtoJSON (the 0.3 HTTP+JSON form).

@@ -158,8 +158,8 @@ func openExamples(ctx context.Context, cfg *config.Config, adminURL string) (can
 		if err != nil {
 			return candidateSource{}, err
 		}
-		return candidateSource{candidates: a, name: "admin listener " + a.base.Redacted(),
-			held: "store of the capgate at " + a.base.Redacted(), close: func() {}}, nil
+		return candidateSource{candidates: a, name: "admin listener " + a.client.Base(),
+			held: "store of the capgate at " + a.client.Base(), close: func() {}}, nil
 	}
 	x, ok := state.Store.(candidates)
 	if !ok {
