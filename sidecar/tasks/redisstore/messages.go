@@ -125,11 +125,11 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	s.Done, s.Lost, s.TaskID, s.ContextID, s.Capability, s.Handler = false, false, "", "", "", ""
-	rec, done, err := encodeSent(s)
+	rec, buf, err := encodeSent(s)
 	if err != nil {
 		return tasks.Sent{}, false, fmt.Errorf("reserve message: %w", err)
 	}
-	defer done()
+	defer releaseRecord(buf)
 	res, err := r.runFast(ctx, reserveScript, []scriptKeys{r.sentKeys.of(s.Owner)}, []any{url.QueryEscape(s.MessageID), rec,
 		r.opts.Now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli()})
 	if err != nil {
@@ -156,11 +156,11 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 
 // Settle implements Messages.
 func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) error {
-	keys, args, done, err := r.settleArgs(s, window)
+	keys, args, buf, err := r.settleArgs(s, window)
 	if err != nil {
 		return err
 	}
-	defer done()
+	defer releaseRecord(buf)
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	if _, err := r.write(ctx, settleScript, keys.names, args...); err != nil {
@@ -169,19 +169,19 @@ func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) 
 	return nil
 }
 
-// settleArgs are settleScript's keys and arguments for the settled record of s; done returns
-// the record's buffer once the script ran.
-func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys scriptKeys, args []any, done func(), err error) {
+// settleArgs are settleScript's keys and arguments for the settled record of s; buf is the
+// record's buffer, for releaseRecord once the script ran.
+func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys scriptKeys, args []any, buf *[]byte, err error) {
 	if s.Owner.Subject == "" {
 		return scriptKeys{}, nil, nil, tasks.ErrNoOwner
 	}
 	s.Done = true
-	rec, done, err := encodeSent(s)
+	rec, buf, err := encodeSent(s)
 	if err != nil {
 		return scriptKeys{}, nil, nil, fmt.Errorf("settle message: %w", err)
 	}
 	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
-	return r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, done, nil
+	return r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, buf, nil
 }
 
 // SettleCounting implements tasks.CountingMessages: Settle and RecordCall in one round trip,
@@ -189,11 +189,11 @@ func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys scriptKeys,
 // a Cluster, where their keys lie in different slots (two round trips, Settle's then
 // RecordCall's, in a Cluster with min_replicas: the settlement waits for replicas).
 func (r *Store) SettleCounting(ctx context.Context, s tasks.Sent, window time.Duration, c tasks.Call) (error, error) {
-	keys, args, done, err := r.settleArgs(s, window)
+	keys, args, buf, err := r.settleArgs(s, window)
 	if err != nil {
 		return err, r.RecordCall(ctx, c.Capability, c.At)
 	}
-	defer done()
+	defer releaseRecord(buf)
 	err, cerr := r.withCount(ctx, c, settleScript, settleCountScript, keys, args)
 	if err != nil {
 		err = r.unavailable("settle message", err)

@@ -17,22 +17,25 @@ var recordBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); retur
 
 const maxPooledRecord = 4 << 10
 
-// encodeSent is s as json.Marshal encodes it, in a pooled buffer: done returns the buffer,
-// once the record is sent.
-func encodeSent(s tasks.Sent) (rec []byte, done func(), err error) {
+// encodeSent is s as json.Marshal encodes it, in a pooled buffer (buf; nil when not pooled)
+// that releaseRecord returns once the record is sent.
+func encodeSent(s tasks.Sent) (rec []byte, buf *[]byte, err error) {
 	bp := recordBuffers.Get().(*[]byte)
 	b, ok := appendSent((*bp)[:0], s)
 	if !ok {
 		recordBuffers.Put(bp)
 		rec, err = json.Marshal(s)
-		return rec, func() {}, err
+		return rec, nil, err
 	}
 	*bp = b
-	return b, func() {
-		if cap(*bp) <= maxPooledRecord {
-			recordBuffers.Put(bp)
-		}
-	}, nil
+	return b, bp, nil
+}
+
+// releaseRecord returns encodeSent's buffer (nil: none) to the pool.
+func releaseRecord(buf *[]byte) {
+	if buf != nil && cap(*buf) <= maxPooledRecord {
+		recordBuffers.Put(buf)
+	}
 }
 
 // appendSent appends s as json.Marshal encodes it; ok is false, and the caller marshals it with

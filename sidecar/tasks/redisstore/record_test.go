@@ -44,14 +44,14 @@ func TestAppendSentMatchesJSON(t *testing.T) {
 						s.Digest, s.TaskID, s.ContextID, s.Capability, s.Handler = text, text, text, text, text
 					}
 					want, wantErr := json.Marshal(s)
-					got, done, err := encodeSent(s)
+					got, buf, err := encodeSent(s)
 					if wantErr != nil {
 						require.Error(t, err, "%+v", s)
 						continue
 					}
 					require.NoError(t, err)
 					require.Equal(t, string(want), string(got), "%+v", s)
-					done()
+					releaseRecord(buf)
 					n++
 				}
 			}
