@@ -27,7 +27,8 @@ func (k keys) sentOrder(o tasks.Owner) string { return k.key("sent", ownerPath(o
 func (k keys) sentKeys(o tasks.Owner) []string { return []string{k.sent(o), k.sentOrder(o)} }
 
 // reserveScript reserves a message id for an owner unless a record of it younger than the
-// window exists (then it answers {'held', record}, else 'new'); before writing it drops the owner's
+// window exists (then it answers {'held', record}, else 1: an integer reply, which go-redis
+// reads without allocating); before writing it drops the owner's
 // records older than the window and, at max_per_owner, the oldest. The window is compared on
 // capgate's clock (the reservation times it wrote); the keys expire a window after the last
 // reservation, by Redis's clock, relative (PEXPIRE): no clock is compared with another.
@@ -56,7 +57,7 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
-return 'new'
+return 1
 `)
 
 // settleScript writes a settled record. A record that is gone is written again, for what is
@@ -99,12 +100,14 @@ var (
 
 // countingScript is the script body (keys KEYS[1..nkeys], arguments ARGV[1..nargs]) and
 // recordScript run as one: KEYS are body's, then recordScript's; ARGV body's, then
-// recordScript's; the answer is body's. The call is counted first, whatever body answers. Its
-// keys may lie in different Cluster slots: only for a store without hash tags.
+// recordScript's. The call is counted first, whatever body answers. Its keys may lie in
+// different Cluster slots: only for a store without hash tags. It answers 0 (an integer reply,
+// which go-redis reads without allocating), whatever body answers: nobody reads the answer of a
+// settlement or a release.
 func countingScript(body string, nkeys, nargs int) string {
 	record := shiftLua(recordLua, "KEYS", nkeys)
 	record = shiftLua(record, "ARGV", nargs)
-	return "local function record()\n" + record + "end\nrecord()\nlocal function run()\n" + body + "end\nreturn run()\n"
+	return "local function record()\n" + record + "end\nrecord()\nlocal function run()\n" + body + "end\nrun()\nreturn 0\n"
 }
 
 // shiftLua adds n to the literal indices of table name (KEYS or ARGV) in the Lua src.
@@ -135,7 +138,7 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 	if err != nil {
 		return tasks.Sent{}, false, r.unavailable("reserve message", err)
 	}
-	if res == "new" {
+	if res == int64(1) {
 		return s, true, nil
 	}
 	vals, _ := res.([]any)
