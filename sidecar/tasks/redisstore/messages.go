@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -166,7 +167,7 @@ func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) 
 	defer releaseRecord(buf)
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	if _, err := r.write(ctx, settleScript, keys.names, args...); err != nil {
+	if _, err := r.write(ctx, settleScript, keys.names, args[:]...); err != nil {
 		return r.unavailable("settle message", err)
 	}
 	return nil
@@ -174,17 +175,17 @@ func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) 
 
 // settleArgs are settleScript's keys and arguments for the settled record of s; buf is the
 // record's buffer, for releaseRecord once the script ran.
-func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys scriptKeys, args []any, buf *[]byte, err error) {
+func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys scriptKeys, args [4]any, buf *[]byte, err error) {
 	if s.Owner.Subject == "" {
-		return scriptKeys{}, nil, nil, tasks.ErrNoOwner
+		return scriptKeys{}, args, nil, tasks.ErrNoOwner
 	}
 	s.Done = true
 	rec, buf, err := encodeSent(s)
 	if err != nil {
-		return scriptKeys{}, nil, nil, fmt.Errorf("settle message: %w", err)
+		return scriptKeys{}, args, nil, fmt.Errorf("settle message: %w", err)
 	}
 	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
-	return r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, buf, nil
+	return r.sentKeys.of(s.Owner), [4]any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, buf, nil
 }
 
 // SettleCounting implements tasks.CountingMessages: Settle and RecordCall in one round trip,
@@ -197,7 +198,7 @@ func (r *Store) SettleCounting(ctx context.Context, s tasks.Sent, window time.Du
 		return err, r.RecordCall(ctx, c.Capability, c.At)
 	}
 	defer releaseRecord(buf)
-	err, cerr := r.withCount(ctx, c, settleScript, settleCountScript, keys, args)
+	err, cerr := r.withCount(ctx, c, settleScript, settleCountScript, keys, args[:])
 	if err != nil {
 		err = r.unavailable("settle message", err)
 	}
@@ -224,22 +225,23 @@ func (r *Store) withCount(ctx context.Context, c tasks.Call, script *redis.Scrip
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	rk, rargs := r.recordArgs(c.Capability, c.At)
-	keys, rkeys := sk.names, rk.names
 	if !r.keys.tagged {
-		_, err := r.runFast(ctx, counted, []scriptKeys{sk, rk}, args, rargs)
+		_, err := r.runFast(ctx, counted, []scriptKeys{sk, rk}, args, rargs[:])
 		if err != nil {
 			return err, r.unavailable("record call", err)
 		}
 		return nil, nil
 	}
+	// The slower paths take copies: args and rargs may be on the caller's stack.
+	keys, rkeys, sargs, cargs := sk.names, rk.names, slices.Clone(args), slices.Clone(rargs[:])
 	if r.opts.MinReplicas > 0 {
-		_, err := r.write(ctx, script, keys, args...)
+		_, err := r.write(ctx, script, keys, sargs...)
 		return err, r.RecordCall(ctx, c.Capability, c.At)
 	}
 	var cmd, count *redis.Cmd
 	_, perr := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		cmd = script.EvalSha(ctx, p, keys, args...)
-		count = recordScript.EvalSha(ctx, p, rkeys, rargs...)
+		cmd = script.EvalSha(ctx, p, keys, sargs...)
+		count = recordScript.EvalSha(ctx, p, rkeys, cargs...)
 		return nil
 	})
 	err, cerr := cmd.Err(), count.Err()
@@ -248,10 +250,10 @@ func (r *Store) withCount(ctx context.Context, c tasks.Call, script *redis.Scrip
 		err, cerr = perr, perr
 	}
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		err = script.Run(ctx, r.rdb, keys, args...).Err()
+		err = script.Run(ctx, r.rdb, keys, sargs...).Err()
 	}
 	if cerr != nil && redis.HasErrorPrefix(cerr, "NOSCRIPT") {
-		cerr = recordScript.Run(ctx, r.rdb, rkeys, rargs...).Err()
+		cerr = recordScript.Run(ctx, r.rdb, rkeys, cargs...).Err()
 	}
 	if cerr != nil {
 		cerr = r.unavailable("record call", cerr)

@@ -225,11 +225,8 @@ func (r *Store) runFast(ctx context.Context, s fastScript, keys []scriptKeys, ar
 	return res, err
 }
 
-// keyNames is the concatenation of keys' names.
+// keyNames is the concatenation of keys' names, in a slice of its own.
 func keyNames(keys []scriptKeys) []string {
-	if len(keys) == 1 {
-		return keys[0].names
-	}
 	var out []string
 	for _, k := range keys {
 		out = append(out, k.names...)
@@ -237,11 +234,9 @@ func keyNames(keys []scriptKeys) []string {
 	return out
 }
 
-// joined is the concatenation of args.
+// joined is the concatenation of args, in a slice of its own (so that runFast's caller may
+// build args on its stack).
 func joined(args [][]any) []any {
-	if len(args) == 1 {
-		return args[0]
-	}
 	var out []any
 	for _, a := range args {
 		out = append(out, a...)

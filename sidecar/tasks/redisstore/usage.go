@@ -41,15 +41,15 @@ func (r *Store) RecordCall(ctx context.Context, capability string, t time.Time) 
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	keys, args := r.recordArgs(capability, t)
-	if err := recordScript.Run(ctx, r.rdb, keys.names, args...).Err(); err != nil {
+	if err := recordScript.Run(ctx, r.rdb, keys.names, args[:]...).Err(); err != nil {
 		return r.unavailable("record call", err)
 	}
 	return nil
 }
 
 // recordArgs are recordScript's keys and arguments for a call of capability at t.
-func (r *Store) recordArgs(capability string, t time.Time) (scriptKeys, []any) {
-	return r.usageKeys.of(capabilityDay{capability, tasks.Day(t)}), []any{usageTTL(t).Milliseconds(), padded(max(t.UnixNano(), 0))}
+func (r *Store) recordArgs(capability string, t time.Time) (scriptKeys, [2]any) {
+	return r.usageKeys.of(capabilityDay{capability, tasks.Day(t)}), [2]any{usageTTL(t).Milliseconds(), padded(max(t.UnixNano(), 0))}
 }
 
 // padded is fmt.Sprintf("%020d", n) for n >= 0 (TestPadded), without its boxing of n: the time
