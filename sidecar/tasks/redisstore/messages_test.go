@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,4 +239,92 @@ return {#KEYS, KEYS[1], KEYS[3], ARGV[1], ARGV[2], ARGV[4], redis.call('INCR', K
 	}
 	_, err := r.runFast(ctx, echo, keys[:1], []any{"fail"})
 	require.ErrorContains(t, err, "asked to")
+}
+
+// previousReserve is the reservation script of the release before the message scripts
+// answered integers (it answered {'new', record}); the other scripts it ran (settle, release,
+// record) are this release's, unchanged.
+var previousReserve = redis.NewScript(`
+local cutoff = tonumber(ARGV[3]) - tonumber(ARGV[4])
+local old = redis.call('HGET', KEYS[1], ARGV[1])
+if old then
+  local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
+  if at and tonumber(at) > cutoff then return {'held', old} end
+end
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', cutoff, 'LIMIT', 0, 1000)
+for _, id in ipairs(gone) do
+  redis.call('HDEL', KEYS[1], id)
+  redis.call('ZREM', KEYS[2], id)
+end
+local n = redis.call('ZCARD', KEYS[2])
+local max = tonumber(ARGV[5])
+if n >= max then
+  local out = redis.call('ZPOPMIN', KEYS[2], n - max + 1)
+  for i = 1, #out, 2 do redis.call('HDEL', KEYS[1], out[i]) end
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[2], ARGV[4])
+return {'new', ARGV[2]}
+`)
+
+// TestMixedFleet: a replica of the previous release and one of this release share one store
+// during a rolling upgrade: a message one reserved is a retry to the other, and a record this
+// release settled (with the call's count, in one script) is the record the previous release
+// reads, as it would have written it (encoding/json).
+func TestMixedFleet(t *testing.T) {
+	srv := redisproc.Start(t)
+	ctx := t.Context()
+	r := openTestRedis(t, srv)
+	now := time.Now()
+	owner := tasks.Owner{Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme"}
+	const window = time.Hour
+	// previous reserves as the previous release's Reserve did; it answers the held record, if any.
+	previous := func(s tasks.Sent) (tasks.Sent, bool) {
+		rec, err := json.Marshal(s)
+		require.NoError(t, err)
+		res, err := previousReserve.Run(ctx, r.rdb, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
+			now.UnixMilli(), window.Milliseconds(), 100, s.Started.UnixMilli()).StringSlice()
+		require.NoError(t, err)
+		require.Len(t, res, 2)
+		if res[0] == "new" {
+			return s, true
+		}
+		var held tasks.Sent
+		require.NoError(t, json.Unmarshal([]byte(res[1]), &held))
+		held.MessageID, held.Owner = s.MessageID, s.Owner
+		return held, false
+	}
+	sent := func(id string) tasks.Sent {
+		return tasks.Sent{MessageID: id, Owner: owner, Started: now, Deadline: now.Add(time.Minute), Digest: "d-" + id}
+	}
+
+	// Reserved by the previous release, retried through this one.
+	s, fresh := previous(sent("old-first"))
+	require.True(t, fresh)
+	held, fresh, err := r.Reserve(ctx, sent("old-first"), window, 100)
+	require.NoError(t, err)
+	require.False(t, fresh)
+	require.Equal(t, tasks.InProgress, held.State(now))
+	require.Equal(t, s.Digest, held.Digest)
+
+	// Reserved and settled by this release, retried through the previous one.
+	s, fresh, err = r.Reserve(ctx, sent("new-first"), window, 100)
+	require.NoError(t, err)
+	require.True(t, fresh)
+	s.TaskID, s.ContextID, s.Capability, s.Handler = "t-1", "c-1", "lookup-invoice", "billing"
+	errs := pair(r.SettleCounting(ctx, s, window, tasks.Call{Capability: "lookup-invoice", At: now}))
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	held, fresh = previous(sent("new-first"))
+	require.False(t, fresh)
+	s.Done = true
+	require.Equal(t, s.TaskID, held.TaskID)
+	require.Equal(t, tasks.Answered, held.State(now))
+	raw, err := rawClient(t, srv).HGet(ctx, r.keys.sent(owner), "new-first").Result()
+	require.NoError(t, err)
+	want, err := json.Marshal(s)
+	require.NoError(t, err)
+	require.Equal(t, string(want), raw, "the record is what encoding/json writes")
 }
