@@ -62,7 +62,7 @@ func (r *reservation) countLater(store tasks.Store, capability string, t time.Ti
 }
 
 // commit writes the record's settlement (release: its release), with the call it counts, if
-// any; it returns the settlement's error (a count that fails is logged, as countCall logs it).
+// any; it returns the settlement's error (a count that fails is logged: uncounted).
 func (r *reservation) commit(ctx context.Context, release bool) error {
 	ctx = context.WithoutCancel(ctx)
 	cs, ok := r.d.store.(tasks.CountingMessages)
@@ -81,7 +81,7 @@ func (r *reservation) commit(ctx context.Context, release bool) error {
 		err, cerr = cs.SettleCounting(ctx, r.s, r.window, c)
 	}
 	if cerr != nil {
-		r.d.log.Warn("usage not recorded", zap.String("capability", c.Capability), zap.Error(cerr))
+		r.d.uncounted(c.Capability, cerr)
 	}
 	return err
 }

@@ -267,10 +267,10 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 		_ = rsv.settle(ctx, taskID, contextID, capability.ID, capability.Handler)
 		return handled(bind(taskID, contextID))
 	}
-	if req.Operation == protocol.SendStreamingMessage || !rsv.countLater(d.store, capability.ID, d.now()) {
-		d.countCall(ctx, capability)
+	if req.Operation == protocol.SendStreamingMessage {
+		d.countCall(ctx, capability, nil) // a stream keeps its reservation itself
 	} else {
-		d.m.CapabilityCalls.WithLabelValues(capability.ID, string(capability.State)).Inc()
+		d.countCall(ctx, capability, rsv)
 	}
 	example := d.candidateExample(call, r, capability)
 	if req.Operation == protocol.SendStreamingMessage {
@@ -395,11 +395,21 @@ func (d *Dispatcher) record(inv invocation, dur time.Duration, perr *protocol.Er
 	})
 }
 
-func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability) {
+// countCall counts a call of m: in the round trip that settles or releases rsv when the store
+// can (reservation.countLater), else at once.
+func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability, rsv *reservation) {
 	d.m.CapabilityCalls.WithLabelValues(m.ID, string(m.State)).Inc()
-	if err := d.store.RecordCall(context.WithoutCancel(ctx), m.ID, d.now()); err != nil {
-		d.log.Warn("usage not recorded", zap.String("capability", m.ID), zap.Error(err))
+	if rsv.countLater(d.store, m.ID, d.now()) {
+		return
 	}
+	if err := d.store.RecordCall(context.WithoutCancel(ctx), m.ID, d.now()); err != nil {
+		d.uncounted(m.ID, err)
+	}
+}
+
+// uncounted logs a call of capability the store did not count.
+func (d *Dispatcher) uncounted(capability string, err error) {
+	d.log.Warn("usage not recorded", zap.String("capability", capability), zap.Error(err))
 }
 
 // askModel gives the optional model-based router the candidates the
@@ -446,7 +456,7 @@ func (d *Dispatcher) extensionMethod(ctx context.Context, call *exchange.Call) (
 	if perr != nil {
 		return exchange.Result{}, perr
 	}
-	d.countCall(ctx, capability)
+	d.countCall(ctx, capability, nil)
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
 		return exchange.Result{}, perr
