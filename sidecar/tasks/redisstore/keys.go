@@ -149,8 +149,10 @@ func (k keys) usageKeys(capability string, d int64) []string {
 // since is when usage counting began.
 func (k keys) since() string { return k.prefix + "usage-since" }
 
-// maxCachedKeys bounds a keyCache; a full cache starts over.
-const maxCachedKeys = 1 << 14
+// maxCachedKeys bounds a keyCache; a full cache starts over. An entry of the message keys is
+// ~0.5 KiB (two keys with an escaped issuer URL, their boxed copies, the map's slot), so a
+// full cache holds ~2 MiB: enough for the callers active at once, not for every caller seen.
+const maxCachedKeys = 1 << 12
 
 // keyCache remembers the keys build answers for the ids seen recently: the message keys of
 // an owner (keys.sentKeys), built twice per message (reserve, settle), and the usage keys of a
