@@ -150,14 +150,15 @@ func (k keys) usageKeys(capability string, d int64) []string {
 func (k keys) since() string { return k.prefix + "usage-since" }
 
 // maxCachedKeys bounds a keyCache; a full cache starts over. An entry of the message keys is
-// ~0.5 KiB (two keys with an escaped issuer URL, their boxed copies, the map's slot), so a
-// full cache holds ~2 MiB: enough for the callers active at once, not for every caller seen.
+// ~0.5 KiB (two keys with an escaped issuer URL, their boxed copies, the map's slot), of the
+// owner keys ~1 KiB (five), so the caches hold ~6 MiB at most: enough for the callers active at
+// once, not for every caller seen.
 const maxCachedKeys = 1 << 12
 
 // keyCache remembers the keys build answers for the ids seen recently: the message keys of
-// an owner (keys.sentKeys), built twice per message (reserve, settle), and the usage keys of a
-// capability's day (keys.usageKeys), built once per call; each costs escapes and strings every
-// time. The keys it answers are shared: nobody writes to them (go-redis copies them into its
+// an owner (keys.sentKeys), built twice per message (reserve, settle), the usage keys of a
+// capability's day (keys.usageKeys), built once per call, and the owner keys of a bind in a
+// context (keys.ownerSets, five keys); each costs escapes and strings every time. The keys it answers are shared: nobody writes to them (go-redis copies them into its
 // command). TestKeyCache holds its answers to build's.
 type keyCache[K comparable] struct {
 	build func(K) []string
@@ -203,4 +204,10 @@ func (c *keyCache[K]) of(id K) scriptKeys {
 type capabilityDay struct {
 	capability string
 	day        int64
+}
+
+// ownerContext is an owner and a context id, the id of a bind's owner keys (keys.ownerSets).
+type ownerContext struct {
+	owner     tasks.Owner
+	contextID string
 }

@@ -177,14 +177,16 @@ func BenchmarkMessageRoundTrips(b *testing.B) {
 	}
 }
 
-// TestKeyCache: the cached message and usage keys are the ones keys.sentKeys and keys.usageKeys
-// build, for owners and capabilities with the characters that matter (braces, colons, escapes,
-// empty parts), in both layouts, also past the cache's bound (when it starts over).
+// TestKeyCache: the cached message, usage and owner keys are the ones keys.sentKeys,
+// keys.usageKeys and keys.ownerSets build, for owners, contexts and capabilities with the
+// characters that matter (braces, colons, escapes, empty parts), in both layouts, also past
+// the cache's bound (when it starts over).
 func TestKeyCache(t *testing.T) {
 	parts := []string{"", "a", "{x}", "a:b", "%7B", "https://issuer.example/", "ü"}
 	for _, k := range []keys{{prefix: "capgate:"}, {prefix: "p:", tagged: true}} {
 		sent := newKeyCache(k.sentKeys)
 		usage := newKeyCache(func(c capabilityDay) []string { return k.usageKeys(c.capability, c.day) })
+		owned := newKeyCache(func(c ownerContext) []string { return k.ownerSets(c.owner, c.contextID) })
 		for round := range 2 {
 			for _, iss := range parts {
 				for _, sub := range parts {
@@ -192,6 +194,9 @@ func TestKeyCache(t *testing.T) {
 						o := tasks.Owner{Issuer: iss, Subject: sub, Tenant: ten, Legacy: round == 1}
 						require.Equal(t, newScriptKeys(k.sentKeys(o)), sent.of(o), "%+v", o)
 						require.Equal(t, newScriptKeys(k.sentKeys(o)), sent.of(o), "%+v, again", o)
+						for _, c := range []string{"", ten, "ctx-1"} {
+							require.Equal(t, newScriptKeys(k.ownerSets(o, c)), owned.of(ownerContext{o, c}), "%+v in %q", o, c)
+						}
 					}
 				}
 				for d := int64(20000); d < 20003; d++ {
@@ -327,4 +332,25 @@ func TestMixedFleet(t *testing.T) {
 	want, err := json.Marshal(s)
 	require.NoError(t, err)
 	require.Equal(t, string(want), raw, "the record is what encoding/json writes")
+}
+
+// BenchmarkBindTask is the store's part of a routed message a handler answers with a new task
+// in the caller's context: the bind's two scripts (the owner's sets, then the binding).
+func BenchmarkBindTask(b *testing.B) {
+	srv := redisproc.Start(b)
+	r, err := Dial(b.Context(), srv.URL(0), tasks.WithKeyPrefix(nextPrefix()))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = r.Close() })
+	ctx, cancel := context.WithCancel(b.Context()) // a request's context, cancellable
+	defer cancel()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		err := r.Bind(ctx, tasks.Binding{TaskID: "t-" + strconv.Itoa(i), ContextID: "ctx-1", Capability: "lookup-invoice", Handler: "billing",
+			Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme", CreatedAt: time.Now()})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
 }

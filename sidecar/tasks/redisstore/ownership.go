@@ -30,7 +30,7 @@ import (
 // KEYS: owner set, pending set, index, context index, unindexed mark
 // (keys.ownerSets). ARGV: taskId now_ms owner_ttl_ms expires_ms (empty for
 // Bind) max_pending member has_context ('1' or '0').
-var ownerScript = redis.NewScript(`
+var ownerScript = newFastScript(`
 if ARGV[4] ~= '' then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
   if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 'full' end
@@ -67,7 +67,7 @@ return 'ok'
 // '1'} of the binding overwritten ({'ok', ”, ”, ”} when there was none),
 // so that the
 // caller moves the task's index member.
-var bindScript = redis.NewScript(`
+var bindScript = newFastScript(`
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires', 'created', 'contextId')
 local exists = old[1]
 if exists and old[7] and old[7] ~= '' and tonumber(old[7]) <= tonumber(ARGV[10]) then
@@ -94,7 +94,7 @@ else
   redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[12]) - tonumber(ARGV[10])))
 end
 if exists then return {'ok', old[8] or '', old[9] or '', '1'} end
-return {'ok', '', '', ''}
+return 0
 `)
 
 // deleteScript is the task step of a delete: it drops the binding and
@@ -183,8 +183,8 @@ func (r *Store) bind(ctx context.Context, b tasks.Binding, expires time.Time, ma
 	if b.ContextID != "" {
 		hasContext = "1"
 	}
-	res, err := r.write(ctx, ownerScript, r.keys.ownerSets(o, b.ContextID), b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending,
-		written, hasContext)
+	res, err := r.runFast(ctx, ownerScript, []scriptKeys{r.ownerKeys.of(ownerContext{o, b.ContextID})}, []any{b.TaskID, now.UnixMilli(),
+		ownerTTL.Milliseconds(), exp, maxPending, written, hasContext})
 	if err != nil {
 		return r.unavailable("bind", err)
 	}
@@ -195,9 +195,9 @@ func (r *Store) bind(ctx context.Context, b tasks.Binding, expires time.Time, ma
 		}
 		return tasks.ErrTooManyPending
 	}
-	res, err = r.write(ctx, bindScript, []string{r.keys.task(b.TaskID)},
-		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
-		now.UnixMilli(), r.opts.BindingTTL.Milliseconds(), exp, held, heldVersion)
+	res, err = r.runFast(ctx, bindScript, []scriptKeys{newScriptKeys([]string{r.keys.task(b.TaskID)})},
+		[]any{b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
+			now.UnixMilli(), r.opts.BindingTTL.Milliseconds(), exp, held, heldVersion})
 	if err != nil {
 		return r.unavailable("bind", err)
 	}

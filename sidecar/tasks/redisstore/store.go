@@ -61,9 +61,11 @@ type Store struct {
 	rdb      redis.UniversalClient
 	keys     keys
 	contexts *contextCache
-	// sentKeys and usageKeys cache keys.sentKeys and keys.usageKeys.
+	// sentKeys, usageKeys and ownerKeys cache keys.sentKeys, keys.usageKeys and
+	// keys.ownerSets.
 	sentKeys  *keyCache[tasks.Owner]
 	usageKeys *keyCache[capabilityDay]
+	ownerKeys *keyCache[ownerContext]
 	health    *health        // whether Redis answers (health.go)
 	opts      tasks.Settings // the options it was opened with, resolved
 }
@@ -82,7 +84,8 @@ func New(rdb redis.UniversalClient, opts ...tasks.Option) *Store {
 	k := keys{prefix: o.KeyPrefix, tagged: cluster}
 	r := &Store{rdb: rdb, opts: o, keys: k, contexts: newContextCache(o.ContextCacheAge), health: newHealth(o),
 		sentKeys:  newKeyCache(k.sentKeys),
-		usageKeys: newKeyCache(func(c capabilityDay) []string { return k.usageKeys(c.capability, c.day) })}
+		usageKeys: newKeyCache(func(c capabilityDay) []string { return k.usageKeys(c.capability, c.day) }),
+		ownerKeys: newKeyCache(func(c ownerContext) []string { return k.ownerSets(c.owner, c.contextID) })}
 	watchHealth(rdb, r.health)
 	return r
 }
