@@ -44,6 +44,49 @@ type reservation struct {
 	// count is the capability call (Store.RecordCall) the store counts in the round trip that
 	// settles or releases the record (tasks.CountingMessages; countLater); "" when none.
 	count tasks.Call
+	// withBind: the record is settled with the task's binding, in its round trip
+	// (settleWithBind, bind).
+	withBind bool
+}
+
+// settleWithBind arranges that the record is settled with the task taskID (in contextID, bound
+// to capability and handler) in the round trip that binds it (bind), when the store can
+// (tasks.SettlingBinder), and reports whether it will be. The record is still written before
+// the binding (bindTask); a failure before the bind (the context's claim) leaves it unsettled,
+// and the call then marks it lost, as any answer capgate could not bind.
+func (r *reservation) settleWithBind(taskID, contextID, capability, handler string) bool {
+	if r == nil || r.settled {
+		return false
+	}
+	if _, ok := r.d.store.(tasks.SettlingBinder); !ok {
+		return false
+	}
+	r.s.TaskID, r.s.ContextID, r.s.Capability, r.s.Handler = taskID, contextID, capability, handler
+	r.withBind = true
+	return true
+}
+
+// bindTask binds b: with rsv's settlement (and the call's count) when settleWithBind arranged
+// it, else on its own (Store.Bind; rsv may be nil).
+func (d *Dispatcher) bindTask(ctx context.Context, rsv *reservation, b tasks.Binding) error {
+	sb, ok := d.store.(tasks.SettlingBinder)
+	if rsv == nil || !ok || !rsv.withBind || rsv.settled {
+		return d.store.Bind(ctx, b)
+	}
+	r := rsv
+	r.withBind = false
+	c := r.count
+	r.count = tasks.Call{} // counted once, whatever becomes of the record
+	err, cerr, berr := sb.SettleBind(context.WithoutCancel(ctx), r.s, r.window, c, b)
+	if cerr != nil {
+		r.d.uncounted(c.Capability, cerr)
+	}
+	if err != nil {
+		r.warn("message answer not recorded", err)
+	} else {
+		r.settled = true
+	}
+	return berr
 }
 
 // countLater arranges that the call of capability at t is counted with the record's settlement

@@ -241,7 +241,7 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 		}
 		b := tasks.Binding{TaskID: taskID, ContextID: contextID, Capability: capability.ID, Handler: capability.Handler,
 			Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: d.now()}
-		if err := d.store.Bind(ctx, b); err != nil {
+		if err := d.bindTask(ctx, rsv, b); err != nil {
 			return storeError(err)
 		}
 		if pending != nil && pending.TaskID != taskID {
@@ -264,7 +264,10 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 		}
 		// A task bound without its settled record is the caller's all the same: only a retry
 		// of the message would find it in progress, then unknown.
-		_ = rsv.settle(ctx, taskID, contextID, capability.ID, capability.Handler)
+		// With a task, a store that can settles the record in the bind's round trip (settleWithBind, bindTask).
+		if taskID == "" || !rsv.settleWithBind(taskID, contextID, capability.ID, capability.Handler) {
+			_ = rsv.settle(ctx, taskID, contextID, capability.ID, capability.Handler)
+		}
 		return handled(bind(taskID, contextID))
 	}
 	if req.Operation == protocol.SendStreamingMessage {

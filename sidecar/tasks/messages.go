@@ -272,3 +272,12 @@ type CountingMessages interface {
 	SettleCounting(ctx context.Context, s Sent, window time.Duration, c Call) (err, countErr error)
 	ReleaseCounting(ctx context.Context, s Sent, c Call) (err, countErr error)
 }
+
+// SettlingBinder is implemented by a store that can settle a message's record (Messages.Settle,
+// with its call counted as CountingMessages does when c.Capability is not "") and bind the task
+// the handler answered with (Store.Bind) in one round trip (the Redis store). The record is
+// written before the binding, as when the two are called one after the other. It returns
+// Settle's, the count's and Bind's errors.
+type SettlingBinder interface {
+	SettleBind(ctx context.Context, s Sent, window time.Duration, c Call, b Binding) (err, countErr, bindErr error)
+}

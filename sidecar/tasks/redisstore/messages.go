@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -111,12 +111,45 @@ func countingScript(body string, nkeys, nargs int) string {
 	return "local function record()\n" + record + "end\nrecord()\nlocal function run()\n" + body + "end\nrun()\nreturn 0\n"
 }
 
-// shiftLua adds n to the literal indices of table name (KEYS or ARGV) in the Lua src.
+// shiftLua adds n to every index of table name (KEYS or ARGV) in the Lua src: name[x]
+// becomes name[n + x], for a literal x as for a variable.
 func shiftLua(src, name string, n int) string {
-	return regexp.MustCompile(name+`\[(\d+)\]`).ReplaceAllStringFunc(src, func(m string) string {
-		i, _ := strconv.Atoi(m[len(name)+1 : len(m)-1])
-		return name + "[" + strconv.Itoa(i+n) + "]"
-	})
+	if n == 0 {
+		return src
+	}
+	return strings.ReplaceAll(src, name+"[", name+"["+strconv.Itoa(n)+" + ")
+}
+
+// settleBindScript and settleCountBindScript settle a message's record (and count its call)
+// and bind the task it answered with, in one script (settleBindLua), for a store whose keys
+// are not in Cluster slots.
+var (
+	settleBindScript      = newFastScript(settleBindLua(false))
+	settleCountBindScript = newFastScript(settleBindLua(true))
+)
+
+// settleBindLua is settleScript, recordScript (with count), ownerScript and bindScript run as
+// one, in that order: KEYS are settleScript's, recordScript's, ownerScript's, bindScript's;
+// ARGV likewise. It answers ownerScript's 'full' (nothing bound), or bindScript's answer.
+func settleBindLua(count bool) string {
+	var b strings.Builder
+	nk, na := 0, 0
+	part := func(name, src string, keys, args int) {
+		src = shiftLua(shiftLua(src, "KEYS", nk), "ARGV", na)
+		b.WriteString("local function " + name + "()\n" + src + "end\n")
+		nk, na = nk+keys, na+args
+	}
+	part("settle", settleLua, 2, 4)
+	if count {
+		part("record", recordLua, 2, 2)
+	}
+	part("owner", ownerLua, 5, 7)
+	part("bind", bindLua, 1, 14)
+	if count {
+		b.WriteString("record()\n")
+	}
+	b.WriteString("settle()\nif owner() == 'full' then return 'full' end\nreturn bind()\n")
+	return b.String()
 }
 
 // Reserve implements Messages: one script, an ownership write (with min_replicas acknowledged
@@ -213,6 +246,50 @@ func (r *Store) ReleaseCounting(ctx context.Context, s tasks.Sent, c tasks.Call)
 		err = r.unavailable("release message", err)
 	}
 	return err, cerr
+}
+
+// SettleBind implements tasks.SettlingBinder: on a store without hash tags one script
+// (settleBindLua) settles s, counts c (unless its capability is "") and binds b, as Settle
+// (SettleCounting), then Bind, would; in a Cluster, where they lie in different slots, it is
+// those calls one after the other. One script's failure is all three's.
+func (r *Store) SettleBind(ctx context.Context, s tasks.Sent, window time.Duration, c tasks.Call, b tasks.Binding) (err, countErr, bindErr error) {
+	keys, args, buf, err := r.settleArgs(s, window)
+	if r.keys.tagged || err != nil {
+		if err == nil {
+			releaseRecord(buf)
+		}
+		if c.Capability != "" {
+			err, countErr = r.SettleCounting(ctx, s, window, c)
+		} else {
+			err = r.Settle(ctx, s, window)
+		}
+		return err, countErr, r.Bind(ctx, b)
+	}
+	defer releaseRecord(buf)
+	w, err := r.bindArgs(b, time.Time{}, 0)
+	if err != nil {
+		return r.Settle(ctx, s, window), nil, err
+	}
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	var res any
+	if c.Capability != "" {
+		rk, rargs := r.recordArgs(c.Capability, c.At)
+		res, err = r.runFast(ctx, settleCountBindScript, []scriptKeys{keys, rk, w.ownerKeys, w.taskKeys}, args[:], rargs[:], w.ownerArgs[:], w.bindArgs[:])
+	} else {
+		res, err = r.runFast(ctx, settleBindScript, []scriptKeys{keys, w.ownerKeys, w.taskKeys}, args[:], w.ownerArgs[:], w.bindArgs[:])
+	}
+	if err != nil {
+		err = r.unavailable("settle and bind", err)
+		if c.Capability != "" {
+			countErr = err
+		}
+		return err, countErr, err
+	}
+	if res == "full" {
+		return nil, nil, r.full(ctx, b)
+	}
+	return nil, nil, r.bound(ctx, b, w.written, res)
 }
 
 // withCount runs script on keys with args and recordScript for c: as counted, the two as one

@@ -354,3 +354,165 @@ func BenchmarkBindTask(b *testing.B) {
 		}
 	}
 }
+
+// TestSettleBindMatchesPlain: SettleBind leaves the store as Settle (or SettleCounting) then
+// Bind do — the same record, usage, binding, list and answer — for a new task, a re-bind that
+// moves the task in its owner's list, a task another owner holds (a conflict, the record
+// settled all the same) and an anonymous owner's; on one server (one script, also after
+// SCRIPT FLUSH) and in a Cluster (the plain calls).
+func TestSettleBindMatchesPlain(t *testing.T) {
+	srv := redisproc.Start(t)
+	t.Run("server", func(t *testing.T) {
+		settleBindMatchesPlain(t, openTestRedis(t, srv), openTestRedis(t, srv),
+			func() error { return rawClient(t, srv).ScriptFlush(t.Context()).Err() })
+	})
+	nodes := redisproc.StartCluster(t, 3, 1)
+	var addrs []string
+	for _, n := range nodes {
+		addrs = append(addrs, n.Addr)
+	}
+	open := func() *Store {
+		r, err := Dial(t.Context(), withPatientReplicas("redis-cluster://"+strings.Join(addrs[:3], ",")), tasks.WithKeyPrefix(nextPrefix()))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = r.Close() })
+		return r
+	}
+	t.Run("cluster", func(t *testing.T) { settleBindMatchesPlain(t, open(), open(), func() error { return nil }) })
+}
+
+func settleBindMatchesPlain(t *testing.T, plain, combined *Store, flushScripts func() error) {
+	ctx, now := t.Context(), time.Now()
+	alice := tasks.Owner{Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme"}
+	bob := tasks.Owner{Issuer: "https://issuer.example/", Subject: "bob", Tenant: "acme"}
+	const window = time.Hour
+	type step struct {
+		id     string
+		sender tasks.Owner
+		b      tasks.Binding
+		count  bool
+	}
+	binding := func(id string, o tasks.Owner, created time.Time) tasks.Binding {
+		return tasks.Binding{TaskID: id, ContextID: "ctx-" + o.Subject, Capability: "lookup-invoice", Handler: "billing",
+			Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: created}
+	}
+	steps := []step{
+		{"m-1", alice, binding("t-1", alice, now), true},
+		{"m-2", alice, binding("t-2", alice, now.Add(time.Second)), false},
+		{"m-3", alice, binding("t-1", alice, now.Add(2*time.Second)), true}, // a re-bind, moved in the list
+		{"m-4", bob, binding("t-1", bob, now), true},                        // alice holds t-1: a conflict
+	}
+	for i, st := range steps {
+		if i == 2 {
+			require.NoError(t, flushScripts())
+		}
+		var errs [2][3]error
+		for j, r := range []*Store{plain, combined} {
+			s, fresh, err := r.Reserve(ctx, tasks.Sent{MessageID: st.id, Owner: st.sender, Started: now, Deadline: now.Add(time.Minute), Digest: "d"}, window, 100)
+			require.NoError(t, err)
+			require.True(t, fresh)
+			s.TaskID, s.ContextID, s.Capability, s.Handler = st.b.TaskID, st.b.ContextID, st.b.Capability, st.b.Handler
+			c := tasks.Call{}
+			if st.count {
+				c = tasks.Call{Capability: "lookup-invoice", At: now}
+			}
+			if j == 0 {
+				if st.count {
+					errs[j][0], errs[j][1] = r.SettleCounting(ctx, s, window, c)
+				} else {
+					errs[j][0] = r.Settle(ctx, s, window)
+				}
+				errs[j][2] = r.Bind(ctx, st.b)
+			} else {
+				errs[j][0], errs[j][1], errs[j][2] = r.SettleBind(ctx, s, window, c, st.b)
+			}
+		}
+		require.Equal(t, errs[0], errs[1], "step %d", i)
+		if i == 3 {
+			require.ErrorIs(t, errs[1][2], tasks.ErrConflict)
+		}
+		for _, o := range []tasks.Owner{alice, bob} {
+			want, err := plain.OwnedPage(ctx, o, nil, "", 10)
+			require.NoError(t, err)
+			got, err := combined.OwnedPage(ctx, o, nil, "", 10)
+			require.NoError(t, err)
+			require.Equal(t, want, got, "step %d, %s's tasks", i, o.Subject)
+		}
+		for _, id := range []string{"t-1", "t-2"} {
+			want, wok, err := plain.Lookup(ctx, id)
+			require.NoError(t, err)
+			got, gok, err := combined.Lookup(ctx, id)
+			require.NoError(t, err)
+			require.Equal(t, wok, gok)
+			require.Equal(t, want, got, "step %d, %s", i, id)
+		}
+		want, _, err := plain.Reserve(ctx, tasks.Sent{MessageID: st.id, Owner: st.sender, Started: now, Digest: "d"}, window, 100)
+		require.NoError(t, err)
+		got, _, err := combined.Reserve(ctx, tasks.Sent{MessageID: st.id, Owner: st.sender, Started: now, Digest: "d"}, window, 100)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "step %d: the settled record", i)
+		require.Equal(t, tasks.Answered, got.State(now))
+	}
+	wantUsage, err := plain.Usage(ctx, "lookup-invoice", now)
+	require.NoError(t, err)
+	gotUsage, err := combined.Usage(ctx, "lookup-invoice", now)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), gotUsage.Total)
+	wantUsage.ObservedSince, gotUsage.ObservedSince = time.Time{}, time.Time{}
+	require.Equal(t, wantUsage, gotUsage)
+
+	// An anonymous sender's record is not kept; the task is bound all the same.
+	errs := [3]error{}
+	errs[0], errs[1], errs[2] = combined.SettleBind(ctx, tasks.Sent{MessageID: "m-5"}, window, tasks.Call{}, binding("t-5", alice, now))
+	require.ErrorIs(t, errs[0], tasks.ErrNoOwner)
+	require.NoError(t, errs[2])
+	_, ok, err := combined.Lookup(ctx, "t-5")
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// BenchmarkTaskRoundTrips is the store's part of a routed message that a handler answers with a
+// new task in the caller's context: reserve its id, then settle it, count the call and bind the
+// task, in one script (SettleBind) or as SettleCounting then Bind (plain).
+func BenchmarkTaskRoundTrips(b *testing.B) {
+	srv := redisproc.Start(b)
+	r, err := Dial(b.Context(), srv.URL(0), tasks.WithKeyPrefix(nextPrefix()))
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = r.Close() })
+	owner := tasks.Owner{Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme"}
+	for _, combined := range []bool{true, false} {
+		name := "plain"
+		if combined {
+			name = "combined"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx, cancel := context.WithCancel(b.Context()) // a request's context, cancellable
+			defer cancel()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				now := time.Now()
+				id := name + "-" + strconv.Itoa(i)
+				s, _, err := r.Reserve(ctx, tasks.Sent{MessageID: id, Owner: owner, Started: now, Deadline: now.Add(time.Minute),
+					Digest: "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}, time.Hour, 1000)
+				if err != nil {
+					b.Fatal(err)
+				}
+				s.TaskID, s.ContextID, s.Capability, s.Handler = "t-"+id, "ctx-1", "lookup-invoice", "billing"
+				bd := tasks.Binding{TaskID: s.TaskID, ContextID: "ctx-1", Capability: "lookup-invoice", Handler: "billing",
+					Issuer: owner.Issuer, Subject: owner.Subject, Tenant: owner.Tenant, CreatedAt: now}
+				c := tasks.Call{Capability: "lookup-invoice", At: now}
+				var berr error
+				if combined {
+					err, _, berr = r.SettleBind(ctx, s, time.Hour, c, bd)
+				} else {
+					err, _ = r.SettleCounting(ctx, s, time.Hour, c)
+					berr = r.Bind(ctx, bd)
+				}
+				if err != nil || berr != nil {
+					b.Fatal(err, berr)
+				}
+			}
+		})
+	}
+}
