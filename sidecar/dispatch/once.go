@@ -41,6 +41,92 @@ type reservation struct {
 	// settled: the record says what became of the message (settle, lose or release ran).
 	settled    bool
 	decisionID string // for the warnings (a logger With it per message would cost a copy each)
+	// count is the capability call (Store.RecordCall) the store counts in the round trip that
+	// settles or releases the record (tasks.CountingMessages; countLater); "" when none.
+	count tasks.Call
+	// withBind: the record is settled with the task's binding, in its round trip
+	// (settleWithBind, bind).
+	withBind bool
+}
+
+// settleWithBind arranges that the record is settled with the task taskID (in contextID, bound
+// to capability and handler) in the round trip that binds it (bind), when the store can
+// (tasks.SettlingBinder), and reports whether it will be. The record is still written before
+// the binding (bindTask); a failure before the bind (the context's claim) leaves it unsettled,
+// and the call then marks it lost, as any answer capgate could not bind.
+func (r *reservation) settleWithBind(taskID, contextID, capability, handler string) bool {
+	if r == nil || r.settled {
+		return false
+	}
+	if _, ok := r.d.store.(tasks.SettlingBinder); !ok {
+		return false
+	}
+	r.s.TaskID, r.s.ContextID, r.s.Capability, r.s.Handler = taskID, contextID, capability, handler
+	r.withBind = true
+	return true
+}
+
+// bindTask binds b: with rsv's settlement (and the call's count) when settleWithBind arranged
+// it, else on its own (Store.Bind; rsv may be nil).
+func (d *Dispatcher) bindTask(ctx context.Context, rsv *reservation, b tasks.Binding) error {
+	sb, ok := d.store.(tasks.SettlingBinder)
+	if rsv == nil || !ok || !rsv.withBind || rsv.settled {
+		return d.store.Bind(ctx, b)
+	}
+	r := rsv
+	r.withBind = false
+	c := r.count
+	r.count = tasks.Call{} // counted once, whatever becomes of the record
+	err, cerr, berr := sb.SettleBind(context.WithoutCancel(ctx), r.s, r.window, c, b)
+	if cerr != nil {
+		r.d.uncounted(c.Capability, cerr)
+	}
+	if err != nil {
+		r.warn("message answer not recorded", err)
+	} else {
+		r.settled = true
+	}
+	return berr
+}
+
+// countLater arranges that the call of capability at t is counted with the record's settlement
+// or release, in its round trip, when store can (tasks.CountingMessages), and reports whether it
+// will be. Only a unary call's reservation takes it: every unary call settles, loses or
+// releases its record before it answers, while a stream may end before its first event runs.
+func (r *reservation) countLater(store tasks.Store, capability string, t time.Time) bool {
+	if r == nil || r.settled {
+		return false
+	}
+	if _, ok := store.(tasks.CountingMessages); !ok {
+		return false
+	}
+	r.count = tasks.Call{Capability: capability, At: t}
+	return true
+}
+
+// commit writes the record's settlement (release: its release), with the call it counts, if
+// any; it returns the settlement's error (a count that fails is logged: uncounted).
+func (r *reservation) commit(ctx context.Context, release bool) error {
+	ctx = context.WithoutCancel(ctx)
+	cs, ok := r.d.store.(tasks.CountingMessages)
+	if r.count.Capability == "" || !ok {
+		if release {
+			return r.d.store.Release(ctx, r.s)
+		}
+		return r.d.store.Settle(ctx, r.s, r.window)
+	}
+	c := r.count
+	r.count = tasks.Call{} // counted once, whatever becomes of the record
+	var err, cerr error
+	if release {
+		err, cerr = cs.ReleaseCounting(ctx, r.s, c)
+	} else {
+		err, cerr = cs.SettleCounting(ctx, r.s, r.window, c)
+	}
+	if cerr != nil {
+		r.d.uncounted(c.Capability, cerr)
+	}
+	return err
 }
 
 // warn logs a record the store did not take.
@@ -169,7 +255,7 @@ func (r *reservation) settle(ctx context.Context, taskID, contextID, capability,
 		return nil
 	}
 	r.s.TaskID, r.s.ContextID, r.s.Capability, r.s.Handler = taskID, contextID, capability, handler
-	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
+	if err := r.commit(ctx, false); err != nil {
 		r.warn("message answer not recorded", err)
 		return err
 	}
@@ -185,7 +271,7 @@ func (r *reservation) release(ctx context.Context) {
 		return
 	}
 	r.settled = true
-	if err := r.d.store.Release(context.WithoutCancel(ctx), r.s); err != nil {
+	if err := r.commit(ctx, true); err != nil {
 		r.warn("message record not released; a retry of it is refused until its deadline", err)
 	}
 }
@@ -212,7 +298,7 @@ func (r *reservation) lose(ctx context.Context) {
 		return
 	}
 	r.s.Lost = true
-	if err := r.d.store.Settle(context.WithoutCancel(ctx), r.s, r.window); err != nil {
+	if err := r.commit(ctx, false); err != nil {
 		r.warn("message outcome not recorded; a retry of it is refused until its deadline", err)
 	}
 	r.settled = true

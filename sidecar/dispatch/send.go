@@ -241,7 +241,7 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 		}
 		b := tasks.Binding{TaskID: taskID, ContextID: contextID, Capability: capability.ID, Handler: capability.Handler,
 			Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant, CreatedAt: d.now()}
-		if err := d.store.Bind(ctx, b); err != nil {
+		if err := d.bindTask(ctx, rsv, b); err != nil {
 			return storeError(err)
 		}
 		if pending != nil && pending.TaskID != taskID {
@@ -264,10 +264,17 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 		}
 		// A task bound without its settled record is the caller's all the same: only a retry
 		// of the message would find it in progress, then unknown.
-		_ = rsv.settle(ctx, taskID, contextID, capability.ID, capability.Handler)
+		// With a task, a store that can settles the record in the bind's round trip (settleWithBind, bindTask).
+		if taskID == "" || !rsv.settleWithBind(taskID, contextID, capability.ID, capability.Handler) {
+			_ = rsv.settle(ctx, taskID, contextID, capability.ID, capability.Handler)
+		}
 		return handled(bind(taskID, contextID))
 	}
-	d.countCall(ctx, capability)
+	if req.Operation == protocol.SendStreamingMessage {
+		d.countCall(ctx, capability, nil) // a stream keeps its reservation itself
+	} else {
+		d.countCall(ctx, capability, rsv)
+	}
 	example := d.candidateExample(call, r, capability)
 	if req.Operation == protocol.SendStreamingMessage {
 		return d.learnFromStream(ctx, call, d.stream(ctx, call, inv, record, rsv), capability.ID, example), true, nil
@@ -391,11 +398,21 @@ func (d *Dispatcher) record(inv invocation, dur time.Duration, perr *protocol.Er
 	})
 }
 
-func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability) {
+// countCall counts a call of m: in the round trip that settles or releases rsv when the store
+// can (reservation.countLater), else at once.
+func (d *Dispatcher) countCall(ctx context.Context, m *manifest.Capability, rsv *reservation) {
 	d.m.CapabilityCalls.WithLabelValues(m.ID, string(m.State)).Inc()
-	if err := d.store.RecordCall(context.WithoutCancel(ctx), m.ID, d.now()); err != nil {
-		d.log.Warn("usage not recorded", zap.String("capability", m.ID), zap.Error(err))
+	if rsv.countLater(d.store, m.ID, d.now()) {
+		return
 	}
+	if err := d.store.RecordCall(context.WithoutCancel(ctx), m.ID, d.now()); err != nil {
+		d.uncounted(m.ID, err)
+	}
+}
+
+// uncounted logs a call of capability the store did not count.
+func (d *Dispatcher) uncounted(capability string, err error) {
+	d.log.Warn("usage not recorded", zap.String("capability", capability), zap.Error(err))
 }
 
 // askModel gives the optional model-based router the candidates the
@@ -442,7 +459,7 @@ func (d *Dispatcher) extensionMethod(ctx context.Context, call *exchange.Call) (
 	if perr != nil {
 		return exchange.Result{}, perr
 	}
-	d.countCall(ctx, capability)
+	d.countCall(ctx, capability, nil)
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
 		return exchange.Result{}, perr

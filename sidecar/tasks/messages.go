@@ -257,3 +257,27 @@ func (m *Memory) Release(_ context.Context, s Sent) error {
 	}
 	return nil
 }
+
+// Call is one call of a capability at At, as Store.RecordCall counts it.
+type Call struct {
+	Capability string
+	At         time.Time
+}
+
+// CountingMessages is implemented by a store that can count a call (Store.RecordCall) in the
+// same round trip as a message's Settle or Release, so that a routed message costs the store one
+// round trip fewer (the Redis store). Each returns Settle's (or Release's) error and, apart,
+// RecordCall's: a call not counted does not fail the message.
+type CountingMessages interface {
+	SettleCounting(ctx context.Context, s Sent, window time.Duration, c Call) (err, countErr error)
+	ReleaseCounting(ctx context.Context, s Sent, c Call) (err, countErr error)
+}
+
+// SettlingBinder is implemented by a store that can settle a message's record (Messages.Settle,
+// with its call counted as CountingMessages does when c.Capability is not "") and bind the task
+// the handler answered with (Store.Bind) in one round trip (the Redis store). The record is
+// written before the binding, as when the two are called one after the other. It returns
+// Settle's, the count's and Bind's errors.
+type SettlingBinder interface {
+	SettleBind(ctx context.Context, s Sent, window time.Duration, c Call, b Binding) (err, countErr, bindErr error)
+}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/capgate/capgate/sidecar/tasks"
@@ -147,3 +148,66 @@ func (k keys) usageKeys(capability string, d int64) []string {
 
 // since is when usage counting began.
 func (k keys) since() string { return k.prefix + "usage-since" }
+
+// maxCachedKeys bounds a keyCache; a full cache starts over. An entry of the message keys is
+// ~0.5 KiB (two keys with an escaped issuer URL, their boxed copies, the map's slot), of the
+// owner keys ~1 KiB (five), so the caches hold ~6 MiB at most: enough for the callers active at
+// once, not for every caller seen.
+const maxCachedKeys = 1 << 12
+
+// keyCache remembers the keys build answers for the ids seen recently: the message keys of
+// an owner (keys.sentKeys), built twice per message (reserve, settle), the usage keys of a
+// capability's day (keys.usageKeys), built once per call, and the owner keys of a bind in a
+// context (keys.ownerSets, five keys); each costs escapes and strings every time. The keys it answers are shared: nobody writes to them (go-redis copies them into its
+// command). TestKeyCache holds its answers to build's.
+type keyCache[K comparable] struct {
+	build func(K) []string
+	mu    sync.Mutex
+	m     map[K]scriptKeys
+}
+
+// scriptKeys are a script's keys, as strings and as the values of a command's arguments, boxed
+// once (runFast).
+type scriptKeys struct {
+	names []string
+	boxed []any
+}
+
+func newScriptKeys(names []string) scriptKeys {
+	boxed := make([]any, len(names))
+	for i, n := range names {
+		boxed[i] = n
+	}
+	return scriptKeys{names: names, boxed: boxed}
+}
+
+func newKeyCache[K comparable](build func(K) []string) *keyCache[K] {
+	return &keyCache[K]{build: build, m: map[K]scriptKeys{}}
+}
+
+// of is build(id).
+func (c *keyCache[K]) of(id K) scriptKeys {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.m[id]; ok {
+		return k
+	}
+	if len(c.m) >= maxCachedKeys {
+		clear(c.m)
+	}
+	k := newScriptKeys(c.build(id))
+	c.m[id] = k
+	return k
+}
+
+// capabilityDay is a capability's unix day, the id of its usage keys.
+type capabilityDay struct {
+	capability string
+	day        int64
+}
+
+// ownerContext is an owner and a context id, the id of a bind's owner keys (keys.ownerSets).
+type ownerContext struct {
+	owner     tasks.Owner
+	contextID string
+}

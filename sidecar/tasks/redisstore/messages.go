@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,14 +28,15 @@ func (k keys) sentOrder(o tasks.Owner) string { return k.key("sent", ownerPath(o
 func (k keys) sentKeys(o tasks.Owner) []string { return []string{k.sent(o), k.sentOrder(o)} }
 
 // reserveScript reserves a message id for an owner unless a record of it younger than the
-// window exists (then it answers {'held', record}); before writing it drops the owner's
+// window exists (then it answers {'held', record}, else 1: an integer reply, which go-redis
+// reads without allocating); before writing it drops the owner's
 // records older than the window and, at max_per_owner, the oldest. The window is compared on
 // capgate's clock (the reservation times it wrote); the keys expire a window after the last
 // reservation, by Redis's clock, relative (PEXPIRE): no clock is compared with another.
 //
 // KEYS: sent hash, sent order (keys.sentKeys). ARGV: id record now_ms window_ms max_per_owner
 // started_ms (the record's score, by which Release knows it).
-var reserveScript = redis.NewScript(`
+var reserveScript = newFastScript(`
 local cutoff = tonumber(ARGV[3]) - tonumber(ARGV[4])
 local old = redis.call('HGET', KEYS[1], ARGV[1])
 if old then
@@ -54,13 +58,15 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
-return {'new', ARGV[2]}
+return 1
 `)
 
 // settleScript writes a settled record. A record that is gone is written again, for what is
 // left of its window (left_ms > 0). KEYS: sent hash, sent order. ARGV: id record started_ms
 // left_ms.
-var settleScript = redis.NewScript(`
+var settleScript = redis.NewScript(settleLua)
+
+const settleLua = `
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then
   if tonumber(ARGV[4]) <= 0 then return 'over' end
   redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
@@ -72,17 +78,79 @@ redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 local t = redis.call('PTTL', KEYS[1])
 if t < 0 then redis.call('PEXPIRE', KEYS[1], math.max(tonumber(ARGV[4]), 1)) end
 return 'ok'
-`)
+`
 
 // releaseScript drops a record reserved at started_ms (its score), not one another call
 // reserved. KEYS: sent hash, sent order. ARGV: id started_ms.
-var releaseScript = redis.NewScript(`
+var releaseScript = redis.NewScript(releaseLua)
+
+const releaseLua = `
 local at = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not at or tonumber(at) ~= tonumber(ARGV[2]) then return 'kept' end
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 return 'ok'
-`)
+`
+
+// settleCountScript and releaseCountScript are settleScript and releaseScript each run with
+// recordScript as one script (countingScript), for a store whose keys are not in Cluster slots.
+var (
+	settleCountScript  = newFastScript(countingScript(settleLua, 2, 4))
+	releaseCountScript = newFastScript(countingScript(releaseLua, 2, 2))
+)
+
+// countingScript is the script body (keys KEYS[1..nkeys], arguments ARGV[1..nargs]) and
+// recordScript run as one: KEYS are body's, then recordScript's; ARGV body's, then
+// recordScript's. The call is counted first, whatever body answers. Its keys may lie in
+// different Cluster slots: only for a store without hash tags. It answers 0 (an integer reply,
+// which go-redis reads without allocating), whatever body answers: nobody reads the answer of a
+// settlement or a release.
+func countingScript(body string, nkeys, nargs int) string {
+	record := shiftLua(recordLua, "KEYS", nkeys)
+	record = shiftLua(record, "ARGV", nargs)
+	return "local function record()\n" + record + "end\nrecord()\nlocal function run()\n" + body + "end\nrun()\nreturn 0\n"
+}
+
+// shiftLua adds n to every index of table name (KEYS or ARGV) in the Lua src: name[x]
+// becomes name[n + x], for a literal x as for a variable.
+func shiftLua(src, name string, n int) string {
+	if n == 0 {
+		return src
+	}
+	return strings.ReplaceAll(src, name+"[", name+"["+strconv.Itoa(n)+" + ")
+}
+
+// settleBindScript and settleCountBindScript settle a message's record (and count its call)
+// and bind the task it answered with, in one script (settleBindLua), for a store whose keys
+// are not in Cluster slots.
+var (
+	settleBindScript      = newFastScript(settleBindLua(false))
+	settleCountBindScript = newFastScript(settleBindLua(true))
+)
+
+// settleBindLua is settleScript, recordScript (with count), ownerScript and bindScript run as
+// one, in that order: KEYS are settleScript's, recordScript's, ownerScript's, bindScript's;
+// ARGV likewise. It answers ownerScript's 'full' (nothing bound), or bindScript's answer.
+func settleBindLua(count bool) string {
+	var b strings.Builder
+	nk, na := 0, 0
+	part := func(name, src string, keys, args int) {
+		src = shiftLua(shiftLua(src, "KEYS", nk), "ARGV", na)
+		b.WriteString("local function " + name + "()\n" + src + "end\n")
+		nk, na = nk+keys, na+args
+	}
+	part("settle", settleLua, 2, 4)
+	if count {
+		part("record", recordLua, 2, 2)
+	}
+	part("owner", ownerLua, 5, 7)
+	part("bind", bindLua, 1, 14)
+	if count {
+		b.WriteString("record()\n")
+	}
+	b.WriteString("settle()\nif owner() == 'full' then return 'full' end\nreturn bind()\n")
+	return b.String()
+}
 
 // Reserve implements Messages: one script, an ownership write (with min_replicas acknowledged
 // only once replicas confirmed it, so that a failover does not forget a reservation it
@@ -94,24 +162,29 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 	ctx, cancel := r.op(ctx)
 	defer cancel()
 	s.Done, s.Lost, s.TaskID, s.ContextID, s.Capability, s.Handler = false, false, "", "", "", ""
-	rec, err := json.Marshal(s)
+	rec, buf, err := encodeSent(s)
 	if err != nil {
 		return tasks.Sent{}, false, fmt.Errorf("reserve message: %w", err)
 	}
-	res, err := r.write(ctx, reserveScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
-		r.opts.Now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli())
+	defer releaseRecord(buf)
+	res, err := r.runFast(ctx, reserveScript, []scriptKeys{r.sentKeys.of(s.Owner)}, []any{url.QueryEscape(s.MessageID), rec,
+		r.opts.Now().UnixMilli(), max(window.Milliseconds(), 1), max(maxPerOwner, 1), s.Started.UnixMilli()})
 	if err != nil {
 		return tasks.Sent{}, false, r.unavailable("reserve message", err)
 	}
-	vals, err := redis.NewCmdResult(res, nil).StringSlice()
-	if err != nil || len(vals) != 2 {
-		return tasks.Sent{}, false, r.unavailable("reserve message", fmt.Errorf("unexpected answer %v", res))
-	}
-	if vals[0] == "new" {
+	if res == int64(1) {
 		return s, true, nil
 	}
+	vals, _ := res.([]any)
+	held, ok := "", len(vals) == 2 && vals[0] == "held"
+	if ok {
+		held, ok = vals[1].(string)
+	}
+	if !ok {
+		return tasks.Sent{}, false, r.unavailable("reserve message", fmt.Errorf("unexpected answer %v", res))
+	}
 	var old tasks.Sent
-	if err := json.Unmarshal([]byte(vals[1]), &old); err != nil {
+	if err := json.Unmarshal([]byte(held), &old); err != nil {
 		return tasks.Sent{}, false, fmt.Errorf("%w: a message record is malformed", tasks.ErrUnavailable)
 	}
 	old.MessageID, old.Owner = s.MessageID, s.Owner
@@ -120,29 +193,156 @@ func (r *Store) Reserve(ctx context.Context, s tasks.Sent, window time.Duration,
 
 // Settle implements Messages.
 func (r *Store) Settle(ctx context.Context, s tasks.Sent, window time.Duration) error {
-	if s.Owner.Subject == "" {
-		return tasks.ErrNoOwner
+	keys, args, buf, err := r.settleArgs(s, window)
+	if err != nil {
+		return err
 	}
+	defer releaseRecord(buf)
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	s.Done = true
-	rec, err := json.Marshal(s)
-	if err != nil {
-		return fmt.Errorf("settle message: %w", err)
-	}
-	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
-	if _, err := r.write(ctx, settleScript, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), rec,
-		s.Started.UnixMilli(), left); err != nil {
+	if _, err := r.write(ctx, settleScript, keys.names, args[:]...); err != nil {
 		return r.unavailable("settle message", err)
 	}
 	return nil
+}
+
+// settleArgs are settleScript's keys and arguments for the settled record of s; buf is the
+// record's buffer, for releaseRecord once the script ran.
+func (r *Store) settleArgs(s tasks.Sent, window time.Duration) (keys scriptKeys, args [4]any, buf *[]byte, err error) {
+	if s.Owner.Subject == "" {
+		return scriptKeys{}, args, nil, tasks.ErrNoOwner
+	}
+	s.Done = true
+	rec, buf, err := encodeSent(s)
+	if err != nil {
+		return scriptKeys{}, args, nil, fmt.Errorf("settle message: %w", err)
+	}
+	left := s.Started.Add(window).Sub(r.opts.Now()).Milliseconds()
+	return r.sentKeys.of(s.Owner), [4]any{url.QueryEscape(s.MessageID), rec, s.Started.UnixMilli(), left}, buf, nil
+}
+
+// SettleCounting implements tasks.CountingMessages: Settle and RecordCall in one round trip,
+// one script (settleCountScript) on a store without hash tags, a pipeline of the two scripts in
+// a Cluster, where their keys lie in different slots (two round trips, Settle's then
+// RecordCall's, in a Cluster with min_replicas: the settlement waits for replicas).
+func (r *Store) SettleCounting(ctx context.Context, s tasks.Sent, window time.Duration, c tasks.Call) (error, error) {
+	keys, args, buf, err := r.settleArgs(s, window)
+	if err != nil {
+		return err, r.RecordCall(ctx, c.Capability, c.At)
+	}
+	defer releaseRecord(buf)
+	err, cerr := r.withCount(ctx, c, settleScript, settleCountScript, keys, args[:])
+	if err != nil {
+		err = r.unavailable("settle message", err)
+	}
+	return err, cerr
+}
+
+// ReleaseCounting implements tasks.CountingMessages: Release and RecordCall in one round trip,
+// as SettleCounting.
+func (r *Store) ReleaseCounting(ctx context.Context, s tasks.Sent, c tasks.Call) (error, error) {
+	err, cerr := r.withCount(ctx, c, releaseScript, releaseCountScript, r.sentKeys.of(s.Owner), []any{url.QueryEscape(s.MessageID), s.Started.UnixMilli()})
+	if err != nil {
+		err = r.unavailable("release message", err)
+	}
+	return err, cerr
+}
+
+// SettleBind implements tasks.SettlingBinder: on a store without hash tags one script
+// (settleBindLua) settles s, counts c (unless its capability is "") and binds b, as Settle
+// (SettleCounting), then Bind, would; in a Cluster, where they lie in different slots, it is
+// those calls one after the other. One script's failure is all three's.
+func (r *Store) SettleBind(ctx context.Context, s tasks.Sent, window time.Duration, c tasks.Call, b tasks.Binding) (err, countErr, bindErr error) {
+	keys, args, buf, err := r.settleArgs(s, window)
+	if r.keys.tagged || err != nil {
+		if err == nil {
+			releaseRecord(buf)
+		}
+		if c.Capability != "" {
+			err, countErr = r.SettleCounting(ctx, s, window, c)
+		} else {
+			err = r.Settle(ctx, s, window)
+		}
+		return err, countErr, r.Bind(ctx, b)
+	}
+	defer releaseRecord(buf)
+	w, err := r.bindArgs(b, time.Time{}, 0)
+	if err != nil {
+		return r.Settle(ctx, s, window), nil, err
+	}
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	var res any
+	if c.Capability != "" {
+		rk, rargs := r.recordArgs(c.Capability, c.At)
+		res, err = r.runFast(ctx, settleCountBindScript, []scriptKeys{keys, rk, w.ownerKeys, w.taskKeys}, args[:], rargs[:], w.ownerArgs[:], w.bindArgs[:])
+	} else {
+		res, err = r.runFast(ctx, settleBindScript, []scriptKeys{keys, w.ownerKeys, w.taskKeys}, args[:], w.ownerArgs[:], w.bindArgs[:])
+	}
+	if err != nil {
+		err = r.unavailable("settle and bind", err)
+		if c.Capability != "" {
+			countErr = err
+		}
+		return err, countErr, err
+	}
+	if res == "full" {
+		return nil, nil, r.full(ctx, b)
+	}
+	return nil, nil, r.bound(ctx, b, w.written, res)
+}
+
+// withCount runs script on keys with args and recordScript for c: as counted, the two as one
+// script, on a store without hash tags (through write, waiting for replicas as the settlement
+// does); in a Cluster in one pipeline (go-redis sends each to its slot's master, in parallel),
+// or one after the other with min_replicas. It returns script's error and the count's
+// (RecordCall's; one error for both when they ran as one). A script Redis does not hold
+// (NOSCRIPT: after a restart flushed its cache) is run again on its own, as Script.Run does.
+func (r *Store) withCount(ctx context.Context, c tasks.Call, script *redis.Script, counted fastScript, sk scriptKeys, args []any) (error, error) {
+	ctx, cancel := r.op(ctx)
+	defer cancel()
+	rk, rargs := r.recordArgs(c.Capability, c.At)
+	if !r.keys.tagged {
+		_, err := r.runFast(ctx, counted, []scriptKeys{sk, rk}, args, rargs[:])
+		if err != nil {
+			return err, r.unavailable("record call", err)
+		}
+		return nil, nil
+	}
+	// The slower paths take copies: args and rargs may be on the caller's stack.
+	keys, rkeys, sargs, cargs := sk.names, rk.names, slices.Clone(args), slices.Clone(rargs[:])
+	if r.opts.MinReplicas > 0 {
+		_, err := r.write(ctx, script, keys, sargs...)
+		return err, r.RecordCall(ctx, c.Capability, c.At)
+	}
+	var cmd, count *redis.Cmd
+	_, perr := r.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		cmd = script.EvalSha(ctx, p, keys, sargs...)
+		count = recordScript.EvalSha(ctx, p, rkeys, cargs...)
+		return nil
+	})
+	err, cerr := cmd.Err(), count.Err()
+	if perr != nil && err == nil && cerr == nil {
+		// No connection: the commands were never sent and carry no error of their own.
+		err, cerr = perr, perr
+	}
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		err = script.Run(ctx, r.rdb, keys, sargs...).Err()
+	}
+	if cerr != nil && redis.HasErrorPrefix(cerr, "NOSCRIPT") {
+		cerr = recordScript.Run(ctx, r.rdb, rkeys, cargs...).Err()
+	}
+	if cerr != nil {
+		cerr = r.unavailable("record call", cerr)
+	}
+	return err, cerr
 }
 
 // Release implements Messages.
 func (r *Store) Release(ctx context.Context, s tasks.Sent) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	if err := releaseScript.Run(ctx, r.rdb, r.keys.sentKeys(s.Owner), url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {
+	if err := releaseScript.Run(ctx, r.rdb, r.sentKeys.of(s.Owner).names, url.QueryEscape(s.MessageID), s.Started.UnixMilli()).Err(); err != nil {
 		return r.unavailable("release message", err)
 	}
 	return nil

@@ -30,7 +30,9 @@ import (
 // KEYS: owner set, pending set, index, context index, unindexed mark
 // (keys.ownerSets). ARGV: taskId now_ms owner_ttl_ms expires_ms (empty for
 // Bind) max_pending member has_context ('1' or '0').
-var ownerScript = redis.NewScript(`
+var ownerScript = newFastScript(ownerLua)
+
+const ownerLua = `
 if ARGV[4] ~= '' then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[2])
   if not redis.call('ZSCORE', KEYS[2], ARGV[1]) and redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[5]) then return 'full' end
@@ -50,7 +52,7 @@ for i = 1, 4 do
   if (i ~= 2) and (i ~= 4 or ARGV[7] == '1') and redis.call('PTTL', KEYS[i]) < tonumber(ARGV[3]) then redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
 end
 return 'ok'
-`)
+`
 
 // bindScript is the task step of a bind: it sets the binding unless it
 // would overwrite another one, exactly as Memory.bind decides: an unexpired
@@ -67,7 +69,9 @@ return 'ok'
 // '1'} of the binding overwritten ({'ok', ”, ”, ”} when there was none),
 // so that the
 // caller moves the task's index member.
-var bindScript = redis.NewScript(`
+var bindScript = newFastScript(bindLua)
+
+const bindLua = `
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires', 'created', 'contextId')
 local exists = old[1]
 if exists and old[7] and old[7] ~= '' and tonumber(old[7]) <= tonumber(ARGV[10]) then
@@ -94,8 +98,8 @@ else
   redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[12]) - tonumber(ARGV[10])))
 end
 if exists then return {'ok', old[8] or '', old[9] or '', '1'} end
-return {'ok', '', '', ''}
-`)
+return 0
+`
 
 // deleteScript is the task step of a delete: it drops the binding and
 // answers its owner (subject tenant issuer), created and contextId, or
@@ -153,6 +157,53 @@ func (r *Store) BindPending(ctx context.Context, b tasks.Binding, ttl time.Durat
 func (r *Store) bind(ctx context.Context, b tasks.Binding, expires time.Time, maxPending int) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
+	w, err := r.bindArgs(b, expires, maxPending)
+	if err != nil {
+		return err
+	}
+	res, err := r.runFast(ctx, ownerScript, []scriptKeys{w.ownerKeys}, w.ownerArgs[:])
+	if err != nil {
+		return r.unavailable("bind", err)
+	}
+	if res == "full" {
+		return r.full(ctx, b)
+	}
+	res, err = r.runFast(ctx, bindScript, []scriptKeys{w.taskKeys}, w.bindArgs[:])
+	if err != nil {
+		return r.unavailable("bind", err)
+	}
+	return r.bound(ctx, b, w.written, res)
+}
+
+// full is a bind's error when the owner's pending set is full: a conflict when both hold, as
+// in Memory.
+func (r *Store) full(ctx context.Context, b tasks.Binding) error {
+	if old, ok, err := r.Lookup(ctx, b.TaskID); err == nil && ok && tasks.Conflicts(old, b) {
+		return tasks.ErrConflict
+	}
+	return tasks.ErrTooManyPending
+}
+
+// bound is a bind's error after bindScript answered res; a re-bind moves its index member.
+func (r *Store) bound(ctx context.Context, b tasks.Binding, written string, res any) error {
+	if res == "conflict" {
+		return tasks.ErrConflict
+	}
+	r.reindex(ctx, b, written, res)
+	return nil
+}
+
+// bindWrite is what a bind's two scripts are given: ownerScript's keys and arguments,
+// bindScript's, and the index member written.
+type bindWrite struct {
+	ownerKeys, taskKeys scriptKeys
+	ownerArgs           [7]any
+	bindArgs            [14]any
+	written             string
+}
+
+// bindArgs are the keys and arguments of the bind of b (expires: zero for Bind).
+func (r *Store) bindArgs(b tasks.Binding, expires time.Time, maxPending int) (bindWrite, error) {
 	created, createdAt := storedCreated(b.CreatedAt)
 	pending := "0"
 	if b.Pending {
@@ -162,7 +213,7 @@ func (r *Store) bind(ctx context.Context, b tasks.Binding, expires time.Time, ma
 	if len(b.Candidates) > 0 {
 		c, err := json.Marshal(b.Candidates)
 		if err != nil {
-			return fmt.Errorf("bind %s: %w", b.TaskID, err)
+			return bindWrite{}, fmt.Errorf("bind %s: %w", b.TaskID, err)
 		}
 		candidates = string(c)
 	}
@@ -177,35 +228,19 @@ func (r *Store) bind(ctx context.Context, b tasks.Binding, expires time.Time, ma
 	if b.Pending {
 		held, heldVersion = string(b.Held), b.HeldVersion
 	}
-	o := b.Owner()
 	written := member(b.TaskID, createdAt)
 	hasContext := "0"
 	if b.ContextID != "" {
 		hasContext = "1"
 	}
-	res, err := r.write(ctx, ownerScript, r.keys.ownerSets(o, b.ContextID), b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending,
-		written, hasContext)
-	if err != nil {
-		return r.unavailable("bind", err)
-	}
-	if res == "full" {
-		// A conflict is the answer when both hold, as in Memory.
-		if old, ok, err := r.Lookup(ctx, b.TaskID); err == nil && ok && tasks.Conflicts(old, b) {
-			return tasks.ErrConflict
-		}
-		return tasks.ErrTooManyPending
-	}
-	res, err = r.write(ctx, bindScript, []string{r.keys.task(b.TaskID)},
-		b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
-		now.UnixMilli(), r.opts.BindingTTL.Milliseconds(), exp, held, heldVersion)
-	if err != nil {
-		return r.unavailable("bind", err)
-	}
-	if res == "conflict" {
-		return tasks.ErrConflict
-	}
-	r.reindex(ctx, b, written, res)
-	return nil
+	return bindWrite{
+		ownerKeys: r.ownerKeys.of(ownerContext{b.Owner(), b.ContextID}),
+		taskKeys:  newScriptKeys([]string{r.keys.task(b.TaskID)}),
+		ownerArgs: [7]any{b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending, written, hasContext},
+		bindArgs: [14]any{b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
+			now.UnixMilli(), r.opts.BindingTTL.Milliseconds(), exp, held, heldVersion},
+		written: written,
+	}, nil
 }
 
 // reindex moves a re-bound task's index member to where the binding now

@@ -5,7 +5,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -26,27 +25,41 @@ func usageTTL(t time.Time) time.Duration {
 // recordScript counts one call. KEYS: per-day counter, usage hash. ARGV:
 // the counter's time to live (ms, from the call's time), time (zero-padded
 // unix ns, so strings order as times).
-var recordScript = redis.NewScript(`
+var recordScript = redis.NewScript(recordLua)
+
+const recordLua = `
 redis.call('INCR', KEYS[1])
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 redis.call('HINCRBY', KEYS[2], 'total', 1)
 local last = redis.call('HGET', KEYS[2], 'last')
 if not last or ARGV[2] > last then redis.call('HSET', KEYS[2], 'last', ARGV[2]) end
 return 'ok'
-`)
+`
 
 // RecordCall implements Store.
 func (r *Store) RecordCall(ctx context.Context, capability string, t time.Time) error {
 	ctx, cancel := r.op(ctx)
 	defer cancel()
-	d := tasks.Day(t)
-	ns := max(t.UnixNano(), 0)
-	err := recordScript.Run(ctx, r.rdb, r.keys.usageKeys(capability, d),
-		usageTTL(t).Milliseconds(), fmt.Sprintf("%020d", ns)).Err()
-	if err != nil {
+	keys, args := r.recordArgs(capability, t)
+	if err := recordScript.Run(ctx, r.rdb, keys.names, args[:]...).Err(); err != nil {
 		return r.unavailable("record call", err)
 	}
 	return nil
+}
+
+// recordArgs are recordScript's keys and arguments for a call of capability at t.
+func (r *Store) recordArgs(capability string, t time.Time) (scriptKeys, [2]any) {
+	return r.usageKeys.of(capabilityDay{capability, tasks.Day(t)}), [2]any{usageTTL(t).Milliseconds(), padded(max(t.UnixNano(), 0))}
+}
+
+// padded is fmt.Sprintf("%020d", n) for n >= 0 (TestPadded), without its boxing of n: the time
+// of a call as recordScript compares it, as a string.
+func padded(n int64) string {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], n, 10)
+	out := [20]byte{'0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0', '0'}
+	copy(out[max(len(out)-len(d), 0):], d)
+	return string(out[:])
 }
 
 // Usage implements Store: calls on the days after now-Window up to now's day.
