@@ -340,11 +340,27 @@ func (v *Verifier) Verify(ctx context.Context, authorization string) (Principal,
 		if v.now().Before(e.expires.Add(v.skew)) {
 			return e.principal(), nil
 		}
-		v.cache.Remove(key)
-		ie := newError(ErrExpired, "token expired", nil)
-		ie.Issuer = boundIssuer(e.principal().Issuer)
-		return Principal{}, ie
+		return Principal{}, v.expired(key, e)
 	}
+	return v.verifyMiss(ctx, tok, key)
+}
+
+// expired forgets the cached entry under key, whose token has expired, and
+// says so.
+func (v *Verifier) expired(key [sha256.Size]byte, e cacheEntry) error {
+	v.cache.Remove(key)
+	ie := newError(ErrExpired, "token expired", nil)
+	ie.Issuer = boundIssuer(e.principal().Issuer)
+	return ie
+}
+
+// verifyMiss is Verify for a token not in the cache: it reads the token's
+// bytes, verifies it and caches what it accepted. It is a function of its
+// own so that a cache hit, the common case, runs in a small frame: each
+// door calls Verify deep in a request's goroutine, and the refusal's log
+// fields here (a kilobyte of stack) made the hash of the cache key cross
+// the goroutine's first stack size, a stack copy for every Check.
+func (v *Verifier) verifyMiss(ctx context.Context, tok string, key [sha256.Size]byte) (Principal, error) {
 	if err := checkB64token(tok); err != nil {
 		return Principal{}, err
 	}
