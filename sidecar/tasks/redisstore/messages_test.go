@@ -133,15 +133,21 @@ func countingMatchesPlain(t *testing.T, plain, counting *Store, flushScripts fun
 
 func pair(a, b error) [2]error { return [2]error{a, b} }
 
-// BenchmarkMessageRoundTrips is the store's part of a routed message that a handler answers
-// with a message: reserve its id, then settle it and count the call, pipelined
-// (SettleCounting) or one after the other (plain).
-func BenchmarkMessageRoundTrips(b *testing.B) {
+// benchStore is a store on a redis-server of its own for a benchmark, and the owner its
+// messages are sent by.
+func benchStore(b *testing.B) (*Store, tasks.Owner) {
 	srv := redisproc.Start(b)
 	r, err := Dial(b.Context(), srv.URL(0), tasks.WithKeyPrefix(nextPrefix()))
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = r.Close() })
-	owner := tasks.Owner{Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme"}
+	return r, tasks.Owner{Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme"}
+}
+
+// BenchmarkMessageRoundTrips is the store's part of a routed message that a handler answers
+// with a message: reserve its id, then settle it and count the call, pipelined
+// (SettleCounting) or one after the other (plain).
+func BenchmarkMessageRoundTrips(b *testing.B) {
+	r, owner := benchStore(b)
 	for _, counting := range []bool{true, false} {
 		name := "plain"
 		if counting {
@@ -474,11 +480,7 @@ func settleBindMatchesPlain(t *testing.T, plain, combined *Store, flushScripts f
 // new task in the caller's context: reserve its id, then settle it, count the call and bind the
 // task, in one script (SettleBind) or as SettleCounting then Bind (plain).
 func BenchmarkTaskRoundTrips(b *testing.B) {
-	srv := redisproc.Start(b)
-	r, err := Dial(b.Context(), srv.URL(0), tasks.WithKeyPrefix(nextPrefix()))
-	require.NoError(b, err)
-	b.Cleanup(func() { _ = r.Close() })
-	owner := tasks.Owner{Issuer: "https://issuer.example/", Subject: "alice", Tenant: "acme"}
+	r, owner := benchStore(b)
 	for _, combined := range []bool{true, false} {
 		name := "plain"
 		if combined {
