@@ -270,15 +270,12 @@ func (d *Dispatcher) forwardOnce(ctx context.Context, call *exchange.Call, r rou
 		}
 		return handled(bind(taskID, contextID))
 	}
-	if req.Operation == protocol.SendStreamingMessage {
-		d.countCall(ctx, capability, nil) // a stream keeps its reservation itself
-	} else {
-		d.countCall(ctx, capability, rsv)
-	}
 	example := d.candidateExample(call, r, capability)
 	if req.Operation == protocol.SendStreamingMessage {
+		d.countCall(ctx, capability, nil) // a stream keeps its reservation itself
 		return d.learnFromStream(ctx, call, d.stream(ctx, call, inv, record, rsv), capability.ID, example), true, nil
 	}
+	d.countCall(ctx, capability, rsv)
 	result, perr := d.callHandler(ctx, inv)
 	if perr != nil {
 		rsv.failed(ctx, perr)
