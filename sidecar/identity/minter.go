@@ -19,6 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/capgate/capgate/policy/config"
+	"github.com/capgate/capgate/sidecar/jsonplain"
 )
 
 // MaxMintTTL caps the lifetime of every token capgate mints.
@@ -157,7 +158,7 @@ func (m *Minter) Mint(c MintClaims) (string, error) {
 // encodeClaims is json.Marshal(cl), byte for byte: the members in sorted name order, each
 // name and value as encoding/json writes it. It spares the reflection json.Marshal pays for
 // every member of a map (a handler token's claims: 34 of BenchmarkMint's 138 allocations):
-// names and values that are plain text (plainJSON) and integers are written as they are, a
+// names and values that are plain text (jsonplain.String) and integers are written as they are, a
 // nested map[string]any (the act claim) member by member the same way, anything else by
 // encoding/json's Encoder. TestEncodeClaimsMatchesMarshal and FuzzEncodeClaims hold it to
 // json.Marshal.
@@ -180,7 +181,7 @@ type claimsEncoder struct {
 // name writes a member's name as encoding/json does. A pointer (into encodeClaims' names) is
 // boxed for the Encoder without a copy of the string.
 func (c *claimsEncoder) name(s *string) error {
-	if plainJSON(*s) {
+	if jsonplain.String(*s) {
 		c.plain(*s)
 		return nil
 	}
@@ -219,7 +220,7 @@ func (c *claimsEncoder) value(v any) error {
 			return c.object(v)
 		}
 	case string:
-		if plainJSON(v) {
+		if jsonplain.String(v) {
 			c.plain(v)
 			return nil
 		}
@@ -230,7 +231,7 @@ func (c *claimsEncoder) value(v any) error {
 	return c.encode(v)
 }
 
-// plain writes a string plainJSON accepts.
+// plain writes a string jsonplain.String accepts.
 func (c *claimsEncoder) plain(s string) {
 	c.b.WriteByte('"')
 	c.b.WriteString(s)
@@ -244,17 +245,6 @@ func (c *claimsEncoder) encode(v any) error {
 	}
 	c.b.Truncate(c.b.Len() - 1) // Encode ends each value with a newline
 	return nil
-}
-
-// plainJSON reports whether encoding/json writes s as it is between quotes: printable ASCII
-// other than '"', '\\' and the characters it escapes for HTML ('<', '>', '&').
-func plainJSON(s string) bool {
-	for i := range len(s) {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
 
 // claims returns the claims of the token for c.

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/capgate/capgate/sidecar/jsonplain"
 	"github.com/capgate/capgate/sidecar/tasks"
 )
 
@@ -47,7 +48,7 @@ func appendSent(b []byte, s tasks.Sent) (_ []byte, ok bool) {
 		return b, false
 	}
 	for _, v := range [...]string{s.Digest, s.TaskID, s.ContextID, s.Capability, s.Handler} {
-		if !plainString(v) {
+		if !jsonplain.String(v) {
 			return b, false
 		}
 	}
@@ -87,15 +88,4 @@ func appendField(b []byte, name, v string) []byte {
 func plainTime(t time.Time) bool {
 	_, off := t.Zone()
 	return t.Year() >= 0 && t.Year() <= 9999 && off > -24*3600 && off < 24*3600
-}
-
-// plainString reports whether encoding/json quotes v without escaping anything.
-func plainString(v string) bool {
-	for i := range len(v) {
-		c := v[i]
-		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
 }
