@@ -324,7 +324,11 @@ type Explanation struct {
 func (ix *Index) Explain(text string, candidates []int) (Explanation, bool) {
 	sc := ix.getScratch()
 	defer ix.putScratch(sc)
-	cands, scores, q := ix.scores(text, candidates, sc)
+	return ix.explanation(ix.scores(text, candidates, sc))
+}
+
+// explanation is Explain's answer for the candidates' scores of a message q.
+func (ix *Index) explanation(cands []int, scores []float64, q query) (Explanation, bool) {
 	if scores == nil {
 		return Explanation{}, false
 	}

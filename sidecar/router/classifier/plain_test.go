@@ -201,13 +201,5 @@ func (ix *Index) classifyPlain(text string, candidates []int) Result {
 
 // explainPlain is Explain over scoresPlainQuery.
 func (ix *Index) explainPlain(text string, candidates []int) (Explanation, bool) {
-	cands, scores, q := ix.scoresPlainQuery(text, candidates)
-	if scores == nil {
-		return Explanation{}, false
-	}
-	order := rankOrder(cands, scores)
-	if scores[order[0]] <= 0 {
-		return Explanation{}, false
-	}
-	return Explanation{Best: ix.ids[cands[order[0]]], Features: ix.features(cands, scores, order, q)}, true
+	return ix.explanation(ix.scoresPlainQuery(text, candidates))
 }
