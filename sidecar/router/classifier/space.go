@@ -110,7 +110,7 @@ func postings(rows []sparse, terms int) []sparse {
 // It is not inlined: inlined into allScores its loop spilled its indexes
 // to the stack (BenchmarkClassify150: 261 k → 240 k instructions a message,
 // callgrind). A postings list is two arrays (rows, weights) rather than
-// one of pairs: the loop reads each with one indexed load (240 k →
+// one of pairs: the loop reads each with one indexed load (240 k → 232 k
 // instructions).
 //
 //go:noinline
