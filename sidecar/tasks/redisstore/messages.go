@@ -253,17 +253,12 @@ func (r *Store) ReleaseCounting(ctx context.Context, s tasks.Sent, c tasks.Call)
 // (SettleCounting), then Bind, would; in a Cluster, where they lie in different slots, it is
 // those calls one after the other. One script's failure is all three's.
 func (r *Store) SettleBind(ctx context.Context, s tasks.Sent, window time.Duration, c tasks.Call, b tasks.Binding) (err, countErr, bindErr error) {
+	if r.keys.tagged {
+		return r.settleThenBind(ctx, s, window, c, b)
+	}
 	keys, args, buf, err := r.settleArgs(s, window)
-	if r.keys.tagged || err != nil {
-		if err == nil {
-			releaseRecord(buf)
-		}
-		if c.Capability != "" {
-			err, countErr = r.SettleCounting(ctx, s, window, c)
-		} else {
-			err = r.Settle(ctx, s, window)
-		}
-		return err, countErr, r.Bind(ctx, b)
+	if err != nil {
+		return r.settleThenBind(ctx, s, window, c, b)
 	}
 	defer releaseRecord(buf)
 	w, err := r.bindArgs(b, time.Time{}, 0)
@@ -290,6 +285,17 @@ func (r *Store) SettleBind(ctx context.Context, s tasks.Sent, window time.Durati
 		return nil, nil, r.full(ctx, b)
 	}
 	return nil, nil, r.bound(ctx, b, w.written, res)
+}
+
+// settleThenBind is SettleBind as the calls it stands for, one after the other: in a
+// Cluster, and for a record settleArgs refuses (Settle then says why).
+func (r *Store) settleThenBind(ctx context.Context, s tasks.Sent, window time.Duration, c tasks.Call, b tasks.Binding) (err, countErr, bindErr error) {
+	if c.Capability != "" {
+		err, countErr = r.SettleCounting(ctx, s, window, c)
+	} else {
+		err = r.Settle(ctx, s, window)
+	}
+	return err, countErr, r.Bind(ctx, b)
 }
 
 // withCount runs script on keys with args and recordScript for c: as counted, the two as one
