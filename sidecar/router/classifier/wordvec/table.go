@@ -129,7 +129,7 @@ func (t *Table) find(word string) (int, bool) {
 	lo, hi := 0, len(t.blocks) // blocks[lo-1] ≤ word < blocks[hi]
 	for lo < hi {
 		m := int(uint(lo+hi) >> 1)
-		if t.wordAt(t.blocks[m]) <= word {
+		if t.compare(int(t.blocks[m]), word) <= 0 {
 			lo = m + 1
 		} else {
 			hi = m
@@ -141,22 +141,32 @@ func (t *Table) find(word string) (int, bool) {
 	b := lo - 1
 	off := int(t.blocks[b])
 	for i := b * blockWords; i < t.n && i < (b+1)*blockWords; i++ {
-		w := t.wordAt(uint32(off))
-		if w == word {
+		switch c := t.compare(off, word); {
+		case c == 0:
 			return i, true
+		case c > 0:
+			return 0, false
 		}
-		if w > word {
-			break
-		}
-		off += len(w) + 1
+		off += strings.IndexByte(t.words[off:], '\n') + 1
 	}
 	return 0, false
 }
 
-// wordAt is the word starting at offset off of the words block.
-func (t *Table) wordAt(off uint32) string {
-	w := t.words[off:]
-	return w[:strings.IndexByte(w, '\n')]
+// compare compares the word starting at offset off of the words block with word (of the letters
+// a–z), as strings.Compare does, without finding the stored word's end first: the stored word's
+// '\n' sorts before every letter.
+func (t *Table) compare(off int, word string) int {
+	end := off + len(word)
+	if end >= len(t.words) {
+		return strings.Compare(t.words[off:], word) // holds a '\n' before word's end: not equal
+	}
+	if c := strings.Compare(t.words[off:end], word); c != 0 {
+		return c
+	}
+	if t.words[end] == '\n' {
+		return 0
+	}
+	return 1 // word is a prefix of the stored word
 }
 
 // Parse reads a table in the file format (see the package comment). It returns an error for a
