@@ -112,6 +112,11 @@ type Config struct {
 	// LRMaxWeights the weight matrix.
 	LRMaxWork    float64
 	LRMaxWeights int
+	// Embed weighs the linear model's word-vector block (vectors.go): the
+	// message's mean word vector (GloVe, wordvec), each word weighted
+	// r / (r + EmbedRank) by its frequency rank r, L2-normalised; 0 leaves
+	// the block out.
+	Embed, EmbedRank float64
 	// ConfCos replaces Conf when no linear model was trained (Trained).
 	ConfCos Features
 	// Global scores every skill even for a few candidates (confidence
@@ -135,13 +140,14 @@ func DefaultConfig() Config {
 		Word: 1, Char: 1,
 		Related:     0.5,
 		Temperature: 0.05,
-		Conf:        Features{-2.555, 1.422, -0.257, 4.695, 1.282, -0.608, 1.290, 3.131, -0.702},
+		Conf:        Features{-2.795, 1.404, 0.419, 4.040, 1.086, -0.896, 0.650, 1.077, -0.545},
 		LR:          0.3, LREpochs: 10, LRRate: 0.5, LRL2: 1e-4, LRBigram: 1,
 		LRMaxWork: 1e9, LRMaxWeights: 1 << 24,
+		Embed: 1, EmbedRank: 3000,
 		ConfCos: Features{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164, 0, 0},
 		Global:  true, Outside: true,
-		Corr: Corrections{1.878, 9.723, 0.023, 0.660, 0.649, -0.423, 0.081, -0.566, 0.551, 1.216,
-			-1.435, 0.319, 0.167, -0.559},
+		Corr: Corrections{1.592, 6.602, -0.011, 0.547, 0.714, -0.358, -0.031, -0.454, 0.029, 1.131,
+			-1.183, 0.543, 0.153, -0.576},
 	}
 }
 

@@ -3,6 +3,8 @@ package classifier
 import (
 	"math"
 	"math/rand/v2"
+
+	"github.com/capgate/capgate/sidecar/router/classifier/wordvec"
 )
 
 // linear is a multinomial logistic regression trained when the index is
@@ -23,6 +25,7 @@ type linear struct {
 	bi      space     // word-bigram vocabulary (features after word and char)
 	offChar int32     // first char feature
 	offBi   int32     // first bigram feature
+	offVec  int32     // first word-vector feature (vectors.go); none when Config.Embed is 0
 }
 
 // trainDoc is one training document.
@@ -46,9 +49,9 @@ func addBigrams(b bag, ts []token, weight float64) {
 }
 
 // appendLinFeatures concatenates the message's word, char n-gram and
-// bigram vectors into the linear model's feature space, into dst's backing
-// arrays.
-func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse) sparse {
+// bigram vectors and its mean word vector (vec, nil for none) into the
+// linear model's feature space, into dst's backing arrays.
+func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse, vec []float32) sparse {
 	x := sparse{ids: dst.ids[:0], w: dst.w[:0]}
 	x.ids = append(x.ids, q.word.ids...)
 	x.w = append(x.w, q.word.w...)
@@ -59,6 +62,10 @@ func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse) sp
 	for i, id := range bi.ids {
 		x.ids = append(x.ids, m.offBi+id)
 		x.w = append(x.w, bi.w[i]*float32(ix.cfg.LRBigram))
+	}
+	for d, v := range vec {
+		x.ids = append(x.ids, m.offVec+int32(d))
+		x.w = append(x.w, v*float32(ix.cfg.Embed))
 	}
 	return x
 }
@@ -101,7 +108,11 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 	}
 	m.offChar = int32(len(ix.word.idf))
 	m.offBi = m.offChar + int32(len(ix.char.idf))
-	nfeat := int(m.offBi) + len(m.bi.idf)
+	m.offVec = m.offBi + int32(len(m.bi.idf))
+	nfeat := int(m.offVec)
+	if cfg.Embed > 0 {
+		nfeat += wordvec.Dim
+	}
 	if nfeat*classes > cfg.LRMaxWeights {
 		return nil
 	}

@@ -1,6 +1,10 @@
 package classifier
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/capgate/capgate/sidecar/router/classifier/wordvec"
+)
 
 // The message's side of a classification, without maps: a message's bags
 // (words, related words, character n-grams, word bigrams) are built as
@@ -45,6 +49,7 @@ type scratch struct {
 	buf                []byte
 	// backing arrays of the message's vectors and linear features
 	word, char, bi, x sparse
+	vec               [wordvec.Dim]float32 // its mean word vector (meanVector)
 }
 
 func (ix *Index) getScratch() *scratch {
@@ -209,6 +214,6 @@ func (ix *Index) linFeaturesInto(m *linear, q query, ts []token, sc *scratch) sp
 		sc.bi = m.bi.vectorOf(terms, true, sc.bi, &sc.entries)
 		sc.terms, sc.runs[0], bi = terms, hs, sc.bi
 	}
-	sc.x = ix.appendLinFeatures(sc.x, m, q, bi)
+	sc.x = ix.appendLinFeatures(sc.x, m, q, bi, ix.meanVector(sc.vec[:], ts))
 	return sc.x
 }

@@ -92,11 +92,21 @@ func (t *Table) AddTo(dst []float32, word string, weight float32) (rank int, ok 
 	if len(dst) != Dim {
 		return 0, false
 	}
-	i, ok := t.find(word)
+	r, ok := t.Rank(word)
 	if !ok {
 		return 0, false
 	}
-	r := t.rank(i)
+	t.AddRank(dst, r, weight)
+	return r, true
+}
+
+// AddRank adds weight × the vector of the word of rank r (as Rank returns it) to dst and
+// reports whether it did: not when r is not in 1..Len or len(dst) is not Dim. It does not
+// allocate. Rank then AddRank looks a word up once where the weight depends on its rank.
+func (t *Table) AddRank(dst []float32, r int, weight float32) bool {
+	if len(dst) != Dim || r < 1 || r > t.n {
+		return false
+	}
 	v := t.vectors[(r-1)*vectorLen : r*vectorLen]
 	f := weight * half(uint16(v[0])|uint16(v[1])<<8) / 7
 	v = v[2:]
@@ -106,7 +116,7 @@ func (t *Table) AddTo(dst []float32, word string, weight float32) (rank int, ok 
 		dst[2*k] += f * float32(int8(b<<4)>>4)
 		dst[2*k+1] += f * float32(int8(b)>>4)
 	}
-	return r, true
+	return true
 }
 
 // rank is the rank of the word at sorted position i.

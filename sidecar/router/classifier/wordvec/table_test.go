@@ -167,6 +167,28 @@ func TestAddTo(t *testing.T) {
 	require.Zero(t, r)
 }
 
+func TestAddRank(t *testing.T) {
+	tab := Default()
+	for _, w := range []string{"the", "flight", "invoice", "zebra"} {
+		r, ok := tab.Rank(w)
+		require.True(t, ok, w)
+		byWord, byRank := make([]float32, Dim), make([]float32, Dim)
+		_, ok = tab.AddTo(byWord, w, 0.75)
+		require.True(t, ok)
+		require.True(t, tab.AddRank(byRank, r, 0.75))
+		require.Equal(t, byWord, byRank, "AddRank adds the vector AddTo adds: %s", w)
+	}
+	// Ranks out of range and a dst of another length are refused, dst unchanged.
+	for _, r := range []int{0, -1, tab.Len() + 1} {
+		dst := make([]float32, Dim)
+		require.False(t, tab.AddRank(dst, r, 1), r)
+		require.Equal(t, make([]float32, Dim), dst)
+	}
+	require.True(t, tab.AddRank(make([]float32, Dim), tab.Len(), 1), "the last rank is in range")
+	require.False(t, tab.AddRank(make([]float32, Dim-1), 1, 1))
+	require.False(t, tab.AddRank(nil, 1, 1))
+}
+
 func TestNoAllocations(t *testing.T) {
 	tab := Default()
 	dst := make([]float32, Dim)
@@ -174,7 +196,9 @@ func TestNoAllocations(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(100, func() {
 		for _, w := range words {
 			tab.AddTo(dst, w, 0.25)
-			tab.Rank(w)
+			if r, ok := tab.Rank(w); ok {
+				tab.AddRank(dst, r, 0.5)
+			}
 		}
 	}))
 }
