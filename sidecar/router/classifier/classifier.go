@@ -107,9 +107,10 @@ type Config struct {
 	LR, LRRate, LRL2 float64
 	LREpochs         int
 	LRBigram         float64
-	// Training is skipped above these sizes (build time and memory):
-	// LRMaxWork bounds epochs × features of all training docs × skills × 2,
-	// LRMaxWeights the weight matrix.
+	// Build time and memory: LRMaxWork bounds epochs × features of all
+	// training docs × skills × 2 (fewer epochs are run when LREpochs would
+	// exceed it; below 2, training is skipped), LRMaxWeights the weight
+	// matrix (above it, training is skipped).
 	LRMaxWork    float64
 	LRMaxWeights int
 	// Embed weighs the linear model's word-vector block (vectors.go): the
@@ -142,7 +143,7 @@ func DefaultConfig() Config {
 		Temperature: 0.05,
 		Conf:        Features{-2.795, 1.404, 0.419, 4.040, 1.086, -0.896, 0.650, 1.077, -0.545},
 		LR:          0.3, LREpochs: 10, LRRate: 0.5, LRL2: 1e-4, LRBigram: 1,
-		LRMaxWork: 1e9, LRMaxWeights: 1 << 24,
+		LRMaxWork: 2e9, LRMaxWeights: 1 << 24,
 		Embed: 1, EmbedRank: 3000,
 		ConfCos: Features{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164, 0, 0},
 		Global:  true, Outside: true,
