@@ -58,7 +58,10 @@ const (
 )
 
 // capgateConfig is the deployment capgate serves the TCK from: the reference agent as the
-// handler of a public capability (and of an extended one, reached only by its skill id), JWT
+// handler of a public capability (and of an extended one that no TCK message reaches: its only
+// input mode is one the TCK never sends, so it is never a routing candidate; ranked first for
+// a text it shares nothing with, as the classifier may rank it, an explicit skill makes the
+// router ask, and the TCK would then test capgate's clarification instead of the agent), JWT
 // auth with the finance example's demo issuer, push notifications (the TCK's config URL is under
 // https://example.com/; its webhook receiver is webhookURL), the extended card, and the card's
 // default version (1.0, or 0.3 for the 0.3 TCK).
@@ -122,7 +125,7 @@ skill:
   name: TCK extended skill
   description: Shown on the extended card only.
   tags: [tck]
-  inputModes: [text/plain]
+  inputModes: [application/vnd.capgate.tck-extended]
   outputModes: [text/plain]
 requires_scopes: [tck.extended]
 tenants: "*"
