@@ -352,7 +352,7 @@ func BenchmarkNew250(b *testing.B) {
 
 // TestManyExamplesKeepTheModel: as a deployment accepts examples, the
 // linear model is trained for fewer epochs within Config.LRMaxWork rather
-// than dropped (at 150 skills it was dropped past about 20 examples a
+// than dropped (at 150 skills it was dropped past about 24 examples a
 // skill, and top-1 fell by 7–8 points to the cosine's); below minEpochs
 // it is not trained.
 func TestManyExamplesKeepTheModel(t *testing.T) {

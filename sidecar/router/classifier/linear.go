@@ -87,7 +87,7 @@ func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse, ve
 // a registry whose LREpochs epochs would exceed cfg.LRMaxWork is trained
 // for as many epochs as fit: as a deployment accepts examples the model
 // keeps learning from them instead of being dropped (at 150 skills, past
-// about 20 examples a skill).
+// about 24 examples a skill).
 func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBags []bag) *linear {
 	cfg := ix.cfg
 	classes := len(exToks)
