@@ -80,7 +80,7 @@ func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse, ve
 
 // train fits the linear model on each skill's name and examples; nil when
 // there is nothing to train on, or when the registry is too large for the
-// build to stay within about a second and a bounded memory: a weight matrix
+// build to stay within about two seconds and a bounded memory: a weight matrix
 // over cfg.LRMaxWeights, or fewer than minEpochs epochs within
 // cfg.LRMaxWork (about 600 skills of 5 examples). The index then ranks by
 // the cosine scores alone, with the confidence fitted for them. Below that,
@@ -109,7 +109,10 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 	if cfg.Embed > 0 {
 		features += wordvec.Dim * float64(texts)
 	}
-	epochs := min(cfg.LREpochs, int(cfg.LRMaxWork/(features*float64(classes)*2)))
+	epochs := cfg.LREpochs
+	if perEpoch := features * float64(classes) * 2; float64(epochs)*perEpoch > cfg.LRMaxWork {
+		epochs = int(cfg.LRMaxWork / perEpoch) // perEpoch > 0 here
+	}
 	if epochs < minEpochs {
 		return nil
 	}
