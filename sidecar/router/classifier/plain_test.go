@@ -94,7 +94,9 @@ func (ix *Index) linFeaturesPlain(m *linear, q query, ts []token) sparse {
 		addBigrams(bb, ts, 1)
 		bi = m.bi.vectorPlain(bb, true)
 	}
-	return ix.appendLinFeatures(sparse{}, m, q, bi, ix.meanVectorPlain(ts))
+	// The word-vector block has one computation (meanVector), in a fresh
+	// buffer here.
+	return ix.appendLinFeatures(sparse{}, m, q, bi, ix.meanVector(make([]float32, wordvec.Dim), ts))
 }
 
 // scoresPlain returns every skill's score for text, by position: the
@@ -204,9 +206,4 @@ func (ix *Index) classifyPlain(text string, candidates []int) Result {
 // explainPlain is Explain over scoresPlainQuery.
 func (ix *Index) explainPlain(text string, candidates []int) (Explanation, bool) {
 	return ix.explanation(ix.scoresPlainQuery(text, candidates))
-}
-
-// meanVectorPlain is meanVector in a fresh buffer.
-func (ix *Index) meanVectorPlain(ts []token) []float32 {
-	return ix.meanVector(make([]float32, wordvec.Dim), ts)
 }

@@ -11,9 +11,10 @@ import (
 // word vector (GloVe 6B, 100 dimensions, the 100,000 most frequent words;
 // wordvec) lets the regression rank "a vehicle to drive" for a skill whose
 // examples say "rent a car" and never "vehicle", as a lexical model with
-// ten examples per skill cannot (TestWordVectorsKnowMeaning). Each word weighs r / (r + EmbedRank) by
-// its frequency rank r in the vectors' corpus, so that "the", "my" and
-// "is" (ranks 1–100) weigh almost nothing and rarer words about 1 (the
+// ten examples per skill cannot (TestWordVectorsKnowMeaning). Each word
+// weighs r / (r + EmbedRank) by its frequency rank r in the vectors'
+// corpus, so that "the", "my" and "is" (ranks 1–100) weigh almost nothing
+// and rarer words about 1 (the
 // smooth inverse frequency weighting of Arora, Liang and Ma, 2017, with
 // the rank standing for the frequency); the sum is L2-normalised and
 // weighted by Config.Embed. Chosen on folds of the learning curve's usage
@@ -28,23 +29,16 @@ func (ix *Index) meanVector(dst []float32, ts []token) []float32 {
 	}
 	clear(dst)
 	tab := wordvec.Default()
-	found := false
 	for _, t := range ts {
-		r, ok := tab.Rank(t.word)
-		if !ok {
-			continue
+		if r, ok := tab.Rank(t.word); ok {
+			tab.AddRank(dst, r, float32(float64(r)/(float64(r)+ix.cfg.EmbedRank)))
 		}
-		tab.AddRank(dst, r, float32(float64(r)/(float64(r)+ix.cfg.EmbedRank)))
-		found = true
-	}
-	if !found {
-		return nil
 	}
 	var n float64
 	for _, v := range dst {
 		n += float64(v) * float64(v)
 	}
-	if n == 0 {
+	if n == 0 { // no word in the table (or vectors that cancel out)
 		return nil
 	}
 	inv := float32(1 / math.Sqrt(n))
