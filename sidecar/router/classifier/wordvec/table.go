@@ -85,24 +85,10 @@ func (t *Table) Rank(word string) (int, bool) {
 	return t.rank(i), true
 }
 
-// AddTo adds weight × the word's vector to dst and returns the word's frequency rank
-// (1 = most frequent) and true. When the word is not in the table, or len(dst) is not Dim, dst
-// is unchanged and AddTo returns (0, false). It does not allocate.
-func (t *Table) AddTo(dst []float32, word string, weight float32) (rank int, ok bool) {
-	if len(dst) != Dim {
-		return 0, false
-	}
-	r, ok := t.Rank(word)
-	if !ok {
-		return 0, false
-	}
-	t.AddRank(dst, r, weight)
-	return r, true
-}
-
 // AddRank adds weight × the vector of the word of rank r (as Rank returns it) to dst and
 // reports whether it did: not when r is not in 1..Len or len(dst) is not Dim. It does not
-// allocate. Rank then AddRank looks a word up once where the weight depends on its rank.
+// allocate. A word's vector is Rank, then AddRank: one lookup, and the weight may depend on the
+// rank.
 func (t *Table) AddRank(dst []float32, r int, weight float32) bool {
 	if len(dst) != Dim || r < 1 || r > t.n {
 		return false

@@ -16,8 +16,9 @@ import (
 func vec(t *testing.T, word string) []float32 {
 	t.Helper()
 	v := make([]float32, Dim)
-	_, ok := Default().AddTo(v, word, 1)
+	r, ok := Default().Rank(word)
 	require.True(t, ok, word)
+	require.True(t, Default().AddRank(v, r, 1), word)
 	return v
 }
 
@@ -50,13 +51,9 @@ func TestEmbeddedTable(t *testing.T) {
 	require.Equal(t, 1, r)
 
 	for _, word := range []string{"zzzzqx", "Flight", "flight ", "flights!", "", "\n", "the\nthe", "a\x00", "é"} {
-		_, ok := Default().Rank(word)
+		r, ok := Default().Rank(word)
 		require.False(t, ok, "%q", word)
-		dst := make([]float32, Dim)
-		r, ok := Default().AddTo(dst, word, 1)
-		require.False(t, ok, "%q", word)
-		require.Zero(t, r)
-		require.Equal(t, make([]float32, Dim), dst, "dst unchanged for %q", word)
+		require.Zero(t, r, "%q", word)
 	}
 }
 
@@ -130,17 +127,14 @@ func TestCosineSanity(t *testing.T) {
 	}
 }
 
-func TestAddTo(t *testing.T) {
+func TestAddRank(t *testing.T) {
 	tab := Default()
+	r, ok := tab.Rank("flight")
+	require.True(t, ok)
 	once, twice := make([]float32, Dim), make([]float32, Dim)
-	r1, ok := tab.AddTo(once, "flight", 0.5)
-	require.True(t, ok)
-	r, _ := tab.Rank("flight")
-	require.Equal(t, r, r1)
-	_, ok = tab.AddTo(twice, "flight", 0.5)
-	require.True(t, ok)
-	_, ok = tab.AddTo(twice, "flight", 0.5)
-	require.True(t, ok)
+	require.True(t, tab.AddRank(once, r, 0.5))
+	require.True(t, tab.AddRank(twice, r, 0.5))
+	require.True(t, tab.AddRank(twice, r, 0.5))
 	one := vec(t, "flight")
 	for k := range Dim {
 		require.InDelta(t, one[k]/2, once[k], 1e-6, "weight scales the vector")
@@ -148,45 +142,24 @@ func TestAddTo(t *testing.T) {
 	}
 	// Adding onto something: the sum.
 	sum := vec(t, "plane")
-	_, ok = tab.AddTo(sum, "flight", 1)
-	require.True(t, ok)
+	require.True(t, tab.AddRank(sum, r, 1))
 	plane := vec(t, "plane")
 	for k := range Dim {
 		require.InDelta(t, plane[k]+one[k], sum[k], 1e-6)
 	}
-	// A dst of another length is left alone.
+	// A dst of another length, and ranks out of range, are refused, dst unchanged.
 	for _, n := range []int{0, 1, Dim - 1, Dim + 1} {
 		dst := make([]float32, n)
-		r, ok := tab.AddTo(dst, "flight", 1)
-		require.False(t, ok, n)
-		require.Zero(t, r)
+		require.False(t, tab.AddRank(dst, r, 1), n)
 		require.Equal(t, make([]float32, n), dst)
 	}
-	r, ok = tab.AddTo(nil, "flight", 1)
-	require.False(t, ok)
-	require.Zero(t, r)
-}
-
-func TestAddRank(t *testing.T) {
-	tab := Default()
-	for _, w := range []string{"the", "flight", "invoice", "zebra"} {
-		r, ok := tab.Rank(w)
-		require.True(t, ok, w)
-		byWord, byRank := make([]float32, Dim), make([]float32, Dim)
-		_, ok = tab.AddTo(byWord, w, 0.75)
-		require.True(t, ok)
-		require.True(t, tab.AddRank(byRank, r, 0.75))
-		require.Equal(t, byWord, byRank, "AddRank adds the vector AddTo adds: %s", w)
-	}
-	// Ranks out of range and a dst of another length are refused, dst unchanged.
-	for _, r := range []int{0, -1, tab.Len() + 1} {
+	require.False(t, tab.AddRank(nil, r, 1))
+	for _, bad := range []int{0, -1, tab.Len() + 1} {
 		dst := make([]float32, Dim)
-		require.False(t, tab.AddRank(dst, r, 1), r)
+		require.False(t, tab.AddRank(dst, bad, 1), bad)
 		require.Equal(t, make([]float32, Dim), dst)
 	}
 	require.True(t, tab.AddRank(make([]float32, Dim), tab.Len(), 1), "the last rank is in range")
-	require.False(t, tab.AddRank(make([]float32, Dim-1), 1, 1))
-	require.False(t, tab.AddRank(nil, 1, 1))
 }
 
 func TestNoAllocations(t *testing.T) {
@@ -195,7 +168,6 @@ func TestNoAllocations(t *testing.T) {
 	words := []string{"flight", "zzzzqx", "the", "Flight", "invoice", ""}
 	require.Zero(t, testing.AllocsPerRun(100, func() {
 		for _, w := range words {
-			tab.AddTo(dst, w, 0.25)
 			if r, ok := tab.Rank(w); ok {
 				tab.AddRank(dst, r, 0.5)
 			}
@@ -230,8 +202,7 @@ func TestTinyTableRoundTrip(t *testing.T) {
 		require.True(t, ok, w)
 		require.Equal(t, i+1, r, w)
 		got := make([]float32, Dim)
-		_, ok = tab.AddTo(got, w, 1)
-		require.True(t, ok)
+		require.True(t, tab.AddRank(got, r, 1))
 		var s float64
 		for _, x := range vecs[i] {
 			s = max(s, math.Abs(float64(x)))
@@ -338,14 +309,17 @@ func BenchmarkParse(b *testing.B) {
 	}
 }
 
-func BenchmarkAddTo(b *testing.B) {
+// BenchmarkLookup is a word's vector as the classifier reads it: Rank, then AddRank.
+func BenchmarkLookup(b *testing.B) {
 	tab := Default()
 	dst := make([]float32, Dim)
 	words := []string{"flight", "invoice", "the", "reservation", "zzzzqx", "booking", "please", "refund"}
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		tab.AddTo(dst, words[i%len(words)], 0.5)
+		if r, ok := tab.Rank(words[i%len(words)]); ok {
+			tab.AddRank(dst, r, 0.5)
+		}
 		i++
 	}
 }
