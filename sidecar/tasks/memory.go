@@ -95,10 +95,10 @@ func (m *Memory) BindPending(_ context.Context, b Binding, ttl time.Duration, ma
 // per owner) under Bind's rules. The caller holds m.mu.
 func (m *Memory) bind(b Binding, now time.Time, maxPending int) error {
 	m.sweep(now)
-	if b.Pending {
+	if b.Pending && len(b.Held) > 0 {
 		b.Held = bytes.Clone(b.Held)
-	} else {
-		b.Held, b.HeldVersion = nil, ""
+	} else { // as Redis keeps them: the three together, on a pending binding only
+		b.Held, b.HeldVersion, b.HeldMessageID = nil, "", ""
 	}
 	old, exists := m.bindings[b.TaskID]
 	if exists {

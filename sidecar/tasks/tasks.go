@@ -40,12 +40,16 @@ type Binding struct {
 	Pending    bool     `json:"pending,omitempty"`
 	Candidates []string `json:"candidates,omitempty"`
 	// Held is the first message's parts (its params' message.parts, as the
-	// handler reads them) and HeldVersion its A2A version, kept on a pending
-	// binding so that the capability the caller then chooses receives them
-	// with the answer. Only pending bindings keep them (they expire with
-	// the binding); a store drops them from any other.
-	Held        []byte `json:"held,omitempty"`
-	HeldVersion string `json:"heldVersion,omitempty"`
+	// handler reads them), HeldVersion its A2A version and HeldMessageID its
+	// messageId (the caller's own), kept on a pending binding so that the
+	// capability the caller then chooses receives the parts with the answer,
+	// and so that the clarification task's history shows the message. Only
+	// pending bindings keep them (they expire with the binding); a store
+	// drops them from any other. A binding written before message ids were
+	// kept has none: its task is rendered without history.
+	Held          []byte `json:"held,omitempty"`
+	HeldVersion   string `json:"heldVersion,omitempty"`
+	HeldMessageID string `json:"heldMessageId,omitempty"`
 	// Issuer is the issuer of the owner's credential; "" on bindings written
 	// before issuers were recorded (see Owner.Legacy).
 	Issuer string `json:"issuer,omitempty"`

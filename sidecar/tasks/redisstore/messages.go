@@ -144,7 +144,7 @@ func settleBindLua(count bool) string {
 		part("record", recordLua, 2, 2)
 	}
 	part("owner", ownerLua, 5, 7)
-	part("bind", bindLua, 1, 14)
+	part("bind", bindLua, 1, bindNArgs)
 	if count {
 		b.WriteString("record()\n")
 	}

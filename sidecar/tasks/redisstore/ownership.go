@@ -64,12 +64,19 @@ return 'ok'
 //
 // KEYS: task. ARGV: subject tenant issuer capability handler pending
 // created contextId candidates now_ms binding_ttl_ms expires_ms (empty for
-// Bind) held heldVersion (the first message of a pending binding; empty
-// for others). The answer is 'conflict', or {'ok', created, contextId,
+// Bind) held heldVersion heldMessageId (the first message of a pending
+// binding; empty for others: a bind without held drops all three, so that
+// a resolved clarification keeps none of them). A hash written by the
+// previous release has no heldMessageId, and that release neither writes
+// nor drops it: decodeBinding reads it only beside held, on a pending
+// binding. The answer is 'conflict', or {'ok', created, contextId,
 // '1'} of the binding overwritten ({'ok', ”, ”, ”} when there was none),
 // so that the
 // caller moves the task's index member.
 var bindScript = newFastScript(bindLua)
+
+// bindNArgs is how many arguments bindScript takes.
+const bindNArgs = 15
 
 const bindLua = `
 local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires', 'created', 'contextId')
@@ -85,9 +92,9 @@ end
 redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'capability', ARGV[4], 'handler', ARGV[5],
   'pending', ARGV[6], 'contextId', ARGV[8], 'candidates', ARGV[9])
 if ARGV[13] ~= '' then
-  redis.call('HSET', KEYS[1], 'held', ARGV[13], 'heldVersion', ARGV[14])
+  redis.call('HSET', KEYS[1], 'held', ARGV[13], 'heldVersion', ARGV[14], 'heldMessageId', ARGV[15])
 else
-  redis.call('HDEL', KEYS[1], 'held', 'heldVersion')
+  redis.call('HDEL', KEYS[1], 'held', 'heldVersion', 'heldMessageId')
 end
 if ARGV[7] ~= '' or not exists then redis.call('HSET', KEYS[1], 'created', ARGV[7]) end
 if ARGV[12] == '' then
@@ -198,7 +205,7 @@ func (r *Store) bound(ctx context.Context, b tasks.Binding, written string, res 
 type bindWrite struct {
 	ownerKeys, taskKeys scriptKeys
 	ownerArgs           [7]any
-	bindArgs            [14]any
+	bindArgs            [bindNArgs]any
 	written             string
 }
 
@@ -224,9 +231,9 @@ func (r *Store) bindArgs(b tasks.Binding, expires time.Time, maxPending int) (bi
 		exp = strconv.FormatInt(expires.UnixMilli(), 10)
 		ownerTTL = max(ownerTTL, expires.Sub(now))
 	}
-	held, heldVersion := "", ""
-	if b.Pending {
-		held, heldVersion = string(b.Held), b.HeldVersion
+	held, heldVersion, heldMessageID := "", "", ""
+	if b.Pending && len(b.Held) > 0 {
+		held, heldVersion, heldMessageID = string(b.Held), b.HeldVersion, b.HeldMessageID
 	}
 	written := member(b.TaskID, createdAt)
 	hasContext := "0"
@@ -237,8 +244,8 @@ func (r *Store) bindArgs(b tasks.Binding, expires time.Time, maxPending int) (bi
 		ownerKeys: r.ownerKeys.of(ownerContext{b.Owner(), b.ContextID}),
 		taskKeys:  newScriptKeys([]string{r.keys.task(b.TaskID)}),
 		ownerArgs: [7]any{b.TaskID, now.UnixMilli(), ownerTTL.Milliseconds(), exp, maxPending, written, hasContext},
-		bindArgs: [14]any{b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
-			now.UnixMilli(), r.opts.BindingTTL.Milliseconds(), exp, held, heldVersion},
+		bindArgs: [bindNArgs]any{b.Subject, b.Tenant, b.Issuer, b.Capability, b.Handler, pending, created, b.ContextID, candidates,
+			now.UnixMilli(), r.opts.BindingTTL.Milliseconds(), exp, held, heldVersion, heldMessageID},
 		written: written,
 	}, nil
 }
@@ -293,11 +300,14 @@ func parseCreated(s string) time.Time {
 	return time.Unix(0, ns).UTC()
 }
 
-var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires", "held", "heldVersion"}
+var bindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires", "held", "heldVersion",
+	"heldMessageId"}
 
 // decodeBinding reads the values of bindingFields; ok is false when the
 // hash does not exist. A binding written before issuers were recorded has
-// no issuer field: its Issuer is "".
+// no issuer field: its Issuer is ""; one written before held message ids
+// were kept has no heldMessageId: its HeldMessageID is "" (its task is
+// rendered without history).
 func decodeBinding(taskID string, vals []any) (tasks.Binding, bool, error) {
 	if len(vals) != len(bindingFields) || vals[0] == nil {
 		return tasks.Binding{}, false, nil
@@ -308,7 +318,7 @@ func decodeBinding(taskID string, vals []any) (tasks.Binding, bool, error) {
 	}
 	b := tasks.Binding{TaskID: taskID, Subject: s[0], Tenant: s[1], Capability: s[2], Handler: s[3], Pending: s[4] == "1", ContextID: s[6], Issuer: s[8]}
 	if b.Pending && s[10] != "" {
-		b.Held, b.HeldVersion = []byte(s[10]), s[11]
+		b.Held, b.HeldVersion, b.HeldMessageID = []byte(s[10]), s[11], s[12]
 	}
 	if s[5] != "" {
 		ns, err := strconv.ParseInt(s[5], 10, 64)

@@ -324,6 +324,129 @@ func TestRedisLegacyRecord(t *testing.T) {
 	require.Zero(t, n)
 }
 
+// previousBindScript is bindScript as the release before held message ids wrote bindings:
+// fourteen arguments, held and heldVersion only.
+var previousBindScript = redis.NewScript(`
+local old = redis.call('HMGET', KEYS[1], 'subject', 'tenant', 'issuer', 'capability', 'handler', 'pending', 'expires', 'created', 'contextId')
+local exists = old[1]
+if exists and old[7] and old[7] ~= '' and tonumber(old[7]) <= tonumber(ARGV[10]) then
+  redis.call('DEL', KEYS[1])
+  exists = false
+end
+if exists then
+  if old[1] ~= ARGV[1] or old[2] ~= ARGV[2] or (old[3] or '') ~= ARGV[3] then return 'conflict' end
+  if old[6] ~= '1' and (old[4] ~= ARGV[4] or old[5] ~= ARGV[5]) then return 'conflict' end
+end
+redis.call('HSET', KEYS[1], 'subject', ARGV[1], 'tenant', ARGV[2], 'issuer', ARGV[3], 'capability', ARGV[4], 'handler', ARGV[5],
+  'pending', ARGV[6], 'contextId', ARGV[8], 'candidates', ARGV[9])
+if ARGV[13] ~= '' then
+  redis.call('HSET', KEYS[1], 'held', ARGV[13], 'heldVersion', ARGV[14])
+else
+  redis.call('HDEL', KEYS[1], 'held', 'heldVersion')
+end
+if ARGV[7] ~= '' or not exists then redis.call('HSET', KEYS[1], 'created', ARGV[7]) end
+if ARGV[12] == '' then
+  redis.call('HDEL', KEYS[1], 'expires')
+  redis.call('PEXPIRE', KEYS[1], ARGV[11])
+else
+  redis.call('HSET', KEYS[1], 'expires', ARGV[12])
+  redis.call('PEXPIRE', KEYS[1], math.max(1, tonumber(ARGV[12]) - tonumber(ARGV[10])))
+end
+if exists then return {'ok', old[8] or '', old[9] or '', '1'} end
+return 0
+`)
+
+// previousBindingFields are the fields the release before held message ids read.
+var previousBindingFields = []string{"subject", "tenant", "capability", "handler", "pending", "created", "contextId", "candidates", "issuer", "expires", "held", "heldVersion"}
+
+// TestRedisHeldMessageIDMixedFleet: during a rolling upgrade a replica of the previous release
+// (which keeps no held message id) and one of this release share pending bindings. A pending
+// binding the previous release wrote is read with no HeldMessageID (its task is rendered
+// without history), not refused; one this release wrote is read by the previous release field
+// for field as it wrote its own (the extra field is not among those it reads); the previous
+// release asking again keeps this release's id (the same first message), and its resolution,
+// which drops held and heldVersion but knows nothing of heldMessageId, leaves a field this
+// release does not read on a resolved binding.
+func TestRedisHeldMessageIDMixedFleet(t *testing.T) {
+	srv := redisproc.Start(t)
+	ctx := t.Context()
+	r := openTestRedis(t, srv)
+	raw := rawClient(t, srv)
+	const ttl = 10 * time.Minute
+	// previous binds b as the previous release's BindPending (with a ttl) or Bind did.
+	previous := func(b tasks.Binding, ttl time.Duration) {
+		t.Helper()
+		var exp time.Time
+		if ttl > 0 {
+			exp = tasks.Expiry(time.Now(), ttl)
+		}
+		w, err := r.bindArgs(b, exp, 10)
+		require.NoError(t, err)
+		res, err := r.runFast(ctx, ownerScript, []scriptKeys{w.ownerKeys}, w.ownerArgs[:])
+		require.NoError(t, err)
+		require.Equal(t, "ok", res)
+		require.NoError(t, previousBindScript.Run(ctx, r.rdb, []string{r.keys.task(b.TaskID)}, w.bindArgs[:14]...).Err())
+	}
+	owner := tasks.Owner{Issuer: "https://idp-a", Subject: "alice", Tenant: "acme"}
+	pending := func(id string) tasks.Binding {
+		return tasks.Binding{TaskID: id, ContextID: "ctx-" + id, Issuer: owner.Issuer, Subject: owner.Subject, Tenant: owner.Tenant, Pending: true,
+			Candidates: []string{"a", "b"}, CreatedAt: time.Now(), Held: []byte(`[{"text":"hello there"}]`), HeldVersion: "1.0", HeldMessageID: "m-" + id}
+	}
+
+	// Written by the previous release: held parts, no id.
+	old := pending("old")
+	previous(old, ttl)
+	got, ok, err := r.Lookup(ctx, "old")
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.True(t, got.Pending)
+	require.Equal(t, old.Held, got.Held)
+	require.Equal(t, "1.0", got.HeldVersion)
+	require.Empty(t, got.HeldMessageID, "no id was kept: none is made up")
+
+	// Written by this release: the previous release reads every field it knows, unchanged.
+	b := pending("new")
+	require.NoError(t, r.BindPending(ctx, b, ttl, 10))
+	vals, err := raw.HMGet(ctx, r.keys.task("new"), previousBindingFields...).Result()
+	require.NoError(t, err)
+	prev, ok, err := decodeBinding("new", append(vals, nil))
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Empty(t, prev.HeldMessageID)
+	prev.HeldMessageID = b.HeldMessageID
+	b.ExpiresAt = prev.ExpiresAt
+	storetest.RequireBinding(t, b, prev)
+
+	// Asked again by the previous release (the same first message): the id stays.
+	previous(b, ttl)
+	got, _, err = r.Lookup(ctx, "new")
+	require.NoError(t, err)
+	require.Equal(t, b.HeldMessageID, got.HeldMessageID)
+
+	// Resolved by the previous release: held is dropped, the id it does not know is left in the
+	// hash, and this release does not read it.
+	previous(tasks.Binding{TaskID: "new", Issuer: owner.Issuer, Subject: owner.Subject, Tenant: owner.Tenant, Capability: "a", Handler: "h"}, 0)
+	left, err := raw.HGet(ctx, r.keys.task("new"), "heldMessageId").Result()
+	require.NoError(t, err)
+	require.Equal(t, b.HeldMessageID, left)
+	got, _, err = r.Lookup(ctx, "new")
+	require.NoError(t, err)
+	require.False(t, got.Pending)
+	require.Empty(t, got.Held)
+	require.Empty(t, got.HeldMessageID)
+
+	// Resolved by this release: all three are dropped from the hash.
+	b = pending("new2")
+	require.NoError(t, r.BindPending(ctx, b, ttl, 10))
+	require.NoError(t, r.Bind(ctx, tasks.Binding{TaskID: "new2", Issuer: owner.Issuer, Subject: owner.Subject, Tenant: owner.Tenant, Capability: "a", Handler: "h"}))
+	n, err := raw.HExists(ctx, r.keys.task("new2"), "heldMessageId").Result()
+	require.NoError(t, err)
+	require.False(t, n)
+	n, err = raw.HExists(ctx, r.keys.task("new2"), "held").Result()
+	require.NoError(t, err)
+	require.False(t, n)
+}
+
 // TestRedisPendingCapAcrossReplicas: two stores (two replicas' clients) on
 // one Redis racing BindPending for one owner never pass the cap together.
 func TestRedisPendingCapAcrossReplicas(t *testing.T) {

@@ -413,15 +413,37 @@ func runAt(t *testing.T, now func() time.Time, newStore func(t *testing.T, opts 
 		RequireBinding(t, p, got)
 		require.True(t, p.ExpiresAt.Equal(got.ExpiresAt), "expires %s, want %s", got.ExpiresAt, p.ExpiresAt)
 
-		// A second pending task, resolved (plain Bind) before it expires: it
-		// loses its expiry.
-		require.NoError(t, m.BindPending(ctx, tasks.Binding{TaskID: "p2", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Pending: true, CreatedAt: clk.Now()}, 10*time.Minute, 10))
-		resolved := tasks.Binding{TaskID: "p2", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Capability: "a", Handler: "h"}
+		// A second pending task, holding its first message (parts, version,
+		// messageId), asked again, then resolved (plain Bind) before it
+		// expires: it loses its expiry and the held message, all of it.
+		held := tasks.Binding{TaskID: "p2", ContextID: "ctx-2", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Pending: true, CreatedAt: clk.Now(),
+			Held: []byte(`[{"text":"ünïcode \"quoted\""},{"raw":"JVBERi0xLjQK","mediaType":"application/pdf"}]`), HeldVersion: "1.0", HeldMessageID: "msg 1/ünï:x"}
+		for range 2 {
+			require.NoError(t, m.BindPending(ctx, held, 10*time.Minute, 10))
+			got, _, err = m.Lookup(ctx, "p2")
+			require.NoError(t, err)
+			want := held
+			want.ExpiresAt = clk.Now().Add(10 * time.Minute)
+			RequireBinding(t, want, got)
+		}
+		resolved := tasks.Binding{TaskID: "p2", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Capability: "a", Handler: "h",
+			Held: held.Held, HeldVersion: held.HeldVersion, HeldMessageID: held.HeldMessageID}
 		require.NoError(t, m.Bind(ctx, resolved))
 		got, _, err = m.Lookup(ctx, "p2")
 		require.NoError(t, err)
 		require.False(t, got.Pending)
 		require.True(t, got.ExpiresAt.IsZero())
+		require.Empty(t, got.Held, "only a pending binding keeps the first message")
+		require.Empty(t, got.HeldVersion)
+		require.Empty(t, got.HeldMessageID)
+		// A pending binding without held parts keeps no version or id either.
+		require.NoError(t, m.BindPending(ctx, tasks.Binding{TaskID: "p3", Issuer: alice.Issuer, Subject: "alice", Tenant: "acme", Pending: true,
+			HeldVersion: "1.0", HeldMessageID: "m-3"}, time.Millisecond, 10))
+		got, _, err = m.Lookup(ctx, "p3")
+		require.NoError(t, err)
+		require.Empty(t, got.HeldVersion)
+		require.Empty(t, got.HeldMessageID)
+		require.NoError(t, m.Delete(ctx, "p3"))
 
 		clk.Advance(10*time.Minute - time.Millisecond)
 		_, ok, err = m.Lookup(ctx, "p1")
