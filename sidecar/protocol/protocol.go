@@ -123,6 +123,11 @@ type Request struct {
 	Push []PushRef
 	// List holds ListTasks' parameters.
 	List *ListParams
+	// HistoryLength is how much of a task's history the request asks the task it is answered
+	// with to carry (see HistoryKept): GetTask's historyLength (gRPC history_length), or
+	// SendMessage's configuration.historyLength; nil when not given. ListTasks' is
+	// List.HistoryLength.
+	HistoryLength *int
 	// Message is set for SendMessage and SendStreamingMessage.
 	Message *MessageInfo
 	// Extension is set for an ExtensionMethod: the extension that adds it and its capability.

@@ -204,7 +204,8 @@ func resources(op protocol.Operation, msg []byte, r *protocol.Request) error {
 	if m == nil {
 		return nil
 	}
-	if err := proto.Unmarshal(msg, m); err != nil {
+	err := proto.Unmarshal(msg, m)
+	if err != nil {
 		return err
 	}
 	switch m := m.(type) {
@@ -212,6 +213,10 @@ func resources(op protocol.Operation, msg []byte, r *protocol.Request) error {
 		return sendResources(m, r)
 	case *a2apb.ListTasksRequest:
 		return listResources(m, r)
+	case *a2apb.GetTaskRequest:
+		if r.HistoryLength, err = historyLength(m.HistoryLength, "history_length"); err != nil {
+			return err
+		}
 	}
 	if op.TargetsTask() {
 		task, where := "", "id"
@@ -263,7 +268,25 @@ func sendResources(m *a2apb.SendMessageRequest, r *protocol.Request) error {
 	}
 	r.Message = &protocol.MessageInfo{MessageID: m.GetMessage().GetMessageId(), TaskID: r.TaskID, ContextID: m.GetMessage().GetContextId()}
 	r.AddContext(r.Message.ContextID, "message.context_id")
+	if c := m.GetConfiguration(); c != nil {
+		var err error
+		r.HistoryLength, err = historyLength(c.HistoryLength, "configuration.history_length")
+		return err
+	}
 	return nil
+}
+
+// historyLength reads an optional int32 history_length (name, where the message has it): nil
+// when unset, refused when negative.
+func historyLength(n *int32, name string) (*int, error) {
+	if n == nil {
+		return nil, nil
+	}
+	if *n < 0 {
+		return nil, protocol.Errorf(protocol.InvalidParams, "%s must not be negative", name)
+	}
+	h := int(*n)
+	return &h, nil
 }
 
 // listResources reads a 1.0 ListTasksRequest: its filters and paging.

@@ -75,7 +75,11 @@ func (ps *parser) readParams(v protocol.Version, op protocol.Operation, raw json
 				return err
 			}
 		}
-		return checkHistoryLength(p)
+		n, err := historyLength(p, "historyLength")
+		if op == protocol.GetTask {
+			r.HistoryLength = n
+		}
+		return err
 	case protocol.ListTasks:
 		return ps.readList(p, r)
 	case protocol.GetExtendedAgentCard, protocol.GetAgentCard:
@@ -213,10 +217,14 @@ func addPush(r *protocol.Request, cfg object, name, where string) *protocol.Erro
 	return nil
 }
 
-// checkHistoryLength checks the optional historyLength: a non-negative integer.
-func checkHistoryLength(p object) *protocol.Error {
-	_, err := optInt(p, "historyLength", 0, 1<<31-1)
-	return err
+// historyLength reads an optional historyLength (name, where the message says it is): a
+// non-negative integer that fits an int32; absent is nil.
+func historyLength(p object, name string) (*int, *protocol.Error) {
+	n, err := optInt(p, "historyLength", 0, 1<<31-1)
+	if err != nil {
+		return nil, protocol.Errorf(protocol.InvalidParams, "%s must be an integer from 0 to %d", name, 1<<31-1)
+	}
+	return n, nil
 }
 
 // optInt reads an optional integer field within [min, max]; absent is nil.
@@ -263,7 +271,7 @@ func (ps *parser) readList(p object, r *protocol.Request) *protocol.Error {
 	if len(l.PageToken) > protocol.MaxIDBytes {
 		return protocol.Errorf(protocol.InvalidParams, "pageToken is longer than %d bytes", protocol.MaxIDBytes)
 	}
-	if l.HistoryLength, err = optInt(p, "historyLength", 0, 1<<31-1); err != nil {
+	if l.HistoryLength, err = historyLength(p, "historyLength"); err != nil {
 		return err
 	}
 	if b := p.get("includeArtifacts"); b != nil {
@@ -429,6 +437,9 @@ func (ps *parser) readSend(v protocol.Version, p object, r *protocol.Request) *p
 			return err
 		}
 		if info.AcceptedOutputModes, err = ps.stringArray(c.get("acceptedOutputModes"), "configuration.acceptedOutputModes"); err != nil {
+			return err
+		}
+		if r.HistoryLength, err = historyLength(c, "configuration.historyLength"); err != nil {
 			return err
 		}
 		if err := ps.sendPushConfig(v, c, r); err != nil {
