@@ -2,11 +2,14 @@ package dispatch
 
 import (
 	"context"
+	"encoding/base64"
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
+	a2alegacy "github.com/a2aproject/a2a-go/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 
@@ -51,7 +54,7 @@ func (d *Dispatcher) clarify(ctx context.Context, call *exchange.Call, c clarifi
 		return exchange.Result{}, perr // the caller's reply continues in this context: it must be the caller's
 	}
 	b := tasks.Binding{TaskID: taskID, ContextID: contextID, Issuer: o.Issuer, Subject: o.Subject, Tenant: o.Tenant,
-		Pending: true, Candidates: ids, CreatedAt: d.now(), Held: c.held, HeldVersion: c.heldVersion}
+		Pending: true, Candidates: ids, CreatedAt: d.now(), Held: c.held, HeldVersion: c.heldVersion, HeldMessageID: c.heldMessageID}
 	lim := call.Rev.Config().Limits
 	if err := d.store.BindPending(ctx, b, lim.PendingTTL, lim.PendingPerCaller); err != nil {
 		if errors.Is(err, tasks.ErrTooManyPending) {
@@ -61,7 +64,7 @@ func (d *Dispatcher) clarify(ctx context.Context, call *exchange.Call, c clarifi
 		return exchange.Result{}, storeError(err)
 	}
 	d.countQuestion(call, dec)
-	return answer(call, protocol.KindTask, streamResult(questionTask(b, dec), call.Request.Version)), nil
+	return answer(call, protocol.KindTask, ownResult(questionTask(b, dec), b, call.Request)), nil
 }
 
 // countQuestion counts a clarification or confirmation and logs its layer.
@@ -129,7 +132,7 @@ func (d *Dispatcher) decline(ctx context.Context, call *exchange.Call, b *tasks.
 	ts := d.now().UTC()
 	task := &a2a.Task{ID: a2a.TaskID(b.TaskID), ContextID: b.ContextID,
 		Status: a2a.TaskStatus{State: a2a.TaskStateCanceled, Message: msg, Timestamp: &ts}}
-	return answer(call, protocol.KindTask, streamResult(task, call.Request.Version)), nil
+	return answer(call, protocol.KindTask, ownResult(task, *b, call.Request)), nil
 }
 
 // clarificationMessage is the agent's question: a text part listing the
@@ -179,6 +182,92 @@ func questionTask(b tasks.Binding, dec router.Decision) *a2a.Task {
 	}
 }
 
+// ownResult renders capgate's own task (of the pending binding b) as the SendMessage result
+// (or stream event) answering req: in req's version, with the first message b holds as its
+// history, as much of it as req's historyLength asks for (ownTask).
+func ownResult(task *a2a.Task, b tasks.Binding, req *protocol.Request) []byte {
+	return ownTask(task, b, req.Version, req.HistoryLength, true)
+}
+
+// ownTask renders capgate's own task (of the pending binding b) in version v, with the first
+// message b holds (heldMessage) as its history, kept as protocol.HistoryKept says for
+// historyLength: as a SendMessage result or stream event (event), else as a bare task (GetTask,
+// CancelTask, a ListTasks entry). The history is the caller's message as b holds it: to a reader
+// of the version it was sent in, its parts as sent; to a reader of the other version, converted
+// by a2a-go's a2av0 — or, when they cannot be, no history rather than a part of the wrong shape.
+func ownTask(task *a2a.Task, b tasks.Binding, v protocol.Version, historyLength *int, event bool) []byte {
+	first, held03 := heldMessage(b, task, v)
+	if first != nil && protocol.HistoryKept(v, historyLength, 1) > 0 {
+		cp := *task
+		cp.History = []*a2a.Message{first}
+		task = &cp
+	} else {
+		first = nil
+	}
+	if v != protocol.V03 {
+		if event {
+			return renderTask(task, v, a2a.StreamResponse{Event: task})
+		}
+		return renderTask(task, v, task)
+	}
+	lt := a2av0.FromV1Task(task)
+	if first != nil && held03 != nil && len(lt.History) == 1 {
+		lt.History[0].Parts = held03 // as sent, not through a2a-go's conversion and back
+	}
+	return renderTask(task, v, lt)
+}
+
+// heldMessage is the first message the pending binding b holds, as the history of task (whose
+// task and context it is in) for a reader of version v: role user, the caller's messageId and
+// the held parts, read in b.HeldVersion's shape. held03 is set when b holds a 0.3 message and
+// v is 0.3: its parts exactly as read. It is nil when b keeps no message id (a binding written
+// before ids were kept: none is made up), no parts, or parts that do not read as their version's
+// or cannot be converted to v's.
+func heldMessage(b tasks.Binding, task *a2a.Task, v protocol.Version) (first *a2a.Message, held03 a2alegacy.ContentParts) {
+	if b.HeldMessageID == "" || len(b.Held) == 0 {
+		return nil, nil
+	}
+	var parts a2a.ContentParts
+	switch protocol.Version(b.HeldVersion) {
+	case protocol.V1:
+		if stdjson.Unmarshal(b.Held, &parts) != nil {
+			return nil, nil
+		}
+	case protocol.V03:
+		if stdjson.Unmarshal(b.Held, &held03) != nil {
+			return nil, nil
+		}
+		if v != protocol.V03 && !convertible03(held03) {
+			return nil, nil
+		}
+		parts, _ = a2av0.ToV1Parts(held03) // never fails
+	default:
+		return nil, nil
+	}
+	if len(parts) == 0 || slices.Contains(parts, nil) {
+		return nil, nil
+	}
+	if v != protocol.V03 {
+		held03 = nil
+	}
+	return &a2a.Message{ID: b.HeldMessageID, Role: a2a.MessageRoleUser, Parts: parts, TaskID: task.ID, ContextID: task.ContextID}, held03
+}
+
+// convertible03 reports whether a2av0 converts the 0.3 parts to 1.0 as they are: every file's
+// bytes are standard base64 (a2av0 would otherwise keep the base64 text itself as the bytes).
+func convertible03(parts a2alegacy.ContentParts) bool {
+	for _, p := range parts {
+		if f, ok := p.(a2alegacy.FilePart); ok {
+			if fb, ok := f.File.(a2alegacy.FileBytes); ok {
+				if _, err := base64.StdEncoding.DecodeString(fb.Bytes); err != nil {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // streamResult renders a task as a SendMessage result in the request's
 // version: {"task": …} in 1.0, the 0.3 task object otherwise.
 func streamResult(task *a2a.Task, v protocol.Version) []byte {
@@ -190,11 +279,11 @@ func taskJSON(task *a2a.Task, v protocol.Version) []byte {
 	return renderTask(task, v, task)
 }
 
-// renderTask marshals the 0.3 form of task, or v1 for 1.0. The types are
-// a2a-go's own; marshalling them cannot fail.
+// renderTask marshals the 0.3 form of task, or v1 for 1.0 (out, when it is already the 0.3
+// form). The types are a2a-go's own; marshalling them cannot fail.
 func renderTask(task *a2a.Task, v protocol.Version, v1 any) []byte {
 	out := v1
-	if v == protocol.V03 {
+	if _, done := v1.(*a2alegacy.Task); v == protocol.V03 && !done {
 		out = a2av0.FromV1Task(task)
 	}
 	b, err := stdjson.Marshal(out)

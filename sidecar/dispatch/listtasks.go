@@ -43,6 +43,16 @@ type listQuery struct {
 	pageToken        string
 }
 
+// history is the historyLength every task of the list is read with: the request's, 0 when not
+// given (a list of whole histories would be as large as all of them). A handler is asked for
+// that much (fetchTask), and capgate's own tasks carry as much (ownTask).
+func (q listQuery) history() int {
+	if q.historyLength != nil {
+		return *q.historyLength
+	}
+	return 0
+}
+
 func listQueryOf(p *protocol.ListParams) listQuery {
 	q := listQuery{pageSize: DefaultListPageSize}
 	if p == nil {
@@ -231,7 +241,8 @@ func (d *Dispatcher) examine(ctx context.Context, lc *listCall, batch []listEntr
 		b := e.b
 		if b.Pending {
 			task := clarificationTask(b, d.candidates(lc.call, b))
-			out[i] = listed{task: taskJSON(task, lc.call.Request.Version), match: true}
+			hist := lc.q.history()
+			out[i] = listed{task: ownTask(task, b, lc.call.Request.Version, &hist, false), match: true}
 			continue
 		}
 		chk, ok := lc.checks[b.Capability]

@@ -351,7 +351,7 @@ func (d *Dispatcher) replay(ctx context.Context, call *exchange.Call, s tasks.Se
 		return exchange.Result{}, protocol.Errorf(protocol.TaskNotFound, "the task this message created no longer exists")
 	}
 	if b.Pending {
-		return answer(call, protocol.KindTask, streamResult(clarificationTask(b, d.candidates(call, b)), call.Request.Version)), nil
+		return answer(call, protocol.KindTask, ownResult(clarificationTask(b, d.candidates(call, b)), b, call.Request)), nil
 	}
 	capability, limits, perr := d.recheck(ctx, call, call.Rev.Router, b.Capability)
 	if perr != nil {

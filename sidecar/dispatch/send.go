@@ -75,12 +75,13 @@ type routed struct {
 
 // clarification is a question back to the caller: which of the candidates
 // (or, LayerConfirm, this one?). taskID is the clarification task asked
-// again ("" for a new one); held the first message's parts to keep.
+// again ("" for a new one); held the first message's parts to keep, with
+// its version and messageId.
 type clarification struct {
-	decision          router.Decision
-	taskID, contextID string
-	held              []byte
-	heldVersion       string
+	decision                   router.Decision
+	taskID, contextID          string
+	held                       []byte
+	heldVersion, heldMessageID string
 }
 
 // route decides where a message goes, cheapest layer first: the task it
@@ -113,7 +114,7 @@ func (d *Dispatcher) route(ctx context.Context, call *exchange.Call, params json
 		}
 		if dec.Capability == "" {
 			return routed{pending: &b, clarify: &clarification{decision: dec, taskID: b.TaskID, contextID: b.ContextID,
-				held: b.Held, heldVersion: b.HeldVersion}}, nil
+				held: b.Held, heldVersion: b.HeldVersion, heldMessageID: b.HeldMessageID}}, nil
 		}
 		if params, err = withoutTaskID(params, req.Version); err != nil {
 			return routed{}, protocol.Wrap(protocol.InvalidParams, err, "params.message could not be rewritten")
@@ -152,7 +153,8 @@ func (d *Dispatcher) route(ctx context.Context, call *exchange.Call, params json
 		if perr != nil {
 			return routed{}, perr
 		}
-		return routed{clarify: &clarification{decision: dec, contextID: msg.ContextID, held: held, heldVersion: string(req.Version)}}, nil
+		return routed{clarify: &clarification{decision: dec, contextID: msg.ContextID, held: held, heldVersion: string(req.Version),
+			heldMessageID: msg.MessageID}}, nil
 	}
 	return routed{decision: dec, params: params}, nil
 }

@@ -67,19 +67,20 @@ func resultKind(op protocol.Operation, result jsontext.Value) protocol.Kind {
 func (d *Dispatcher) pendingOp(ctx context.Context, call *exchange.Call, b tasks.Binding) (exchange.Result, *protocol.Error) {
 	cands := d.candidates(call, b)
 	task := clarificationTask(b, cands)
+	v := call.Request.Version
 	switch call.Request.Operation {
 	case protocol.GetTask:
-		return exchange.Value(protocol.KindTask, taskJSON(task, call.Request.Version)), nil
+		return exchange.Value(protocol.KindTask, ownTask(task, b, v, call.Request.HistoryLength, false)), nil
 	case protocol.SubscribeToTask:
 		// A stream event: {"task": …} in 1.0, as SendStreamingMessage sends it.
-		return exchange.Events(exchange.Event{Kind: protocol.KindTask, JSON: streamResult(task, call.Request.Version)}), nil
+		return exchange.Events(exchange.Event{Kind: protocol.KindTask, JSON: ownTask(task, b, v, nil, true)}), nil
 	case protocol.CancelTask:
 		if err := d.store.Delete(ctx, b.TaskID); err != nil {
 			return exchange.Result{}, storeError(err)
 		}
 		now := d.now().UTC()
 		task.Status = a2a.TaskStatus{State: a2a.TaskStateCanceled, Timestamp: &now}
-		return exchange.Value(protocol.KindTask, taskJSON(task, call.Request.Version)), nil
+		return exchange.Value(protocol.KindTask, ownTask(task, b, v, nil, false)), nil
 	}
 	return exchange.Result{}, protocol.Errorf(protocol.PushNotificationNotSupported, "push notifications are not supported for a task awaiting clarification")
 }
@@ -203,11 +204,7 @@ func (d *Dispatcher) collect(ctx context.Context, lc *listCall, cands []listEntr
 // found only by a GetTask naming it, so the list's tenant is sent as a
 // GetTask of the caller's would send it.
 func (d *Dispatcher) fetchTask(ctx context.Context, lc *listCall, b tasks.Binding, chk capCheck) (jsontext.Value, *protocol.Error) {
-	hist := 0
-	if lc.q.historyLength != nil {
-		hist = *lc.q.historyLength
-	}
-	get := map[string]any{"id": b.TaskID, "historyLength": hist}
+	get := map[string]any{"id": b.TaskID, "historyLength": lc.q.history()}
 	if t := lc.call.Request.Tenant; t != "" && lc.call.Request.Version == protocol.V1 {
 		get["tenant"] = t
 	}

@@ -2,6 +2,7 @@ package dispatch
 
 import (
 	stdjson "encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -233,4 +234,127 @@ func TestGrantedScopes(t *testing.T) {
 func taskOf(result jsontext.Value, v protocol.Version) (taskID, contextID string, ok bool) {
 	taskID, contextID, kind := probe(result, v)
 	return taskID, contextID, kind != 0
+}
+
+// heldShapes are one message's parts — text, inline file, data, file by URL — in each version's
+// JSON: what a pending binding holds for a message of that version, and what its history must
+// show a reader of that version.
+var heldShapes = map[protocol.Version]string{
+	protocol.V1: `[{"text":"Book me on flight BA304"},{"raw":"JVBERi0xLjQK","mediaType":"application/pdf","filename":"a.pdf"},` +
+		`{"data":{"seat":"12A"}},{"url":"https://files.example.com/x.pdf","mediaType":"application/pdf"}]`,
+	protocol.V03: `[{"kind":"text","text":"Book me on flight BA304"},{"kind":"file","file":{"bytes":"JVBERi0xLjQK","mimeType":"application/pdf","name":"a.pdf"}},` +
+		`{"kind":"data","data":{"seat":"12A"}},{"kind":"file","file":{"uri":"https://files.example.com/x.pdf","mimeType":"application/pdf"}}]`,
+}
+
+// historyOf is the history of a rendered task: a SendMessage result or stream event (event),
+// else a bare task, in version v. absent reports that the task has no history member.
+func historyOf(t *testing.T, out []byte, v protocol.Version, event bool) (history []map[string]stdjson.RawMessage, absent bool) {
+	t.Helper()
+	var task map[string]stdjson.RawMessage
+	if event && v == protocol.V1 {
+		var wrapped struct {
+			Task map[string]stdjson.RawMessage `json:"task"`
+		}
+		require.NoError(t, stdjson.Unmarshal(out, &wrapped))
+		task = wrapped.Task
+	} else {
+		require.NoError(t, stdjson.Unmarshal(out, &task))
+	}
+	require.NotNil(t, task)
+	raw, ok := task["history"]
+	if !ok {
+		return nil, true
+	}
+	require.NoError(t, stdjson.Unmarshal(raw, &history))
+	return history, false
+}
+
+// TestOwnTaskHistory: capgate's own task carries the first message its binding holds as its
+// history — role user, the caller's messageId, the parts, the task's id and context — for every
+// version the message was held in × every version it is read in × every historyLength × both
+// forms (a SendMessage result or stream event, a bare task); a binding without a message id,
+// with parts that do not read, or whose parts cannot be converted to the reader's version is
+// rendered without history.
+func TestOwnTaskHistory(t *testing.T) {
+	b := tasks.Binding{TaskID: "capgate-1", ContextID: "ctx-1", Subject: "partner-1", Tenant: "acme", Pending: true,
+		Candidates: []string{"reconcile-invoice"}, CreatedAt: time.Unix(1e9, 0), HeldMessageID: "m-first/ünï"}
+	cands := []router.Candidate{{ID: "reconcile-invoice", Name: "Reconcile an invoice"}}
+	n := func(i int) *int { return &i }
+	versions := []protocol.Version{protocol.V1, protocol.V03}
+	for _, held := range versions {
+		for _, reader := range versions {
+			for _, hl := range []*int{nil, n(0), n(1), n(5)} {
+				for _, event := range []bool{true, false} {
+					name := fmt.Sprintf("held %s/read %s/historyLength %v/event %v", held, reader, hl, event)
+					if hl != nil {
+						name = fmt.Sprintf("held %s/read %s/historyLength %d/event %v", held, reader, *hl, event)
+					}
+					t.Run(name, func(t *testing.T) {
+						b := b
+						b.Held, b.HeldVersion = []byte(heldShapes[held]), string(held)
+						task := clarificationTask(b, cands)
+						out := ownTask(task, b, reader, hl, event)
+						require.Empty(t, task.History, "the task given is not changed")
+						history, absent := historyOf(t, out, reader, event)
+						if protocol.HistoryKept(reader, hl, 1) == 0 {
+							require.True(t, absent, "historyLength 0 in %s: no history", reader)
+							return
+						}
+						require.Len(t, history, 1)
+						first := history[0]
+						var id, role, taskID, contextID string
+						for k, dst := range map[string]*string{"messageId": &id, "role": &role, "taskId": &taskID, "contextId": &contextID} {
+							require.NoError(t, stdjson.Unmarshal(first[k], dst), k)
+						}
+						require.Equal(t, "m-first/ünï", id, "the caller's own messageId")
+						require.Equal(t, "capgate-1", taskID)
+						require.Equal(t, "ctx-1", contextID)
+						require.JSONEq(t, heldShapes[reader], string(first["parts"]))
+						if reader == protocol.V03 {
+							require.Equal(t, "user", role)
+							require.JSONEq(t, `"message"`, string(first["kind"]))
+						} else {
+							require.Equal(t, "ROLE_USER", role)
+							require.NotContains(t, first, "kind")
+						}
+					})
+				}
+			}
+		}
+	}
+
+	noHistory := func(t *testing.T, b tasks.Binding, reader protocol.Version) {
+		t.Helper()
+		for _, event := range []bool{true, false} {
+			_, absent := historyOf(t, ownTask(clarificationTask(b, cands), b, reader, nil, event), reader, event)
+			require.True(t, absent)
+		}
+	}
+	t.Run("a binding of the previous release: no id, no history", func(t *testing.T) {
+		for _, v := range versions {
+			old := b
+			old.HeldMessageID, old.Held, old.HeldVersion = "", []byte(heldShapes[v]), string(v)
+			noHistory(t, old, protocol.V1)
+			noHistory(t, old, protocol.V03)
+		}
+	})
+	t.Run("parts that do not read as their version's", func(t *testing.T) {
+		for _, tc := range []struct{ version, held string }{
+			{"1.0", heldShapes[protocol.V03]}, {"0.3", heldShapes[protocol.V1]}, {"0.3", `[{"kind":"video"}]`}, {"1.0", `[{}]`},
+			{"1.0", `{"text":"x"}`}, {"1.0", `[]`}, {"2.0", heldShapes[protocol.V1]}, {"1.0", `[{"raw":"not base64!"}]`},
+		} {
+			bad := b
+			bad.Held, bad.HeldVersion = []byte(tc.held), tc.version
+			noHistory(t, bad, protocol.V1)
+			noHistory(t, bad, protocol.V03)
+		}
+	})
+	t.Run("0.3 bytes a2av0 cannot convert: none to a 1.0 reader, as sent to a 0.3 one", func(t *testing.T) {
+		odd := b
+		odd.Held, odd.HeldVersion = []byte(`[{"kind":"file","file":{"bytes":"JVBERi0xLjQK_-","mimeType":"application/pdf"}}]`), "0.3"
+		noHistory(t, odd, protocol.V1)
+		history, absent := historyOf(t, ownTask(clarificationTask(odd, cands), odd, protocol.V03, nil, false), protocol.V03, false)
+		require.False(t, absent)
+		require.JSONEq(t, string(odd.Held), string(history[0]["parts"]))
+	})
 }
