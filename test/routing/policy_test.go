@@ -1,15 +1,19 @@
 package routing_test
 
 import (
+	"iter"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
+	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
 	"github.com/stretchr/testify/require"
 
+	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/sidecar/tasks"
 	"github.com/capgate/capgate/sidecar/tasks/redisstore"
 	"github.com/capgate/capgate/test/replicas/redisproc"
@@ -226,4 +230,189 @@ func redisStore(t *testing.T) tasks.Store {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	return r
+}
+
+// historyCaller reaches capgate one way — a binding and an A2A version — through a2a-go v2's
+// own client (its a2av0 transports for 0.3), as one caller.
+type historyCaller struct {
+	name string
+	v    protocol.Version
+	send func(t *testing.T, m *a2a.Message, historyLength *int, stream bool) *a2a.Task
+	get  func(t *testing.T, id a2a.TaskID, historyLength *int) *a2a.Task
+	// list is nil for 0.3, which has no ListTasks.
+	list func(t *testing.T, historyLength *int) []*a2a.Task
+}
+
+// historyCallers are traveller-1 over every binding and version capgate serves: JSON-RPC and
+// HTTP+JSON in 1.0 and 0.3, gRPC in 1.0.
+func historyCallers(t *testing.T, srv *testutil.Server) []historyCaller {
+	t.Helper()
+	tok := testutil.Token(t, testutil.TokenOptions{Subject: "traveller-1"})
+	var out []historyCaller
+	for _, b := range []a2a.TransportProtocol{a2a.TransportProtocolJSONRPC, a2a.TransportProtocolHTTPJSON, a2a.TransportProtocolGRPC} {
+		c := srv.Client(t, b, testutil.Bearer(tok))
+		out = append(out, historyCaller{name: string(b) + " 1.0", v: protocol.V1,
+			send: func(t *testing.T, m *a2a.Message, hl *int, stream bool) *a2a.Task {
+				t.Helper()
+				req := &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{HistoryLength: hl}}
+				if stream {
+					return streamedTask(t, c.SendStreamingMessage(t.Context(), req))
+				}
+				res, err := c.SendMessage(t.Context(), req)
+				require.NoError(t, err)
+				task, ok := res.(*a2a.Task)
+				require.True(t, ok, "want a task, got %T", res)
+				return task
+			},
+			get: func(t *testing.T, id a2a.TaskID, hl *int) *a2a.Task {
+				t.Helper()
+				task, err := c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: id, HistoryLength: hl})
+				require.NoError(t, err)
+				return task
+			},
+			list: func(t *testing.T, hl *int) []*a2a.Task {
+				t.Helper()
+				res, err := c.ListTasks(t.Context(), &a2a.ListTasksRequest{HistoryLength: hl})
+				require.NoError(t, err)
+				return res.Tasks
+			},
+		})
+	}
+	params := a2aclient.ServiceParams{"authorization": {"Bearer " + tok}, a2a.SvcParamVersion: {"0.3"}}
+	rest, err := a2av0.NewRESTTransport(a2av0.RESTTransportConfig{URL: srv.URL, Client: srv.HTTP})
+	require.NoError(t, err)
+	for name, tr := range map[string]a2aclient.Transport{
+		"JSONRPC 0.3":   a2av0.NewJSONRPCTransport(a2av0.JSONRPCTransportConfig{URL: srv.URL, Client: srv.HTTP}),
+		"HTTP+JSON 0.3": rest,
+	} {
+		out = append(out, historyCaller{name: name, v: protocol.V03,
+			send: func(t *testing.T, m *a2a.Message, hl *int, stream bool) *a2a.Task {
+				t.Helper()
+				req := &a2a.SendMessageRequest{Message: m, Config: &a2a.SendMessageConfig{HistoryLength: hl}}
+				if stream {
+					return streamedTask(t, tr.SendStreamingMessage(t.Context(), params, req))
+				}
+				res, err := tr.SendMessage(t.Context(), params, req)
+				require.NoError(t, err)
+				task, ok := res.(*a2a.Task)
+				require.True(t, ok, "want a task, got %T", res)
+				return task
+			},
+			get: func(t *testing.T, id a2a.TaskID, hl *int) *a2a.Task {
+				t.Helper()
+				task, err := tr.GetTask(t.Context(), params, &a2a.GetTaskRequest{ID: id, HistoryLength: hl})
+				require.NoError(t, err)
+				return task
+			},
+		})
+	}
+	return out
+}
+
+// streamedTask requires a stream of exactly one event, a task, and returns it.
+func streamedTask(t *testing.T, events iter.Seq2[a2a.Event, error]) *a2a.Task {
+	t.Helper()
+	var got []a2a.Event
+	for ev, err := range events {
+		require.NoError(t, err)
+		got = append(got, ev)
+	}
+	require.Len(t, got, 1)
+	task, ok := got[0].(*a2a.Task)
+	require.True(t, ok, "want a task, got %T", got[0])
+	return task
+}
+
+// requireFirstMessage requires task's history to be what historyLength (nil: not given) leaves
+// of its one message in version v — the first message m, as the caller sent it (role user, its
+// messageId and parts) in the task and its context — or no history.
+func requireFirstMessage(t *testing.T, task *a2a.Task, m *a2a.Message, v protocol.Version, historyLength *int) {
+	t.Helper()
+	require.Equal(t, a2a.TaskStateInputRequired, task.Status.State)
+	if protocol.HistoryKept(v, historyLength, 1) == 0 {
+		require.Empty(t, task.History, "historyLength %d in %s", *historyLength, v)
+		return
+	}
+	require.Len(t, task.History, 1)
+	h := task.History[0]
+	require.Equal(t, m.ID, h.ID, "the caller's own messageId")
+	require.Equal(t, a2a.MessageRoleUser, h.Role)
+	require.Equal(t, task.ID, h.TaskID)
+	require.Equal(t, task.ContextID, h.ContextID)
+	require.Len(t, h.Parts, len(m.Parts))
+	for i, p := range m.Parts {
+		require.Equal(t, p.Content, h.Parts[i].Content, "part %d", i)
+		require.Equal(t, p.MediaType, h.Parts[i].MediaType, "part %d", i)
+	}
+}
+
+// TestClarificationHistory: capgate's own clarification task carries the first message as its
+// history — the caller's messageId, role user, its parts, the task and context — on every
+// binding and version, in the answer that asks (SendMessage and its stream, with
+// configuration.historyLength unset, 0, 1 and large), in GetTask and ListTasks (historyLength
+// unset, 0, 1 and large), read in the version it was sent in and in the other one, after a
+// reply too vague to decide, with the memory and the Redis store. A binding the previous
+// release wrote (no message id) is read without history.
+func TestClarificationHistory(t *testing.T) {
+	n := func(i int) *int { return &i }
+	lengths := []*int{nil, n(0), n(1), n(1 << 20)}
+	for _, store := range stores(t) {
+		srv := travel(t, store.s)
+		callers := historyCallers(t, srv)
+		for _, c := range callers {
+			t.Run(store.name+"/"+c.name, func(t *testing.T) {
+				first := func() *a2a.Message {
+					return userMsg(a2a.NewTextPart("Book me on flight BA304"), pdfPart()) // a new messageId each time
+				}
+				var task *a2a.Task
+				var m *a2a.Message
+				for _, stream := range []bool{false, true} {
+					for _, hl := range lengths {
+						m = first()
+						task = c.send(t, m, hl, stream)
+						require.True(t, strings.HasPrefix(string(task.ID), "capgate-"), "capgate's own task: %s", task.ID)
+						requireFirstMessage(t, task, m, c.v, hl)
+					}
+				}
+				for _, hl := range lengths {
+					requireFirstMessage(t, c.get(t, task.ID, hl), m, c.v, hl)
+				}
+				// Read by the same caller in every other binding and version.
+				for _, r := range callers {
+					requireFirstMessage(t, r.get(t, task.ID, nil), m, r.v, nil)
+					if r.list != nil {
+						for _, hl := range lengths {
+							var found *a2a.Task
+							for _, l := range r.list(t, hl) {
+								if l.ID == task.ID {
+									found = l
+								}
+							}
+							require.NotNil(t, found, "%s lists the task", r.name)
+							if hl == nil {
+								hl = n(0) // a list's tasks are read with historyLength 0 unless it says
+							}
+							requireFirstMessage(t, found, m, r.v, hl)
+						}
+					}
+				}
+
+				// A reply too vague to decide asks again on the same task: the history is still the
+				// first message.
+				again := c.send(t, continuing(text("hmm, not sure"), task.ID), nil, false)
+				require.Equal(t, task.ID, again.ID)
+				requireFirstMessage(t, again, m, c.v, nil)
+				requireFirstMessage(t, c.get(t, task.ID, n(1)), m, c.v, n(1))
+
+				// As the previous release kept it, without the message id: no history, no error.
+				b, ok, err := store.s.Lookup(t.Context(), string(task.ID))
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.NotEmpty(t, b.HeldMessageID)
+				b.HeldMessageID = ""
+				require.NoError(t, store.s.BindPending(t.Context(), b, time.Minute, 100))
+				require.Empty(t, c.get(t, task.ID, nil).History)
+			})
+		}
+	}
 }
