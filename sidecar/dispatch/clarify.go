@@ -237,10 +237,17 @@ func heldMessage(b tasks.Binding, task *a2a.Task, v protocol.Version) (first *a2
 		if stdjson.Unmarshal(b.Held, &held03) != nil {
 			return nil, nil
 		}
-		if v != protocol.V03 && !convertible03(held03) {
+		switch {
+		case convertible03(held03):
+			parts, _ = a2av0.ToV1Parts(held03) // never fails
+		case v != protocol.V03:
 			return nil, nil
+		default: // a 0.3 reader is given held03 itself: the converted parts are never read
+			parts = make(a2a.ContentParts, len(held03))
+			for i := range parts {
+				parts[i] = a2a.NewTextPart("")
+			}
 		}
-		parts, _ = a2av0.ToV1Parts(held03) // never fails
 	default:
 		return nil, nil
 	}
