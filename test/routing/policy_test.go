@@ -168,11 +168,13 @@ func TestConfirmNeverGuesses(t *testing.T) {
 		done := sendTask(t, c, continuing(text("yes"), q.ID))
 		require.Equal(t, "cancel-booking", reportOf(t, done).Capability)
 
-		q = sendTask(t, c, text("please cancel my booking ABC123"))
+		m := text("please cancel my booking ABC123")
+		q = sendTask(t, c, m)
 		question(t, q)
 		declined := sendTask(t, c, continuing(text("no"), q.ID))
 		require.Equal(t, a2a.TaskStateCanceled, declined.Status.State)
 		require.Empty(t, declined.Artifacts)
+		requireHistory(t, declined, m, protocol.V1, nil)
 
 		require.Equal(t, "cancel-booking", routedTo(t, c, hinted(text("please cancel my booking ABC123"), "cancel-booking")))
 	})
@@ -329,6 +331,12 @@ func streamedTask(t *testing.T, events iter.Seq2[a2a.Event, error]) *a2a.Task {
 func requireFirstMessage(t *testing.T, task *a2a.Task, m *a2a.Message, v protocol.Version, historyLength *int) {
 	t.Helper()
 	require.Equal(t, a2a.TaskStateInputRequired, task.Status.State)
+	requireHistory(t, task, m, v, historyLength)
+}
+
+// requireHistory is requireFirstMessage in any state (a canceled clarification task's).
+func requireHistory(t *testing.T, task *a2a.Task, m *a2a.Message, v protocol.Version, historyLength *int) {
+	t.Helper()
 	if protocol.HistoryKept(v, historyLength, 1) == 0 {
 		require.Empty(t, task.History, "historyLength %d in %s", *historyLength, v)
 		return

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/capgate/capgate/sidecar/handler/echo"
+	"github.com/capgate/capgate/sidecar/protocol"
 	"github.com/capgate/capgate/test/testutil"
 )
 
@@ -229,7 +230,8 @@ func TestClarification(t *testing.T) {
 
 	t.Run("streaming clarification and subscribe", func(t *testing.T) {
 		var events []a2a.Event
-		for ev, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: text("hello there")}) {
+		m := text("hello there")
+		for ev, err := range c.SendStreamingMessage(t.Context(), &a2a.SendMessageRequest{Message: m}) {
 			require.NoError(t, err)
 			events = append(events, ev)
 		}
@@ -248,13 +250,17 @@ func TestClarification(t *testing.T) {
 		require.True(t, ok, "want a task, got %T", events[0])
 		require.Equal(t, task.ID, sub.ID)
 		require.Equal(t, a2a.TaskStateInputRequired, sub.Status.State)
+		requireFirstMessage(t, task, m, protocol.V1, nil)
+		requireFirstMessage(t, sub, m, protocol.V1, nil)
 	})
 
 	t.Run("cancel", func(t *testing.T) {
 		task, _ := ask(t)
+		require.Len(t, task.History, 1)
 		got, err := c.CancelTask(t.Context(), &a2a.CancelTaskRequest{ID: task.ID})
 		require.NoError(t, err)
 		require.Equal(t, a2a.TaskStateCanceled, got.Status.State)
+		require.Equal(t, task.History, got.History, "the canceled task keeps its history")
 		_, err = c.GetTask(t.Context(), &a2a.GetTaskRequest{ID: task.ID})
 		require.ErrorIs(t, err, a2a.ErrTaskNotFound)
 	})
