@@ -260,11 +260,7 @@ func historyCallers(t *testing.T, srv *testutil.Server) []historyCaller {
 				if stream {
 					return streamedTask(t, c.SendStreamingMessage(t.Context(), req))
 				}
-				res, err := c.SendMessage(t.Context(), req)
-				require.NoError(t, err)
-				task, ok := res.(*a2a.Task)
-				require.True(t, ok, "want a task, got %T", res)
-				return task
+				return sentTask(t)(c.SendMessage(t.Context(), req))
 			},
 			get: func(t *testing.T, id a2a.TaskID, hl *int) *a2a.Task {
 				t.Helper()
@@ -294,11 +290,7 @@ func historyCallers(t *testing.T, srv *testutil.Server) []historyCaller {
 				if stream {
 					return streamedTask(t, tr.SendStreamingMessage(t.Context(), params, req))
 				}
-				res, err := tr.SendMessage(t.Context(), params, req)
-				require.NoError(t, err)
-				task, ok := res.(*a2a.Task)
-				require.True(t, ok, "want a task, got %T", res)
-				return task
+				return sentTask(t)(tr.SendMessage(t.Context(), params, req))
 			},
 			get: func(t *testing.T, id a2a.TaskID, hl *int) *a2a.Task {
 				t.Helper()
@@ -312,6 +304,17 @@ func historyCallers(t *testing.T, srv *testutil.Server) []historyCaller {
 }
 
 // streamedTask requires a stream of exactly one event, a task, and returns it.
+// sentTask is the task a SendMessage answered with (a client's or a transport's result).
+func sentTask(t *testing.T) func(a2a.SendMessageResult, error) *a2a.Task {
+	return func(res a2a.SendMessageResult, err error) *a2a.Task {
+		t.Helper()
+		require.NoError(t, err)
+		task, ok := res.(*a2a.Task)
+		require.True(t, ok, "want a task, got %T", res)
+		return task
+	}
+}
+
 func streamedTask(t *testing.T, events iter.Seq2[a2a.Event, error]) *a2a.Task {
 	t.Helper()
 	var got []a2a.Event
