@@ -190,74 +190,97 @@ func ownResult(task *a2a.Task, b tasks.Binding, req *protocol.Request) []byte {
 }
 
 // ownTask renders capgate's own task (of the pending binding b) in version v, with the first
-// message b holds (heldMessage) as its history, kept as protocol.HistoryKept says for
-// historyLength: as a SendMessage result or stream event (event), else as a bare task (GetTask,
-// CancelTask, a ListTasks entry). The history is the caller's message as b holds it: to a reader
-// of the version it was sent in, its parts as sent; to a reader of the other version, converted
-// by a2a-go's a2av0 — or, when they cannot be, no history rather than a part of the wrong shape.
+// message b holds as its history, kept as protocol.HistoryKept says for historyLength: as a
+// SendMessage result or stream event (event), else as a bare task (GetTask, CancelTask, a
+// ListTasks entry). The history is the caller's message as b holds it: to a reader of the
+// version it was sent in, its parts as sent; to a reader of the other version, converted by
+// a2a-go's a2av0 — or, when they cannot be, no history rather than a part of the wrong shape.
 func ownTask(task *a2a.Task, b tasks.Binding, v protocol.Version, historyLength *int, event bool) []byte {
-	first, held03 := heldMessage(b, task, v)
-	if first != nil && protocol.HistoryKept(v, historyLength, 1) > 0 {
-		cp := *task
-		cp.History = []*a2a.Message{first}
-		task = &cp
-	} else {
-		first = nil
+	var first *a2a.Message // nil: no history
+	if protocol.HistoryKept(v, historyLength, 1) > 0 {
+		first = heldMessage(b, task)
 	}
-	if v != protocol.V03 {
-		if event {
-			return renderTask(task, v, a2a.StreamResponse{Event: task})
-		}
-		return renderTask(task, v, task)
-	}
-	lt := a2av0.FromV1Task(task)
-	if first != nil && held03 != nil && len(lt.History) == 1 {
-		lt.History[0].Parts = held03 // as sent, not through a2a-go's conversion and back
-	}
-	return renderTask(task, v, lt)
-}
-
-// heldMessage is the first message the pending binding b holds, as the history of task (whose
-// task and context it is in) for a reader of version v: role user, the caller's messageId and
-// the held parts, read in b.HeldVersion's shape. held03 is set when b holds a 0.3 message and
-// v is 0.3: its parts exactly as read. It is nil when b keeps no message id (a binding written
-// before ids were kept: none is made up), no parts, or parts that do not read as their version's
-// or cannot be converted to v's.
-func heldMessage(b tasks.Binding, task *a2a.Task, v protocol.Version) (first *a2a.Message, held03 a2alegacy.ContentParts) {
-	if b.HeldMessageID == "" || len(b.Held) == 0 {
-		return nil, nil
-	}
-	var parts a2a.ContentParts
-	switch protocol.Version(b.HeldVersion) {
-	case protocol.V1:
-		if stdjson.Unmarshal(b.Held, &parts) != nil {
-			return nil, nil
-		}
-	case protocol.V03:
-		if stdjson.Unmarshal(b.Held, &held03) != nil {
-			return nil, nil
-		}
-		switch {
-		case convertible03(held03):
-			parts, _ = a2av0.ToV1Parts(held03) // never fails
-		case v != protocol.V03:
-			return nil, nil
-		default: // a 0.3 reader is given held03 itself: the converted parts are never read
-			parts = make(a2a.ContentParts, len(held03))
-			for i := range parts {
-				parts[i] = a2a.NewTextPart("")
+	if v == protocol.V03 {
+		lt := a2av0.FromV1Task(task)
+		if first != nil {
+			if parts := held03Parts(b); parts != nil {
+				m := a2av0.FromV1Message(first)
+				m.Parts = parts // as sent, not through a2a-go's conversion and back
+				lt.History = []*a2alegacy.Message{m}
 			}
 		}
-	default:
-		return nil, nil
+		return marshalled(lt)
 	}
-	if len(parts) == 0 || slices.Contains(parts, nil) {
-		return nil, nil
+	if first != nil {
+		if first.Parts = heldV1Parts(b); first.Parts != nil {
+			cp := *task
+			cp.History = []*a2a.Message{first}
+			task = &cp
+		}
 	}
-	if v != protocol.V03 {
-		held03 = nil
+	if event {
+		return streamResult(task, v)
 	}
-	return &a2a.Message{ID: b.HeldMessageID, Role: a2a.MessageRoleUser, Parts: parts, TaskID: task.ID, ContextID: task.ContextID}, held03
+	return taskJSON(task, v)
+}
+
+// heldMessage is the first message the pending binding b holds, without its parts, as the
+// history of task (whose task and context it is in): role user and the caller's messageId. It
+// is nil when b keeps no message id (a binding written before ids were kept: none is made up).
+func heldMessage(b tasks.Binding, task *a2a.Task) *a2a.Message {
+	if b.HeldMessageID == "" {
+		return nil
+	}
+	return &a2a.Message{ID: b.HeldMessageID, Role: a2a.MessageRoleUser, TaskID: task.ID, ContextID: task.ContextID}
+}
+
+// heldV1Parts is the parts b holds as a 1.0 reader is given them: as held from a 1.0 message,
+// converted by a2av0 from a 0.3 one when it converts them as they are (convertible03); nil when
+// there are none, or they do not read as their version's or cannot be converted.
+func heldV1Parts(b tasks.Binding) a2a.ContentParts {
+	switch protocol.Version(b.HeldVersion) {
+	case protocol.V1:
+		return readV1Parts(b.Held)
+	case protocol.V03:
+		if parts := read03Parts(b.Held); parts != nil && convertible03(parts) {
+			v1, _ := a2av0.ToV1Parts(parts) // never fails
+			return v1
+		}
+	}
+	return nil
+}
+
+// held03Parts is the parts b holds as a 0.3 reader is given them: as held from a 0.3 message,
+// converted by a2av0 from a 1.0 one; nil when there are none or they do not read as their
+// version's.
+func held03Parts(b tasks.Binding) a2alegacy.ContentParts {
+	switch protocol.Version(b.HeldVersion) {
+	case protocol.V03:
+		return read03Parts(b.Held)
+	case protocol.V1:
+		if parts := readV1Parts(b.Held); parts != nil {
+			return a2av0.FromV1Parts(parts)
+		}
+	}
+	return nil
+}
+
+// readV1Parts reads held 1.0 parts: nil when they do not read, are none, or hold a null.
+func readV1Parts(held []byte) a2a.ContentParts {
+	var parts a2a.ContentParts
+	if stdjson.Unmarshal(held, &parts) != nil || len(parts) == 0 || slices.Contains(parts, nil) {
+		return nil
+	}
+	return parts
+}
+
+// read03Parts reads held 0.3 parts: nil when they do not read, are none, or hold a null.
+func read03Parts(held []byte) a2alegacy.ContentParts {
+	var parts a2alegacy.ContentParts
+	if stdjson.Unmarshal(held, &parts) != nil || len(parts) == 0 || slices.Contains(parts, nil) {
+		return nil
+	}
+	return parts
 }
 
 // convertible03 reports whether a2av0 converts the 0.3 parts to 1.0 as they are: every file's
@@ -286,13 +309,16 @@ func taskJSON(task *a2a.Task, v protocol.Version) []byte {
 	return renderTask(task, v, task)
 }
 
-// renderTask marshals the 0.3 form of task, or v1 for 1.0 (out, when it is already the 0.3
-// form). The types are a2a-go's own; marshalling them cannot fail.
+// renderTask marshals the 0.3 form of task, or v1 for 1.0.
 func renderTask(task *a2a.Task, v protocol.Version, v1 any) []byte {
-	out := v1
-	if _, done := v1.(*a2alegacy.Task); v == protocol.V03 && !done {
-		out = a2av0.FromV1Task(task)
+	if v == protocol.V03 {
+		return marshalled(a2av0.FromV1Task(task))
 	}
+	return marshalled(v1)
+}
+
+// marshalled is out as JSON. The types are a2a-go's own; marshalling them cannot fail.
+func marshalled(out any) []byte {
 	b, err := stdjson.Marshal(out)
 	if err != nil {
 		return []byte(`null`)
