@@ -209,6 +209,7 @@ func tuneKnobs() []knob {
 		{"lrEpochs", []float64{5, 10, 20}, func(c *classifier.Config, v float64) { c.LREpochs = int(v) }},
 		{"lrL2", []float64{3e-5, 1e-4, 3e-4}, func(c *classifier.Config, v float64) { c.LRL2 = v }},
 		{"lrBigram", []float64{0, 0.5, 1, 1.5}, func(c *classifier.Config, v float64) { c.LRBigram = v }},
+		{"lrGroup", []float64{0, 0.3, 0.5, 0.7, 1}, func(c *classifier.Config, v float64) { c.LRGroup = v }},
 	}
 }
 
@@ -259,10 +260,10 @@ func calibrate(w io.Writer, docs []classifier.Doc, cases []classifier.Case, cosi
 	}
 	ix := classifier.NewWithConfig(docs, cfg)
 	ss := samples(ix, cases)
-	for _, nw := range []float64{1, 1.1, 1.2, 1.25, 1.3, 1.5} {
+	for _, nw := range []float64{1, 1.1, 1.2, 1.25, 1.3, 1.35, 1.4, 1.45, 1.5} {
 		b := fitLogistic(ss, nw, allFeatures)
 		q := quickMetrics(ss, b, 0.6)
-		printf("neg weight %.1f @0.6 top1 %.4f acc %.4f oos %.2f mis %.4f conf: %#v\n", nw, q.top1, q.acc, q.oos, q.mis, b)
+		printf("neg weight %.2f @0.6 top1 %.4f acc %.4f oos %.3f mis %.4f conf: %#v\n", nw, q.top1, q.acc, q.oos, q.mis, b)
 	}
 	conf := cfg.Conf
 	if !ix.Trained() {

@@ -107,6 +107,9 @@ type Config struct {
 	LR, LRRate, LRL2 float64
 	LREpochs         int
 	LRBigram         float64
+	// LRGroup weighs the weights shared by the skills of a tag (linear.go,
+	// tagGroups); 0 leaves them out.
+	LRGroup float64
 	// Build time and memory: LRMaxWork bounds epochs × features of all
 	// training docs × skills × 2 (fewer epochs are run when LREpochs would
 	// exceed it; below 2, training is skipped), LRMaxWeights the weight
@@ -141,14 +144,14 @@ func DefaultConfig() Config {
 		Word: 1, Char: 1,
 		Related:     0.5,
 		Temperature: 0.05,
-		Conf:        Features{-2.795, 1.404, 0.419, 4.040, 1.086, -0.896, 0.650, 1.077, -0.545},
-		LR:          0.3, LREpochs: 10, LRRate: 0.5, LRL2: 1e-4, LRBigram: 1,
+		Conf:        Features{-3.498, 2.295, 0.205, 4.123, 1.044, -0.829, 0.364, 0.834, -0.446},
+		LR:          0.3, LREpochs: 10, LRRate: 0.5, LRL2: 1e-4, LRBigram: 1, LRGroup: 0.7,
 		LRMaxWork: 2e9, LRMaxWeights: 1 << 24,
 		Embed: 1, EmbedRank: 3000,
 		ConfCos: Features{-1.881, 0.985, -1.012, 7.989, 1.245, -0.384, 2.164, 0, 0},
 		Global:  true, Outside: true,
-		Corr: Corrections{1.592, 6.602, -0.011, 0.547, 0.714, -0.358, -0.031, -0.454, 0.029, 1.131,
-			-1.183, 0.543, 0.153, -0.576},
+		Corr: Corrections{1.857, 5.315, 0.180, 0.346, 0.565, -0.528, 0.002, -0.459, 0.414, 0.919,
+			-1.138, 0.564, 0.208, -0.409},
 	}
 }
 
@@ -248,7 +251,8 @@ func NewWithConfig(docs []Doc, cfg Config) *Index {
 	}
 	ix.postWord = postings(ix.skillWord, len(ix.word.idf))
 	ix.postChar = postings(ix.skillChar, len(ix.char.idf))
-	ix.lin = ix.train(exToks, nameToks, wordBags, charBags)
+	groups, ngroups := tagGroups(docs)
+	ix.lin = ix.train(exToks, nameToks, wordBags, charBags, groups, ngroups)
 	ix.stems = memo
 	ix.all = make([]int, len(docs))
 	for i := range ix.all {

@@ -398,3 +398,91 @@ func TestManyExamplesKeepTheModel(t *testing.T) {
 		require.False(t, NewWithConfig(empty, cfg).Trained())
 	}
 }
+
+// TestTagGroups: the tags two or more skills share, compared in lower
+// case without surrounding space, each numbered once in the order of its
+// first use; a tag of one skill, an empty one, and a skill's repeat of its
+// own tag share nothing.
+func TestTagGroups(t *testing.T) {
+	docs := []Doc{
+		{ID: "a", Tags: []string{"Travel", "solo", " ", "travel"}},
+		{ID: "b", Tags: []string{"money", " travel "}},
+		{ID: "c", Tags: []string{"MONEY"}},
+		{ID: "d"},
+		{ID: "e", Tags: []string{"travel", "money"}},
+	}
+	groups, n := tagGroups(docs)
+	require.Equal(t, 2, n)
+	require.Equal(t, [][]int32{{0}, {0, 1}, {1}, nil, {0, 1}}, groups)
+
+	groups, n = tagGroups([]Doc{{ID: "a", Tags: []string{"x"}}, {ID: "b", Tags: []string{"y"}}})
+	require.Zero(t, n)
+	require.Equal(t, [][]int32{nil, nil}, groups)
+}
+
+// tagDocs is a small registry of two tags whose "trip" is a travel word
+// that one travel skill's examples never use.
+func tagDocs() []Doc {
+	return []Doc{
+		{ID: "book-flight", Name: "Book flight", Tags: []string{"travel"}, Examples: []string{
+			"book a flight to rome for my trip", "i need a plane ticket for the trip",
+			"find me flights for a weekend trip", "fly to lisbon next friday"}},
+		{ID: "book-hotel", Name: "Book hotel", Tags: []string{"travel"}, Examples: []string{
+			"reserve a hotel room for my trip", "somewhere to stay on the trip",
+			"a hotel near the station for two nights", "book a room in paris"}},
+		{ID: "rent-car", Name: "Rent car", Tags: []string{"travel"}, Examples: []string{
+			"rent a car in rome", "i need a rental car", "hire a car at the airport",
+			"reserve a car for saturday"}},
+		{ID: "pay-bill", Name: "Pay bill", Tags: []string{"money"}, Examples: []string{
+			"pay my electricity bill", "settle the phone bill today", "i want to pay a bill",
+			"pay the water bill from checking"}},
+		{ID: "transfer-money", Name: "Transfer money", Tags: []string{"money"}, Examples: []string{
+			"send money to my sister", "transfer 50 to savings", "move funds between accounts",
+			"wire money abroad"}},
+		{ID: "check-balance", Name: "Check balance", Tags: []string{"money"}, Examples: []string{
+			"how much money do i have", "what is my balance", "show my account balance",
+			"balance of my checking account"}},
+	}
+}
+
+// TestTagsShareWeights: what the examples of a tag's skills teach reaches
+// every skill of the tag (Config.LRGroup). "trip" is in book-flight's and
+// book-hotel's examples only; with the shared weights rent-car learns it
+// as a travel word, weighing it above every money skill and above what it
+// learns alone. A tag that shares nothing, or that every skill has, leaves
+// the model as it is without shared weights.
+func TestTagsShareWeights(t *testing.T) {
+	alone := DefaultConfig()
+	alone.LRGroup = 0
+	weight := func(docs []Doc, cfg Config, skill, stem string) float32 {
+		ix := NewWithConfig(docs, cfg)
+		require.True(t, ix.Trained())
+		f, ok := ix.word.ids[fnv64('w', stem)]
+		require.True(t, ok, stem)
+		c, ok := ix.Lookup(skill)
+		require.True(t, ok, skill)
+		return ix.lin.w[int(f)*ix.lin.classes+c]
+	}
+	docs := tagDocs()
+	shared := weight(docs, DefaultConfig(), "rent-car", "trip")
+	require.Greater(t, shared, weight(docs, alone, "rent-car", "trip"), "learnt from the tag")
+	for _, money := range []string{"pay-bill", "transfer-money", "check-balance"} {
+		require.Greater(t, shared, weight(docs, DefaultConfig(), money, "trip"), money)
+	}
+
+	weights := func(docs []Doc, cfg Config) []float32 { return NewWithConfig(docs, cfg).lin.w }
+	for name, tag := range map[string]func(i int) string{
+		"one skill each": func(i int) string { return fmt.Sprint("tag-", i) },
+		"every skill":    func(int) string { return "everything" },
+	} {
+		docs := tagDocs()
+		for i := range docs {
+			docs[i].Tags = []string{tag(i)}
+		}
+		want, got := weights(docs, alone), weights(docs, DefaultConfig())
+		require.Len(t, got, len(want))
+		for i := range want {
+			require.InDelta(t, want[i], got[i], 1e-6, "%s: weight %d", name, i)
+		}
+	}
+}

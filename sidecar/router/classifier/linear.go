@@ -3,6 +3,7 @@ package classifier
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/capgate/capgate/sidecar/router/classifier/wordvec"
 )
@@ -19,6 +20,16 @@ import (
 // the weights learn what the cosine gets wrong rather than restate what it
 // gets right. Weights are stored by feature, classes contiguous: scoring a
 // message walks only the message's features.
+//
+// The skills that share a tag also share weights (Config.LRGroup): a
+// skill's logit is (w_c + LRGroup · Σ u_t) · x over its tags t, fitted
+// together, so that what one skill's examples teach about its domain ("a
+// trip", "my card") reaches the others of its tag, which have their own
+// ten examples to learn from and the tag's hundred. Trained alike (same
+// step and L2), the shared weights are added into each skill's once
+// training ends: scoring is unchanged. A tag on one skill shares nothing and
+// is left out (tagGroups); one on every skill cannot change a softmax and
+// learns nothing.
 type linear struct {
 	classes int
 	w       []float32 // w[f*classes+c]: weight of feature f for class c
@@ -35,6 +46,41 @@ type linear struct {
 // the cosine (usage folds: 83.1 / 76.1 % top-1 against 84.1 / 77.6 % at
 // 10 epochs and 78.1 / 69.6 % without the model).
 const minEpochs = 2
+
+// tagGroups numbers the tags that two or more skills share, compared in
+// lower case without surrounding space, in the order of their first use,
+// and lists each skill's numbers in increasing order: the linear model's
+// groups of shared weights.
+func tagGroups(docs []Doc) (groups [][]int32, n int) {
+	skills := map[string][]int32{}
+	var order []string
+	for i, d := range docs {
+		for _, t := range d.Tags {
+			t = strings.ToLower(strings.TrimSpace(t))
+			if t == "" {
+				continue
+			}
+			if s := skills[t]; len(s) > 0 && s[len(s)-1] == int32(i) {
+				continue // the same tag twice on one skill
+			}
+			if _, ok := skills[t]; !ok {
+				order = append(order, t)
+			}
+			skills[t] = append(skills[t], int32(i))
+		}
+	}
+	groups = make([][]int32, len(docs))
+	for _, t := range order {
+		if len(skills[t]) < 2 {
+			continue
+		}
+		for _, c := range skills[t] {
+			groups[c] = append(groups[c], int32(n))
+		}
+		n++
+	}
+	return groups, n
+}
 
 // trainDoc is one training document.
 type trainDoc struct {
@@ -87,16 +133,20 @@ func (ix *Index) appendLinFeatures(dst sparse, m *linear, q query, bi sparse, ve
 // a registry whose LREpochs epochs would exceed cfg.LRMaxWork is trained
 // for as many epochs as fit: as a deployment accepts examples the model
 // keeps learning from them instead of being dropped (at 150 skills, past
-// about 24 examples a skill).
-func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBags []bag) *linear {
+// about 24 examples a skill). groups lists each skill's groups of shared
+// weights (tagGroups), of which there are ngroups.
+func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBags []bag, groups [][]int32, ngroups int) *linear {
 	cfg := ix.cfg
 	classes := len(exToks)
 	if classes < 2 || cfg.LREpochs == 0 {
 		return nil
 	}
+	if cfg.LRGroup == 0 {
+		groups, ngroups = nil, 0
+	}
 	// A text of n words has about 12n features (words, related words,
 	// char 2–3-grams, bigrams), and wordvec.Dim more with the word-vector
-	// block; each SGD step costs features × skills × 2.
+	// block; each SGD step costs features × (skills + groups) × 2.
 	var words, texts int
 	for c := range exToks {
 		words += len(nameToks[c])
@@ -110,7 +160,7 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 		features += wordvec.Dim * float64(texts)
 	}
 	epochs := cfg.LREpochs
-	if perEpoch := features * float64(classes) * 2; float64(epochs)*perEpoch > cfg.LRMaxWork {
+	if perEpoch := features * float64(classes+ngroups) * 2; float64(epochs)*perEpoch > cfg.LRMaxWork {
 		epochs = int(cfg.LRMaxWork / perEpoch) // perEpoch > 0 here
 	}
 	if epochs < minEpochs {
@@ -135,7 +185,7 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 	if cfg.Embed > 0 {
 		nfeat += wordvec.Dim
 	}
-	if nfeat*classes > cfg.LRMaxWeights {
+	if nfeat*(classes+ngroups) > cfg.LRMaxWeights {
 		return nil
 	}
 
@@ -181,16 +231,18 @@ func (ix *Index) train(exToks [][][]token, nameToks [][]token, wordBags, charBag
 	if len(docs) == 0 {
 		return nil
 	}
-	m.w = ix.sgd(docs, classes, nfeat, epochs)
+	m.w = ix.sgd(docs, classes, nfeat, epochs, groups, ngroups)
 	return m
 }
 
 // sgd fits the weights by stochastic gradient descent on the softmax loss
 // of (cosine + lr · w·x) / lr, with L2 decay (weights kept as scale × v so
-// that decay is O(1) a step). Deterministic.
-func (ix *Index) sgd(docs []trainDoc, classes, nfeat, epochs int) []float32 {
+// that decay is O(1) a step), and returns them with the shared weights of
+// each skill's groups (ngroups in all) added in. Deterministic.
+func (ix *Index) sgd(docs []trainDoc, classes, nfeat, epochs int, groups [][]int32, ngroups int) []float32 {
 	cfg := ix.cfg
 	v := make([]float32, nfeat*classes)
+	u := make([]float32, nfeat*ngroups) // u[f*ngroups+t]: shared weight of feature f for group t
 	scale := 1.0
 	rng := rand.New(rand.NewPCG(1, 2))
 	order := make([]int, len(docs))
@@ -198,6 +250,7 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat, epochs int) []float32 {
 		order[i] = i
 	}
 	z := make([]float64, classes)
+	zg := make([]float64, ngroups) // u_t · x, then the gradient of the loss w.r.t. u_t · x
 	accW := make([]float32, classes)
 	accC := make([]float32, classes)
 	for range epochs {
@@ -205,11 +258,22 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat, epochs int) []float32 {
 		for _, di := range order {
 			d := docs[di]
 			clear(z)
+			clear(zg)
 			for i, f := range d.x.ids {
 				x := float64(d.x.w[i])
 				row := v[int(f)*classes : int(f+1)*classes]
 				for c, w := range row {
 					z[c] += x * float64(w)
+				}
+				for t, w := range u[int(f)*ngroups : int(f+1)*ngroups] {
+					zg[t] += x * float64(w)
+				}
+			}
+			if ngroups > 0 {
+				for c, ts := range groups {
+					for _, t := range ts {
+						z[c] += cfg.LRGroup * zg[t]
+					}
 				}
 			}
 			clear(accW)
@@ -233,6 +297,14 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat, epochs int) []float32 {
 				z[c] /= sum
 			}
 			z[d.class] -= 1 // gradient of the loss w.r.t. the logits
+			if ngroups > 0 {
+				clear(zg)
+				for c, ts := range groups {
+					for _, t := range ts {
+						zg[t] += cfg.LRGroup * z[c]
+					}
+				}
+			}
 			scale *= 1 - cfg.LRRate*cfg.LRL2
 			g := cfg.LRRate / scale
 			for i, f := range d.x.ids {
@@ -243,17 +315,33 @@ func (ix *Index) sgd(docs []trainDoc, classes, nfeat, epochs int) []float32 {
 						row[c] -= float32(x * z[c])
 					}
 				}
+				shared := u[int(f)*ngroups : int(f+1)*ngroups]
+				for t := range shared {
+					shared[t] -= float32(x * zg[t])
+				}
 			}
 			if scale < 1e-3 {
 				for i := range v {
 					v[i] *= float32(scale)
 				}
+				for i := range u {
+					u[i] *= float32(scale)
+				}
 				scale = 1
 			}
 		}
 	}
-	for i := range v {
-		v[i] *= float32(scale)
+	for f := range nfeat {
+		row := v[f*classes : (f+1)*classes]
+		shared := u[f*ngroups : (f+1)*ngroups]
+		for c, ts := range groups {
+			for _, t := range ts {
+				row[c] += float32(cfg.LRGroup * float64(shared[t]))
+			}
+		}
+		for c := range row {
+			row[c] *= float32(scale)
+		}
 	}
 	return v
 }

@@ -42,12 +42,14 @@ func TestRouteEvalLearningCurve(t *testing.T) {
 	t.Logf("5: %+v\n10: %+v\n15: %+v", five, ten, fifteen)
 	require.Greater(t, ten.Top1, five.Top1+0.05, "ten examples per skill gain over five")
 	require.Greater(t, fifteen.Top1, ten.Top1)
-	// Measured: 79.7 % top-1 (1,195 of 1,500), 59.6 % answered, 3.7 %
-	// misroutes (56), 96 % out-of-scope recall (48 of 50); the floors
-	// leave a few cases of room. Before the word-vector block (issue 36):
-	// 76.9 % top-1 and 57.9 % answered.
-	require.GreaterOrEqual(t, ten.Top1, 0.79)
-	require.GreaterOrEqual(t, ten.Answered, 0.59)
+	// The goal issue 36 holds the router to: 80 % top-1 and misroutes
+	// ≤ 5 % at ten examples per skill. Measured: 80.1 % top-1 (1,202 of
+	// 1,500), 59.0 % answered, 3.1 % misroutes (47), 96 % out-of-scope
+	// recall (48 of 50); the other floors leave a few cases of room. Before
+	// the weights shared by a tag's skills: 79.7 % top-1 and 59.6 %
+	// answered; before the word-vector block: 76.9 % and 57.9 %.
+	require.GreaterOrEqual(t, ten.Top1, 0.80)
+	require.GreaterOrEqual(t, ten.Answered, 0.58)
 	require.LessOrEqual(t, ten.Misroute, 0.04)
 	require.Less(t, ten.Misroute, five.Misroute)
 	require.GreaterOrEqual(t, ten.OOS, 0.94)
