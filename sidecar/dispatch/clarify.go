@@ -240,9 +240,9 @@ func heldMessage(b tasks.Binding, task *a2a.Task) *a2a.Message {
 func heldV1Parts(b tasks.Binding) a2a.ContentParts {
 	switch protocol.Version(b.HeldVersion) {
 	case protocol.V1:
-		return readV1Parts(b.Held)
+		return readParts[a2a.ContentParts](b.Held)
 	case protocol.V03:
-		if parts := read03Parts(b.Held); parts != nil && convertible03(parts) {
+		if parts := readParts[a2alegacy.ContentParts](b.Held); parts != nil && convertible03(parts) {
 			v1, _ := a2av0.ToV1Parts(parts) // never fails
 			return v1
 		}
@@ -256,28 +256,22 @@ func heldV1Parts(b tasks.Binding) a2a.ContentParts {
 func held03Parts(b tasks.Binding) a2alegacy.ContentParts {
 	switch protocol.Version(b.HeldVersion) {
 	case protocol.V03:
-		return read03Parts(b.Held)
+		return readParts[a2alegacy.ContentParts](b.Held)
 	case protocol.V1:
-		if parts := readV1Parts(b.Held); parts != nil {
+		if parts := readParts[a2a.ContentParts](b.Held); parts != nil {
 			return a2av0.FromV1Parts(parts)
 		}
 	}
 	return nil
 }
 
-// readV1Parts reads held 1.0 parts: nil when they do not read, are none, or hold a null.
-func readV1Parts(held []byte) a2a.ContentParts {
-	var parts a2a.ContentParts
-	if stdjson.Unmarshal(held, &parts) != nil || len(parts) == 0 || slices.Contains(parts, nil) {
-		return nil
-	}
-	return parts
-}
-
-// read03Parts reads held 0.3 parts: nil when they do not read, are none, or hold a null.
-func read03Parts(held []byte) a2alegacy.ContentParts {
-	var parts a2alegacy.ContentParts
-	if stdjson.Unmarshal(held, &parts) != nil || len(parts) == 0 || slices.Contains(parts, nil) {
+// readParts reads held parts as their version's ContentParts (a2a-go's 1.0
+// a2a.ContentParts or 0.3 a2alegacy.ContentParts): nil when they do not
+// read, are none, or hold a null (a nil part, the zero of either's element).
+func readParts[S ~[]E, E comparable](held []byte) S {
+	var parts S
+	var null E
+	if stdjson.Unmarshal(held, &parts) != nil || len(parts) == 0 || slices.Contains(parts, null) {
 		return nil
 	}
 	return parts

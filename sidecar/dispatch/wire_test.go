@@ -342,6 +342,7 @@ func TestOwnTaskHistory(t *testing.T) {
 		for _, tc := range []struct{ version, held string }{
 			{"1.0", heldShapes[protocol.V03]}, {"0.3", heldShapes[protocol.V1]}, {"0.3", `[{"kind":"video"}]`}, {"1.0", `[{}]`},
 			{"1.0", `{"text":"x"}`}, {"1.0", `[]`}, {"2.0", heldShapes[protocol.V1]}, {"1.0", `[{"raw":"not base64!"}]`},
+			{"1.0", `[null]`}, {"0.3", `[null]`}, {"1.0", heldShapes[protocol.V1][:len(heldShapes[protocol.V1])-1] + `,null]`},
 		} {
 			bad := b
 			bad.Held, bad.HeldVersion = []byte(tc.held), tc.version
