@@ -14,11 +14,11 @@ import (
 // ten examples per skill cannot (TestWordVectorsKnowMeaning). Each word
 // weighs r / (r + EmbedRank) by its frequency rank r in the vectors'
 // corpus, so that "the", "my" and "is" (ranks 1–100) weigh almost nothing
-// and rarer words about 1 (the
-// smooth inverse frequency weighting of Arora, Liang and Ma, 2017, with
-// the rank standing for the frequency); the sum is L2-normalised and
-// weighted by Config.Embed. Chosen on folds of the learning curve's usage
-// block (docs/routing.md, "At ten examples per skill").
+// and rarer words about 1 (the smooth inverse frequency weighting of Arora,
+// Liang and Ma, 2017, with the rank standing for the frequency); the sum is
+// L2-normalised and weighted by Config.Embed. Chosen on folds of the
+// learning curve's usage block (docs/routing.md, "At ten examples per
+// skill").
 
 // meanVector sets dst (len wordvec.Dim) to the message's normalised mean
 // word vector and returns it, or nil when the block is off or no word of
